@@ -1,0 +1,24 @@
+"""nodecourse: the support library of a measured course on neural ODEs and implicit networks.
+
+Public surface (see README.md and the lessons):
+
+- :func:`odeint`, :data:`SOLVERS`, :class:`Solution`, :class:`SolverError`, :class:`Status`
+- :mod:`nodecourse.diagnostics`: solver-work logs, tolerance sweeps
+- :mod:`nodecourse.models`, :mod:`nodecourse.augment`, :mod:`nodecourse.latent`
+- :mod:`nodecourse.data`: toy sets, digits, PhysioNet 2012
+"""
+from nodecourse.config import quick_mode, pick
+from nodecourse.solvers import SOLVERS, Solution, SolverError, Status, odeint
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "SOLVERS",
+    "Solution",
+    "SolverError",
+    "Status",
+    "odeint",
+    "pick",
+    "quick_mode",
+    "__version__",
+]

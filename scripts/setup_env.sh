@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Create (or refresh) the course's virtual environment in .venv.
+# torch is installed first and pinned, so that pip never pulls a multi-GB
+# CUDA build onto a machine without a GPU.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+VENV=${VENV:-.venv}
+TORCH_VERSION=${TORCH_VERSION:-2.13.0}
+stamp="$VENV/.nodecourse-installed"
+
+if [ -f "$stamp" ] && [ "$stamp" -nt pyproject.toml ] && [ "$stamp" -nt scripts/setup_env.sh ]; then
+  exit 0
+fi
+[ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
+pip=("$VENV/bin/python" -m pip install --disable-pip-version-check -q)
+
+if ! "$VENV/bin/python" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION')" 2>/dev/null; then
+  if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+    echo "[setup] GPU found: installing torch==$TORCH_VERSION (CUDA build)"
+    "${pip[@]}" "torch==$TORCH_VERSION"
+  else
+    echo "[setup] no GPU: installing the CPU build of torch==$TORCH_VERSION"
+    # A local wheel (pip's find-links) first; PyTorch's CPU index otherwise.
+    "${pip[@]}" --no-index "torch==$TORCH_VERSION" 2>/dev/null \
+      || "${pip[@]}" "torch==$TORCH_VERSION" --index-url https://download.pytorch.org/whl/cpu \
+           --extra-index-url https://pypi.org/simple
+  fi
+fi
+echo "[setup] installing nodecourse and its test dependencies"
+"${pip[@]}" -e ".[test]"
+touch "$stamp"
