@@ -16,14 +16,18 @@ fi
 pip=("$VENV/bin/python" -m pip install --disable-pip-version-check -q)
 
 if ! "$VENV/bin/python" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION')" 2>/dev/null; then
-  if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+  if [ "$(uname -s)" = Darwin ]; then
+    echo "[setup] macOS: installing torch==$TORCH_VERSION (CPU and MPS)"
+    "${pip[@]}" "torch==$TORCH_VERSION"
+  elif command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
     echo "[setup] GPU found: installing torch==$TORCH_VERSION (CUDA build)"
     "${pip[@]}" "torch==$TORCH_VERSION"
   else
     echo "[setup] no GPU: installing the CPU build of torch==$TORCH_VERSION"
-    # A local wheel (pip's find-links) first; PyTorch's CPU index otherwise.
-    "${pip[@]}" --no-index "torch==$TORCH_VERSION" 2>/dev/null \
-      || "${pip[@]}" "torch==$TORCH_VERSION" --index-url https://download.pytorch.org/whl/cpu \
+    # The CPU build from pip's configured sources (a local wheel here) first,
+    # PyTorch's CPU index otherwise; never PyPI's default (CUDA) build.
+    "${pip[@]}" "torch==$TORCH_VERSION+cpu" 2>/dev/null \
+      || "${pip[@]}" "torch==$TORCH_VERSION+cpu" --index-url https://download.pytorch.org/whl/cpu \
            --extra-index-url https://pypi.org/simple
   fi
 fi
