@@ -167,3 +167,151 @@ class ResidualStack(nn.Module):
             field = self.fields[0 if self.shared else k]
             z = z + self.step * field(None, z)
         return z
+
+
+# --- Lesson 1: digit classifiers, a residual stack and an ODE-Net at matched size -------------
+
+
+def matched_field_width(dim: int, n_blocks: int, hidden: int) -> int:
+    """Hidden width of one ``dim -> H -> dim`` field with about as many parameters as
+    ``n_blocks`` fields ``dim -> hidden -> dim`` (one field per residual block).
+
+    A block ``dim -> h -> dim`` has ``2*dim*h + h + dim`` parameters, so
+    ``H = round((n_blocks * (2*dim*hidden + hidden + dim) - dim) / (2*dim + 1))``.
+    """
+    for name, value in (("dim", dim), ("n_blocks", n_blocks), ("hidden", hidden)):
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name}={value!r} must be a positive int")
+    target = n_blocks * (2 * dim * hidden + hidden + dim)
+    return max(1, round((target - dim) / (2 * dim + 1)))
+
+
+class ResNetClassifier(nn.Module):
+    """Embed, ``n_blocks`` residual blocks ``z <- z + f_k(z)`` (each its own weights), read out.
+
+    ``(batch, n_in) -> Linear -> (batch, width) -> ResidualStack -> Linear -> (batch, n_classes)`` logits.
+    """
+
+    def __init__(self, n_in: int = 64, n_classes: int = 10, width: int = 32, n_blocks: int = 4,
+                 hidden: int = 64, activation: str = "tanh"):
+        super().__init__()
+        self.embed = nn.Linear(n_in, width)
+        self.blocks = ResidualStack(width, n_blocks=n_blocks, hidden=(hidden,), activation=activation)
+        self.readout = nn.Linear(width, n_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.readout(self.blocks(self.embed(x)))
+
+
+class ODENetClassifier(nn.Module):
+    """Embed, one ODE block ``dz/dt = f(z)`` on ``[0, t1]``, read out: the continuous counterpart
+    of :class:`ResNetClassifier`.
+
+    Trained with a fixed-step solver (``method``, ``n_steps`` steps of size
+    ``t1 / n_steps``); :meth:`forward` takes ``n_steps`` / ``method`` to evaluate
+    the same trained weights with another discretisation.
+    ``(batch, n_in) -> (batch, n_classes)`` logits.
+    """
+
+    def __init__(self, n_in: int = 64, n_classes: int = 10, width: int = 32, hidden: int = 256,
+                 n_steps: int = 4, method: str = "euler", t1: float = 1.0, activation: str = "tanh"):
+        super().__init__()
+        if not isinstance(n_steps, int) or n_steps < 1:
+            raise ValueError(f"n_steps={n_steps!r} must be a positive int (fixed steps on [0, t1])")
+        self.embed = nn.Linear(n_in, width)
+        self.ode = ODEBlock(MLPField(width, (hidden,), activation), t1=t1, method=method,
+                            step_size=t1 / n_steps)
+        self.n_steps = n_steps
+        self.readout = nn.Linear(width, n_classes)
+
+    def forward(self, x: torch.Tensor, *, n_steps: int | None = None, method: str | None = None) -> torch.Tensor:
+        z = self.embed(x)
+        if n_steps is None and method is None:
+            z = self.ode(z)
+        else:
+            n = self.n_steps if n_steps is None else n_steps
+            if not isinstance(n, int) or n < 1:
+                raise ValueError(f"n_steps={n_steps!r} must be a positive int")
+            z = self.ode.solve(z, method=method or self.ode.method, step_size=self.ode.t1 / n).ys[-1]
+        return self.readout(z)
+
+
+@torch.no_grad()
+def accuracy(logits: torch.Tensor, labels: torch.Tensor) -> float:
+    """Fraction of rows of ``logits`` ``(n, classes)`` whose argmax equals ``labels`` ``(n,)``."""
+    return (logits.argmax(dim=-1) == labels).double().mean().item()
+
+
+@torch.no_grad()
+def accuracy_vs_steps(model: ODENetClassifier, x: torch.Tensor, y: torch.Tensor,
+                      steps: Sequence[int] = (1, 2, 4, 8, 16), method: str | None = None) -> dict[int, dict]:
+    """Evaluate a trained :class:`ODENetClassifier` with other step counts than it was trained with.
+
+    Returns ``{n_steps: {"accuracy": float, "nfe": int}}``; ``nfe`` is the
+    solver's count for that evaluation (the compute spent).
+    """
+    if not isinstance(model, ODENetClassifier):
+        raise TypeError(f"model is a {type(model).__name__}; accuracy_vs_steps needs an ODENetClassifier")
+    was_training = model.training
+    model.eval()
+    out = {}
+    for n in steps:
+        logits = model(x, n_steps=int(n), method=method)
+        out[int(n)] = {"accuracy": accuracy(logits, y), "nfe": int(model.ode.last_stats["nfe"])}
+    model.train(was_training)
+    return out
+
+
+def saved_activation_bytes(module: nn.Module, *inputs: torch.Tensor) -> int:
+    """Bytes of the tensors autograd keeps for the backward pass of ``module(*inputs).sum()``.
+
+    Counted with :func:`torch.autograd.graph.saved_tensors_hooks` during one
+    forward pass, so it works on every device (no CUDA memory statistics
+    needed). Parameters saved by autograd are excluded, since they live
+    anyway; tensors saved twice are counted once.
+    """
+    params = {p.data_ptr() for p in module.parameters()}
+    seen: set[tuple[int, int]] = set()
+    total = 0
+
+    def pack(t: torch.Tensor):
+        nonlocal total
+        if t.layout == torch.strided and t.data_ptr() not in params:
+            key = (t.untyped_storage().data_ptr(), t.untyped_storage().nbytes())
+            if key not in seen:
+                seen.add(key)
+                total += key[1]
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        module(*inputs).sum()
+    return total
+
+
+def train_classifier(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, epochs: int = 20,
+                     batch_size: int = 128, lr: float = 3e-3, seed: int = 0, progress: bool = True) -> list[float]:
+    """Train ``model`` (logits) on ``x`` ``(n, features)``, ``y`` ``(n,)`` with Adam and cross-entropy.
+
+    Returns the mean training loss of each epoch. Shuffling is seeded.
+    """
+    from tqdm.auto import trange
+
+    if not isinstance(epochs, int) or epochs < 1:
+        raise ValueError(f"epochs={epochs!r} must be a positive int")
+    gen = torch.Generator().manual_seed(seed)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    losses = []
+    model.train()
+    for _ in trange(epochs, desc=type(model).__name__, disable=not progress, leave=False):
+        perm = torch.randperm(len(y), generator=gen).to(y.device)
+        total = 0.0
+        for i in range(0, len(y), batch_size):
+            idx = perm[i:i + batch_size]
+            loss = nn.functional.cross_entropy(model(x[idx]), y[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += loss.item() * len(idx)
+        losses.append(total / len(y))
+    model.eval()
+    return losses

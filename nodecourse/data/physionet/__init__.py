@@ -1,0 +1,173 @@
+"""PhysioNet/CinC Challenge 2012: irregularly sampled ICU time series and in-hospital mortality.
+
+Public surface::
+
+    from nodecourse.data import physionet
+    data = physionet.load("set-a", quantization=1.0)   # PhysioNetSet on a 1-hour grid
+    print(data.report.summary())                       # where from, how many, what was skipped
+    parts = data.split(test=0.2, seed=0)               # by patient, stratified, seeded
+    norm = physionet.Normalizer.fit(parts["train"])    # statistics from the training split only
+    train, test = norm.transform(parts["train"]), norm.transform(parts["test"])
+
+Where the data comes from: :func:`locate` (explicit path > ``NODECOURSE_DATA`` >
+``../shared/physionet2012`` > a verified download when ``download=True`` >
+the synthetic generator, with a loud warning). Bad records are skipped and
+counted in ``data.report``. The parsed tensors are cached under
+``$NODECOURSE_CACHE`` (default ``~/.cache/nodecourse``), never in the repository.
+"""
+from __future__ import annotations
+
+import os
+import time
+import warnings
+from pathlib import Path
+
+import torch
+
+from nodecourse.data.physionet.dataset import Normalizer, PhysioNetSet, check_quantization, densify
+from nodecourse.data.physionet.records import (
+    BAD_REASONS, DESCRIPTORS, HORIZON_HOURS, VARIABLES, BadRecord, LoadReport, Record,
+    parse_outcomes, parse_record,
+)
+from nodecourse.data.physionet.sources import (
+    DATA_ENV, SETS, SHARED_DIR, Source, cache_dir, check_set_name, fingerprint, iter_record_texts,
+)
+from nodecourse.data.physionet.sources import locate as _locate
+from nodecourse.data.physionet.synthetic import write_synthetic
+
+__all__ = [
+    "BAD_REASONS", "DESCRIPTORS", "VARIABLES", "HORIZON_HOURS", "BadRecord", "LoadReport",
+    "Normalizer", "PhysioNetSet", "Record", "Source", "SyntheticDataWarning", "load", "locate",
+    "parse_record", "synthetic", "SHARED_DIR", "DATA_ENV",
+]
+
+PARSER_VERSION = 1  # bump when parsing or the cached layout changes
+
+
+class SyntheticDataWarning(UserWarning):
+    """Raised as a warning whenever the synthetic stand-in is used instead of real data."""
+
+
+class BadRecordWarning(UserWarning):
+    """Some record files were skipped; the report lists them."""
+
+
+def locate(set_name: str = "set-a", path: str | os.PathLike | None = None,
+           download: bool = False) -> Source | None:
+    """Where ``set_name`` would be read from, or None when only the synthetic fallback is left."""
+    return _locate(set_name, path, download)
+
+
+def synthetic(n_patients: int = 4000, *, set_name: str = "set-a", seed: int = 0,
+              directory: str | os.PathLike | None = None) -> Source:
+    """Write (once) a synthetic set in PhysioNet's file format and return its :class:`Source`.
+
+    The files go to ``directory`` or to the cache (``synthetic/<set>-n<N>-s<seed>``).
+    """
+    check_set_name(set_name)
+    d = Path(directory) if directory is not None else cache_dir() / "synthetic" / f"{set_name}-n{n_patients}-s{seed}"
+    if not (d / f"Outcomes-{set_name[-1]}.txt").is_file():
+        write_synthetic(d, set_name, n_patients, seed)
+    return Source("synthetic", d, set_name)
+
+
+def _warn_synthetic(set_name: str) -> None:
+    msg = (f"\n{'!' * 72}\nPhysioNet {set_name} was NOT found: using the SYNTHETIC stand-in.\n"
+           f"Numbers measured on it say nothing about the real benchmark.\n"
+           f"To use the real data, pass path=..., set {DATA_ENV}=DIR, place it at {SHARED_DIR},\n"
+           f"or call load(..., download=True) where a network exists.\n{'!' * 72}")
+    warnings.warn(msg, SyntheticDataWarning, stacklevel=3)
+
+
+def parse_source(source: Source, progress: bool = False) -> tuple[list[Record], list[int], LoadReport]:
+    """Parse every record of ``source``; skip and count the bad ones."""
+    outcomes = parse_outcomes(source.outcomes.read_text(errors="replace"))
+    report = LoadReport(source.kind, str(source.directory))
+    records: list[Record] = []
+    labels: list[int] = []
+    texts = iter_record_texts(source)
+    if progress:
+        from tqdm.auto import tqdm
+        texts = tqdm(texts, desc=f"parsing {source.set_name}", unit="record", leave=False)
+    for name, text in texts:
+        report.n_files += 1
+        try:
+            rec = parse_record(text, name)
+            if rec.record_id not in outcomes:
+                raise BadRecord("no outcome", f"{name}: RecordID {rec.record_id} not in {source.outcomes.name}")
+        except BadRecord as exc:
+            report.skipped.append((name, str(exc)))
+            continue
+        records.append(rec)
+        labels.append(outcomes[rec.record_id])
+    report.n_loaded = len(records)
+    return records, labels, report
+
+
+def load(set_name: str = "set-a", *, path: str | os.PathLike | None = None, quantization: float = 1.0,
+         download: bool = False, cache: bool = True, allow_synthetic: bool = True,
+         synthetic_patients: int = 4000, progress: bool = True, verbose: bool = True) -> PhysioNetSet:
+    """Load one PhysioNet 2012 set as a :class:`PhysioNetSet` on a grid of ``quantization`` hours.
+
+    Args:
+        set_name: "set-a" or "set-b".
+        path: a folder holding ``set-a.tar.gz`` (or ``set-a/``) and ``Outcomes-a.txt``; an explicit
+            path that lacks them raises.
+        quantization: grid spacing in hours (1/60 to 48). Observations are moved to the nearest
+            grid time; repeats in one cell are averaged.
+        download: fetch from PhysioNet (verified) when no local copy exists.
+        cache: keep the parsed tensors under the cache folder, keyed by the files' fingerprint.
+        allow_synthetic: when nothing real is found, fall back to the synthetic stand-in (with a
+            :class:`SyntheticDataWarning`); False raises FileNotFoundError instead.
+        synthetic_patients: size of that stand-in.
+    """
+    check_set_name(set_name)
+    q = check_quantization(quantization)
+    source = locate(set_name, path, download)
+    if source is None:
+        if not allow_synthetic:
+            raise FileNotFoundError(
+                f"PhysioNet {set_name} not found (no path, no {DATA_ENV}, nothing at {SHARED_DIR}); "
+                "pass path=..., download=True, or allow_synthetic=True")
+        _warn_synthetic(set_name)
+        source = synthetic(synthetic_patients, set_name=set_name)
+    key = f"{source.set_name}-{fingerprint(source)}-q{q:g}-v{PARSER_VERSION}"
+    cache_file = cache_dir() / "physionet" / f"{key}.pt"
+    data = None
+    if cache and cache_file.is_file():
+        try:
+            data = _from_cache(torch.load(cache_file, weights_only=False), source)
+        except Exception:  # a stale or truncated cache is rebuilt, never trusted
+            data = None
+    if data is None:
+        start = time.perf_counter()
+        records, labels, report = parse_source(source, progress=progress)
+        data = densify(records, labels, q, report)
+        if verbose:
+            print(f"parsed in {time.perf_counter() - start:.1f} s")
+        if cache:
+            cache_file.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cache_file.with_suffix(".tmp")
+            torch.save(_to_cache(data), tmp)
+            tmp.replace(cache_file)
+    if data.report.skipped:
+        warnings.warn(data.report.summary(), BadRecordWarning, stacklevel=2)
+    if verbose:
+        print(data.report.summary())
+    return data
+
+
+def _to_cache(d: PhysioNetSet) -> dict:
+    r = d.report
+    return {"times": d.times, "values": d.values, "mask": d.mask.bool(), "static": d.static,
+            "labels": d.labels, "record_ids": d.record_ids, "quantization": d.quantization,
+            "report": {"n_files": r.n_files, "n_loaded": r.n_loaded, "skipped": r.skipped}}
+
+
+def _from_cache(blob: dict, source: Source) -> PhysioNetSet:
+    rep = blob["report"]
+    report = LoadReport(source.kind, str(source.directory), rep["n_files"], rep["n_loaded"],
+                        [tuple(s) for s in rep["skipped"]])
+    static = blob["static"]
+    return PhysioNetSet(blob["times"], blob["values"], blob["mask"].float(), static, blob["labels"],
+                        blob["record_ids"], (~torch.isnan(static)).float(), report, blob["quantization"])

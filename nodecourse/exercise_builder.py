@@ -1,0 +1,355 @@
+"""Build exercise notebooks from their solutions (``nodecourse build``).
+
+``solutions/*.ipynb`` is the single source. Each task in a solution notebook is
+
+- an *answer cell* (metadata ``{"nodecourse": {"answer": "<task-id>"}}``) whose
+  solution sits between a ``### BEGIN SOLUTION`` line and a
+  ``### END SOLUTION`` line, and
+- one or more *check cells* (metadata ``{"nodecourse": {"check": "<check-id>"}}``)
+  whose first line is ``# NBVAL_CHECK_OUTPUT`` and which call
+  ``check("<check-id>", passed, detail)`` once (:func:`nodecourse.checks.check`).
+
+The builder replaces every solution region by one
+``raise NotImplementedError(...)`` line at the marker's indentation, gives each
+check cell its expected output (``PASS <check-id>``, the line the check prints
+on success, compared by the grader), clears every other output, and writes the result
+byte-for-byte deterministically, so that a fresh build of an unchanged
+solution equals the committed exercise (``nodecourse build --check``).
+"""
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+import nbformat
+
+BEGIN_MARKER = "### BEGIN SOLUTION"
+END_MARKER = "### END SOLUTION"
+CHECK_OUTPUT_MARKER = "# NBVAL_CHECK_OUTPUT"
+METADATA_KEY = "nodecourse"
+
+# Cell metadata that records how or when a cell last ran: volatile, so dropped.
+_VOLATILE_CELL_METADATA = ("execution", "ExecuteTime", "scrolled", "collapsed")
+# Notebook metadata that records saved widget state: volatile, so dropped.
+_VOLATILE_NOTEBOOK_METADATA = ("widgets",)
+
+_MARKER_LINE = re.compile(r"^(?P<indent>[ \t]*)(?P<marker>### (?:BEGIN|END) SOLUTION)\b.*$")
+
+
+class ExerciseFormatError(ValueError):
+    """A solution notebook does not follow the exercise conventions (see CONTRIBUTING.md)."""
+
+
+# ---------------------------------------------------------------------------
+# Cell roles, shared with the grader
+# ---------------------------------------------------------------------------
+
+def answer_id(cell) -> str | None:
+    """The task id of an answer cell, or None for any other cell."""
+    return _role_id(cell, "answer")
+
+
+def check_id(cell) -> str | None:
+    """The check id of a check cell, or None for any other cell."""
+    return _role_id(cell, "check")
+
+
+def _role_id(cell, role: str) -> str | None:
+    meta = cell.get("metadata", {}).get(METADATA_KEY)
+    if not isinstance(meta, dict):
+        return None
+    value = meta.get(role)
+    return value if isinstance(value, str) and value else None
+
+
+def stub_line(indent: str, task: str) -> str:
+    """The line that replaces a solution region in the exercise."""
+    return f'{indent}raise NotImplementedError("task {task!r}: replace this line with your code")'
+
+
+# ---------------------------------------------------------------------------
+# Building one notebook
+# ---------------------------------------------------------------------------
+
+def strip_solutions(source: str, *, task: str, where: str) -> str:
+    """Replace each BEGIN/END SOLUTION region of ``source`` by a stub line.
+
+    The stub takes the indentation of the ``### BEGIN SOLUTION`` line, so a
+    region inside a function body stays inside it. Raises
+    :class:`ExerciseFormatError` for unbalanced or nested markers.
+    """
+    out: list[str] = []
+    open_line: int | None = None
+    n_regions = 0
+    for lineno, line in enumerate(source.split("\n"), start=1):
+        match = _MARKER_LINE.match(line)
+        if match is None:
+            if open_line is None:
+                out.append(line)
+            continue
+        if match["marker"] == BEGIN_MARKER:
+            if open_line is not None:
+                raise ExerciseFormatError(
+                    f"{where}: '{BEGIN_MARKER}' on line {lineno} but the region opened on line "
+                    f"{open_line} is not closed; add '{END_MARKER}' before opening another region"
+                )
+            open_line = lineno
+            n_regions += 1
+            out.append(stub_line(match["indent"], task))
+        else:
+            if open_line is None:
+                raise ExerciseFormatError(
+                    f"{where}: '{END_MARKER}' on line {lineno} without a matching "
+                    f"'{BEGIN_MARKER}' above it; add the BEGIN line or remove this one"
+                )
+            open_line = None
+    if open_line is not None:
+        raise ExerciseFormatError(
+            f"{where}: '{BEGIN_MARKER}' on line {open_line} is never closed; "
+            f"add a '{END_MARKER}' line after the solution"
+        )
+    if n_regions == 0:
+        raise ExerciseFormatError(
+            f"{where}: answer cell {task!r} has no '{BEGIN_MARKER}' ... '{END_MARKER}' region, "
+            "so the exercise would ship the solution; mark the part the learner writes"
+        )
+    return "\n".join(out)
+
+
+def _has_marker(source: str) -> bool:
+    return any(_MARKER_LINE.match(line) for line in source.split("\n"))
+
+
+def expected_check_output(cid: str) -> list:
+    """The reference output of check cell ``cid``: the line ``check(cid, ...)`` prints on success."""
+    return [nbformat.v4.new_output("stream", name="stdout", text=f"PASS {cid}\n")]
+
+
+def _check_reference_outputs(cell, *, where: str, cid: str) -> list:
+    """The check cell's reference output, after checking the cell against it.
+
+    The reference is *derived* (``PASS <id>``), not copied from the solution,
+    so building does not require running the solution first and no stray
+    output (a warning, a timing) becomes part of what the grader compares.
+    A check cell therefore makes exactly one ``check(...)`` call, named after
+    its id. When the solution was saved with outputs, they must agree.
+    """
+    if not re.search(rf"""\bcheck\(\s*(["']){re.escape(cid)}\1""", cell.source):
+        raise ExerciseFormatError(
+            f"{where}: check cell {cid!r} must call check({cid!r}, ...): the check's name is "
+            "the cell's check id, so that its expected output is 'PASS <id>'"
+        )
+    expected = expected_check_output(cid)
+    saved = cell.get("outputs", [])
+    if saved:
+        for out in saved:
+            if out.get("output_type") == "error":
+                raise ExerciseFormatError(
+                    f"{where}: check cell {cid!r} failed when the solution was run "
+                    f"({out.get('ename')}: {out.get('evalue')}); fix the solution or the check"
+                )
+        stdout = "".join(o.get("text", "") for o in saved
+                         if o.get("output_type") == "stream" and o.get("name") == "stdout")
+        if stdout != expected[0]["text"]:
+            raise ExerciseFormatError(
+                f"{where}: check cell {cid!r} printed {stdout!r} when the solution was run, but the "
+                f"grader expects exactly 'PASS {cid}' on stdout; a check cell prints nothing else"
+            )
+    return expected
+
+
+def build_exercise(solution, *, name: str = "<notebook>"):
+    """Return the exercise notebook built from a solution notebook (not modified).
+
+    ``solution``: an ``nbformat`` v4 notebook. ``name`` is used in error messages.
+    """
+    nb = copy.deepcopy(solution)
+    for key in _VOLATILE_NOTEBOOK_METADATA:
+        nb.metadata.pop(key, None)
+    seen_answers: dict[str, int] = {}
+    seen_checks: dict[str, int] = {}
+    n_code = 0
+    for index, cell in enumerate(nb.cells):
+        where = f"{name} cell {index}"
+        for key in _VOLATILE_CELL_METADATA:
+            cell.metadata.pop(key, None)
+        task, cid = answer_id(cell), check_id(cell)
+        if task and cid:
+            raise ExerciseFormatError(
+                f"{where}: metadata marks the cell as both answer {task!r} and check {cid!r}; "
+                "split it into an answer cell and a check cell"
+            )
+        if cell.cell_type != "code":
+            if task or cid:
+                raise ExerciseFormatError(
+                    f"{where}: a {cell.cell_type} cell carries answer/check metadata; "
+                    "only code cells can be answer or check cells"
+                )
+            if _has_marker(cell.source):
+                raise ExerciseFormatError(
+                    f"{where}: a {cell.cell_type} cell contains a solution marker; "
+                    "markers belong in answer (code) cells only"
+                )
+            continue
+        n_code += 1
+        if task:
+            if task in seen_answers:
+                raise ExerciseFormatError(
+                    f"{where}: answer id {task!r} is already used by cell {seen_answers[task]}; "
+                    "each answer cell needs its own id"
+                )
+            seen_answers[task] = index
+            cell.source = strip_solutions(cell.source, task=task, where=where)
+            cell.outputs, cell.execution_count = [], None
+        elif cid:
+            if cid in seen_checks:
+                raise ExerciseFormatError(
+                    f"{where}: check id {cid!r} is already used by cell {seen_checks[cid]}; "
+                    "each check cell needs its own id"
+                )
+            if not seen_answers:
+                raise ExerciseFormatError(
+                    f"{where}: check cell {cid!r} comes before any answer cell, so it would "
+                    "pass without any work; move it after the answer cell it checks"
+                )
+            if cell.source.split("\n", 1)[0].strip() != CHECK_OUTPUT_MARKER:
+                raise ExerciseFormatError(
+                    f"{where}: check cell {cid!r} must start with the line "
+                    f"'{CHECK_OUTPUT_MARKER}' so that its output is compared"
+                )
+            seen_checks[cid] = index
+            cell.outputs = _check_reference_outputs(cell, where=where, cid=cid)
+            # nbval only compares outputs of cells that were run, so the
+            # reference needs an execution count; the code-cell ordinal is
+            # deterministic.
+            cell.execution_count = n_code
+        else:
+            if _has_marker(cell.source):
+                raise ExerciseFormatError(
+                    f"{where}: the cell contains '{BEGIN_MARKER}'/'{END_MARKER}' but no answer id; "
+                    f'add cell metadata {{"{METADATA_KEY}": {{"answer": "<task-id>"}}}}'
+                )
+            cell.outputs, cell.execution_count = [], None
+    if not seen_answers:
+        raise ExerciseFormatError(
+            f"{name}: no answer cells (metadata {{\"{METADATA_KEY}\": {{\"answer\": ...}}}}); "
+            "an exercise needs at least one task"
+        )
+    if not seen_checks:
+        raise ExerciseFormatError(
+            f"{name}: no check cells (metadata {{\"{METADATA_KEY}\": {{\"check\": ...}}}}); "
+            "every task needs a check"
+        )
+    return nb
+
+
+def notebook_text(nb) -> str:
+    """Serialise a notebook deterministically (sorted keys, one-space indent, final newline)."""
+    text = nbformat.writes(nb, version=4)
+    return text if text.endswith("\n") else text + "\n"
+
+
+def build_text(solution_path: Path) -> str:
+    """Read a solution notebook and return the exercise's file contents."""
+    solution_path = Path(solution_path)
+    solution = nbformat.read(solution_path, as_version=4)
+    return notebook_text(build_exercise(solution, name=str(solution_path)))
+
+
+# ---------------------------------------------------------------------------
+# Building a directory
+# ---------------------------------------------------------------------------
+
+@dataclass
+class BuildReport:
+    """What a build did (or, with ``check=True``, would do)."""
+
+    written: list[Path] = field(default_factory=list)
+    unchanged: list[Path] = field(default_factory=list)
+    stale: list[Path] = field(default_factory=list)
+    missing: list[Path] = field(default_factory=list)
+    orphans: list[Path] = field(default_factory=list)
+
+    @property
+    def up_to_date(self) -> bool:
+        return not (self.stale or self.missing or self.orphans)
+
+    def lines(self) -> list[str]:
+        out = [f"wrote      {p}" for p in self.written]
+        out += [f"up to date {p}" for p in self.unchanged]
+        out += [f"STALE      {p} (differs from a fresh build; run `nodecourse build`)" for p in self.stale]
+        out += [f"MISSING    {p} (no exercise built yet; run `nodecourse build`)" for p in self.missing]
+        out += [f"ORPHAN     {p} (no solution of that name; delete it or add the solution)"
+                for p in self.orphans]
+        return out
+
+
+def find_course_root(start: Path | str | None = None) -> Path | None:
+    """The course's root directory: the first of ``start`` (default cwd) and its parents,
+    then the directory above the imported package, that holds ``notebooks/`` and the
+    ``nodecourse`` package or a pyproject naming it. None when there is none."""
+    candidates: list[Path] = []
+    here = Path(start if start is not None else Path.cwd()).resolve()
+    candidates += [here, *here.parents]
+    candidates.append(Path(__file__).resolve().parent.parent)
+    for root in candidates:
+        if not (root / "notebooks").is_dir():
+            continue
+        if (root / "nodecourse" / "__init__.py").is_file():
+            return root
+        pyproject = root / "pyproject.toml"
+        if pyproject.is_file() and re.search(
+            r'^name\s*=\s*"nodecourse"', pyproject.read_text(encoding="utf-8"), re.M
+        ):
+            return root
+    return None
+
+
+def build(
+    solutions_dir: Path | str,
+    exercises_dir: Path | str,
+    *,
+    check: bool = False,
+    names: Iterable[str] | None = None,
+) -> BuildReport:
+    """Build ``exercises_dir/X.ipynb`` from every ``solutions_dir/X.ipynb``.
+
+    With ``check=True`` nothing is written; the report lists stale, missing and
+    orphaned exercises. ``names`` restricts the build to those file names.
+    """
+    solutions_dir, exercises_dir = Path(solutions_dir), Path(exercises_dir)
+    if not solutions_dir.is_dir():
+        raise FileNotFoundError(
+            f"solutions_dir={str(solutions_dir)!r} is not a directory; "
+            "run from the course root or pass --solutions"
+        )
+    report = BuildReport()
+    sources = sorted(solutions_dir.glob("*.ipynb"))
+    if names is not None:
+        wanted = set(names)
+        unknown = wanted - {p.name for p in sources}
+        if unknown:
+            raise FileNotFoundError(
+                f"no solution notebook named {sorted(unknown)} in {solutions_dir}; "
+                f"available: {[p.name for p in sources]}"
+            )
+        sources = [p for p in sources if p.name in wanted]
+    for src in sources:
+        text = build_text(src)
+        dest = exercises_dir / src.name
+        current = dest.read_text(encoding="utf-8") if dest.is_file() else None
+        if current == text:
+            report.unchanged.append(dest)
+        elif check:
+            (report.stale if current is not None else report.missing).append(dest)
+        else:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_text(text, encoding="utf-8", newline="\n")
+            report.written.append(dest)
+    if names is None and exercises_dir.is_dir():
+        source_names = {p.name for p in sources}
+        report.orphans = sorted(p for p in exercises_dir.glob("*.ipynb") if p.name not in source_names)
+    return report

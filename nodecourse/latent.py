@@ -1,0 +1,542 @@
+"""Sequence models for irregularly sampled time series (lesson 5), and their baselines.
+
+Inputs are a :class:`~nodecourse.data.physionet.PhysioNetSet` (normalised) or its tensors:
+``times`` (K,) hours on a shared grid, ``values`` and ``mask`` (B, K, D), ``static`` and
+``static_mask`` (B, S). A batch is processed over the *union* of its patients'
+observation times: at each such time every patient's state moves forward, and only the
+patients observed there get an update (the mask decides).
+
+Models:
+
+- :class:`ODERNN`: the hidden state follows an ODE between observation times
+  (``nodecourse.odeint``), and a GRU update with the mask at each observation.
+- :class:`GRUDelta`: the discrete baseline: the same GRU update, with the time since the
+  patient's previous observation as an extra input, and no ODE in between.
+- :class:`LatentODE`: an ODE-RNN encoder run backwards in time gives q(z0); an ODE decoder
+  maps z0 to the whole trajectory; trained on the ELBO plus a mortality head on z0.
+- :class:`SummaryLogReg`: no sequence at all: logistic regression (scikit-learn) on
+  per-variable mean, min, max, last value and count, plus the descriptors.
+
+Time is divided by the fixed 48-hour horizon (never by a batch's own maximum).
+Solver work (NFE, steps) is accumulated in ``model.solver_stats``.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import nn
+
+from nodecourse.solvers import odeint
+
+HORIZON_HOURS = 48.0
+MODELS = ("odernn", "latent-ode", "gru-dt", "summary-logreg")
+
+
+def _stats_zero() -> dict:
+    return {"nfe": 0, "n_steps": 0, "n_solves": 0}
+
+
+class MaskedGRUUpdate(nn.Module):
+    """The update at one observation time: a GRU cell fed the observed values and the mask.
+
+    ``h`` (B, H); ``x`` and ``m`` (B, D) with ``x`` zero where ``m`` is 0; ``extra`` (B, E) or None.
+    Patients with no observation at this time (``m`` all zero) keep ``h`` unchanged.
+    """
+
+    def __init__(self, input_dim: int, hidden_dim: int, extra_dim: int = 0):
+        super().__init__()
+        self.cell = nn.GRUCell(2 * input_dim + extra_dim, hidden_dim)
+
+    def forward(self, h: torch.Tensor, x: torch.Tensor, m: torch.Tensor,
+                extra: torch.Tensor | None = None) -> torch.Tensor:
+        inputs = [x * m, m] + ([extra] if extra is not None else [])
+        h_new = self.cell(torch.cat(inputs, dim=-1), h)
+        observed = (m.sum(dim=-1, keepdim=True) > 0).to(h.dtype)
+        return observed * h_new + (1.0 - observed) * h
+
+
+def classifier_head(in_dim: int, hidden: int = 64, dropout: float = 0.3) -> nn.Sequential:
+    """Mortality logit from a state and the descriptors; dropout because 4,000 patients overfit fast."""
+    return nn.Sequential(nn.Dropout(dropout), nn.Linear(in_dim, hidden), nn.ReLU(), nn.Dropout(dropout),
+                         nn.Linear(hidden, 1))
+
+
+class ODEFunc(nn.Module):
+    """The hidden state's vector field f(t, h): an autonomous tanh MLP, (B, H) -> (B, H)."""
+
+    def __init__(self, dim: int, hidden: int = 64):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(dim, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(),
+                                 nn.Linear(hidden, dim))
+        # Start close to the zero field, so the untrained model is a GRU with a small drift.
+        nn.init.zeros_(self.net[-1].weight)
+        nn.init.zeros_(self.net[-1].bias)
+
+    def forward(self, t: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+        return self.net(h)
+
+
+@dataclass
+class SolverConfig:
+    """How the ODE parts are solved; echoed in results.
+
+    Default: Euler with one-hour steps (in units of the 48-hour horizon), as the published
+    ODE-RNN's encoder (Euler on a grid of about 1/50 of the horizon). It is affordable to
+    train on two CPU cores; ``SolverConfig("rk4", 0.5 / 48)`` or ``SolverConfig("dopri5", None)``
+    cost several times more NFE (the lesson measures it).
+    """
+
+    method: str = "euler"
+    step_size: float | None = 1.0 / HORIZON_HOURS
+    rtol: float = 1e-3
+    atol: float = 1e-4
+
+    def kwargs(self) -> dict:
+        kw = {"method": self.method}
+        if self.step_size is not None:
+            kw["step_size"] = self.step_size
+        else:
+            kw.update(rtol=self.rtol, atol=self.atol)
+        return kw
+
+
+def _scaled_times(times: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    return (times / HORIZON_HOURS).to(device=like.device, dtype=like.dtype)
+
+
+@dataclass
+class RunOutput:
+    """What a recurrent pass returns: ``h_final`` (B, H) at the end of the horizon (or at
+    t = 0 for a backwards pass), and ``h_before`` (B, K, H) the state at each grid time just
+    before that time's update (zeros at grid times outside the batch's union)."""
+
+    h_final: torch.Tensor
+    h_before: torch.Tensor | None
+    dt_before: torch.Tensor | None  # (B, K) time since the patient's last update (GRU-Δt only)
+
+
+class RecurrentEncoder(nn.Module):
+    """ODE-RNN (``kind="ode"``) or GRU-Δt (``kind="dt"``) over a batch's union of times."""
+
+    KINDS = ("ode", "dt")
+
+    def __init__(self, input_dim: int, hidden_dim: int = 64, kind: str = "ode", ode_hidden: int = 64,
+                 solver: SolverConfig | None = None):
+        super().__init__()
+        if kind not in self.KINDS:
+            raise ValueError(f"kind={kind!r} is not a recurrent encoder; use one of {self.KINDS}")
+        self.kind = kind
+        self.hidden_dim = hidden_dim
+        self.update = MaskedGRUUpdate(input_dim, hidden_dim, extra_dim=1 if kind == "dt" else 0)
+        self.func = ODEFunc(hidden_dim, ode_hidden) if kind == "ode" else None
+        self.solver = solver or SolverConfig()
+        self.solver_stats = _stats_zero()
+
+    def evolve(self, h: torch.Tensor, t0: torch.Tensor, t1: torch.Tensor) -> torch.Tensor:
+        """Solve the hidden state's ODE from t0 to t1 (scaled times, 0-d tensors)."""
+        sol = odeint(self.func, h, torch.stack([t0, t1]), **self.solver.kwargs())
+        self.solver_stats["nfe"] += int(sol.stats["nfe"])
+        self.solver_stats["n_steps"] += int(sol.stats["n_steps"])
+        self.solver_stats["n_solves"] += 1
+        return sol.ys[-1]
+
+    def forward(self, times: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, *,
+                update_mask: torch.Tensor | None = None, reverse: bool = False,
+                keep_states: bool = False) -> RunOutput:
+        """Run over the union of observation times of ``mask`` (B, K, D).
+
+        ``update_mask`` (default ``mask``) says which values the model may *see*; ``mask`` says
+        at which times it must have a state (for interpolation, the held-out times).
+        """
+        b, k, _ = values.shape
+        seen = mask if update_mask is None else update_mask
+        ts = _scaled_times(times, values)
+        union = torch.nonzero(mask.sum(dim=(0, 2)) > 0).flatten().tolist()
+        order = union[::-1] if reverse else union
+        h = values.new_zeros(b, self.hidden_dim)
+        h_before = values.new_zeros(b, k, self.hidden_dim) if keep_states else None
+        dt_before = values.new_zeros(b, k) if keep_states else None
+        start = ts[-1] if reverse else ts[0]
+        t_prev = start
+        last_seen = start.expand(b).clone()  # per patient: time of the last update (GRU-Δt)
+        states = []
+        for i in order:
+            t = ts[i]
+            if self.kind == "ode" and bool(t != t_prev):
+                h = self.evolve(h, t_prev, t)
+            dt = (t - last_seen).abs().unsqueeze(-1)
+            if keep_states:
+                states.append((i, h, dt.squeeze(-1)))
+            m_i = seen[:, i]
+            h = self.update(h, values[:, i] * m_i, m_i, dt if self.kind == "dt" else None)
+            if self.kind == "dt":
+                observed = m_i.sum(-1) > 0
+                last_seen = torch.where(observed, t.expand(b), last_seen)
+            t_prev = t
+        end = ts[0] if reverse else ts[-1]
+        if self.kind == "ode" and bool(end != t_prev):
+            h = self.evolve(h, t_prev, end)
+        if keep_states and states:
+            idx = torch.tensor([s[0] for s in states], device=values.device)
+            h_before = h_before.index_copy(1, idx, torch.stack([s[1] for s in states], dim=1))
+            dt_before = dt_before.index_copy(1, idx, torch.stack([s[2] for s in states], dim=1))
+        return RunOutput(h, h_before, dt_before)
+
+
+class RecurrentModel(nn.Module):
+    """A recurrent encoder with two heads: mortality (from the final state and descriptors)
+    and value reconstruction at each time (from the state just before that time).
+
+    ``forward`` returns mortality logits (B,).
+    """
+
+    def __init__(self, input_dim: int, static_dim: int, hidden_dim: int = 64, kind: str = "ode",
+                 ode_hidden: int = 64, solver: SolverConfig | None = None):
+        super().__init__()
+        self.encoder = RecurrentEncoder(input_dim, hidden_dim, kind, ode_hidden, solver)
+        self.classifier = classifier_head(hidden_dim + 2 * static_dim)
+        self.readout = nn.Linear(hidden_dim + (1 if kind == "dt" else 0), input_dim)
+
+    @property
+    def solver_stats(self) -> dict:
+        return self.encoder.solver_stats
+
+    def forward(self, times, values, mask, static, static_mask) -> torch.Tensor:
+        h = self.encoder(times, values, mask).h_final
+        return self.classifier(torch.cat([h, static, static_mask], dim=-1)).squeeze(-1)
+
+    def reconstruct(self, times, values, mask, seen_mask) -> torch.Tensor:
+        """Predict values (B, K, D) at every time of ``mask`` from what ``seen_mask`` lets it see."""
+        out = self.encoder(times, values, mask, update_mask=seen_mask, keep_states=True)
+        feats = out.h_before if self.encoder.kind == "ode" else torch.cat(
+            [out.h_before, out.dt_before.unsqueeze(-1)], dim=-1)
+        return self.readout(feats)
+
+
+def ODERNN(input_dim: int, static_dim: int, hidden_dim: int = 64, ode_hidden: int = 64,
+           solver: SolverConfig | None = None) -> RecurrentModel:
+    """ODE-RNN (Rubanova et al. 2019): ODE between observations, masked GRU update at each."""
+    return RecurrentModel(input_dim, static_dim, hidden_dim, "ode", ode_hidden, solver)
+
+
+def GRUDelta(input_dim: int, static_dim: int, hidden_dim: int = 64) -> RecurrentModel:
+    """GRU-Δt: masked GRU update with Δt since the last observation as an input; no ODE."""
+    return RecurrentModel(input_dim, static_dim, hidden_dim, "dt")
+
+
+class LatentODE(nn.Module):
+    """Latent ODE: ODE-RNN encoder (backwards in time) -> q(z0) -> ODE decoder -> values.
+
+    ``forward`` returns mortality logits (B,) from the mean of q(z0); :meth:`loss` returns the
+    negative ELBO (per observed value) plus the weighted classification loss.
+    """
+
+    def __init__(self, input_dim: int, static_dim: int, latent_dim: int = 20, hidden_dim: int = 64,
+                 ode_hidden: int = 64, solver: SolverConfig | None = None, obs_std: float = 0.5,
+                 ce_weight: float = 10.0):
+        super().__init__()
+        self.encoder = RecurrentEncoder(input_dim, hidden_dim, "ode", ode_hidden, solver)
+        self.to_q = nn.Linear(hidden_dim, 2 * latent_dim)
+        self.decoder_func = ODEFunc(latent_dim, ode_hidden)
+        self.decoder_out = nn.Linear(latent_dim, input_dim)
+        self.classifier = classifier_head(latent_dim + 2 * static_dim)
+        self.solver = solver or SolverConfig()
+        self.obs_std = obs_std
+        self.ce_weight = ce_weight
+        self.decoder_stats = _stats_zero()
+
+    @property
+    def solver_stats(self) -> dict:
+        e, d = self.encoder.solver_stats, self.decoder_stats
+        return {k: e[k] + d[k] for k in e}
+
+    def posterior(self, times, values, mask):
+        """Mean and log-variance of q(z0 | x), each (B, L)."""
+        h0 = self.encoder(times, values, mask, reverse=True).h_final
+        mean, logvar = self.to_q(h0).chunk(2, dim=-1)
+        return mean, logvar.clamp(-10, 5)
+
+    def decode(self, z0: torch.Tensor, times: torch.Tensor) -> torch.Tensor:
+        """z0 (B, L) -> predicted values (B, K, D) at every grid time."""
+        sol = odeint(self.decoder_func, z0, _scaled_times(times, z0), **self.solver.kwargs())
+        self.decoder_stats["nfe"] += int(sol.stats["nfe"])
+        self.decoder_stats["n_steps"] += int(sol.stats["n_steps"])
+        self.decoder_stats["n_solves"] += 1
+        return self.decoder_out(sol.ys).transpose(0, 1)
+
+    def forward(self, times, values, mask, static, static_mask) -> torch.Tensor:
+        mean, _ = self.posterior(times, values, mask)
+        return self.classifier(torch.cat([mean, static, static_mask], dim=-1)).squeeze(-1)
+
+    def loss(self, times, values, mask, static, static_mask, labels) -> tuple[torch.Tensor, dict]:
+        mean, logvar = self.posterior(times, values, mask)
+        z0 = mean + torch.randn_like(mean) * (0.5 * logvar).exp()
+        pred = self.decode(z0, times)
+        n_obs = mask.sum(dim=(1, 2)).clamp_min(1)
+        nll = (((pred - values) ** 2 * mask).sum(dim=(1, 2)) / (2 * self.obs_std ** 2)
+               + 0.5 * math.log(2 * math.pi * self.obs_std ** 2) * mask.sum(dim=(1, 2)))
+        kl = 0.5 * (mean ** 2 + logvar.exp() - 1 - logvar).sum(-1)
+        neg_elbo = ((nll + kl) / n_obs).mean()
+        logits = self.classifier(torch.cat([mean, static, static_mask], dim=-1)).squeeze(-1)
+        ce = nn.functional.binary_cross_entropy_with_logits(logits, labels)
+        return neg_elbo + self.ce_weight * ce, {"neg_elbo": float(neg_elbo.detach()), "ce": float(ce.detach())}
+
+    def reconstruct(self, times, values, mask, seen_mask) -> torch.Tensor:
+        mean, _ = self.posterior(times, values * seen_mask, seen_mask)
+        return self.decode(mean, times)
+
+
+# ---------------------------------------------------------------- non-sequential baseline
+
+def summary_features(data) -> np.ndarray:
+    """Per-variable mean, min, max, last value and count, then the descriptors: (N, 5D + S).
+
+    Missing statistics (a variable never observed) are NaN, imputed later from the training split.
+    """
+    v = data.values.detach().cpu().double()
+    m = data.mask.detach().cpu().bool()
+    count = m.sum(1).double()
+    nan = torch.tensor(float("nan"), dtype=v.dtype)
+    mean = torch.where(count > 0, (v * m).sum(1) / count.clamp_min(1), nan)
+    vmin = torch.where(count > 0, torch.where(m, v, torch.inf).amin(1), nan)
+    vmax = torch.where(count > 0, torch.where(m, v, -torch.inf).amax(1), nan)
+    k = v.shape[1]
+    last_idx = torch.where(m, torch.arange(k).view(1, k, 1), -1).amax(1)  # (N, D)
+    last = torch.gather(v, 1, last_idx.clamp_min(0).unsqueeze(1)).squeeze(1)
+    last = torch.where(count > 0, last, nan)
+    static = data.static.detach().cpu().double()
+    static = torch.where(data.static_mask.cpu().bool(), static, nan)
+    return torch.cat([mean, vmin, vmax, last, count, static], dim=1).numpy()
+
+
+class SummaryLogReg:
+    """Logistic regression on :func:`summary_features` (impute from train, standardise, L2)."""
+
+    def __init__(self, C: float = 0.1, seed: int = 0):
+        from sklearn.impute import SimpleImputer
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.pipeline import make_pipeline
+        from sklearn.preprocessing import StandardScaler
+
+        self.pipeline = make_pipeline(SimpleImputer(strategy="mean", add_indicator=True), StandardScaler(),
+                                      LogisticRegression(C=C, max_iter=5000, random_state=seed))
+
+    def fit(self, train) -> "SummaryLogReg":
+        self.pipeline.fit(summary_features(train), train.labels.cpu().numpy())
+        return self
+
+    def predict_proba(self, data) -> np.ndarray:
+        return self.pipeline.predict_proba(summary_features(data))[:, 1]
+
+
+# ---------------------------------------------------------------- training and evaluation
+
+@dataclass
+class FitResult:
+    """What one training run produced: test AUC, sizes, seconds, solver work, history."""
+
+    model_name: str
+    auc: float
+    n_train: int
+    n_eval: int
+    seconds: float
+    epochs: int
+    seed: int
+    solver: dict = field(default_factory=dict)  # method, step size, total NFE, NFE per forward pass
+    history: list[dict] = field(default_factory=list)
+    cpu_seconds: float = 0.0  # this process's CPU time: on a shared machine, wall time overstates the cost
+    best_epoch: int = 0  # the epoch whose weights were kept (the last one without a validation set)
+
+    def as_dict(self) -> dict:
+        return {"model": self.model_name, "auc": self.auc, "n_train": self.n_train, "n_eval": self.n_eval,
+                "seconds": self.seconds, "cpu_seconds": self.cpu_seconds, "epochs": self.epochs,
+                "best_epoch": self.best_epoch,
+                "seed": self.seed, "solver": self.solver, "history": self.history}
+
+
+def _batches(n: int, batch_size: int, generator: torch.Generator | None):
+    order = torch.randperm(n, generator=generator) if generator is not None else torch.arange(n)
+    for i in range(0, n, batch_size):
+        yield order[i:i + batch_size]
+
+
+def _batch(data, idx):
+    return (data.times, data.values[idx], data.mask[idx], data.static[idx], data.static_mask[idx],
+            data.labels[idx])
+
+
+@torch.no_grad()
+def predict_proba(model: nn.Module, data, batch_size: int = 256) -> np.ndarray:
+    """Mortality probabilities (N,) for a normalised set."""
+    model.eval()
+    out = []
+    for idx in _batches(len(data), batch_size, None):
+        times, values, mask, static, smask, _ = _batch(data, idx)
+        out.append(torch.sigmoid(model(times, values, mask, static, smask)).cpu())
+    return torch.cat(out).double().numpy()
+
+
+def auc(labels, scores) -> float:
+    """ROC AUC (scikit-learn)."""
+    from sklearn.metrics import roc_auc_score
+
+    y = labels.cpu().numpy() if isinstance(labels, torch.Tensor) else np.asarray(labels)
+    return float(roc_auc_score(y, scores))
+
+
+def build_model(name: str, data, *, hidden_dim: int = 64, solver: SolverConfig | None = None, seed: int = 0):
+    """One of :data:`MODELS`, sized for ``data``, on its device and dtype."""
+    if name not in MODELS:
+        raise ValueError(f"model={name!r} is not one of {MODELS}")
+    if name == "summary-logreg":
+        return SummaryLogReg(seed=seed)
+    torch.manual_seed(seed)
+    d, s = data.values.shape[-1], data.static.shape[-1]
+    if name == "odernn":
+        model = ODERNN(d, s, hidden_dim, solver=solver)
+    elif name == "gru-dt":
+        model = GRUDelta(d, s, hidden_dim)
+    else:
+        model = LatentODE(d, s, hidden_dim=hidden_dim, solver=solver)
+    return model.to(device=data.values.device, dtype=data.values.dtype)
+
+
+def fit(name: str, train, test, *, val=None, epochs: int = 10, batch_size: int = 64, lr: float = 3e-3,
+        weight_decay: float = 1e-3, hidden_dim: int = 64, solver: SolverConfig | None = None, seed: int = 0,
+        progress: bool = True, eval_every: int = 0) -> tuple[object, FitResult]:
+    """Train ``name`` on the normalised ``train`` set and score AUC on ``test``.
+
+    With a validation set ``val`` (patients of the training split, never of ``test``), the
+    weights of the epoch with the best validation AUC are kept; without one, those of the last
+    epoch. The test set never chooses anything. ``eval_every > 0`` also records the test AUC
+    every that many epochs in the history, for plots only.
+    """
+    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 0:
+        raise ValueError(f"epochs={epochs!r}: give a non-negative integer")
+    for split_name, split in (("train", train), ("test", test), ("val", val)):
+        if split is not None and not getattr(split, "normalized", False):
+            raise ValueError(f"{split_name} is not normalised; apply Normalizer.fit(train).transform(...) first")
+    start, cpu_start = time.perf_counter(), time.process_time()
+    model = build_model(name, train, hidden_dim=hidden_dim, solver=solver, seed=seed)
+    if name == "summary-logreg":
+        model.fit(train)
+        score = auc(test.labels, model.predict_proba(test))
+        return model, FitResult(name, score, len(train), len(test), time.perf_counter() - start, 0, seed,
+                                cpu_seconds=time.process_time() - cpu_start)
+
+    opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, epochs))
+    gen = torch.Generator().manual_seed(seed)
+    history: list[dict] = []
+    epoch_iter = range(epochs)
+    if progress:
+        from tqdm.auto import tqdm
+        epoch_iter = tqdm(epoch_iter, desc=f"{name} seed {seed}", unit="epoch", leave=False)
+    n_forward = 0
+    best_val, best_state, best_epoch = -1.0, None, epochs
+    for epoch in epoch_iter:
+        model.train()
+        total, n_seen = 0.0, 0
+        for idx in _batches(len(train), batch_size, gen):
+            times, values, mask, static, smask, y = _batch(train, idx)
+            if isinstance(model, LatentODE):
+                loss, _ = model.loss(times, values, mask, static, smask, y)
+            else:
+                logits = model(times, values, mask, static, smask)
+                loss = nn.functional.binary_cross_entropy_with_logits(logits, y)
+            opt.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), 5.0)
+            opt.step()
+            total += float(loss.detach()) * len(idx)
+            n_seen += len(idx)
+            n_forward += 1
+        sched.step()
+        row = {"epoch": epoch + 1, "train_loss": total / max(n_seen, 1), "nfe": model.solver_stats["nfe"]}
+        if val is not None:
+            row["val_auc"] = auc(val.labels, predict_proba(model, val))
+            if row["val_auc"] > best_val:
+                best_val, best_epoch = row["val_auc"], epoch + 1
+                best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        if eval_every and (epoch + 1) % eval_every == 0:
+            row["test_auc"] = auc(test.labels, predict_proba(model, test))
+        history.append(row)
+        if progress:
+            epoch_iter.set_postfix(loss=f"{row['train_loss']:.3f}")
+    if best_state is not None:
+        model.load_state_dict(best_state)
+    train_nfe = model.solver_stats["nfe"]
+    score = auc(test.labels, predict_proba(model, test))
+    seconds = time.perf_counter() - start
+    solver_info = {}
+    if name != "gru-dt":
+        cfg = model.encoder.solver
+        solver_info = {"method": cfg.method, "step_size_hours": None if cfg.step_size is None
+                       else cfg.step_size * HORIZON_HOURS, "train_nfe": train_nfe,
+                       "nfe_per_training_batch": train_nfe / max(n_forward, 1)}
+    result = FitResult(name, score, len(train), len(test), seconds, epochs, seed, solver_info, history,
+                       cpu_seconds=time.process_time() - cpu_start)
+    result.best_epoch = best_epoch if val is not None else epochs
+    return model, result
+
+
+# ---------------------------------------------------------------- interpolation
+
+def holdout_mask(mask: torch.Tensor, fraction: float = 0.5, seed: int = 0) -> torch.Tensor:
+    """Hide a seeded ``fraction`` of each patient's observation *times*: returns the seen mask (B, K, D)."""
+    if not 0.0 < fraction < 1.0:
+        raise ValueError(f"fraction={fraction!r}: give a fraction in (0, 1)")
+    g = torch.Generator().manual_seed(seed)
+    keep = (torch.rand(mask.shape[:2], generator=g) >= fraction).to(mask.device, mask.dtype)
+    return mask * keep.unsqueeze(-1)
+
+
+def interpolation_mse(model: nn.Module, data, *, fraction: float = 0.5, seed: int = 0,
+                      batch_size: int = 256) -> float:
+    """Mean squared error (normalised units) on held-out observation times of ``data``."""
+    model.eval()
+    err, count = 0.0, 0.0
+    with torch.no_grad():
+        for idx in _batches(len(data), batch_size, None):
+            values, mask = data.values[idx], data.mask[idx]
+            seen = holdout_mask(mask, fraction, seed + int(idx[0]))
+            target = mask - seen
+            pred = model.reconstruct(data.times, values, mask, seen)
+            err += float((((pred - values) ** 2) * target).sum())
+            count += float(target.sum())
+    return err / max(count, 1.0)
+
+
+def fit_interpolation(name: str, train, *, epochs: int = 10, batch_size: int = 64, lr: float = 3e-3,
+                      hidden_dim: int = 64, solver: SolverConfig | None = None, fraction: float = 0.5,
+                      seed: int = 0, progress: bool = True) -> tuple[nn.Module, dict]:
+    """Train ``odernn`` or ``gru-dt`` to predict held-out observation times from the rest."""
+    if name not in ("odernn", "gru-dt"):
+        raise ValueError(f"model={name!r}: interpolation is measured for 'odernn' and 'gru-dt'")
+    model = build_model(name, train, hidden_dim=hidden_dim, solver=solver, seed=seed)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    gen = torch.Generator().manual_seed(seed)
+    start = time.perf_counter()
+    epoch_iter = range(epochs)
+    if progress:
+        from tqdm.auto import tqdm
+        epoch_iter = tqdm(epoch_iter, desc=f"{name} interpolation", unit="epoch", leave=False)
+    step = 0
+    for _ in epoch_iter:
+        model.train()
+        for idx in _batches(len(train), batch_size, gen):
+            values, mask = train.values[idx], train.mask[idx]
+            seen = holdout_mask(mask, fraction, seed * 100_003 + step)
+            target = mask - seen
+            pred = model.reconstruct(train.times, values, mask, seen)
+            loss = (((pred - values) ** 2) * target).sum() / target.sum().clamp_min(1)
+            opt.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), 5.0)
+            opt.step()
+            step += 1
+    return model, {"seconds": time.perf_counter() - start, "nfe": model.solver_stats["nfe"]}

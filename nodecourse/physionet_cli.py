@@ -1,0 +1,140 @@
+"""``nodecourse physionet``: train one model on PhysioNet 2012 and print the evaluation AUC.
+
+Examples::
+
+    nodecourse physionet --model odernn --eval split --seed 0          # set A, 80/20 patient split
+    nodecourse physionet --model summary-logreg --train set-a --eval set-b --json
+    nodecourse physionet --model gru-dt --quick                         # 600 patients, 3 epochs
+
+``--json`` prints one JSON object: ``auc``, ``n_train``, ``n_eval``, ``seconds`` (training and
+scoring, not loading), and the model, seed, data source, epochs and solver work.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import warnings
+
+from nodecourse.config import quick_mode
+
+QUICK_PATIENTS = 600
+DEFAULT_EPOCHS = {"odernn": 10, "gru-dt": 10, "latent-ode": 10, "summary-logreg": 0}
+QUICK_EPOCHS = 3
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from nodecourse.latent import MODELS
+
+    parser.add_argument("--data", metavar="DIR", default=None,
+                        help="folder holding set-X.tar.gz (or set-X/) and Outcomes-X.txt; default: "
+                             "NODECOURSE_DATA, then ../shared/physionet2012, else the synthetic stand-in")
+    parser.add_argument("--train", default="set-a", choices=["set-a", "set-b"], help="set to train on")
+    parser.add_argument("--eval", default="split", metavar="{set-a,set-b,split}",
+                        help="set to evaluate on, or 'split' for a held-out patient split of the training set")
+    parser.add_argument("--test-fraction", type=float, default=0.2,
+                        help="fraction of patients held out with --eval split (default 0.2)")
+    parser.add_argument("--val-fraction", type=float, default=0.1,
+                        help="fraction of all training-set patients kept aside to pick the best epoch "
+                             "(default 0.1; 0 keeps the last epoch)")
+    parser.add_argument("--model", required=True, choices=list(MODELS))
+    parser.add_argument("--seed", type=int, default=0, help="seed of the split and of training")
+    parser.add_argument("--epochs", type=int, default=None, help="training epochs (default: 10 full, 3 quick)")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--quantization", type=float, default=1.0, help="time grid in hours (default 1.0)")
+    parser.add_argument("--patients", type=int, default=None,
+                        help="use a seeded subset of this many training-set patients (quick: 600)")
+    parser.add_argument("--download", action="store_true", help="download from PhysioNet if no local copy")
+    parser.add_argument("--quick", action="store_true", help="quick mode (also NODECOURSE_QUICK=1)")
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+    parser.add_argument("--device", default="cpu", help="cpu, cuda, mps or auto (default cpu)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+
+
+def _fail(msg: str) -> int:
+    print(f"error: {msg}", file=sys.stderr)
+    return 2
+
+
+def main(args: argparse.Namespace) -> int:
+    import torch
+
+    from nodecourse.config import resolve_device
+    from nodecourse.data import physionet
+    from nodecourse.latent import fit
+
+    quick = args.quick or quick_mode()
+    if args.eval not in ("set-a", "set-b", "split"):
+        return _fail(f"--eval {args.eval!r}: use set-a, set-b or split")
+    if args.eval == args.train:
+        return _fail(f"--eval {args.eval} is the training set; use --eval split to hold out patients of it")
+    if not 0.0 < args.test_fraction < 1.0:
+        return _fail(f"--test-fraction {args.test_fraction}: give a fraction in (0, 1)")
+    if not 0.0 <= args.val_fraction < 1.0 or (args.eval == "split" and args.val_fraction + args.test_fraction >= 1):
+        return _fail(f"--val-fraction {args.val_fraction}: give a fraction in [0, 1) that leaves training patients")
+    if args.threads is not None:
+        if args.threads < 1:
+            return _fail(f"--threads {args.threads}: give a positive number")
+        torch.set_num_threads(args.threads)
+    try:
+        device = resolve_device(args.device)
+    except ValueError as exc:
+        return _fail(str(exc))
+    epochs = args.epochs if args.epochs is not None else (
+        QUICK_EPOCHS if quick and args.model != "summary-logreg" else DEFAULT_EPOCHS[args.model])
+    n_patients = args.patients if args.patients is not None else (QUICK_PATIENTS if quick else None)
+
+    verbose = not args.json
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            data = physionet.load(args.train, path=args.data, quantization=args.quantization,
+                                  download=args.download, progress=verbose, verbose=verbose)
+            synthetic = data.report.source == "synthetic"
+            if n_patients is not None:
+                data = data.sample(n_patients, seed=args.seed)
+            val_raw = None
+            if args.eval == "split":
+                parts = data.split(test=args.test_fraction, val=args.val_fraction, seed=args.seed)
+                train_raw, val_raw, eval_raw = parts["train"], parts.get("val"), parts["test"]
+            else:
+                parts = data.split(test=0.0, val=args.val_fraction, seed=args.seed)
+                train_raw, val_raw = parts["train"], parts.get("val")
+                eval_raw = physionet.load(args.eval, path=args.data, quantization=args.quantization,
+                                          download=args.download, allow_synthetic=synthetic,
+                                          progress=verbose, verbose=verbose)
+    except (FileNotFoundError, ValueError, RuntimeError) as exc:
+        return _fail(str(exc))
+    for w in caught:  # the synthetic warning must be seen, also with --json (on stderr)
+        print(f"warning: {w.message}", file=sys.stderr)
+
+    norm = physionet.Normalizer.fit(train_raw)
+    train = norm.transform(train_raw).to(device)
+    evaluation = norm.transform(eval_raw).to(device)
+    val = norm.transform(val_raw).to(device) if val_raw is not None else None
+    start = time.perf_counter()
+    _, result = fit(args.model, train, evaluation, val=val, epochs=epochs, batch_size=args.batch_size,
+                    seed=args.seed, progress=verbose)
+    seconds = time.perf_counter() - start
+    out = {
+        "auc": round(result.auc, 4), "n_train": result.n_train, "n_eval": result.n_eval,
+        "n_val": len(val) if val is not None else 0, "best_epoch": result.best_epoch,
+        "seconds": round(seconds, 1), "cpu_seconds": round(result.cpu_seconds, 1), "model": args.model, "seed": args.seed, "epochs": epochs,
+        "mode": "quick" if quick else "full", "train": args.train, "eval": args.eval,
+        "data_source": data.report.source, "synthetic": synthetic,
+        "skipped_records": data.report.n_skipped, "threads": torch.get_num_threads(),
+        "solver": result.solver,
+    }
+    if args.json:
+        print(json.dumps(out))
+    else:
+        label = " (SYNTHETIC data)" if synthetic else ""
+        print(f"{args.model}: AUC {out['auc']:.4f} on {out['n_eval']} patients ({args.eval}), "
+              f"trained on {out['n_train']} ({args.train}){label}, {out['epochs']} epochs, "
+              f"{out['seconds']:.1f} s on {out['threads']} thread(s) ({out['cpu_seconds']:.1f} s CPU)")
+        if result.solver:
+            s = result.solver
+            print(f"solver: {s['method']} step {s['step_size_hours']} h, {s['train_nfe']} NFE in training "
+                  f"({s['nfe_per_training_batch']:.0f} per batch)")
+    return 0

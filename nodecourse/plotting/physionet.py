@@ -1,0 +1,70 @@
+"""Figures of lesson 5 (PhysioNet 2012): irregular sampling, missingness, AUC beside published figures."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import plotly.graph_objects as go
+import torch
+
+from nodecourse.plotting import figure
+
+DEFAULT_VARIABLES = ("HR", "MAP", "Temp", "GCS", "Lactate", "Creatinine")
+
+
+def plot_patient(data, index: int, variables: Sequence[str] = DEFAULT_VARIABLES,
+                 normalizer=None) -> go.Figure:
+    """Observed values of one patient over the 48 hours, one trace per variable (markers only).
+
+    ``data`` is a raw (not normalised) set, so values are in their clinical units; with
+    ``normalizer`` they are shown in training-split standard deviations instead, so that
+    variables share one axis.
+    """
+    unknown = [v for v in variables if v not in data.variables]
+    if unknown:
+        raise ValueError(f"variables {unknown} are not PhysioNet variables; choose from {data.variables}")
+    values = data.values[index]
+    if normalizer is not None:
+        values = (values - normalizer.center) / normalizer.scale
+    unit = "training-split standard deviations" if normalizer is not None else "clinical units"
+    fig = figure(f"Patient {int(data.record_ids[index])}: what was measured, and when",
+                 "hours since ICU admission", f"value ({unit})")
+    for name in variables:
+        j = data.variables.index(name)
+        m = data.mask[index, :, j].bool()
+        fig.add_trace(go.Scatter(x=data.times[m].tolist(), y=values[m, j].tolist(), mode="markers+lines",
+                                 name=f"{name} ({int(m.sum())} obs)"))
+    return fig
+
+
+def plot_observation_rates(data) -> go.Figure:
+    """Per variable: share of grid cells observed (log scale) — most of the tensor is missing."""
+    rate = data.mask.mean(dim=(0, 1))
+    order = torch.argsort(rate, descending=True).tolist()
+    fig = figure("How often each variable is observed (1-hour grid, all patients)",
+                 "variable", "fraction of (patient, hour) cells observed", log_y=True, height=380)
+    fig.add_trace(go.Bar(x=[data.variables[i] for i in order], y=[float(rate[i]) for i in order],
+                         showlegend=False))
+    fig.update_xaxes(tickangle=-60)
+    return fig
+
+
+def plot_auc_comparison(ours: dict[str, tuple[float, float]], published: dict[str, tuple[float, float]],
+                        title: str) -> go.Figure:
+    """Mean AUC ± one standard deviation: our models beside the published table."""
+    fig = figure(title, "model", "test AUC (mortality)", height=380)
+    fig.add_trace(go.Bar(name="measured here", x=list(ours), y=[m for m, _ in ours.values()],
+                         error_y=dict(type="data", array=[s for _, s in ours.values()])))
+    fig.add_trace(go.Bar(name="published (Rubanova et al. 2019)", x=list(published),
+                         y=[m for m, _ in published.values()],
+                         error_y=dict(type="data", array=[s for _, s in published.values()])))
+    fig.update_yaxes(range=[0.5, 0.9])
+    fig.update_layout(barmode="group")
+    return fig
+
+
+def plot_scaled_time(batches: dict[str, torch.Tensor], title: str) -> go.Figure:
+    """Scaled time against real hours, one line per batch: per-batch scaling bends each differently."""
+    fig = figure(title, "hours since admission", "time as the model sees it", height=340)
+    for name, (hours, scaled) in batches.items():
+        fig.add_trace(go.Scatter(x=hours.tolist(), y=scaled.tolist(), mode="lines+markers", name=name))
+    return fig

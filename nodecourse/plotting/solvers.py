@@ -1,0 +1,165 @@
+"""Figures of solver behaviour: convergence order, step sizes along t, the tolerance dial,
+per-sample work. Each takes plain measured numbers (lists or dicts) and returns a plotly figure.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import plotly.graph_objects as go
+import torch
+
+from nodecourse.plotting import figure, solver_color
+
+
+def plot_convergence(results: Sequence[dict], *, title: str = "Convergence order") -> go.Figure:
+    """Log-log global error against step size, one line per method, fitted slope in the legend.
+
+    ``results``: dicts as returned by :func:`nodecourse.claims.lesson02.convergence`
+    (``method``, ``declared``, ``step_sizes``, ``errors``, ``measured``).
+    """
+    fig = figure(title, "step size h", "global error at t = 2", log_x=True, log_y=True)
+    for r in results:
+        fig.add_scatter(x=r["step_sizes"], y=r["errors"], mode="lines+markers",
+                        name=f"{r['method']}: slope {r['measured']:.2f} (declared {r['declared']})",
+                        line=dict(color=solver_color(r["method"])))
+    return fig
+
+
+@dataclass
+class StepTrace:
+    """Every step an adaptive explicit solve attempted: start time, size, accepted or not.
+
+    ``t_start``, ``h`` and ``accepted`` are lists of equal length, in the order the solver tried them.
+    """
+
+    method: str
+    t_start: list[float] = field(default_factory=list)
+    h: list[float] = field(default_factory=list)
+    accepted: list[bool] = field(default_factory=list)
+    stats: dict = field(default_factory=dict)
+
+    @property
+    def n_accepted(self) -> int:
+        return sum(self.accepted)
+
+    @property
+    def n_rejected(self) -> int:
+        return len(self.accepted) - self.n_accepted
+
+
+def trace_adaptive_steps(func, y0: torch.Tensor, t: torch.Tensor, *, method: str = "dopri5",
+                         rtol: float = 1e-6, atol: float = 1e-8, **odeint_kwargs) -> StepTrace:
+    """Solve with an adaptive explicit pair and recover each attempted step from the times ``func``
+    was called at.
+
+    A first-same-as-last pair (bosh3, dopri5) makes ``stages - 1`` new evaluations per attempted
+    step, at ``t0 + c_i h`` with the last at ``t0 + h``; from those times the start and size of
+    every attempt follow, and an attempt was accepted when the next one starts where it ended.
+    The counts are checked against the solver's own stats (``n_accepted``, ``n_rejected``) and a
+    mismatch raises, so the trace never disagrees silently with the solver.
+    """
+    from nodecourse import SOLVERS, odeint
+
+    spec = SOLVERS[method]
+    tab = spec.tableau
+    if spec.kind != "adaptive" or not tab.fsal:
+        raise ValueError(f"method={method!r}: tracing needs an adaptive first-same-as-last pair "
+                         f"({[n for n, s in SOLVERS.items() if s.kind == 'adaptive']})")
+    times: list[float] = []
+
+    def recording(tt, y):
+        times.append(float(tt))
+        return func(tt, y)
+
+    sol = odeint(recording, y0, t, method=method, rtol=rtol, atol=atol, **odeint_kwargs)
+    per_step = tab.stages - 1
+    n_attempts = sol.stats["n_steps"]
+    calls = times[len(times) - per_step * n_attempts:]  # drop f(t0) and the first-step estimate
+    trace = StepTrace(method, stats=dict(sol.stats))
+    c1 = tab.c[1]
+    for k in range(n_attempts):
+        chunk = calls[k * per_step:(k + 1) * per_step]
+        h = (chunk[-1] - chunk[0]) / (1.0 - c1)
+        trace.t_start.append(chunk[-1] - h)
+        trace.h.append(h)
+    for k in range(n_attempts):
+        nxt = trace.t_start[k + 1] if k + 1 < n_attempts else None
+        same_start = nxt is not None and math.isclose(nxt, trace.t_start[k], rel_tol=1e-9, abs_tol=1e-12)
+        trace.accepted.append(not same_start if nxt is not None else sol.success)
+    if (trace.n_accepted, trace.n_rejected) != (sol.stats["n_accepted"], sol.stats["n_rejected"]):
+        raise RuntimeError(f"step trace ({trace.n_accepted} accepted, {trace.n_rejected} rejected) disagrees "
+                           f"with the solver's stats {sol.stats}")
+    return trace
+
+
+def plot_step_sizes(traces: Sequence[StepTrace], *, title: str = "Step size along the solution",
+                    time_unit: str = "problem units") -> go.Figure:
+    """Step size against the time each step started: accepted steps as dots joined by a line,
+    rejected attempts as crosses."""
+    fig = figure(title, f"time t ({time_unit})", f"step size h ({time_unit})", log_y=True)
+    for tr in traces:
+        color = solver_color(tr.method)
+        acc = [(t, h) for t, h, a in zip(tr.t_start, tr.h, tr.accepted) if a]
+        rej = [(t, h) for t, h, a in zip(tr.t_start, tr.h, tr.accepted) if not a]
+        fig.add_scatter(x=[a[0] for a in acc], y=[a[1] for a in acc], mode="lines+markers",
+                        marker=dict(size=4), line=dict(color=color),
+                        name=f"{tr.method}: {tr.n_accepted} accepted")
+        fig.add_scatter(x=[r[0] for r in rej], y=[r[1] for r in rej], mode="markers",
+                        marker=dict(symbol="x", size=8, color=color),
+                        name=f"{tr.method}: {tr.n_rejected} rejected")
+    return fig
+
+
+def _get(row, *names):
+    for name in names:
+        if isinstance(row, dict) and name in row:
+            return row[name]
+        if hasattr(row, name):
+            return getattr(row, name)
+    raise KeyError(f"row {row!r} has none of {names}")
+
+
+def plot_tolerance_sweep(rows_by_method: dict[str, Sequence], *,
+                         title: str = "The precision/speed dial") -> go.Figure:
+    """Three panels against rtol: error, NFE and wall time, one line per method.
+
+    ``rows_by_method``: method name to rows, either :class:`nodecourse.diagnostics.SweepRow`
+    objects or dicts, with ``rtol``, ``max_error`` (or ``error``), ``nfe`` and optionally ``seconds``.
+    """
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=1, cols=3, subplot_titles=("error", "function evaluations", "wall time"))
+    for method, rows in rows_by_method.items():
+        rt = [_get(r, "rtol") for r in rows]
+        color = solver_color(method)
+        fig.add_scatter(x=rt, y=[_get(r, "max_error", "error") for r in rows], mode="lines+markers",
+                        name=method, line=dict(color=color), row=1, col=1)
+        fig.add_scatter(x=rt, y=[_get(r, "nfe") for r in rows], mode="lines+markers", name=method,
+                        line=dict(color=color), showlegend=False, row=1, col=2)
+        if all(isinstance(r, dict) and "seconds" in r or hasattr(r, "seconds") for r in rows):
+            fig.add_scatter(x=rt, y=[1e3 * _get(r, "seconds") for r in rows], mode="lines+markers",
+                            name=method, line=dict(color=color), showlegend=False, row=1, col=3)
+    fig.update_xaxes(type="log", title="rtol")
+    fig.update_yaxes(type="log", title="max |y − y_ref|", row=1, col=1)
+    fig.update_yaxes(type="log", title="NFE", row=1, col=2)
+    fig.update_yaxes(type="log", title="time (ms)", row=1, col=3)
+    fig.update_layout(title=title, height=360, template="plotly_white", margin=dict(l=60, r=20, t=70, b=50))
+    return fig
+
+
+def plot_work_per_input(labels: Sequence[str], nfe_batched: Sequence[int], nfe_per_sample: Sequence[int], *,
+                        title: str = "Work per input: batched vs per-sample step control") -> go.Figure:
+    """Grouped bars: the NFE each input costs when the batch shares one step size vs its own."""
+    fig = figure(title, "input", "function evaluations spent on this input")
+    fig.add_bar(x=list(labels), y=list(nfe_batched), name="batched (one step size for all)",
+                marker_color="#7f7f7f")
+    fig.add_bar(x=list(labels), y=list(nfe_per_sample), name="per sample (own step size)",
+                marker_color=solver_color("dopri5"))
+    fig.update_layout(barmode="group")
+    return fig
+
+
+__all__ = ["StepTrace", "plot_convergence", "plot_step_sizes", "plot_tolerance_sweep",
+           "plot_work_per_input", "trace_adaptive_steps"]

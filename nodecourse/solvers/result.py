@@ -1,0 +1,86 @@
+"""What a solve returns: :class:`Solution`, :class:`Status` and :class:`SolverError`."""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import torch
+
+
+class Status(enum.Enum):
+    """How a solve ended."""
+
+    SUCCESS = "success"
+    MAX_STEPS = "max_steps"  # the step budget ran out before the last output time
+    STEP_UNDERFLOW = "step_underflow"  # the step size shrank below floating-point resolution
+    NON_FINITE = "non_finite"  # func or the state produced NaN or inf
+
+    def remedy(self) -> str:
+        """What to try when a solve ends with this status."""
+        return _REMEDIES[self]
+
+
+_REMEDIES = {
+    Status.SUCCESS: "nothing to do",
+    Status.MAX_STEPS: (
+        "raise max_steps, loosen rtol/atol, or, if the problem is stiff (fast decaying modes), "
+        "use method='implicit_euler' or 'trapezoid'"
+    ),
+    Status.STEP_UNDERFLOW: (
+        "the solution may blow up in finite time or be stiff: try method='trapezoid' or "
+        "'implicit_euler', use float64 (y0.double()), or loosen rtol/atol"
+    ),
+    Status.NON_FINITE: (
+        "func returned NaN/inf: check func and y0 for NaN/inf, use float64 (y0.double()), "
+        "tighten rtol/atol so steps stay small, or try method='trapezoid' for stiff problems"
+    ),
+}
+
+
+@dataclass
+class Solution:
+    """The result of :func:`nodecourse.odeint`.
+
+    Attributes:
+        ys: states at the output times, shape ``(len(t), *y0.shape)``. After a failed
+            solve (``throw=False``) the rows not reached are NaN.
+        ts: the output times, shape ``(len(t),)`` (the ``t`` given).
+        stats: solver work: ``nfe`` (calls of func), ``n_steps`` (attempted steps),
+            ``n_accepted``, ``n_rejected``; implicit methods add ``n_newton_iters``,
+            ``n_jacobians``; per-sample mode adds per-element tensors (shape ``(B,)``);
+            ``gradient="checkpoint"`` adds ``nfe_backward``, the evaluations recomputed by
+            backward passes (updated as they run).
+        status: how the solve ended.
+        method, rtol, atol: the settings used, echoed.
+        message: a sentence describing a failure (empty on success).
+    """
+
+    ys: torch.Tensor
+    ts: torch.Tensor
+    stats: dict[str, Any]
+    status: Status
+    method: str = ""
+    rtol: Optional[float] = None
+    atol: Optional[float] = None
+    message: str = ""
+
+    @property
+    def success(self) -> bool:
+        return self.status is Status.SUCCESS
+
+    def __repr__(self) -> str:
+        work = ", ".join(f"{k}={v}" for k, v in self.stats.items() if isinstance(v, (int, float)))
+        return (
+            f"Solution(method={self.method!r}, status={self.status.name}, ys.shape={tuple(self.ys.shape)}, "
+            f"{work})"
+        )
+
+
+class SolverError(RuntimeError):
+    """A solve failed and ``throw=True``. ``.status`` and ``.solution`` hold the details."""
+
+    def __init__(self, status: Status, message: str, solution: Optional[Solution] = None):
+        self.status = status
+        self.solution = solution
+        super().__init__(f"solve ended with status {status.name}: {message}. What to try: {status.remedy()}.")

@@ -1,0 +1,237 @@
+"""A live explorer of solver work: pick a solver, tolerances and a device; see the trajectory,
+the error against a reference, NFE, accepted and rejected steps and the wall time.
+
+The explorer keeps its last result in :attr:`SolverExplorer.result` (a
+:class:`ExplorerResult`), so its callbacks can be tested without a browser::
+
+    ex = SolverExplorer(render=False)
+    ex.method.value = "rk4"
+    ex.result.nfe, ex.result.max_error
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import torch
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A test problem: ``f(t, y)`` in torch (any device/dtype), the same in numpy for the reference."""
+
+    name: str
+    f_torch: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+    f_numpy: Callable[[float, np.ndarray], np.ndarray]
+    y0: tuple[float, ...]
+    t1: float
+    labels: tuple[str, ...]
+    n_out: int = 200  # output times; the implicit methods step to each, so stiff problems use few
+
+
+def _vdp_torch(t, y, mu=2.0):
+    return torch.stack([y[..., 1], mu * (1 - y[..., 0] ** 2) * y[..., 1] - y[..., 0]], dim=-1)
+
+
+def _vdp_numpy(t, y, mu=2.0):
+    return np.array([y[1], mu * (1 - y[0] ** 2) * y[1] - y[0]])
+
+
+def _stiff_torch(t, y):
+    return -1000.0 * (y - torch.cos(torch.as_tensor(t, dtype=y.dtype, device=y.device)))
+
+
+def _stiff_numpy(t, y):
+    return -1000.0 * (y - np.cos(t))
+
+
+PROBLEMS = {
+    "van der pol (μ=2)": Problem("van der pol (μ=2)", _vdp_torch, _vdp_numpy, (2.0, 0.0), 10.0,
+                                 ("position y₁", "velocity y₂")),
+    "stiff: y' = -1000 (y - cos t)": Problem("stiff: y' = -1000 (y - cos t)", _stiff_torch, _stiff_numpy,
+                                             (0.0,), 1.0, ("y",), n_out=41),
+}
+
+
+@dataclass
+class ExplorerResult:
+    """What one solve in the explorer produced (all host-side numbers, ready to show).
+
+    ``ts``: ``(n,)`` output times; ``ys``: ``(n, dim)`` solution; ``reference``: ``(n, dim)``;
+    ``error``: ``(n,)`` max-abs error per time (NaN where the solve did not reach).
+    """
+
+    problem: str
+    method: str
+    rtol: float
+    atol: float
+    step_size: float | None
+    device: str
+    status: str
+    nfe: int
+    n_accepted: int
+    n_rejected: int
+    seconds: float
+    max_error: float
+    ts: np.ndarray = field(repr=False)
+    ys: np.ndarray = field(repr=False)
+    reference: np.ndarray = field(repr=False)
+    error: np.ndarray = field(repr=False)
+
+    def summary(self) -> str:
+        """One line of solver work, as the explorer shows it."""
+        step = "" if self.step_size is None else f", h={self.step_size:.2g}"
+        return (f"{self.method} on {self.device}{step}: status {self.status}, NFE {self.nfe}, "
+                f"accepted {self.n_accepted}, rejected {self.n_rejected}, max error {self.max_error:.2e}, "
+                f"{1e3 * self.seconds:.1f} ms")
+
+
+_REFERENCE_CACHE: dict[tuple[str, int], np.ndarray] = {}
+
+
+def reference_solution(problem: Problem, ts: np.ndarray) -> np.ndarray:
+    """The reference from scipy's DOP853/Radau at rtol 1e-12 (independent of nodecourse), ``(n, dim)``."""
+    from scipy.integrate import solve_ivp
+
+    key = (problem.name, len(ts))
+    if key not in _REFERENCE_CACHE:
+        stiff = problem.name.startswith("stiff")
+        sol = solve_ivp(problem.f_numpy, (0.0, problem.t1), np.array(problem.y0), t_eval=ts,
+                        method="Radau" if stiff else "DOP853", rtol=1e-12, atol=1e-12)
+        if not sol.success:  # pragma: no cover - scipy failing here would be a bug in this module
+            raise RuntimeError(f"reference solve failed for {problem.name!r}: {sol.message}")
+        _REFERENCE_CACHE[key] = sol.y.T
+    return _REFERENCE_CACHE[key]
+
+
+def run_solver(problem: Problem, method: str, rtol: float, atol: float, step_size: float | None,
+               device: str, *, n_out: int | None = None, dtype: torch.dtype = torch.float64) -> ExplorerResult:
+    """Solve ``problem`` once with ``nodecourse.odeint`` (``throw=False``) and measure it."""
+    from nodecourse import SOLVERS, odeint
+    from nodecourse.config import resolve_device
+
+    dev = resolve_device(device)
+    spec = SOLVERS[method]
+    ts_np = np.linspace(0.0, problem.t1, problem.n_out if n_out is None else n_out)
+    ts = torch.tensor(ts_np, dtype=dtype, device=dev)
+    y0 = torch.tensor(problem.y0, dtype=dtype, device=dev)
+    h = step_size if spec.kind == "fixed" else None
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+    start = time.perf_counter()
+    sol = odeint(problem.f_torch, y0, ts, method=method, rtol=rtol, atol=atol, step_size=h,
+                 max_steps=20_000, throw=False)
+    ys = sol.ys.detach().cpu().numpy()  # the copy to host also waits for the device
+    seconds = time.perf_counter() - start
+    ref = reference_solution(problem, ts_np)
+    with np.errstate(invalid="ignore", over="ignore"):
+        err = np.abs(ys - ref).max(axis=1)
+    finite = np.isfinite(err)
+    max_err = float(err[finite].max()) if finite.all() else math.inf
+    return ExplorerResult(problem.name, method, rtol, atol, h, dev.type, sol.status.name,
+                          int(sol.stats["nfe"]), int(sol.stats["n_accepted"]), int(sol.stats["n_rejected"]),
+                          seconds, max_err, ts_np, ys, ref, err)
+
+
+def result_figure(res: ExplorerResult):
+    """Plotly figure: trajectory (solid) over the reference (dashed), and the error along t (log)."""
+    from plotly.subplots import make_subplots
+
+    from nodecourse.plotting import solver_color
+
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("trajectory", "error against the reference"))
+    problem = PROBLEMS[res.problem]
+    dashes = ["solid", "dot"]
+    for i, label in enumerate(problem.labels):
+        fig.add_scatter(x=res.ts, y=res.reference[:, i], name=f"{label} (reference)", row=1, col=1,
+                        line=dict(color="#bbbbbb", width=4))
+        fig.add_scatter(x=res.ts, y=res.ys[:, i], name=f"{label} ({res.method})", row=1, col=1,
+                        line=dict(color=solver_color(res.method), dash=dashes[i % 2]))
+    err = np.where(res.error > 0, res.error, np.nan)
+    fig.add_scatter(x=res.ts, y=err, name="max |error|", row=1, col=2, showlegend=False,
+                    line=dict(color=solver_color(res.method)))
+    fig.update_xaxes(title="time t (problem units)")
+    fig.update_yaxes(title="state y", row=1, col=1)
+    fig.update_yaxes(title="max |y − y_ref|", type="log", row=1, col=2)
+    fig.update_layout(height=340, template="plotly_white", margin=dict(l=60, r=20, t=70, b=50),
+                      title=res.summary(), title_font_size=12)
+    return fig
+
+
+class SolverExplorer:
+    """ipywidgets controls (problem, solver, rtol, atol, fixed step, device) and a live view.
+
+    Every change of a control re-solves and updates :attr:`result` (and the
+    figure when ``render=True``). Devices offered: those in
+    :func:`nodecourse.config.available_devices` (CUDA/MPS only where present).
+    Display it in a notebook with ``display(explorer.widget)`` or just ``explorer``.
+    """
+
+    def __init__(self, *, problem: str = "van der pol (μ=2)", method: str = "dopri5", rtol: float = 1e-6,
+                 atol: float = 1e-8, step_size: float = 0.05, device: str = "cpu", render: bool = True):
+        import ipywidgets as w
+
+        from nodecourse import SOLVERS
+        from nodecourse.config import available_devices
+
+        if problem not in PROBLEMS:
+            raise ValueError(f"problem={problem!r} is unknown; use one of {list(PROBLEMS)}")
+        if method not in SOLVERS:
+            raise ValueError(f"method={method!r} is not a registered solver; valid names: {list(SOLVERS)}")
+        if device not in available_devices():
+            raise ValueError(f"device={device!r} is not available here; available: {available_devices()}")
+        self.render = render
+        self.problem = w.Dropdown(options=list(PROBLEMS), value=problem, description="problem")
+        self.method = w.Dropdown(options=list(SOLVERS), value=method, description="solver")
+        self.rtol = w.FloatLogSlider(value=rtol, base=10, min=-10, max=-1, step=0.5, description="rtol",
+                                     readout_format=".0e")
+        self.atol = w.FloatLogSlider(value=atol, base=10, min=-12, max=-1, step=0.5, description="atol",
+                                     readout_format=".0e")
+        self.step_size = w.FloatLogSlider(value=step_size, base=10, min=-4, max=0, step=0.25,
+                                          description="fixed h", readout_format=".1e")
+        self.device = w.Dropdown(options=available_devices(), value=device, description="device")
+        self.status = w.HTML()
+        self.output = w.Output()
+        self.controls = [self.problem, self.method, self.rtol, self.atol, self.step_size, self.device]
+        self.widget = w.VBox([w.HBox(self.controls[:3]), w.HBox(self.controls[3:]), self.status, self.output])
+        self.result: ExplorerResult | None = None
+        self.figure = None
+        for control in self.controls:
+            control.observe(self._on_change, names="value")
+        self.update()
+
+    def _on_change(self, change) -> None:
+        self.update()
+
+    def update(self) -> ExplorerResult:
+        """Solve with the current control values; refresh :attr:`result`, the status line and the figure."""
+        from nodecourse import SOLVERS
+
+        fixed = SOLVERS[self.method.value].kind == "fixed"
+        self.step_size.disabled = not fixed
+        self.rtol.disabled = self.atol.disabled = fixed
+        self.result = run_solver(PROBLEMS[self.problem.value], self.method.value, self.rtol.value,
+                                 self.atol.value, self.step_size.value, self.device.value)
+        self.status.value = f"<code>{self.result.summary()}</code>"
+        if self.render:
+            self.figure = result_figure(self.result)
+            self._draw()
+        return self.result
+
+    def _draw(self) -> None:
+        from IPython import get_ipython
+        from IPython.display import display
+
+        if get_ipython() is None:  # no notebook: the figure is kept in .figure, nothing to draw on
+            return
+        self.output.clear_output(wait=True)
+        with self.output:
+            display(self.figure)
+
+    def _ipython_display_(self):
+        from IPython.display import display
+
+        display(self.widget)

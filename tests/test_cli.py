@@ -1,0 +1,101 @@
+"""The `nodecourse` command: check, claims, lab, physionet, argument errors."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+
+import pytest
+import torch
+
+from nodecourse import cli, envcheck
+from notebook_fixtures import REPO, run_cli
+
+
+def test_check_reports_the_environment_and_exits_zero():
+    proc = run_cli("check", timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert "torch" in out and torch.__version__ in out
+    for item in ("devices", "cpu", "ipywidgets", "jupyterlab_widgets", "widget manager", "course folder",
+                 "PhysioNet 2012", "mode"):
+        assert item in out, f"{item!r} missing from:\n{out}"
+    assert "environment ready" in out
+
+
+def test_check_exits_nonzero_when_something_essential_is_missing(monkeypatch, capsys):
+    monkeypatch.setitem(envcheck.ESSENTIAL_PACKAGES, "surely-not-installed-pkg", "a test")
+    assert cli.main(["check"]) == 1
+    out = capsys.readouterr().out
+    assert "[MISS] surely-not-installed-pkg" in out and "NOT READY" in out
+
+
+def test_check_reports_quick_mode(monkeypatch):
+    monkeypatch.setenv("NODECOURSE_QUICK", "1")
+    mode = next(i for i in envcheck.collect() if i.name == "mode")
+    assert mode.value.startswith("quick")
+
+
+def test_lab_command_line(capsys):
+    assert cli.main(["lab", "--dry-run", "--port", "8899", "--ip", "127.0.0.1", "--no-browser",
+                     "--", "--ServerApp.token=abc"]) == 0
+    cmd = capsys.readouterr().out.split()
+    assert cmd[1:3] == ["-m", "jupyterlab"]
+    assert f"--ServerApp.root_dir={REPO}" in cmd
+    assert {"--port=8899", "--ip=127.0.0.1", "--no-browser", "--ServerApp.token=abc"} <= set(cmd)
+    assert ("--allow-root" in cmd) == (os.geteuid() == 0)
+    if (REPO / "notebooks" / "00_start_here.ipynb").is_file():
+        assert "notebooks/00_start_here.ipynb" in cmd
+
+
+def test_lab_with_a_wrong_root_says_so(tmp_path):
+    with pytest.raises(SystemExit, match="has no notebooks/ folder"):
+        cli.main(["lab", "--dry-run", "--root", str(tmp_path)])
+
+
+def test_unknown_arguments_are_rejected(capsys):
+    with pytest.raises(SystemExit) as info:
+        cli.main(["build", "--frobnicate"])
+    assert info.value.code == 2
+    assert "unrecognized arguments for `build`: --frobnicate" in capsys.readouterr().err
+
+
+def test_physionet_subcommand_is_delegated(capsys):
+    if importlib.util.find_spec("nodecourse.physionet_cli") is None:
+        assert cli.main(["physionet", "--help"]) == 2
+        assert "nodecourse.physionet_cli" in capsys.readouterr().err
+    else:
+        with pytest.raises(SystemExit) as info:  # argparse's --help exits 0
+            cli.main(["physionet", "--help"])
+        assert info.value.code == 0
+        assert "nodecourse physionet" in capsys.readouterr().out
+
+
+def _claim_ids():
+    from nodecourse.claims import load_rows
+
+    return list(load_rows())
+
+
+def test_claims_unknown_id_lists_the_valid_ones(capsys):
+    if not _claim_ids():
+        pytest.skip("no claim rows registered yet")
+    assert cli.main(["claims", "--only", "no-such-row", "--json"]) == 2
+    err = capsys.readouterr().err
+    assert "no-such-row" in err and "valid ids" in err
+
+
+@pytest.mark.slow
+def test_claims_only_one_row_as_json():
+    ids = _claim_ids()
+    if not ids:
+        pytest.skip("no claim rows registered yet (nodecourse/claims/lessonNN.py)")
+    row = ids[0]
+    proc = run_cli("claims", "--quick", "--only", row, "--json", timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = json.loads(proc.stdout)
+    assert isinstance(rows, list) and len(rows) == 1
+    assert rows[0]["id"] == row
+    assert {"id", "claim", "source", "published", "measured", "verdict"} <= set(rows[0])
+    assert rows[0]["verdict"] in {"holds", "does not hold", "not measurable at this scale"}
+    assert rows[0]["measured"]

@@ -1,0 +1,165 @@
+"""The exercise builder: stubs, kept check outputs, clear errors, byte-for-byte determinism,
+and the committed exercises equal a fresh build of the committed solutions."""
+from __future__ import annotations
+
+import copy
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_output
+
+from nodecourse import exercise_builder as eb
+from notebook_fixtures import REPO, answer_cell, check_cell, run_cli, solution_notebook, write
+
+
+def _cells(nb, role):
+    return [c for c in nb.cells if c.metadata.get("nodecourse", {}).get(role)]
+
+
+def test_solution_regions_become_stubs_at_their_indentation():
+    exercise = eb.build_exercise(solution_notebook(), name="fx")
+    double, square = _cells(exercise, "answer")
+    assert double.source == (
+        'def double(x):\n    """Twice x."""\n'
+        '    raise NotImplementedError("task \'double\': replace this line with your code")'
+    )
+    assert "x * x" not in square.source and square.source.count("NotImplementedError") == 1
+    assert all(c.outputs == [] and c.execution_count is None for c in _cells(exercise, "answer"))
+
+
+def test_top_level_and_multiple_regions():
+    src = "a = 1\n### BEGIN SOLUTION\nb = 2\n### END SOLUTION\nfor i in range(2):\n" \
+          "        ### BEGIN SOLUTION extra words are fine\n        pass\n        ### END SOLUTION"
+    out = eb.strip_solutions(src, task="t", where="w")
+    assert out.split("\n") == [
+        "a = 1",
+        eb.stub_line("", "t"),
+        "for i in range(2):",
+        eb.stub_line("        ", "t"),
+    ]
+
+
+def test_check_outputs_derived_other_outputs_and_volatile_metadata_cleared():
+    solution = solution_notebook()
+    # a saved solution may split a line into several stream chunks and carry a warning
+    solution.cells[3].outputs = [new_output("stream", name="stdout", text="PASS dou"),
+                                 new_output("stream", name="stderr", text="UserWarning: noise\n"),
+                                 new_output("stream", name="stdout", text="ble\n")]
+    unrun = copy.deepcopy(solution)
+    for cell in _cells(unrun, "check"):
+        cell.outputs, cell.execution_count = [], None
+    exercise = eb.build_exercise(solution, name="fx")
+    for cell in _cells(exercise, "check"):
+        assert cell.outputs == eb.expected_check_output(cell.metadata["nodecourse"]["check"])
+        assert cell.execution_count is not None  # nbval only compares cells that were run
+    # running the solution before building changes nothing
+    assert eb.notebook_text(eb.build_exercise(unrun, name="fx")) == eb.notebook_text(exercise)
+    setup = exercise.cells[1]
+    assert setup.outputs == [] and setup.execution_count is None and "execution" not in setup.metadata
+    assert solution.cells[1].outputs, "the solution itself must not be modified"
+
+
+def test_build_is_deterministic_and_check_mode_finds_stale_missing_orphan(tmp_path):
+    sol_dir, ex_dir = tmp_path / "solutions", tmp_path / "exercises"
+    write(solution_notebook(), sol_dir / "a.ipynb")
+    write(solution_notebook(), sol_dir / "b.ipynb")
+    first = eb.build(sol_dir, ex_dir)
+    assert sorted(p.name for p in first.written) == ["a.ipynb", "b.ipynb"]
+    snapshot = (ex_dir / "a.ipynb").read_bytes()
+    again = eb.build(sol_dir, ex_dir)
+    assert again.written == [] and len(again.unchanged) == 2
+    assert (ex_dir / "a.ipynb").read_bytes() == snapshot
+    assert eb.build(sol_dir, ex_dir, check=True).up_to_date
+
+    # edit a solution's check text: the exercise is now stale; delete b's exercise; add an orphan
+    nb = nbformat.read(sol_dir / "a.ipynb", as_version=4)
+    nb.cells[0].source += " Edited."
+    nbformat.write(nb, sol_dir / "a.ipynb")
+    (ex_dir / "b.ipynb").unlink()
+    write(solution_notebook(), ex_dir / "old.ipynb")
+    report = eb.build(sol_dir, ex_dir, check=True)
+    assert [p.name for p in report.stale] == ["a.ipynb"]
+    assert [p.name for p in report.missing] == ["b.ipynb"]
+    assert [p.name for p in report.orphans] == ["old.ipynb"]
+    assert not report.up_to_date
+    assert (ex_dir / "a.ipynb").read_bytes() == snapshot, "--check must not write"
+
+    proc = run_cli("build", "--check", "--solutions", str(sol_dir), "--exercises", str(ex_dir))
+    assert proc.returncode == 1 and "STALE" in proc.stdout and "MISSING" in proc.stdout, proc.stdout
+    proc = run_cli("build", "--solutions", str(sol_dir), "--exercises", str(ex_dir))
+    assert proc.returncode == 0, proc.stderr
+    assert (ex_dir / "a.ipynb").read_bytes() != snapshot
+    assert eb.build(sol_dir, ex_dir, check=True).orphans  # the orphan is reported, not deleted
+
+
+def _with_cell(cell, index=2):
+    nb = solution_notebook()
+    nb.cells.insert(index, cell)
+    return nb
+
+
+def _replace(nb, i, cell):
+    nb = copy.deepcopy(nb)
+    nb.cells[i] = cell
+    return nb
+
+
+BROKEN = {
+    "markers without an answer id": (
+        _with_cell(new_code_cell("### BEGIN SOLUTION\nx = 1\n### END SOLUTION")), "but no answer id"),
+    "BEGIN never closed": (
+        _with_cell(answer_cell("t", "### BEGIN SOLUTION\nx = 1")), "never closed"),
+    "END without BEGIN": (
+        _with_cell(answer_cell("t", "x = 1\n### END SOLUTION")), "without a matching"),
+    "nested BEGIN": (
+        _with_cell(answer_cell("t", "### BEGIN SOLUTION\n### BEGIN SOLUTION\n### END SOLUTION")),
+        "is not closed"),
+    "answer without a region": (_with_cell(answer_cell("t", "x = 1")), "would ship the solution"),
+    "duplicate answer id": (_with_cell(answer_cell("double", "### BEGIN SOLUTION\n### END SOLUTION"), 4),
+                            "already used"),
+    "check named differently from its id": (
+        _replace(solution_notebook(), 3, check_cell("double", "check('twice', True)", passed_output=False)),
+        "must call check('double', ...)"),
+    "check that printed more than its PASS line": (
+        _replace(solution_notebook(), 3, new_code_cell(
+            "# NBVAL_CHECK_OUTPUT\nprint(42)\ncheck('double', True)", metadata={"nodecourse": {"check": "double"}},
+            outputs=[new_output("stream", name="stdout", text="42\nPASS double\n")])),
+        "expects exactly 'PASS double' on stdout"),
+    "check without the nbval marker": (
+        _replace(solution_notebook(), 3, new_code_cell(
+            "check('double', True)", metadata={"nodecourse": {"check": "double"}})),
+        "must start with the line '# NBVAL_CHECK_OUTPUT'"),
+    "check before any answer": (_with_cell(check_cell("early", "check('early', True)"), 1), "before any answer"),
+    "check that failed in the solution": (
+        _replace(solution_notebook(), 3, new_code_cell(
+            "# NBVAL_CHECK_OUTPUT\ncheck('double', False)", metadata={"nodecourse": {"check": "double"}},
+            outputs=[new_output("error", ename="CheckFailed", evalue="FAIL double", traceback=[])])),
+        "failed when the solution was run (CheckFailed: FAIL double)"),
+    "marker in markdown": (_with_cell(new_markdown_cell("### BEGIN SOLUTION")), "markdown cell contains"),
+}
+
+
+@pytest.mark.parametrize("case", list(BROKEN))
+def test_malformed_solution_gives_a_clear_error(case):
+    nb, message = BROKEN[case]
+    with pytest.raises(eb.ExerciseFormatError, match=r"fx\.ipynb.*") as info:
+        eb.build_exercise(nb, name="fx.ipynb")
+    assert message in str(info.value)
+
+
+def test_committed_exercises_equal_a_fresh_build():
+    """The repository's exercises/ is exactly what `nodecourse build` makes from solutions/."""
+    solutions = sorted((REPO / "solutions").glob("*.ipynb"))
+    if not solutions:
+        pytest.skip("no solution notebooks in solutions/ yet")
+    report = eb.build(REPO / "solutions", REPO / "exercises", check=True)
+    assert report.up_to_date, "\n".join(report.lines())
+    assert len(report.unchanged) == len(solutions)
+
+
+def test_find_course_root(tmp_path):
+    assert eb.find_course_root(REPO / "nodecourse") == REPO
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "nodecourse"\n')
+    (tmp_path / "deep" / "er").mkdir(parents=True)
+    assert eb.find_course_root(tmp_path / "deep" / "er") == tmp_path

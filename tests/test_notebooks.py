@@ -1,0 +1,68 @@
+"""The course's own notebooks, whatever exists in notebooks/, solutions/ and exercises/:
+
+- every lesson runs top to bottom in quick mode under nbval (``--nbval-lax``:
+  cells must not error; cells marked ``# NBVAL_CHECK_OUTPUT`` are compared);
+- every solution passes the grader;
+- every unsolved exercise fails the grader, with not one check passing.
+
+Each notebook runs in its own subprocess with a timeout, so nothing hangs.
+The committed-exercises-equal-a-fresh-build test is in test_exercise_builder.py.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from nodecourse import grading
+from notebook_fixtures import REPO, SUBPROCESS_ENV
+
+LESSONS = sorted((REPO / "notebooks").glob("*.ipynb"))
+SOLUTIONS = sorted((REPO / "solutions").glob("*.ipynb"))
+EXERCISES = sorted((REPO / "exercises").glob("*.ipynb"))
+
+# Quick mode must run a lesson in well under a minute; these bounds only stop a hang.
+LESSON_CELL_TIMEOUT_S = 300
+LESSON_TIMEOUT_S = 900
+GRADE_CELL_TIMEOUT_S = 300
+
+
+def _params(paths, what):
+    if not paths:
+        return [pytest.param(None, marks=pytest.mark.skip(reason=f"no {what} yet"), id=f"no-{what}")]
+    return [pytest.param(p, id=p.name) for p in paths]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("notebook", _params(LESSONS, "lessons"))
+def test_lesson_runs_in_quick_mode(notebook, tmp_path):
+    cmd = [
+        sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-current-env",
+        f"--nbval-cell-timeout={LESSON_CELL_TIMEOUT_S}", "-p", "no:cacheprovider",
+        "-q", "--color=no", str(notebook),
+    ]
+    env = {**SUBPROCESS_ENV, "NODECOURSE_QUICK": "1"}
+    try:
+        proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=LESSON_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{notebook.name} did not finish within {LESSON_TIMEOUT_S} s in quick mode")
+    assert proc.returncode == 0, f"{notebook.name} failed under nbval:\n{proc.stdout[-6000:]}\n{proc.stderr[-2000:]}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("notebook", _params(SOLUTIONS, "solutions"))
+def test_solution_passes_grading(notebook):
+    rows, _ = grading.grade_notebook(notebook, timeout_s=GRADE_CELL_TIMEOUT_S)
+    failing = [(r.check, r.reason) for r in rows if not r.passed]
+    assert rows and not failing, f"{notebook.name}: {failing}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("notebook", _params(EXERCISES, "exercises"))
+def test_unsolved_exercise_fails_every_check(notebook):
+    rows, _ = grading.grade_notebook(notebook, timeout_s=GRADE_CELL_TIMEOUT_S)
+    checks = [r for r in rows if not r.check.startswith(("cell ", "answer "))]
+    assert checks, f"{notebook.name} has no checks"
+    passing = [r.check for r in checks if r.passed or r.check_cell_passed]
+    assert not passing, f"{notebook.name}: these checks pass with no work done: {passing}"

@@ -1,0 +1,140 @@
+"""The solver explorer, driven headless: set a control's .value, read the result it updated."""
+import math
+
+import pytest
+import torch
+
+from nodecourse.widgets import PROBLEMS, SolverExplorer, run_solver
+
+
+@pytest.fixture(scope="module")
+def explorer():
+    return SolverExplorer(render=False)
+
+
+def test_initial_solve_is_accurate(explorer):
+    res = explorer.result
+    assert res.method == "dopri5" and res.status == "SUCCESS"
+    assert res.nfe > 0 and res.n_accepted > 0
+    assert res.max_error < 1e-4  # rtol 1e-6 on Van der Pol, against scipy's DOP853 at 1e-12
+    assert "NFE" in explorer.status.value
+
+
+def test_tolerance_slider_changes_work_and_error(explorer):
+    explorer.method.value = "dopri5"
+    explorer.rtol.value = 1e-9
+    explorer.atol.value = 1e-11
+    tight = explorer.result
+    explorer.rtol.value = 1e-3
+    explorer.atol.value = 1e-5
+    loose = explorer.result
+    assert loose.rtol == pytest.approx(1e-3) and tight.rtol == pytest.approx(1e-9)
+    assert loose.nfe < tight.nfe
+    assert loose.max_error > tight.max_error
+
+
+def test_fixed_step_solver_uses_the_step_slider(explorer):
+    explorer.method.value = "rk4"
+    assert explorer.step_size.disabled is False and explorer.rtol.disabled is True
+    explorer.step_size.value = 10 ** -2.5
+    fine = explorer.result
+    explorer.step_size.value = 10 ** -1.5  # below the output spacing (10 / 199), so it is the step used
+    coarse = explorer.result
+    assert coarse.step_size == pytest.approx(10 ** -1.5) and coarse.n_rejected == 0
+    # Steps are cut to land on the 200 output times, so NFE grows about (not exactly) 10x.
+    assert 5 < fine.nfe / coarse.nfe < 15
+    # Fourth order: about 10x smaller steps give a much smaller error (a wide band: 1e2 .. 1e6).
+    assert 1e2 < coarse.max_error / fine.max_error < 1e6
+
+
+def test_stiff_problem_explicit_blows_up_implicit_copes(explorer):
+    explorer.problem.value = "stiff: y' = -1000 (y - cos t)"
+    explorer.method.value = "euler"
+    explorer.step_size.value = 0.01  # beyond Euler's stability limit 2/1000
+    assert explorer.result.status != "SUCCESS" or not math.isfinite(explorer.result.max_error) \
+        or explorer.result.max_error > 1.0
+    explorer.method.value = "implicit_euler"
+    assert explorer.rtol.disabled is False  # implicit methods are adaptive here: tolerances apply
+    implicit = explorer.result
+    assert implicit.status == "SUCCESS" and implicit.max_error < 1e-2
+    explorer.method.value = "trapezoid"
+    implicit = explorer.result
+    assert implicit.status == "SUCCESS" and implicit.max_error < 1e-3
+    explorer.method.value = "dopri5"
+    explicit = explorer.result
+    # The explicit pair is held to tiny steps by stability, not accuracy.
+    assert explicit.n_accepted + explicit.n_rejected > 3 * (implicit.n_accepted + implicit.n_rejected)
+
+
+def test_devices_offered_are_the_available_ones(explorer):
+    from nodecourse.config import available_devices
+
+    assert list(explorer.device.options) == available_devices()
+
+
+@pytest.mark.parametrize("device", ["cuda", "mps"])
+def test_runs_on_accelerator(device):
+    from nodecourse.config import available_devices
+
+    if device not in available_devices():
+        pytest.skip(f"{device} not available")
+    res = run_solver(PROBLEMS["van der pol (μ=2)"], "dopri5", 1e-6, 1e-8, None, device)
+    assert res.device == device and res.status == "SUCCESS" and res.max_error < 1e-4
+
+
+def test_render_builds_a_labelled_figure():
+    ex = SolverExplorer(render=True, rtol=1e-4)
+    fig = ex.figure
+    assert fig is not None and "NFE" in fig.layout.title.text
+    assert any(ax.title.text for ax in (fig.layout.xaxis, fig.layout.yaxis))
+
+
+def test_bad_arguments_name_the_argument():
+    with pytest.raises(ValueError, match="method='rk5'"):
+        SolverExplorer(method="rk5", render=False)
+    with pytest.raises(ValueError, match="problem='lorenz'"):
+        SolverExplorer(problem="lorenz", render=False)
+    with pytest.raises(ValueError, match="device='tpu'"):
+        SolverExplorer(device="tpu", render=False)
+
+
+# --- solver figures (nodecourse.plotting.solvers) ---------------------------------------------
+
+def test_step_trace_matches_solver_stats_and_covers_the_interval():
+    from nodecourse.plotting.solvers import plot_step_sizes, trace_adaptive_steps
+
+    vdp = PROBLEMS["van der pol (μ=2)"]
+    y0 = torch.tensor(vdp.y0, dtype=torch.float64)
+    t = torch.linspace(0.0, vdp.t1, 20, dtype=torch.float64)
+    for method in ("bosh3", "dopri5"):
+        tr = trace_adaptive_steps(vdp.f_torch, y0, t, method=method, rtol=1e-5, atol=1e-7)
+        assert tr.n_rejected > 0 and tr.n_accepted == tr.stats["n_accepted"]
+        acc = [(s, h) for s, h, a in zip(tr.t_start, tr.h, tr.accepted) if a]
+        # Accepted steps tile [0, t1]: each starts where the previous ended.
+        assert acc[0][0] == pytest.approx(0.0, abs=1e-12)
+        assert all(a[0] + a[1] == pytest.approx(b[0], abs=1e-9) for a, b in zip(acc, acc[1:]))
+        assert acc[-1][0] + acc[-1][1] == pytest.approx(vdp.t1, abs=1e-9)
+    fig = plot_step_sizes([tr])
+    assert len(fig.data) == 2 and fig.layout.xaxis.title.text.startswith("time")
+
+
+def test_step_trace_refuses_fixed_step_methods():
+    from nodecourse.plotting.solvers import trace_adaptive_steps
+
+    with pytest.raises(ValueError, match="method='rk4'"):
+        trace_adaptive_steps(lambda t, y: -y, torch.ones(1), torch.tensor([0.0, 1.0]), method="rk4")
+
+
+def test_plots_take_measured_rows():
+    from nodecourse.claims.lesson02 import convergence
+    from nodecourse.diagnostics import tolerance_sweep
+    from nodecourse.plotting.solvers import plot_convergence, plot_tolerance_sweep, plot_work_per_input
+
+    fig = plot_convergence([convergence("rk4", (8, 16, 32))])
+    assert "slope 4" in fig.data[0].name or "slope 3.9" in fig.data[0].name
+    rows = tolerance_sweep(lambda t, y: -y, torch.ones(1, dtype=torch.float64),
+                           torch.tensor([0.0, 1.0], dtype=torch.float64), [1e-3, 1e-6])
+    fig = plot_tolerance_sweep({"dopri5": rows, "dict rows": [{"rtol": 1e-3, "error": 1e-4, "nfe": 20}]})
+    assert len(fig.data) == 3 + 2  # three panels for SweepRows (with time), two for dicts without time
+    fig = plot_work_per_input(["a", "b"], [10, 10], [3, 10])
+    assert [list(d.y) for d in fig.data] == [[10, 10], [3, 10]]
