@@ -9,10 +9,12 @@ Public surface (see README.md and the lessons):
 """
 from nodecourse.config import quick_mode, pick
 from nodecourse.solvers import SOLVERS, Solution, SolverError, Status, odeint
+from nodecourse.augment import AugmentedODE
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AugmentedODE",
     "SOLVERS",
     "Solution",
     "SolverError",

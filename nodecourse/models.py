@@ -64,7 +64,9 @@ class MLPField(nn.Module):
 
     def forward(self, t: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
         if self.time_dependent:
-            tt = torch.as_tensor(t, dtype=z.dtype, device=z.device).expand(*z.shape[:-1], 1)
+            tt = torch.as_tensor(t, dtype=z.dtype, device=z.device)
+            # per-sample solves pass t of shape (batch,): one time per row
+            tt = (tt[:, None] if tt.dim() == 1 else tt).expand(*z.shape[:-1], 1)
             z = torch.cat([z, tt], dim=-1)
         return self.net(z)
 

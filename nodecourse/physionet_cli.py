@@ -20,7 +20,7 @@ import warnings
 from nodecourse.config import quick_mode
 
 QUICK_PATIENTS = 600
-DEFAULT_EPOCHS = {"odernn": 10, "gru-dt": 10, "latent-ode": 10, "summary-logreg": 0}
+DEFAULT_EPOCHS = {"odernn": 20, "gru-dt": 20, "latent-ode": 20, "summary-logreg": 0}
 QUICK_EPOCHS = 3
 
 
@@ -35,12 +35,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="set to evaluate on, or 'split' for a held-out patient split of the training set")
     parser.add_argument("--test-fraction", type=float, default=0.2,
                         help="fraction of patients held out with --eval split (default 0.2)")
-    parser.add_argument("--val-fraction", type=float, default=0.1,
+    parser.add_argument("--val-fraction", type=float, default=0.0,
                         help="fraction of all training-set patients kept aside to pick the best epoch "
-                             "(default 0.1; 0 keeps the last epoch)")
+                             "(default 0: train on all of them and keep the last epoch)")
     parser.add_argument("--model", required=True, choices=list(MODELS))
     parser.add_argument("--seed", type=int, default=0, help="seed of the split and of training")
-    parser.add_argument("--epochs", type=int, default=None, help="training epochs (default: 10 full, 3 quick)")
+    parser.add_argument("--epochs", type=int, default=None, help="training epochs (default: 20 full, 3 quick)")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--quantization", type=float, default=1.0, help="time grid in hours (default 1.0)")
     parser.add_argument("--patients", type=int, default=None,

@@ -85,3 +85,13 @@ def test_tolerance_nfe_fails_when_nfe_rises_with_rtol(monkeypatch):
 
     _wrap_odeint(monkeypatch, nfe_grows_with_rtol)
     assert lesson02.measure_tolerance_nfe(True).verdict is Verdict.DOES_NOT_HOLD
+
+
+def test_rows_leave_the_callers_random_state_alone():
+    import torch
+
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    lesson01.resnet_vs_euler()
+    assert torch.equal(torch.rand(3), expected)

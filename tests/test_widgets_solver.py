@@ -138,3 +138,14 @@ def test_plots_take_measured_rows():
     assert len(fig.data) == 3 + 2  # three panels for SweepRows (with time), two for dicts without time
     fig = plot_work_per_input(["a", "b"], [10, 10], [3, 10])
     assert [list(d.y) for d in fig.data] == [[10, 10], [3, 10]]
+
+
+def test_plotting_sets_the_mimetype_renderer_and_a_modest_matplotlib_style():
+    import matplotlib as mpl
+    import plotly.io as pio
+
+    import nodecourse.plotting as plotting
+
+    assert pio.renderers.default == "plotly_mimetype"
+    plotting.use_style()
+    assert mpl.rcParams["figure.dpi"] <= 100

@@ -20,8 +20,9 @@ def resnet_vs_euler(dim: int = 16, n_blocks: int = 6, batch: int = 64, dtype: to
     from nodecourse.models import ResidualStack
 
     gen = torch.Generator().manual_seed(seed)
-    torch.manual_seed(seed)
-    stack = ResidualStack(dim, n_blocks=n_blocks, hidden=(32,), shared=True, step=1.0).to(device, dtype)
+    with torch.random.fork_rng(devices=[]):  # seeded weights without touching the caller's RNG state
+        torch.manual_seed(seed)
+        stack = ResidualStack(dim, n_blocks=n_blocks, hidden=(32,), shared=True, step=1.0).to(device, dtype)
     # Keep f small so the flow stays O(1) over n_blocks unit steps.
     with torch.no_grad():
         for p in stack.parameters():

@@ -17,13 +17,14 @@ def plot_convergence(results: Sequence[dict], *, title: str = "Convergence order
     """Log-log global error against step size, one line per method, fitted slope in the legend.
 
     ``results``: dicts as returned by :func:`nodecourse.claims.lesson02.convergence`
-    (``method``, ``declared``, ``step_sizes``, ``errors``, ``measured``).
+    (``method``, ``declared``, ``step_sizes``, ``errors``, ``measured``; ``nfe`` shown on hover).
     """
     fig = figure(title, "step size h", "global error at t = 2", log_x=True, log_y=True)
     for r in results:
         fig.add_scatter(x=r["step_sizes"], y=r["errors"], mode="lines+markers",
                         name=f"{r['method']}: slope {r['measured']:.2f} (declared {r['declared']})",
-                        line=dict(color=solver_color(r["method"])))
+                        line=dict(color=solver_color(r["method"])),
+                        text=[f"NFE {n}" for n in r.get("nfe", [])] or None)
     return fig
 
 

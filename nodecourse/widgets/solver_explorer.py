@@ -70,6 +70,7 @@ class ExplorerResult:
     atol: float
     step_size: float | None
     device: str
+    dtype: str
     status: str
     nfe: int
     n_accepted: int
@@ -84,7 +85,7 @@ class ExplorerResult:
     def summary(self) -> str:
         """One line of solver work, as the explorer shows it."""
         step = "" if self.step_size is None else f", h={self.step_size:.2g}"
-        return (f"{self.method} on {self.device}{step}: status {self.status}, NFE {self.nfe}, "
+        return (f"{self.method} on {self.device} ({self.dtype}){step}: status {self.status}, NFE {self.nfe}, "
                 f"accepted {self.n_accepted}, rejected {self.n_rejected}, max error {self.max_error:.2e}, "
                 f"{1e3 * self.seconds:.1f} ms")
 
@@ -114,6 +115,8 @@ def run_solver(problem: Problem, method: str, rtol: float, atol: float, step_siz
     from nodecourse.config import resolve_device
 
     dev = resolve_device(device)
+    if dev.type == "mps" and dtype == torch.float64:
+        dtype = torch.float32  # MPS has no float64; the result's dtype field says so
     spec = SOLVERS[method]
     ts_np = np.linspace(0.0, problem.t1, problem.n_out if n_out is None else n_out)
     ts = torch.tensor(ts_np, dtype=dtype, device=dev)
@@ -131,7 +134,8 @@ def run_solver(problem: Problem, method: str, rtol: float, atol: float, step_siz
         err = np.abs(ys - ref).max(axis=1)
     finite = np.isfinite(err)
     max_err = float(err[finite].max()) if finite.all() else math.inf
-    return ExplorerResult(problem.name, method, rtol, atol, h, dev.type, sol.status.name,
+    return ExplorerResult(problem.name, method, rtol, atol, h, dev.type, str(dtype).replace("torch.", ""),
+                          sol.status.name,
                           int(sol.stats["nfe"]), int(sol.stats["n_accepted"]), int(sol.stats["n_rejected"]),
                           seconds, max_err, ts_np, ys, ref, err)
 

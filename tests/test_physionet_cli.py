@@ -1,0 +1,89 @@
+"""`nodecourse physionet` (nodecourse.physionet_cli) and the ledger row `physionet-auc`."""
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+
+from nodecourse import physionet_cli
+from nodecourse.claims import Verdict
+from nodecourse.claims import lesson05
+from nodecourse.data import physionet
+
+
+def run(argv):
+    parser = argparse.ArgumentParser()
+    physionet_cli.add_arguments(parser)
+    return physionet_cli.main(parser.parse_args(argv))
+
+
+@pytest.fixture
+def synthetic_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("NODECOURSE_CACHE", str(tmp_path / "cache"))
+    return physionet.synthetic(150, seed=2, directory=tmp_path / "data").directory
+
+
+def test_json_output_has_the_contract_fields(synthetic_dir, capsys):
+    rc = run(["--data", str(synthetic_dir), "--model", "summary-logreg", "--eval", "split", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    assert {"auc", "n_train", "n_eval", "seconds"} <= set(out)
+    assert out["n_train"] + out["n_eval"] == 150 and 0 <= out["auc"] <= 1
+    assert out["data_source"] == "path" and out["synthetic"] is False
+
+
+def test_odernn_quick_run_reports_solver_work(synthetic_dir, capsys):
+    rc = run(["--data", str(synthetic_dir), "--model", "odernn", "--quick", "--epochs", "1", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["mode"] == "quick" and out["epochs"] == 1
+    assert out["solver"]["method"] == "euler" and out["solver"]["train_nfe"] > 0
+
+
+def test_text_output_and_eval_on_another_set(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("NODECOURSE_CACHE", str(tmp_path / "cache"))
+    d = tmp_path / "both"
+    physionet.synthetic(80, set_name="set-a", seed=1, directory=d)
+    physionet.synthetic(60, set_name="set-b", seed=2, directory=d)
+    rc = run(["--data", str(d), "--model", "gru-dt", "--train", "set-a", "--eval", "set-b", "--epochs", "1"])
+    text = capsys.readouterr().out
+    assert rc == 0 and "AUC" in text and "on 60 patients (set-b)" in text
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--eval", "set-c"], "--eval 'set-c'"),
+    (["--eval", "set-a"], "is the training set"),
+    (["--test-fraction", "1.5"], "--test-fraction 1.5"),
+    (["--threads", "0"], "--threads 0"),
+])
+def test_bad_options_name_the_option(synthetic_dir, capsys, argv, message):
+    rc = run(["--data", str(synthetic_dir), "--model", "odernn", *argv])
+    assert rc == 2 and message in capsys.readouterr().err
+
+
+def test_missing_eval_set_is_an_error_not_a_synthetic_swap(synthetic_dir, capsys):
+    rc = run(["--data", str(synthetic_dir), "--model", "summary-logreg", "--eval", "set-b"])
+    assert rc == 2 and "does not hold PhysioNet set-b" in capsys.readouterr().err
+
+
+def _fake_study(aucs, synthetic=False):
+    return {"source": "synthetic" if synthetic else "shared", "synthetic": synthetic,
+            "runs": {m: [{"auc": a, "seconds": 1.0} for a in v] for m, v in aucs.items()}}
+
+
+@pytest.mark.parametrize("aucs, quick, synthetic, verdict", [
+    ({"odernn": [0.84, 0.83], "gru-dt": [0.81, 0.82], "summary-logreg": [0.80, 0.80]}, False, False, Verdict.HOLDS),
+    ({"odernn": [0.81, 0.80], "gru-dt": [0.79, 0.80], "summary-logreg": [0.80, 0.80]}, False, False,
+     Verdict.DOES_NOT_HOLD),
+    ({"odernn": [0.84, 0.84], "gru-dt": [0.85, 0.85], "summary-logreg": [0.80, 0.80]}, False, False,
+     Verdict.DOES_NOT_HOLD),
+    ({"odernn": [0.84, 0.84], "gru-dt": [0.80, 0.80], "summary-logreg": [0.80, 0.80]}, True, False,
+     Verdict.NOT_MEASURABLE),
+    ({"odernn": [0.84, 0.84], "gru-dt": [0.80, 0.80], "summary-logreg": [0.80, 0.80]}, False, True,
+     Verdict.NOT_MEASURABLE),
+])
+def test_claim_verdict_is_computed_from_the_measurement(monkeypatch, aucs, quick, synthetic, verdict):
+    monkeypatch.setattr(lesson05, "auc_study", lambda config, progress=False: _fake_study(aucs, synthetic))
+    m = lesson05.measure_physionet_auc(quick)
+    assert m.verdict is verdict
+    assert f"odernn {sum(aucs['odernn']) / 2:.3f}" in m.measured
