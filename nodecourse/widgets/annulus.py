@@ -21,6 +21,7 @@ from nodecourse.augment import FitLog, augmented_node, fit, plain_node, sign_acc
 from nodecourse.data import annulus
 from nodecourse.models import count_parameters
 from nodecourse.probes import CircleProbe, DecisionGrid, circle_probe, decision_grid
+from nodecourse.widgets.base import FigureExplorer
 
 
 @dataclass
@@ -64,7 +65,7 @@ def train_and_probe(augment_dim: int, epochs: int, seed: int = 0, *, n_inner: in
                          decision_grid(model, resolution=grid_resolution))
 
 
-class AnnulusExplorer:
+class AnnulusExplorer(FigureExplorer):
     """Sliders for augment dimensions, epochs and seed; a decision-boundary plot, the circle probe
     and NFE. Every change retrains (cached) and updates :attr:`result` (and the figure when
     ``render=True``). Display it with ``display(explorer.widget)`` or just ``explorer``.
@@ -130,21 +131,6 @@ class AnnulusExplorer:
         fig.tight_layout()
         plt.close(fig)  # shown through the Output widget only
         return fig
-
-    def _draw(self) -> None:
-        from IPython import get_ipython
-        from IPython.display import display
-
-        if get_ipython() is None:  # no notebook: the figure is kept in .figure
-            return
-        self.output.clear_output(wait=True)
-        with self.output:
-            display(self.figure)
-
-    def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.widget)
 
 
 __all__ = ["AnnulusExplorer", "AnnulusResult", "train_and_probe"]

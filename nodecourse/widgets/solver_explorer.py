@@ -17,6 +17,7 @@ from typing import Callable
 
 import numpy as np
 import torch
+from nodecourse.widgets.base import FigureExplorer
 
 
 @dataclass(frozen=True)
@@ -165,7 +166,7 @@ def result_figure(res: ExplorerResult):
     return fig
 
 
-class SolverExplorer:
+class SolverExplorer(FigureExplorer):
     """ipywidgets controls (problem, solver, rtol, atol, fixed step, device) and a live view.
 
     Every change of a control re-solves and updates :attr:`result` (and the
@@ -224,18 +225,3 @@ class SolverExplorer:
             self.figure = result_figure(self.result)
             self._draw()
         return self.result
-
-    def _draw(self) -> None:
-        from IPython import get_ipython
-        from IPython.display import display
-
-        if get_ipython() is None:  # no notebook: the figure is kept in .figure, nothing to draw on
-            return
-        self.output.clear_output(wait=True)
-        with self.output:
-            display(self.figure)
-
-    def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.widget)
