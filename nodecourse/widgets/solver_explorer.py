@@ -17,6 +17,7 @@ from typing import Callable
 
 import numpy as np
 import torch
+
 from nodecourse.widgets.base import FigureExplorer
 
 
