@@ -75,6 +75,9 @@ def _fake_study(aucs, synthetic=False):
     ({"odernn": [0.84, 0.83], "gru-dt": [0.81, 0.82], "summary-logreg": [0.80, 0.80]}, False, False, Verdict.HOLDS),
     ({"odernn": [0.81, 0.80], "gru-dt": [0.79, 0.80], "summary-logreg": [0.80, 0.80]}, False, False,
      Verdict.DOES_NOT_HOLD),
+    # set A as measured: the AUC level is reached, but the margin is inside the seed spread
+    ({"odernn": [0.8335, 0.8201, 0.8352], "gru-dt": [0.8263, 0.8184, 0.8390],
+      "summary-logreg": [0.8278, 0.7995, 0.8571]}, False, False, Verdict.DOES_NOT_HOLD),
     ({"odernn": [0.84, 0.84], "gru-dt": [0.85, 0.85], "summary-logreg": [0.80, 0.80]}, False, False,
      Verdict.DOES_NOT_HOLD),
     ({"odernn": [0.84, 0.84], "gru-dt": [0.80, 0.80], "summary-logreg": [0.80, 0.80]}, True, False,
@@ -86,4 +89,4 @@ def test_claim_verdict_is_computed_from_the_measurement(monkeypatch, aucs, quick
     monkeypatch.setattr(lesson05, "auc_study", lambda config, progress=False: _fake_study(aucs, synthetic))
     m = lesson05.measure_physionet_auc(quick)
     assert m.verdict is verdict
-    assert f"odernn {sum(aucs['odernn']) / 2:.3f}" in m.measured
+    assert f"odernn {sum(aucs['odernn']) / len(aucs['odernn']):.3f}" in m.measured

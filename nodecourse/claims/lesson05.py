@@ -4,8 +4,9 @@
   (8,000 patients), above RNN-Δt (0.787 ± 0.014) and GRU-D (0.818 ± 0.008). We train ODE-RNN,
   GRU-Δt and the summary-statistics logistic regression on set A with an 80/20 patient split.
   The row holds when the ODE-RNN's mean AUC reaches the lower end of the published spread
-  (0.833 - 0.009) *and* is above both baselines' means; quick mode (600 patients, a few
-  epochs) and the synthetic stand-in are not measurable at this scale.
+  (0.833 - 0.009) *and* is ahead of both baselines' means by more than the larger seed standard
+  deviation of the models compared (a margin inside the seed noise is no margin); quick mode
+  (600 patients, a few epochs) and the synthetic stand-in are not measurable at this scale.
 
 The lesson calls :func:`auc_study` for its own table; results are cached per configuration,
 so the row shown in the lesson reuses the runs behind the table.
@@ -83,8 +84,8 @@ def summarise(runs: dict[str, list[dict]]) -> dict[str, tuple[float, float]]:
 
 @claim(
     id="physionet-auc",
-    claim="ODE-RNN reaches 0.833 ± 0.009 mortality AUC on PhysioNet 2012, above discrete baselines",
-    source="Rubanova et al. 2019 (Latent ODEs for irregularly-sampled time series), Table 5",
+    claim="ODE-RNN reaches 0.833 ± 0.009 mortality AUC on PhysioNet 2012, ahead of discrete baselines",
+    source="Rubanova et al. 2019 (Latent ODEs for irregularly-sampled time series)",
     published="ODE-RNN 0.833 ± 0.009; GRU-D 0.818 ± 0.008; RNN-Δt 0.787 ± 0.014",
     lesson="05",
 )
@@ -104,6 +105,8 @@ def measure_physionet_auc(quick: bool) -> Measurement:
         return Measurement(measured, Verdict.NOT_MEASURABLE, details)
     mean, _ = summary["odernn"]
     low = PUBLISHED["odernn"][0] - PUBLISHED["odernn"][1]
-    beats = all(mean > summary[m][0] for m in ("gru-dt", "summary-logreg") if m in summary)
+    baselines = [m for m in ("gru-dt", "summary-logreg") if m in summary]
+    noise = max(summary[m][1] for m in ["odernn", *baselines])
+    beats = all(mean - summary[m][0] > noise for m in baselines)
     verdict = Verdict.HOLDS if mean >= low and beats else Verdict.DOES_NOT_HOLD
     return Measurement(measured, verdict, details)
