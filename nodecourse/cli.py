@@ -166,7 +166,7 @@ def run_physionet(extra: Sequence[str]) -> int:
         )
         return 2
     parser = argparse.ArgumentParser(prog="nodecourse physionet",
-                                     description="PhysioNet 2012 data: locate, download, verify, cache.")
+                                     description="Train one model on PhysioNet 2012 (in-hospital mortality) and print its evaluation AUC.")
     physionet_cli.add_arguments(parser)
     return int(physionet_cli.main(parser.parse_args(list(extra))) or 0)
 
@@ -219,7 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true",
                    help="print one JSON list of {id, claim, source, published, measured, verdict, ...}")
 
-    sub.add_parser("physionet", help="PhysioNet 2012 data tools (see `nodecourse physionet --help`)",
+    sub.add_parser("physionet", help="train and evaluate a model on PhysioNet 2012 (see `nodecourse physionet --help`)",
                    add_help=False)
     return parser
 
