@@ -93,11 +93,7 @@ class AnnulusExplorer(FigureExplorer):
         self.result: AnnulusResult | None = None
         self.figure = None
         self._cache: dict[tuple[int, int, int], AnnulusResult] = {}
-        for control in self.controls:
-            control.observe(self._on_change, names="value")
-        self.update()
-
-    def _on_change(self, change) -> None:
+        self._observe_controls()
         self.update()
 
     def update(self) -> AnnulusResult:

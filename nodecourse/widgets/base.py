@@ -3,12 +3,21 @@ from __future__ import annotations
 
 
 class FigureExplorer:
-    """Mixin for an explorer with ``self.widget`` (the controls), ``self.output``
-    (an ``ipywidgets.Output``) and ``self.figure`` (the latest matplotlib figure).
+    """Mixin for an explorer with ``self.controls`` (its value widgets), ``self.widget``
+    (their layout), ``self.output`` (an ``ipywidgets.Output``), ``self.figure`` (the
+    latest matplotlib figure) and an ``update()`` method that recomputes from the controls.
 
     Outside a notebook nothing is drawn: the figure stays on ``.figure``, so
     tests can drive the callbacks headless.
     """
+
+    def _observe_controls(self) -> None:
+        """Re-run ``update()`` whenever any control's value changes."""
+        for control in self.controls:
+            control.observe(self._on_change, names="value")
+
+    def _on_change(self, change) -> None:
+        self.update()
 
     def _draw(self) -> None:
         from IPython import get_ipython

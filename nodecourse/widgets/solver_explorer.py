@@ -205,11 +205,7 @@ class SolverExplorer(FigureExplorer):
         self.widget = w.VBox([w.HBox(self.controls[:3]), w.HBox(self.controls[3:]), self.status, self.output])
         self.result: ExplorerResult | None = None
         self.figure = None
-        for control in self.controls:
-            control.observe(self._on_change, names="value")
-        self.update()
-
-    def _on_change(self, change) -> None:
+        self._observe_controls()
         self.update()
 
     def update(self) -> ExplorerResult:
