@@ -1,10 +1,14 @@
 # The two commands of the course (see README.md):
-#   make course   set everything up and open JupyterLab at lesson 0
-#   make test     set everything up and run the whole test suite
+#   make course      set everything up and open JupyterLab at lesson 0
+#   make test        set everything up and run the whole test suite (what CI runs)
+# For contributors:
+#   make test-fast   library, grader and builder tests only: no kernels, browser or fresh environments (< 2 min)
+#   make notebooks   re-execute every lesson in quick mode and strip volatile output, before committing
 VENV ?= .venv
 PYTEST_ARGS ?=
+FAST = not slow and not browser and not binder
 
-.PHONY: course test setup
+.PHONY: course test test-fast notebooks setup
 setup:
 	bash scripts/setup_env.sh
 
@@ -13,3 +17,9 @@ course: setup
 
 test: setup
 	NODECOURSE_QUICK=1 $(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
+test-fast: setup
+	NODECOURSE_QUICK=1 $(VENV)/bin/python -m pytest -m "$(FAST)" $(PYTEST_ARGS)
+
+notebooks: setup
+	$(VENV)/bin/python scripts/execute_notebooks.py

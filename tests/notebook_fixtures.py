@@ -2,7 +2,7 @@
 
 The fixture solution has two tasks (``double`` and ``square``), each an answer
 cell followed by a check cell, plus a setup cell, as CONTRIBUTING.md describes.
-Check-cell outputs are what :func:`nodecourse.checks.check` prints on success.
+Check-cell outputs are what :func:`nodecourse.course.checks.check` prints on success.
 """
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def answer_cell(task: str, source: str):
 
 def check_cell(cid: str, body: str, *, passed_output: bool = True):
     cell = new_code_cell(
-        f"# NBVAL_CHECK_OUTPUT\nfrom nodecourse.checks import check\n{body}",
+        f"# NBVAL_CHECK_OUTPUT\nfrom nodecourse.course.checks import check\n{body}",
         metadata={"nodecourse": {"check": cid}},
     )
     if passed_output:
@@ -78,6 +78,6 @@ def write(nb, path: Path) -> Path:
 def run_cli(*args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     """Run ``python -m nodecourse.cli ARGS`` with this checkout on the path."""
     return subprocess.run(
-        [sys.executable, "-m", "nodecourse.cli", *args],
+        [sys.executable, "-m", "nodecourse.course.cli", *args],
         cwd=cwd or REPO, env=SUBPROCESS_ENV, capture_output=True, text=True, timeout=timeout,
     )

@@ -73,7 +73,7 @@ def lab_server(tmp_path):
     }
     log = open(tmp_path / "lab.log", "w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "nodecourse.cli", "lab", "--root", str(root), "--no-browser",
+        [sys.executable, "-m", "nodecourse.course.cli", "lab", "--root", str(root), "--no-browser",
          "--ip", "127.0.0.1", "--port", str(port), "--",
          f"--IdentityProvider.token={token}", "--ServerApp.port_retries=0"],
         cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,

@@ -5,7 +5,7 @@ import pytest
 
 import nodecourse
 from nodecourse.claims import Verdict, run_claims
-from nodecourse.claims import lesson01, lesson02
+from nodecourse.lessons import lesson01, lesson02
 
 
 @pytest.mark.parametrize("cid", ["resnet-euler", "convergence-order", "tolerance-nfe"])

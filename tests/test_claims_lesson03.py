@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from nodecourse.claims import REGISTRY, Verdict, load_rows, run_claims
-from nodecourse.claims import lesson03 as L
+from nodecourse.lessons import lesson03 as L
 
 pytestmark = pytest.mark.slow
 

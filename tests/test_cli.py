@@ -1,14 +1,13 @@
 """The `nodecourse` command: check, claims, lab, physionet, argument errors."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 
 import pytest
 import torch
 
-from nodecourse import cli, envcheck
+from nodecourse.course import cli, envcheck
 from notebook_fixtures import REPO, run_cli
 
 
@@ -60,15 +59,23 @@ def test_unknown_arguments_are_rejected(capsys):
     assert "unrecognized arguments for `build`: --frobnicate" in capsys.readouterr().err
 
 
-def test_physionet_subcommand_is_delegated(capsys):
-    if importlib.util.find_spec("nodecourse.physionet_cli") is None:
-        assert cli.main(["physionet", "--help"]) == 2
-        assert "nodecourse.physionet_cli" in capsys.readouterr().err
-    else:
-        with pytest.raises(SystemExit) as info:  # argparse's --help exits 0
-            cli.main(["physionet", "--help"])
-        assert info.value.code == 0
-        assert "nodecourse physionet" in capsys.readouterr().out
+def test_physionet_is_a_real_subcommand_with_choices(capsys):
+    with pytest.raises(SystemExit) as info:  # argparse's --help exits 0
+        cli.main(["physionet", "--help"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    assert "nodecourse physionet" in out and "summary-logreg" in out
+    with pytest.raises(SystemExit) as info:
+        cli.main(["physionet", "--model", "transformer"])
+    assert info.value.code == 2
+    assert "invalid choice: 'transformer'" in capsys.readouterr().err
+
+
+def test_physionet_model_names_match_the_library():
+    from nodecourse.course.physionet_cmd import MODEL_NAMES
+    from nodecourse.latent import MODELS
+
+    assert tuple(MODEL_NAMES) == tuple(MODELS)
 
 
 def _claim_ids():

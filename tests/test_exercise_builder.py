@@ -8,7 +8,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_output
 
-from nodecourse import exercise_builder as eb
+from nodecourse.course import exercise_builder as eb
+from nodecourse.course.paths import find_course_root
 from notebook_fixtures import REPO, answer_cell, check_cell, run_cli, solution_notebook, write
 
 
@@ -158,8 +159,8 @@ def test_committed_exercises_equal_a_fresh_build():
 
 
 def test_find_course_root(tmp_path):
-    assert eb.find_course_root(REPO / "nodecourse") == REPO
+    assert find_course_root(REPO / "nodecourse") == REPO
     (tmp_path / "notebooks").mkdir()
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "nodecourse"\n')
     (tmp_path / "deep" / "er").mkdir(parents=True)
-    assert eb.find_course_root(tmp_path / "deep" / "er") == tmp_path
+    assert find_course_root(tmp_path / "deep" / "er") == tmp_path

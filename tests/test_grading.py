@@ -14,8 +14,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_output
 
-from nodecourse import grading
-from nodecourse.exercise_builder import build_exercise, check_id
+from nodecourse.course import grading
+from nodecourse.course.exercise_builder import build_exercise, check_id
 from notebook_fixtures import answer_cell, run_cli, solution_notebook, write
 
 CHECKS = ["double", "square"]

@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from nodecourse import grading
+from nodecourse.course import grading
 from notebook_fixtures import REPO, SUBPROCESS_ENV
 
 LESSONS = sorted((REPO / "notebooks").glob("*.ipynb"))

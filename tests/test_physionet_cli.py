@@ -1,4 +1,4 @@
-"""`nodecourse physionet` (nodecourse.physionet_cli) and the ledger row `physionet-auc`."""
+"""`nodecourse physionet` (nodecourse.course.physionet_cmd) and the ledger row `physionet-auc`."""
 from __future__ import annotations
 
 import argparse
@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from nodecourse import physionet_cli
+from nodecourse.course import physionet_cmd as physionet_cli
 from nodecourse.claims import Verdict
-from nodecourse.claims import lesson05
+from nodecourse.lessons import lesson05
 from nodecourse.data import physionet
 
 

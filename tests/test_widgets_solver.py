@@ -126,7 +126,7 @@ def test_step_trace_refuses_fixed_step_methods():
 
 
 def test_plots_take_measured_rows():
-    from nodecourse.claims.lesson02 import convergence
+    from nodecourse.lessons.lesson02 import convergence
     from nodecourse.diagnostics import tolerance_sweep
     from nodecourse.plotting.solvers import plot_convergence, plot_tolerance_sweep, plot_work_per_input
 

@@ -16,7 +16,7 @@ from nodecourse.plotting import figure, solver_color
 def plot_convergence(results: Sequence[dict], *, title: str = "Convergence order") -> go.Figure:
     """Log-log global error against step size, one line per method, fitted slope in the legend.
 
-    ``results``: dicts as returned by :func:`nodecourse.claims.lesson02.convergence`
+    ``results``: dicts as returned by :func:`nodecourse.lessons.lesson02.convergence`
     (``method``, ``declared``, ``step_sizes``, ``errors``, ``measured``; ``nfe`` shown on hover).
     """
     fig = figure(title, "step size h", "global error at t = 2", log_x=True, log_y=True)

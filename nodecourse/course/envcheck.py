@@ -104,7 +104,7 @@ def _data_item() -> Item:
 
 
 def _course_item() -> Item:
-    from nodecourse.exercise_builder import find_course_root
+    from nodecourse.course.paths import find_course_root
 
     root = find_course_root()
     if root is None:

@@ -14,7 +14,7 @@ fails.
 The assembled notebook runs under nbval (``python -m pytest --nbval-lax``) in
 the current environment, in a temporary directory, with
 ``NODECOURSE_QUICK=1`` and a per-cell timeout. A small pytest plugin
-(:mod:`nodecourse.nbval_recorder`, copied in as ``conftest.py``) records each
+(:mod:`nodecourse.course.nbval_recorder`, copied in as ``conftest.py``) records each
 cell's outcome, so the
 grader can print one row per check: exercise, check, pass/fail, reason.
 
@@ -39,12 +39,12 @@ from typing import Sequence
 
 import nbformat
 
-from nodecourse.exercise_builder import (
+from nodecourse.course.paths import find_course_root
+from nodecourse.course.exercise_builder import (
     ExerciseFormatError,
     answer_id,
     build_exercise,
     check_id,
-    find_course_root,
     notebook_text,
 )
 

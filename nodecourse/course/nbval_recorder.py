@@ -1,6 +1,6 @@
 """A pytest plugin that records each nbval cell's outcome as one JSON line.
 
-The grader (:mod:`nodecourse.grading`) copies this file next to the notebook
+The grader (:mod:`nodecourse.course.grading`) copies this file next to the notebook
 it assembles, as ``conftest.py``, and runs nbval there with
 ``NODECOURSE_GRADE_REPORT`` naming the output file. It is a standalone file
 on purpose: loading it must not import the ``nodecourse`` package (and torch)

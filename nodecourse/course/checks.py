@@ -3,7 +3,7 @@
 A check cell looks like::
 
     # NBVAL_CHECK_OUTPUT
-    from nodecourse.checks import check
+    from nodecourse.course.checks import check
     check("euler-step", torch.allclose(y1, expected), f"max error {err:.1e}")
 
 On success it prints one line, ``PASS <name>``, which is the cell's expected

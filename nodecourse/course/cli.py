@@ -1,8 +1,8 @@
 """The ``nodecourse`` command: lab, grade, check, build, claims, physionet.
 
 Each subcommand is a thin layer over a module that does the work
-(:mod:`nodecourse.grading`, :mod:`nodecourse.envcheck`,
-:mod:`nodecourse.exercise_builder`, :mod:`nodecourse.claims`), imported only
+(:mod:`nodecourse.course.grading`, :mod:`nodecourse.course.envcheck`,
+:mod:`nodecourse.course.exercise_builder`, :mod:`nodecourse.claims`), imported only
 when that subcommand runs, so ``nodecourse --help`` stays fast.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ START_NOTEBOOK = Path("notebooks") / "00_start_here.ipynb"
 
 
 def _course_root_or_exit(explicit: str | None) -> Path:
-    from nodecourse.exercise_builder import find_course_root
+    from nodecourse.course.paths import find_course_root
 
     if explicit is not None:
         root = Path(explicit).resolve()
@@ -78,7 +78,7 @@ def run_lab(args: argparse.Namespace, extra: Sequence[str]) -> int:
 # ---------------------------------------------------------------------------
 
 def run_grade(args: argparse.Namespace) -> int:
-    from nodecourse import grading
+    from nodecourse.course import grading
 
     return grading.main(
         args.notebooks, reference=args.reference, timeout_s=args.timeout,
@@ -87,13 +87,13 @@ def run_grade(args: argparse.Namespace) -> int:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from nodecourse import envcheck
+    from nodecourse.course import envcheck
 
     return envcheck.main()
 
 
 def run_build(args: argparse.Namespace) -> int:
-    from nodecourse import exercise_builder as eb
+    from nodecourse.course import exercise_builder as eb
 
     root = None
     if args.solutions is None or args.exercises is None:
@@ -129,46 +129,87 @@ def _jsonable(value):
     return str(value)
 
 
+class _StdoutToStderr:
+    """Send everything written to stdout (Python's and file descriptor 1) to stderr meanwhile.
+
+    ``claims --json`` must print exactly one JSON document on stdout; a row that
+    prints (or a library, or a C extension) must not corrupt it.
+    """
+
+    def __enter__(self):
+        sys.stdout.flush()
+        self._saved_sys = sys.stdout
+        self._saved_fd = None
+        try:
+            sys.stderr.flush()
+            self._saved_fd = os.dup(1)
+            os.dup2(2, 1)
+        except (OSError, ValueError):  # no real fd 1 (embedded interpreters): Python-level only
+            self._saved_fd = None
+        sys.stdout = sys.stderr
+        return self
+
+    def __exit__(self, *exc):
+        sys.stdout = self._saved_sys
+        if self._saved_fd is not None:
+            try:
+                sys.stderr.flush()
+            finally:
+                os.dup2(self._saved_fd, 1)
+                os.close(self._saved_fd)
+        return False
+
+
 def run_claims(args: argparse.Namespace) -> int:
     from nodecourse import claims
     from nodecourse.config import quick_mode
 
+    fmt = "json" if args.json else args.format
+    if args.json and args.format not in ("text", "json"):
+        print(f"error: --json and --format={args.format} both given; use one (--json is --format json)",
+              file=sys.stderr)
+        return 2
     quick = args.quick or quick_mode()
     registry = claims.load_rows()
     if not registry:
-        print("error: no claim rows are registered yet (nodecourse/claims/lessonNN.py)", file=sys.stderr)
+        print("error: no claim rows are registered yet (nodecourse/lessons/lessonNN.py)", file=sys.stderr)
         return 1
-    try:
-        results = claims.run_claims(args.only, quick=quick, progress=not args.json)
-    except ValueError as exc:  # unknown id: the message lists the valid ones
-        print(f"error: --only: {exc}", file=sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps([_jsonable(r.as_dict()) for r in results], indent=1))
+    if args.only:
+        unknown = [i for i in args.only if i not in registry]
+        if unknown:  # the message lists the valid ones
+            print(f"error: --only: unknown claim id(s) {unknown}; valid ids: {sorted(registry)}", file=sys.stderr)
+            return 2
+    # The progress bar (on stderr) names the row running; rows that print go to stderr too,
+    # so stdout carries only the report.
+    with _StdoutToStderr():
+        results = claims.run_claims(args.only, quick=quick, progress=not args.no_progress, keep_going=True)
+    header = claims.report_header(results, quick=quick)
+    if fmt == "json":
+        print(json.dumps([_jsonable(r.as_dict()) for r in results], indent=1, ensure_ascii=False))
+    elif fmt == "markdown":
+        print(claims.format_markdown(results, header), end="")
+    elif fmt == "html":
+        print(claims.format_html(results, header), end="")
     else:
         print(claims.format_table(results))
-        print(f"({'quick' if quick else 'full'} mode; verdicts computed from the measurements)")
+        print(f"({header['mode']} mode, {header['date']}, {header['total time']}; verdicts computed from the "
+              "measurements; cells wrap, nothing is cut; --format markdown|html for a report, --json for "
+              "every detail)")
+    errors = [r.id for r in results if r.verdict is claims.Verdict.ERROR]
+    if errors:
+        print(f"error: these rows raised (traceback above): {errors}", file=sys.stderr)
+        return 1
     return 0
 
 
 # ---------------------------------------------------------------------------
-# physionet (another module provides its options)
+# physionet (its options and work live in nodecourse.course.physionet_cmd)
 # ---------------------------------------------------------------------------
 
-def run_physionet(extra: Sequence[str]) -> int:
-    try:
-        from nodecourse import physionet_cli
-    except ImportError as exc:
-        print(
-            f"error: `nodecourse physionet` is not available in this installation "
-            f"(cannot import nodecourse.physionet_cli: {exc})",
-            file=sys.stderr,
-        )
-        return 2
-    parser = argparse.ArgumentParser(prog="nodecourse physionet",
-                                     description="Train one model on PhysioNet 2012 (in-hospital mortality) and print its evaluation AUC.")
-    physionet_cli.add_arguments(parser)
-    return int(physionet_cli.main(parser.parse_args(list(extra))) or 0)
+def run_physionet(args: argparse.Namespace) -> int:
+    from nodecourse.course import physionet_cmd
+
+    return int(physionet_cmd.main(args) or 0)
 
 
 # ---------------------------------------------------------------------------
@@ -176,7 +217,7 @@ def run_physionet(extra: Sequence[str]) -> int:
 # ---------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
-    from nodecourse.grading import DEFAULT_CELL_TIMEOUT_S
+    from nodecourse.course.grading import DEFAULT_CELL_TIMEOUT_S
 
     parser = argparse.ArgumentParser(
         prog="nodecourse",
@@ -217,18 +258,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="quick mode (also set by NODECOURSE_QUICK=1)")
     p.add_argument("--only", nargs="+", default=None, metavar="ID", help="only these rows")
     p.add_argument("--json", action="store_true",
-                   help="print one JSON list of {id, claim, source, published, measured, verdict, ...}")
+                   help="print one JSON list of {id, claim, source, published, measured, verdict, ...} "
+                        "(the same as --format json)")
+    p.add_argument("--format", choices=("text", "json", "markdown", "html"), default="text",
+                   help="text: a wrapped table (default); markdown or html: a dated report for instructors, "
+                        "every cell escaped")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
-    sub.add_parser("physionet", help="train and evaluate a model on PhysioNet 2012 (see `nodecourse physionet --help`)",
-                   add_help=False)
+    from nodecourse.course import physionet_cmd
+
+    p = sub.add_parser("physionet", help="train and evaluate a model on PhysioNet 2012 (mortality AUC)",
+                       description=physionet_cmd.DESCRIPTION)
+    physionet_cmd.add_arguments(p)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``nodecourse`` console script; returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "physionet":  # its options belong to nodecourse.physionet_cli
-        return run_physionet(argv[1:])
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if args.command == "lab":
@@ -237,7 +284,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_lab(args, extra)
     if extra:
         parser.error(f"unrecognized arguments for `{args.command}`: {' '.join(extra)}")
-    handlers = {"grade": run_grade, "check": run_check, "build": run_build, "claims": run_claims}
+    handlers = {"grade": run_grade, "check": run_check, "build": run_build, "claims": run_claims,
+                "physionet": run_physionet}
     return handlers[args.command](args)
 
 

@@ -7,7 +7,7 @@
   ``### END SOLUTION`` line, and
 - one or more *check cells* (metadata ``{"nodecourse": {"check": "<check-id>"}}``)
   whose first line is ``# NBVAL_CHECK_OUTPUT`` and which call
-  ``check("<check-id>", passed, detail)`` once (:func:`nodecourse.checks.check`).
+  ``check("<check-id>", passed, detail)`` once (:func:`nodecourse.course.checks.check`).
 
 The builder replaces every solution region by one
 ``raise NotImplementedError(...)`` line at the marker's indentation, gives each
@@ -285,27 +285,6 @@ class BuildReport:
         out += [f"ORPHAN     {p} (no solution of that name; delete it or add the solution)"
                 for p in self.orphans]
         return out
-
-
-def find_course_root(start: Path | str | None = None) -> Path | None:
-    """The course's root directory: the first of ``start`` (default cwd) and its parents,
-    then the directory above the imported package, that holds ``notebooks/`` and the
-    ``nodecourse`` package or a pyproject naming it. None when there is none."""
-    candidates: list[Path] = []
-    here = Path(start if start is not None else Path.cwd()).resolve()
-    candidates += [here, *here.parents]
-    candidates.append(Path(__file__).resolve().parent.parent)
-    for root in candidates:
-        if not (root / "notebooks").is_dir():
-            continue
-        if (root / "nodecourse" / "__init__.py").is_file():
-            return root
-        pyproject = root / "pyproject.toml"
-        if pyproject.is_file() and re.search(
-            r'^name\s*=\s*"nodecourse"', pyproject.read_text(encoding="utf-8"), re.M
-        ):
-            return root
-    return None
 
 
 def build(

@@ -1,0 +1,117 @@
+"""Lessons as clean, reproducible artifacts: execute in quick mode, strip what is volatile.
+
+A committed lesson carries its quick-mode outputs (so a reader on GitHub or
+Binder sees figures before running anything) but nothing that changes from
+run to run without the lesson changing:
+
+- no execution timestamps (``cell.metadata.execution``);
+- no saved widget state (``application/vnd.jupyter.widget-state+json``): a
+  widget only lives in a running kernel, so its saved view is replaced by a
+  line of text; a ``tqdm.auto`` bar is saved as the text of its final state;
+- no path of the machine it ran on in any output.
+
+:func:`problems` lists what a notebook still carries (the notebook test uses
+it); :func:`execute` runs one notebook and strips it (``make notebooks``).
+"""
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+from pathlib import Path
+
+import nbformat
+
+MAX_NOTEBOOK_BYTES = 1_000_000
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+MACHINE_PATH = re.compile(r"(?<![\w.])(/work/|/tmp/|/root/|/home/|/Users/|[A-Z]:\\Users\\)[A-Za-z0-9_.-]")
+LIVE_WIDGET_TEXT = "[interactive widget: run the notebook to use it]"
+_TAGS = re.compile(r"<[^>]+>")
+
+
+def _model_value(state: dict, ref: str):
+    model = state.get(ref.removeprefix("IPY_MODEL_"), {}).get("state", {})
+    return model.get("_model_name"), model
+
+
+def _progress_text(state: dict, model_id: str) -> str | None:
+    """The final text of a tqdm.notebook bar (an HBox of HTML, FloatProgress, HTML), or None."""
+    name, box = _model_value(state, model_id)
+    if name != "HBoxModel":
+        return None
+    parts = [_model_value(state, ref) for ref in box.get("children", [])]
+    if [p[0] for p in parts] != ["HTMLModel", "FloatProgressModel", "HTMLModel"]:
+        return None
+    left, bar, right = (p[1] for p in parts)
+    total, value = bar.get("max") or 0, bar.get("value") or 0
+    filled = int(10 * value / total) if total else 0
+    text = lambda m: html.unescape(_TAGS.sub("", m.get("value", "")))  # noqa: E731
+    return f"{text(left)}|{'█' * filled}{' ' * (10 - filled)}|{text(right)}".strip()
+
+
+def strip_notebook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """Remove execution timestamps and widget state in place; widget views become text. Returns ``nb``."""
+    state = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+    nb.metadata.pop("widgets", None)
+    for cell in nb.cells:
+        cell.metadata.pop("execution", None)
+        if cell.cell_type != "code":
+            continue
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            view = data.pop(WIDGET_VIEW, None)
+            if view is None:
+                continue
+            bar = _progress_text(state, view.get("model_id", ""))
+            data["text/plain"] = bar if bar is not None else LIVE_WIDGET_TEXT
+    return nb
+
+
+def problems(path: Path | str) -> list[str]:
+    """What keeps a committed notebook from being a clean artifact (empty when clean)."""
+    path = Path(path)
+    found = []
+    size = path.stat().st_size
+    if size >= MAX_NOTEBOOK_BYTES:
+        found.append(f"{size / 1e6:.2f} MB (limit {MAX_NOTEBOOK_BYTES / 1e6:.0f} MB)")
+    nb = nbformat.read(path, as_version=4)
+    if WIDGET_STATE in nb.metadata.get("widgets", {}):
+        found.append("saved widget state in the notebook metadata")
+    for i, cell in enumerate(nb.cells):
+        if "execution" in cell.metadata:
+            found.append(f"cell {i}: execution timestamps")
+        for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            text = json.dumps(out, ensure_ascii=False)  # every field, as stored
+            if WIDGET_VIEW in out.get("data", {}):
+                found.append(f"cell {i}: a widget view with no text fallback")
+            match = MACHINE_PATH.search(text)
+            if match:
+                found.append(f"cell {i}: a machine path in an output ({match.group(0)}...)")
+    return found
+
+
+def execute(path: Path | str, *, timeout_s: int = 600, quick: bool = True) -> list[str]:
+    """Run ``path`` top to bottom in a fresh kernel (quick mode by default), strip it, save it.
+
+    Returns :func:`problems` of the saved notebook. The kernel runs in the
+    notebook's folder with one thread per process, as a learner's would.
+    """
+    from nbclient import NotebookClient
+
+    path = Path(path)
+    nb = nbformat.read(path, as_version=4)
+    env = {**os.environ, "NODECOURSE_QUICK": "1" if quick else "0"}
+    env.setdefault("OMP_NUM_THREADS", "1")
+    client = NotebookClient(nb, timeout=timeout_s, kernel_name="python3",
+                            resources={"metadata": {"path": str(path.parent)}})
+    saved = os.environ.copy()
+    os.environ.update(env)  # the kernel inherits the environment of this process
+    try:
+        client.execute()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    nbformat.write(strip_notebook(nb), path)
+    return problems(path)

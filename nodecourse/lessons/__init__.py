@@ -1,0 +1,5 @@
+"""The code each lesson notebook calls, one module per lesson, with its claims-ledger rows.
+
+Notebooks import their lesson as ``from nodecourse.lessons import lesson03 as L``.
+Importing a module registers its rows with :mod:`nodecourse.claims`.
+"""

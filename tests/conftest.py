@@ -1,0 +1,18 @@
+"""Per-test time limits: a short default, longer ones for the slow tiers.
+
+pytest-timeout only stops a hang; no test asserts on wall-clock time.
+"""
+from __future__ import annotations
+
+import pytest
+
+DEFAULT_TIMEOUT_S = 120
+TIER_TIMEOUT_S = {"slow": 900, "browser": 1200, "binder": 1800}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.get_closest_marker("timeout") is not None:
+            continue
+        limits = [s for name, s in TIER_TIMEOUT_S.items() if item.get_closest_marker(name)]
+        item.add_marker(pytest.mark.timeout(max(limits, default=DEFAULT_TIMEOUT_S)))
