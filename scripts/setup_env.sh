@@ -6,10 +6,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 VENV=${VENV:-.venv}
-TORCH_VERSION=${TORCH_VERSION:-2.13.0}
+# The torch version comes from constraints.txt, the one place it is written.
+TORCH_VERSION=$(sed -n 's/^torch==\([0-9.]*\).*/\1/p' constraints.txt)
+[ -n "$TORCH_VERSION" ] || { echo "[setup] constraints.txt names no torch==VERSION" >&2; exit 1; }
 stamp="$VENV/.nodecourse-installed"
 
-if [ -f "$stamp" ] && [ "$stamp" -nt pyproject.toml ] && [ "$stamp" -nt scripts/setup_env.sh ]; then
+if [ -f "$stamp" ] && [ "$stamp" -nt pyproject.toml ] && [ "$stamp" -nt scripts/setup_env.sh ] \
+   && [ "$stamp" -nt constraints.txt ]; then
   exit 0
 fi
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
@@ -32,5 +35,6 @@ if ! "$VENV/bin/python" -c "import torch, sys; sys.exit(torch.__version__.split(
   fi
 fi
 echo "[setup] installing nodecourse and its test dependencies"
-"${pip[@]}" -e ".[test]"
+# The constraints keep every later install on the same torch.
+"${pip[@]}" -c constraints.txt -e ".[test]"
 touch "$stamp"

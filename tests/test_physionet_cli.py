@@ -50,8 +50,13 @@ def test_text_output_and_eval_on_another_set(tmp_path, monkeypatch, capsys):
     assert rc == 0 and "AUC" in text and "on 60 patients (set-b)" in text
 
 
+def test_unknown_eval_set_is_refused_by_the_parser(synthetic_dir, capsys):
+    with pytest.raises(SystemExit) as info:
+        run(["--data", str(synthetic_dir), "--model", "odernn", "--eval", "set-c"])
+    assert info.value.code == 2 and "--eval: invalid choice: 'set-c'" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("argv, message", [
-    (["--eval", "set-c"], "--eval 'set-c'"),
     (["--eval", "set-a"], "is the training set"),
     (["--test-fraction", "1.5"], "--test-fraction 1.5"),
     (["--threads", "0"], "--threads 0"),
