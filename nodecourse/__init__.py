@@ -8,6 +8,7 @@ Public surface (see README.md and the lessons):
 - :mod:`nodecourse.data`: toy sets, digits, PhysioNet 2012
 """
 from nodecourse.config import quick_mode, pick
+from nodecourse.solve_config import SolveConfig
 from nodecourse.solvers import SOLVERS, Solution, SolverError, Status, odeint
 from nodecourse.augment import AugmentedODE
 
@@ -16,6 +17,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AugmentedODE",
     "SOLVERS",
+    "SolveConfig",
     "Solution",
     "SolverError",
     "Status",

@@ -25,7 +25,8 @@ import torch
 from torch import nn
 
 from nodecourse.models import MLPField, ODEBlock, count_parameters
-from nodecourse.solvers import odeint
+from nodecourse.solve_config import SolveConfig
+from nodecourse.training import seeded_batches, train_epochs
 
 READOUTS = ("projection", "linear")
 LOSSES = ("mse", "smooth_l1")
@@ -49,7 +50,8 @@ class AugmentedODE(nn.Module):
 
     ``field`` is the vector field on R^(d + augment_dim) (for example
     ``MLPField(d + augment_dim)``); the solve is an :class:`~nodecourse.models.ODEBlock`
-    with the solver settings given here. ``augment_dim=0`` is the plain neural ODE.
+    with the solver settings given here (a :class:`~nodecourse.SolveConfig` as
+    ``solver``, or its fields as keywords). ``augment_dim=0`` is the plain neural ODE.
 
     Input ``(batch, d)``; output ``(batch, d + augment_dim)``. After each call,
     ``last_stats`` is the solver's stats dict (``nfe``, ``n_steps``, ...).
@@ -61,11 +63,8 @@ class AugmentedODE(nn.Module):
         augment_dim: int = 0,
         *,
         t1: float = 1.0,
-        method: str = "dopri5",
-        rtol: float = 1e-3,
-        atol: float = 1e-3,
-        step_size: float | None = None,
-        gradient: str = "backprop",
+        solver: SolveConfig | None = None,
+        **options,
     ):
         super().__init__()
         self.augment_dim = _check_nonneg_int("augment_dim", augment_dim)
@@ -75,8 +74,7 @@ class AugmentedODE(nn.Module):
                 f"augment_dim={augment_dim} leaves no input coordinates in a field of dim {field_dim}; "
                 "build the field on d + augment_dim coordinates"
             )
-        self.block = ODEBlock(field, t1=t1, method=method, rtol=rtol, atol=atol,
-                              step_size=step_size, gradient=gradient)
+        self.block = ODEBlock(field, t1=t1, solver=solver, **options)
 
     @property
     def field(self) -> nn.Module:
@@ -102,14 +100,12 @@ class AugmentedODE(nn.Module):
 
     def trajectory(self, x: torch.Tensor, n_times: int = 21) -> tuple[torch.Tensor, torch.Tensor]:
         """States on an even time grid: returns ``(ts, zs)``, ``ts`` ``(n_times,)``,
-        ``zs`` ``(n_times, batch, d + augment_dim)``. Uses the block's solver settings.
+        ``zs`` ``(n_times, batch, d + augment_dim)``. Uses the block's solver settings, all of them.
         """
         if isinstance(n_times, bool) or not isinstance(n_times, int) or n_times < 2:
             raise ValueError(f"n_times={n_times!r}: give an integer >= 2 (the grid includes 0 and t1)")
         ts = torch.linspace(0.0, self.block.t1, n_times, dtype=x.dtype, device=x.device)
-        sol = odeint(self.field, self.augment(x), ts, method=self.block.method, rtol=self.block.rtol,
-                     atol=self.block.atol, step_size=self.block.step_size)
-        return ts, sol.ys
+        return ts, self.block.solve(self.augment(x), ts).ys
 
 
 class ProjectionReadout(nn.Module):
@@ -271,38 +267,25 @@ def fit(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, epochs: int, lr: 
     if x.shape[0] != y.shape[0]:
         raise ValueError(f"x has {x.shape[0]} rows but y has {y.shape[0]}; give one target per input")
     n = x.shape[0]
-    if batch_size is None:
-        batch_size = n
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size={batch_size!r}: give a positive integer or None (full batch)")
     loss_fn = nn.functional.smooth_l1_loss if loss == "smooth_l1" else nn.functional.mse_loss
     model.to(device=x.device, dtype=x.dtype)
-    model.train()
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    gen = torch.Generator().manual_seed(seed)
-    log = FitLog()
-    from tqdm.auto import trange
 
-    for _ in trange(epochs, desc=desc or type(model).__name__, disable=not progress, leave=False):
-        perm = torch.randperm(n, generator=gen).to(x.device)
-        total, correct, nfe, calls = 0.0, 0, 0, 0
-        for i in range(0, n, batch_size):
-            idx = perm[i : i + batch_size]
-            out = model(x[idx])
-            nfe += int(getattr(model, "last_nfe", 0))
-            calls += 1
-            value = loss_fn(out, y[idx])
-            opt.zero_grad()
-            value.backward()
-            opt.step()
-            total += value.item() * len(idx)
-            if classification:
-                correct += int((torch.sign(out.detach()) == y[idx]).all(dim=-1).sum())
-        log.loss.append(total / n)
-        log.accuracy.append(correct / n if classification else math.nan)
-        log.nfe.append(nfe)
-        log.nfe_per_forward.append(nfe / calls)
-    model.eval()
+    def loss_on_batch(idx):
+        out = model(x[idx])
+        logs = {"nfe": int(getattr(model, "last_nfe", 0)), "calls": 1}
+        if classification:
+            logs["correct"] = int((torch.sign(out.detach()) == y[idx]).all(dim=-1).sum())
+        return loss_fn(out, y[idx]), logs
+
+    history = train_epochs(model, loss_on_batch, seeded_batches(n, batch_size, seed=seed, device=x.device),
+                           epochs=epochs, optimizer=torch.optim.Adam(model.parameters(), lr=lr),
+                           progress=progress, desc=desc)
+    log = FitLog()
+    for row in history:
+        log.loss.append(row["loss"])
+        log.accuracy.append(row["correct"] / n if classification else math.nan)
+        log.nfe.append(int(row["nfe"]))
+        log.nfe_per_forward.append(row["nfe"] / row["calls"])
     return log
 
 

@@ -30,7 +30,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from nodecourse.solve_config import SolveConfig
 from nodecourse.solvers import odeint
+from nodecourse.training import seeded_batches, train_epochs
 
 HORIZON_HOURS = 48.0
 MODELS = ("odernn", "latent-ode", "gru-dt", "summary-logreg")
@@ -80,28 +82,12 @@ class ODEFunc(nn.Module):
         return self.net(h)
 
 
-@dataclass
-class SolverConfig:
-    """How the ODE parts are solved; echoed in results.
-
-    Default: Euler with one-hour steps (in units of the 48-hour horizon), as the published
-    ODE-RNN's encoder (Euler on a grid of about 1/50 of the horizon). It is affordable to
-    train on two CPU cores; ``SolverConfig("rk4", 0.5 / 48)`` or ``SolverConfig("dopri5", None)``
-    cost several times more NFE (the lesson measures it).
-    """
-
-    method: str = "euler"
-    step_size: float | None = 1.0 / HORIZON_HOURS
-    rtol: float = 1e-3
-    atol: float = 1e-4
-
-    def kwargs(self) -> dict:
-        kw = {"method": self.method}
-        if self.step_size is not None:
-            kw["step_size"] = self.step_size
-        else:
-            kw.update(rtol=self.rtol, atol=self.atol)
-        return kw
+# How the ODE parts are solved by default: Euler with one-hour steps (in units of
+# the 48-hour horizon), as the published ODE-RNN's encoder (Euler on a grid of
+# about 1/50 of the horizon). It is affordable to train on two CPU cores;
+# ``SolveConfig(method="rk4", step_size=0.5 / 48)`` or ``SolveConfig(method="dopri5",
+# rtol=1e-3, atol=1e-4)`` cost several times more NFE (the lesson measures it).
+DEFAULT_SOLVER = SolveConfig(method="euler", step_size=1.0 / HORIZON_HOURS, rtol=1e-3, atol=1e-4)
 
 
 def _scaled_times(times: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
@@ -125,7 +111,7 @@ class RecurrentEncoder(nn.Module):
     KINDS = ("ode", "dt")
 
     def __init__(self, input_dim: int, hidden_dim: int = 64, kind: str = "ode", ode_hidden: int = 64,
-                 solver: SolverConfig | None = None):
+                 solver: SolveConfig | None = None):
         super().__init__()
         if kind not in self.KINDS:
             raise ValueError(f"kind={kind!r} is not a recurrent encoder; use one of {self.KINDS}")
@@ -133,12 +119,12 @@ class RecurrentEncoder(nn.Module):
         self.hidden_dim = hidden_dim
         self.update = MaskedGRUUpdate(input_dim, hidden_dim, extra_dim=1 if kind == "dt" else 0)
         self.func = ODEFunc(hidden_dim, ode_hidden) if kind == "ode" else None
-        self.solver = solver or SolverConfig()
+        self.solver = solver or DEFAULT_SOLVER
         self.solver_stats = _stats_zero()
 
     def evolve(self, h: torch.Tensor, t0: torch.Tensor, t1: torch.Tensor) -> torch.Tensor:
         """Solve the hidden state's ODE from t0 to t1 (scaled times, 0-d tensors)."""
-        sol = odeint(self.func, h, torch.stack([t0, t1]), **self.solver.kwargs())
+        sol = odeint(self.func, h, torch.stack([t0, t1]), **self.solver.odeint_kwargs())
         self.solver_stats["nfe"] += int(sol.stats["nfe"])
         self.solver_stats["n_steps"] += int(sol.stats["n_steps"])
         self.solver_stats["n_solves"] += 1
@@ -195,7 +181,7 @@ class RecurrentModel(nn.Module):
     """
 
     def __init__(self, input_dim: int, static_dim: int, hidden_dim: int = 64, kind: str = "ode",
-                 ode_hidden: int = 64, solver: SolverConfig | None = None):
+                 ode_hidden: int = 64, solver: SolveConfig | None = None):
         super().__init__()
         self.encoder = RecurrentEncoder(input_dim, hidden_dim, kind, ode_hidden, solver)
         self.classifier = classifier_head(hidden_dim + 2 * static_dim)
@@ -218,7 +204,7 @@ class RecurrentModel(nn.Module):
 
 
 def ODERNN(input_dim: int, static_dim: int, hidden_dim: int = 64, ode_hidden: int = 64,
-           solver: SolverConfig | None = None) -> RecurrentModel:
+           solver: SolveConfig | None = None) -> RecurrentModel:
     """ODE-RNN (Rubanova et al. 2019): ODE between observations, masked GRU update at each."""
     return RecurrentModel(input_dim, static_dim, hidden_dim, "ode", ode_hidden, solver)
 
@@ -236,7 +222,7 @@ class LatentODE(nn.Module):
     """
 
     def __init__(self, input_dim: int, static_dim: int, latent_dim: int = 20, hidden_dim: int = 64,
-                 ode_hidden: int = 64, solver: SolverConfig | None = None, obs_std: float = 0.5,
+                 ode_hidden: int = 64, solver: SolveConfig | None = None, obs_std: float = 0.5,
                  ce_weight: float = 10.0):
         super().__init__()
         self.encoder = RecurrentEncoder(input_dim, hidden_dim, "ode", ode_hidden, solver)
@@ -244,7 +230,7 @@ class LatentODE(nn.Module):
         self.decoder_func = ODEFunc(latent_dim, ode_hidden)
         self.decoder_out = nn.Linear(latent_dim, input_dim)
         self.classifier = classifier_head(latent_dim + 2 * static_dim)
-        self.solver = solver or SolverConfig()
+        self.solver = solver or DEFAULT_SOLVER
         self.obs_std = obs_std
         self.ce_weight = ce_weight
         self.decoder_stats = _stats_zero()
@@ -262,7 +248,7 @@ class LatentODE(nn.Module):
 
     def decode(self, z0: torch.Tensor, times: torch.Tensor) -> torch.Tensor:
         """z0 (B, L) -> predicted values (B, K, D) at every grid time."""
-        sol = odeint(self.decoder_func, z0, _scaled_times(times, z0), **self.solver.kwargs())
+        sol = odeint(self.decoder_func, z0, _scaled_times(times, z0), **self.solver.odeint_kwargs())
         self.decoder_stats["nfe"] += int(sol.stats["nfe"])
         self.decoder_stats["n_steps"] += int(sol.stats["n_steps"])
         self.decoder_stats["n_solves"] += 1
@@ -388,7 +374,7 @@ def auc(labels, scores) -> float:
     return float(roc_auc_score(y, scores))
 
 
-def build_model(name: str, data, *, hidden_dim: int = 64, solver: SolverConfig | None = None, seed: int = 0):
+def build_model(name: str, data, *, hidden_dim: int = 64, solver: SolveConfig | None = None, seed: int = 0):
     """One of :data:`MODELS`, sized for ``data``, on its device and dtype."""
     if name not in MODELS:
         raise ValueError(f"model={name!r} is not one of {MODELS}")
@@ -406,7 +392,7 @@ def build_model(name: str, data, *, hidden_dim: int = 64, solver: SolverConfig |
 
 
 def fit(name: str, train, test, *, val=None, epochs: int = 10, batch_size: int = 64, lr: float = 3e-3,
-        weight_decay: float = 1e-3, hidden_dim: int = 64, solver: SolverConfig | None = None, seed: int = 0,
+        weight_decay: float = 1e-3, hidden_dim: int = 64, solver: SolveConfig | None = None, seed: int = 0,
         progress: bool = True, eval_every: int = 0) -> tuple[object, FitResult]:
     """Train ``name`` on the normalised ``train`` set and score AUC on ``test``.
 
@@ -429,44 +415,36 @@ def fit(name: str, train, test, *, val=None, epochs: int = 10, batch_size: int =
                                 cpu_seconds=time.process_time() - cpu_start)
 
     opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, epochs))
-    gen = torch.Generator().manual_seed(seed)
-    history: list[dict] = []
-    epoch_iter = range(epochs)
-    if progress:
-        from tqdm.auto import tqdm
-        epoch_iter = tqdm(epoch_iter, desc=f"{name} seed {seed}", unit="epoch", leave=False)
     n_forward = 0
-    best_val, best_state, best_epoch = -1.0, None, epochs
-    for epoch in epoch_iter:
-        model.train()
-        total, n_seen = 0.0, 0
-        for idx in _batches(len(train), batch_size, gen):
-            times, values, mask, static, smask, y = _batch(train, idx)
-            if isinstance(model, LatentODE):
-                loss, _ = model.loss(times, values, mask, static, smask, y)
-            else:
-                logits = model(times, values, mask, static, smask)
-                loss = nn.functional.binary_cross_entropy_with_logits(logits, y)
-            opt.zero_grad()
-            loss.backward()
-            nn.utils.clip_grad_norm_(model.parameters(), 5.0)
-            opt.step()
-            total += float(loss.detach()) * len(idx)
-            n_seen += len(idx)
-            n_forward += 1
-        sched.step()
-        row = {"epoch": epoch + 1, "train_loss": total / max(n_seen, 1), "nfe": model.solver_stats["nfe"]}
+    best = {"auc": -1.0, "state": None, "epoch": epochs}
+
+    def loss_on_batch(idx):
+        nonlocal n_forward
+        times, values, mask, static, smask, y = _batch(train, idx)
+        n_forward += 1
+        if isinstance(model, LatentODE):
+            return model.loss(times, values, mask, static, smask, y)[0], {}
+        logits = model(times, values, mask, static, smask)
+        return nn.functional.binary_cross_entropy_with_logits(logits, y), {}
+
+    def on_epoch(row, model):
+        # The validation split (patients of the training set) picks the epoch; the test set never does.
+        row["train_loss"] = row["loss"]
+        row["nfe"] = model.solver_stats["nfe"]
         if val is not None:
             row["val_auc"] = auc(val.labels, predict_proba(model, val))
-            if row["val_auc"] > best_val:
-                best_val, best_epoch = row["val_auc"], epoch + 1
-                best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-        if eval_every and (epoch + 1) % eval_every == 0:
+            if row["val_auc"] > best["auc"]:
+                best.update(auc=row["val_auc"], epoch=row["epoch"],
+                            state={k: v.detach().clone() for k, v in model.state_dict().items()})
+        if eval_every and row["epoch"] % eval_every == 0:
             row["test_auc"] = auc(test.labels, predict_proba(model, test))
-        history.append(row)
-        if progress:
-            epoch_iter.set_postfix(loss=f"{row['train_loss']:.3f}")
+
+    history = train_epochs(
+        model, loss_on_batch, seeded_batches(len(train), batch_size, seed=seed, device=train.values.device),
+        epochs=epochs, optimizer=opt, scheduler=torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, epochs)),
+        clip_grad_norm=5.0, on_epoch=on_epoch, progress=progress, desc=f"{name} seed {seed}",
+    )
+    best_state, best_epoch = best["state"], best["epoch"]
     if best_state is not None:
         model.load_state_dict(best_state)
     train_nfe = model.solver_stats["nfe"]
@@ -512,31 +490,25 @@ def interpolation_mse(model: nn.Module, data, *, fraction: float = 0.5, seed: in
 
 
 def fit_interpolation(name: str, train, *, epochs: int = 10, batch_size: int = 64, lr: float = 3e-3,
-                      hidden_dim: int = 64, solver: SolverConfig | None = None, fraction: float = 0.5,
+                      hidden_dim: int = 64, solver: SolveConfig | None = None, fraction: float = 0.5,
                       seed: int = 0, progress: bool = True) -> tuple[nn.Module, dict]:
     """Train ``odernn`` or ``gru-dt`` to predict held-out observation times from the rest."""
     if name not in ("odernn", "gru-dt"):
         raise ValueError(f"model={name!r}: interpolation is measured for 'odernn' and 'gru-dt'")
     model = build_model(name, train, hidden_dim=hidden_dim, solver=solver, seed=seed)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    gen = torch.Generator().manual_seed(seed)
     start = time.perf_counter()
-    epoch_iter = range(epochs)
-    if progress:
-        from tqdm.auto import tqdm
-        epoch_iter = tqdm(epoch_iter, desc=f"{name} interpolation", unit="epoch", leave=False)
     step = 0
-    for _ in epoch_iter:
-        model.train()
-        for idx in _batches(len(train), batch_size, gen):
-            values, mask = train.values[idx], train.mask[idx]
-            seen = holdout_mask(mask, fraction, seed * 100_003 + step)
-            target = mask - seen
-            pred = model.reconstruct(train.times, values, mask, seen)
-            loss = (((pred - values) ** 2) * target).sum() / target.sum().clamp_min(1)
-            opt.zero_grad()
-            loss.backward()
-            nn.utils.clip_grad_norm_(model.parameters(), 5.0)
-            opt.step()
-            step += 1
+
+    def loss_on_batch(idx):
+        nonlocal step
+        values, mask = train.values[idx], train.mask[idx]
+        seen = holdout_mask(mask, fraction, seed * 100_003 + step)
+        step += 1
+        target = mask - seen
+        pred = model.reconstruct(train.times, values, mask, seen)
+        return (((pred - values) ** 2) * target).sum() / target.sum().clamp_min(1), {}
+
+    train_epochs(model, loss_on_batch, seeded_batches(len(train), batch_size, seed=seed, device=train.values.device),
+                 epochs=epochs, optimizer=torch.optim.Adam(model.parameters(), lr=lr), clip_grad_norm=5.0,
+                 progress=progress, desc=f"{name} interpolation")
     return model, {"seconds": time.perf_counter() - start, "nfe": model.solver_stats["nfe"]}

@@ -14,6 +14,7 @@ from typing import Sequence
 import torch
 from torch import nn
 
+from nodecourse.solve_config import SolveConfig
 from nodecourse.solvers import odeint
 
 _ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "softplus": nn.Softplus, "elu": nn.ELU}
@@ -74,34 +75,21 @@ class MLPField(nn.Module):
 class ODEBlock(nn.Module):
     """``z(0) -> z(t1)`` through ``dz/dt = field(t, z)``, solved by :func:`nodecourse.odeint`.
 
-    Parameters are the solver's and are echoed on the block. After each forward,
-    ``last_stats`` holds the solver's stats dict (``nfe``, ``n_steps``,
-    ``n_accepted``, ``n_rejected``) and ``nfe_forward`` accumulates forward NFE
-    until :meth:`reset_counters`. Input ``(batch, dim)``; output the same shape.
+    The solver settings are one :class:`~nodecourse.SolveConfig`, ``solver``
+    (``ODEBlock(field, solver=SolveConfig(method="rk4", step_size=0.1))``, or
+    the same settings as keywords: ``ODEBlock(field, method="rk4", step_size=0.1)``).
+    After each forward, ``last_stats`` holds the solver's stats dict (``nfe``,
+    ``n_steps``, ``n_accepted``, ``n_rejected``) and ``nfe_forward`` accumulates
+    forward NFE until :meth:`reset_counters`. Input ``(batch, dim)``; output the same shape.
     """
 
-    def __init__(
-        self,
-        field: nn.Module,
-        t1: float = 1.0,
-        method: str = "dopri5",
-        rtol: float = 1e-3,
-        atol: float = 1e-3,
-        step_size: float | None = None,
-        gradient: str = "backprop",
-        max_steps: int = 10_000,
-    ):
+    def __init__(self, field: nn.Module, t1: float = 1.0, *, solver: SolveConfig | None = None, **options):
         super().__init__()
         if not t1 > 0:
             raise ValueError(f"t1={t1!r} must be positive (the integration time)")
         self.field = field
         self.t1 = float(t1)
-        self.method = method
-        self.rtol = rtol
-        self.atol = atol
-        self.step_size = step_size
-        self.gradient = gradient
-        self.max_steps = max_steps
+        self.solver = SolveConfig.of(solver, **options)
         self.last_stats: dict = {}
         self.nfe_forward = 0
         self.n_forward = 0
@@ -118,16 +106,8 @@ class ODEBlock(nn.Module):
         """
         if t is None:
             t = torch.tensor([0.0, self.t1], dtype=z0.dtype, device=z0.device)
-        settings = dict(
-            method=self.method, rtol=self.rtol, atol=self.atol, step_size=self.step_size,
-            gradient=self.gradient, max_steps=self.max_steps,
-        )
-        unknown = set(overrides) - set(settings)
-        if unknown:
-            raise TypeError(f"unknown solver override(s) {sorted(unknown)}; valid: {sorted(settings)}")
-        settings.update(overrides)
-        sol = odeint(self.field, z0, t, **settings)
-        self.last_stats = dict(sol.stats)
+        sol = odeint(self.field, z0, t, **self.solver.replace(**overrides).odeint_kwargs())
+        self.last_stats = sol.stats  # the solution's own dict: it stays true after backward (nfe_backward)
         self.nfe_forward += int(sol.stats["nfe"])
         self.n_forward += 1
         return sol
@@ -234,7 +214,7 @@ class ODENetClassifier(nn.Module):
             n = self.n_steps if n_steps is None else n_steps
             if not isinstance(n, int) or n < 1:
                 raise ValueError(f"n_steps={n_steps!r} must be a positive int")
-            z = self.ode.solve(z, method=method or self.ode.method, step_size=self.ode.t1 / n).ys[-1]
+            z = self.ode.solve(z, method=method or self.ode.solver.method, step_size=self.ode.t1 / n).ys[-1]
         return self.readout(z)
 
 
@@ -296,24 +276,15 @@ def train_classifier(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, epoc
 
     Returns the mean training loss of each epoch. Shuffling is seeded.
     """
-    from tqdm.auto import trange
+    from nodecourse.training import seeded_batches, train_epochs
 
     if not isinstance(epochs, int) or epochs < 1:
         raise ValueError(f"epochs={epochs!r} must be a positive int")
-    gen = torch.Generator().manual_seed(seed)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    losses = []
-    model.train()
-    for _ in trange(epochs, desc=type(model).__name__, disable=not progress, leave=False):
-        perm = torch.randperm(len(y), generator=gen).to(y.device)
-        total = 0.0
-        for i in range(0, len(y), batch_size):
-            idx = perm[i:i + batch_size]
-            loss = nn.functional.cross_entropy(model(x[idx]), y[idx])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            total += loss.item() * len(idx)
-        losses.append(total / len(y))
-    model.eval()
-    return losses
+
+    def loss_on_batch(idx):
+        return nn.functional.cross_entropy(model(x[idx]), y[idx]), {}
+
+    history = train_epochs(model, loss_on_batch, seeded_batches(len(y), batch_size, seed=seed, device=y.device),
+                           epochs=epochs, optimizer=torch.optim.Adam(model.parameters(), lr=lr),
+                           progress=progress)
+    return [row["loss"] for row in history]

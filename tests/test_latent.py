@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from nodecourse import latent
+from nodecourse import SolveConfig, latent
 from nodecourse.data import physionet
 
 
@@ -116,7 +116,7 @@ def test_models_learn_the_synthetic_signal(small):
 def test_float64_and_a_different_solver(small):
     train, test = small
     train64 = train.to(dtype=torch.float64)
-    model = latent.build_model("odernn", train64, solver=latent.SolverConfig("rk4", 1.0 / 48))
+    model = latent.build_model("odernn", train64, solver=SolveConfig(method="rk4", step_size=1.0 / 48))
     assert next(model.parameters()).dtype == torch.float64
     logits = model(*latent._batch(train64, torch.arange(4))[:5])
     assert logits.dtype == torch.float64 and logits.shape == (4,)
