@@ -1,9 +1,11 @@
 """nodecourse dopri5 against torchdiffeq and torchode on the same problems and tolerances.
 
 Problems: (a) one 16-d trajectory of a small tanh MLP field, (b) a batch of 512
-such states; plus a stiff scalar problem (explicit pair vs implicit method).
-Runs are interleaved (A, B, C, A, B, C, ...) in one process and the median
-wall time of each is reported, with NFE and ratios to torchdiffeq.
+such states, solved with one step size for the batch and, beside torchode (which
+always steps each element on its own), with ``per_sample=True``; plus a stiff
+scalar problem (explicit pair vs implicit method). Runs are interleaved
+(A, B, C, A, B, C, ...) in one process and the median wall time of each is
+reported, with NFE and ratios to torchdiffeq.
 
     OMP_NUM_THREADS=1 python benchmarks/bench_dopri5.py [--repeats 15]
 """
@@ -68,11 +70,20 @@ def run_torchode(field, y0, t, rtol, atol):
     return (ys if y0.dim() == 2 else ys[:, 0]), field.nfe
 
 
+def run_nodecourse_per_sample(field, y0, t, rtol, atol):
+    sol = nodecourse.odeint(lambda tt, z: field(tt, z), y0, t, method="dopri5", rtol=rtol, atol=atol,
+                            per_sample=True)
+    # NFE as torchode counts it: calls of func on the batch.
+    return sol.ys, sol.stats["nfe"]
+
+
 RUNNERS = {"nodecourse": run_nodecourse, "torchdiffeq": run_torchdiffeq, "torchode": run_torchode}
+BATCH_RUNNERS = {**RUNNERS, "nodecourse per_sample": run_nodecourse_per_sample}
 
 
-def bench(name, field, y0, t, rtol, atol, repeats):
+def bench(name, field, y0, t, rtol, atol, repeats, runners=RUNNERS):
     """Interleaved repeated runs; rows of (problem, library, NFE, median ms, ratio to torchdiffeq, max error)."""
+    RUNNERS = runners  # noqa: N806 (the set of libraries compared on this problem)
     times = {k: [] for k in RUNNERS}
     nfe, err = {}, {}
     field64 = copy.deepcopy(field).double()
@@ -121,7 +132,7 @@ def main() -> None:
     t = torch.linspace(0.0, 5.0, 10, dtype=dtype)
     rows = bench("(a) single 16-d", field, torch.randn(16, dtype=dtype), t, args.rtol, args.atol, args.repeats)
     rows += bench("(b) batch 512x16", field, torch.randn(512, 16, dtype=dtype), t, args.rtol, args.atol,
-                  args.repeats)
+                  args.repeats, runners=BATCH_RUNNERS)
     print(f"dopri5, rtol={args.rtol:g} atol={args.atol:g}, {args.dtype}, 10 output times on [0, 5], "
           f"median of {args.repeats} interleaved runs, torch threads={torch.get_num_threads()}, "
           f"torch {torch.__version__}, torchdiffeq {torchdiffeq.__version__}")

@@ -6,16 +6,19 @@ Public surface (see README.md and the lessons):
 - :mod:`nodecourse.diagnostics`: solver-work logs, tolerance sweeps
 - :mod:`nodecourse.models`, :mod:`nodecourse.augment`, :mod:`nodecourse.latent`
 - :mod:`nodecourse.data`: toy sets, digits, PhysioNet 2012
+- :func:`fixed_point`, :class:`DEQ`, :func:`jacobian_regularizer` (:mod:`nodecourse.deq`): deep equilibrium models
 """
 from nodecourse.config import quick_mode, pick
 from nodecourse.solve_config import SolveConfig
 from nodecourse.solvers import SOLVERS, Solution, SolverError, Status, odeint
 from nodecourse.augment import AugmentedODE
+from nodecourse.deq import DEQ, fixed_point, jacobian_regularizer
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AugmentedODE",
+    "DEQ",
     "SOLVERS",
     "SolveConfig",
     "Solution",
@@ -24,5 +27,7 @@ __all__ = [
     "odeint",
     "pick",
     "quick_mode",
+    "fixed_point",
+    "jacobian_regularizer",
     "__version__",
 ]

@@ -22,6 +22,7 @@ import torch
 
 from nodecourse.solvers import SOLVERS, Status, odeint
 from nodecourse.solvers import observers
+from nodecourse.solvers.registry import spec_for
 
 
 @dataclass
@@ -62,7 +63,7 @@ def tolerance_sweep(func, y0: torch.Tensor, t: torch.Tensor, rtols: Sequence[flo
             raise ValueError(f"rtols contains {r!r}; every rtol must be a finite number > 0")
     if isinstance(repeats, bool) or not isinstance(repeats, numbers.Integral) or repeats < 1:
         raise ValueError(f"repeats={repeats!r} must be an int >= 1")
-    if SOLVERS[method].kind == "fixed":
+    if spec_for(method).kind == "fixed":
         raise ValueError(f"method={method!r} is fixed-step and ignores rtol; sweep an adaptive or implicit method "
                          f"({', '.join(n for n, s in SOLVERS.items() if s.kind != 'fixed')})")
     if atol is not None and (isinstance(atol, bool) or not isinstance(atol, numbers.Real) or not atol > 0):

@@ -1,5 +1,6 @@
-"""The exercise builder: stubs, kept check outputs, clear errors, byte-for-byte determinism,
-and the committed exercises equal a fresh build of the committed solutions."""
+"""The exercise builder: stubs, no outputs (the reference holds the checks' PASS lines), a
+learner's answers never overwritten, clear errors, byte-for-byte determinism, and the
+committed exercises equal a fresh build of the committed solutions."""
 from __future__ import annotations
 
 import copy
@@ -40,7 +41,7 @@ def test_top_level_and_multiple_regions():
     ]
 
 
-def test_check_outputs_derived_other_outputs_and_volatile_metadata_cleared():
+def test_exercise_has_no_outputs_and_the_reference_has_derived_check_outputs():
     solution = solution_notebook()
     # a saved solution may split a line into several stream chunks and carry a warning
     solution.cells[3].outputs = [new_output("stream", name="stdout", text="PASS dou"),
@@ -50,14 +51,94 @@ def test_check_outputs_derived_other_outputs_and_volatile_metadata_cleared():
     for cell in _cells(unrun, "check"):
         cell.outputs, cell.execution_count = [], None
     exercise = eb.build_exercise(solution, name="fx")
-    for cell in _cells(exercise, "check"):
+    # a learner never sees PASS under a task still raising NotImplementedError
+    for cell in exercise.cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None, cell
+    assert '"PASS ' not in eb.notebook_text(exercise)
+    reference = eb.build_reference(solution, name="fx")
+    for cell in _cells(reference, "check"):
         assert cell.outputs == eb.expected_check_output(cell.metadata["nodecourse"]["check"])
         assert cell.execution_count is not None  # nbval only compares cells that were run
+    assert eb.notebook_text(eb.with_check_outputs(exercise)) == eb.notebook_text(reference)
     # running the solution before building changes nothing
     assert eb.notebook_text(eb.build_exercise(unrun, name="fx")) == eb.notebook_text(exercise)
     setup = exercise.cells[1]
-    assert setup.outputs == [] and setup.execution_count is None and "execution" not in setup.metadata
+    assert "execution" not in setup.metadata
     assert solution.cells[1].outputs, "the solution itself must not be modified"
+
+
+def test_committed_exercises_ship_without_outputs():
+    exercises = sorted((REPO / "exercises").glob("*.ipynb"))
+    if not exercises:
+        pytest.skip("no exercises built yet")
+    for path in exercises:
+        nb = nbformat.read(path, as_version=4)
+        with_output = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.outputs]
+        assert not with_output, f"{path.name}: cells {with_output} ship with outputs"
+
+
+def _answer(nb, task, source):
+    for cell in nb.cells:
+        if cell.metadata.get("nodecourse", {}).get("answer") == task:
+            cell.source = source
+    return nb
+
+
+def test_build_never_overwrites_a_learners_answers_and_names_the_cells(tmp_path):
+    sol_dir, ex_dir = tmp_path / "solutions", tmp_path / "exercises"
+    write(solution_notebook(), sol_dir / "fx.ipynb")
+    eb.build(sol_dir, ex_dir)
+    # the learner solves 'double' and adds a scratch cell; then the solution changes upstream
+    learner = nbformat.read(ex_dir / "fx.ipynb", as_version=4)
+    _answer(learner, "double", "def double(x):\n    return x + x")
+    learner.cells.insert(3, new_code_cell("print(double(21))  # trying it out"))
+    write(learner, ex_dir / "fx.ipynb")
+    mine = (ex_dir / "fx.ipynb").read_bytes()
+    nb = nbformat.read(sol_dir / "fx.ipynb", as_version=4)
+    nb.cells[0].source += " Edited."
+    nbformat.write(nb, sol_dir / "fx.ipynb")
+
+    checked = eb.build(sol_dir, ex_dir, check=True)
+    assert checked.stale == [] and list(checked.kept) == [ex_dir / "fx.ipynb"]
+    assert checked.kept[ex_dir / "fx.ipynb"] == ["answer 'double'", "added cell 3"]
+    assert not checked.up_to_date
+    report = eb.build(sol_dir, ex_dir)
+    assert report.written == [] and (ex_dir / "fx.ipynb").read_bytes() == mine
+    line = next(ln for ln in report.lines() if ln.startswith("ANSWERS"))
+    assert "answer 'double'" in line and "NOT overwritten" in line and "fx-Copy1.ipynb" in line
+
+    proc = run_cli("build", "--solutions", str(sol_dir), "--exercises", str(ex_dir))
+    assert proc.returncode == 1 and "NOT overwritten" in proc.stdout, proc.stdout + proc.stderr
+    assert (ex_dir / "fx.ipynb").read_bytes() == mine
+    proc = run_cli("build", "--check", "--solutions", str(sol_dir), "--exercises", str(ex_dir))
+    assert proc.returncode == 1 and "ANSWERS" in proc.stdout and "STALE" not in proc.stdout, proc.stdout
+
+    # following the advice: move it aside (the grader's name for a copy), rebuild, nothing lost
+    (ex_dir / "fx.ipynb").rename(ex_dir / "fx-Copy1.ipynb")
+    again = eb.build(sol_dir, ex_dir)
+    assert again.written == [ex_dir / "fx.ipynb"] and again.orphans == []
+    assert (ex_dir / "fx-Copy1.ipynb").read_bytes() == mine
+
+
+def test_a_run_but_unanswered_exercise_is_stale_and_an_unreadable_one_is_kept(tmp_path):
+    sol_dir, ex_dir = tmp_path / "solutions", tmp_path / "exercises"
+    write(solution_notebook(), sol_dir / "fx.ipynb")
+    eb.build(sol_dir, ex_dir)
+    ran = nbformat.read(ex_dir / "fx.ipynb", as_version=4)
+    ran.cells[1].outputs = [new_output("stream", name="stdout", text="setup done\n")]
+    ran.cells[1].execution_count = 1
+    write(ran, ex_dir / "fx.ipynb")
+    report = eb.build(sol_dir, ex_dir, check=True)
+    assert report.stale == [ex_dir / "fx.ipynb"] and report.kept == {}
+    assert any(ln.startswith("STALE") and "no answers" in ln for ln in report.lines())
+    assert eb.build(sol_dir, ex_dir).written == [ex_dir / "fx.ipynb"]
+
+    (ex_dir / "fx.ipynb").write_text("{ half a notebook", encoding="utf-8")
+    report = eb.build(sol_dir, ex_dir)
+    assert report.kept == {ex_dir / "fx.ipynb": []} and report.written == []
+    assert (ex_dir / "fx.ipynb").read_text(encoding="utf-8") == "{ half a notebook"
+    assert "cannot be read as a notebook" in "\n".join(report.lines())
 
 
 def test_build_is_deterministic_and_check_mode_finds_stale_missing_orphan(tmp_path):
@@ -164,3 +245,27 @@ def test_find_course_root(tmp_path):
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "nodecourse"\n')
     (tmp_path / "deep" / "er").mkdir(parents=True)
     assert find_course_root(tmp_path / "deep" / "er") == tmp_path
+
+
+def test_exercise5_task3_text_and_check_agree_about_the_final_gap():
+    """The check's data has observations at the horizon, so the task must say to evolve to
+    the horizon only across a positive gap (a zero-length odeint interval is an error)."""
+    import subprocess
+    import sys
+
+    nb = nbformat.read(REPO / "solutions" / "05_latent_odes_exercises.ipynb", as_version=4)
+    index = next(i for i, c in enumerate(nb.cells) if eb.answer_id(c) == "odernn-encode")
+    text = " ".join(nb.cells[index - 1].source.split())
+    assert "only if there is a positive gap" in text and "skip that solve" in text, text
+    check = next(c for c in nb.cells if eb.check_id(c) == "odernn-encode-matches")
+    setup = next(c for c in nb.cells if c.cell_type == "code")
+    data = "\n".join(ln for ln in check.source.split("\n")[1:] if ln.startswith(("times", "values", "mask")))
+    code = f"{setup.source}\n{data}\nprint(int(mask[:, -1].sum().item() > 0), int(mask[:, 0].sum().item()))"
+    from notebook_fixtures import SUBPROCESS_ENV
+
+    out = subprocess.run([sys.executable, "-c", code], env=SUBPROCESS_ENV, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    at_horizon, at_start = out.stdout.split()[-2:]
+    assert at_horizon == "1", "the check's data no longer has an observation at the horizon"
+    assert at_start == "0"

@@ -95,3 +95,31 @@ def test_claim_verdict_is_computed_from_the_measurement(monkeypatch, aucs, quick
     m = lesson05.measure_physionet_auc(quick)
     assert m.verdict is verdict
     assert f"odernn {sum(aucs['odernn']) / len(aucs['odernn']):.3f}" in m.measured
+
+
+@pytest.mark.parametrize("damage", ["garbage archive", "empty set", "labels"])
+def test_every_loader_error_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys, damage):
+    """Cases 8 and 10 through the command line: one line on stderr, exit code 2, no traceback."""
+    monkeypatch.setenv("NODECOURSE_CACHE", str(tmp_path / "cache"))
+    d = tmp_path / "data"
+    d.mkdir()
+    if damage == "garbage archive":
+        (d / "set-a.tar.gz").write_bytes(b"\x1f\x8b\x08" + b"\x00" * 30)
+        (d / "Outcomes-a.txt").write_text("RecordID,In-hospital_death\n1,0\n")
+        expected = "DamagedArchive"
+    elif damage == "empty set":
+        (d / "set-a").mkdir()
+        (d / "Outcomes-a.txt").write_text("RecordID,In-hospital_death\n1,0\n")
+        expected = "EmptySet"
+    else:  # every record has a label that is not 0/1
+        physionet.synthetic(40, seed=1, directory=d)
+        out = d / "Outcomes-a.txt"
+        lines = out.read_text().splitlines()
+        out.write_text("\n".join([lines[0]] + [ln[: ln.rindex(",")] + ",7" for ln in lines[1:]]) + "\n")
+        expected = "EmptySet"
+    rc = run(["--data", str(d), "--model", "summary-logreg", "--eval", "split"])
+    err = capsys.readouterr().err.strip().splitlines()
+    errors = [ln for ln in err if ln.startswith("error:")]
+    assert rc == 2, err
+    assert len(errors) == 1 and expected in errors[0], err
+    assert not any("Traceback" in ln for ln in err)

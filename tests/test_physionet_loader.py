@@ -4,9 +4,13 @@ Fixture files are written by the tests; the real set A is used when ../shared/ph
 """
 from __future__ import annotations
 
+import gzip
+import hashlib
+import http.client
 import io
 import shutil
 import tarfile
+import urllib.error
 import warnings
 from pathlib import Path
 
@@ -238,25 +242,51 @@ def test_synthetic_fallback_is_announced(tmp_path, monkeypatch):
         physionet.load(allow_synthetic=False, progress=False, verbose=False)
 
 
-def test_download_is_verified(tmp_path, monkeypatch):
-    payload = {"Outcomes-a.txt": b"RecordID,In-hospital_death\n1,0\n"}
+def _fake_archive() -> bytes:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tf:
         info = tarfile.TarInfo("set-a/1.txt")
         body = GOOD.format(rid=1).encode()
         info.size = len(body)
         tf.addfile(info, io.BytesIO(body))
-    payload["set-a.tar.gz"] = buf.getvalue()
+    return buf.getvalue()
 
-    def fake_urlopen(url, timeout):
-        return io.BytesIO(payload[url.rsplit("/", 1)[1]])
 
-    monkeypatch.setattr(sources.urllib.request, "urlopen", fake_urlopen)
+def _sums(payload: dict) -> bytes:
+    return "".join(f"{hashlib.sha256(v).hexdigest()}  {k}\n" for k, v in payload.items()).encode()
+
+
+def _opener(payload: dict, broken: str | None = None):
+    """A fake urlopen serving ``payload`` by file name; ``broken`` breaks mid-transfer."""
+    class Response(io.BytesIO):
+        def __init__(self, name, data):
+            super().__init__(data)
+            self.name = name
+
+        def read(self, n=-1):
+            if self.name == broken and self.tell() > 0:
+                raise http.client.IncompleteRead(b"", 1000)
+            return super().read(min(n, 16) if self.name == broken else n)
+
+    def urlopen(url, timeout):
+        name = url.rsplit("/", 1)[1]
+        if name not in payload:
+            raise urllib.error.HTTPError(url, 404, "Not Found", {}, None)
+        return Response(name, payload[name])
+
+    return urlopen
+
+
+def test_download_is_verified(tmp_path, monkeypatch):
+    payload = {"Outcomes-a.txt": b"RecordID,In-hospital_death\n1,0\n", "set-a.tar.gz": _fake_archive()}
+    monkeypatch.setattr(sources.urllib.request, "urlopen", _opener(payload))
     # Our fake archive does not match set A's published sha256: it must be refused.
-    with pytest.raises(RuntimeError, match="does not match its known sha256"):
+    with pytest.raises(physionet.DownloadError, match="does not match its known sha256"):
         sources.fetch("set-a", tmp_path / "dl")
     assert not (tmp_path / "dl" / "set-a.tar.gz").exists()
+    # Without our pinned sums, PhysioNet's SHA256SUMS.txt decides.
     monkeypatch.setattr(sources, "SHA256", {})
+    monkeypatch.setattr(sources.urllib.request, "urlopen", _opener({**payload, "SHA256SUMS.txt": _sums(payload)}))
     src = sources.fetch("set-a", tmp_path / "dl")
     assert src.kind == "download" and sources.has_set(src.directory, "set-a")
 
@@ -265,6 +295,125 @@ def test_download_is_verified(tmp_path, monkeypatch):
 
     monkeypatch.setattr(sources.urllib.request, "urlopen", offline)
     assert sources.fetch("set-b", tmp_path / "dl2") is None
+
+
+def test_set_b_download_is_verified_and_nothing_partial_is_left(tmp_path, monkeypatch):
+    """Case 12: set B and its outcomes are checked against PhysioNet's sums; an unverifiable
+    file and an interrupted transfer raise DownloadError and leave no file behind."""
+    payload = {"Outcomes-b.txt": b"RecordID,In-hospital_death\n1,0\n", "set-b.tar.gz": _fake_archive()}
+    dl = tmp_path / "dl"
+    # no sums published: refused, not used unverified
+    monkeypatch.setattr(sources.urllib.request, "urlopen", _opener(payload))
+    with pytest.raises(physionet.DownloadError, match="no sha256 sum is known for set-b.tar.gz"):
+        sources.fetch("set-b", dl)
+    assert sorted(p.name for p in dl.iterdir()) == []
+    # a sum that does not match (the outcomes were altered after the sums were published)
+    sums = _sums(payload)
+    altered = {**payload, "Outcomes-b.txt": b"RecordID,In-hospital_death\n1,1\n", "SHA256SUMS.txt": sums}
+    monkeypatch.setattr(sources.urllib.request, "urlopen", _opener(altered))
+    with pytest.raises(physionet.DownloadError, match="Outcomes-b.txt does not match"):
+        sources.fetch("set-b", dl)
+    assert not (dl / "Outcomes-b.txt").exists()
+    # interrupted mid-transfer: a named error, no .part file
+    shutil.rmtree(dl)
+    monkeypatch.setattr(sources.urllib.request, "urlopen",
+                        _opener({**payload, "SHA256SUMS.txt": sums}, broken="set-b.tar.gz"))
+    with pytest.raises(physionet.DownloadError, match="set-b.tar.gz was interrupted.*IncompleteRead"):
+        sources.fetch("set-b", dl)
+    assert not list(dl.glob("*.part")) and not (dl / "set-b.tar.gz").exists()
+    # and all verified: the set is there
+    monkeypatch.setattr(sources.urllib.request, "urlopen", _opener({**payload, "SHA256SUMS.txt": sums}))
+    assert sources.has_set(sources.fetch("set-b", dl).directory, "set-b")
+
+
+# ------------------------------------------------------------------ damaged data (cases 8-11)
+
+def _tar_bytes(folder: Path, set_name: str = "set-a") -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tf:
+        for p in sorted(folder.glob("*.txt")):
+            tf.add(p, arcname=f"{set_name}/{p.name}")
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("damage", ["truncated gzip", "garbage", "not gzip", "cut inside a member"])
+def test_a_damaged_archive_is_a_named_error(tmp_path, damage):
+    """Case 8 (and 9, cut inside a member): never a raw EOFError or ReadError."""
+    write_fixture(tmp_path, n_good=30, bad=())
+    raw = _tar_bytes(tmp_path / "set-a")
+    shutil.rmtree(tmp_path / "set-a")
+    packed = gzip.compress(raw)
+    data = {"truncated gzip": packed[: len(packed) // 2], "garbage": b"\x1f\x8b" + bytes(range(256)) * 8,
+            "not gzip": b"this is not an archive\n" * 40,
+            "cut inside a member": gzip.compress(raw[: len(raw) // 2 + 100])}[damage]
+    (tmp_path / "set-a.tar.gz").write_bytes(data)
+    with pytest.raises(physionet.DamagedArchive, match="set-a.tar.gz is damaged.*pass a good copy"):
+        load_quiet(path=tmp_path)
+
+
+def test_an_archive_cut_between_members_reports_the_missing_records(tmp_path):
+    """Case 9: a tar cut at a member boundary, in a valid gzip stream, reads without error:
+    the records the outcomes file lists but the archive lacks are counted and warned about."""
+    write_fixture(tmp_path, n_good=30, bad=())
+    raw = _tar_bytes(tmp_path / "set-a")
+    shutil.rmtree(tmp_path / "set-a")
+    with tarfile.open(fileobj=io.BytesIO(raw)) as tf:
+        members = tf.getmembers()
+    (tmp_path / "set-a.tar.gz").write_bytes(gzip.compress(raw[: members[15].offset]))
+    with pytest.warns(physionet.MissingRecordWarning, match="MISSING 15 of the 30 records Outcomes-a.txt lists"):
+        data = physionet.load(path=tmp_path, progress=False, verbose=False)
+    assert len(data) == 15 and len(data.report.missing) == 15 and data.report.n_expected == 30
+
+
+def test_labels_must_be_0_or_1(tmp_path):
+    """Case 10: outcome labels 7 and -1 are skipped as "bad outcome", counted."""
+    write_fixture(tmp_path, n_good=6, bad=())
+    out = tmp_path / "Outcomes-a.txt"
+    lines = out.read_text().splitlines()
+    lines[1], lines[2] = lines[1][: lines[1].rindex(",")] + ",7", lines[2][: lines[2].rindex(",")] + ",-1"
+    out.write_text("\n".join(lines) + "\n")
+    with pytest.warns(physionet.BadRecordWarning, match="2 bad outcome"):
+        data = physionet.load(path=tmp_path, progress=False, verbose=False)
+    assert len(data) == 4 and set(data.labels.tolist()) <= {0.0, 1.0}
+    assert data.report.skipped_by_reason == {"bad outcome": 2}
+
+
+def test_an_empty_set_is_an_error_that_says_what_was_looked_for(tmp_path):
+    """Case 10: an empty set-a/ and a set whose every record is bad end in EmptySet, not n = 0."""
+    write_fixture(tmp_path / "empty", n_good=0, bad=())
+    with pytest.raises(physionet.EmptySet, match=r"no usable PhysioNet set-a record in .*set-a: found no record files"):
+        load_quiet(path=tmp_path / "empty")
+    write_fixture(tmp_path / "allbad", n_good=0)
+    with pytest.raises(physionet.EmptySet, match=r"found 6 record file\(s\), all skipped"):
+        load_quiet(path=tmp_path / "allbad")
+
+
+def test_an_unreadable_record_file_is_a_counted_skip(tmp_path):
+    write_fixture(tmp_path, n_good=3, bad=())
+    (tmp_path / "set-a" / "140001.txt").unlink()
+    (tmp_path / "set-a" / "140001.txt").mkdir()  # a name that cannot be read as a file
+    data = load_quiet(path=tmp_path)
+    assert len(data) == 2 and data.report.skipped_by_reason == {"unreadable file": 1}
+
+
+def test_a_planted_cache_cannot_run_code(tmp_path):
+    """Case 11: the cache is read with weights_only=True; a pickle planted at its path is
+    refused (nothing runs) and the set is parsed again."""
+    write_fixture(tmp_path / "d", bad=())
+    source = physionet.locate(path=tmp_path / "d")
+    target = physionet.cache_file(source, 1.0)
+    target.parent.mkdir(parents=True)
+    witness = tmp_path / "code-ran"
+
+    class Payload:
+        def __reduce__(self):
+            return (Path.touch, (witness,))
+
+    torch.save({"x": Payload()}, target)
+    data = load_quiet(path=tmp_path / "d")
+    assert not witness.exists() and len(data) == 6
+    # the rebuilt cache holds plain tensors only and loads with weights_only=True
+    assert torch.load(target, weights_only=True)["labels"].shape == (6,)
 
 
 # ------------------------------------------------------------------ the real set A

@@ -100,29 +100,44 @@ def test_bad_arguments_name_the_argument():
 
 # --- solver figures (nodecourse.plotting.solvers) ---------------------------------------------
 
-def test_step_trace_matches_solver_stats_and_covers_the_interval():
-    from nodecourse.plotting.solvers import plot_step_sizes, trace_adaptive_steps
+def test_step_trace_is_the_solvers_record_and_covers_the_interval():
+    from nodecourse.plotting.solvers import plot_step_sizes, trace_steps
 
     vdp = PROBLEMS["van der pol (μ=2)"]
     y0 = torch.tensor(vdp.y0, dtype=torch.float64)
     t = torch.linspace(0.0, vdp.t1, 20, dtype=torch.float64)
-    for method in ("bosh3", "dopri5"):
-        tr = trace_adaptive_steps(vdp.f_torch, y0, t, method=method, rtol=1e-5, atol=1e-7)
-        assert tr.n_rejected > 0 and tr.n_accepted == tr.stats["n_accepted"]
+    for method in ("bosh3", "dopri5", "trapezoid"):
+        tr = trace_steps(vdp.f_torch, y0, t, method=method, rtol=1e-5, atol=1e-7)
+        assert tr.n_rejected > 0 and (tr.n_accepted, tr.n_rejected) == (tr.stats["n_accepted"], tr.stats["n_rejected"])
         acc = [(s, h) for s, h, a in zip(tr.t_start, tr.h, tr.accepted) if a]
         # Accepted steps tile [0, t1]: each starts where the previous ended.
-        assert acc[0][0] == pytest.approx(0.0, abs=1e-12)
-        assert all(a[0] + a[1] == pytest.approx(b[0], abs=1e-9) for a, b in zip(acc, acc[1:]))
-        assert acc[-1][0] + acc[-1][1] == pytest.approx(vdp.t1, abs=1e-9)
+        assert acc[0][0] == 0.0
+        assert all(a[0] + a[1] == pytest.approx(b[0], abs=1e-12) for a, b in zip(acc, acc[1:]))
+        assert acc[-1][0] + acc[-1][1] == pytest.approx(vdp.t1, abs=1e-12)
+        if method != "trapezoid":  # rejected attempts are exactly those over the tolerance
+            assert all((r <= 1.0) == a for r, a in zip(tr.error_ratio, tr.accepted))
     fig = plot_step_sizes([tr])
     assert len(fig.data) == 2 and fig.layout.xaxis.title.text.startswith("time")
 
 
-def test_step_trace_refuses_fixed_step_methods():
-    from nodecourse.plotting.solvers import trace_adaptive_steps
+def test_step_trace_needs_a_record():
+    from nodecourse import odeint
+    from nodecourse.plotting.solvers import StepTrace
 
-    with pytest.raises(ValueError, match="method='rk4'"):
-        trace_adaptive_steps(lambda t, y: -y, torch.ones(1), torch.tensor([0.0, 1.0]), method="rk4")
+    with pytest.raises(ValueError, match="record_steps=True"):
+        StepTrace.from_solution(odeint(lambda t, y: -y, torch.ones(1), torch.tensor([0.0, 1.0])))
+
+
+def test_problems_live_in_the_library():
+    import numpy as np
+
+    from nodecourse.problems import PROBLEMS as LIB_PROBLEMS, reference_solution
+
+    assert LIB_PROBLEMS is PROBLEMS
+    stiff = LIB_PROBLEMS["stiff: y' = -1000 (y - cos t)"]
+    ref = reference_solution(stiff, np.linspace(0.0, 1.0, 5))
+    exact = (1e6 * np.cos(1.0) + 1e3 * np.sin(1.0) - 1e6 * np.exp(-1000.0)) / (1e6 + 1)
+    assert ref.shape == (5, 1) and abs(ref[-1, 0] - exact) < 1e-9
 
 
 def test_plots_take_measured_rows():

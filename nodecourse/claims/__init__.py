@@ -176,17 +176,18 @@ def _column_widths(rows: list[list[str]], total: int) -> list[int]:
     """Widths of the six columns for a table ``total`` characters wide.
 
     id and verdict get their longest entry (they are short); source gets up to
-    22; claim, published and measured share the rest, each at least 16, in
-    proportion to their longest entry. Nothing is truncated: cells wrap.
+    22; claim, published and measured share the rest. Nothing is truncated: cells wrap.
     """
     longest = [max([len(h)] + [len(row[i]) for row in rows]) for i, h in enumerate(COLUMNS)]
     widths = [longest[0], 0, min(22, longest[2]), 0, 0, longest[5]]
     sep = 3 * (len(COLUMNS) - 1)
     free = max(48, total - sep - widths[0] - widths[2] - widths[5])
-    wide = (1, 3, 4)
-    weight = sum(longest[i] for i in wide) or 1
-    for i in wide:
-        widths[i] = max(16, min(longest[i], free * longest[i] // weight))
+    # Water-filling: short columns take what they need, the rest share what is left equally.
+    todo = sorted((1, 3, 4), key=lambda i: longest[i])
+    for k, i in enumerate(todo):
+        share = free // (len(todo) - k)
+        widths[i] = max(min(longest[i], 8), min(longest[i], share))
+        free -= widths[i]
     return widths
 
 

@@ -3,25 +3,189 @@
 A check cell looks like::
 
     # NBVAL_CHECK_OUTPUT
-    from nodecourse.course.checks import check
-    check("euler-step", torch.allclose(y1, expected), f"max error {err:.1e}")
+    from nodecourse.course.checks import check, close
+    check("euler-step", close(y1, expected, atol=1e-12), f"max error {err:.1e}")
 
 On success it prints one line, ``PASS <name>``, which is the cell's expected
-output (nbval compares it). On failure it raises :class:`CheckFailed`, so the
-cell errors and the grader reports the reason.
+output. On failure it raises :class:`CheckFailed`, so the cell errors and the
+grader reports the reason.
+
+``passed`` must be a real truth value: a ``bool``, a numpy bool or a one-element
+bool tensor of the plain ``torch.Tensor`` type. Anything else (an object whose
+``__bool__`` or ``__eq__`` was written to say True) fails the check with a
+reason.
+
+Compare a learner's values with :func:`close`, :func:`equal` and :func:`same`:
+they turn the values into plain float64 numpy arrays (or plain Python
+numbers) through functions captured when this module was imported, which the
+grader does before any answer runs, and reject objects that are not plain
+numbers, arrays or tensors. So a patched ``torch.allclose``, a tensor subclass
+whose comparisons always say True, or an object with a forged ``__eq__``
+cannot make them pass.
 """
 from __future__ import annotations
+
+import builtins as _builtins
+import math as _math
+
+import numpy as _np
+
+# Captured at import (before any answer ran in the grader's kernel): later
+# patches of these names do not reach the functions below.
+_isinstance, _type, _len, _float, _bool, _abs = (
+    _builtins.isinstance, _builtins.type, _builtins.len, _builtins.float, _builtins.bool, _builtins.abs)
+_print, _zip, _all = _builtins.print, _builtins.zip, _builtins.all
+_isfinite, _isnan = _math.isfinite, _math.isnan
+_ndarray, _np_array, _np_bool, _np_float64 = _np.ndarray, _np.array, _np.bool_, _np.float64
+_np_generic = _np.generic
+_ndarray_tolist = _np.ndarray.tolist
+_ndarray_shape = _np.ndarray.shape.__get__
+
+try:
+    import torch as _torch
+
+    _Tensor, _Parameter = _torch.Tensor, _torch.nn.Parameter
+    _TensorBase = _torch._C.TensorBase
+    # C methods of the tensor base class, called unbound: a subclass cannot override them here.
+    _t_detach, _t_cpu, _t_to, _t_numpy, _t_numel, _t_is_complex = (
+        _TensorBase.detach, _TensorBase.cpu, _TensorBase.to, _TensorBase.numpy, _TensorBase.numel,
+        _TensorBase.is_complex)
+    _t_resolve_conj, _t_resolve_neg = _TensorBase.resolve_conj, _TensorBase.resolve_neg
+    _t_dtype = _TensorBase.dtype.__get__
+    _float64, _torch_bool = _torch.float64, _torch.bool
+    _NoTorchFunction = _torch._C.DisableTorchFunction
+except ImportError:  # the checks also work without torch
+    _torch = None
+
+_PLAIN_SCALARS = (bool, int, float)
 
 
 class CheckFailed(AssertionError):
     """A check in an exercise notebook did not pass."""
 
 
-def check(name: str, passed: bool, detail: str = "") -> None:
+class NotPlainValue(TypeError):
+    """A value given to a comparison is not a plain number, array or tensor."""
+
+
+_refusal: str | None = None
+
+
+def _refuse(reason: str | None) -> None:
+    """Set by the grader before each check cell: a reason no check may pass (None: none)."""
+    global _refusal
+    _refusal = reason or None
+
+
+def _truth(passed) -> bool:
+    t = _type(passed)
+    if t is bool:
+        return passed
+    if t is _np_bool:
+        return _bool(_ndarray_tolist(_np_array(passed)))
+    if _torch is not None and t is _Tensor:
+        with _NoTorchFunction():
+            if _t_numel(passed) == 1 and _t_dtype(passed) == _torch_bool:
+                return _ndarray_tolist(_t_numpy(_t_cpu(_t_detach(passed))).reshape(-1))[0] is True
+    raise CheckFailed(f"the check's result is a {t.__name__}, not a bool; compare values with "
+                      "nodecourse.course.checks.close / equal / same")
+
+
+def check(name: str, passed, detail: str = "") -> None:
     """Print ``PASS name`` when ``passed`` is true, else raise :class:`CheckFailed` with ``detail``."""
-    if not isinstance(name, str) or not name:
+    if _type(name) is not str or not name:
         raise ValueError(f"name={name!r}: give each check a short non-empty name")
-    if bool(passed):
-        print(f"PASS {name}")
+    if _refusal:
+        raise CheckFailed(f"FAIL {name}: {_refusal}")
+    if _truth(passed):
+        _print(f"PASS {name}")
         return
     raise CheckFailed(f"FAIL {name}" + (f": {detail}" if detail else ""))
+
+
+def plain(value) -> "_np.ndarray":
+    """``value`` as a new float64 numpy array, via functions captured before any answer ran.
+
+    Accepts Python bool/int/float, numpy arrays and scalars, torch tensors (any
+    device; a subclass is read through the base class, so its overrides are
+    not called), and (nested) lists/tuples of these. Raises
+    :class:`NotPlainValue` for anything else.
+    """
+    t = _type(value)
+    if t in _PLAIN_SCALARS:
+        return _np_array(_float(value), dtype=_np_float64)
+    if _torch is not None and _isinstance(value, _TensorBase):
+        with _NoTorchFunction():
+            if _t_is_complex(value):
+                raise NotPlainValue("a complex tensor; compare real values")
+            base = _t_resolve_neg(_t_resolve_conj(_t_detach(value)))
+            return _np_array(_t_numpy(_t_to(_t_cpu(base), _float64)), dtype=_np_float64, copy=True)
+    if _isinstance(value, (_ndarray, _np_generic)):
+        arr = _np_array(value, dtype=_np_float64, copy=True, subok=False)
+        if _type(arr) is not _ndarray:
+            raise NotPlainValue(f"an array of type {t.__name__}")
+        return arr
+    if t is list or t is tuple:
+        parts = [plain(v) for v in value]
+        return _np_array(parts, dtype=_np_float64) if parts else _np_array([], dtype=_np_float64)
+    raise NotPlainValue(f"a {t.__module__}.{t.__qualname__}: give numbers, arrays or tensors")
+
+
+def _as_plain(label: str, value):
+    try:
+        arr = plain(value)
+        return _ndarray_tolist(arr), _ndarray_shape(arr)
+    except NotPlainValue as exc:
+        raise CheckFailed(f"{label} is {exc}") from None
+    except ValueError as exc:  # ragged nested lists
+        raise CheckFailed(f"{label} cannot be read as an array: {exc}") from None
+
+
+def _flat(x):
+    if _type(x) is list:
+        out = []
+        for v in x:
+            out += _flat(v)
+        return out
+    return [x]
+
+
+def close(actual, expected, *, rtol: float = 1e-5, atol: float = 1e-8) -> bool:
+    """True when ``actual`` and ``expected`` have the same shape and
+    ``|actual - expected| <= atol + rtol * |expected|`` everywhere (NaN only where NaN).
+
+    Both are read with :func:`plain`; a value that is not a plain number, array
+    or tensor makes the check fail with a reason.
+    """
+    a, a_shape = _as_plain("the value checked", actual)
+    e, e_shape = _as_plain("the expected value", expected)
+    if a_shape != e_shape:
+        return False
+    for x, y in _zip(_flat(a), _flat(e)):
+        if _isnan(x) or _isnan(y):
+            if not (_isnan(x) and _isnan(y)):
+                return False
+            continue
+        if x == y:
+            continue  # equal infinities included
+        if not (_isfinite(x) and _isfinite(y)) or _abs(x - y) > atol + rtol * _abs(y):
+            return False
+    return True
+
+
+def equal(actual, expected) -> bool:
+    """True when ``actual`` and ``expected`` have the same shape and exactly the same values."""
+    return close(actual, expected, rtol=0.0, atol=0.0)
+
+
+def same(actual, expected) -> bool:
+    """Exact equality for plain Python data (str, bool, int, float, None, tuples and lists of
+    them), compared without calling any method of ``actual``: a forged ``__eq__`` is not used."""
+    t = _type(actual)
+    if t is not _type(expected) and not (t in (int, float) and _type(expected) in (int, float)):
+        return False
+    if t in (list, tuple):
+        return _len(actual) == _len(expected) and _all(same(x, y) for x, y in _zip(actual, expected))
+    if t in (str, bool, int, float) or actual is None:
+        return actual == expected  # both exact built-in types: their own comparison
+    return False

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -39,10 +41,45 @@ def _course_root_or_exit(explicit: str | None) -> Path:
 # lab
 # ---------------------------------------------------------------------------
 
+def course_bin_dir() -> str:
+    """The folder of the Python running the course (``.venv/bin``): where ``nodecourse`` is.
+
+    ``sys.executable`` is taken as it is, symlinks not resolved, since a venv's
+    python is a link to the base interpreter, whose folder has no ``nodecourse``.
+    """
+    return os.path.dirname(sys.executable)
+
+
+def lab_environment(environ: dict | None = None) -> dict:
+    """The environment of the JupyterLab server: ``environ`` (default ``os.environ``) with
+    :func:`course_bin_dir` first on ``PATH``, so that ``nodecourse grade ...`` works in
+    JupyterLab's terminals and notebooks' ``!`` commands as the lessons spell it."""
+    env = dict(os.environ if environ is None else environ)
+    bin_dir = course_bin_dir()
+    rest = [p for p in env.get("PATH", "").split(os.pathsep) if p and p != bin_dir]
+    env["PATH"] = os.pathsep.join([bin_dir, *rest])
+    return env
+
+
+def _terminal_shell(environ: dict) -> list[str]:
+    """The shell of JupyterLab's terminals: the user's, *not* as a login shell.
+
+    Started without a terminal (``make course``, Binder), JupyterLab runs ``$SHELL -l``,
+    and a login shell reads /etc/profile, which on Debian-like systems sets PATH
+    from scratch and drops the course's bin folder. An interactive shell keeps the
+    server's PATH (and still reads ~/.bashrc).
+    """
+    shell = environ.get("SHELL") or shutil.which("bash") or shutil.which("sh") or "sh"
+    return [shell]
+
+
 def lab_command(args: argparse.Namespace, extra: Sequence[str]) -> list[str]:
     """The JupyterLab command line ``nodecourse lab`` runs (in the course root)."""
     root = _course_root_or_exit(args.root)
     cmd = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={root}"]
+    if not any("terminado_settings" in e for e in extra):  # the user's own choice wins
+        shell = json.dumps({"shell_command": _terminal_shell(dict(os.environ))})
+        cmd.append(f"--ServerApp.terminado_settings={shell}")
     start = root / START_NOTEBOOK
     if start.is_file():
         cmd.append(str(START_NOTEBOOK))  # opened in the first tab, relative to root_dir
@@ -63,12 +100,15 @@ def run_lab(args: argparse.Namespace, extra: Sequence[str]) -> int:
     cmd = lab_command(args, extra)
     root = _course_root_or_exit(args.root)
     if args.dry_run:
-        print(" ".join(cmd))
+        print(shlex.join(cmd))
         return 0
     if not (root / START_NOTEBOOK).is_file():
         print(f"warning: {root / START_NOTEBOOK} not found; opening the file browser instead", file=sys.stderr)
+    print("Starting JupyterLab. It prints a URL with ?token=... below: open that URL, or paste the "
+          "token into the login page's 'Password or token' box. In its terminal (File > New > "
+          f"Terminal), `nodecourse` is on the PATH ({course_bin_dir()}).", file=sys.stderr, flush=True)
     try:
-        return subprocess.call(cmd, cwd=root)
+        return subprocess.call(cmd, cwd=root, env=lab_environment())
     except KeyboardInterrupt:
         return 130
 
@@ -107,11 +147,11 @@ def run_build(args: argparse.Namespace) -> int:
         return 1
     for line in report.lines():
         print(line)
-    if not (report.written or report.unchanged or report.stale or report.missing):
+    if not (report.written or report.unchanged or report.stale or report.missing or report.kept):
         print(f"no solution notebooks in {solutions}")
     if args.check:
         return 0 if report.up_to_date else 1
-    return 0
+    return 1 if report.kept else 0  # a learner's notebook was left as it is: say so in the status
 
 
 def _jsonable(value):
@@ -234,21 +274,34 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--root", default=None, help="the course folder (default: found from the current directory)")
     p.add_argument("--dry-run", action="store_true", help="print the jupyter command instead of running it")
 
-    p = sub.add_parser("grade", help="grade exercise notebooks (exit 0 only when every check passes)")
+    p = sub.add_parser(
+        "grade", help="grade exercise notebooks (exit 0 only when every check passes)",
+        description="Grade exercise notebooks. Only the answer cells of NOTEBOOK are used: they are put "
+                    "into a fresh build of solutions/<same name>.ipynb (the reference, never the files in "
+                    "exercises/, which learners edit) and run in a new kernel. Exit 0 only when every check "
+                    "passes. The trust model (what this guarantees) is in CONTRIBUTING.md.")
     p.add_argument("notebooks", nargs="+", metavar="NOTEBOOK")
     p.add_argument("--timeout", type=float, default=DEFAULT_CELL_TIMEOUT_S,
-                   help=f"seconds each cell may run (default {DEFAULT_CELL_TIMEOUT_S})")
+                   help=f"seconds each cell may run (default {DEFAULT_CELL_TIMEOUT_S}); after a timeout the "
+                        "kernel is restarted and the cells that passed are replayed")
     p.add_argument("--reference", default=None,
-                   help="the exercise to grade against (default: exercises/<same name>.ipynb)")
+                   help="the exercise to grade against (default: a fresh build from "
+                        "solutions/<same name>.ipynb; without one, grading stops with an error)")
     p.add_argument("--json", action="store_true", help="print the rows as a JSON list")
     p.add_argument("--keep", default=None, metavar="DIR",
-                   help="leave the assembled notebook in DIR (to see exactly what was run)")
+                   help="write the assembled notebook and the outcomes into DIR, a new or empty folder "
+                        "(to see exactly what was run)")
 
     sub.add_parser("check", help="report the environment (torch, devices, widgets, data, mode)")
 
-    p = sub.add_parser("build", help="build exercises/ from solutions/")
+    p = sub.add_parser("build", help="build exercises/ from solutions/ (for course authors)",
+                       description="Build exercises/ from solutions/. An exercise whose answer cells differ "
+                                   "from the stubs (a learner's work) is never overwritten: the build names "
+                                   "those cells, leaves the file as it is and exits 1. Learners never need "
+                                   "this command: the grader builds its reference itself.")
     p.add_argument("--check", action="store_true",
-                   help="write nothing; exit 1 if an exercise is stale, missing or orphaned")
+                   help="write nothing; exit 1 if an exercise is stale (an older build), holds a learner's "
+                        "answers, is missing or is orphaned")
     p.add_argument("--solutions", default=None, help="solutions folder (default: <root>/solutions)")
     p.add_argument("--exercises", default=None, help="exercises folder (default: <root>/exercises)")
     p.add_argument("--root", default=None, help="the course folder (default: found from the current directory)")
@@ -278,6 +331,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
+    if args.command != "check":  # `check` reports the choice from the environment as it is
+        from nodecourse.config import use_course_threads
+
+        # One place picks torch's CPU threads (nodecourse.config.thread_choice); it also sets
+        # OMP_NUM_THREADS for what this command starts: JupyterLab's kernels, the grader's nbval run.
+        try:
+            use_course_threads()
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     if args.command == "lab":
         if extra and extra[0] == "--":
             extra = extra[1:]

@@ -1,6 +1,7 @@
 """The environment report behind ``nodecourse check``.
 
-One line per item: Python, torch and the devices it sees, the notebook stack
+One line per item: Python, torch, the devices it sees and the CPU threads the
+course uses (:func:`nodecourse.config.thread_choice`), the notebook stack
 (JupyterLab, ipywidgets and the JupyterLab widget manager, nbval), the data
 (PhysioNet found, or the synthetic stand-in) and the mode (quick or full).
 Items marked essential make ``nodecourse check`` exit non-zero when missing.
@@ -77,7 +78,13 @@ def _torch_items() -> list[Item]:
     if torch.cuda.is_available():
         detail += f" (cuda: {torch.cuda.get_device_name(0)}, {torch.cuda.device_count()} device(s))"
     items.append(Item("devices", detail, True, True))
-    items.append(Item("torch threads", str(torch.get_num_threads()), True, False))
+    from nodecourse.config import thread_choice
+
+    try:
+        choice = thread_choice().describe()
+    except ValueError as exc:  # a bad NODECOURSE_THREADS: say so, with the fix
+        return items + [Item("torch threads", f"{torch.get_num_threads()} (torch's default)", False, False, str(exc))]
+    items.append(Item("torch threads", choice, True, False))
     return items
 
 

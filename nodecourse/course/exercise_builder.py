@@ -10,11 +10,20 @@
   ``check("<check-id>", passed, detail)`` once (:func:`nodecourse.course.checks.check`).
 
 The builder replaces every solution region by one
-``raise NotImplementedError(...)`` line at the marker's indentation, gives each
-check cell its expected output (``PASS <check-id>``, the line the check prints
-on success, compared by the grader), clears every other output, and writes the result
-byte-for-byte deterministically, so that a fresh build of an unchanged
-solution equals the committed exercise (``nodecourse build --check``).
+``raise NotImplementedError(...)`` line at the marker's indentation, clears
+every output (a learner never sees ``PASS`` under a task they have not done),
+and writes the result byte-for-byte deterministically, so that a fresh build
+of an unchanged solution equals the committed exercise (``nodecourse build
+--check``). The grader's reference is the same build with each check cell's
+expected output (``PASS <check-id>``, the line the check prints on success)
+put back: :func:`build_reference`, :func:`with_check_outputs`.
+
+A build never overwrites a learner's work: an exercise whose answer cells
+differ from the stubs (or that has cells the build does not make) is left
+as it is, and the report names those cells (:func:`learner_work`). Refusing,
+rather than backing the file up and replacing it, keeps the learner's work in
+the file they have open: JupyterLab holds an open notebook in memory, and
+replacing the file under it invites the next autosave to undo one or the other.
 """
 from __future__ import annotations
 
@@ -165,6 +174,8 @@ def build_exercise(solution, *, name: str = "<notebook>"):
     """Return the exercise notebook built from a solution notebook (not modified).
 
     ``solution``: an ``nbformat`` v4 notebook. ``name`` is used in error messages.
+    The exercise has no outputs at all; the grader compares against
+    :func:`build_reference`.
     """
     nb = copy.deepcopy(solution)
     for key in _VOLATILE_NOTEBOOK_METADATA:
@@ -221,11 +232,8 @@ def build_exercise(solution, *, name: str = "<notebook>"):
                     f"'{CHECK_OUTPUT_MARKER}' so that its output is compared"
                 )
             seen_checks[cid] = index
-            cell.outputs = _check_reference_outputs(cell, where=where, cid=cid)
-            # nbval only compares outputs of cells that were run, so the
-            # reference needs an execution count; the code-cell ordinal is
-            # deterministic.
-            cell.execution_count = n_code
+            _check_reference_outputs(cell, where=where, cid=cid)  # validates saved outputs
+            cell.outputs, cell.execution_count = [], None  # see with_check_outputs
         else:
             if _has_marker(cell.source):
                 raise ExerciseFormatError(
@@ -246,6 +254,34 @@ def build_exercise(solution, *, name: str = "<notebook>"):
     return nb
 
 
+def with_check_outputs(exercise):
+    """A copy of ``exercise`` in which each check cell holds its expected output.
+
+    That is the grader's reference: nbval compares a ``# NBVAL_CHECK_OUTPUT``
+    cell's output with the saved one, and only for cells that were run, so each
+    check cell also gets an execution count (its code-cell ordinal:
+    deterministic). Works on a built exercise or on any notebook with check
+    cells; outputs already there are replaced by the derived ``PASS <id>``.
+    """
+    nb = copy.deepcopy(exercise)
+    n_code = 0
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        n_code += 1
+        cid = check_id(cell)
+        if cid:
+            cell.outputs = expected_check_output(cid)
+            cell.execution_count = n_code
+    return nb
+
+
+def build_reference(solution, *, name: str = "<notebook>"):
+    """The notebook the grader compares against: :func:`build_exercise` plus each
+    check cell's expected output (:func:`with_check_outputs`)."""
+    return with_check_outputs(build_exercise(solution, name=name))
+
+
 def notebook_text(nb) -> str:
     """Serialise a notebook deterministically (sorted keys, one-space indent, final newline)."""
     text = nbformat.writes(nb, version=4)
@@ -260,28 +296,87 @@ def build_text(solution_path: Path) -> str:
 
 
 # ---------------------------------------------------------------------------
+# A learner's work in an exercise
+# ---------------------------------------------------------------------------
+
+def learner_work(current, fresh) -> list[str]:
+    """What ``current`` (an exercise on disk) holds that a build would lose, as names.
+
+    ``fresh``: the exercise a build would write. Names: ``answer '<task>'`` for
+    each answer cell whose source differs from the fresh stub (or whose task
+    the fresh build no longer has), and ``added cell N`` for each cell the
+    learner inserted: an id the build does not make (nbformat 4.5 cell ids;
+    JupyterLab gives a new cell a new id) and text found nowhere in the build.
+    An edited lesson text or setup cell is an older build, not work: the
+    solution is its source. Outputs, execution counts and metadata do not
+    count either. Empty: nothing would be lost.
+    """
+    stubs = {answer_id(c): c.source for c in fresh.cells if answer_id(c)}
+    fresh_ids = {c.get("id") for c in fresh.cells}
+    fresh_sources = {c.source for c in fresh.cells}
+    found = []
+    for index, cell in enumerate(current.cells):
+        task = answer_id(cell)
+        if task:
+            if stubs.get(task) != cell.source:
+                found.append(f"answer {task!r}")
+        elif cell.get("id") not in fresh_ids and cell.source.strip() and cell.source not in fresh_sources \
+                and not check_id(cell):
+            found.append(f"added cell {index}")
+    return found
+
+
+def _learner_work_in(dest: Path, fresh_text: str) -> list[str] | None:
+    """:func:`learner_work` of the file ``dest``; None when it cannot be read as a
+    notebook (then it is not overwritten either: it may be the learner's)."""
+    try:
+        current = nbformat.reads(dest.read_text(encoding="utf-8"), as_version=4)
+    except Exception:  # nbformat raises several types for a broken file
+        return None
+    return learner_work(current, nbformat.reads(fresh_text, as_version=4))
+
+
+# ---------------------------------------------------------------------------
 # Building a directory
 # ---------------------------------------------------------------------------
 
+_LEARNER_COPY = re.compile(r"^(?P<stem>.+)-Copy\d+$")  # JupyterLab's "Duplicate": X-Copy1.ipynb
+
+
 @dataclass
 class BuildReport:
-    """What a build did (or, with ``check=True``, would do)."""
+    """What a build did (or, with ``check=True``, would do).
+
+    ``kept``: exercises not written because they hold a learner's work, each
+    with the names of the cells that differ (:func:`learner_work`).
+    """
 
     written: list[Path] = field(default_factory=list)
     unchanged: list[Path] = field(default_factory=list)
     stale: list[Path] = field(default_factory=list)
     missing: list[Path] = field(default_factory=list)
     orphans: list[Path] = field(default_factory=list)
+    kept: dict[Path, list[str]] = field(default_factory=dict)
+    checked: bool = False
 
     @property
     def up_to_date(self) -> bool:
-        return not (self.stale or self.missing or self.orphans)
+        return not (self.stale or self.missing or self.orphans or self.kept)
 
     def lines(self) -> list[str]:
         out = [f"wrote      {p}" for p in self.written]
         out += [f"up to date {p}" for p in self.unchanged]
-        out += [f"STALE      {p} (differs from a fresh build; run `nodecourse build`)" for p in self.stale]
+        out += [f"STALE      {p} (an older build, no answers in it; run `nodecourse build`)" for p in self.stale]
         out += [f"MISSING    {p} (no exercise built yet; run `nodecourse build`)" for p in self.missing]
+        for p, work in self.kept.items():
+            what = ", ".join(work) if work else "it cannot be read as a notebook"
+            copy_name = p.with_name(f"{p.stem}-Copy1{p.suffix}")
+            verb = "build will not overwrite it" if self.checked else "NOT overwritten"
+            out.append(
+                f"ANSWERS    {p} has a learner's work ({what}); {verb}. To get a fresh exercise, "
+                f"move it aside first, e.g. `mv {p} {copy_name}` (the grader grades {copy_name.name} "
+                f"against {p.name}), then run `nodecourse build` again"
+            )
         out += [f"ORPHAN     {p} (no solution of that name; delete it or add the solution)"
                 for p in self.orphans]
         return out
@@ -296,8 +391,12 @@ def build(
 ) -> BuildReport:
     """Build ``exercises_dir/X.ipynb`` from every ``solutions_dir/X.ipynb``.
 
-    With ``check=True`` nothing is written; the report lists stale, missing and
-    orphaned exercises. ``names`` restricts the build to those file names.
+    An existing exercise that holds a learner's work (answer cells that differ
+    from the stubs, cells of their own: :func:`learner_work`) is never
+    overwritten; it is reported in ``kept``. With ``check=True`` nothing is
+    written; the report lists stale (an older build, no answers), kept (a
+    learner's answers), missing and orphaned exercises. ``names`` restricts
+    the build to those file names.
     """
     solutions_dir, exercises_dir = Path(solutions_dir), Path(exercises_dir)
     if not solutions_dir.is_dir():
@@ -305,7 +404,7 @@ def build(
             f"solutions_dir={str(solutions_dir)!r} is not a directory; "
             "run from the course root or pass --solutions"
         )
-    report = BuildReport()
+    report = BuildReport(checked=check)
     sources = sorted(solutions_dir.glob("*.ipynb"))
     if names is not None:
         wanted = set(names)
@@ -322,13 +421,24 @@ def build(
         current = dest.read_text(encoding="utf-8") if dest.is_file() else None
         if current == text:
             report.unchanged.append(dest)
-        elif check:
+            continue
+        if current is not None:
+            work = _learner_work_in(dest, text)
+            if work is None or work:
+                report.kept[dest] = work or []
+                continue
+        if check:
             (report.stale if current is not None else report.missing).append(dest)
         else:
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_text(text, encoding="utf-8", newline="\n")
             report.written.append(dest)
     if names is None and exercises_dir.is_dir():
-        source_names = {p.name for p in sources}
-        report.orphans = sorted(p for p in exercises_dir.glob("*.ipynb") if p.name not in source_names)
+        source_stems = {p.stem for p in sources}
+
+        def is_orphan(path: Path) -> bool:
+            copy_of = _LEARNER_COPY.match(path.stem)
+            return path.stem not in source_stems and not (copy_of and copy_of["stem"] in source_stems)
+
+        report.orphans = sorted(p for p in exercises_dir.glob("*.ipynb") if is_orphan(p))
     return report

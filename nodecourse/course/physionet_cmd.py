@@ -55,7 +55,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _fail(msg: str) -> int:
-    print(f"error: {msg}", file=sys.stderr)
+    """Print ``msg`` as one line on stderr; return the exit code 2."""
+    print("error: " + " ".join(str(msg).split()), file=sys.stderr)
     return 2
 
 
@@ -104,8 +105,10 @@ def main(args: argparse.Namespace) -> int:
                 eval_raw = physionet.load(args.eval, path=args.data, quantization=args.quantization,
                                           download=args.download, allow_synthetic=synthetic,
                                           progress=verbose, verbose=verbose)
-    except (FileNotFoundError, ValueError, RuntimeError) as exc:
-        return _fail(str(exc))
+    except (physionet.PhysioNetError, OSError, ValueError, RuntimeError) as exc:
+        # every loader error (damaged archive, no usable record, failed download, a
+        # split that cannot be made) is one line and exit code 2, never a traceback
+        return _fail(f"{type(exc).__name__}: {exc}")
     for w in caught:  # the synthetic warning must be seen, also with --json (on stderr)
         print(f"warning: {w.message}", file=sys.stderr)
 
@@ -123,7 +126,8 @@ def main(args: argparse.Namespace) -> int:
         "seconds": round(seconds, 1), "cpu_seconds": round(result.cpu_seconds, 1), "model": args.model, "seed": args.seed, "epochs": epochs,
         "mode": "quick" if quick else "full", "train": args.train, "eval": args.eval,
         "data_source": data.report.source, "synthetic": synthetic,
-        "skipped_records": data.report.n_skipped, "threads": torch.get_num_threads(),
+        "skipped_records": data.report.n_skipped, "missing_records": len(data.report.missing),
+        "threads": torch.get_num_threads(),
         "solver": result.solver,
     }
     if args.json:

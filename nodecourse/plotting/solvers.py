@@ -3,7 +3,6 @@ per-sample work. Each takes plain measured numbers (lists or dicts) and returns 
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -30,16 +29,29 @@ def plot_convergence(results: Sequence[dict], *, title: str = "Convergence order
 
 @dataclass
 class StepTrace:
-    """Every step an adaptive explicit solve attempted: start time, size, accepted or not.
+    """Every step a solve attempted: start time, size, error ratio, accepted or not.
 
-    ``t_start``, ``h`` and ``accepted`` are lists of equal length, in the order the solver tried them.
+    ``t_start``, ``h``, ``error_ratio`` and ``accepted`` are lists of equal length, in the order
+    the solver tried them, copied from the solver's own record (``odeint(..., record_steps=True)``).
     """
 
     method: str
     t_start: list[float] = field(default_factory=list)
     h: list[float] = field(default_factory=list)
     accepted: list[bool] = field(default_factory=list)
+    error_ratio: list[float] = field(default_factory=list)
     stats: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_solution(cls, sol) -> "StepTrace":
+        """The trace of a :class:`~nodecourse.Solution` solved with ``record_steps=True``."""
+        if sol.steps is None:
+            raise ValueError("this solution has no step record: solve with odeint(..., record_steps=True)")
+        rec = sol.steps
+        if rec.per_sample:
+            raise ValueError("a per_sample=True record has one column per element; plot one trajectory")
+        return cls(sol.method, list(rec.t0), [abs(h) for h in rec.h], list(rec.accepted), list(rec.error_ratio),
+                   dict(sol.stats))
 
     @property
     def n_accepted(self) -> int:
@@ -50,49 +62,14 @@ class StepTrace:
         return len(self.accepted) - self.n_accepted
 
 
-def trace_adaptive_steps(func, y0: torch.Tensor, t: torch.Tensor, *, method: str = "dopri5",
-                         rtol: float = 1e-6, atol: float = 1e-8, **odeint_kwargs) -> StepTrace:
-    """Solve with an adaptive explicit pair and recover each attempted step from the times ``func``
-    was called at.
+def trace_steps(func, y0: torch.Tensor, t: torch.Tensor, *, method="dopri5", rtol: float = 1e-6,
+                atol: float = 1e-8, **odeint_kwargs) -> StepTrace:
+    """Solve with ``record_steps=True`` and return the solver's own record of its steps as a
+    :class:`StepTrace` (any method; ``method`` may be a ``ButcherTableau``)."""
+    from nodecourse import odeint
 
-    A first-same-as-last pair (bosh3, dopri5) makes ``stages - 1`` new evaluations per attempted
-    step, at ``t0 + c_i h`` with the last at ``t0 + h``; from those times the start and size of
-    every attempt follow, and an attempt was accepted when the next one starts where it ended.
-    The counts are checked against the solver's own stats (``n_accepted``, ``n_rejected``) and a
-    mismatch raises, so the trace never disagrees silently with the solver.
-    """
-    from nodecourse import SOLVERS, odeint
-
-    spec = SOLVERS[method]
-    tab = spec.tableau
-    if spec.kind != "adaptive" or not tab.fsal:
-        raise ValueError(f"method={method!r}: tracing needs an adaptive first-same-as-last pair "
-                         f"({[n for n, s in SOLVERS.items() if s.kind == 'adaptive']})")
-    times: list[float] = []
-
-    def recording(tt, y):
-        times.append(float(tt))
-        return func(tt, y)
-
-    sol = odeint(recording, y0, t, method=method, rtol=rtol, atol=atol, **odeint_kwargs)
-    per_step = tab.stages - 1
-    n_attempts = sol.stats["n_steps"]
-    calls = times[len(times) - per_step * n_attempts:]  # drop f(t0) and the first-step estimate
-    trace = StepTrace(method, stats=dict(sol.stats))
-    c1 = tab.c[1]
-    for k in range(n_attempts):
-        chunk = calls[k * per_step:(k + 1) * per_step]
-        h = (chunk[-1] - chunk[0]) / (1.0 - c1)
-        trace.t_start.append(chunk[-1] - h)
-        trace.h.append(h)
-    for k in range(n_attempts):
-        nxt = trace.t_start[k + 1] if k + 1 < n_attempts else None
-        same_start = nxt is not None and math.isclose(nxt, trace.t_start[k], rel_tol=1e-9, abs_tol=1e-12)
-        trace.accepted.append(not same_start if nxt is not None else sol.success)
-    if (trace.n_accepted, trace.n_rejected) != (sol.stats["n_accepted"], sol.stats["n_rejected"]):
-        raise RuntimeError(f"step trace ({trace.n_accepted} accepted, {trace.n_rejected} rejected) disagrees "
-                           f"with the solver's stats {sol.stats}")
-    return trace
+    sol = odeint(func, y0, t, method=method, rtol=rtol, atol=atol, record_steps=True, **odeint_kwargs)
+    return StepTrace.from_solution(sol)
 
 
 def plot_step_sizes(traces: Sequence[StepTrace], *, title: str = "Step size along the solution",
@@ -163,4 +140,4 @@ def plot_work_per_input(labels: Sequence[str], nfe_batched: Sequence[int], nfe_p
 
 
 __all__ = ["StepTrace", "plot_convergence", "plot_step_sizes", "plot_tolerance_sweep",
-           "plot_work_per_input", "trace_adaptive_steps"]
+           "plot_work_per_input", "trace_steps"]

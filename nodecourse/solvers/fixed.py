@@ -1,4 +1,4 @@
-"""Fixed-step explicit Runge-Kutta integration (euler, midpoint, rk4).
+"""Fixed-step explicit Runge-Kutta integration (euler, midpoint, rk4, rk38, or a user tableau).
 
 Each output interval ``[t_i, t_{i+1}]`` is split into ``ceil(|dt| / step_size)``
 equal steps, so every output time is hit exactly (no interpolation error on
@@ -10,8 +10,10 @@ import math
 
 import torch
 
+from nodecourse.solvers.control import locate_nonfinite
+from nodecourse.solvers.record import OFF, Recorder
 from nodecourse.solvers.result import Status
-from nodecourse.solvers.rk import RKPlan, checked_slope
+from nodecourse.solvers.rk import CheckedFunc, RKPlan, time_tensor
 from nodecourse.solvers.tableaux import ButcherTableau
 
 FIXED_OPTIONS: dict = {}
@@ -22,17 +24,21 @@ def steps_per_interval(ts: list[float], step_size: float) -> list[int]:
     return [max(1, math.ceil(abs(b - a) / step_size - 1e-9)) for a, b in zip(ts[:-1], ts[1:])]
 
 
-def integrate_fixed(func, y0: torch.Tensor, ts: list[float], tab: ButcherTableau, *, step_size: float,
-                    max_steps: int, options: dict, checkpoint: bool = False):
+def integrate_fixed(func: CheckedFunc, y0: torch.Tensor, ts: list[float], tab: ButcherTableau, *,
+                    step_size: float, max_steps: int, options: dict, checkpoint: bool = False,
+                    recorder: Recorder = OFF):
     """Integrate through ``ts`` with a fixed step of at most ``step_size``.
 
     Returns ``(outputs, stats, status, message)`` as :func:`integrate_adaptive` does.
     """
     plan = RKPlan(tab, checkpoint=checkpoint)
     outputs = [y0]
-    nfe = n_steps = 0
-    stats = lambda: {"nfe": nfe, "n_steps": n_steps, "n_accepted": n_steps, "n_rejected": 0}
+    n_steps = 0
+    stats = lambda: {"nfe": func.nfe, "n_steps": n_steps, "n_accepted": n_steps, "n_rejected": 0}  # noqa: E731
     y = y0
+    recording = recorder.enabled
+    if recording:
+        recorder.start(y0)
     for (ta, tb), n in zip(zip(ts[:-1], ts[1:]), steps_per_interval(ts, step_size)):
         h = (tb - ta) / n
         for m in range(n):
@@ -40,22 +46,27 @@ def integrate_fixed(func, y0: torch.Tensor, ts: list[float], tab: ButcherTableau
                 return outputs, stats(), Status.MAX_STEPS, (
                     f"max_steps={max_steps} steps of size {abs(h):.3g} used, reached t={ta + m * h:.6g}; "
                     f"the interval needs {sum(steps_per_interval(ts, step_size))} steps")
-            # The first step checks func's output shape; later steps skip the wrapper.
-            y = plan.step_from(func if n_steps else _ShapeChecked(func), ta + m * h, h, y)
-            nfe += tab.stages
+            y_prev = y
+            y = plan.step_from(func, ta + m * h, h, y)
             n_steps += 1
+            if recording:
+                recorder.step(ta + m * h, h, math.nan, True, y_prev, y)
         # One host sync per output time (not per step) to catch NaN/inf early.
         if not bool(torch.isfinite(y).all()):
-            return outputs, stats(), Status.NON_FINITE, f"the state became NaN/inf between t={ta:.6g} and t={tb:.6g}"
+            done = stats()
+            return outputs, done, Status.NON_FINITE, _locate(func, plan, outputs[-1], ta, h, n)
         outputs.append(y)
     return outputs, stats(), Status.SUCCESS, ""
 
 
-class _ShapeChecked:
-    """``func`` with its output checked against the state's shape, dtype and device."""
-
-    def __init__(self, func):
-        self.func = func
-
-    def __call__(self, t, y):
-        return checked_slope(self.func(t, y), y)
+def _locate(func, plan: RKPlan, y: torch.Tensor, ta: float, h: float, n: int) -> str:
+    """Replay the failed interval without gradients, checking every stage: which time met NaN/inf."""
+    with torch.no_grad():
+        for m in range(n):
+            t0 = ta + m * h
+            y1, ks = plan._step(func, t0, h, y, func(time_tensor(t0, y), y))
+            where = locate_nonfinite(ks, y1, t0, h, plan.c)
+            if where is not None:
+                return f"{where[1]} at t={where[0]!r} (step {m + 1} of the interval starting at t={ta:.6g})"
+            y = y1
+    return f"the state became NaN/inf between t={ta:.6g} and t={ta + n * h:.6g}"

@@ -27,23 +27,32 @@ import math
 
 import torch
 
-from nodecourse.solvers.adaptive import underflows
+from nodecourse.solvers.control import CONTROL_OPTIONS, StepControl
+from nodecourse.solvers.record import OFF, Recorder
 from nodecourse.solvers.result import Status
-from nodecourse.solvers.rk import checked_slope, initial_step, step_factor, time_tensor
+from nodecourse.solvers.rk import time_tensor
+from nodecourse.solvers.tableaux import ButcherTableau
 
 IMPLICIT_OPTIONS = {
-    "safety": 0.9,
+    **CONTROL_OPTIONS,
     "ifactor": 5.0,
-    "dfactor": 0.2,
-    "first_step": None,
-    "max_step": math.inf,
     "newton_tol": 1e-2,  # Newton stops when the scaled RMS update is below newton_tol (relative to rtol/atol)
     "max_newton_iters": 8,
-    "max_nonfinite_retries": 8,
 }
 
-THETA = {"implicit_euler": 1.0, "trapezoid": 0.5}
-ORDER = {"implicit_euler": 1, "trapezoid": 2}
+
+def theta_of(tab: ButcherTableau) -> float:
+    """``theta`` of a two-stage theta-method tableau (explicit first stage ``f(t0, y0)``, implicit
+    second stage at ``t0 + h``, ``b`` equal to the last row): the only implicit form this
+    integrator runs. Raises ``ValueError`` naming what differs."""
+    A = tab.matrix
+    ok = (tab.stages == 2 and tuple(tab.c) == (0.0, 1.0) and A[0][0] == 0.0
+          and tuple(tab.b) == tuple(A[1]) and A[1][1] != 0.0)
+    if not ok:
+        raise ValueError(f"tableau {tab.name!r}: the implicit integrator runs two-stage theta methods "
+                         f"c=(0, 1), a=((0,), (1 - theta, theta)), b=(1 - theta, theta); got c={tab.c}, "
+                         f"a={tab.a}, b={tab.b}")
+    return A[1][1]
 
 
 def jacobian(func, t: float, y: torch.Tensor) -> torch.Tensor:
@@ -102,40 +111,42 @@ def newton_solve(func, t1: float, y0, f0, h: float, theta: float, jac, *, rtol, 
     return NewtonResult(y1, f1, max_iters, False)
 
 
-def integrate_implicit(func, y0: torch.Tensor, ts: list[float], method: str, *, rtol: float, atol: float,
-                       step_size, max_steps: int, options: dict):
-    """Integrate through ``ts`` with backward Euler or the trapezoidal rule.
+def integrate_implicit(func, y0: torch.Tensor, ts: list[float], spec, *, rtol: float, atol: float,
+                       step_size, max_steps: int, options: dict, recorder: Recorder = OFF):
+    """Integrate through ``ts`` with a theta method (``spec.tableau``, see :func:`theta_of`).
 
+    ``func`` is the shape-checked, counting :class:`~nodecourse.solvers.rk.CheckedFunc`.
     Returns ``(outputs, stats, status, message)`` as :func:`integrate_adaptive` does.
     Output times are hit exactly (steps are clipped to them).
     """
-    theta, order = THETA[method], ORDER[method]
+    tab = spec.tableau
+    theta = theta_of(tab)
     adaptive = step_size is None
-    direction = 1.0 if ts[-1] >= ts[0] else -1.0
+    ctl = StepControl(rtol=rtol, atol=atol, error_order=spec.error_order or tab.order + 1, options=options,
+                      t_start=ts[0], t_end=ts[-1], max_steps=max_steps)
+    err_weights = tab.b_err if (adaptive and spec.error_estimate == "embedded") else None
     t, y = ts[0], y0
-    f = checked_slope(func(time_tensor(t, y0), y0), y0)
-    c = {"nfe": 1, "n_acc": 0, "n_rej": 0, "newton": 0, "jac": 0, "newton_fail": 0}
+    f = func(time_tensor(t, y0), y0)
+    c = {"newton": 0, "jac": 0, "newton_fail": 0}
     outputs = [y0]
 
     def stats():
-        return {"nfe": c["nfe"], "n_steps": c["n_acc"] + c["n_rej"], "n_accepted": c["n_acc"],
-                "n_rejected": c["n_rej"], "n_newton_iters": c["newton"], "n_jacobians": c["jac"],
+        return {"nfe": func.nfe, "n_steps": ctl.n_accepted + ctl.n_rejected, "n_accepted": ctl.n_accepted,
+                "n_rejected": ctl.n_rejected, "n_newton_iters": c["newton"], "n_jacobians": c["jac"],
                 "n_newton_failures": c["newton_fail"]}
 
+    recording = recorder.enabled
+    if recording:
+        recorder.start(y0)
     if len(ts) == 1:
         return outputs, stats(), Status.SUCCESS, ""
     if not bool(torch.isfinite(f).all()):
         return outputs, stats(), Status.NON_FINITE, f"func(t0, y0) at t0={t} is not finite"
     if not adaptive:
-        h = direction * float(step_size)
-    elif options["first_step"] is not None:
-        h = direction * float(options["first_step"])
+        h = ctl.direction * float(step_size)
     else:
-        h, used = initial_step(func, t, y0, f, order, rtol, atol, direction)
-        c["nfe"] += used
-    h = direction * min(abs(h), options["max_step"])
+        h, _ = ctl.initial_step(func, t, y0, f)
     f_prev, h_prev = None, None  # slope and size of the previous accepted step (trapezoid estimate)
-    nonfinite_streak = 0
     jac = None  # df/dy, kept across steps while Newton converges quickly (refreshed when it slows)
     for next_i in range(1, len(ts)):
         target = ts[next_i]
@@ -144,65 +155,66 @@ def integrate_implicit(func, y0: torch.Tensor, ts: list[float], method: str, *, 
             h_fixed = (target - t) / n_sub
             h = h_fixed
         while t != target:
-            if c["n_acc"] + c["n_rej"] >= max_steps:
-                return outputs, stats(), Status.MAX_STEPS, (
-                    f"max_steps={max_steps} steps used, reached t={t:.6g} of [{ts[0]:.6g}, {ts[-1]:.6g}]")
-            remaining = target - t
-            last = abs(h) >= abs(remaining) * (1 - 1e-10)  # see adaptive.py
-            h_use = remaining if last else h
-            if underflows(t, h_use):
-                return outputs, stats(), Status.STEP_UNDERFLOW, (
-                    f"step size {abs(h_use):.3g} underflowed at t={t:.6g} after {c['newton_fail']} Newton "
-                    f"failures (options newton_tol={options['newton_tol']:g}, "
-                    f"max_newton_iters={options['max_newton_iters']}; Newton's tolerance scales with rtol/atol)")
-            t_new = target if last else t + h_use
+            if ctl.out_of_steps():
+                return (outputs, stats(), *ctl.max_steps_failure(t))
+            h_use, t_new = ctl.propose(t, h, target)
+            if ctl.underflows(t, h_use):
+                status, message = ctl.underflow_failure(t, h_use)
+                if status is Status.STEP_UNDERFLOW:
+                    message += (f" after {c['newton_fail']} Newton failures (options newton_tol="
+                                f"{options['newton_tol']:g}, max_newton_iters={options['max_newton_iters']}; "
+                                f"Newton's tolerance scales with rtol/atol)")
+                return outputs, stats(), status, message
             if jac is None:
                 jac = jacobian(func, t, y)
                 c["jac"] += 1
-                c["nfe"] += 1
             res = newton_solve(func, t_new, y, f, h_use, theta, jac, rtol=rtol, atol=atol,
                                tol=options["newton_tol"], max_iters=options["max_newton_iters"])
             c["newton"] += res.iters
-            c["nfe"] += res.iters + (1 if res.converged else 0)
             if not res.converged or res.iters > 3:
                 jac = None  # slow or failed Newton: the Jacobian is stale, refresh it next attempt
             if not res.converged:
-                c["n_rej"] += 1
                 c["newton_fail"] += 1
-                finite = bool(torch.isfinite(res.y1).all())
-                nonfinite_streak = nonfinite_streak + 1 if not finite else 0
-                if nonfinite_streak > options["max_nonfinite_retries"]:
-                    return outputs, stats(), Status.NON_FINITE, (
-                        f"func returned NaN/inf near t={t:.6g} even with |h|={abs(h_use):.3g}")
-                h = h_use * 0.25  # Newton failed: a smaller step makes the predictor better
+                if not bool(torch.isfinite(res.y1).all()):
+                    what = ("func returned NaN/inf" if not bool(torch.isfinite(res.f1).all())
+                            else "Newton's iterate became NaN/inf")
+                    h = ctl.reject_nonfinite(t_new, h_use, what)
+                    if recording:
+                        recorder.step(t, h_use, math.inf, False, y, res.y1)
+                    if ctl.gave_up():
+                        return (outputs, stats(), *ctl.nonfinite_failure(h_use))
+                else:
+                    h = ctl.reject(h_use, 0.25)  # Newton failed: a smaller step makes the predictor better
+                    if recording:
+                        recorder.step(t, h_use, math.nan, False, y, res.y1)
                 continue
-            nonfinite_streak = 0
-            accept, ratio = True, 0.0
+            ratio = math.nan
             if adaptive:
-                err = local_error(method, f, res.f1, h_use, f_prev, h_prev)
-                scale = torch.maximum(y.detach().abs(), res.y1.detach().abs()) * rtol + atol
-                ratio = float(torch.linalg.vector_norm(err / scale) / math.sqrt(max(err.numel(), 1)))
-                accept = math.isfinite(ratio) and ratio <= 1.0
+                if err_weights is not None:
+                    err = (res.f1.detach() * err_weights[1] + f.detach() * err_weights[0]) * h_use
+                else:
+                    err = local_error(f, res.f1, h_use, f_prev, h_prev)
+                ratio = ctl.error_ratio(err, y, res.y1)
+                if not math.isfinite(ratio):
+                    ratio = math.inf  # values are finite (checked above): only the ratio overflowed
+                accept, h = ctl.judge(ratio, h_use)
+            else:
+                accept, _ = ctl.judge(0.0, h_use)
+                h = h_fixed
+            if recording:
+                recorder.step(t, h_use, ratio, accept, y, res.y1)
             if accept:
-                c["n_acc"] += 1
                 f_prev, h_prev = f, h_use
                 t, y, f = t_new, res.y1, res.f1
-            else:
-                c["n_rej"] += 1
-            if adaptive:
-                factor = step_factor(ratio, order + 1, options["safety"], options["ifactor"],
-                                     options["dfactor"]) if math.isfinite(ratio) else options["dfactor"]
-                h = direction * min(abs(h_use * factor), options["max_step"])
-            elif accept:
-                h = h_fixed
         outputs.append(y)
     return outputs, stats(), Status.SUCCESS, ""
 
 
-def local_error(method: str, f0, f1, h: float, f_prev, h_prev) -> torch.Tensor:
-    """Local error estimate of a candidate step (no extra evaluations); shape of the state."""
+def local_error(f0, f1, h: float, f_prev, h_prev) -> torch.Tensor:
+    """The trapezoidal rule's local error estimate (``error_estimate="slope_history"``, no extra
+    evaluations; shape of the state). On the first step, the gap to backward Euler."""
     f0, f1 = f0.detach(), f1.detach()
-    if method == "implicit_euler" or f_prev is None:
+    if f_prev is None:
         return (f1 - f0) * (0.5 * h)
     # y''' ~ 2 * f[t_prev, t0, t1] (second divided difference of the slopes)
     dd = ((f1 - f0) / h - (f0 - f_prev.detach()) / h_prev) / (h + h_prev)

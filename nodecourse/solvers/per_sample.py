@@ -1,93 +1,75 @@
-"""Per-sample adaptive stepping: each batch element keeps its own time, step size and stats.
+"""Per-sample adaptive stepping: each batch element keeps its own time, step size, stats and status.
 
 The batch still moves together through ``func`` (one call per stage on the
 whole batch, as torchode does), but accept/reject and the next step size are
-decided per element, and an element stops once it reaches the last output
-time. So an easy input costs fewer of *its own* steps than a hard one, which a
-batch-wide step size hides. ``func`` receives ``t`` of shape ``(B,)``.
+decided per element by :class:`~nodecourse.solvers.control.BatchStepControl`
+(the same rules as the scalar control), and an element stops once it reaches
+the last output time or fails. So an easy input costs fewer of *its own* steps
+than a hard one, which a batch-wide step size hides. ``func`` receives ``t`` of
+shape ``(B,)``.
 """
 from __future__ import annotations
 
 import torch
 
-from nodecourse.solvers.result import Status
-from nodecourse.solvers.rk import RKPlan, checked_slope, combine
+from nodecourse.solvers.control import NONFIN, BatchStepControl
+from nodecourse.solvers.record import OFF, Recorder
+from nodecourse.solvers.rk import RKPlan, combine
 from nodecourse.solvers.tableaux import ButcherTableau
-
-_OK, _MAX, _UNDER, _NONFIN = 0, 1, 2, 3
-_CODE_TO_STATUS = {_OK: Status.SUCCESS, _MAX: Status.MAX_STEPS, _UNDER: Status.STEP_UNDERFLOW,
-                   _NONFIN: Status.NON_FINITE}
-
-
-def _rms(x: torch.Tensor) -> torch.Tensor:
-    """RMS over all but the first dimension: shape ``(B,)``."""
-    return x.detach().reshape(x.shape[0], -1).pow(2).mean(dim=1).sqrt()
 
 
 def integrate_per_sample(func, y0: torch.Tensor, ts: list[float], tab: ButcherTableau, *, rtol: float,
-                         atol: float, max_steps: int, options: dict):
+                         atol: float, max_steps: int, options: dict, recorder: Recorder = OFF):
     """Integrate a batch ``y0`` (shape ``(B, ...)``) with per-element step control.
 
     Returns ``(ys, stats, status, message)`` where ``ys`` has shape ``(len(ts), B, ...)``
-    (NaN where an element failed before an output time). ``stats`` holds batch totals
-    (``nfe`` = calls of func on the batch, ``n_batch_steps`` = batched step attempts,
-    ``n_accepted``/``n_rejected``/``n_steps`` summed over elements) and per-element
-    tensors ``nfe_per_sample``, ``n_accepted_per_sample``, ``n_rejected_per_sample``
-    (shape ``(B,)``) plus ``status_per_sample`` (a list of :class:`Status`).
+    (NaN where an element failed before an output time) and ``status`` is the worst
+    element's. ``stats`` holds batch totals (``nfe`` = calls of func on the batch,
+    ``n_batch_steps`` = batched step attempts, ``n_accepted``/``n_rejected``/``n_steps``
+    summed over elements) and per-element tensors of shape ``(B,)``: ``nfe_per_sample``,
+    ``n_steps_per_sample``, ``n_accepted_per_sample``, ``n_rejected_per_sample``,
+    ``t_reached_per_sample`` and ``status_per_sample`` (:attr:`Status.code` values).
     """
     plan = RKPlan(tab)
     B, dev, dtype = y0.shape[0], y0.device, y0.dtype
     t_dtype = torch.float32 if dev.type == "mps" else torch.float64  # mps has no float64
+    ctl = BatchStepControl(rtol=rtol, atol=atol, error_order=tab.error_order, options=options, t_start=ts[0],
+                           t_end=ts[-1], max_steps=max_steps, batch=B, device=dev, t_dtype=t_dtype)
     bshape = (B,) + (1,) * (y0.dim() - 1)
     n_out = len(ts)
-    direction = 1.0 if ts[-1] >= ts[0] else -1.0
+    direction = ctl.direction
     ts_t = torch.tensor(ts, dtype=t_dtype, device=dev)
+    nodes = torch.tensor(plan.c, dtype=t_dtype, device=dev)
     t_end = ts[-1]
-    eps = torch.finfo(t_dtype).eps
-    safety, ifactor, dfactor, max_step = options["safety"], options["ifactor"], options["dfactor"], options["max_step"]
+    recording = recorder.enabled
 
     t = torch.full((B,), ts[0], dtype=t_dtype, device=dev)
     y = y0
-    f = checked_slope(func(t.to(dtype), y), y, per_sample=True)
-    nfe = 1
+    f = func(t.to(dtype), y)
     nfe_each = torch.ones(B, dtype=torch.long, device=dev)
-    n_acc = torch.zeros(B, dtype=torch.long, device=dev)
-    n_rej = torch.zeros(B, dtype=torch.long, device=dev)
-    code = torch.zeros(B, dtype=torch.long, device=dev)
-    done = torch.zeros(B, dtype=torch.bool, device=dev)
-    streak = torch.zeros(B, dtype=torch.long, device=dev)
     idx = torch.ones(B, dtype=torch.long, device=dev)
     batch_index = torch.arange(B, device=dev)
     ys = torch.cat([y0.unsqueeze(0), torch.full((n_out - 1, *y0.shape), float("nan"), dtype=dtype, device=dev)])
     n_loops = 0
 
-    bad_start = ~torch.isfinite(_rms(f))
-    code = torch.where(bad_start, _NONFIN, code)
-    done = done | bad_start | (n_out == 1)
+    bad_start = ~torch.isfinite(f.detach().reshape(B, -1)).all(dim=1)
+    ctl.finish(bad_start, NONFIN, t)
+    if n_out == 1:
+        ctl.done[:] = True
 
-    if options["first_step"] is not None:
-        h = torch.full((B,), direction * float(options["first_step"]), dtype=t_dtype, device=dev)
-    else:
-        h = _initial_steps(func, t, y0, f, tab.order, rtol, atol, direction).to(t_dtype)
-        nfe += 1
-        nfe_each += 1
-    h = h.clamp(-max_step, max_step)
+    h, used = ctl.initial_step(func, t, y0, f)
+    nfe_each += used
 
-    while bool((~done).any()):
-        active = ~done
+    while bool((~ctl.done).any()):
+        active = ~ctl.done
         if n_loops >= max_steps:
-            code = torch.where(active, _MAX, code)
+            ctl.out_of_steps(t)
             break
         n_loops += 1
-        remaining = t_end - t
-        last = h.abs() >= remaining.abs() * (1 - 1e-10)  # see adaptive.py
-        h_use = torch.where(last, remaining, h)
-        under = active & (h_use.abs() <= 4 * eps * t.abs())
-        code = torch.where(under, _UNDER, code)
-        done = done | under
-        active = active & ~under
+        h_use, t_new, last = ctl.propose(t, h, t_end)
+        active = ctl.underflow(active, t, h_use)
         h_use = torch.where(active, h_use, torch.zeros_like(h_use))
-        t_new = torch.where(last, torch.full_like(t, t_end), t + h_use)
+        t_new = torch.where(active, t_new, t)
         hb = h_use.to(dtype).view(bshape)
 
         ks = [f]
@@ -96,26 +78,26 @@ def integrate_per_sample(func, y0: torch.Tensor, ts: list[float], tab: ButcherTa
             yi = torch.addcmul(y, hb, combine(None, ks, row, 1.0))
             ti = t_new if plan.c[i] == 1.0 else t + plan.c[i] * h_use
             ks.append(func(ti.to(dtype), yi))
-        nfe += plan.new_evals
         nfe_each += active.long() * plan.new_evals
         y1 = yi if plan.fsal else torch.addcmul(y, hb, combine(None, ks, plan.b, 1.0))
         if not plan.fsal:
             ks.append(func(t_new.to(dtype), y1))
-            nfe += 1
             nfe_each += active.long()
         err = hb * combine(None, ks, plan.err, 1.0)
-        scale = torch.maximum(y.detach().abs(), y1.detach().abs()) * rtol + atol
-        ratio = _rms(err / scale).to(t_dtype)
-        finite = torch.isfinite(ratio)
-        accept = active & finite & (ratio <= 1.0)
-        n_acc += accept.long()
-        n_rej += (active & ~accept).long()
-        streak = torch.where(active & ~finite, streak + 1, torch.where(active, torch.zeros_like(streak), streak))
-        gave_up = streak > options["max_nonfinite_retries"]
-        code = torch.where(gave_up & ~done, _NONFIN, code)
-        done = done | gave_up
+        ratio = ctl.error_ratio(err, y, y1)
+        bad_ratio = active & ~torch.isfinite(ratio)
+        if bool(bad_ratio.any()):  # rare: find which elements met NaN/inf, and when
+            nonfinite, t_bad = _locate_nonfinite(ks, y1, t, h_use, nodes)
+            nonfinite = nonfinite & active
+            # Finite values with an overflowing ratio (tolerance tiny for the error): a large error.
+            ratio = torch.where(bad_ratio & ~nonfinite, torch.full_like(ratio, float("inf")), ratio)
+        else:
+            nonfinite, t_bad = torch.zeros_like(active), t
+        accept, h_next = ctl.judge(active, ratio, nonfinite, t_bad, h_use)
+        if recording:
+            recorder.step(t, h_use, ratio, accept, y, y1, active)
 
-        # Outputs inside accepted steps, from the per-element quartic interpolant.
+        # Outputs inside accepted steps, from the per-element interpolant.
         dense = None
         while True:
             j = idx.clamp(max=n_out - 1)
@@ -134,51 +116,37 @@ def integrate_per_sample(func, y0: torch.Tensor, ts: list[float], tab: ButcherTa
         y = torch.where(acc_b, y1, y)
         f = torch.where(acc_b, ks[-1], f)
         t = torch.where(accept, t_new, t)
-        done = done | (accept & (idx >= n_out))
+        h = torch.where(active, h_next, h)
+        ctl.done = ctl.done | (accept & (idx >= n_out))
 
-        safe_ratio = torch.where(finite, ratio, torch.ones_like(ratio))
-        low = torch.where(safe_ratio <= 1.0, torch.ones_like(ratio), torch.full_like(ratio, dfactor))
-        factor = torch.minimum(torch.maximum(safety * safe_ratio.clamp_min(1e-300) ** (-1.0 / tab.order), low),
-                               torch.full_like(ratio, ifactor))
-        factor = torch.where(ratio == 0, torch.full_like(ratio, ifactor), factor)
-        factor = torch.where(finite, factor, torch.full_like(ratio, dfactor))
-        h = torch.where(active, (h_use * factor).clamp(-max_step, max_step), h)
-
-    statuses = [_CODE_TO_STATUS[c] for c in code.tolist()]
+    status, message = ctl.statuses()
+    n_acc, n_rej = ctl.n_accepted, ctl.n_rejected
     stats = {
-        "nfe": nfe,
+        "nfe": func.nfe,
         "n_batch_steps": n_loops,
         "n_accepted": int(n_acc.sum()),
         "n_rejected": int(n_rej.sum()),
         "n_steps": int(n_acc.sum() + n_rej.sum()),
         "nfe_per_sample": nfe_each,
+        "n_steps_per_sample": n_acc + n_rej,
         "n_accepted_per_sample": n_acc,
         "n_rejected_per_sample": n_rej,
-        "status_per_sample": statuses,
+        "t_reached_per_sample": t,
+        "status_per_sample": ctl.code,
     }
-    failed = [s for s in statuses if s is not Status.SUCCESS]
-    if not failed:
-        return ys, stats, Status.SUCCESS, ""
-    worst = next(s for s in (Status.NON_FINITE, Status.STEP_UNDERFLOW, Status.MAX_STEPS) if s in failed)
-    return ys, stats, worst, f"{len(failed)} of {B} batch elements failed ({worst.name} first); see stats['status_per_sample']"
+    return ys, stats, status, message
 
 
-def _initial_steps(func, t, y0, f0, order: int, rtol: float, atol: float, direction: float) -> torch.Tensor:
-    """Hairer's starting step for each element (shape ``(B,)``, signed); one batched evaluation."""
-    with torch.no_grad():
-        bshape = (y0.shape[0],) + (1,) * (y0.dim() - 1)
-        scale = y0.detach().abs() * rtol + atol
-        d0, d1 = _rms(y0 / scale), _rms(f0 / scale)
-        h0 = torch.where((d0 < 1e-5) | (d1 < 1e-5), torch.full_like(d0, 1e-6), 0.01 * d0 / d1.clamp_min(1e-300))
-        y1 = y0.detach() + (direction * h0).view(bshape) * f0.detach()
-        f1 = func((t + direction * h0.to(t.dtype)).to(y0.dtype), y1)
-        d2 = _rms((f1 - f0.detach()) / scale) / h0
-        small = (d1 <= 1e-15) & (d2 <= 1e-15)
-        h1 = torch.where(small, torch.clamp(h0 * 1e-3, min=1e-6),
-                         (0.01 / torch.maximum(d1, d2).clamp_min(1e-300)) ** (1.0 / order))
-        h = torch.minimum(100 * h0, h1)
-        h = torch.where(torch.isfinite(h) & (h > 0), h, torch.full_like(h, 1e-6))
-    return direction * h
+def _locate_nonfinite(ks, y1, t, h_use, nodes):
+    """Per element: whether a stage or the new state is NaN/inf, and the time of the first bad stage
+    (``t + h`` when only the state is bad). Shapes ``(B,)``."""
+    B = y1.shape[0]
+    stage_ok = torch.stack([torch.isfinite(k.detach().reshape(B, -1)).all(dim=1) for k in ks])
+    y1_ok = torch.isfinite(y1.detach().reshape(B, -1)).all(dim=1)
+    all_ok = stage_ok.all(dim=0)
+    first_bad = torch.where(all_ok, len(nodes) - 1, (~stage_ok).long().argmax(dim=0)).clamp(max=len(nodes) - 1)
+    t_bad = torch.where(all_ok, t + h_use, t + nodes[first_bad] * h_use)
+    return ~(all_ok & y1_ok), t_bad
 
 
 class _DenseBatch:

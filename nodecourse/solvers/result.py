@@ -20,6 +20,18 @@ class Status(enum.Enum):
         """What to try when a solve ends with this status."""
         return _REMEDIES[self]
 
+    @property
+    def code(self) -> int:
+        """Integer code used in per-sample status tensors: 0 success, 1 max steps, 2 underflow, 3 non-finite."""
+        return _CODES[self]
+
+    @classmethod
+    def from_code(cls, code: int) -> "Status":
+        return _FROM_CODE[int(code)]
+
+
+_CODES = {Status.SUCCESS: 0, Status.MAX_STEPS: 1, Status.STEP_UNDERFLOW: 2, Status.NON_FINITE: 3}
+_FROM_CODE = {v: k for k, v in _CODES.items()}
 
 _REMEDIES = {
     Status.SUCCESS: "nothing to do",
@@ -32,8 +44,9 @@ _REMEDIES = {
         "'implicit_euler', use float64 (y0.double()), or loosen rtol/atol"
     ),
     Status.NON_FINITE: (
-        "func returned NaN/inf: check func and y0 for NaN/inf, use float64 (y0.double()), "
-        "tighten rtol/atol so steps stay small, or try method='trapezoid' for stiff problems"
+        "func returned NaN/inf (or the state overflowed) at the time given: check func there (a log, sqrt "
+        "or division outside its domain? a solution that blows up?), use float64 (y0.double()), "
+        "or try method='trapezoid' for stiff problems"
     ),
 }
 
@@ -50,8 +63,12 @@ class Solution:
             ``n_accepted``, ``n_rejected``; implicit methods add ``n_newton_iters``,
             ``n_jacobians``; per-sample mode adds per-element tensors (shape ``(B,)``);
             ``gradient="checkpoint"`` adds ``nfe_backward``, the evaluations recomputed by
-            backward passes (updated as they run).
-        status: how the solve ended.
+            backward passes (updated as they run, in this same dict).
+        status: how the solve ended (per-sample mode: the worst element's).
+        steps: the solver's :class:`~nodecourse.solvers.record.StepRecord` when
+            ``record_steps`` was asked for, else None.
+        status_per_sample: per-sample mode only: a long tensor of shape ``(B,)`` of
+            :attr:`Status.code` values (see :meth:`sample_statuses`).
         method, rtol, atol: the settings used, echoed.
         message: a sentence describing a failure (empty on success).
     """
@@ -64,6 +81,14 @@ class Solution:
     rtol: Optional[float] = None
     atol: Optional[float] = None
     message: str = ""
+    steps: Optional[Any] = None
+    status_per_sample: Optional[torch.Tensor] = None
+
+    def sample_statuses(self) -> list[Status]:
+        """Per-sample mode: the status of each batch element, as :class:`Status` values."""
+        if self.status_per_sample is None:
+            raise ValueError("sample_statuses() needs a per_sample=True solve")
+        return [Status.from_code(c) for c in self.status_per_sample.tolist()]
 
     @property
     def success(self) -> bool:

@@ -1,5 +1,6 @@
-"""The pieces shared by the Runge-Kutta integrators: one step, the error norm,
-the step-size controller, the initial step and the dense-output polynomial.
+"""The pieces shared by the Runge-Kutta integrators: the shape-checked ``func``,
+one explicit step and the dense-output polynomial. (Step control lives in
+:mod:`nodecourse.solvers.control`.)
 
 Times and step sizes are Python floats (float64) on the host: the controller
 needs one scalar per step anyway, and keeping ``t`` and ``h`` off the device
@@ -8,7 +9,6 @@ saves a tensor operation for every stage. ``func`` still receives ``t`` as a
 """
 from __future__ import annotations
 
-import math
 from typing import Callable
 
 import torch
@@ -24,25 +24,51 @@ def time_tensor(value: float, like: torch.Tensor) -> torch.Tensor:
     return torch.scalar_tensor(value, dtype=like.dtype, device=like.device)
 
 
-def checked_slope(f, y: torch.Tensor, per_sample: bool = False) -> torch.Tensor:
-    """Return ``f`` (func's first output) after checking it is a tensor shaped like the state ``y``."""
+def _shape_error(f, shape, dtype, device, per_sample: bool) -> Exception:
     if not isinstance(f, torch.Tensor):
-        raise TypeError(f"func(t, y) returned {type(f).__name__}; it must return a tensor shaped like y "
-                        f"{tuple(y.shape)}")
-    if f.shape != y.shape:
+        return TypeError(f"func(t, y) returned {type(f).__name__}; it must return a tensor shaped like y "
+                         f"{tuple(shape)}")
+    if f.shape != shape:
         hint = (" In per_sample mode t has shape (B,): broadcast it, e.g. t[:, None] for y of shape (B, D)."
                 if per_sample else "")
-        raise ValueError(f"func(t, y) returned shape {tuple(f.shape)} for y of shape {tuple(y.shape)}; "
-                         f"dy/dt must have y's shape.{hint}")
-    if f.dtype != y.dtype or f.device != y.device:
-        raise ValueError(f"func(t, y) returned dtype {f.dtype} on {f.device} for y of dtype {y.dtype} on "
-                         f"{y.device}; return dy/dt in y's dtype and device (e.g. move func: func.to(y))")
+        return ValueError(f"func(t, y) returned shape {tuple(f.shape)} for y of shape {tuple(shape)}; "
+                          f"dy/dt must have y's shape.{hint}")
+    return ValueError(f"func(t, y) returned dtype {f.dtype} on {f.device} for y of dtype {dtype} on "
+                      f"{device}; return dy/dt in y's dtype and device (e.g. move func: func.to(y))")
+
+
+def checked_slope(f, y: torch.Tensor, per_sample: bool = False) -> torch.Tensor:
+    """Return ``f`` (func's output) after checking it is a tensor with ``y``'s shape, dtype and device."""
+    if not isinstance(f, torch.Tensor) or f.shape != y.shape or f.dtype != y.dtype or f.device != y.device:
+        raise _shape_error(f, y.shape, y.dtype, y.device, per_sample)
     return f
+
+
+class CheckedFunc:
+    """``func`` whose every output is checked against the state's shape and dtype (a tuple and
+    an attribute compare per call; the device is checked on the first call), with the same
+    named error as the first evaluation. Counts calls in :attr:`nfe`."""
+
+    __slots__ = ("func", "shape", "dtype", "device", "per_sample", "nfe")
+
+    def __init__(self, func, y0: torch.Tensor, per_sample: bool = False):
+        self.func = func
+        self.shape, self.dtype, self.device = y0.shape, y0.dtype, y0.device
+        self.per_sample = per_sample
+        self.nfe = 0
+
+    def __call__(self, t, y):
+        f = self.func(t, y)
+        self.nfe += 1
+        if type(f) is not torch.Tensor and not isinstance(f, torch.Tensor) or f.shape != self.shape \
+                or f.dtype != self.dtype or (self.nfe == 1 and f.device != self.device):
+            raise _shape_error(f, self.shape, self.dtype, self.device, self.per_sample)
+        return f
 
 
 def nonzero_rows(tab: ButcherTableau) -> list[list[tuple[int, float]]]:
     """For each stage i >= 1, the pairs ``(j, a_ij)`` with ``a_ij != 0`` (zeros cost an op otherwise)."""
-    return [[(j, a) for j, a in enumerate(row) if a != 0.0] for row in tab.a]
+    return [[(j, a) for j, a in enumerate(row) if a != 0.0] for row in tab.explicit_rows]
 
 
 def combine(base: torch.Tensor | None, ks: list[torch.Tensor], coeffs: list[tuple[int, float]], h: float):
@@ -117,52 +143,6 @@ class RKPlan:
         it only steers the step size)."""
         with torch.no_grad():
             return combine(None, ks, self.err, h)
-
-
-def error_ratio(err, y0, y1, rtol: float, atol: float) -> torch.Tensor:
-    """RMS of ``err / (atol + rtol * max(|y0|, |y1|))`` over all elements (0-d tensor).
-
-    A ratio <= 1 means the step meets the tolerance (same norm as torchdiffeq).
-    """
-    scale = torch.maximum(y0.detach().abs(), y1.detach().abs()).mul_(rtol).add_(atol)
-    return torch.linalg.vector_norm(err.detach() / scale) / math.sqrt(max(err.numel(), 1))
-
-
-def step_factor(ratio: float, order: int, safety: float, ifactor: float, dfactor: float) -> float:
-    """Multiplier for the next step size: ``safety * ratio**(-1/order)`` clipped to ``[dfactor, ifactor]``.
-
-    An accepted step (ratio <= 1) never shrinks the next one.
-    """
-    if ratio == 0.0:
-        return ifactor
-    low = 1.0 if ratio <= 1.0 else dfactor
-    return min(ifactor, max(safety * ratio ** (-1.0 / order), low))
-
-
-def initial_step(func: Func, t0: float, y0, f0, order: int, rtol: float, atol: float, direction: float):
-    """Hairer, Norsett & Wanner (Solving ODEs I, II.4) starting step; one extra evaluation of func.
-
-    Returns ``(h, nfe_used)`` with ``h`` signed by ``direction``.
-    """
-    def rms(x):
-        return float(torch.linalg.vector_norm(x.detach()) / math.sqrt(max(x.numel(), 1)))
-
-    with torch.no_grad():
-        scale = y0.detach().abs() * rtol + atol
-        d0 = rms(y0 / scale)
-        d1 = rms(f0 / scale)
-        h0 = 1e-6 if (d0 < 1e-5 or d1 < 1e-5) else 0.01 * d0 / d1
-        y1 = y0.detach() + (direction * h0) * f0.detach()
-        f1 = func(time_tensor(t0 + direction * h0, y0), y1)
-        d2 = rms((f1 - f0.detach()) / scale) / h0
-        if d1 <= 1e-15 and d2 <= 1e-15:
-            h1 = max(1e-6, h0 * 1e-3)
-        else:
-            h1 = (0.01 / max(d1, d2)) ** (1.0 / (order + 1))
-    h = min(100 * h0, h1)
-    if not math.isfinite(h) or h <= 0:
-        h = 1e-6
-    return direction * h, 1
 
 
 class DenseOutput:

@@ -1,9 +1,14 @@
 """``backend="torchdiffeq"``: the same call run through torchdiffeq, its work counted.
 
-NFE is counted by wrapping ``func``; accepted and rejected steps come from
-torchdiffeq's step callbacks. Differences worth knowing when comparing: its
-``rk4`` is the 3/8-rule variant, and its fixed-step methods step on one grid
-from ``t[0]`` and interpolate linearly to the output times.
+NFE is counted by wrapping ``func`` (whose every output is shape-checked with
+our own error message); steps, the step budget and the failure status come from
+torchdiffeq's step callbacks: ``callback_step`` sees each attempt's ``(t0, y0, dt)``
+before torchdiffeq's own checks run, so the wrapper stops the solve itself (an
+internal exception type) with the status it decided, never by reading
+torchdiffeq's assertion texts. Differences worth knowing when comparing are in
+each method's ``SolverSpec.torchdiffeq_differs`` (e.g. torchdiffeq's ``rk4`` is
+the 3/8 rule; its fixed-step methods step on one grid from ``t[0]`` and
+interpolate to the output times).
 """
 from __future__ import annotations
 
@@ -11,85 +16,115 @@ import math
 
 import torch
 
-from nodecourse.solvers.registry import ADAPTIVE, IMPLICIT
+from nodecourse.solvers.record import OFF, Recorder
+from nodecourse.solvers.registry import ADAPTIVE
 from nodecourse.solvers.result import Status
+from nodecourse.solvers.rk import checked_slope
 
 # Our option names that torchdiffeq understands (same meaning).
 TORCHDIFFEQ_ADAPTIVE_OPTIONS = {"safety": 0.9, "ifactor": 10.0, "dfactor": 0.2, "first_step": None,
                                 "max_step": math.inf}
 
 
-class CountingFunc:
-    """``func`` wrapped to count evaluations."""
+class _Stop(Exception):
+    """Raised from a callback to end torchdiffeq's solve with a status we decided."""
 
-    def __init__(self, func):
+    def __init__(self, status: Status, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class CountingFunc:
+    """``func`` wrapped to count evaluations, check their shape, and watch torchdiffeq's steps.
+
+    Budget: ``max_steps`` attempted steps in all (torchdiffeq's own ``max_num_steps``
+    counts per output interval, so it is set above ours and never fires first).
+    """
+
+    def __init__(self, func, max_steps: int, adaptive: bool, recorder: Recorder = OFF):
         self.func = func
+        self.max_steps = max_steps
+        self.adaptive = adaptive
+        self.recorder = recorder
         self.nfe = 0
         self.n_accepted = 0
         self.n_rejected = 0
         self.n_fixed_steps = 0
+        self.since_accept: list = []  # (t, f) of the evaluations since the last accepted step
 
     def __call__(self, t, y):
+        f = checked_slope(self.func(t, y), y)
         self.nfe += 1
-        return self.func(t, y)
+        self.since_accept.append((t, f))
+        return f
 
+    def first_nonfinite(self):
+        """Time of the first NaN/inf output since the last accepted step, or None (syncs; failure path only)."""
+        for t, f in self.since_accept:
+            if not bool(torch.isfinite(f).all()):
+                return float(t)
+        return None
 
-class CountingFixedFunc(CountingFunc):
-    """Also counts the steps of torchdiffeq's fixed-grid solvers (their one callback)."""
+    @property
+    def n_attempts(self) -> int:
+        return self.n_accepted + self.n_rejected + self.n_fixed_steps
 
     def callback_step(self, t0, y0, dt):
-        self.n_fixed_steps += 1
-
-
-class CountingAdaptiveFunc(CountingFunc):
-    """Also counts accepted and rejected steps of torchdiffeq's adaptive solvers."""
+        if self.n_attempts >= self.max_steps:
+            raise _Stop(Status.MAX_STEPS, f"max_steps={self.max_steps} steps used, reached t={float(t0):.6g}")
+        if not self.adaptive:
+            self.n_fixed_steps += 1
+            if self.recorder.enabled:
+                self.recorder.step(float(t0), float(dt), math.nan, True, y0, y0)
+            return
+        if not bool(torch.isfinite(y0).all()):
+            raise _Stop(Status.NON_FINITE, f"the state is NaN/inf at t={float(t0)!r}")
+        if not bool(t0 + dt > t0 if dt > 0 else t0 + dt < t0):
+            bad = self.first_nonfinite()
+            if bad is not None:
+                raise _Stop(Status.NON_FINITE, f"func returned NaN/inf at t={bad!r}; torchdiffeq's step "
+                                               f"shrank to {float(dt):.3g} after it")
+            raise _Stop(Status.STEP_UNDERFLOW, f"step size {abs(float(dt)):.3g} underflowed at t={float(t0)!r}")
 
     def callback_accept_step(self, t0, y0, dt):
         self.n_accepted += 1
+        self.since_accept = self.since_accept[-1:]  # keep the new step's first slope (FSAL)
+        if self.recorder.enabled:
+            self.recorder.step(float(t0), float(dt), math.nan, True, y0, y0)
 
     def callback_reject_step(self, t0, y0, dt):
         self.n_rejected += 1
-
-
-def _status_from_error(exc: Exception) -> Status | None:
-    text = str(exc)
-    if "max_num_steps" in text:
-        return Status.MAX_STEPS
-    if "underflow" in text:
-        return Status.STEP_UNDERFLOW
-    if "non-finite" in text or "nan" in text.lower() or "inf" in text.lower():
-        return Status.NON_FINITE
-    return None
+        if self.recorder.enabled:
+            self.recorder.step(float(t0), float(dt), math.nan, False, y0, y0)
 
 
 def integrate_torchdiffeq(func, y0: torch.Tensor, t: torch.Tensor, spec, *, rtol: float, atol: float,
-                          step_size, max_steps: int, options: dict):
-    """Run torchdiffeq's ``odeint``; returns ``(outputs, stats, status, message)`` (outputs stacked or [y0])."""
+                          step_size, max_steps: int, options: dict, recorder: Recorder = OFF):
+    """Run torchdiffeq's ``odeint``; returns ``(outputs, stats, status, message)`` (outputs stacked or [y0]).
+
+    With ``record_steps`` the record has each step's ``t0``, ``h`` and ``accepted`` from the
+    callbacks (``error_ratio`` is NaN: torchdiffeq does not expose it; in a StepEvent ``y1``
+    is the step's start state too).
+    """
     import torchdiffeq
 
-    if spec.kind == IMPLICIT:
-        raise ValueError(f"method={spec.name!r} has no torchdiffeq counterpart; use backend='nodecourse' "
-                         f"or an explicit method (euler, midpoint, rk4, bosh3, dopri5)")
-    counted = CountingAdaptiveFunc(func) if spec.kind == ADAPTIVE else CountingFixedFunc(func)
-    if spec.kind == ADAPTIVE:
+    adaptive = spec.kind == ADAPTIVE
+    counted = CountingFunc(func, max_steps, adaptive, recorder)
+    if adaptive:
         td_options = {k: v for k, v in options.items() if v is not None and not (k == "max_step" and v == math.inf)}
-        td_options["max_num_steps"] = max_steps
+        td_options["max_num_steps"] = max_steps + 1
     else:
         td_options = {"step_size": step_size}
+    if recorder.enabled:
+        recorder.start(y0)
     try:
-        ys = torchdiffeq.odeint(counted, y0, t, rtol=rtol, atol=atol, method=spec.name, options=td_options)
-    except AssertionError as exc:
-        status = _status_from_error(exc)
-        if status is None:
-            raise
-        stats = _stats(counted, spec)
-        return [y0], stats, status, f"torchdiffeq stopped: {exc}"
+        ys = torchdiffeq.odeint(counted, y0, t, rtol=rtol, atol=atol, method=spec.torchdiffeq, options=td_options)
+    except _Stop as stop:
+        return [y0], _stats(counted, spec), stop.status, f"torchdiffeq stopped: {stop.message}"
     stats = _stats(counted, spec)
     if not bool(torch.isfinite(ys).all()):
         return list(ys.unbind(0)), stats, Status.NON_FINITE, "torchdiffeq returned NaN/inf values"
-    if spec.kind != ADAPTIVE and stats["n_steps"] > max_steps:
-        return list(ys.unbind(0)), stats, Status.MAX_STEPS, (
-            f"torchdiffeq took {stats['n_steps']} fixed steps, more than max_steps={max_steps}")
     return list(ys.unbind(0)), stats, Status.SUCCESS, ""
 
 

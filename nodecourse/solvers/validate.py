@@ -6,10 +6,10 @@ import numbers
 
 import torch
 
-from nodecourse.solvers.registry import ADAPTIVE, FIXED, SOLVERS
+from nodecourse.solvers.registry import ADAPTIVE, FIXED, IMPLICIT, SOLVERS, spec_for
 
-GRADIENTS = ("backprop", "checkpoint")
-NOT_YET_GRADIENTS = ("adjoint",)
+GRADIENTS = ("backprop", "adjoint", "checkpoint")
+NOT_YET_GRADIENTS: tuple = ()
 BACKENDS = ("nodecourse", "torchdiffeq")
 
 
@@ -49,9 +49,6 @@ def check_t(t, y0: torch.Tensor) -> list[float]:
                          f"for a single interval use torch.tensor([t0, t1])")
     if not torch.is_floating_point(t):
         raise TypeError(f"t has dtype {t.dtype}; use a floating dtype, e.g. t.to(y0.dtype)")
-    if t.requires_grad:
-        raise ValueError("t requires grad, but gradients with respect to the output times are not supported "
-                         "(they would silently be zero); pass t.detach()")
     if t.device != y0.device:
         raise ValueError(f"t is on device {t.device} but y0 is on {y0.device}; move one: t.to(y0.device)")
     ts = [float(v) for v in t.detach().cpu().tolist()]
@@ -61,6 +58,16 @@ def check_t(t, y0: torch.Tensor) -> list[float]:
         diffs = [b - a for a, b in zip(ts[:-1], ts[1:])]
         if not (all(d > 0 for d in diffs) or all(d < 0 for d in diffs)):
             bad = next(i for i, d in enumerate(diffs) if d == 0 or (d > 0) != (diffs[0] > 0))
+            if len(ts) == 2:
+                raise ValueError(
+                    f"t={ts} has zero length (t[0] == t[1]): there is nothing to solve and y(t1) = y0. "
+                    f"Skip the solve for a zero-length interval (e.g. `ys = y0[None]` when t1 == t0)")
+            if diffs[bad] == 0:
+                raise ValueError(
+                    f"t must be strictly increasing or strictly decreasing; t[{bad}]={ts[bad]!r} and "
+                    f"t[{bad + 1}]={ts[bad + 1]!r} repeat a time. If you want the state at a repeated time "
+                    f"twice, solve at torch.unique(t, return_inverse=True)[0] and index with the inverse; if an "
+                    f"interval of zero length is what you meant, skip that solve (the state does not change)")
             raise ValueError(
                 f"t must be strictly increasing or strictly decreasing; t[{bad}]={ts[bad]!r}, "
                 f"t[{bad + 1}]={ts[bad + 1]!r} break the order. Sort and deduplicate it: torch.unique(t)")
@@ -80,8 +87,17 @@ def check_tolerances(rtol, atol) -> tuple[float, float]:
     return (_positive_number("rtol", rtol, "e.g. rtol=1e-6"), _positive_number("atol", atol, "e.g. atol=1e-8"))
 
 
-def check_method(method: str, step_size, per_sample: bool):
-    spec = SOLVERS[method]  # raises ValueError listing the valid names
+def check_method(method, step_size, per_sample: bool):
+    """A name or a ButcherTableau -> its :class:`SolverSpec`, checked against ``step_size`` and ``per_sample``."""
+    spec = spec_for(method)  # unknown names raise ValueError listing the valid ones
+    method = spec.name
+    if spec.kind == IMPLICIT:
+        from nodecourse.solvers.implicit import theta_of
+
+        theta_of(spec.tableau)  # raises when the implicit integrator cannot run this tableau
+        if step_size is None and spec.error_order is None:
+            raise ValueError(f"method={method!r} is implicit without an error estimate (no b_low): give "
+                             f"step_size for fixed steps, or add b_low and embedded_order to the tableau")
     if spec.kind == FIXED and step_size is None:
         raise ValueError(f"method={method!r} is a fixed-step method and needs step_size, e.g. step_size=0.01; "
                          f"or use an adaptive method: method='dopri5'")
@@ -97,6 +113,53 @@ def check_method(method: str, step_size, per_sample: bool):
     return spec
 
 
+#: Half-precision dtypes the solvers refuse (their rounding swamps the error control).
+HALF_DTYPES = (torch.float16, torch.bfloat16)
+
+#: A tolerance this far below the dtype's epsilon cannot be met (the error test compares
+#: differences of states that carry eps of relative rounding error each).
+RESOLUTION_FACTOR = 10.0
+
+
+def check_precision(y0: torch.Tensor, rtol: float, atol: float, spec, step_size) -> None:
+    """Refuse half precision, and tolerances the dtype cannot resolve, before any solving."""
+    if y0.dtype in HALF_DTYPES:
+        eps = torch.finfo(y0.dtype).eps
+        raise TypeError(
+            f"y0 has dtype {y0.dtype} (eps={eps:.1e}): too coarse for the step-size control, which then "
+            f"can report success with a wrong answer. Solve in float32 and cast back: "
+            f"odeint(func, y0.float(), t.float(), ...).ys.to({y0.dtype}) (func must accept float32; "
+            f"e.g. a module: func.float())")
+    adaptive = spec.kind == ADAPTIVE or (spec.kind == IMPLICIT and step_size is None)
+    if not adaptive:
+        return
+    eps = torch.finfo(y0.dtype).eps
+    limit = eps / RESOLUTION_FACTOR
+    size = max(1.0, float(y0.detach().abs().max()))
+    if rtol < limit and atol < limit * size:
+        dtype = str(y0.dtype).replace("torch.", "")
+        raise ValueError(
+            f"rtol={rtol!r} and atol={atol!r} ask for less error per step than {dtype} can resolve "
+            f"(eps={eps:.1e}; the error test could never pass or would overflow). Use rtol >= {limit:.1e} "
+            f"(e.g. rtol={max(1e3 * eps, 1e-12):.0e})" + (", or solve in float64: y0.double()"
+                                                         if y0.dtype != torch.float64 else ""))
+
+
+def check_record(record_steps, on_step, per_sample: bool, gradient) -> bool | str:
+    """``record_steps`` in (False, True, "states"); ``on_step`` None or callable."""
+    if not (record_steps is False or record_steps is True or record_steps == "states"):
+        raise ValueError(f"record_steps={_short(record_steps)} must be False, True or 'states'")
+    if on_step is not None and not callable(on_step):
+        raise TypeError(f"on_step={_short(on_step)} must be a callable taking a StepEvent, or None")
+    if record_steps == "states" and per_sample:
+        raise ValueError("record_steps='states' keeps one trajectory's states; with per_sample=True use "
+                         "record_steps=True (times, sizes and flags per element)")
+    if (record_steps or on_step is not None) and gradient == "adjoint":
+        raise ValueError("record_steps/on_step are not available with gradient='adjoint' in this version; "
+                         "record the forward steps with gradient='backprop' under torch.no_grad()")
+    return record_steps
+
+
 def check_max_steps(max_steps) -> int:
     if isinstance(max_steps, bool) or not isinstance(max_steps, numbers.Integral):
         raise TypeError(f"max_steps={_short(max_steps)} must be an int >= 1, e.g. max_steps=10_000")
@@ -107,11 +170,10 @@ def check_max_steps(max_steps) -> int:
 
 def check_gradient(gradient, spec, per_sample: bool, backend: str) -> None:
     if gradient == "checkpoint":
-        if spec.kind not in (FIXED, ADAPTIVE) or per_sample or backend != "nodecourse":
-            explicit = [n for n, s in SOLVERS.items() if s.kind in (FIXED, ADAPTIVE)]
-            raise ValueError(f"gradient='checkpoint' works with backend='nodecourse', per_sample=False and the "
-                             f"explicit methods {explicit}; got method={spec.name!r}, per_sample={per_sample}, "
-                             f"backend={backend!r}. Use gradient='backprop' here")
+        if per_sample or backend != "nodecourse":
+            raise ValueError(f"gradient='checkpoint' replays the solver's own steps: it works with "
+                             f"backend='nodecourse' and per_sample=False (every method); got per_sample={per_sample}, "
+                             f"backend={backend!r}. Use gradient='backprop' or 'adjoint' here")
         return
     if gradient in GRADIENTS:
         return
@@ -126,9 +188,16 @@ def check_flag(name: str, value) -> bool:
     return value
 
 
-def check_backend(backend) -> None:
+def check_backend(backend, per_sample: bool = False, spec=None) -> None:
     if backend not in BACKENDS:
         raise ValueError(f"backend={_short(backend)} is not one of {list(BACKENDS)}")
+    if backend == "torchdiffeq":
+        if per_sample:
+            raise ValueError("per_sample=True needs backend='nodecourse' (torchdiffeq steps the whole batch together)")
+        if spec is not None and spec.torchdiffeq is None:
+            named = [n for n, s in SOLVERS.items() if s.torchdiffeq]
+            raise ValueError(f"method={spec.name!r} has no torchdiffeq counterpart; use backend='nodecourse' "
+                             f"or one of {named}")
 
 
 def merge_options(options, defaults: dict, method: str) -> dict:
@@ -143,14 +212,36 @@ def merge_options(options, defaults: dict, method: str) -> dict:
         raise TypeError(f"options {unknown} are not understood by method={method!r}; known options: {known}")
     merged = dict(defaults)
     merged.update(options)
-    for key in ("safety", "ifactor", "dfactor", "max_step", "newton_tol"):
-        if key in options:
-            _positive_number(f"options['{key}']", options[key], f"default {defaults[key]}")
-    if options.get("first_step") is not None:
-        _positive_number("options['first_step']", options["first_step"], "the first |h|, e.g. 1e-3")
-    for key in ("max_newton_iters", "max_nonfinite_retries"):
-        if key in options:
-            value = options[key]
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-                raise ValueError(f"options['{key}']={_short(value)} must be an int >= 1 (default {defaults[key]})")
+    for key, value in options.items():
+        if key in OPTION_RANGES and not (key == "first_step" and value is None):
+            merged[key] = _in_range(key, value, defaults[key], *OPTION_RANGES[key])
     return merged
+
+
+#: option -> (kind, low, high, low_open, high_open, words); kind "real" or "int".
+OPTION_RANGES = {
+    "safety": ("real", 0.0, 1.0, True, False, "in (0, 1]"),
+    "ifactor": ("real", 1.0, math.inf, False, True, ">= 1"),
+    "dfactor": ("real", 0.0, 1.0, True, True, "in (0, 1)"),
+    "first_step": ("real", 0.0, math.inf, True, True, "> 0 (the first |h|)"),
+    "max_step": ("real", 0.0, math.inf, True, False, "> 0 (inf for no limit)"),
+    "newton_tol": ("real", 0.0, math.inf, True, True, "> 0"),
+    "max_newton_iters": ("int", 1, math.inf, False, True, ">= 1"),
+    "max_nonfinite_retries": ("int", 1, math.inf, False, True, ">= 1"),
+}
+
+
+def _in_range(key, value, default, kind, low, high, low_open, high_open, words):
+    """``value`` checked against the range; errors name the option, the value and the range."""
+    name = f"options['{key}']"
+    if kind == "int":
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise TypeError(f"{name}={_short(value)} must be an int {words} (default {default})")
+    elif isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name}={_short(value)} must be a real number {words} (default {default})")
+    number = int(value) if kind == "int" else float(value)
+    below = number <= low if low_open else number < low
+    above = number >= high if high_open else number > high
+    if below or above or number != number:
+        raise ValueError(f"{name}={number!r} is out of range: it must be {words} (default {default})")
+    return number

@@ -13,49 +13,12 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 import torch
 
+from nodecourse.problems import PROBLEMS, Problem, reference_solution  # noqa: F401 (re-exported)
 from nodecourse.widgets.base import FigureExplorer
-
-
-@dataclass(frozen=True)
-class Problem:
-    """A test problem: ``f(t, y)`` in torch (any device/dtype), the same in numpy for the reference."""
-
-    name: str
-    f_torch: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-    f_numpy: Callable[[float, np.ndarray], np.ndarray]
-    y0: tuple[float, ...]
-    t1: float
-    labels: tuple[str, ...]
-    n_out: int = 200  # output times; the implicit methods step to each, so stiff problems use few
-
-
-def _vdp_torch(t, y, mu=2.0):
-    return torch.stack([y[..., 1], mu * (1 - y[..., 0] ** 2) * y[..., 1] - y[..., 0]], dim=-1)
-
-
-def _vdp_numpy(t, y, mu=2.0):
-    return np.array([y[1], mu * (1 - y[0] ** 2) * y[1] - y[0]])
-
-
-def _stiff_torch(t, y):
-    return -1000.0 * (y - torch.cos(torch.as_tensor(t, dtype=y.dtype, device=y.device)))
-
-
-def _stiff_numpy(t, y):
-    return -1000.0 * (y - np.cos(t))
-
-
-PROBLEMS = {
-    "van der pol (μ=2)": Problem("van der pol (μ=2)", _vdp_torch, _vdp_numpy, (2.0, 0.0), 10.0,
-                                 ("position y₁", "velocity y₂")),
-    "stiff: y' = -1000 (y - cos t)": Problem("stiff: y' = -1000 (y - cos t)", _stiff_torch, _stiff_numpy,
-                                             (0.0,), 1.0, ("y",), n_out=41),
-}
 
 
 @dataclass
@@ -90,24 +53,6 @@ class ExplorerResult:
         return (f"{self.method} on {self.device} ({self.dtype}){step}: status {self.status}, NFE {self.nfe}, "
                 f"accepted {self.n_accepted}, rejected {self.n_rejected}, max error {self.max_error:.2e}, "
                 f"{1e3 * self.seconds:.1f} ms")
-
-
-_REFERENCE_CACHE: dict[tuple[str, int], np.ndarray] = {}
-
-
-def reference_solution(problem: Problem, ts: np.ndarray) -> np.ndarray:
-    """The reference from scipy's DOP853/Radau at rtol 1e-12 (independent of nodecourse), ``(n, dim)``."""
-    from scipy.integrate import solve_ivp
-
-    key = (problem.name, len(ts))
-    if key not in _REFERENCE_CACHE:
-        stiff = problem.name.startswith("stiff")
-        sol = solve_ivp(problem.f_numpy, (0.0, problem.t1), np.array(problem.y0), t_eval=ts,
-                        method="Radau" if stiff else "DOP853", rtol=1e-12, atol=1e-12)
-        if not sol.success:  # pragma: no cover - scipy failing here would be a bug in this module
-            raise RuntimeError(f"reference solve failed for {problem.name!r}: {sol.message}")
-        _REFERENCE_CACHE[key] = sol.y.T
-    return _REFERENCE_CACHE[key]
 
 
 def run_solver(problem: Problem, method: str, rtol: float, atol: float, step_size: float | None,

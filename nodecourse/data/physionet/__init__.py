@@ -12,8 +12,14 @@ Public surface::
 Where the data comes from: :func:`locate` (explicit path > ``NODECOURSE_DATA`` >
 ``../shared/physionet2012`` > a verified download when ``download=True`` >
 the synthetic generator, with a loud warning). Bad records are skipped and
-counted in ``data.report``. The parsed tensors are cached under
-``$NODECOURSE_CACHE`` (default ``~/.cache/nodecourse``), never in the repository.
+counted in ``data.report``; records the outcomes file lists but no record file
+holds are counted there too (``report.missing``) and warned about. A damaged
+archive raises :class:`DamagedArchive`, a set with no usable record
+:class:`EmptySet`, a failed or unverifiable download :class:`DownloadError`
+(all :class:`PhysioNetError`). The parsed tensors are cached under
+``$NODECOURSE_CACHE`` (default ``~/.cache/nodecourse``), never in the
+repository, as plain tensors read back with ``torch.load(weights_only=True)``:
+a file planted there cannot run code.
 """
 from __future__ import annotations
 
@@ -26,8 +32,8 @@ import torch
 
 from nodecourse.data.physionet.dataset import Normalizer, PhysioNetSet, check_quantization, densify
 from nodecourse.data.physionet.records import (
-    BAD_REASONS, DESCRIPTORS, HORIZON_HOURS, VARIABLES, BadRecord, LoadReport, Record,
-    parse_outcomes, parse_record,
+    BAD_REASONS, DESCRIPTORS, HORIZON_HOURS, VARIABLES, BadRecord, DamagedArchive, DownloadError, EmptySet,
+    LoadReport, PhysioNetError, Record, check_label, parse_outcomes, parse_record,
 )
 from nodecourse.data.physionet.sources import (
     DATA_ENV, SETS, SHARED_DIR, Source, cache_dir, check_set_name, fingerprint, iter_record_texts,
@@ -38,10 +44,11 @@ from nodecourse.data.physionet.synthetic import write_synthetic
 __all__ = [
     "BAD_REASONS", "DESCRIPTORS", "VARIABLES", "HORIZON_HOURS", "BadRecord", "LoadReport",
     "Normalizer", "PhysioNetSet", "Record", "Source", "SyntheticDataWarning", "load", "locate",
-    "parse_record", "synthetic", "SHARED_DIR", "DATA_ENV",
+    "parse_record", "synthetic", "SHARED_DIR", "DATA_ENV", "PhysioNetError", "DamagedArchive", "EmptySet",
+    "DownloadError", "MissingRecordWarning", "BadRecordWarning",
 ]
 
-PARSER_VERSION = 1  # bump when parsing or the cached layout changes
+PARSER_VERSION = 2  # bump when parsing or the cached layout changes
 
 
 class SyntheticDataWarning(UserWarning):
@@ -50,6 +57,10 @@ class SyntheticDataWarning(UserWarning):
 
 class BadRecordWarning(UserWarning):
     """Some record files were skipped; the report lists them."""
+
+
+class MissingRecordWarning(BadRecordWarning):
+    """The outcomes file lists records that no record file holds (a cut archive, a partial copy)."""
 
 
 def locate(set_name: str = "set-a", path: str | os.PathLike | None = None,
@@ -80,28 +91,58 @@ def _warn_synthetic(set_name: str) -> None:
 
 
 def parse_source(source: Source, progress: bool = False) -> tuple[list[Record], list[int], LoadReport]:
-    """Parse every record of ``source``; skip and count the bad ones."""
-    outcomes = parse_outcomes(source.outcomes.read_text(errors="replace"))
-    report = LoadReport(source.kind, str(source.directory))
+    """Parse every record of ``source``; skip and count the bad ones; count the missing ones.
+
+    Raises :class:`EmptySet` when no record is usable, saying where it looked and what it skipped.
+    """
+    try:
+        outcomes_text = source.outcomes.read_bytes().decode("utf-8", errors="replace")
+    except OSError as exc:
+        raise PhysioNetError(f"cannot read {source.outcomes}: {exc.strerror or exc}") from exc
+    outcomes = parse_outcomes(outcomes_text)
+    report = LoadReport(source.kind, str(source.directory), n_expected=len(outcomes),
+                        outcomes_name=source.outcomes.name)
     records: list[Record] = []
     labels: list[int] = []
+    seen: set[int] = set()
     texts = iter_record_texts(source)
     if progress:
         from tqdm.auto import tqdm
         texts = tqdm(texts, desc=f"parsing {source.set_name}", unit="record", leave=False)
     for name, text in texts:
         report.n_files += 1
+        stem = Path(name).stem
+        if stem.isdigit():
+            seen.add(int(stem))
         try:
+            if isinstance(text, BadRecord):
+                raise text
             rec = parse_record(text, name)
+            seen.add(rec.record_id)
             if rec.record_id not in outcomes:
                 raise BadRecord("no outcome", f"{name}: RecordID {rec.record_id} not in {source.outcomes.name}")
+            label = check_label(outcomes[rec.record_id], rec.record_id, source.outcomes.name)
         except BadRecord as exc:
             report.skipped.append((name, str(exc)))
             continue
         records.append(rec)
-        labels.append(outcomes[rec.record_id])
+        labels.append(label)
     report.n_loaded = len(records)
+    report.missing = sorted(set(outcomes) - seen)
+    if not records:
+        where = source.archive or (source.directory / source.set_name)
+        what = (f"found {report.n_files} record file(s), all skipped ({report.summary()})" if report.n_files
+                else "found no record files (*.txt)")
+        raise EmptySet(f"no usable PhysioNet {source.set_name} record in {where}: {what}; "
+                       f"{source.outcomes.name} lists {len(outcomes)} record(s). Pass the folder holding "
+                       f"{source.set_name}.tar.gz (or {source.set_name}/*.txt) and {source.outcomes.name}")
     return records, labels, report
+
+
+def cache_file(source: Source, quantization: float) -> Path:
+    """Where the parsed tensors of ``source`` on grid ``quantization`` are cached."""
+    key = f"{source.set_name}-{fingerprint(source)}-q{quantization:g}-v{PARSER_VERSION}"
+    return cache_dir() / "physionet" / f"{key}.pt"
 
 
 def load(set_name: str = "set-a", *, path: str | os.PathLike | None = None, quantization: float = 1.0,
@@ -131,13 +172,14 @@ def load(set_name: str = "set-a", *, path: str | os.PathLike | None = None, quan
                 "pass path=..., download=True, or allow_synthetic=True")
         _warn_synthetic(set_name)
         source = synthetic(synthetic_patients, set_name=set_name)
-    key = f"{source.set_name}-{fingerprint(source)}-q{q:g}-v{PARSER_VERSION}"
-    cache_file = cache_dir() / "physionet" / f"{key}.pt"
+    cached = cache_file(source, q)
     data = None
-    if cache and cache_file.is_file():
+    if cache and cached.is_file():
         try:
-            data = _from_cache(torch.load(cache_file, weights_only=False), source)
-        except Exception:  # a stale or truncated cache is rebuilt, never trusted
+            # weights_only: tensors, numbers, strings, lists and dicts only; a planted
+            # pickle that would run code is refused (and the cache rebuilt).
+            data = _from_cache(torch.load(cached, weights_only=True), source)
+        except Exception:  # a stale, truncated or planted cache is rebuilt, never trusted
             data = None
     if data is None:
         start = time.perf_counter()
@@ -146,11 +188,13 @@ def load(set_name: str = "set-a", *, path: str | os.PathLike | None = None, quan
         if verbose:
             print(f"parsed in {time.perf_counter() - start:.1f} s")
         if cache:
-            cache_file.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cache_file.with_suffix(".tmp")
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cached.with_suffix(".tmp")
             torch.save(_to_cache(data), tmp)
-            tmp.replace(cache_file)
-    if data.report.skipped:
+            tmp.replace(cached)
+    if data.report.missing:
+        warnings.warn(data.report.summary(), MissingRecordWarning, stacklevel=2)
+    elif data.report.skipped:
         warnings.warn(data.report.summary(), BadRecordWarning, stacklevel=2)
     if verbose:
         print(data.report.summary())
@@ -161,13 +205,15 @@ def _to_cache(d: PhysioNetSet) -> dict:
     r = d.report
     return {"times": d.times, "values": d.values, "mask": d.mask.bool(), "static": d.static,
             "labels": d.labels, "record_ids": d.record_ids, "quantization": d.quantization,
-            "report": {"n_files": r.n_files, "n_loaded": r.n_loaded, "skipped": r.skipped}}
+            "report": {"n_files": r.n_files, "n_loaded": r.n_loaded, "skipped": [list(x) for x in r.skipped],
+                       "n_expected": r.n_expected, "missing": list(r.missing), "outcomes_name": r.outcomes_name}}
 
 
 def _from_cache(blob: dict, source: Source) -> PhysioNetSet:
     rep = blob["report"]
     report = LoadReport(source.kind, str(source.directory), rep["n_files"], rep["n_loaded"],
-                        [tuple(s) for s in rep["skipped"]])
+                        [tuple(s) for s in rep["skipped"]], rep["n_expected"], list(rep["missing"]),
+                        rep["outcomes_name"])
     static = blob["static"]
     return PhysioNetSet(blob["times"], blob["values"], blob["mask"].float(), static, blob["labels"],
                         blob["record_ids"], (~torch.isnan(static)).float(), report, blob["quantization"])

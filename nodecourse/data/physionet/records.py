@@ -50,14 +50,32 @@ class BadRecord(ValueError):
         self.detail = detail
 
 
+class PhysioNetError(RuntimeError):
+    """The set could not be loaded (or fetched); the message says what was looked for and the fix."""
+
+
+class DamagedArchive(PhysioNetError):
+    """An archive that cannot be read to its end (truncated, not gzip, not tar)."""
+
+
+class EmptySet(PhysioNetError):
+    """No usable record was found; the message says where the loader looked and what it skipped."""
+
+
+class DownloadError(PhysioNetError):
+    """A download that was interrupted or does not match its published checksum (nothing is kept)."""
+
+
 BAD_REASONS = (
     "empty file",
+    "unreadable file",
     "no header",
     "bad time stamp",
     "unknown parameter",
     "non-numeric value",
     "no record id",
     "no outcome",
+    "bad outcome",
 )
 
 
@@ -88,6 +106,9 @@ class LoadReport:
     n_files: int = 0
     n_loaded: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (file name, reason: detail)
+    n_expected: int | None = None  # records the outcomes file lists
+    missing: list[int] = field(default_factory=list)  # record ids listed there with no record file
+    outcomes_name: str = "the outcomes file"
 
     @property
     def n_skipped(self) -> int:
@@ -103,6 +124,9 @@ class LoadReport:
         if self.skipped:
             reasons = ", ".join(f"{n} {r}" for r, n in sorted(self.skipped_by_reason.items()))
             text += f"; skipped {self.n_skipped} bad record(s): {reasons}"
+        if self.missing:
+            text += (f"; MISSING {len(self.missing)} of the {self.n_expected} records {self.outcomes_name} "
+                     f"lists (no record file; e.g. {', '.join(map(str, self.missing[:3]))})")
         return text
 
 
@@ -197,7 +221,10 @@ def parse_record(text: str, name: str = "<record>") -> Record:
 
 
 def parse_outcomes(text: str) -> dict[int, int]:
-    """Parse ``Outcomes-X.txt``: RecordID -> In-hospital_death (0 or 1)."""
+    """Parse ``Outcomes-X.txt``: RecordID -> In-hospital_death as written.
+
+    A label other than 0 or 1 is returned as written: the loader skips that
+    record as "bad outcome" (see :func:`check_label`)."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     if not lines:
         raise ValueError("the outcomes file is empty; expected a header "
@@ -214,6 +241,14 @@ def parse_outcomes(text: str) -> dict[int, int]:
         except (ValueError, IndexError):
             continue  # a malformed outcome row: that record will be skipped as "no outcome"
     return out
+
+
+def check_label(label: int, record_id: int, outcomes_name: str) -> int:
+    """``label`` if it is 0 or 1, else :class:`BadRecord` ("bad outcome")."""
+    if label not in (0, 1):
+        raise BadRecord("bad outcome", f"RecordID {record_id}: In-hospital_death = {label} in {outcomes_name}, "
+                                       "expected 0 or 1")
+    return label
 
 
 def outcomes_header() -> str:

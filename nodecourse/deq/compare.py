@@ -1,0 +1,78 @@
+"""Iterations to a tolerance, side by side: this package's solvers and, when installed,
+torchdeq's (a reference implementation; never a dependency of the library)."""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import torch
+
+from nodecourse.deq.fixed_point import fixed_point
+from nodecourse.deq.problems import Problem
+
+TORCHDEQ_NAMES = {"picard": "fixed_point_iter", "anderson": "anderson", "broyden": "broyden"}
+
+
+@dataclass
+class SolverRun:
+    """One solver on one problem: evaluations of f until every sample met ``tol`` (None if never)."""
+
+    source: str  # "nodecourse" or "torchdeq"
+    method: str
+    n_evals: int
+    reached: bool
+    final_rel_residual: float
+
+    @property
+    def label(self) -> str:
+        return f"{self.source}:{self.method}"
+
+
+def torchdeq_available() -> bool:
+    try:
+        import torchdeq.solver  # noqa: F401
+    except Exception:  # any import failure (missing, or broken against this torch) means "not available"
+        return False
+    return True
+
+
+def run_nodecourse(problem: Problem, method: str, *, tol: float, max_iter: int, **options) -> SolverRun:
+    calls = [0]
+
+    def f(z):
+        calls[0] += 1
+        return problem.f(z)
+
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = fixed_point(f, problem.z0, method=method, tol=tol, max_iter=max_iter, **options)
+    return SolverRun("nodecourse", method, calls[0], r.success, r.final_residual("rel"))
+
+
+def run_torchdeq(problem: Problem, method: str, *, tol: float, max_iter: int, **options) -> SolverRun:
+    """torchdeq's solver (its defaults unless ``options``), stop_mode "rel", f calls counted."""
+    from torchdeq.solver import get_solver
+
+    calls = [0]
+
+    def f(z):
+        calls[0] += 1
+        return problem.f(z)
+
+    with torch.no_grad():
+        z, _, info = get_solver(TORCHDEQ_NAMES[method])(f, problem.z0, max_iter=max_iter, tol=tol,
+                                                         stop_mode="rel", **options)
+        fz = problem.f(z)
+        rel = ((fz - z).flatten(1).norm(dim=1) / fz.flatten(1).norm(dim=1)).max()
+    rel = float(rel.detach().cpu())
+    return SolverRun("torchdeq", method, calls[0], rel <= tol * (1 + 1e-6), rel)
+
+
+def compare_solvers(problem: Problem, *, tol: float = 1e-8, max_iter: int = 5000,
+                    methods: tuple[str, ...] = ("picard", "anderson", "broyden"),
+                    torchdeq: bool = True) -> list[SolverRun]:
+    """Run each method of this package (and of torchdeq, if ``torchdeq`` and it imports) on ``problem``."""
+    runs = [run_nodecourse(problem, m, tol=tol, max_iter=max_iter) for m in methods]
+    if torchdeq and torchdeq_available():
+        runs += [run_torchdeq(problem, m, tol=tol, max_iter=max_iter) for m in methods]
+    return runs

@@ -1,0 +1,265 @@
+"""Continuous normalising flows: densities carried by an ODE.
+
+If ``z(t)`` follows ``dz/dt = f(t, z)``, the log-density of ``z(t)`` changes by the
+*instantaneous change of variables* (Chen et al. 2018, theorem 1)::
+
+    d log p(z(t)) / dt = -tr(∂f/∂z (t, z(t)))
+
+so a density is transported by solving one augmented ODE for ``(z, Δlog p)``,
+with a trace where a discrete flow needs a log-determinant. The trace costs
+``d`` vector-Jacobian products done exactly (:func:`divergence_exact`), or one
+per probe with Hutchinson's estimator ``E[εᵀ (∂f/∂z) ε] = tr(∂f/∂z)`` for
+probes with ``E[εεᵀ] = I`` (:func:`divergence_hutchinson`; Grathwohl et al.
+2019, FFJORD).
+
+- :func:`divergence_exact`, :func:`divergence_hutchinson`, :func:`sample_probes`,
+  :func:`hutchinson_variance`: traces of a Jacobian, exact and estimated;
+- :class:`CNFDynamics`: the augmented field ``(z, Δlog p) -> (f, -tr ∂f/∂z)``;
+- :class:`CNF`: ``log_prob(x)`` and ``sample(n)`` through :func:`nodecourse.odeint`,
+  with the solver's work kept (``last_stats``);
+- :func:`two_moons`: the 2-D data set of the lesson (scikit-learn's, standardised).
+
+Shapes: states ``(batch, d)``; per-sample log-densities and traces ``(batch,)``.
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import torch
+from torch import nn
+
+from nodecourse.models import MLPField
+from nodecourse.solvers import odeint
+
+TRACES = ("exact", "hutchinson")
+NOISES = ("rademacher", "gaussian")
+
+
+def _check_state(z: torch.Tensor, f_out: torch.Tensor) -> None:
+    if not isinstance(z, torch.Tensor) or z.dim() != 2:
+        raise ValueError(f"z has shape {tuple(getattr(z, 'shape', ()))}; give a (batch, d) tensor")
+    if f_out.shape != z.shape:
+        raise ValueError(f"f_out has shape {tuple(f_out.shape)} but z has {tuple(z.shape)}; "
+                         "f must map (batch, d) to (batch, d)")
+    if not f_out.requires_grad:
+        raise ValueError("f_out does not depend on z through autograd: compute it from z with "
+                         "z.requires_grad_(True) under torch.enable_grad()")
+
+
+def divergence_exact(f_out: torch.Tensor, z: torch.Tensor, *, create_graph: bool = False) -> torch.Tensor:
+    """``tr(∂f/∂z)`` per sample, exactly: one vector-Jacobian product per dimension.
+
+    Args:
+        f_out: ``f(z)`` of shape ``(batch, d)``, computed from ``z`` with autograd on,
+            row ``b`` depending only on row ``b`` of ``z`` (no mixing across the batch).
+        z: ``(batch, d)``.
+        create_graph: keep the graph so the trace can be differentiated (training).
+
+    Returns:
+        ``(batch,)``: ``sum_i ∂f_i/∂z_i``. Cost: ``d`` backward passes.
+    """
+    _check_state(z, f_out)
+    total = torch.zeros(z.shape[0], dtype=z.dtype, device=z.device)
+    for i in range(z.shape[1]):
+        (g,) = torch.autograd.grad(f_out[:, i].sum(), z, create_graph=create_graph, retain_graph=True)
+        total = total + g[:, i]
+    return total
+
+
+def sample_probes(shape: Sequence[int], *, noise: str = "rademacher", generator: torch.Generator | None = None,
+                  dtype: torch.dtype = torch.float32, device=None) -> torch.Tensor:
+    """Probe vectors with mean 0 and identity covariance: Rademacher (±1) or standard Gaussian.
+
+    Drawn on the CPU generator (same numbers on every device), then moved to ``device``.
+    """
+    if noise not in NOISES:
+        raise ValueError(f"noise={noise!r} is not one of {NOISES}")
+    if noise == "gaussian":
+        eps = torch.randn(*shape, generator=generator, dtype=dtype)
+    else:
+        eps = torch.randint(0, 2, tuple(shape), generator=generator).to(dtype) * 2 - 1
+    return eps.to(device)
+
+
+def divergence_hutchinson(f_out: torch.Tensor, z: torch.Tensor, probes: torch.Tensor, *,
+                          create_graph: bool = False) -> torch.Tensor:
+    """Hutchinson's estimate of ``tr(∂f/∂z)`` per sample: the mean over probes of ``εᵀ (∂f/∂z) ε``.
+
+    Args:
+        f_out, z: as in :func:`divergence_exact`.
+        probes: ``(M, batch, d)`` (M probes per sample) or ``(batch, d)`` (one probe),
+            with ``E[ε] = 0`` and ``E[εεᵀ] = I`` (see :func:`sample_probes`).
+        create_graph: keep the graph (training).
+
+    Returns:
+        ``(batch,)``. Unbiased for any such probes; its variance falls as ``1/M``.
+        Cost: ``M`` backward passes, whatever ``d`` is.
+    """
+    _check_state(z, f_out)
+    if probes.dim() == 2:
+        probes = probes.unsqueeze(0)
+    if probes.dim() != 3 or probes.shape[1:] != z.shape:
+        raise ValueError(f"probes has shape {tuple(probes.shape)}; give (M, batch, d) or (batch, d) "
+                         f"with (batch, d) = {tuple(z.shape)}")
+    total = torch.zeros(z.shape[0], dtype=z.dtype, device=z.device)
+    for eps in probes:
+        # εᵀ(∂f/∂z) is one vector-Jacobian product; its dot with ε gives εᵀ(∂f/∂z)ε.
+        (vjp,) = torch.autograd.grad(f_out, z, eps, create_graph=create_graph, retain_graph=True)
+        total = total + (vjp * eps).sum(dim=1)
+    return total / probes.shape[0]
+
+
+def hutchinson_variance(jacobian: torch.Tensor, noise: str = "rademacher") -> torch.Tensor:
+    """The variance of one probe's estimate ``εᵀ A ε`` for a square matrix ``A`` (or a batch ``(..., d, d)``).
+
+    With ``S = (A + Aᵀ)/2``: Gaussian probes ``2 ||S||_F²``; Rademacher probes
+    ``2 (||S||_F² − Σ_i A_ii²)`` (the diagonal is estimated without error).
+    With ``M`` independent probes the variance is this divided by ``M``.
+    """
+    if noise not in NOISES:
+        raise ValueError(f"noise={noise!r} is not one of {NOISES}")
+    s = 0.5 * (jacobian + jacobian.transpose(-1, -2))
+    fro = (s * s).sum(dim=(-1, -2))
+    if noise == "gaussian":
+        return 2 * fro
+    return 2 * (fro - (torch.diagonal(jacobian, dim1=-2, dim2=-1) ** 2).sum(-1))
+
+
+class CNFDynamics(nn.Module):
+    """The augmented field of a CNF on states ``(batch, d + 1)`` = ``[z, Δlog p]``:
+    ``d/dt [z, Δlog p] = [f(t, z), -tr(∂f/∂z)]``.
+
+    Args:
+        field: ``f(t, z)``, ``(batch, d) -> (batch, d)``, no mixing across the batch.
+        trace: ``"exact"`` or ``"hutchinson"``.
+        n_probes: probes per evaluation for ``"hutchinson"``.
+        noise: ``"rademacher"`` or ``"gaussian"`` probes.
+
+    For ``"hutchinson"`` the probes are drawn once per solve (:meth:`draw_probes`,
+    called by :class:`CNF`) and held fixed during it, as FFJORD does: the
+    solver then integrates one smooth ODE, and the adjoint's backward solve sees
+    the same field as the forward one.
+    """
+
+    def __init__(self, field: nn.Module, *, trace: str = "exact", n_probes: int = 1, noise: str = "rademacher"):
+        super().__init__()
+        if trace not in TRACES:
+            raise ValueError(f"trace={trace!r} is not one of {TRACES}")
+        if not isinstance(n_probes, int) or n_probes < 1:
+            raise ValueError(f"n_probes={n_probes!r} must be a positive int")
+        if noise not in NOISES:
+            raise ValueError(f"noise={noise!r} is not one of {NOISES}")
+        self.field = field
+        self.trace = trace
+        self.n_probes = n_probes
+        self.noise = noise
+        self.probes: torch.Tensor | None = None
+        self.n_evals = 0
+
+    def draw_probes(self, batch: int, dim: int, *, dtype, device, generator: torch.Generator | None = None):
+        self.probes = sample_probes((self.n_probes, batch, dim), noise=self.noise, generator=generator,
+                                    dtype=dtype, device=device)
+
+    def forward(self, t: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
+        self.n_evals += 1
+        # Keep the divergence differentiable when the caller needs gradients (training,
+        # or an adjoint's vector-Jacobian products); evaluation under no_grad does not.
+        create_graph = torch.is_grad_enabled()
+        with torch.enable_grad():
+            z = state[:, :-1]
+            if not z.requires_grad:
+                z = z.detach().requires_grad_(True)
+            dz = self.field(t, z)
+            if self.trace == "exact":
+                div = divergence_exact(dz, z, create_graph=create_graph)
+            else:
+                if self.probes is None or self.probes.shape[1:] != z.shape:
+                    raise RuntimeError("trace='hutchinson' needs probes drawn for this batch: call "
+                                       "draw_probes(batch, dim, dtype=..., device=...) before the solve")
+                div = divergence_hutchinson(dz, z, self.probes, create_graph=create_graph)
+        out = torch.cat([dz, -div.unsqueeze(1)], dim=1)
+        return out if create_graph else out.detach()
+
+
+def standard_normal_log_prob(z: torch.Tensor) -> torch.Tensor:
+    """``log N(z; 0, I)`` per row of ``z`` ``(batch, d)`` -> ``(batch,)``."""
+    return -0.5 * (z * z).sum(dim=1) - 0.5 * z.shape[1] * math.log(2 * math.pi)
+
+
+class CNF(nn.Module):
+    """A continuous normalising flow on ``R^d``: data ``x = z(0)`` flows to ``z(t1)`` ~ N(0, I).
+
+    ``log p(x) = log N(z(t1)) - Δlog p(t1)`` with ``Δlog p`` integrated alongside ``z``
+    (:class:`CNFDynamics`). Solver settings are keyword arguments, echoed on the
+    model; after each solve ``last_stats`` holds the solver's stats (``nfe``, steps,
+    and ``nfe_backward`` after a backward pass with ``gradient="adjoint"``).
+
+    Args:
+        dim: ``d``.
+        hidden: hidden sizes of the field (a time-dependent tanh MLP: smooth, so its
+            Jacobian, and the trace, are well behaved).
+        t1: integration time.
+        trace, n_probes, noise: how the divergence is computed (:class:`CNFDynamics`).
+        method, rtol, atol, step_size, gradient, max_steps: passed to :func:`nodecourse.odeint`.
+    """
+
+    def __init__(self, dim: int = 2, hidden: Sequence[int] = (64, 64), *, t1: float = 1.0, trace: str = "exact",
+                 n_probes: int = 1, noise: str = "rademacher", method: str = "dopri5", rtol: float = 1e-4,
+                 atol: float = 1e-4, step_size: float | None = None, gradient: str = "backprop",
+                 max_steps: int = 10_000, field: nn.Module | None = None):
+        super().__init__()
+        if not t1 > 0:
+            raise ValueError(f"t1={t1!r} must be positive")
+        field = field if field is not None else MLPField(dim, hidden, activation="tanh", time_dependent=True)
+        self.dim = dim
+        self.dynamics = CNFDynamics(field, trace=trace, n_probes=n_probes, noise=noise)
+        self.t1 = float(t1)
+        self.solver = dict(method=method, rtol=rtol, atol=atol, step_size=step_size, gradient=gradient,
+                           max_steps=max_steps)
+        self.last_stats: dict = {}
+
+    def _solve(self, z0: torch.Tensor, t0: float, t1: float, generator=None, **overrides):
+        settings = {**self.solver, **overrides}
+        state = torch.cat([z0, torch.zeros(z0.shape[0], 1, dtype=z0.dtype, device=z0.device)], dim=1)
+        self.dynamics.draw_probes(z0.shape[0], z0.shape[1], dtype=z0.dtype, device=z0.device, generator=generator)
+        t = torch.tensor([t0, t1], dtype=z0.dtype, device=z0.device)
+        sol = odeint(self.dynamics, state, t, **settings)
+        self.last_stats = sol.stats
+        end = sol.ys[-1]
+        return end[:, :-1], end[:, -1], sol
+
+    def log_prob(self, x: torch.Tensor, *, generator: torch.Generator | None = None, **overrides) -> torch.Tensor:
+        """``log p(x)`` per row of ``x`` ``(batch, d)`` -> ``(batch,)`` (nats).
+
+        ``overrides`` replace solver settings for this call (e.g. ``rtol=1e-6``).
+        """
+        if x.dim() != 2 or x.shape[1] != self.dim:
+            raise ValueError(f"x has shape {tuple(x.shape)}; give (batch, {self.dim})")
+        z1, delta, _ = self._solve(x, 0.0, self.t1, generator=generator, **overrides)
+        return standard_normal_log_prob(z1) - delta
+
+    def sample(self, n: int, *, generator: torch.Generator | None = None, dtype=torch.float32, device=None,
+               **overrides) -> torch.Tensor:
+        """``n`` samples ``(n, d)``: draw ``z(t1)`` ~ N(0, I) and solve the flow backwards to ``t = 0``."""
+        if not isinstance(n, int) or n < 1:
+            raise ValueError(f"n={n!r} must be a positive int")
+        z1 = torch.randn(n, self.dim, generator=generator, dtype=dtype).to(device)
+        x, _, _ = self._solve(z1, self.t1, 0.0, generator=generator, **overrides)
+        return x
+
+
+def two_moons(n: int, *, noise: float = 0.05, seed: int = 0, dtype: torch.dtype = torch.float32,
+              device=None) -> torch.Tensor:
+    """``n`` points ``(n, 2)`` of scikit-learn's two moons, centred and scaled to unit variance overall."""
+    from sklearn.datasets import make_moons
+
+    if isinstance(n, bool) or not isinstance(n, int) or n < 2:
+        raise ValueError(f"n={n!r}: give an int >= 2")
+    x, _ = make_moons(n_samples=n, noise=noise, random_state=seed)
+    x = (x - [0.5, 0.25]) / [0.87, 0.5]  # the population's mean and (about) its standard deviations
+    return torch.as_tensor(x, dtype=dtype, device=device)
+
+
+__all__ = ["CNF", "CNFDynamics", "NOISES", "TRACES", "divergence_exact", "divergence_hutchinson",
+           "hutchinson_variance", "sample_probes", "standard_normal_log_prob", "two_moons"]

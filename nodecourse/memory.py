@@ -1,0 +1,212 @@
+"""Peak memory of a forward + backward pass, and how it grows with the number of solver steps.
+
+- CUDA: ``torch.cuda.max_memory_allocated`` after ``reset_peak_memory_stats`` (bytes held by
+  tensors at the worst moment, above what was allocated before).
+- CPU (Linux): the process's peak resident set size. The kernel's high-water mark
+  (``VmHWM``) is reset through ``/proc/self/clear_refs`` before the pass, and glibc is told to
+  serve every block above 64 KiB by ``mmap`` (``mallopt``), so freed tensors really leave the
+  process and one measurement does not hide inside memory kept from an earlier one. The
+  figure is ``VmHWM - VmRSS`` at the start: bytes the pass added at its peak, allocator
+  overhead included. :func:`memory_sweep` can run in a fresh subprocess (``isolated=True``)
+  so nothing the notebook holds disturbs it.
+"""
+from __future__ import annotations
+
+import ctypes
+import gc
+import json
+import os
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, field
+from typing import Callable
+
+import torch
+from torch import nn
+
+_M_MMAP_THRESHOLD = -3  # glibc mallopt parameter
+GRADIENT_MODES = ("backprop", "checkpoint", "adjoint")
+
+
+def _status_bytes(key: str) -> int:
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(key):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError(f"{key} not found in /proc/self/status")
+
+
+def cpu_peak_supported() -> bool:
+    """True where the CPU measurement works (Linux with a resettable high-water mark)."""
+    return sys.platform.startswith("linux") and os.access("/proc/self/clear_refs", os.W_OK)
+
+
+_MALLOC_SET = False
+
+
+def _prepare_malloc() -> None:
+    global _MALLOC_SET
+    if not _MALLOC_SET:
+        try:
+            ctypes.CDLL("libc.so.6").mallopt(_M_MMAP_THRESHOLD, 64 * 1024)
+        except OSError:  # not glibc: measurements may under-count reuse of freed memory
+            pass
+        _MALLOC_SET = True
+
+
+def measure_peak(fn: Callable[[], object], device: str | torch.device = "cpu") -> int:
+    """Run ``fn()`` once and return the extra memory, in bytes, it held at its peak on ``device``."""
+    device = torch.device(device)
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        before = torch.cuda.memory_allocated(device)
+        fn()
+        torch.cuda.synchronize(device)
+        return int(torch.cuda.max_memory_allocated(device) - before)
+    if device.type != "cpu":
+        raise ValueError(f"device={str(device)!r}: peak memory is measured on 'cpu' and 'cuda' only")
+    if not cpu_peak_supported():
+        raise RuntimeError("CPU peak memory needs Linux (/proc/self/clear_refs); run on Linux or on CUDA")
+    _prepare_malloc()
+    with open("/proc/self/clear_refs", "w") as fh:
+        fh.write("5")  # reset the peak RSS to the current RSS
+    before = _status_bytes("VmRSS:")
+    fn()
+    return max(0, _status_bytes("VmHWM:") - before)
+
+
+class MLPField(nn.Module):
+    """``dz/dt = W2 tanh(W1 z + b1) + b2``: the field of the memory study (dims ``(d, hidden, d)``)."""
+
+    def __init__(self, dims=(64, 256, 64)):
+        super().__init__()
+        d, hidden, d_out = dims
+        self.net = nn.Sequential(nn.Linear(d, hidden), nn.Tanh(), nn.Linear(hidden, d_out))
+
+    def forward(self, t, z):
+        return self.net(z)
+
+
+@dataclass
+class MemoryConfig:
+    """One memory study: an MLP field, a batch, ``method`` with ``n`` equal steps on [0, 1]."""
+
+    steps: tuple[int, ...] = (20, 50, 100, 200, 400)
+    modes: tuple[str, ...] = GRADIENT_MODES
+    batch: int = 256
+    dims: tuple[int, int, int] = (64, 256, 64)
+    method: str = "rk4"
+    device: str = "cpu"
+    dtype: str = "float32"
+    seed: int = 0
+    repeats: int = 2
+
+
+@dataclass
+class MemorySweep:
+    """Peak bytes of forward + backward per (mode, steps). ``rows``: dicts with ``mode``,
+    ``steps``, ``peak_bytes``, ``nfe``, ``nfe_backward``."""
+
+    config: MemoryConfig
+    rows: list[dict] = field(default_factory=list)
+
+    def peaks(self, mode: str) -> list[int]:
+        return [r["peak_bytes"] for r in self.rows if r["mode"] == mode]
+
+    def growth(self, mode: str) -> float:
+        """Peak at the most steps divided by peak at the fewest."""
+        p = self.peaks(mode)
+        return p[-1] / max(p[0], 1)
+
+    def table(self) -> list[dict]:
+        """One dict per step count: ``steps`` and the peak MiB of each mode."""
+        out = []
+        for n in self.config.steps:
+            row = {"steps": n}
+            for r in self.rows:
+                if r["steps"] == n:
+                    row[f"{r['mode']} MiB"] = round(r["peak_bytes"] / 2**20, 1)
+            out.append(row)
+        return out
+
+
+def forward_backward(func, y0, n_steps: int, mode: str, method: str = "rk4", adjoint_step=None) -> dict:
+    """One forward solve on [0, 1] in ``n_steps`` equal steps plus one backward pass; returns the stats."""
+    from nodecourse.solvers import odeint
+
+    t = torch.tensor([0.0, 1.0], dtype=y0.dtype, device=y0.device)
+    sol = odeint(func, y0, t, method=method, step_size=1.0 / n_steps, gradient=mode, max_steps=10 * n_steps)
+    sol.ys[-1].pow(2).mean().backward()
+    return dict(sol.stats)
+
+
+def run_sweep(config: MemoryConfig, progress: bool = False) -> MemorySweep:
+    """Measure in this process (see :func:`memory_sweep`)."""
+    torch.manual_seed(config.seed)
+    dtype = getattr(torch, config.dtype)
+    func = MLPField(config.dims).to(device=config.device, dtype=dtype)
+    y0 = torch.randn(config.batch, config.dims[0], device=config.device, dtype=dtype, requires_grad=True)
+    sweep = MemorySweep(config)
+    points = [(m, n) for m in config.modes for n in config.steps]
+    if progress:
+        from tqdm.auto import tqdm
+
+        points = tqdm(points, desc="peak memory", leave=False)
+    for mode in config.modes:  # warm-up: lazy initialisation must not count as the first point's memory
+        forward_backward(func, y0, config.steps[0], mode, config.method)
+    for mode, n in points:
+        stats = {}
+
+        def once():
+            stats.update(forward_backward(func, y0, n, mode, config.method))
+
+        # The least of a few repeats: a stray allocation elsewhere in the process only ever adds.
+        peak = min(measure_peak(once, config.device) for _ in range(config.repeats))
+        func.zero_grad(set_to_none=True)
+        y0.grad = None
+        sweep.rows.append({"mode": mode, "steps": n, "peak_bytes": peak, "nfe": stats.get("nfe"),
+                           "nfe_backward": stats.get("nfe_backward")})
+    return sweep
+
+
+def memory_sweep(config: MemoryConfig | None = None, *, isolated: bool = True, progress: bool = False,
+                 **overrides) -> MemorySweep:
+    """Peak memory of forward + backward against the number of steps, for each gradient mode.
+
+    Args:
+        config: the study (defaults: batch 256, 64-256-64 MLP, rk4, 20..400 steps); keyword
+            ``overrides`` replace its fields (``steps=(10, 40)``...).
+        isolated: CPU only: measure in a fresh Python subprocess (about two seconds to start) so
+            memory held by the calling process cannot disturb the figures.
+    Returns:
+        :class:`MemorySweep`.
+    """
+    config = MemoryConfig(**{**asdict(config or MemoryConfig()), **overrides})
+    config.steps, config.modes, config.dims = tuple(config.steps), tuple(config.modes), tuple(config.dims)
+    unknown = [m for m in config.modes if m not in GRADIENT_MODES]
+    if unknown:
+        raise ValueError(f"modes={unknown} are not gradient modes; valid: {list(GRADIENT_MODES)}")
+    if not isolated or torch.device(config.device).type != "cpu":
+        return run_sweep(config, progress=progress)
+    # glibc reads MALLOC_MMAP_THRESHOLD_ at start: every block above 64 KiB is mmapped and returned on free.
+    env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"), MALLOC_MMAP_THRESHOLD_="65536")
+    done = subprocess.run([sys.executable, "-m", "nodecourse.memory", json.dumps(asdict(config))],
+                          capture_output=True, text=True, env=env, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"the memory subprocess failed (exit {done.returncode}): {done.stderr[-2000:]}")
+    rows = json.loads(done.stdout.strip().splitlines()[-1])
+    return MemorySweep(config, rows)
+
+
+def main(argv: list[str]) -> None:
+    _prepare_malloc()
+    spec = json.loads(argv[0])
+    config = MemoryConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in spec.items()})
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+    print(json.dumps(run_sweep(config).rows))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,347 @@
+"""Helpers for the browser tests: a JupyterLab server started the way a learner starts it
+(``nodecourse lab``), headless Chromium driven by Playwright, and the few page actions a
+learner does (open a notebook, Run All, pick a dropdown entry, type a slider value).
+
+Everything here is plain functions and context managers; tests/test_browser.py holds the
+fixtures and the assertions.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from notebook_fixtures import REPO, SUBPROCESS_ENV
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+    "--disable-sync", "--disable-quic", "--no-first-run",
+]
+ARTIFACTS = REPO / "test-artifacts" / "browser"
+SERVER_START_TIMEOUT_S = 120
+
+# JupyterLab user settings for the test server: no news/update prompt over the course,
+# no autosave (the run happens in a copy anyway), and every cell kept in the DOM so the
+# explorers further down a notebook can be found.
+LAB_SETTINGS = {
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
+        "fetchNews": "false", "checkForUpdates": False,
+    },
+    "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none", "kernelShutdown": True},
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def copy_course(dest: Path) -> Path:
+    """A copy of the course's learner-facing folders: running lessons in the page never
+    touches the repository's notebooks."""
+    for name in ("notebooks", "exercises", "solutions"):
+        src = REPO / name
+        if src.is_dir():
+            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    shutil.copy2(REPO / "pyproject.toml", dest / "pyproject.toml")  # marks the folder as the course root
+    return dest
+
+
+@dataclass
+class LabServer:
+    url: str
+    token: str
+    root: Path
+    log: Path
+    proc: subprocess.Popen
+
+    def log_tail(self, n: int = 3000) -> str:
+        return self.log.read_text(errors="replace")[-n:]
+
+    opened_url_file: Path
+
+    def opened_url(self, timeout_s: float = 30) -> str:
+        """The URL JupyterLab asked the browser to open at start (what a learner sees first)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.opened_url_file.is_file() and self.opened_url_file.read_text().strip():
+                return self.opened_url_file.read_text().strip()
+            time.sleep(0.2)
+        raise AssertionError(f"JupyterLab opened no browser page:\n{self.log_tail()}")
+
+
+@contextmanager
+def lab_server(root: Path, workdir: Path, *, quick: bool = True) -> Iterator[LabServer]:
+    """Start ``nodecourse lab`` on 127.0.0.1 on a free port with a known token, the course at
+    ``root``; yield when ``/api/status`` answers; stop the whole process group by handle."""
+    settings = workdir / "lab-settings"
+    for rel, values in LAB_SETTINGS.items():
+        path = settings / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(values))
+    port, token = free_port(), secrets.token_hex(16)
+    env = {
+        **SUBPROCESS_ENV,
+        "JUPYTER_RUNTIME_DIR": str(workdir / "runtime"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(workdir / "workspaces"),
+        "JUPYTERLAB_SETTINGS_DIR": str(settings),
+        "JUPYTER_CONFIG_DIR": str(workdir / "config"),
+        "MPLBACKEND": "module://matplotlib_inline.backend_inline",
+    }
+    if quick:
+        env["NODECOURSE_QUICK"] = "1"
+    log_path = workdir / "lab.log"
+    log = open(log_path, "w")
+    # The "browser" JupyterLab launches writes the URL it was given to a file: the test opens
+    # exactly the page `nodecourse lab` opens for a learner (JupyterLab's redirect file, which
+    # forwards to the start notebook with the token).
+    opened = workdir / "opened-url.txt"
+    browser = f"/bin/sh -c 'echo \"$0\" > {opened}' %s"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nodecourse.course.cli", "lab", "--root", str(root),
+         "--ip", "127.0.0.1", "--port", str(port), "--",
+         f"--IdentityProvider.token={token}", "--ServerApp.port_retries=0",
+         f"--ServerApp.browser={browser}"],
+        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own process group: stopping it stops its kernels too
+    )
+    server = LabServer(f"http://127.0.0.1:{port}", token, root, log_path, proc, opened)
+    try:
+        deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"JupyterLab exited with {proc.returncode}:\n{server.log_tail()}")
+            try:
+                with urllib.request.urlopen(f"{server.url}/api/status?token={token}", timeout=5) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"JupyterLab did not answer within {SERVER_START_TIMEOUT_S} s:\n"
+                                   f"{server.log_tail()}")
+            time.sleep(0.5)
+        yield server
+    finally:
+        stop_process_group(proc)
+        log.close()
+
+
+def stop_process_group(proc: subprocess.Popen) -> None:
+    """SIGTERM the process group started for ``proc``, then SIGKILL if it lingers."""
+    for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 5)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+@contextmanager
+def chromium(profile: Path) -> Iterator[object]:
+    """A headless Chromium context (Debian's, never a downloaded one); closed on exit."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            str(profile), executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True,
+            viewport={"width": 1400, "height": 900},
+        )
+        try:
+            yield context
+        finally:
+            context.close()
+
+
+# ---------------------------------------------------------------------------
+# page actions
+# ---------------------------------------------------------------------------
+
+def open_notebook(page, server: LabServer, rel_path: str) -> None:
+    """Open ``rel_path`` (relative to the course root) in JupyterLab and wait for its kernel."""
+    from playwright.sync_api import TimeoutError as PWTimeout
+
+    page.goto(f"{server.url}/lab/tree/{rel_path}?token={server.token}")
+    wait_for_notebook(page)
+    try:  # a kernel choice dialog, if any: accept the proposed kernel as a learner would
+        page.locator(".jp-Dialog .jp-mod-accept").click(timeout=3_000)
+    except PWTimeout:
+        pass
+    wait_kernel_idle(page)
+
+
+def wait_for_notebook(page) -> None:
+    page.wait_for_selector(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell", state="visible")
+
+
+def active_panel(page):
+    return page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)").first
+
+
+def wait_kernel_idle(page, timeout_ms: int = 120_000) -> None:
+    page.wait_for_selector(".jp-NotebookPanel:not(.lm-mod-hidden) "
+                           ".jp-Notebook-ExecutionIndicator[data-status='idle']",
+                           state="attached", timeout=timeout_ms)
+
+
+_CURRENT_TAB = ".jp-DockPanel .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel"
+
+
+def current_tab(page) -> str:
+    """The label of the main area's current tab (a document's file name)."""
+    return page.locator(_CURRENT_TAB).first.inner_text().strip()
+
+
+def wait_current_tab(page, name: str, timeout_ms: int = 60_000) -> None:
+    page.wait_for_function(
+        f"""name => {{
+            const tab = document.querySelector({_CURRENT_TAB!r});
+            return tab && tab.textContent.trim() === name;
+        }}""", arg=name, timeout=timeout_ms)
+
+
+def activate_tab(page, name: str) -> None:
+    page.locator(".jp-DockPanel .lm-TabBar-tab", has=page.locator(".lm-TabBar-tabLabel", has_text=name)).first.click()
+    wait_current_tab(page, name)
+
+
+def close_current_tab(page) -> None:
+    page.locator(".jp-DockPanel .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabCloseIcon").first.click()
+    # a dialog only if the document changed; the learner discards (the copy is never saved)
+    from playwright.sync_api import TimeoutError as PWTimeout
+
+    try:
+        page.locator(".jp-Dialog button", has_text=re.compile("Don.t Save|Discard")).first.click(timeout=2_000)
+    except PWTimeout:
+        pass
+
+
+def menu(page, top: str, item: str) -> None:
+    """Click ``top`` in the menu bar, then ``item`` in the menu it opens."""
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(rf"^{re.escape(top)}$")).first.click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(rf"^{re.escape(item)}$")).first.click()
+
+
+def run_all_cells(page, timeout_ms: int) -> None:
+    """Run > Run All Cells, then wait until every code cell has an execution number."""
+    menu(page, "Run", "Run All Cells")
+    page.wait_for_function(
+        """() => {
+            const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
+            if (!panel) return false;
+            const prompts = [...panel.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
+            return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
+        }""",
+        timeout=timeout_ms, polling=500,
+    )
+    wait_kernel_idle(page, timeout_ms)
+
+
+def error_outputs(page) -> list[str]:
+    """Texts of the tracebacks shown in the active notebook (an error in any cell)."""
+    return active_panel(page).locator(
+        ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.error']").all_inner_texts()
+
+
+def explorer(page, class_name: str):
+    """The explorer box whose Python class is ``class_name`` (see nodecourse.widgets.base)."""
+    return active_panel(page).locator(f".nc-explorer-{class_name}").first
+
+
+def status_text(box) -> str:
+    return box.locator(".nc-status").first.inner_text().strip()
+
+
+def select_option(box, control: str, label: str) -> None:
+    """Pick ``label`` in the dropdown widget ``nc-control-<control>``."""
+    box.locator(f".nc-control-{control} select").first.select_option(label=label)
+
+
+def set_slider(box, control: str, text: str) -> None:
+    """Type ``text`` into the slider's readout and press Enter, as a learner can in ipywidgets 8."""
+    readout = box.locator(f".nc-control-{control} .widget-readout").first
+    readout.click()
+    readout.press("Control+a")
+    readout.type(text)
+    readout.press("Enter")
+
+
+def slider_readout(box, control: str) -> str:
+    return box.locator(f".nc-control-{control} .widget-readout").first.inner_text().strip()
+
+
+def figure_signature(box) -> str:
+    """What the figure shows, as text that changes when the figure does: a plotly figure's
+    data and title (from the page's plot object), or a matplotlib image's data URL."""
+    fig = box.locator(".nc-figure").first
+    return fig.evaluate(
+        """el => {
+            const plot = el.querySelector('.js-plotly-plot');
+            if (plot && (plot._fullData || plot.data)) {
+                const title = (plot.layout && plot.layout.title && plot.layout.title.text) || '';
+                const data = (plot._fullData || plot.data).map(t => [t.name, Array.from(t.y || [])]);
+                return JSON.stringify({title, data});
+            }
+            const img = el.querySelector('img');
+            return img ? img.src : '';
+        }"""
+    )
+
+
+def plotly_traces(box) -> dict:
+    """``{trace name: [y values]}`` of the explorer's plotly figure, as the page holds them."""
+    # _fullData holds the decoded arrays (plotly sends numpy arrays base64-encoded in .data)
+    return box.locator(".nc-figure .js-plotly-plot").first.evaluate(
+        """el => Object.fromEntries((el._fullData || el.data).map(
+               t => [t.name, Array.from(t.y || []).map(v => (v === null || v === undefined) ? null : Number(v))]))"""
+    )
+
+
+def wait_status_change(page, box, before: str, timeout_ms: int) -> str:
+    """Wait until the explorer's result line differs from ``before`` and is not a progress note."""
+    handle = box.locator(".nc-status").first.element_handle()
+    page.wait_for_function(
+        """([el, before]) => {
+            const t = el.innerText.trim();
+            return t && t !== before && !/…|\\.\\.\\.$/.test(t);
+        }""",
+        arg=[handle, before], timeout=timeout_ms, polling=250,
+    )
+    return status_text(box)
+
+
+def wait_figure_change(page, box, before: str, timeout_ms: int) -> str:
+    deadline = time.monotonic() + timeout_ms / 1000
+    while time.monotonic() < deadline:
+        sig = figure_signature(box)
+        if sig and sig != before:
+            return sig
+        page.wait_for_timeout(250)
+    raise AssertionError("the explorer's figure did not change")
+
+
+def screenshot(box, name: str) -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / name
+    box.scroll_into_view_if_needed()
+    box.screenshot(path=str(path))
+    return path

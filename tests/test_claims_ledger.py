@@ -1,0 +1,184 @@
+"""The ledger machinery: progress bar, wrapped table, one JSON document, escaped reports,
+and the complete list of rows the course promises (issue 12)."""
+from __future__ import annotations
+
+import json
+import os
+import re
+
+import pytest
+
+from nodecourse import claims
+from nodecourse.claims import ClaimResult, ClaimSpec, Measurement, Verdict
+from nodecourse.course import cli
+from notebook_fixtures import run_cli
+
+# Every row the course promises (issue 12, "Claims ledger complete"), plus the capstone's rows
+# (lesson 7) and the flow lesson's row (lesson 8). Lessons land one at a time; a missing id
+# fails here by name.
+REQUIRED_IDS = (
+    "resnet-euler", "convergence-order", "tolerance-nfe", "reversal-steps", "adjoint-memory",
+    "adjoint-gradient-error", "annulus", "augmentation-2p", "anderson-vs-picard", "deq-iteration-growth",
+    "jacobian-regularization", "physionet-auc", "hutchinson-unbiased",
+    "capstone-accuracy-parity", "capstone-training-memory", "capstone-step-mismatch",
+    "cnf-hutchinson-variance",
+)
+
+NASTY = "a|b <script>alert('x')</script> & *bold* _u_ `code` [link](x) \\ back"
+
+
+def _result(cid="row", text="short", verdict=Verdict.HOLDS):
+    return ClaimResult(cid, text, "src", "pub", text, verdict, 0.1, {})
+
+
+def _fake_rows(monkeypatch, rows: dict):
+    """Register ``rows`` (id -> measure) for one test only."""
+    claims.load_rows()  # the real rows first, so the fakes are not overwritten by a later import
+    for cid, measure in rows.items():
+        monkeypatch.setitem(claims.REGISTRY, cid, ClaimSpec(cid, f"claim {cid}", "src", "pub", "99", measure))
+
+
+# --- text table ---------------------------------------------------------------------------------
+
+def test_text_table_wraps_long_cells_and_cuts_nothing():
+    long_words = " ".join(f"word{i:03d}" for i in range(120))
+    table = claims.format_table([_result("long-row", long_words), _result("other", "x")], width=100)
+    assert "…" not in table
+    assert all(len(line) <= 100 for line in table.splitlines()), table
+    # every word of the claim and of the measured column is there, in order, twice (both columns)
+    found = re.findall(r"word\d{3}", table)
+    assert sorted(set(found)) == sorted(long_words.split()) and len(found) == 240
+    assert table.splitlines()[0].split(" | ")[0].strip() == "id"
+
+
+def test_text_table_separates_rows_with_a_rule():
+    table = claims.format_table([_result("a"), _result("b")], width=120)
+    rules = [line for line in table.splitlines() if set(line) <= {"-", "+"}]
+    assert len(rules) == 2  # under the header, and between the two rows
+
+
+# --- escaped reports ----------------------------------------------------------------------------
+
+def test_markdown_escapes_pipes_and_markup():
+    md = claims.format_markdown([_result("x", NASTY)], {"mode": "quick"})
+    row = [line for line in md.splitlines() if line.startswith("| x ")][0]
+    unescaped_pipes = len(re.findall(r"(?<!\\)\|", row))
+    assert unescaped_pipes == 7, row  # six cells: seven delimiters, the cell's own pipe escaped
+    assert "<script>" not in md and "&lt;script&gt;" in md
+    assert r"\*bold\*" in md and r"\_u\_" in md and r"\`code\`" in md and r"\[link\]" in md
+    assert "\\\\ back" in md
+
+
+def test_markdown_turns_newlines_into_breaks():
+    assert claims.escape_markdown_cell("one\ntwo") == "one<br>two"
+
+
+def test_html_report_escapes_every_cell():
+    page = claims.format_html([_result("x", NASTY, Verdict.DOES_NOT_HOLD)], {"machine": "<m>"})
+    assert "<script>" not in page and "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in page
+    assert "&lt;m&gt;" in page and page.startswith("<!DOCTYPE html>")
+    assert 'class="verdict does_not_hold"' in page
+
+
+# --- runner -------------------------------------------------------------------------------------
+
+def test_progress_bar_names_the_row_running(monkeypatch, capsys):
+    seen = []
+
+    def measure(quick):
+        seen.append(quick)
+        return Measurement("1", Verdict.HOLDS)
+
+    _fake_rows(monkeypatch, {"fake-row-alpha": measure, "fake-row-beta": measure})
+    claims.run_claims(["fake-row-alpha", "fake-row-beta"], quick=True, progress=True)
+    err = capsys.readouterr().err
+    assert "claims: fake-row-alpha" in err and "claims: fake-row-beta" in err
+    assert seen == [True, True]
+
+
+def test_a_row_that_raises_is_recorded_with_keep_going(monkeypatch):
+    def broken(quick):
+        raise RuntimeError("boom")
+
+    def fine(quick):
+        return Measurement("1", Verdict.HOLDS)
+
+    _fake_rows(monkeypatch, {"fake-broken": broken, "fake-fine": fine})
+    with pytest.raises(RuntimeError, match="boom"):
+        claims.run_claims(["fake-broken"])
+    res = claims.run_claims(["fake-broken", "fake-fine"], keep_going=True)
+    assert [r.verdict for r in res] == [Verdict.ERROR, Verdict.HOLDS]
+    assert "RuntimeError: boom" in res[0].measured
+
+
+def test_a_row_may_not_return_a_plain_string_verdict(monkeypatch):
+    _fake_rows(monkeypatch, {"fake-str": lambda quick: Measurement("1", "holds")})
+    with pytest.raises(TypeError, match="fake-str"):
+        claims.run_claims(["fake-str"])
+
+
+# --- CLI ----------------------------------------------------------------------------------------
+
+def test_json_is_exactly_one_document_even_when_rows_print(monkeypatch, capfd):
+    def noisy(quick):
+        print("a row printing to stdout")
+        os.write(1, b"and C code writing to fd 1\n")
+        return Measurement("3 < 4", Verdict.NOT_MEASURABLE, {"x": 1.5})
+
+    _fake_rows(monkeypatch, {"fake-noisy": noisy})
+    assert cli.main(["claims", "--only", "fake-noisy", "--json"]) == 0
+    out, err = capfd.readouterr()
+    rows = json.loads(out)  # the whole of stdout parses as one document
+    assert [r["id"] for r in rows] == ["fake-noisy"]
+    assert rows[0]["verdict"] == "not measurable at this scale" and rows[0]["details"] == {"x": 1.5}
+    assert "a row printing to stdout" in err and "and C code writing to fd 1" in err
+    assert "claims: fake-noisy" in err  # the progress bar, on stderr
+
+
+def test_cli_markdown_and_html_formats(monkeypatch, capfd):
+    _fake_rows(monkeypatch, {"fake-nasty": lambda quick: Measurement(NASTY, Verdict.HOLDS)})
+    assert cli.main(["claims", "--only", "fake-nasty", "--format", "markdown", "--no-progress"]) == 0
+    out = capfd.readouterr().out
+    assert out.startswith("# Claims ledger") and r"a\|b" in out and "<script>" not in out
+    assert cli.main(["claims", "--only", "fake-nasty", "--format", "html", "--no-progress"]) == 0
+    out = capfd.readouterr().out
+    assert out.startswith("<!DOCTYPE html>") and "<script>" not in out
+
+
+def test_cli_exit_code_is_one_when_a_row_raises(monkeypatch, capfd):
+    def broken(quick):
+        raise RuntimeError("boom")
+
+    _fake_rows(monkeypatch, {"fake-broken": broken})
+    assert cli.main(["claims", "--only", "fake-broken", "--json", "--no-progress"]) == 1
+    out, err = capfd.readouterr()
+    assert json.loads(out)[0]["verdict"] == "error"
+    assert "fake-broken" in err and "boom" in err
+
+
+def test_json_and_another_format_conflict(capsys):
+    assert cli.main(["claims", "--json", "--format", "html"]) == 2
+    assert "--json" in capsys.readouterr().err
+
+
+# --- the complete ledger ------------------------------------------------------------------------
+
+def test_every_promised_row_is_registered():
+    missing = [cid for cid in REQUIRED_IDS if cid not in claims.load_rows()]
+    assert not missing, f"ledger rows not registered yet: {missing}"
+
+
+@pytest.mark.slow
+def test_quick_ledger_json_lists_every_promised_row():
+    """The whole ledger in quick mode (about 15 minutes on two cores): one JSON document,
+    every promised id with a measured figure and a computed verdict."""
+    proc = run_cli("claims", "--quick", "--json", timeout=3600)
+    rows = json.loads(proc.stdout)
+    by_id = {r["id"]: r for r in rows}
+    missing = [cid for cid in REQUIRED_IDS if cid not in by_id]
+    assert not missing, f"missing from `nodecourse claims --quick --json`: {missing}"
+    errors = {cid: r["measured"] for cid, r in by_id.items() if r["verdict"] == "error"}
+    assert not errors and proc.returncode == 0, (errors, proc.stderr[-3000:])
+    for r in rows:
+        assert r["verdict"] in {"holds", "does not hold", "not measurable at this scale"}, r
+        assert r["measured"] and r["published"] and r["source"], r

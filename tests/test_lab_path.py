@@ -1,0 +1,130 @@
+"""`nodecourse lab` puts the course's own bin folder first on the PATH of JupyterLab and its
+terminals, so `nodecourse grade exercises/...` (as lessons and exercises spell it) works there."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import nbformat
+import pytest
+
+from nodecourse.course import cli
+from notebook_fixtures import REPO
+
+BIN = os.path.dirname(sys.executable)
+GRADE = re.compile(r"([\w./~-]*nodecourse) grade ")
+
+
+def test_lab_environment_puts_the_course_bin_first_once():
+    env = cli.lab_environment({"PATH": f"/usr/bin{os.pathsep}{BIN}{os.pathsep}/bin", "HOME": "/h"})
+    assert env["PATH"].split(os.pathsep) == [BIN, "/usr/bin", "/bin"]
+    assert env["HOME"] == "/h"
+    assert cli.lab_environment({})["PATH"] == BIN
+    assert cli.course_bin_dir() == BIN  # the venv's own bin: a symlinked python is not resolved
+
+
+def test_lab_terminals_are_not_login_shells(capsys):
+    """A login shell reads /etc/profile, which resets PATH; the terminals run the shell plainly,
+    unless the user gives their own terminado settings."""
+    cmd = cli.lab_command(cli.build_parser().parse_args(["lab"]), [])
+    setting = next(c for c in cmd if c.startswith("--ServerApp.terminado_settings="))
+    shell = json.loads(setting.split("=", 1)[1])["shell_command"]
+    assert len(shell) == 1 and "-l" not in shell and os.path.basename(shell[0]) in ("bash", "sh", "zsh", "fish",
+                                                                                    "dash", "ksh")
+    mine = "--ServerApp.terminado_settings={'shell_command': ['zsh', '-l']}"
+    cmd = cli.lab_command(cli.build_parser().parse_args(["lab"]), [mine])
+    assert [c for c in cmd if "terminado_settings" in c] == [mine]
+
+
+def test_lessons_and_exercises_spell_the_grade_command_one_way():
+    """Every notebook says `nodecourse grade exercises/<name>`: the spelling that works in
+    JupyterLab's terminal (course bin on PATH, starts in the course folder)."""
+    spellings = set()
+    for folder in ("notebooks", "solutions", "exercises"):
+        for path in sorted((REPO / folder).glob("*.ipynb")):
+            for cell in nbformat.read(path, as_version=4).cells:
+                for match in GRADE.finditer(cell.source):
+                    spellings.add(match.group(1))
+                    rest = cell.source[match.end():].split()[0]
+                    assert rest.startswith(("exercises/", "--")), f"{path.name}: grade {rest}"
+    assert spellings <= {"nodecourse"}, spellings
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_nodecourse_is_found_in_a_jupyterlab_terminal(tmp_path):
+    """Start `nodecourse lab` with a PATH that lacks the course's bin and a login-style SHELL,
+    open a terminal through the server's API and ask it where `nodecourse` is."""
+    tornado = pytest.importorskip("tornado")
+    from tornado.httpclient import HTTPRequest
+    from tornado.ioloop import IOLoop
+    from tornado.websocket import websocket_connect
+
+    port, token = _free_port(), "nodecourse-test-token"
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p != BIN) or "/usr/bin:/bin"
+    env["SHELL"] = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
+    env["HOME"] = str(tmp_path)  # no user start-up files, no jupyter settings of the user
+    env["JUPYTER_CONFIG_DIR"] = str(tmp_path / "jupyter")
+    env["JUPYTER_RUNTIME_DIR"] = str(tmp_path / "runtime")
+    env["PYTHONPATH"] = str(REPO)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "nodecourse.course.cli", "lab", "--no-browser", "--port", str(port),
+         "--ip", "127.0.0.1", "--root", str(REPO), "--", f"--IdentityProvider.token={token}"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    headers = {"Authorization": f"token {token}"}
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                urllib.request.urlopen(urllib.request.Request(f"{base}/api/status", headers=headers), timeout=5)
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"JupyterLab did not start: {server.stdout.read() if server.poll() is not None else ''}")
+                time.sleep(1)
+        req = urllib.request.Request(f"{base}/api/terminals", data=b"{}", method="POST",
+                                     headers={**headers, "Content-Type": "application/json"})
+        name = json.loads(urllib.request.urlopen(req, timeout=30).read())["name"]
+
+        async def ask() -> str:
+            ws = await websocket_connect(HTTPRequest(f"ws://127.0.0.1:{port}/terminals/websocket/{name}",
+                                                     headers=headers))
+            await ws.write_message(json.dumps(["stdin", "echo WHERE\"\"=$(command -v nodecourse)=END\r"]))
+            seen = ""
+            end = time.monotonic() + 60
+            while time.monotonic() < end:
+                msg = await ws.read_message()
+                if msg is None:
+                    break
+                kind, *payload = json.loads(msg)
+                if kind == "stdout":
+                    seen += payload[0]
+                    found = re.search(r"WHERE=([^\r\n=]*)=END", seen)
+                    if found:
+                        ws.close()
+                        return found.group(1)
+            ws.close()
+            return f"no answer; terminal said: {seen[-500:]!r}"
+
+        where = IOLoop.current().run_sync(ask, timeout=90)
+        assert where == os.path.join(BIN, "nodecourse"), where
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
