@@ -83,16 +83,15 @@ BATCH_RUNNERS = {**RUNNERS, "nodecourse per_sample": run_nodecourse_per_sample}
 
 def bench(name, field, y0, t, rtol, atol, repeats, runners=RUNNERS):
     """Interleaved repeated runs; rows of (problem, library, NFE, median ms, ratio to torchdiffeq, max error)."""
-    RUNNERS = runners  # noqa: N806 (the set of libraries compared on this problem)
-    times = {k: [] for k in RUNNERS}
+    times = {k: [] for k in runners}
     nfe, err = {}, {}
     field64 = copy.deepcopy(field).double()
     with torch.no_grad():
         reference = nodecourse.odeint(field64, y0.double(), t.double(), rtol=1e-10, atol=1e-12).ys
-        for key, runner in RUNNERS.items():  # warm-up, not timed
+        for key, runner in runners.items():  # warm-up, not timed
             runner(field, y0, t, rtol, atol)
         for _ in range(repeats):
-            for key, runner in RUNNERS.items():
+            for key, runner in runners.items():
                 start = time.perf_counter()
                 ys, n = runner(field, y0, t, rtol, atol)
                 times[key].append(time.perf_counter() - start)
@@ -100,7 +99,7 @@ def bench(name, field, y0, t, rtol, atol, repeats, runners=RUNNERS):
                 err[key] = float((ys.double() - reference).abs().max())
     base = statistics.median(times["torchdiffeq"])
     rows = []
-    for key in RUNNERS:
+    for key in runners:
         med = statistics.median(times[key])
         rows.append((name, key, nfe[key], med * 1e3, med / base, err.get(key, float("nan"))))
     return rows

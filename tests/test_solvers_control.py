@@ -231,7 +231,8 @@ def test_tiny_atol_with_zero_component_is_not_called_non_finite():
 # ---------------------------------------------------------------- every evaluation shape-checked
 
 
-@pytest.mark.parametrize("method,kw", ALL_METHODS + [("dopri5", {"per_sample": True})])
+@pytest.mark.parametrize("method,kw", ALL_METHODS + [("dopri5", {"per_sample": True}),
+                                                     ("dopri5", {"backend": "torchdiffeq"})])
 def test_shape_change_after_first_call_is_caught_at_once(method, kw):
     calls = []
     y0 = torch.ones(2, dtype=F64) if not kw.get("per_sample") else torch.ones(2, 2, dtype=F64)
@@ -308,6 +309,18 @@ def test_torchdiffeq_backend_shape_errors_read_like_ours(method, kw):
 
 
 # ---------------------------------------------------------------- stats that models keep
+
+
+def test_backprop_reports_nfe_backward_zero_and_it_stays_true():
+    from nodecourse.models import MLPField, ODEBlock
+
+    block = ODEBlock(MLPField(2, hidden=(8,)).double(), method="dopri5", rtol=1e-4, atol=1e-6)
+    calls = []
+    block.field.register_forward_hook(lambda *a: calls.append(1))
+    sol = block.solve(torch.randn(4, 2, dtype=F64))
+    n_forward = len(calls)
+    sol.ys[-1].sum().backward()
+    assert len(calls) == n_forward and block.last_stats["nfe_backward"] == 0
 
 
 def test_odeblock_last_stats_nfe_backward_true_after_backward():

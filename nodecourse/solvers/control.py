@@ -21,6 +21,7 @@ import math
 import torch
 
 from nodecourse.solvers.result import Status
+from nodecourse.solvers.rk import time_tensor
 
 #: Defaults of the options every adaptive and implicit method understands.
 CONTROL_OPTIONS = {
@@ -90,8 +91,6 @@ class StepControl:
         (Solving ODEs I, II.4; one evaluation of func), signed and clipped."""
         if self.first_step is not None:
             return self.clip(float(self.first_step)), 0
-        from nodecourse.solvers.rk import time_tensor
-
         with torch.no_grad():
             scale = y0.detach().abs() * self.rtol + self.atol
             d0 = float(rms(y0.detach() / scale))

@@ -2,17 +2,21 @@
 
 Both are theta methods: ``y1 = y0 + h * ((1 - theta) f(t0, y0) + theta f(t1, y1))``
 with ``theta = 1`` (implicit_euler, order 1, L-stable) or ``theta = 1/2``
-(trapezoid, order 2, A-stable). ``y1`` solves a nonlinear system, by Newton's
+(trapezoid, order 2, A-stable), written as two-stage tableaux (explicit first
+stage, implicit second; see :mod:`nodecourse.solvers.tableaux`), and ``theta``
+is read from the tableau (:func:`theta_of`), so any theta can be plugged in. ``y1`` solves a nonlinear system, by Newton's
 method with the Jacobian ``df/dy`` from autograd, factorised once per step
 (simplified Newton), and reused across steps until Newton needs more than
 three iterations or fails. Work is reported: ``n_newton_iters``, ``n_jacobians``,
 ``n_newton_failures``.
 
 Step size: fixed when ``step_size`` is given (a step whose Newton iteration
-fails is halved and retried), otherwise adaptive from a local error estimate
-that costs no extra evaluations:
+fails is shrunk to a quarter and retried), otherwise adaptive, steered by the
+shared :class:`~nodecourse.solvers.control.StepControl`, from a local error
+estimate that costs no extra evaluations:
 
-- implicit_euler: ``h/2 * (f1 - f0)``, the gap to the trapezoidal rule;
+- implicit_euler: ``h/2 * (f1 - f0)``, the gap to the trapezoidal rule (its
+  tableau's ``b - b_low``);
 - trapezoid: ``h^3/12 * y'''``, with ``y'''`` from the divided difference of
   the last three slopes (the backward-Euler estimate on the first step).
 

@@ -183,6 +183,8 @@ def solve_request(req: SolveRequest) -> Solution:
 
     if checkpoint:
         recounter.forward_done(stats)
+    else:  # backprop differentiates the recorded operations: its backward pass never calls func
+        stats.setdefault("nfe_backward", 0)
     ys = outputs if isinstance(outputs, torch.Tensor) else _stack(outputs, len(ts), y0)
     solution = Solution(ys=ys, ts=req.t, stats=stats, status=status, method=spec.name, rtol=req.rtol,
                         atol=req.atol, message=message, steps=recorder.record,

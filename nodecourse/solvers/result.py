@@ -62,8 +62,10 @@ class Solution:
         stats: solver work: ``nfe`` (calls of func), ``n_steps`` (attempted steps),
             ``n_accepted``, ``n_rejected``; implicit methods add ``n_newton_iters``,
             ``n_jacobians``; per-sample mode adds per-element tensors (shape ``(B,)``);
-            ``gradient="checkpoint"`` adds ``nfe_backward``, the evaluations recomputed by
-            backward passes (updated as they run, in this same dict).
+            ``nfe_backward``: evaluations of func made by backward passes, updated as they
+            run, in this same dict (0 with ``gradient="backprop"``, whose backward pass
+            differentiates the recorded operations; the replayed steps with ``"checkpoint"``;
+            the adjoint solve's with ``"adjoint"``).
         status: how the solve ended (per-sample mode: the worst element's).
         steps: the solver's :class:`~nodecourse.solvers.record.StepRecord` when
             ``record_steps`` was asked for, else None.
@@ -95,7 +97,8 @@ class Solution:
         return self.status is Status.SUCCESS
 
     def __repr__(self) -> str:
-        work = ", ".join(f"{k}={v}" for k, v in self.stats.items() if isinstance(v, (int, float)))
+        work = ", ".join(f"{k}={v}" for k, v in self.stats.items()
+                         if isinstance(v, (int, float)) and not (k == "nfe_backward" and v == 0))
         return (
             f"Solution(method={self.method!r}, status={self.status.name}, ys.shape={tuple(self.ys.shape)}, "
             f"{work})"

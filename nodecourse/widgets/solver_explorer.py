@@ -122,7 +122,7 @@ class SolverExplorer(FigureExplorer):
     """
 
     def __init__(self, *, problem: str = "van der pol (μ=2)", method: str = "dopri5", rtol: float = 1e-6,
-                 atol: float = 1e-8, step_size: float = 0.05, device: str = "cpu", render: bool = True):
+                 atol: float = 1e-8, step_size: float = 0.1, device: str = "cpu", render: bool = True):
         import ipywidgets as w
 
         from nodecourse import SOLVERS
