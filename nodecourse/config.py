@@ -171,11 +171,12 @@ def cgroup_cpu_quota(
         text = _read(d / "cpu.max")
         if text:
             quota, _, period = text.partition(" ")
-            if quota != "max":
-                try:
-                    limits.append((int(quota) / int(period or 100000), "cgroup v2 cpu.max"))
-                except ValueError:
-                    pass
+            try:
+                q, p = int(quota), int(period or 100000)  # "max": no limit here (ValueError)
+            except ValueError:
+                continue
+            if q > 0 and p > 0:
+                limits.append((q / p, "cgroup v2 cpu.max"))
     for controller in ("cpu", "cpu,cpuacct", "cpuacct,cpu"):
         base = root / controller
         if not base.is_dir():

@@ -5,7 +5,8 @@
 - CPU (Linux): the process's peak resident set size. The kernel's high-water mark
   (``VmHWM``) is reset through ``/proc/self/clear_refs`` before the pass, and glibc is told to
   serve every block above 64 KiB by ``mmap`` (``mallopt``), so freed tensors really leave the
-  process and one measurement does not hide inside memory kept from an earlier one. The
+  process, and free heap pages are handed back (``malloc_trim``) before each measurement, so one
+  measurement does not hide inside memory kept from an earlier one. The
   figure is ``VmHWM - VmRSS`` at the start: bytes the pass added at its peak, allocator
   overhead included. :func:`memory_sweep` can run in a fresh subprocess (``isolated=True``)
   so nothing the notebook holds disturbs it.
@@ -24,7 +25,7 @@ from typing import Callable
 import torch
 from torch import nn
 
-_M_MMAP_THRESHOLD = -3  # glibc mallopt parameter
+_M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3  # glibc mallopt parameters
 GRADIENT_MODES = ("backprop", "checkpoint", "adjoint")
 
 
@@ -48,10 +49,23 @@ def _prepare_malloc() -> None:
     global _MALLOC_SET
     if not _MALLOC_SET:
         try:
-            ctypes.CDLL("libc.so.6").mallopt(_M_MMAP_THRESHOLD, 64 * 1024)
+            libc = ctypes.CDLL("libc.so.6")
+            libc.mallopt(_M_MMAP_THRESHOLD, 64 * 1024)
+            # Give freed memory at the top of the heap back at once, and grow it by no more than asked.
+            libc.mallopt(_M_TRIM_THRESHOLD, 0)
+            libc.mallopt(_M_TOP_PAD, 0)
         except OSError:  # not glibc: measurements may under-count reuse of freed memory
             pass
         _MALLOC_SET = True
+
+
+def _release_free_memory() -> None:
+    """Hand free heap pages back to the kernel (``malloc_trim``): memory freed by an earlier pass
+    must not be resident when the next one reuses it, or the reuse would not show in the peak."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 def measure_peak(fn: Callable[[], object], device: str | torch.device = "cpu") -> int:
@@ -70,6 +84,7 @@ def measure_peak(fn: Callable[[], object], device: str | torch.device = "cpu") -
     if not cpu_peak_supported():
         raise RuntimeError("CPU peak memory needs Linux (/proc/self/clear_refs); run on Linux or on CUDA")
     _prepare_malloc()
+    _release_free_memory()
     with open("/proc/self/clear_refs", "w") as fh:
         fh.write("5")  # reset the peak RSS to the current RSS
     before = _status_bytes("VmRSS:")
@@ -144,6 +159,7 @@ def forward_backward(func, y0, n_steps: int, mode: str, method: str = "rk4", adj
 
 def run_sweep(config: MemoryConfig, progress: bool = False) -> MemorySweep:
     """Measure in this process (see :func:`memory_sweep`)."""
+    _prepare_malloc()  # before the warm-up, so no large block is served from memory kept earlier
     torch.manual_seed(config.seed)
     dtype = getattr(torch, config.dtype)
     func = MLPField(config.dims).to(device=config.device, dtype=dtype)

@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -65,8 +66,9 @@ def discover_tasks() -> list[Task]:
     for nb in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
         tasks.append(Task(f"lesson{nb.name[:2]}", f"lesson {nb.stem} (quick)", ["lesson", str(nb)]))
     for sol in sorted((ROOT / "solutions").glob("[0-9][0-9]_*.ipynb")):
+        # A long per-cell limit: the table measures the work, which the grader's own limit would cut.
         tasks.append(Task(f"grade{sol.name[:2]}", f"nodecourse grade {sol.stem}",
-                          [str(BIN / "nodecourse"), "grade", str(sol)]))
+                          [str(BIN / "nodecourse"), "grade", "--timeout", "3600", str(sol)]))
     tasks.append(Task("claims", "nodecourse claims --quick", [str(BIN / "nodecourse"), "claims", "--quick"]))
     return tasks
 
@@ -111,15 +113,24 @@ def start_busy(cpu: int) -> subprocess.Popen:
 
 
 def run_once(cmd: list[str], env: dict, cpus: set[int], timeout: float) -> tuple[float | None, str]:
+    """Run ``cmd`` on ``cpus``; (wall seconds, "" or why it failed). The run gets its own session,
+    so a timeout or an interrupted script also stops its kernels."""
     start = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True, preexec_fn=lambda: os.sched_setaffinity(0, cpus))
     try:
-        proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
-                              preexec_fn=lambda: os.sched_setaffinity(0, cpus))
+        output, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         return None, f"timed out after {timeout:g} s"
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # whatever the run left behind (a kernel)
+        except ProcessLookupError:
+            pass
+        proc.wait()
     seconds = time.perf_counter() - start
     if proc.returncode != 0:  # timed all the same (a failing check still did its work), and flagged
-        return seconds, f"exit {proc.returncode}: {(proc.stdout + proc.stderr)[-400:]}"
+        return seconds, f"exit {proc.returncode}: {output[-400:]}"
     return seconds, ""
 
 
@@ -154,6 +165,11 @@ def table(rows: list[Row], busy: bool, settings: list[str]) -> str:
     return "\n".join(lines)
 
 
+def _interrupt(signum, frame):
+    """A `kill` of this script stops the run in progress and the busy loop too (their finally blocks)."""
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--busy", action="store_true",
@@ -169,6 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--markdown", default=None, help="also write the table to this file")
     parser.add_argument("--json", default=None, help="also write every measurement to this JSON file")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, _interrupt)
 
     usable = sorted(os.sched_getaffinity(0))
     cpus = [int(c) for c in args.cpus.split(",")] if args.cpus else usable[:2]

@@ -242,12 +242,15 @@ def menu(page, top: str, item: str) -> None:
 
 
 def run_all_cells(page, timeout_ms: int) -> None:
-    """Run > Run All Cells, then wait until every code cell has an execution number."""
+    """Run > Run All Cells, then wait until every code cell has an execution number (or one failed)."""
     menu(page, "Run", "Run All Cells")
     page.wait_for_function(
         """() => {
             const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
             if (!panel) return false;
+            // an error stops Run All: the cells after it never get a number
+            if (panel.querySelector(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.error']"))
+                return true;
             const prompts = [...panel.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
             return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
         }""",
@@ -273,7 +276,17 @@ def status_text(box) -> str:
 
 def select_option(box, control: str, label: str) -> None:
     """Pick ``label`` in the dropdown widget ``nc-control-<control>``."""
-    box.locator(f".nc-control-{control} select").first.select_option(label=label)
+    select = box.locator(f".nc-control-{control} select").first
+    # ipywidgets shows option labels with non-breaking spaces
+    labels = [t.replace("\xa0", " ") for t in select.evaluate("s => [...s.options].map(o => o.text)")]
+    if label not in labels:
+        raise AssertionError(f"dropdown {control} has no option {label!r}; options: {labels}")
+    select.select_option(index=labels.index(label))
+
+
+def selected_option(box, control: str) -> str:
+    select = box.locator(f".nc-control-{control} select").first
+    return select.evaluate("s => s.options[s.selectedIndex].text").replace("\xa0", " ")
 
 
 def set_slider(box, control: str, text: str) -> None:
@@ -285,8 +298,16 @@ def set_slider(box, control: str, text: str) -> None:
     readout.press("Enter")
 
 
+def press_on_slider(box, control: str, key: str) -> None:
+    """Focus the slider's handle and press ``key`` (one step per arrow key, as with a keyboard)."""
+    handle = box.locator(f".nc-control-{control} .noUi-handle").first
+    handle.focus()
+    handle.press(key)
+
+
 def slider_readout(box, control: str) -> str:
-    return box.locator(f".nc-control-{control} .widget-readout").first.inner_text().strip()
+    text = box.locator(f".nc-control-{control} .widget-readout").first.inner_text().strip()
+    return text.replace("\u2212", "-")  # d3-format writes a typographic minus
 
 
 def figure_signature(box) -> str:

@@ -32,7 +32,8 @@ import browser_support as B
 from notebook_fixtures import REPO
 
 CI = os.environ.get("CI", "").lower() == "true"
-RUN_ALL_TIMEOUT_MS = 420_000   # one lesson, quick mode, on a loaded 2-core CI machine
+# one lesson, quick mode, on a loaded 2-core CI machine (NODECOURSE_BROWSER_RUN_ALL_S overrides)
+RUN_ALL_TIMEOUT_MS = int(float(os.environ.get("NODECOURSE_BROWSER_RUN_ALL_S", 420)) * 1000)
 UPDATE_TIMEOUT_MS = 180_000    # one explorer update (the annulus explorer retrains)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(1500)]
@@ -57,9 +58,10 @@ class Change:
     """Set control ``control`` (``nc-control-<control>`` in the page) to ``value``."""
 
     control: str
-    kind: str        # "select" (a Dropdown: value is the option label) or "slider" (value typed in the readout)
+    kind: str        # "select" (a Dropdown: str(value) is the option label), "slider" (text typed in the
+                     # readout) or "keys" (text = the key pressed on the slider's handle, e.g. a SelectionSlider)
     value: object    # the Python value the control must end with
-    text: str = ""   # what to type (sliders); default str(value)
+    text: str = ""   # what to type or press; default str(value)
 
 
 @dataclass(frozen=True)
@@ -85,13 +87,13 @@ class Expected:
 
 def _single_thread(fn):
     """Compute expected values with one torch thread, as the lesson kernels run (OMP_NUM_THREADS=1)."""
-    def wrapped(settings):
+    def wrapped(*args):
         import torch
 
         before = torch.get_num_threads()
         torch.set_num_threads(1)
         try:
-            return fn(settings)
+            return fn(*args)
         finally:
             torch.set_num_threads(before)
     return wrapped
@@ -136,7 +138,7 @@ def _check_solver_plot(traces: dict, s: Settings) -> None:
                                    err_msg=f"page trace {name!r} differs from the library's solution")
 
 
-SOLVER_INITIAL = dict(problem="van der pol (μ=2)", method="dopri5", rtol=1e-6, atol=1e-8, step_size=0.05,
+SOLVER_INITIAL = dict(problem="van der pol (μ=2)", method="dopri5", rtol=1e-6, atol=1e-8, step_size=0.1,
                       device="cpu")
 
 # -- lesson 3: AnnulusExplorer --------------------------------------------
@@ -163,6 +165,65 @@ def _expected_annulus(s: Settings) -> Expected:
     return Expected(_parse_annulus(r.summary()), r.summary())
 
 
+# -- lesson 4: AdjointExplorer --------------------------------------------
+
+_ADJOINT_RE = re.compile(
+    r"(?P<mode>\w+) on (?P<device>\w+): gradient error (?P<error>\S+), NFE forward (?P<nfe>\d+), "
+    r"backward (?P<nfe_b>\d+), peak memory .*?, backward status (?P<status>\w+)")
+
+
+def _parse_adjoint(text: str) -> dict:
+    m = _ADJOINT_RE.search(text)
+    assert m, f"the adjoint explorer's result line has an unexpected form: {text!r}"
+    d = m.groupdict()
+    return {"mode": d["mode"], "error": d["error"], "nfe": int(d["nfe"]), "nfe_backward": int(d["nfe_b"]),
+            "status": d["status"]}
+
+
+@_single_thread
+def _expected_adjoint(s: Settings) -> Expected:
+    from nodecourse.widgets.adjoint_explorer import run_gradient
+
+    r = run_gradient(s["lam"], s["T"], s["tol"], s["mode"], "cpu")
+    return Expected(_parse_adjoint(r.summary()), r.summary())
+
+
+# -- lesson 6: DEQExplorer -------------------------------------------------
+
+_DEQ_RE = re.compile(
+    r"(?P<solver>\w+), tol (?P<tol>\S+), trained with Jacobian weight (?P<w>[\d.]+), (?P<device>\w+): "
+    r"(?P<status>\w+), (?P<iters>\d+) iterations, final relative residual (?P<res>\S+),")
+
+
+def _parse_deq(text: str) -> dict:
+    m = _DEQ_RE.search(text)
+    assert m, f"the DEQ explorer's result line has an unexpected form: {text!r}"
+    d = m.groupdict()
+    return {"solver": d["solver"], "tol": d["tol"], "jac_weight": d["w"], "status": d["status"],
+            "iterations": int(d["iters"]), "residual": d["res"]}
+
+
+@_single_thread
+def _expected_deq(s: Settings) -> Expected:
+    from nodecourse.widgets.deq_explorer import run_deq
+
+    r = run_deq(s["solver"], s["tol"], s["jac_weight"], "cpu")
+    return Expected(_parse_deq(r.summary()), r.summary())
+
+
+@_single_thread
+def _check_deq_plot(traces: dict, s: Settings) -> None:
+    """The plotted residual trace is the library's, iteration by iteration."""
+    import numpy as np
+
+    from nodecourse.widgets.deq_explorer import run_deq
+
+    r = run_deq(s["solver"], s["tol"], s["jac_weight"], "cpu")
+    assert s["solver"] in traces, f"no trace {s['solver']!r} in the page's figure; traces: {list(traces)}"
+    np.testing.assert_allclose(np.array(traces[s["solver"]], dtype=float), np.array(r.residuals, dtype=float),
+                               rtol=1e-6, err_msg="page residual trace differs from the library's")
+
+
 # -- the table ------------------------------------------------------------
 
 EXPLORERS: tuple[ExplorerCase, ...] = (
@@ -170,7 +231,7 @@ EXPLORERS: tuple[ExplorerCase, ...] = (
         "02_solvers_and_tolerance.ipynb", "SolverExplorer", SOLVER_INITIAL,
         steps=(
             (Change("method", "select", "bosh3"), Change("rtol", "slider", 1e-3, "1e-3")),
-            (Change("method", "select", "rk4"), Change("step_size", "slider", 0.1, "0.1")),
+            (Change("method", "select", "rk4"), Change("step_size", "slider", 0.01, "0.01")),
             (Change("problem", "select", "stiff: y' = -1000 (y - cos t)"), Change("method", "select", "dopri5"),
              Change("atol", "slider", 1e-6, "1e-6")),
         ),
@@ -180,6 +241,23 @@ EXPLORERS: tuple[ExplorerCase, ...] = (
         "03_annulus.ipynb", "AnnulusExplorer", dict(augment_dim=0, epochs=30, seed=0),
         steps=((Change("augment_dim", "slider", 1, "1"), Change("epochs", "slider", 10, "10")),),
         expected=_expected_annulus, parse=_parse_annulus,
+    ),
+    ExplorerCase(
+        "04_adjoint.ipynb", "AdjointExplorer", dict(lam=-10.0, T=1.0, tol=1e-6, mode="adjoint", device="cpu"),
+        steps=(
+            (Change("mode", "select", "checkpoint"), Change("tol", "slider", 1e-4, "1e-4")),
+            (Change("mode", "select", "adjoint"), Change("lam", "slider", -20.0, "-20"),
+             Change("T", "slider", 2.0, "2")),
+        ),
+        expected=_expected_adjoint, parse=_parse_adjoint,
+    ),
+    ExplorerCase(
+        "06_deq.ipynb", "DEQExplorer", dict(solver="anderson", tol=1e-4, jac_weight=0.0, device="cpu"),
+        steps=(
+            (Change("solver", "select", "picard"), Change("tol", "keys", 1e-6, "ArrowRight")),
+            (Change("jac_weight", "select", 1.0),),
+        ),
+        expected=_expected_deq, parse=_parse_deq, plotly_check=_check_deq_plot,
     ),
 )
 
@@ -198,7 +276,8 @@ def _expected(case: ExplorerCase, settings: Settings) -> Expected:
 
 
 def _masked(summary: str) -> str:
-    """A result line without its wall-clock figures (never compared)."""
+    """A result line without its wall-clock and memory figures (never compared)."""
+    summary = re.sub(r"peak memory [^,]+", "peak memory <bytes>", summary)  # allocator-dependent
     return re.sub(r"[\d.]+ ?(ms|s)\b", "<time>", summary)
 
 
@@ -207,7 +286,7 @@ def _settings_shown(box, case: ExplorerCase, settings: Settings) -> None:
     for name, value in settings.items():
         control = box.locator(f".nc-control-{name}").first
         if control.locator("select").count():
-            shown = control.locator("select").first.evaluate("s => s.options[s.selectedIndex].text")
+            shown = B.selected_option(box, name)
             assert shown == str(value), f"{case.id}: control {name} shows {shown!r}, expected {value!r}"
         elif control.locator(".widget-readout").count() and isinstance(value, (int, float)):
             shown = B.slider_readout(box, name)
@@ -326,7 +405,11 @@ def test_every_explorer_in_the_lessons_is_driven():
 def test_explorer_in_the_page_shows_what_the_library_computes(lab, page, case):
     server, _ = lab
     B.open_notebook(page, server, f"notebooks/{case.notebook}")
-    B.run_all_cells(page, RUN_ALL_TIMEOUT_MS)
+    try:
+        B.run_all_cells(page, RUN_ALL_TIMEOUT_MS)
+    finally:
+        B.ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(B.ARTIFACTS / f"{case.id}-page.png"))
     errors = B.error_outputs(page)
     assert not errors, f"{case.notebook} raised in the page:\n{errors[0][:2000]}"
     assert page.locator("text=Error displaying widget").count() == 0
@@ -363,18 +446,21 @@ def test_explorer_in_the_page_shows_what_the_library_computes(lab, page, case):
                 B.select_option(box, change.control, str(change.value))
             elif change.kind == "slider":
                 B.set_slider(box, change.control, change.text or str(change.value))
+            elif change.kind == "keys":
+                B.press_on_slider(box, change.control, change.text)
             else:  # pragma: no cover - a table typo
-                raise ValueError(f"Change.kind={change.kind!r}: use 'select' or 'slider'")
+                raise ValueError(f"Change.kind={change.kind!r}: use 'select', 'slider' or 'keys'")
             was = _expected(case, settings)
             settings[change.control] = change.value
             if _masked(_expected(case, settings).summary) != _masked(was.summary):
                 status = B.wait_status_change(page, box, previous, UPDATE_TIMEOUT_MS)
+                # the explorer writes its result line, then redraws: wait for this change's figure
+                figure = B.wait_figure_change(page, box, figure, UPDATE_TIMEOUT_MS)
             else:  # the library says nothing shown changes: let the kernel take the change
                 page.wait_for_timeout(1_000)
                 B.wait_kernel_idle(page, UPDATE_TIMEOUT_MS)
                 status = B.status_text(box)
         _settings_shown(box, case, settings)
-        figure = B.wait_figure_change(page, box, figure, UPDATE_TIMEOUT_MS)
         expected = _expected(case, settings)
         shown = case.parse(status)
         assert shown == expected.numbers, f"{case.id} step {n}: page shows {shown}, library computes {expected.numbers}"

@@ -41,7 +41,7 @@ def test_top_level_and_multiple_regions():
     ]
 
 
-def test_exercise_has_no_outputs_and_the_reference_has_derived_check_outputs():
+def test_exercise_has_no_outputs_even_when_the_solution_was_saved_run():
     solution = solution_notebook()
     # a saved solution may split a line into several stream chunks and carry a warning
     solution.cells[3].outputs = [new_output("stream", name="stdout", text="PASS dou"),
@@ -56,11 +56,6 @@ def test_exercise_has_no_outputs_and_the_reference_has_derived_check_outputs():
         if cell.cell_type == "code":
             assert cell.outputs == [] and cell.execution_count is None, cell
     assert '"PASS ' not in eb.notebook_text(exercise)
-    reference = eb.build_reference(solution, name="fx")
-    for cell in _cells(reference, "check"):
-        assert cell.outputs == eb.expected_check_output(cell.metadata["nodecourse"]["check"])
-        assert cell.execution_count is not None  # nbval only compares cells that were run
-    assert eb.notebook_text(eb.with_check_outputs(exercise)) == eb.notebook_text(reference)
     # running the solution before building changes nothing
     assert eb.notebook_text(eb.build_exercise(unrun, name="fx")) == eb.notebook_text(exercise)
     setup = exercise.cells[1]

@@ -16,7 +16,7 @@ from nbformat.v4 import new_output
 
 from nodecourse.course import grading
 from nodecourse.course.exercise_builder import build_exercise, check_id
-from notebook_fixtures import answer_cell, run_cli, solution_notebook, write
+from notebook_fixtures import DOUBLE_SOURCE, answer_cell, run_cli, solution_notebook, write
 
 CHECKS = ["double", "square"]
 
@@ -319,6 +319,23 @@ _real = {fn}
 def {fn}(x):
     return _real(x).as_subclass(Yes)
 """,
+    # the same, done by the learner's function while the check cell calls it
+    "patch-during-check": """import torch
+import nodecourse.course.checks as _checks
+_wrong = {fn}
+def {fn}(x):
+    _checks._truth = lambda passed: True
+    _checks._refusal = None
+    return _wrong(x)
+""",
+    "subclass-made-during-check": """import torch
+def {fn}(x):
+    class Later(torch.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            return True
+    return x.as_subclass(Later)
+""",
     "torch-function-mode": """import torch
 from torch.overrides import TorchFunctionMode
 class _AlwaysTrue(TorchFunctionMode):
@@ -346,7 +363,7 @@ def _attack_notebook(reference):
 
 # The attacks that define a forging class come last: from then on every check in the
 # kernel is refused, so the honest task (which must pass) comes before them.
-_CLASS_ATTACKS = ["tensor-subclass", "torch-function-mode"]
+_CLASS_ATTACKS = ["subclass-made-during-check", "tensor-subclass", "torch-function-mode"]
 ATTACK_TASKS = [*(a for a in ATTACKS if a not in _CLASS_ATTACKS), "nbval-marker-u2028", "honest", "count",
                 *_CLASS_ATTACKS]
 
@@ -366,6 +383,8 @@ def test_answer_code_cannot_write_its_own_grade(tmp_path):
         assert not rows[name]["passed"], (name, rows[name])
     assert "this answer raises" in rows["nbval-marker-u2028"]["reason"], rows["nbval-marker-u2028"]
     assert "refuse" in rows["tensor-subclass"]["reason"], rows["tensor-subclass"]
+    assert "changed what the check relies on" in rows["patch-during-check"]["reason"], rows["patch-during-check"]
+    assert "Later" in rows["subclass-made-during-check"]["reason"], rows["subclass-made-during-check"]
     assert rows["allclose-patched"]["reason"] == "FAIL allclose-patched: wrong", rows["allclose-patched"]
     # the solution itself passes every check with the same guards
     sol = write(solution, tmp_path / "learner2" / "attacks.ipynb")
@@ -412,6 +431,21 @@ def test_the_grader_does_not_advise_build_and_says_where_the_reference_comes_fro
     assert "exercises/<same name>" not in helptext
 
 
+def test_answers_that_reach_into_the_interpreter_are_flagged_for_review(course):
+    """Beyond the guards: an answer using the interpreter's machinery is named in a warning
+    (decided from its source, in the grader's process); an ordinary answer is not."""
+    for name, attack in ATTACKS.items():
+        if name == "allclose-patched":
+            continue  # plain library patching: the guards' job, nothing to flag by name
+        assert grading.machinery_used(attack.replace("{fn}", "f")), name
+    assert grading.machinery_used("import sys\nsys.modules['x'] = 1") == ["modules"]
+    assert grading.machinery_used(DOUBLE_SOURCE) == []
+    learner = copy.deepcopy(course["exercise"])
+    _replace_answer(learner, "double", ATTACKS["input-transformer"])
+    _, warnings = grading.assemble(learner, course["exercise"])
+    assert any(w.startswith("review: answer 'double'") and "get_ipython" in w for w in warnings), warnings
+
+
 def test_answer_markers_are_removed_as_nbval_splits_lines():
     """Case 3: nbval splits a cell with str.splitlines (\\u2028, \\x0c, \\x1c... break lines)."""
     for sep in ("\u2028", "\u2029", "\x0c", "\x1c", "\x85", "\r"):
@@ -455,3 +489,46 @@ def test_keep_never_writes_into_a_folder_with_files(tmp_path):
     assert sorted(p.name for p in root.iterdir()) == ["exercises", "notebooks", "pyproject.toml", "solutions"]
     with pytest.raises(grading.GradingError, match="new or empty folder"):
         grading.grade_notebook(path, reference=path, keep_dir=root / "exercises")
+
+
+def test_check_helpers_compare_plain_values_only():
+    """Case 7 inside the checks: close/equal read tensors through the base class's C methods,
+    so a subclass's overrides are not called; `same` never calls a learner object's __eq__;
+    check() accepts only a real truth value."""
+    import numpy as np
+    import torch
+    from unittest import mock
+
+    from nodecourse.course import checks
+
+    class Yes(torch.Tensor):
+        def __eq__(self, other):
+            return True
+
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            return True
+
+    forged = torch.zeros(3).as_subclass(Yes)
+    assert torch.allclose(forged, torch.ones(3))  # what a check using torch.allclose would see
+    assert not checks.close(forged, torch.ones(3)) and checks.close(forged, torch.zeros(3))
+    assert checks.close(torch.ones(2, requires_grad=True) * 2, np.array([2.0, 2.0]))
+    assert not checks.close(torch.ones(2), torch.ones(3))  # shapes differ
+    assert checks.equal([1, 2], (1.0, 2.0)) and not checks.equal([1, 2], [1, 3])
+    assert checks.close(float("nan"), float("nan")) and not checks.close(float("nan"), 1.0)
+    with pytest.raises(checks.CheckFailed, match="unittest.mock._ANY"):
+        checks.close(mock.ANY, 3)
+    assert not checks.same(mock.ANY, 3) and checks.same((1, "a", [2.0]), (1, "a", [2.0]))
+    assert checks.same(3, 3.0) and not checks.same(True, 1.0)
+    with pytest.raises(checks.CheckFailed, match="is a Yes, not a bool"):
+        checks.check("x", forged)
+    with pytest.raises(checks.CheckFailed, match="is a _ANY, not a bool"):
+        checks.check("x", mock.ANY)
+    checks.check("t", torch.tensor(True))
+    checks.check("n", np.bool_(True))
+    checks._refuse("a forging class exists")
+    try:
+        with pytest.raises(checks.CheckFailed, match="FAIL r: a forging class exists"):
+            checks.check("r", True)
+    finally:
+        checks._refuse(None)

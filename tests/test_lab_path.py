@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -82,7 +84,7 @@ def test_nodecourse_is_found_in_a_jupyterlab_terminal(tmp_path):
     server = subprocess.Popen(
         [sys.executable, "-m", "nodecourse.course.cli", "lab", "--no-browser", "--port", str(port),
          "--ip", "127.0.0.1", "--root", str(REPO), "--", f"--IdentityProvider.token={token}"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
     )
     base = f"http://127.0.0.1:{port}"
     headers = {"Authorization": f"token {token}"}
@@ -123,8 +125,29 @@ def test_nodecourse_is_found_in_a_jupyterlab_terminal(tmp_path):
         where = IOLoop.current().run_sync(ask, timeout=90)
         assert where == os.path.join(BIN, "nodecourse"), where
     finally:
-        server.terminate()
+        server.terminate()  # `nodecourse lab` passes it on to JupyterLab
         try:
-            server.wait(timeout=30)
+            server.wait(timeout=60)
         except subprocess.TimeoutExpired:
-            server.kill()
+            os.killpg(server.pid, signal.SIGKILL)  # the whole session: the server and its kernels
+        deadline = time.monotonic() + 30  # JupyterLab shuts its terminals and kernels down first
+        while _session_members(server.pid) and time.monotonic() < deadline:
+            time.sleep(1)
+        left = _session_members(server.pid)
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)
+    assert not left, f"stopping `nodecourse lab` left processes {left} running"
+
+
+def _session_members(sid: int) -> list[int]:
+    """Processes still alive in session ``sid`` (Linux /proc; empty elsewhere)."""
+    found = []
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if entry.isdigit():
+            try:
+                state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                if os.getsid(int(entry)) == sid and state != "Z":  # a zombie has exited already
+                    found.append(int(entry))
+            except (OSError, IndexError):
+                pass
+    return found

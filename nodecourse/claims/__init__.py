@@ -195,13 +195,13 @@ def format_table(results: list[ClaimResult], width: int | None = None) -> str:
     """A plain-text table (id, claim, source, published, measured, verdict) ``width`` characters wide.
 
     Long cells wrap onto further lines of the same row (rows are separated by a
-    rule), so no text is cut; ``width`` defaults to the terminal's (at least 100).
+    rule), so no text is cut; ``width`` defaults to the terminal's (at least 80; 140 when not a terminal).
     """
     import shutil
     import textwrap
 
     if width is None:
-        width = max(100, shutil.get_terminal_size((140, 24)).columns)
+        width = max(80, shutil.get_terminal_size((140, 24)).columns)
     rows = [_cells(r) for r in results]
     widths = _column_widths(rows, width)
 

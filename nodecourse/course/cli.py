@@ -12,6 +12,7 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -107,10 +108,20 @@ def run_lab(args: argparse.Namespace, extra: Sequence[str]) -> int:
     print("Starting JupyterLab. It prints a URL with ?token=... below: open that URL, or paste the "
           "token into the login page's 'Password or token' box. In its terminal (File > New > "
           f"Terminal), `nodecourse` is on the PATH ({course_bin_dir()}).", file=sys.stderr, flush=True)
-    try:
-        return subprocess.call(cmd, cwd=root, env=lab_environment())
-    except KeyboardInterrupt:
-        return 130
+    server = subprocess.Popen(cmd, cwd=root, env=lab_environment())
+
+    def forward(signum, frame):
+        """Stopping `nodecourse lab` stops JupyterLab (and its kernels) instead of orphaning it."""
+        server.send_signal(signum)
+
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), forward)
+    while True:
+        try:
+            return server.wait()
+        except KeyboardInterrupt:  # Ctrl-C reaches JupyterLab too; it asks, then shuts down
+            continue
 
 
 # ---------------------------------------------------------------------------
@@ -232,9 +243,12 @@ def run_claims(args: argparse.Namespace) -> int:
         print(claims.format_html(results, header), end="")
     else:
         print(claims.format_table(results))
-        print(f"({header['mode']} mode, {header['date']}, {header['total time']}; verdicts computed from the "
-              "measurements; cells wrap, nothing is cut; --format markdown|html for a report, --json for "
-              "every detail)")
+        import textwrap
+
+        print(textwrap.fill(
+            f"({header['mode']} mode, {header['date']}, {header['total time']}; verdicts computed from the "
+            "measurements; cells wrap, nothing is cut; --format markdown|html for a report, --json for "
+            "every detail)", width=80))
     errors = [r.id for r in results if r.verdict is claims.Verdict.ERROR]
     if errors:
         print(f"error: these rows raised (traceback above): {errors}", file=sys.stderr)

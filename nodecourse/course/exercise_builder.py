@@ -14,9 +14,9 @@ The builder replaces every solution region by one
 every output (a learner never sees ``PASS`` under a task they have not done),
 and writes the result byte-for-byte deterministically, so that a fresh build
 of an unchanged solution equals the committed exercise (``nodecourse build
---check``). The grader's reference is the same build with each check cell's
-expected output (``PASS <check-id>``, the line the check prints on success)
-put back: :func:`build_reference`, :func:`with_check_outputs`.
+--check``). The grader builds the same notebook as its reference and
+decides a check from the line the check prints on success (``PASS
+<check-id>``), not from an output saved in the notebook.
 
 A build never overwrites a learner's work: an exercise whose answer cells
 differ from the stubs (or that has cells the build does not make) is left
@@ -133,18 +133,18 @@ def _has_marker(source: str) -> bool:
 
 
 def expected_check_output(cid: str) -> list:
-    """The reference output of check cell ``cid``: the line ``check(cid, ...)`` prints on success."""
+    """The output of check cell ``cid`` on success: the line ``check(cid, ...)`` prints."""
     return [nbformat.v4.new_output("stream", name="stdout", text=f"PASS {cid}\n")]
 
 
-def _check_reference_outputs(cell, *, where: str, cid: str) -> list:
-    """The check cell's reference output, after checking the cell against it.
+def _validate_check_cell(cell, *, where: str, cid: str) -> None:
+    """Check a check cell against the conventions the grader relies on.
 
-    The reference is *derived* (``PASS <id>``), not copied from the solution,
-    so building does not require running the solution first and no stray
-    output (a warning, a timing) becomes part of what the grader compares.
-    A check cell therefore makes exactly one ``check(...)`` call, named after
-    its id. When the solution was saved with outputs, they must agree.
+    The grader passes a check when its cell prints ``PASS <id>``
+    (:func:`expected_check_output`), so a check cell makes exactly one
+    ``check(...)`` call, named after its id. Building does not require running
+    the solution first; when the solution was saved with outputs, they must
+    agree (no error, nothing else on stdout).
     """
     if not re.search(rf"""\bcheck\(\s*(["']){re.escape(cid)}\1""", cell.source):
         raise ExerciseFormatError(
@@ -167,15 +167,14 @@ def _check_reference_outputs(cell, *, where: str, cid: str) -> list:
                 f"{where}: check cell {cid!r} printed {stdout!r} when the solution was run, but the "
                 f"grader expects exactly 'PASS {cid}' on stdout; a check cell prints nothing else"
             )
-    return expected
 
 
 def build_exercise(solution, *, name: str = "<notebook>"):
     """Return the exercise notebook built from a solution notebook (not modified).
 
     ``solution``: an ``nbformat`` v4 notebook. ``name`` is used in error messages.
-    The exercise has no outputs at all; the grader compares against
-    :func:`build_reference`.
+    The exercise has no outputs at all: a learner never sees ``PASS`` under a
+    task they have not done.
     """
     nb = copy.deepcopy(solution)
     for key in _VOLATILE_NOTEBOOK_METADATA:
@@ -232,8 +231,8 @@ def build_exercise(solution, *, name: str = "<notebook>"):
                     f"'{CHECK_OUTPUT_MARKER}' so that its output is compared"
                 )
             seen_checks[cid] = index
-            _check_reference_outputs(cell, where=where, cid=cid)  # validates saved outputs
-            cell.outputs, cell.execution_count = [], None  # see with_check_outputs
+            _validate_check_cell(cell, where=where, cid=cid)
+            cell.outputs, cell.execution_count = [], None
         else:
             if _has_marker(cell.source):
                 raise ExerciseFormatError(
@@ -252,34 +251,6 @@ def build_exercise(solution, *, name: str = "<notebook>"):
             "every task needs a check"
         )
     return nb
-
-
-def with_check_outputs(exercise):
-    """A copy of ``exercise`` in which each check cell holds its expected output.
-
-    That is the grader's reference: nbval compares a ``# NBVAL_CHECK_OUTPUT``
-    cell's output with the saved one, and only for cells that were run, so each
-    check cell also gets an execution count (its code-cell ordinal:
-    deterministic). Works on a built exercise or on any notebook with check
-    cells; outputs already there are replaced by the derived ``PASS <id>``.
-    """
-    nb = copy.deepcopy(exercise)
-    n_code = 0
-    for cell in nb.cells:
-        if cell.cell_type != "code":
-            continue
-        n_code += 1
-        cid = check_id(cell)
-        if cid:
-            cell.outputs = expected_check_output(cid)
-            cell.execution_count = n_code
-    return nb
-
-
-def build_reference(solution, *, name: str = "<notebook>"):
-    """The notebook the grader compares against: :func:`build_exercise` plus each
-    check cell's expected output (:func:`with_check_outputs`)."""
-    return with_check_outputs(build_exercise(solution, name=name))
 
 
 def notebook_text(nb) -> str:

@@ -23,9 +23,15 @@ input transformers do not see), which removes input/AST transformers, custom
 exception handlers and event hooks, puts back ``check``, the library's
 functions and classes and the shell's methods from copies taken before any
 answer ran, and refuses the check when answer code defined a class that can
-forge a comparison. A kernel that dies is reported as dead at once; after a
-timeout or a death the grader restarts the kernel, replays the cells that had
-passed, and goes on, so one stuck task does not hide the feedback on the others.
+forge a comparison; after the check cell,
+:func:`~nodecourse.course.kernel_guard.after_check` fails it if the learner's
+functions changed any of that while the check called them. An answer whose
+source uses the interpreter's machinery (``get_ipython``, ``sys.modules``,
+``ctypes``...) is named in a "review:" warning, decided here from its source.
+
+A kernel that dies is reported as dead at once; after a timeout or a death
+the grader restarts the kernel, replays the cells that had passed, and goes
+on, so one stuck task does not hide the feedback on the others (a note says so).
 
 A check passes when its cell runs without error and prints ``PASS <id>``
 (extra output such as a warning on stderr is tolerated) *and* the answer cell
@@ -36,6 +42,7 @@ process with the checks) is the trust model in CONTRIBUTING.md.
 """
 from __future__ import annotations
 
+import ast
 import json
 import os
 import queue
@@ -141,6 +148,46 @@ def _has_marker(source: str, marker: re.Pattern) -> bool:
     return any(marker.match(line) for line in source.splitlines())
 
 
+# Names an exercise answer has no need for, and that reach the machinery a check
+# relies on: a grade with them is flagged for a person to read (see machinery_used).
+MACHINERY_NAMES = frozenset((
+    "get_ipython", "kernel_guard", "ctypes", "gc", "builtins", "__builtins__", "__code__", "__globals__",
+    "__closure__", "__kwdefaults__", "__defaults__", "__torch_function__", "__torch_dispatch__",
+    "__array_ufunc__", "__array_function__", "TorchFunctionMode", "TorchDispatchMode", "set_custom_exc",
+    "input_transformers_cleanup", "input_transformers_post", "ast_transformers", "exec", "eval", "compile",
+    "__import__", "importlib", "subprocess", "modules", "settrace", "setprofile", "__subclasses__",
+    "_refuse", "_refusal", "_truth", "inspect",
+))
+
+
+def machinery_used(source: str) -> list[str]:
+    """The names from :data:`MACHINERY_NAMES` that ``source`` uses (as a name, an attribute,
+    an import or a string), sorted; ``nodecourse.course`` imports count too."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    found = set()
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.Name):
+            names = [node.id]
+        elif isinstance(node, ast.Attribute):
+            names = [node.attr]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names = [node.name]
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            modules = [a.name for a in node.names] + ([node.module] if isinstance(node, ast.ImportFrom) and
+                                                      node.module else [])
+            names = [part for m in modules for part in m.split(".")]
+            if any(m.startswith("nodecourse.course") for m in modules):
+                found.add("nodecourse.course")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            names = re.findall(r"[A-Za-z_][A-Za-z0-9_]*", node.value)
+        found.update(n for n in names if n in MACHINERY_NAMES)
+    return sorted(found)
+
+
 def assemble(learner, reference) -> tuple[object, list[str]]:
     """Put the learner's answer cells into a copy of the reference notebook.
 
@@ -166,6 +213,12 @@ def assemble(learner, reference) -> tuple[object, list[str]]:
             reference_tasks.add(task)
             if task in answers:
                 cell.source = _neutralise_nbval_markers(answers[task])
+                reached = machinery_used(answers[task])
+                if reached:
+                    warnings.append(
+                        f"review: answer {task!r} reaches into the interpreter ({', '.join(reached)}); the "
+                        "grader's guards stop the tampering its trust model lists, they are not a sandbox: "
+                        "read this answer before giving marks")
             else:
                 warnings.append(f"answer {task!r} not found in the notebook; its stub is graded")
         if check_id(cell) is None:
@@ -239,10 +292,11 @@ class _Kernel:
 
         self.km = KernelManager(kernel_name="python3", kernel_spec_manager=_CurrentEnv())
         self._log = open(log, "ab")
+        self._devnull = open(os.devnull, "wb")
         # The kernel's stdout goes nowhere, its stderr to a log only the grader reads:
         # it cannot print into the grader's own output.
         self.km.start_kernel(cwd=str(cwd), env=kernel_environment(),
-                             stdout=open(os.devnull, "wb"), stderr=self._log)
+                             stdout=self._devnull, stderr=self._log)
         self.kc = self.km.client()
         self.kc.start_channels()
         try:
@@ -314,6 +368,7 @@ class _Kernel:
             except Exception:
                 pass
             self._log.close()
+            self._devnull.close()
 
 
 def _start_kernel(workdir: Path, log: Path, timeout_s: float) -> _Kernel:
@@ -380,7 +435,7 @@ def _run_one(kernel: _Kernel, cell, task: str | None, cid: str | None, timeout_s
         guard = kernel.guard(f"before_check({cid!r})", timeout_s)
         if not guard.ok:
             return _outcome_of(guard, timeout_s, prefix="the grader's guard before this check: ")
-        refused = str(guard.user_expressions.get("guard", {}).get("data", {}).get("text/plain", ""))
+        refused = _guard_value(guard)
     res = kernel.execute(cell.source, timeout_s)
     outcome = _outcome_of(res, timeout_s)
     if task is None and outcome["outcome"] == "failed" and res.status == "error" \
@@ -390,11 +445,29 @@ def _run_one(kernel: _Kernel, cell, task: str | None, cid: str | None, timeout_s
         after = kernel.guard("after_reference_cell()", timeout_s)
         if after.status in ("timeout", "dead"):
             return _outcome_of(after, timeout_s)
+    if cid is not None and res.status in ("ok", "error"):
+        after = kernel.guard(f"after_check({cid!r})", timeout_s)
+        if after.status in ("timeout", "dead"):
+            return _outcome_of(after, timeout_s, prefix="the grader's guard after this check: ")
+        tampered = _guard_value(after) if after.ok else f"{after.ename}: {after.evalue}"
+        if tampered and outcome["outcome"] == "passed":
+            outcome = {"outcome": "failed", "stdout": res.stdout,
+                       "reason": f"answer code changed what the check relies on while it ran ({tampered})"[:300]}
     if cid is not None and outcome["outcome"] == "passed" \
             and f"PASS {cid}" not in outcome["stdout"].splitlines():
         outcome = {"outcome": "failed", "reason": f"did not print 'PASS {cid}'", "stdout": res.stdout}
     outcome["guard"] = refused
     return outcome
+
+
+def _guard_value(res: CellResult) -> str:
+    """The string a guard call returned (its repr comes back as text/plain)."""
+    text = res.user_expressions.get("guard", {}).get("data", {}).get("text/plain", "")
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+    return value if isinstance(value, str) else text
 
 
 def _outcome_of(res: CellResult, timeout_s: float, prefix: str = "") -> dict:

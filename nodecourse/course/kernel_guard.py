@@ -1,9 +1,9 @@
 """Runs inside the grading kernel: undo what answer code did to the machinery a check relies on.
 
 The grader (:mod:`nodecourse.course.grading`) starts a fresh kernel, calls
-:func:`install` before any notebook cell runs, and calls :func:`before_check`
-before every check cell and :func:`after_reference_cell` after every cell that
-is not an answer. These calls arrive as ``user_expressions`` of an empty
+:func:`install` before any notebook cell runs, :func:`before_check` before and
+:func:`after_check` after every check cell, and :func:`after_reference_cell`
+after every cell that is not an answer. These calls arrive as ``user_expressions`` of an empty
 execute request, which IPython evaluates with ``eval`` and no input or AST
 transformer, so a transformer registered by answer code cannot rewrite them.
 
@@ -27,19 +27,21 @@ overriding comparisons or conversions (``__eq__``, ``__bool__``,
 ``__float__``, ``__torch_function__``...), since such an object can make a
 comparison say True whatever its value.
 
+:func:`after_check` catches what the learner's functions do *while* the check
+calls them (patch a library function or ``checks``, rewrite a function's
+``__code__``, push a torch mode, define a forging class inside the function):
+the grader fails that check.
+
 This cannot sandbox Python: code in the same process can, with enough effort,
 rewrite the interpreter itself. What it guarantees is listed in the trust
 model (CONTRIBUTING.md); each guard here has a test in tests/test_grading.py.
 """
 from __future__ import annotations
 
-import builtins
-import gc
 import importlib
-import math
-import operator
 import pkgutil
 import sys
+import types
 
 _STATE: dict | None = None
 
@@ -54,15 +56,23 @@ _METACLASS_DUNDERS = ("__instancecheck__", "__subclasscheck__", "__eq__")
 # Class attributes put back by the guard: methods and descriptors, not data.
 _RESTORABLE = (classmethod, staticmethod, property)
 
-# Modules whose functions and classes a check may call (and answer code could patch).
-_GUARDED_MODULE_PREFIXES = (
-    "torch", "numpy", "nodecourse", "IPython.core", "ipykernel", "jupyter_client.session",
+# Modules whose functions and classes a check calls (and answer code could patch):
+# these exactly, and every nodecourse library module. Not all of torch: torch
+# patches some of its own classes at run time (an optimiser's ``step`` on first
+# use), which is not tampering.
+_GUARDED_MODULES = (
+    "builtins", "math", "operator", "sys", "numpy", "numpy.linalg", "torch", "torch.linalg",
+    "torch.nn.functional", "torch.functional", "torch.autograd", "torch.testing",
+    "IPython.core.interactiveshell", "ipykernel.zmqshell", "ipykernel.ipkernel", "ipykernel.kernelbase",
+    "ipykernel.iostream", "jupyter_client.session",
 )
-_GUARDED_MODULES = ("builtins", "math", "operator", "sys", "functools", "itertools", "collections")
+_GUARDED_MODULE_PREFIXES = ("nodecourse.",)
+# Changes torch makes to itself (importing torch._dynamo wraps torch.manual_seed).
+_SELF_PATCHES = frozenset(("torch.manual_seed",))
 # Library modules imported up front, so that a check cell importing them later
 # gets the copy the snapshot saw (not one patched by answer code first).
 _PRELOAD_SKIP = ("nodecourse.course", "nodecourse.lessons", "nodecourse.claims", "nodecourse.widgets",
-                 "nodecourse.plotting", "nodecourse.data")
+                 "nodecourse.plotting")
 _SYS_ATTRS = ("stdout", "stderr", "excepthook", "displayhook", "settrace", "setprofile")
 _SHELL_LISTS = ("input_transformers_cleanup", "input_transformers_post", "ast_transformers")
 _MANAGER_LISTS = ("cleanup_transforms", "line_transforms", "token_transformers")
@@ -85,7 +95,7 @@ def _guarded_modules() -> list:
     for name, mod in list(sys.modules.items()):
         if mod is None:
             continue
-        if name in _GUARDED_MODULES or name.startswith(_GUARDED_MODULE_PREFIXES):
+        if name in _GUARDED_MODULES or name == "nodecourse" or name.startswith(_GUARDED_MODULE_PREFIXES):
             mods.append(mod)
     return mods
 
@@ -134,8 +144,15 @@ def install(shell) -> str:
         for value in list(vars(m).values()):
             if isinstance(value, type) and getattr(value, "__module__", None) == m.__name__:
                 class_copies.append((value, _snapshot_class(value)))
-    for cls in type(shell).__mro__ + (torch.Tensor, torch._C.TensorBase, torch.nn.Module):
+    for cls in type(shell).__mro__ + (torch.Tensor, torch._C.TensorBase, torch.nn.Module, torch.nn.Parameter):
         class_copies.append((cls, _snapshot_class(cls)))
+    # The code of every Python function there: ``f.__code__ = ...`` keeps f's identity.
+    functions = {}
+    for _, saved in module_copies + class_copies:
+        for value in saved.values():
+            fn = getattr(value, "__func__", value)  # classmethod / staticmethod
+            if isinstance(fn, types.FunctionType):
+                functions[id(fn)] = (fn, fn.__code__, fn.__defaults__, fn.__kwdefaults__)
     mgr = shell.input_transformer_manager
     _STATE = {
         "shell": shell,
@@ -145,6 +162,7 @@ def install(shell) -> str:
         "check": checks.check,
         "modules": module_copies,
         "classes": class_copies,
+        "functions": list(functions.values()),
         "shell_dict": dict(vars(shell)),
         "shell_lists": {name: list(getattr(shell, name)) for name in _SHELL_LISTS},
         "manager": mgr,
@@ -153,15 +171,20 @@ def install(shell) -> str:
         "events": {k: list(v) for k, v in shell.events.callbacks.items()},
         "sys": {name: getattr(sys, name) for name in _SYS_ATTRS if hasattr(sys, name)},
         "known_classes": _all_classes([object]),
+        "trusted_dirs": _trusted_dirs(),
         "bindings": {},
-        "setattr": setattr, "delattr": delattr, "type_setattr": type.__setattr__,
-        "isinstance": isinstance, "getattr": getattr, "vars": vars, "list": list, "dict": dict,
+        "setattr": setattr, "type_setattr": type.__setattr__,
     }
     return "installed"
 
 
-def _restore() -> list[str]:
-    """Put back every copy; return what had been changed (for the grader's log)."""
+def _restore() -> tuple[list[str], list[str]]:
+    """Put back every copy; return what had been changed: (IPython and sys hooks, library).
+
+    Hooks can change legitimately (importing matplotlib registers an event
+    callback); the library (module functions, class methods, function code,
+    torch modes) does not, outside answer code written to forge a check.
+    """
     s = _STATE
     changed: list[str] = []
     shell = s["shell"]
@@ -199,6 +222,7 @@ def _restore() -> list[str]:
         if callable(value) and vars(shell).get(key) is not value:
             setattr_(shell, key, value)
             changed.append(f"shell.{key}")
+    hooks, changed = changed, []
     for mod, saved in s["modules"]:
         ns = vars(mod)
         for key, value in saved.items():
@@ -220,8 +244,12 @@ def _restore() -> list[str]:
                 changed.append(f"{cls.__qualname__}.{key}")
             except (TypeError, AttributeError):
                 pass
+    for fn, code, defaults, kwdefaults in s["functions"]:
+        if fn.__code__ is not code or fn.__defaults__ is not defaults or fn.__kwdefaults__ is not kwdefaults:
+            fn.__code__, fn.__defaults__, fn.__kwdefaults__ = code, defaults, kwdefaults
+            changed.append(f"{fn.__module__}.{fn.__qualname__}.__code__")
     changed += _pop_torch_modes()
-    return changed
+    return hooks, changed
 
 
 def _pop_torch_modes() -> list[str]:
@@ -236,17 +264,42 @@ def _pop_torch_modes() -> list[str]:
     return popped
 
 
-def _defined_in_importable_module(cls) -> bool:
-    """True when ``cls`` is what its module, a real file, names at its qualified name."""
-    mod = sys.modules.get(getattr(cls, "__module__", None) or "")
-    if mod is None or not getattr(mod, "__file__", None):
+def _trusted_dirs() -> tuple[str, ...]:
+    import os
+    import sysconfig
+
+    import nodecourse
+
+    paths = sysconfig.get_paths()
+    dirs = {paths.get(k) for k in ("purelib", "platlib", "stdlib", "platstdlib")}
+    dirs.add(os.path.dirname(os.path.abspath(nodecourse.__file__)))
+    return tuple(os.path.realpath(d) + os.sep for d in dirs if d)
+
+
+def _from_installed_code(cls) -> bool:
+    """True when ``cls`` comes from an installed module file, not from the notebook.
+
+    Its module must be a real file under site-packages, the standard library or
+    the nodecourse package (``__main__`` never is), and so must the code of every
+    Python function in the class's own namespace (a method written in a cell
+    has the cell's file name).
+    """
+    import os
+
+    trusted = _STATE["trusted_dirs"]
+    module = getattr(cls, "__module__", None) or ""
+    mod = sys.modules.get(module)
+    if module == "__main__" or mod is None or not getattr(mod, "__file__", None):
         return False
-    obj = mod
-    for part in cls.__qualname__.split("."):
-        obj = getattr(obj, part, None)
-        if obj is None:
-            return False
-    return obj is cls
+    if not os.path.realpath(mod.__file__).startswith(trusted):
+        return False
+    for value in list(vars(cls).values()):
+        fn = value.__func__ if isinstance(value, (classmethod, staticmethod)) else value
+        if isinstance(fn, types.FunctionType):
+            name = fn.__code__.co_filename
+            if not name.startswith("<") and not os.path.realpath(name).startswith(trusted):
+                return False  # "<string>": dataclasses and namedtuple make methods with exec
+    return True
 
 
 def _dataclass_eq(cls, name) -> bool:
@@ -255,22 +308,42 @@ def _dataclass_eq(cls, name) -> bool:
             and getattr(getattr(fn, "__code__", None), "co_filename", "") == "<string>")
 
 
+_NATIVE = (types.WrapperDescriptorType, types.MethodDescriptorType, types.BuiltinFunctionType,
+           types.MethodWrapperType, types.GetSetDescriptorType, types.MemberDescriptorType,
+           types.ClassMethodDescriptorType)
+
+
+def _overrides(cls, names) -> list[str]:
+    """The dunders among ``names`` that ``cls`` itself defines with code that is not C
+    (a C slot inherits real behaviour; a Python function or any other object can say anything)."""
+    found = []
+    for name in names:
+        value = vars(cls).get(name)
+        if value is None or isinstance(value, _NATIVE) or _dataclass_eq(cls, name):
+            continue
+        found.append(name)
+    return sorted(found)
+
+
 def suspicious_classes() -> list[str]:
-    """Classes created after :func:`install` by notebook code that can forge a comparison."""
+    """Classes created after :func:`install` by notebook code that can forge a comparison.
+
+    New classes (not there when the guard was installed), not from installed code
+    (see :func:`_from_installed_code`), that define comparison, truth, conversion
+    or torch/numpy dispatch dunders in their own namespace (or whose new
+    metaclass defines ``__instancecheck__``/``__subclasscheck__``/``__eq__``).
+    """
     s = _STATE
-    torch, numpy = s["torch"], s["numpy"]
-    forgeable_bases = (torch.Tensor, numpy.ndarray, numpy.generic, int, float, complex, str, bytes)
     known = s["known_classes"]
     found = []
     for cls in _all_classes([object]) - known:
-        if _defined_in_importable_module(cls) and not cls.__module__.startswith("__main__"):
+        if _from_installed_code(cls):
             continue  # a library class imported (or created) since: not the notebook's
-        overrides = sorted(n for n in OVERRIDE_DUNDERS if n in vars(cls) and not _dataclass_eq(cls, n))
+        overrides = _overrides(cls, OVERRIDE_DUNDERS)
         meta = type(cls)
-        new_meta = meta not in known and any(n in vars(meta) for n in _METACLASS_DUNDERS)
-        if issubclass(cls, forgeable_bases) or overrides or new_meta:
-            what = ", ".join(overrides) if overrides else (
-                f"metaclass {meta.__qualname__}" if new_meta else f"a subclass of {cls.__mro__[1].__name__}")
+        meta_overrides = _overrides(meta, _METACLASS_DUNDERS) if meta not in known else []
+        if overrides or meta_overrides:
+            what = ", ".join(overrides) if overrides else f"metaclass {meta.__qualname__}"
             found.append(f"{cls.__qualname__} ({what})")
     return sorted(found)
 
@@ -288,22 +361,41 @@ def after_reference_cell() -> str:
 
 
 def before_check(check_id: str) -> str:
-    """Undo answer code's changes; return '' when the check may run, else why it may not.
+    """Undo answer code's changes before check ``check_id``; return what was undone.
 
-    When it may not, ``check`` in the namespace is bound to a function that
-    raises ``CheckFailed`` with that reason, so the check cell fails whatever it computes.
+    When answer code defined a class that can forge a comparison, ``check`` is
+    told to refuse (it raises ``CheckFailed`` with the reason), so the check
+    cell fails whatever it computes.
     """
     s = _STATE
-    changed = _restore()
+    hooks, library = _restore()
     ns = s["shell"].user_ns
     for key, value in s["bindings"].items():
         if ns.get(key) is not value:
             ns[key] = value
-            changed.append(f"name {key!r}")
+            hooks.append(f"name {key!r}")
     forged = suspicious_classes()
-    checks = s["checks"]
-    checks._refuse(forged and f"answer code defined {', '.join(forged)}, which can make a comparison "
-                              "pass whatever the value; checks refuse to run with it")
+    s["checks"]._refuse(forged and f"checks refuse to run: answer code defined {', '.join(forged)}, which can "
+                                   "make a comparison pass whatever the value")
     ns["check"] = s["check"]
-    return "; ".join(["restored " + ", ".join(changed)] if changed else []) + \
-        ("; refused: " + ", ".join(forged) if forged else "")
+    changed = hooks + library
+    return ("restored " + ", ".join(changed)) if changed else ""
+
+
+def after_check(check_id: str) -> str:
+    """After check ``check_id`` ran: '' when nothing it relies on changed while it ran, else what did.
+
+    The check cell calls the learner's functions; one that patches the library,
+    rewrites a function's code, pushes a torch mode or defines a forging class
+    *while the check runs* is not undone by :func:`before_check`. The grader
+    fails the check on any such change (and the copies are put back here).
+    """
+    _, library = _restore()
+    library = sorted(set(library) - _SELF_PATCHES)
+    forged = suspicious_classes()
+    problems = []
+    if library:
+        problems.append("changed " + ", ".join(library[:6]))
+    if forged:
+        problems.append("defined " + ", ".join(forged))
+    return "; ".join(problems)

@@ -49,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="use a seeded subset of this many training-set patients (quick: 600)")
     parser.add_argument("--download", action="store_true", help="download from PhysioNet if no local copy")
     parser.add_argument("--quick", action="store_true", help="quick mode (also NODECOURSE_QUICK=1)")
-    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: the course's choice, shown by `nodecourse check`)")
     parser.add_argument("--device", default="cpu", help="cpu, cuda, mps or auto (default cpu)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 

@@ -8,7 +8,9 @@ first step is a Picard step). Each step z <- z - damping * B g, then the rank-on
 keeps B dg = dz (the secant condition). After ``m`` updates the memory is cleared and the
 method restarts from -I at the current iterate (dropping only the oldest updates instead
 breaks the secant chain and can diverge). A sample whose residual rises above
-``safeguard`` times its best has its memory cleared too. Both count as resets.
+``safeguard`` times its best (default 1e4: Broyden's residual is far from monotone, and
+clearing the memory at every bump throws away what it learnt) has its memory cleared too.
+Both count as resets.
 """
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ def _apply(U: list[torch.Tensor], V: list[torch.Tensor], x: torch.Tensor, transp
 
 
 def broyden(F: Callable[[torch.Tensor], torch.Tensor], z0: torch.Tensor, tracker: Tracker, *,
-            max_iter: int, m: int = 50, damping: float = 1.0, safeguard: float = 1e2) -> dict:
+            max_iter: int, m: int = 50, damping: float = 1.0, safeguard: float = 1e4) -> dict:
     """Broyden iteration on ``z0`` ``(B, D)`` until the tracker is done. Returns ``{"resets": int}``."""
     U: list[torch.Tensor] = []
     V: list[torch.Tensor] = []

@@ -70,9 +70,16 @@ def run_torchdeq(problem: Problem, method: str, *, tol: float, max_iter: int, **
 
 def compare_solvers(problem: Problem, *, tol: float = 1e-8, max_iter: int = 5000,
                     methods: tuple[str, ...] = ("picard", "anderson", "broyden"),
-                    torchdeq: bool = True) -> list[SolverRun]:
-    """Run each method of this package (and of torchdeq, if ``torchdeq`` and it imports) on ``problem``."""
+                    torchdeq: bool = True, torchdeq_budget: float | None = None) -> list[SolverRun]:
+    """Run each method of this package (and of torchdeq, if ``torchdeq`` and it imports) on ``problem``.
+
+    ``torchdeq_budget``: if set, each torchdeq method gets at most this many times the evaluations
+    our same method needed (a run that has not reached ``tol`` by then is reported as not reached,
+    which is all a "no more iterations than" comparison needs, and saves time).
+    """
     runs = [run_nodecourse(problem, m, tol=tol, max_iter=max_iter) for m in methods]
     if torchdeq and torchdeq_available():
-        runs += [run_torchdeq(problem, m, tol=tol, max_iter=max_iter) for m in methods]
+        for ours in list(runs):
+            budget = max_iter if torchdeq_budget is None else max(3, int(torchdeq_budget * ours.n_evals))
+            runs.append(run_torchdeq(problem, ours.method, tol=tol, max_iter=min(max_iter, budget)))
     return runs

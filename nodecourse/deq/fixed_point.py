@@ -98,7 +98,7 @@ def fixed_point(
             residual is declared DIVERGED (and stops).
         warn, throw: on a non-success status, warn (default) or raise :class:`FixedPointError`.
         options: per method: picard ``damping``; anderson ``m`` (window, 6), ``lam`` (relative
-            Tikhonov), ``damping``, ``safeguard``; broyden ``m`` (memory, 50), ``damping``, ``safeguard``.
+            Tikhonov), ``damping``, ``safeguard``; broyden ``m`` (memory, 50), ``damping``, ``safeguard`` (1e4).
 
     Returns:
         :class:`FixedPointResult` with ``z`` (shape of ``z0``), ``n_iter``, ``residuals``
@@ -111,6 +111,9 @@ def fixed_point(
         raise TypeError(f"z0 must be a floating-point torch.Tensor, got {type(z0).__name__}"
                         + (f" of dtype {z0.dtype}" if isinstance(z0, torch.Tensor) else ""))
     check_settings(method, tol, max_iter, stop_mode, options)
+    if isinstance(divergence_factor, bool) or not isinstance(divergence_factor, (int, float)) \
+            or not divergence_factor > 1:
+        raise ValueError(f"divergence_factor={divergence_factor!r} must be a number > 1, e.g. 1e6")
     shape = z0.shape
     flat0 = z0.reshape(shape[0], -1) if z0.dim() >= 2 else z0.reshape(1, -1)
     checked = []

@@ -26,28 +26,25 @@ BACKWARDS = ("implicit", "unrolled")
 def implicit_backward_hook(f_z: torch.Tensor, z: torch.Tensor, *, solve: Callable[..., FixedPointResult],
                            record: Callable[[FixedPointResult], None] | None = None) -> Callable:
     """The gradient hook of implicit differentiation, for ``f_z = f(z, x)`` with ``z`` the detached
-    fixed point (requires grad). Register it on ``f_z``: it replaces the incoming gradient g by the
-    solution y of y = y ∂f/∂z + g (found by ``solve(map, y0)``, here ``fixed_point``), which autograd
-    then carries on through ``f_z``'s graph to the parameters and x.
+    fixed point (a leaf that requires grad).
+
+    Register it on an alias of ``f_z`` (``out = f_z.view_as(f_z)``), which the layer returns: it
+    replaces the incoming gradient g by the solution y of y = y ∂f/∂z + g (found by
+    ``solve(map, y0)``, here ``fixed_point``); autograd then carries y on through ``f_z``'s graph
+    to the parameters and x. The VJPs y ∂f/∂z start at ``f_z`` itself, so they do not pass
+    through the alias and do not fire the hook again (nor does a Jacobian regulariser built on
+    ``f_z`` and ``z``).
     """
 
-    solving = [False]
-
-    def hook(grad: torch.Tensor) -> torch.Tensor:
-        # The VJPs below start at f_z, which fires this very hook again: pass those through
-        # untouched (otherwise each VJP would start a nested backward solve, without end).
-        if solving[0]:
-            return grad
+    def hook(grad: torch.Tensor | None) -> torch.Tensor | None:
+        if grad is None:  # an undefined gradient (nothing downstream depends on the output)
+            return None
 
         def vjp_map(y: torch.Tensor) -> torch.Tensor:
             (yJ,) = torch.autograd.grad(f_z, z, y, retain_graph=True)
             return yJ + grad
 
-        solving[0] = True
-        try:
-            result = solve(vjp_map, grad)
-        finally:
-            solving[0] = False
+        result = solve(vjp_map, grad)
         if record is not None:
             record(result)
         return result.z
@@ -132,7 +129,11 @@ class DEQ(nn.Module):
                           backward_status=result.status.value)
 
     def forward(self, x: torch.Tensor, z0: torch.Tensor | None = None) -> torch.Tensor:
-        """z* ``(B, ...)`` (shape of ``z0``) for input ``x``."""
+        """z* ``(B, ...)`` (shape of ``z0``) for input ``x``.
+
+        Implicit mode with grad enabled returns f(z*, x), one application of f past the solver's
+        iterate (it differs from z* by the final residual); without grad it returns the iterate.
+        """
         z0 = self.initial_state(x) if z0 is None else z0
 
         def F(z):
@@ -152,9 +153,9 @@ class DEQ(nn.Module):
                 f_z = self.f(z_leaf, x)  # one application of f: the only graph kept for backward
                 solve = lambda vjp_map, y0: self._solve(vjp_map, y0, method=self.backward_solver,  # noqa: E731
                                                         tol=self.backward_tol, max_iter=self.backward_max_iter)
-                f_z.register_hook(implicit_backward_hook(f_z, z_leaf, solve=solve, record=self._record_backward))
+                out = f_z.view_as(f_z)
+                out.register_hook(implicit_backward_hook(f_z, z_leaf, solve=solve, record=self._record_backward))
                 self._pair = (f_z, z_leaf)
-                out = f_z
         self.forward_result = result
         self.backward_result = None
         self.stats = dict(forward_iters=result.n_iter, forward_residual=result.final_residual(),

@@ -75,3 +75,14 @@ def two_equilibria(dtype=torch.float64, device=None) -> Problem:
     """
     z0 = torch.linspace(-1.5, 1.5, 8, dtype=dtype, device=device)[:, None]
     return Problem("z -> tanh(2z)", lambda z: torch.tanh(2 * z), z0, 2.0)
+
+
+def bai_synthetic(n: int, *, seed: int = 0, noise: float = 0.1, dtype: torch.dtype = torch.float32,
+                  device=None) -> tuple[torch.Tensor, torch.Tensor]:
+    """The synthetic regression task of Bai et al. (2021): y = 1.5x³ + x² − 5x + 2 sin x − 3 + noise,
+    x uniform on [-2, 2]; returns ``x`` ``(n, 1)``, ``y`` ``(n, 1)``."""
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.rand(n, 1, generator=gen, dtype=torch.float64) * 4 - 2
+    y = 1.5 * x ** 3 + x ** 2 - 5 * x + 2 * torch.sin(x) - 3 + noise * torch.randn(n, 1, generator=gen,
+                                                                                   dtype=torch.float64)
+    return x.to(dtype=dtype, device=device), y.to(dtype=dtype, device=device)

@@ -325,7 +325,8 @@ def train_flow(config: FlowConfig = QUICK_FLOW, *, progress: bool = False) -> Fl
 def density_grid(model: CNF, lim: float = 2.5, n: int = 80) -> dict:
     """``log p`` on an ``n`` x ``n`` grid over ``[-lim, lim]²`` (exact trace): ``{"x", "y", "logp", "nfe"}``
     with ``logp`` of shape ``(n, n)`` (rows follow ``y``)."""
-    axis = torch.linspace(-lim, lim, n)
+    param = next(model.parameters())
+    axis = torch.linspace(-lim, lim, n, dtype=param.dtype, device=param.device)
     gy, gx = torch.meshgrid(axis, axis, indexing="ij")
     pts = torch.stack([gx.reshape(-1), gy.reshape(-1)], dim=1)
     trace = model.dynamics.trace
@@ -334,4 +335,4 @@ def density_grid(model: CNF, lim: float = 2.5, n: int = 80) -> dict:
         logp = model.log_prob(pts).reshape(n, n)
     finally:
         model.dynamics.trace = trace
-    return {"x": axis, "y": axis, "logp": logp, "nfe": int(model.last_stats["nfe"])}
+    return {"x": axis.cpu(), "y": axis.cpu(), "logp": logp.cpu(), "nfe": int(model.last_stats["nfe"])}

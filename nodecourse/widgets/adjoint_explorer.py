@@ -1,0 +1,121 @@
+"""Explore the adjoint's price: lam, horizon T, tolerance, gradient mode and device in; gradient
+error against the analytic gradient, forward and backward NFE and peak memory out.
+
+The problem is :class:`nodecourse.gradient_check.DecayFeed` (a decaying mode ``lam`` feeding a
+slow one). The explorer keeps its last result in :attr:`AdjointExplorer.result`, so its callbacks
+can be tested without a browser::
+
+    ex = AdjointExplorer(render=False)
+    ex.T.value = 3.0
+    ex.result.rel_error
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from nodecourse.widgets.base import FigureExplorer
+
+MODES = ("backprop", "checkpoint", "adjoint")
+
+
+@dataclass
+class AdjointResult:
+    """One gradient computation in the explorer (host-side numbers)."""
+
+    lam: float
+    T: float
+    tol: float
+    mode: str
+    device: str
+    rel_error: float
+    nfe: int
+    nfe_backward: int
+    peak_bytes: int | None
+    status: str
+    errors_by_mode: dict
+
+    def summary(self) -> str:
+        mem = "n/a" if self.peak_bytes is None else f"{self.peak_bytes / 1024:.0f} KiB"
+        return (f"{self.mode} on {self.device}: gradient error {self.rel_error:.2e}, NFE forward {self.nfe}, "
+                f"backward {self.nfe_backward}, peak memory {mem}, backward status {self.status}")
+
+
+def run_gradient(lam: float, T: float, tol: float, mode: str, device: str, method: str = "dopri5") -> AdjointResult:
+    """``dL/d(z0, lam, theta, T)`` by ``mode`` (and the other modes' errors for the figure)."""
+    from nodecourse.config import resolve_device
+    from nodecourse.gradient_check import gradient_table
+    from nodecourse.memory import cpu_peak_supported, measure_peak
+
+    dev = resolve_device(device)
+    dtype = torch.float32 if dev.type == "mps" else torch.float64
+    settings = dict(method=method, rtol=tol, atol=tol, device=dev, dtype=dtype)
+    table = gradient_table(lam, T, routes=MODES, **settings)  # every mode's error (and a warm-up)
+    peak = None
+    if dev.type == "cuda" or (dev.type == "cpu" and cpu_peak_supported()):
+        # Only the chosen mode's forward + backward, measured on its own.
+        peak = measure_peak(lambda: gradient_table(lam, T, routes=(mode,), **settings), dev)
+    row = table.row(mode)
+    return AdjointResult(lam, T, tol, mode, dev.type, row.rel_error, row.nfe or 0, row.nfe_backward or 0, peak,
+                         row.status, {r.route: r.rel_error for r in table.rows})
+
+
+def result_figure(res: AdjointResult):
+    """Bar chart (log scale) of the relative gradient error of each mode, the chosen one highlighted."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.6, 3.0))
+    modes = list(res.errors_by_mode)
+    values = [res.errors_by_mode[m] if math.isfinite(res.errors_by_mode[m]) else 1e300 for m in modes]
+    colors = ["C3" if m == res.mode else "C0" for m in modes]
+    ax.bar(modes, [max(v, 1e-17) for v in values], color=colors)
+    ax.set_yscale("log")
+    ax.axhline(res.tol, color="k", ls=":", lw=1, label=f"tolerance {res.tol:g}")
+    ax.set_ylabel("relative gradient error")
+    ax.set_title(f"lam={res.lam:g}, T={res.T:g}: {res.summary().split(':', 1)[0]}", fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
+class AdjointExplorer(FigureExplorer):
+    """Controls: ``lam``, ``T``, ``tol`` (rtol = atol), ``mode`` (gradient), ``device``."""
+
+    def __init__(self, *, lam: float = -10.0, T: float = 1.0, tol: float = 1e-6, mode: str = "adjoint",
+                 device: str = "cpu", render: bool = True):
+        import ipywidgets as w
+
+        from nodecourse.config import available_devices
+
+        if mode not in MODES:
+            raise ValueError(f"mode={mode!r} is not a gradient mode; valid: {list(MODES)}")
+        if device not in available_devices():
+            raise ValueError(f"device={device!r} is not available here; available: {available_devices()}")
+        self.render = render
+        self.lam = w.FloatSlider(value=lam, min=-30.0, max=-0.5, step=0.5, description="lam")
+        self.T = w.FloatSlider(value=T, min=0.25, max=4.0, step=0.25, description="horizon T")
+        self.tol = w.FloatLogSlider(value=tol, base=10, min=-10, max=-3, step=1, description="tol",
+                                    readout_format=".0e")
+        self.mode = w.Dropdown(options=list(MODES), value=mode, description="gradient")
+        self.device = w.Dropdown(options=available_devices(), value=device, description="device")
+        self.status = w.HTML()
+        self.output = w.Output()
+        self.controls = [self.lam, self.T, self.tol, self.mode, self.device]
+        self.widget = w.VBox([w.HBox(self.controls[:3]), w.HBox(self.controls[3:]), self.status, self.output])
+        self.result: AdjointResult | None = None
+        self.figure = None
+        self._observe_controls()
+        self.update()
+
+    def update(self) -> AdjointResult:
+        """Recompute the gradient with the current controls; refresh result, status line and figure."""
+        self.result = run_gradient(self.lam.value, self.T.value, self.tol.value, self.mode.value,
+                                   self.device.value)
+        self.status.value = f"<code>{self.result.summary()}</code>"
+        if self.render:
+            self.figure = result_figure(self.result)
+            self._draw()
+        return self.result

@@ -1,0 +1,136 @@
+"""A live explorer of a DEQ's forward solve: pick the solver, the tolerance, the weight of the
+Jacobian regulariser the block was trained with, and a device; see the iterations, the status
+and the residual trace.
+
+Blocks are trained on demand (a small Bai et al. 2021 regression, once per weight, cached), so
+the first selection of a weight takes a few seconds. The explorer keeps its last result in
+:attr:`DEQExplorer.result`, so its callbacks can be tested without a browser::
+
+    ex = DEQExplorer(render=False)
+    ex.solver.value = "picard"
+    ex.result.n_iter, ex.result.status
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import torch
+
+from nodecourse.deq import METHODS, fixed_point
+from nodecourse.deq.models import DEQModel
+from nodecourse.deq.training import fit_deq
+from nodecourse.widgets.base import FigureExplorer
+
+JAC_WEIGHTS = (0.0, 0.3, 1.0, 3.0)
+TOLERANCES = (1e-2, 1e-3, 1e-4, 1e-6, 1e-8)
+_BLOCKS: dict[tuple[float, int], DEQModel] = {}
+
+
+def trained_model(jac_weight: float, *, epochs: int = 60, seed: int = 0) -> DEQModel:
+    """A DEQ regressor trained (float32, CPU) on the Bai et al. synthetic task with ``jac_weight``; cached."""
+    key = (float(jac_weight), epochs)
+    if key not in _BLOCKS:
+        from nodecourse.deq.problems import bai_synthetic
+
+        x, y = bai_synthetic(128, seed=seed)
+        torch.manual_seed(seed)
+        model = DEQModel(1, 1, state_dim=16, width=50, tol=1e-3, max_iter=40)
+        fit_deq(model, x, y, epochs=epochs, lr=1e-2, jac_weight=float(jac_weight), seed=seed)
+        _BLOCKS[key] = model.eval()
+    return _BLOCKS[key]
+
+
+@dataclass
+class DEQExplorerResult:
+    """One forward solve of the trained block on a grid of inputs (host-side numbers).
+
+    ``residuals``: the worst sample's relative residual per iteration, ``(n_iter,)``.
+    """
+
+    solver: str
+    tol: float
+    jac_weight: float
+    device: str
+    status: str
+    n_iter: int
+    final_residual: float
+    residuals: list[float]
+    seconds: float
+
+    def summary(self) -> str:
+        return (f"{self.solver}, tol {self.tol:.0e}, trained with Jacobian weight {self.jac_weight:g}, "
+                f"{self.device}: {self.status}, {self.n_iter} iterations, final relative residual "
+                f"{self.final_residual:.1e}, {self.seconds * 1e3:.0f} ms")
+
+
+def run_deq(solver: str, tol: float, jac_weight: float, device: str, *, max_iter: int = 200,
+            n_inputs: int = 256) -> DEQExplorerResult:
+    """Solve the trained block's fixed point for ``n_inputs`` inputs on [-2, 2] with ``solver`` to ``tol``."""
+    from nodecourse.config import resolve_device
+
+    dev = resolve_device(device)
+    model = trained_model(jac_weight)
+    block = model.block.to(dev)
+    x = torch.linspace(-2, 2, n_inputs, device=dev).unsqueeze(1)
+    z0 = torch.zeros(n_inputs, model.deq.state, device=dev)
+    start = time.perf_counter()
+    with torch.no_grad():
+        r = fixed_point(lambda z: block(z, x), z0, method=solver, tol=tol, max_iter=max_iter, warn=False)
+    seconds = time.perf_counter() - start
+    model.block.to("cpu")
+    return DEQExplorerResult(solver, tol, float(jac_weight), dev.type, r.status.name, r.n_iter,
+                             r.final_residual("rel"), r.residuals.worst("rel"), seconds)
+
+
+def result_figure(res: DEQExplorerResult):
+    """Plotly figure: the worst relative residual against the iteration (log scale), with the tolerance."""
+    from nodecourse.plotting import figure
+
+    fig = figure(res.summary(), "iteration (evaluations of f)", "worst relative residual ||f(z) − z|| / ||f(z)||",
+                 log_y=True, height=340)
+    fig.add_scatter(x=list(range(1, len(res.residuals) + 1)), y=res.residuals, name=res.solver, mode="lines+markers")
+    fig.add_hline(y=res.tol, line_dash="dash", annotation_text="tolerance")
+    fig.update_layout(title_font_size=12)
+    return fig
+
+
+class DEQExplorer(FigureExplorer):
+    """ipywidgets controls (solver, tolerance, regulariser weight, device) and a live residual plot."""
+
+    def __init__(self, *, solver: str = "anderson", tol: float = 1e-4, jac_weight: float = 0.0,
+                 device: str = "cpu", render: bool = True):
+        import ipywidgets as w
+
+        from nodecourse.config import available_devices
+
+        if solver not in METHODS:
+            raise ValueError(f"solver={solver!r} is unknown; use one of {sorted(METHODS)}")
+        if tol not in TOLERANCES:
+            raise ValueError(f"tol={tol!r} is not offered; use one of {TOLERANCES}")
+        if jac_weight not in JAC_WEIGHTS:
+            raise ValueError(f"jac_weight={jac_weight!r} is not offered; use one of {JAC_WEIGHTS}")
+        if device not in available_devices():
+            raise ValueError(f"device={device!r} is not available here; available: {available_devices()}")
+        self.render = render
+        self.solver = w.Dropdown(options=sorted(METHODS), value=solver, description="solver")
+        self.tol = w.SelectionSlider(options=[(f"{t:.0e}", t) for t in TOLERANCES], value=tol, description="tol")
+        self.jac_weight = w.Dropdown(options=list(JAC_WEIGHTS), value=jac_weight, description="Jacobian reg.")
+        self.device = w.Dropdown(options=available_devices(), value=device, description="device")
+        self.status = w.HTML()
+        self.output = w.Output()
+        self.controls = [self.solver, self.tol, self.jac_weight, self.device]
+        self.widget = w.VBox([w.HBox(self.controls[:2]), w.HBox(self.controls[2:]), self.status, self.output])
+        self.result: DEQExplorerResult | None = None
+        self.figure = None
+        self._observe_controls()
+        self.update()
+
+    def update(self) -> DEQExplorerResult:
+        """Solve with the current control values; refresh :attr:`result`, the status line and the figure."""
+        self.result = run_deq(self.solver.value, self.tol.value, self.jac_weight.value, self.device.value)
+        self.status.value = f"<code>{self.result.summary()}</code>"
+        if self.render:
+            self.figure = result_figure(self.result)
+            self._draw()
+        return self.result

@@ -1,0 +1,140 @@
+"""The device paths (``device="cuda"``) on a CPU-only machine, under a strict fake CUDA device.
+
+``fake_cuda`` (tests/fake_cuda.py) makes ``cuda`` available and raises, as real CUDA does, when
+a device tensor meets a host tensor (a hidden CPU tensor) or ``.numpy()`` is called on a device
+tensor. Every explorer's compute and figure path, the lessons' device-aware helpers and the
+``nodecourse physionet --device cuda`` training path run under it. This does not measure
+anything about a GPU; scripts/gpu_check.sh runs the same paths on a real one.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from fake_cuda import fake_cuda, kind
+
+
+@pytest.fixture
+def cuda():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with fake_cuda():
+            yield torch.device("cuda")
+    finally:
+        torch.set_num_threads(threads)
+
+
+# ---------------------------------------------------------------------------
+# the fake device itself catches what a GPU would reject
+# ---------------------------------------------------------------------------
+
+def test_fake_cuda_rejects_hidden_host_tensors_and_numpy(cuda):
+    from nodecourse.config import available_devices, resolve_device
+
+    assert "cuda" in available_devices() and resolve_device("cuda").type == "cuda"
+    x = torch.randn(5, 3, device=cuda)
+    assert x.device.type == "cuda" and x.is_cuda
+    assert torch.zeros(3, device=x.device).device.type == "cuda"
+    with pytest.raises(RuntimeError, match="same device"):
+        x + torch.ones(3)  # a factory without device=: the classic hidden CPU tensor
+    with pytest.raises(RuntimeError, match="same device"):
+        torch.nn.Linear(3, 2)(x)  # a module never moved to the device
+    with pytest.raises(TypeError, match="numpy"):
+        x.numpy()
+    with pytest.raises(TypeError, match="numpy"):
+        np.asarray(x)
+    # what real CUDA allows: 0-dim host scalars, explicit copies, a moved module and its training
+    assert (x * torch.tensor(2.0)).is_cuda
+    assert x.detach().cpu().numpy().shape == (5, 3)
+    model = torch.nn.Linear(3, 2).to(cuda)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    model(x).square().mean().backward()
+    opt.step()
+    assert model.weight.is_cuda and kind(model.weight) == "cuda"
+
+
+# ---------------------------------------------------------------------------
+# lesson 2: every solver, the explorer and its figure
+# ---------------------------------------------------------------------------
+
+def test_every_solver_runs_on_the_device(cuda):
+    from dataclasses import replace
+
+    from nodecourse import SOLVERS
+    from nodecourse.widgets.solver_explorer import PROBLEMS, run_solver
+
+    for name, full in PROBLEMS.items():
+        # a short stretch of each problem keeps every solver's device path cheap
+        problem = replace(full, name=f"{full.name} [t <= {full.t1 / 10:g}]", t1=full.t1 / 10)
+        for method, spec in SOLVERS.items():
+            if name.startswith("stiff") and spec.kind != "implicit":
+                continue  # explicit methods on the stiff problem are the lesson's failure case, not a device path
+            res = run_solver(problem, method, 1e-4, 1e-6, 0.05, "cuda", n_out=11)
+            assert res.device == "cuda", (method, res.device)
+            assert res.nfe > 0 and res.ys.shape == (11, len(problem.y0)), (method, res.status)
+
+
+def test_solver_explorer_and_figure_on_the_device(cuda):
+    from nodecourse.widgets.solver_explorer import SolverExplorer, result_figure
+
+    explorer = SolverExplorer(device="cuda", render=False)
+    assert "cuda" in explorer.device.options and explorer.result.device == "cuda"
+    explorer.method.value = "rk4"
+    assert explorer.result.method == "rk4" and explorer.result.device == "cuda"
+    fig = result_figure(explorer.result)
+    assert len(fig.data) >= 3
+
+
+def test_solver_lesson_helpers_on_the_device(cuda):
+    from nodecourse.lessons import lesson01, lesson02
+
+    out = lesson01.resnet_vs_euler(device="cuda", batch=8)
+    assert out["max_diff_euler"] <= out["tolerance"] if "tolerance" in out else out["max_diff_euler"] >= 0
+    conv = lesson02.convergence("rk4", device="cuda")
+    assert conv
+    sweep = lesson02.nfe_sweep([1e-3, 1e-5], device="cuda")
+    assert len(sweep) == 2
+
+
+# ---------------------------------------------------------------------------
+# lesson 3: the annulus explorer (training, probes, figure)
+# ---------------------------------------------------------------------------
+
+def test_annulus_explorer_trains_probes_and_draws_on_the_device(cuda):
+    from nodecourse.widgets.annulus import AnnulusExplorer
+
+    explorer = AnnulusExplorer(augment_dim=1, epochs=5, device="cuda", render=True)  # no notebook: figure kept
+    assert explorer.result.final_nfe > 0
+    assert explorer.figure is not None
+
+
+def test_annulus_lesson_training_on_the_device(cuda):
+    from dataclasses import replace
+
+    from nodecourse.lessons import lesson03 as L
+
+    config = replace(L.QUICK_ANNULUS, n_inner=20, n_outer=40, epochs=2)
+    for name in L.ANNULUS_MODELS:
+        run = L.train_annulus_model(name, 0, config, device="cuda")
+        assert run is not None
+
+
+# ---------------------------------------------------------------------------
+# lesson 5: `nodecourse physionet --device cuda`
+# ---------------------------------------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["odernn", "latent-ode", "gru-dt", "summary-logreg"])
+def test_physionet_cli_trains_on_the_device(cuda, model, capsys):
+    from nodecourse.course.cli import main
+
+    rc = main(["physionet", "--model", model, "--device", "cuda", "--quick", "--epochs", "1",
+               "--patients", "120", "--json"])
+    out = capsys.readouterr()
+    assert rc == 0, out.err[-2000:]
+    result = json.loads(out.out.strip().splitlines()[-1])
+    assert 0.0 <= result["auc"] <= 1.0 and result["n_train"] > 0
