@@ -2,14 +2,15 @@
 
 - CUDA: ``torch.cuda.max_memory_allocated`` after ``reset_peak_memory_stats`` (bytes held by
   tensors at the worst moment, above what was allocated before).
-- CPU (Linux): the process's peak resident set size. The kernel's high-water mark
-  (``VmHWM``) is reset through ``/proc/self/clear_refs`` before the pass, and glibc is told to
-  serve every block above 64 KiB by ``mmap`` (``mallopt``), so freed tensors really leave the
-  process, and free heap pages are handed back (``malloc_trim``) before each measurement, so one
-  measurement does not hide inside memory kept from an earlier one. The
-  figure is ``VmHWM - VmRSS`` at the start: bytes the pass added at its peak, allocator
-  overhead included. :func:`memory_sweep` can run in a fresh subprocess (``isolated=True``)
-  so nothing the notebook holds disturbs it.
+- CPU, ``cpu_method="profiler"`` (the default): torch's profiler with ``profile_memory=True``
+  records every allocation and free of the CPU allocator with the running total; the figure is
+  the highest total minus the total before the pass: bytes held by tensors at the peak, exact and
+  independent of what the process did before (the CPU analogue of the CUDA figure).
+- CPU, ``cpu_method="rss"`` (Linux): the process's peak resident set size. The kernel's
+  high-water mark (``VmHWM``) is reset through ``/proc/self/clear_refs`` before the pass, glibc
+  serves every block above 64 KiB by ``mmap`` (``mallopt``) and free heap pages are handed back
+  (``malloc_trim``) first. It includes allocator and interpreter overhead, so it is about 1 MiB
+  noisier; :func:`memory_sweep` can run it in a fresh subprocess (``isolated=True``).
 """
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ def _status_bytes(key: str) -> int:
 
 
 def cpu_peak_supported() -> bool:
-    """True where the CPU measurement works (Linux with a resettable high-water mark)."""
+    """True where the ``cpu_method="rss"`` measurement works (Linux with a resettable high-water mark)."""
     return sys.platform.startswith("linux") and os.access("/proc/self/clear_refs", os.W_OK)
 
 
@@ -68,9 +69,33 @@ def _release_free_memory() -> None:
         pass
 
 
-def measure_peak(fn: Callable[[], object], device: str | torch.device = "cpu") -> int:
-    """Run ``fn()`` once and return the extra memory, in bytes, it held at its peak on ``device``."""
+def _profiler_peak(fn: Callable[[], object]) -> int:
+    """Peak of the CPU allocator's running total during ``fn()``, above its level before (bytes)."""
+    import tempfile
+
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        fn()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "trace.json")
+        prof.export_chrome_trace(path)
+        with open(path) as fh:
+            events = json.load(fh)["traceEvents"]
+    totals = [(e["args"]["Total Allocated"], e["args"]["Bytes"]) for e in events
+              if e.get("name") == "[memory]" and e.get("args", {}).get("Device Type", 0) == 0]
+    if not totals:
+        return 0
+    before = totals[0][0] - totals[0][1]  # the running total just before the first event
+    return max(0, max(total for total, _ in totals) - before)
+
+
+def measure_peak(fn: Callable[[], object], device: str | torch.device = "cpu", cpu_method: str = "profiler") -> int:
+    """Run ``fn()`` once and return the extra memory, in bytes, it held at its peak on ``device``
+    (``cpu_method``: ``"profiler"`` or ``"rss"``, see the module docstring)."""
     device = torch.device(device)
+    if cpu_method not in ("profiler", "rss"):
+        raise ValueError(f"cpu_method={cpu_method!r} must be 'profiler' or 'rss'")
     gc.collect()
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -81,6 +106,8 @@ def measure_peak(fn: Callable[[], object], device: str | torch.device = "cpu") -
         return int(torch.cuda.max_memory_allocated(device) - before)
     if device.type != "cpu":
         raise ValueError(f"device={str(device)!r}: peak memory is measured on 'cpu' and 'cuda' only")
+    if cpu_method == "profiler":
+        return _profiler_peak(fn)
     if not cpu_peak_supported():
         raise RuntimeError("CPU peak memory needs Linux (/proc/self/clear_refs); run on Linux or on CUDA")
     _prepare_malloc()
@@ -116,7 +143,8 @@ class MemoryConfig:
     device: str = "cpu"
     dtype: str = "float32"
     seed: int = 0
-    repeats: int = 2
+    repeats: int = 1
+    cpu_method: str = "profiler"
 
 
 @dataclass
@@ -179,7 +207,7 @@ def run_sweep(config: MemoryConfig, progress: bool = False) -> MemorySweep:
             stats.update(forward_backward(func, y0, n, mode, config.method))
 
         # The least of a few repeats: a stray allocation elsewhere in the process only ever adds.
-        peak = min(measure_peak(once, config.device) for _ in range(config.repeats))
+        peak = min(measure_peak(once, config.device, config.cpu_method) for _ in range(config.repeats))
         func.zero_grad(set_to_none=True)
         y0.grad = None
         sweep.rows.append({"mode": mode, "steps": n, "peak_bytes": peak, "nfe": stats.get("nfe"),
@@ -187,20 +215,22 @@ def run_sweep(config: MemoryConfig, progress: bool = False) -> MemorySweep:
     return sweep
 
 
-def memory_sweep(config: MemoryConfig | None = None, *, isolated: bool = True, progress: bool = False,
+def memory_sweep(config: MemoryConfig | None = None, *, isolated: bool = False, progress: bool = False,
                  **overrides) -> MemorySweep:
     """Peak memory of forward + backward against the number of steps, for each gradient mode.
 
     Args:
         config: the study (defaults: batch 256, 64-256-64 MLP, rk4, 20..400 steps); keyword
             ``overrides`` replace its fields (``steps=(10, 40)``...).
-        isolated: CPU only: measure in a fresh Python subprocess (about two seconds to start) so
-            memory held by the calling process cannot disturb the figures.
+        isolated: CPU only: measure in a fresh Python subprocess (a few seconds to start); worth it
+            with ``cpu_method="rss"``, where memory held by the calling process can disturb the figures.
     Returns:
         :class:`MemorySweep`.
     """
     config = MemoryConfig(**{**asdict(config or MemoryConfig()), **overrides})
     config.steps, config.modes, config.dims = tuple(config.steps), tuple(config.modes), tuple(config.dims)
+    if config.cpu_method not in ("profiler", "rss"):
+        raise ValueError(f"cpu_method={config.cpu_method!r} must be 'profiler' or 'rss'")
     unknown = [m for m in config.modes if m not in GRADIENT_MODES]
     if unknown:
         raise ValueError(f"modes={unknown} are not gradient modes; valid: {list(GRADIENT_MODES)}")

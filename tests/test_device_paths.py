@@ -4,11 +4,13 @@
 a device tensor meets a host tensor (a hidden CPU tensor) or ``.numpy()`` is called on a device
 tensor. Every explorer's compute and figure path, the lessons' device-aware helpers and the
 ``nodecourse physionet --device cuda`` training path run under it. This does not measure
-anything about a GPU; scripts/gpu_check.sh runs the same paths on a real one.
+anything about a GPU; ``NODECOURSE_DEVICE_TESTS=real`` runs the same tests on a real one
+(scripts/gpu_check.sh).
 """
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -17,8 +19,17 @@ import torch
 from fake_cuda import fake_cuda, kind
 
 
+# NODECOURSE_DEVICE_TESTS=real runs the same tests on a real GPU (scripts/gpu_check.sh does).
+REAL_CUDA = os.environ.get("NODECOURSE_DEVICE_TESTS", "") == "real"
+
+
 @pytest.fixture
 def cuda():
+    if REAL_CUDA:
+        if not torch.cuda.is_available():
+            pytest.fail("NODECOURSE_DEVICE_TESTS=real but torch.cuda.is_available() is False")
+        yield torch.device("cuda")
+        return
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -32,6 +43,7 @@ def cuda():
 # the fake device itself catches what a GPU would reject
 # ---------------------------------------------------------------------------
 
+@pytest.mark.skipif(REAL_CUDA, reason="checks the fake device itself")
 def test_fake_cuda_rejects_hidden_host_tensors_and_numpy(cuda):
     from nodecourse.config import available_devices, resolve_device
 
@@ -55,6 +67,7 @@ def test_fake_cuda_rejects_hidden_host_tensors_and_numpy(cuda):
     model(x).square().mean().backward()
     opt.step()
     assert model.weight.is_cuda and kind(model.weight) == "cuda"
+    assert not torch.ones(2).to(x.device).cpu().is_cuda
 
 
 # ---------------------------------------------------------------------------
@@ -129,12 +142,77 @@ def test_annulus_lesson_training_on_the_device(cuda):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("model", ["odernn", "latent-ode", "gru-dt", "summary-logreg"])
-def test_physionet_cli_trains_on_the_device(cuda, model, capsys):
+def test_physionet_cli_trains_on_the_device(cuda, model, capsys, monkeypatch):
+    import nodecourse.latent as latent
     from nodecourse.course.cli import main
 
+    seen = []  # the device of the data the CLI hands to the training loop
+    real_fit = latent.fit
+
+    def recording_fit(name, train, *args, **kwargs):
+        seen.extend(v.device.type for v in vars(train).values() if isinstance(v, torch.Tensor))
+        return real_fit(name, train, *args, **kwargs)
+
+    monkeypatch.setattr(latent, "fit", recording_fit)
     rc = main(["physionet", "--model", model, "--device", "cuda", "--quick", "--epochs", "1",
                "--patients", "120", "--json"])
     out = capsys.readouterr()
     assert rc == 0, out.err[-2000:]
     result = json.loads(out.out.strip().splitlines()[-1])
     assert 0.0 <= result["auc"] <= 1.0 and result["n_train"] > 0
+    assert seen and set(seen) == {"cuda"}, f"the CLI trained on {set(seen)}, not on --device cuda"
+
+
+# ---------------------------------------------------------------------------
+# lesson 4: the adjoint explorer (every gradient mode) and its figure
+# ---------------------------------------------------------------------------
+
+def test_adjoint_explorer_every_mode_on_the_device(cuda):
+    from nodecourse.widgets.adjoint_explorer import MODES, AdjointExplorer, result_figure, run_gradient
+
+    for mode in MODES:
+        res = run_gradient(-10.0, 1.0, 1e-5, mode, "cuda")
+        assert res.device == "cuda" and res.nfe > 0, (mode, res.status)
+        assert result_figure(res) is not None
+    explorer = AdjointExplorer(mode="checkpoint", device="cuda", render=True)  # no notebook: figure kept
+    assert explorer.result.device == "cuda" and explorer.figure is not None
+
+
+# ---------------------------------------------------------------------------
+# lesson 6: the DEQ explorer (every fixed-point solver) and its figure
+# ---------------------------------------------------------------------------
+
+def test_deq_explorer_every_solver_on_the_device(cuda):
+    from nodecourse.deq import METHODS
+    from nodecourse.widgets.deq_explorer import DEQExplorer, result_figure, run_deq
+
+    for solver in sorted(METHODS):
+        res = run_deq(solver, 1e-4, 0.0, "cuda", n_inputs=32)
+        assert res.device == "cuda" and res.n_iter > 0, (solver, res.status)
+        assert len(result_figure(res).data) >= 1
+    explorer = DEQExplorer(device="cuda", render=True)
+    assert explorer.result.device == "cuda" and explorer.figure is not None
+
+
+# ---------------------------------------------------------------------------
+# lessons 4 and 7: the memory sweep and the four models of the capstone
+# ---------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_adjoint_memory_study_on_the_device(cuda):
+    from nodecourse.lessons import lesson04
+
+    sweep = lesson04.memory_study(quick=True, device="cuda")
+    assert sweep is not None
+
+
+@pytest.mark.slow
+def test_capstone_models_train_on_the_device(cuda):
+    from dataclasses import replace
+
+    from nodecourse.lessons import lesson07 as L
+
+    config = replace(L.QUICK_CAPSTONE, seeds=(0,), epochs=1, n_samples=300)
+    for name in L.MODELS:
+        run = L.train_capstone_model(name, 0, config, device="cuda")
+        assert run is not None, name

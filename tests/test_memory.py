@@ -9,15 +9,24 @@ from nodecourse.memory import cpu_peak_supported, measure_peak, memory_sweep
 needs_peak = pytest.mark.skipif(not cpu_peak_supported(), reason="CPU peak memory needs Linux /proc/self/clear_refs")
 
 
-@needs_peak
-def test_measure_peak_sees_a_temporary_allocation():
-    def hold_64_mib():
-        x = torch.ones(16 * 2 ** 20)  # 64 MiB of float32, freed on return
-        return float(x[0])
+def _hold_64_mib():
+    x = torch.ones(16 * 2 ** 20)  # 64 MiB of float32, freed on return
+    y = x * 2  # a second 64 MiB while x is alive: the peak is 128 MiB
+    return float(y[0])
 
-    peak = measure_peak(hold_64_mib)
-    assert 60 * 2 ** 20 <= peak <= 80 * 2 ** 20, peak / 2 ** 20
-    assert measure_peak(lambda: None) < 4 * 2 ** 20
+
+def test_profiler_peak_is_exact():
+    assert abs(measure_peak(_hold_64_mib) - 128 * 2 ** 20) < 1024  # the two tensors, plus a few scalar bytes
+    assert measure_peak(lambda: None) == 0
+
+
+@needs_peak
+def test_rss_peak_sees_a_temporary_allocation():
+    peak = measure_peak(_hold_64_mib, cpu_method="rss")
+    assert 120 * 2 ** 20 <= peak <= 140 * 2 ** 20, peak / 2 ** 20
+    assert measure_peak(lambda: None, cpu_method="rss") < 4 * 2 ** 20
+    with pytest.raises(ValueError, match="cpu_method='vmstat' must be 'profiler' or 'rss'"):
+        measure_peak(lambda: None, cpu_method="vmstat")
 
 
 def test_memory_sweep_checks_its_modes():
@@ -26,7 +35,6 @@ def test_memory_sweep_checks_its_modes():
 
 
 @pytest.mark.slow
-@needs_peak
 def test_memory_shape_20_to_400_rk4_steps():
     """Batch 256, a 64-256-64 MLP field, rk4: backprop grows several-fold, the adjoint stays within
     20 %, checkpoint lies in between at every step count (shape, not time)."""

@@ -346,7 +346,8 @@ class BuildReport:
             out.append(
                 f"ANSWERS    {p} has a learner's work ({what}); {verb}. To get a fresh exercise, "
                 f"move it aside first, e.g. `mv {p} {copy_name}` (the grader grades {copy_name.name} "
-                f"against {p.name}), then run `nodecourse build` again"
+                f"against {p.name}), then run `nodecourse build` again. (Authors: an older build whose "
+                f"stubs changed in the solution reads as answers too; delete it and build again.)"
             )
         out += [f"ORPHAN     {p} (no solution of that name; delete it or add the solution)"
                 for p in self.orphans]

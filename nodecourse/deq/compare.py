@@ -29,8 +29,10 @@ class SolverRun:
 
 
 def torchdeq_available() -> bool:
+    import importlib
+
     try:
-        import torchdeq.solver  # noqa: F401
+        importlib.import_module("torchdeq.solver")
     except Exception:  # any import failure (missing, or broken against this torch) means "not available"
         return False
     return True

@@ -188,10 +188,10 @@ def underflow_demo(lams=(-700.0, -745.0, -1000.0, -1e4)) -> list[dict]:
 # Memory
 
 
-QUICK_MEMORY = MemoryConfig(steps=(8, 16, 32), repeats=1)
-"""Quick mode: batch 256, 64-256-64 MLP, rk4, 8..32 steps, one repeat."""
-FULL_MEMORY = MemoryConfig(steps=(20, 50, 100, 200, 400), repeats=2)
-"""Full mode: the issue's 20..400 steps, least of two repeats."""
+QUICK_MEMORY = MemoryConfig(steps=(8, 16, 32))
+"""Quick mode: batch 256, 64-256-64 MLP, rk4, 8..32 steps (CPU: torch's profiler, exact tensor bytes)."""
+FULL_MEMORY = MemoryConfig(steps=(20, 50, 100, 200, 400))
+"""Full mode: the 20..400 steps of the ledger row."""
 
 _MEMORY_CACHE: dict[str, MemorySweep] = {}
 
@@ -200,8 +200,7 @@ def memory_study(quick: bool = True, device: str = "cpu") -> MemorySweep:
     key = f"{quick}-{device}"
     if key not in _MEMORY_CACHE:
         config = QUICK_MEMORY if quick else FULL_MEMORY
-        # Quick mode measures in this process (no second interpreter to start); full mode in a fresh one.
-        _MEMORY_CACHE[key] = memory_sweep(config, device=device, isolated=not quick)
+        _MEMORY_CACHE[key] = memory_sweep(config, device=device)
     return _MEMORY_CACHE[key]
 
 

@@ -19,7 +19,7 @@ import torch
 
 from nodecourse.claims import Measurement, Verdict, claim
 from nodecourse.deq import DEQ, exact_jacobian_frobenius, jacobian_regularizer, saved_tensor_bytes
-from nodecourse.deq.compare import SolverRun, compare_solvers, torchdeq_available
+from nodecourse.deq.compare import SolverRun, compare_solvers
 from nodecourse.deq.models import DEQModel, EquilibriumBlock
 from nodecourse.deq.problems import bai_synthetic, contraction
 from nodecourse.deq.training import DEQLog, fit_deq
