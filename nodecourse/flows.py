@@ -30,6 +30,7 @@ import torch
 from torch import nn
 
 from nodecourse.models import MLPField
+from nodecourse.solve_config import SolveConfig
 from nodecourse.solvers import odeint
 
 TRACES = ("exact", "hutchinson")
@@ -187,12 +188,16 @@ def standard_normal_log_prob(z: torch.Tensor) -> torch.Tensor:
     return -0.5 * (z * z).sum(dim=1) - 0.5 * z.shape[1] * math.log(2 * math.pi)
 
 
+DEFAULT_CNF_SOLVER = SolveConfig(method="dopri5", rtol=1e-4, atol=1e-4)
+
+
 class CNF(nn.Module):
     """A continuous normalising flow on ``R^d``: data ``x = z(0)`` flows to ``z(t1)`` ~ N(0, I).
 
     ``log p(x) = log N(z(t1)) - Δlog p(t1)`` with ``Δlog p`` integrated alongside ``z``
-    (:class:`CNFDynamics`). Solver settings are keyword arguments, echoed on the
-    model; after each solve ``last_stats`` holds the solver's stats (``nfe``, steps,
+    (:class:`CNFDynamics`). Solver settings are one :class:`~nodecourse.SolveConfig`
+    (``solver=``, or its fields as keywords; default dopri5 at rtol = atol = 1e-4),
+    echoed on the model as ``solver``; after each solve ``last_stats`` holds the solver's stats (``nfe``, steps,
     and ``nfe_backward`` after a backward pass with ``gradient="adjoint"``).
 
     Args:
@@ -201,13 +206,12 @@ class CNF(nn.Module):
             Jacobian, and the trace, are well behaved).
         t1: integration time.
         trace, n_probes, noise: how the divergence is computed (:class:`CNFDynamics`).
-        method, rtol, atol, step_size, gradient, max_steps: passed to :func:`nodecourse.odeint`.
+        solver, **options: the :class:`~nodecourse.SolveConfig` passed to :func:`nodecourse.odeint`.
     """
 
     def __init__(self, dim: int = 2, hidden: Sequence[int] = (64, 64), *, t1: float = 1.0, trace: str = "exact",
-                 n_probes: int = 1, noise: str = "rademacher", method: str = "dopri5", rtol: float = 1e-4,
-                 atol: float = 1e-4, step_size: float | None = None, gradient: str = "backprop",
-                 max_steps: int = 10_000, field: nn.Module | None = None):
+                 n_probes: int = 1, noise: str = "rademacher", field: nn.Module | None = None,
+                 solver: SolveConfig | None = None, **options):
         super().__init__()
         if not t1 > 0:
             raise ValueError(f"t1={t1!r} must be positive")
@@ -215,12 +219,11 @@ class CNF(nn.Module):
         self.dim = dim
         self.dynamics = CNFDynamics(field, trace=trace, n_probes=n_probes, noise=noise)
         self.t1 = float(t1)
-        self.solver = dict(method=method, rtol=rtol, atol=atol, step_size=step_size, gradient=gradient,
-                           max_steps=max_steps)
+        self.solver = SolveConfig.of(solver or DEFAULT_CNF_SOLVER, **options)
         self.last_stats: dict = {}
 
     def _solve(self, z0: torch.Tensor, t0: float, t1: float, generator=None, **overrides):
-        settings = {**self.solver, **overrides}
+        settings = self.solver.replace(**overrides).odeint_kwargs()
         state = torch.cat([z0, torch.zeros(z0.shape[0], 1, dtype=z0.dtype, device=z0.device)], dim=1)
         self.dynamics.draw_probes(z0.shape[0], z0.shape[1], dtype=z0.dtype, device=z0.device, generator=generator)
         t = torch.tensor([t0, t1], dtype=z0.dtype, device=z0.device)

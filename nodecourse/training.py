@@ -63,6 +63,7 @@ def train_epochs(
     optimizer: torch.optim.Optimizer,
     scheduler: torch.optim.lr_scheduler.LRScheduler | None = None,
     clip_grad_norm: float | None = None,
+    on_step: Callable[[dict], None] | None = None,
     on_epoch: Callable[[dict, nn.Module], None] | None = None,
     progress: bool = False,
     desc: str | None = None,
@@ -70,7 +71,9 @@ def train_epochs(
     """Train for ``epochs`` epochs; return the history (one dict per epoch, see the module doc).
 
     ``batches()`` is called once per epoch and yields index tensors; the model is
-    in train mode during the epoch and left in eval mode at the end.
+    in train mode during the epoch and left in eval mode at the end. ``on_step(logs)``
+    runs after each optimiser step and may add numbers to the batch's logs (work
+    that is known only after the backward pass, such as backward solver iterations).
     """
     if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 0:
         raise ValueError(f"epochs={epochs!r}: give a non-negative integer")
@@ -89,6 +92,8 @@ def train_epochs(
             if clip_grad_norm is not None:
                 nn.utils.clip_grad_norm_(model.parameters(), clip_grad_norm)
             optimizer.step()
+            if on_step is not None:
+                on_step(logs)
             n_rows += len(idx)
             sums["loss"] += float(loss.detach()) * len(idx)
             for key, value in logs.items():

@@ -56,7 +56,7 @@ def test_training_loop_is_seeded_logs_sums_and_runs_hooks():
 
         def on_epoch(row, m):
             assert not m.training  # hooks evaluate in eval mode
-            row["weight_norm"] = float(m.weight.norm())
+            row["weight_norm"] = float(m.weight.detach().norm())
             seen.append(row["epoch"])
 
         history = train_epochs(model, loss_on_batch, seeded_batches(64, 16, seed=3), epochs=3,

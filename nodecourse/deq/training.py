@@ -50,7 +50,7 @@ def fit_deq(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, epochs: int, 
     ``loss``: ``"mse"`` (regression, ``y`` ``(n, out)``) or ``"ce"`` (classification, ``y`` ``(n,)``).
     ``jac_weight > 0`` adds ``jac_weight * deq.jacobian_loss(jac_samples)`` (implicit DEQs only).
     """
-    from tqdm.auto import trange
+    from nodecourse.training import seeded_batches, train_epochs
 
     if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
         raise ValueError(f"epochs={epochs!r} must be a positive int")
@@ -62,40 +62,35 @@ def fit_deq(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, epochs: int, 
     if jac_weight > 0 and deq.backward != "implicit":
         raise ValueError(f"jac_weight={jac_weight} needs backward='implicit'; this DEQ has backward={deq.backward!r}")
     criterion = nn.MSELoss() if loss == "mse" else nn.CrossEntropyLoss()
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    gen = torch.Generator().manual_seed(seed)
-    n = len(x)
-    bs = batch_size or n
+    jac_logged = deq.backward == "implicit"
+
+    def loss_on_batch(idx):
+        task = criterion(model(x[idx]), y[idx])
+        total, jac = task, float("nan")
+        if jac_logged:
+            with torch.set_grad_enabled(jac_weight > 0):
+                j = deq.jacobian_loss(jac_samples)
+            jac = float(j.detach().cpu())
+            if jac_weight > 0:
+                total = task + jac_weight * j
+        # deq.stats describe this batch's forward solve (the backward one is added after backward).
+        return total, {"task": float(task.detach().cpu()), "jac": jac, "batches": 1,
+                       "fwd": deq.stats["forward_iters"], "bad": int(deq.stats["forward_status"] != "success")}
+
+    def on_step(logs):  # the backward solve has run now
+        logs["bwd"] = deq.stats["backward_iters"] or 0
+
     log = DEQLog()
-    model.train()
-    for _ in trange(epochs, desc=desc, disable=not progress, leave=False):
-        perm = torch.randperm(n, generator=gen).to(x.device)
-        sums = dict(loss=0.0, fwd=0.0, bwd=0.0, jac=0.0)
-        bad = batches = 0
-        for i in range(0, n, bs):
-            idx = perm[i:i + bs]
-            task = criterion(model(x[idx]), y[idx])
-            total = task
-            jac = float("nan")
-            if deq.backward == "implicit":
-                with torch.set_grad_enabled(jac_weight > 0):
-                    j = deq.jacobian_loss(jac_samples)
-                jac = float(j.detach().cpu())
-                if jac_weight > 0:
-                    total = task + jac_weight * j
-            opt.zero_grad()
-            total.backward()
-            opt.step()
-            stats = deq.stats
-            sums["loss"] += float(task.detach().cpu())
-            sums["fwd"] += stats["forward_iters"]
-            sums["bwd"] += stats["backward_iters"] or 0
-            sums["jac"] += jac
-            bad += stats["forward_status"] != "success"
-            batches += 1
-        log.loss.append(sums["loss"] / batches)
-        log.forward_iters.append(sums["fwd"] / batches)
-        log.backward_iters.append(sums["bwd"] / batches)
-        log.jacobian.append(sums["jac"] / batches)
-        log.not_converged.append(bad)
+
+    def on_epoch(row, _model):
+        b = row["batches"]
+        log.loss.append(row["task"] / b)
+        log.forward_iters.append(row["fwd"] / b)
+        log.backward_iters.append(row["bwd"] / b)
+        log.jacobian.append(row["jac"] / b)
+        log.not_converged.append(int(row["bad"]))
+
+    train_epochs(model, loss_on_batch, seeded_batches(len(x), batch_size, seed=seed, device=x.device),
+                 epochs=epochs, optimizer=torch.optim.Adam(model.parameters(), lr=lr),
+                 on_step=on_step, on_epoch=on_epoch, progress=progress, desc=desc)
     return log

@@ -288,7 +288,7 @@ def train_flow(config: FlowConfig = QUICK_FLOW, *, progress: bool = False) -> Fl
     """
     if config in _FLOW_CACHE:
         return _FLOW_CACHE[config]
-    from tqdm.auto import trange
+    from nodecourse.training import train_epochs
 
     gradient = resolve_gradient(config.gradient)
     x_train = two_moons(config.n_train, seed=config.seed)
@@ -296,20 +296,25 @@ def train_flow(config: FlowConfig = QUICK_FLOW, *, progress: bool = False) -> Fl
     torch.manual_seed(config.seed)
     model = CNF(2, config.hidden, trace=config.trace, n_probes=config.n_probes, method=config.method,
                 rtol=config.tol, atol=config.tol, gradient=gradient)
-    opt = torch.optim.Adam(model.parameters(), lr=config.lr)
     gen = torch.Generator().manual_seed(config.seed)
     run = FlowRun(config, gradient, model)
-    start = time.perf_counter()
-    for _ in trange(config.iterations, desc="CNF on two moons", disable=not progress, leave=False):
-        idx = torch.randint(0, config.n_train, (config.batch,), generator=gen)
-        loss = -model.log_prob(x_train[idx], generator=gen).mean()
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+
+    def fresh_batch():  # each "epoch" of the loop is one step on a freshly drawn batch
+        yield torch.randint(0, config.n_train, (config.batch,), generator=gen)
+
+    def loss_on_batch(idx):
+        return -model.log_prob(x_train[idx], generator=gen).mean(), {}
+
+    def on_epoch(row, model):
         stats = model.last_stats  # read after backward: the adjoint adds its backward NFE there
-        run.losses.append(loss.item())
+        run.losses.append(row["loss"])
         run.nfe_forward.append(int(stats["nfe"]))
         run.nfe_backward.append(int(stats.get("nfe_backward", 0)))
+
+    start = time.perf_counter()
+    train_epochs(model, loss_on_batch, fresh_batch, epochs=config.iterations,
+                 optimizer=torch.optim.Adam(model.parameters(), lr=config.lr), on_epoch=on_epoch,
+                 progress=progress, desc="CNF on two moons")
     run.seconds = time.perf_counter() - start
     model.dynamics.trace = "exact"  # evaluation: no estimator noise in the reported likelihood
     with torch.no_grad():
