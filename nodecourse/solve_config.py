@@ -21,7 +21,8 @@ class SolveConfig:
     ``method``: a name in :data:`nodecourse.SOLVERS` (or a tableau);
     ``rtol``/``atol``: tolerances of adaptive methods; ``step_size``: the step of
     fixed-step methods; ``max_steps``: the budget before status MAX_STEPS;
-    ``gradient``: ``"backprop"``, ``"adjoint"`` or ``"checkpoint"``.
+    ``gradient``: ``"backprop"``, ``"adjoint"`` or ``"checkpoint"``; ``per_sample``: each
+    row of the batch gets its own steps (and its own NFE in the stats).
     """
 
     method: Any = "dopri5"
@@ -30,6 +31,7 @@ class SolveConfig:
     step_size: float | None = None
     max_steps: int = 10_000
     gradient: str = "backprop"
+    per_sample: bool = False
 
     @classmethod
     def of(cls, solver: "SolveConfig | None" = None, **options) -> "SolveConfig":

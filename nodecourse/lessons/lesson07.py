@@ -28,8 +28,8 @@ from torch import nn
 from nodecourse.claims import Measurement, Verdict, claim
 from nodecourse.data.digits import load_digits
 from nodecourse.deq import DEQ, saved_tensor_bytes
-from nodecourse.models import MLPField, ResidualStack, count_parameters, matched_field_width
-from nodecourse.solvers import odeint
+from nodecourse.models import MLPField, ODEBlock, ResidualStack, count_parameters, matched_field_width
+from nodecourse.solve_config import SolveConfig
 from nodecourse.training import seeded_batches, train_epochs
 
 MODELS = ("ResNet", "Neural ODE", "DEQ", "Unrolled")
@@ -84,25 +84,22 @@ class InjectedBlock(nn.Module):
         return self.g(None, z) + x
 
 
-class ODECore(nn.Module):
-    """``z(0) -> z(1)`` under ``dz/dt = g(z)``; keeps the last solve's stats (``last_stats``)."""
+class ODECore(ODEBlock):
+    """``z(0) -> z(1)`` under ``dz/dt = g(z)``: an :class:`ODEBlock` (``last_stats`` after each solve).
+
+    The gradient mode applies when a gradient is wanted; evaluation (no grad) solves
+    plainly, and with ``per_sample = True`` every input gets its own steps and its own NFE.
+    """
 
     def __init__(self, width: int, hidden: int, *, method: str, tol: float, gradient: str):
-        super().__init__()
-        self.field = MLPField(width, (hidden,), activation="tanh")
-        self.method, self.tol, self.gradient = method, tol, gradient
-        self.last_stats: dict = {}
+        super().__init__(MLPField(width, (hidden,), activation="tanh"),
+                         solver=SolveConfig(method=method, rtol=tol, atol=tol, gradient=gradient))
         self.per_sample = False
 
     def forward(self, z: torch.Tensor) -> torch.Tensor:
-        t = torch.tensor([0.0, 1.0], dtype=z.dtype, device=z.device)
-        kw = dict(method=self.method, rtol=self.tol, atol=self.tol)
-        if self.per_sample:  # inference only: every input gets its own steps and its own NFE
-            sol = odeint(self.field, z, t, per_sample=True, **kw)
-        else:
-            sol = odeint(self.field, z, t, gradient=self.gradient if torch.is_grad_enabled() else "backprop", **kw)
-        self.last_stats = sol.stats
-        return sol.ys[-1]
+        if not torch.is_grad_enabled():
+            return self.solve(z, gradient="backprop", per_sample=self.per_sample).ys[-1]
+        return self.solve(z).ys[-1]
 
 
 class DEQCore(nn.Module):
