@@ -14,6 +14,7 @@
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import gc
 import json
@@ -69,13 +70,35 @@ def _release_free_memory() -> None:
         pass
 
 
+@contextlib.contextmanager
+def _native_stderr_silenced():
+    """Send the process's file descriptor 2 to /dev/null: the profiler's C++ layer logs a line at
+    every start and stop. Python exceptions and warnings are not affected (they are not written
+    by C++ code to fd 2 while the pass runs; an exception propagates as usual)."""
+    sys.stderr.flush()
+    try:
+        saved = os.dup(2)
+    except OSError:  # no fd 2 (some embedded interpreters): nothing to silence
+        yield
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
 def _profiler_peak(fn: Callable[[], object]) -> int:
     """Peak of the CPU allocator's running total during ``fn()``, above its level before (bytes)."""
     import tempfile
 
     from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+    with _native_stderr_silenced(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         fn()
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "trace.json")

@@ -203,7 +203,7 @@ def wait_kernel_idle(page, timeout_ms: int = 120_000) -> None:
                            state="attached", timeout=timeout_ms)
 
 
-_CURRENT_TAB = ".jp-DockPanel .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel"
+_CURRENT_TAB = "#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel"
 
 
 def current_tab(page) -> str:
@@ -220,12 +220,12 @@ def wait_current_tab(page, name: str, timeout_ms: int = 60_000) -> None:
 
 
 def activate_tab(page, name: str) -> None:
-    page.locator(".jp-DockPanel .lm-TabBar-tab", has=page.locator(".lm-TabBar-tabLabel", has_text=name)).first.click()
+    page.locator("#jp-main-dock-panel .lm-TabBar-tab", has=page.locator(".lm-TabBar-tabLabel", has_text=name)).first.click()
     wait_current_tab(page, name)
 
 
 def close_current_tab(page) -> None:
-    page.locator(".jp-DockPanel .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabCloseIcon").first.click()
+    page.locator("#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabCloseIcon").first.click()
     # a dialog only if the document changed; the learner discards (the copy is never saved)
     from playwright.sync_api import TimeoutError as PWTimeout
 

@@ -376,7 +376,7 @@ def test_lab_opens_at_the_course_map_and_every_lesson_link_works(lab, page):
             f"{name} opened, but its title is {title.inner_text()!r}"
         # and back to the course map: close the lesson's tab (its kernel shuts down with it) and
         # click the course map's tab
-        B.closeB.current_tab(page)
+        B.close_current_tab(page)
         B.activate_tab(page, "00_start_here.ipynb")
         B.active_panel(page).locator("h2", has_text="The course map").first.wait_for(state="visible")
         assert B.current_tab(page) == "00_start_here.ipynb"

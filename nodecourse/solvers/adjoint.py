@@ -381,12 +381,12 @@ class CheckpointFunction(torch.autograd.Function):
 def _replay_kwargs(run: _AdjointRun, h: float) -> dict:
     """Settings that make ``odeint`` take exactly the recorded step of size ``|h|`` (fixed-step and
     implicit methods get a step size a hair above it, so rounding cannot split the step in two)."""
-    from nodecourse.solvers.registry import ADAPTIVE, SOLVERS
+    from nodecourse.solvers.registry import ADAPTIVE, spec_for
 
     kw = dict(run.forward_kwargs)
     kw["max_steps"] = 1
     kw["per_sample"] = False
-    if SOLVERS[kw["method"]].kind == ADAPTIVE:
+    if spec_for(kw["method"]).kind == ADAPTIVE:  # a name or a ButcherTableau
         kw["options"] = {**(kw.get("options") or {}), "first_step": abs(h)}
     else:
         kw["step_size"] = abs(h) * (1 + 1e-9)

@@ -49,9 +49,10 @@ def odeint(func, y0: torch.Tensor, t: torch.Tensor, *, method="dopri5", rtol: fl
             for the implicit methods (fixed steps when given); not allowed for adaptive ones.
         max_steps: budget of attempted steps (accepted + rejected).
         gradient: ``"backprop"``: gradients flow through the solver's operations (memory
-            grows with steps x stages x activations of func); ``"checkpoint"`` (explicit
-            methods): keep only each step's input state and recompute the step in the
-            backward pass (memory steps x state size, about one more forward of work).
+            grows with steps x stages x activations of func); ``"checkpoint"`` (every method,
+            not per_sample): keep the state at each accepted step (the step record) and replay
+            each step with autograd in the backward pass (memory steps x state size, about one
+            more forward of work; the exact gradient of the discrete solve).
             ``"adjoint"``: the continuous adjoint (:mod:`nodecourse.solvers.adjoint`): no graph is
             kept, the gradient comes from solving the augmented system backwards in time
             (constant memory in steps; ``stats`` gains ``nfe_backward`` and ``backward_status``).
