@@ -218,3 +218,19 @@ def test_adjoint_explorer_updates_headless():
     assert ex.result.rel_error < 1e-5 and ex.result.nfe_backward > 0
     with pytest.raises(ValueError, match="valid"):
         AdjointExplorer(mode="symbolic", render=False)
+
+
+def test_implicit_backward_solve_refuses_a_huge_dense_jacobian():
+    field = nn.Sequential(nn.Linear(64, 256), nn.Tanh(), nn.Linear(256, 64))
+
+    class F(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = field
+
+        def forward(self, t, z):
+            return self.net(z)
+
+    y0 = torch.randn(4, 64, requires_grad=True)
+    with pytest.raises(ValueError, match=r"dense \(33600 x 33600\) Jacobian.*adjoint_options=\{'method': 'dopri5'\}"):
+        odeint(F(), y0, torch.tensor([0.0, 1.0]), method="trapezoid", gradient="adjoint")

@@ -22,7 +22,7 @@ import torch
 from nodecourse.claims import Measurement, Verdict, claim
 from nodecourse.gradient_check import gradient_error_sweep
 from nodecourse.memory import MemoryConfig, MemorySweep, memory_sweep
-from nodecourse.solvers import SolverError, odeint
+from nodecourse.solvers import odeint
 
 REVERSAL_LAMBDAS = (-1.0, -10.0, -100.0, -1000.0)
 PUBLISHED_REVERSAL_STEPS = 200_000  # course plan: "about 200,000 steps at lam = -100 for a low-order method"

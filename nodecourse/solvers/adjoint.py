@@ -225,6 +225,25 @@ def adjoint_backward(run: _AdjointRun, t, ys, grad_ys, params, *, need_t: bool):
     return grad_t, a, grad_params
 
 
+#: An implicit backward solve factorises a dense Jacobian of the whole augmented state [z, a, g].
+MAX_IMPLICIT_AUGMENTED = 5000
+
+
+def _check_implicit_backward_size(method, y0: torch.Tensor, params) -> None:
+    from nodecourse.solvers.registry import IMPLICIT, spec_for
+
+    if spec_for(method).kind != IMPLICIT:
+        return
+    size = 2 * y0.numel() + sum(p.numel() for p in params)
+    if size > MAX_IMPLICIT_AUGMENTED:
+        raise ValueError(
+            f"gradient='adjoint' with the implicit method {spec_for(method).name!r} for the backward solve would "
+            f"factorise a dense ({size} x {size}) Jacobian of the augmented state [z, a, dL/dtheta] "
+            f"(2 x {y0.numel()} state entries + {size - 2 * y0.numel()} parameters; the limit is "
+            f"{MAX_IMPLICIT_AUGMENTED}). Pass adjoint_options={{'method': 'dopri5'}} for an explicit backward "
+            f"solve, or use gradient='checkpoint'")
+
+
 def check_adjoint_options(adjoint_options) -> dict:
     """Validate ``adjoint_options`` (a dict with keys from :data:`ADJOINT_OPTION_KEYS`)."""
     if adjoint_options is None:
@@ -264,6 +283,7 @@ def solve_adjoint(func, y0: torch.Tensor, t: torch.Tensor, *, method: str, rtol:
         if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0:
             raise ValueError(f"adjoint_options['{name}']={value!r} must be a number > 0")
     params = field_parameters(func, y0, t[0], adj.get("params", ()))
+    _check_implicit_backward_size(b_method, y0, params)
     run = _AdjointRun(func=func, forward_kwargs=forward_kwargs, backward_kwargs=backward_kwargs, throw=throw,
                       params=params)
     ys = AdjointFunction.apply(run, t, y0, *params)
