@@ -150,6 +150,8 @@ def trajectory_figure(ts: torch.Tensor, zs: torch.Tensor, y: torch.Tensor, *, ti
     Scatter = go.Scatter3d if three_d else go.Scatter
 
     def coords(z):
+        # Three decimals are finer than a pixel here and keep the saved figure small.
+        z = z.double().round(decimals=3)
         c = dict(x=z[..., 0].tolist(), y=z[..., 1].tolist())
         if three_d:
             c["z"] = z[..., 2].tolist()

@@ -100,7 +100,7 @@ def parse_source(source: Source, progress: bool = False) -> tuple[list[Record], 
     except OSError as exc:
         raise PhysioNetError(f"cannot read {source.outcomes}: {exc.strerror or exc}") from exc
     outcomes = parse_outcomes(outcomes_text)
-    report = LoadReport(source.kind, str(source.directory), n_expected=len(outcomes),
+    report = LoadReport(source.kind, source.shown, n_expected=len(outcomes),
                         outcomes_name=source.outcomes.name)
     records: list[Record] = []
     labels: list[int] = []
@@ -211,7 +211,7 @@ def _to_cache(d: PhysioNetSet) -> dict:
 
 def _from_cache(blob: dict, source: Source) -> PhysioNetSet:
     rep = blob["report"]
-    report = LoadReport(source.kind, str(source.directory), rep["n_files"], rep["n_loaded"],
+    report = LoadReport(source.kind, source.shown, rep["n_files"], rep["n_loaded"],
                         [tuple(s) for s in rep["skipped"]], rep["n_expected"], list(rep["missing"]),
                         rep["outcomes_name"])
     static = blob["static"]

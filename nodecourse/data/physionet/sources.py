@@ -74,6 +74,14 @@ class Source:
         return self.directory / outcomes_name(self.set_name)
 
     @property
+    def shown(self) -> str:
+        """The folder as reports show it: the shared copy relative to the course folder
+        (``../shared/physionet2012``, the same on every machine), others as they are."""
+        if self.kind == "shared":
+            return os.path.relpath(self.directory, REPO_ROOT)
+        return str(self.directory)
+
+    @property
     def archive(self) -> Path | None:
         p = self.directory / f"{self.set_name}.tar.gz"
         return p if p.is_file() else None
