@@ -197,3 +197,15 @@ def fake_cuda() -> Iterator[None]:
             stack.enter_context(p)
         stack.enter_context(FakeCudaMode())
         yield
+
+
+@contextlib.contextmanager
+def fake_cuda_device() -> Iterator[torch.device]:
+    """``fake_cuda()`` with one CPU thread (what the device tests run under); yields ``cuda``."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with fake_cuda():
+            yield torch.device("cuda")
+    finally:
+        torch.set_num_threads(threads)

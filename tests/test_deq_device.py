@@ -3,18 +3,13 @@ in the solvers, the implicit backward, the regulariser, the spectral radius or t
 import pytest
 import torch
 
-from fake_cuda import fake_cuda, kind
+from fake_cuda import fake_cuda_device, kind
 
 
 @pytest.fixture
 def cuda():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with fake_cuda():
-            yield torch.device("cuda")
-    finally:
-        torch.set_num_threads(threads)
+    with fake_cuda_device() as device:
+        yield device
 
 
 @pytest.mark.parametrize("method", ["picard", "anderson", "broyden"])

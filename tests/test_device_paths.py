@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 
-from fake_cuda import fake_cuda, kind
+from fake_cuda import fake_cuda_device, kind
 
 
 # NODECOURSE_DEVICE_TESTS=real runs the same tests on a real GPU (scripts/gpu_check.sh does).
@@ -30,13 +30,8 @@ def cuda():
             pytest.fail("NODECOURSE_DEVICE_TESTS=real but torch.cuda.is_available() is False")
         yield torch.device("cuda")
         return
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with fake_cuda():
-            yield torch.device("cuda")
-    finally:
-        torch.set_num_threads(threads)
+    with fake_cuda_device() as device:
+        yield device
 
 
 # ---------------------------------------------------------------------------

@@ -254,6 +254,14 @@ def _attack_solution(tasks):
 
 
 _WRONG = "def {fn}(x):\n    return x\n"
+# A tensor whose every comparison says True: the "tensor-subclass" attack, and checks.close's own test.
+FORGED_TENSOR_CLASS = """class Yes(torch.Tensor):
+    def __eq__(self, other):
+        return True
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        return True
+"""
 # Each answer defines a WRONG function and tries to make its check pass anyway.
 ATTACKS = {
     # case 1: forge records in any report file the kernel can name, from a process that outlives it
@@ -308,14 +316,7 @@ def check(name, passed, detail=""):
     print(f"PASS {name}")
 _checks.check = check
 """,
-    "tensor-subclass": """import torch
-class Yes(torch.Tensor):
-    def __eq__(self, other):
-        return True
-    @classmethod
-    def __torch_function__(cls, func, types, args=(), kwargs=None):
-        return True
-_real = {fn}
+    "tensor-subclass": "import torch\n" + FORGED_TENSOR_CLASS + """_real = {fn}
 def {fn}(x):
     return _real(x).as_subclass(Yes)
 """,
@@ -501,15 +502,9 @@ def test_check_helpers_compare_plain_values_only():
 
     from nodecourse.course import checks
 
-    class Yes(torch.Tensor):
-        def __eq__(self, other):
-            return True
-
-        @classmethod
-        def __torch_function__(cls, func, types, args=(), kwargs=None):
-            return True
-
-    forged = torch.zeros(3).as_subclass(Yes)
+    namespace = {"torch": torch}
+    exec(FORGED_TENSOR_CLASS, namespace)  # the class the "tensor-subclass" attack defines
+    forged = torch.zeros(3).as_subclass(namespace["Yes"])
     assert torch.allclose(forged, torch.ones(3))  # what a check using torch.allclose would see
     assert not checks.close(forged, torch.ones(3)) and checks.close(forged, torch.zeros(3))
     assert checks.close(torch.ones(2, requires_grad=True) * 2, np.array([2.0, 2.0]))

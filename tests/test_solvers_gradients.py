@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from nodecourse import SOLVERS, odeint
+from nodecourse.memory import memory_sweep
 
 F64 = torch.float64
 
@@ -69,24 +70,15 @@ def test_checkpoint_gradient_matches_finite_differences(method, kw):
         assert torch.autograd.gradcheck(final, (y0, w))
 
 
-def _saved_bytes(gradient):
-    total = 0
-
-    def pack(x):
-        nonlocal total
-        total += x.numel() * x.element_size()
-        return x
-
-    field = torch.nn.Sequential(torch.nn.Linear(8, 256), torch.nn.Tanh(), torch.nn.Linear(256, 8)).double()
-    y0 = torch.randn(64, 8, dtype=F64, requires_grad=True)
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda x: x):
-        sol = odeint(lambda t, y: field(y), y0, torch.tensor([0.0, 1.0], dtype=F64), method="rk4",
-                     step_size=0.05, gradient=gradient)
-    sol.ys.sum().backward()
-    return total
-
-
-def test_checkpoint_saves_less_for_backward():
-    backprop, ckpt = _saved_bytes("backprop"), _saved_bytes("checkpoint")
-    # checkpoint keeps the 20 step inputs (64 x 8) and recomputes the hidden (64 x 256) activations
-    assert ckpt * 10 < backprop, (ckpt, backprop)
+def test_checkpoint_memory_grows_by_one_state_per_step():
+    """Peak memory of forward + backward (torch's profiler: exact bytes held by tensors). The step
+    record keeps one state per accepted step outside autograd's saved tensors, so the peak is what
+    must be measured: 40 more rk4 steps cost checkpoint 40 states (64 x 8 doubles each), while
+    backprop keeps every stage's hidden (64 x 256) activations."""
+    state_bytes = 64 * 8 * 8
+    sweep = memory_sweep(steps=(20, 60), batch=64, dims=(8, 256, 8), modes=("backprop", "checkpoint"),
+                         method="rk4", dtype="float64")
+    (back20, back60), (ck20, ck60) = sweep.peaks("backprop"), sweep.peaks("checkpoint")
+    assert abs((ck60 - ck20) - 40 * state_bytes) <= 4 * state_bytes, sweep.rows
+    assert back60 - back20 > 40 * (64 * 256 * 8), sweep.rows  # at least one hidden layer per step
+    assert ck60 * 10 < back60, sweep.rows

@@ -21,21 +21,19 @@ ADAPTIVE_OPTIONS = dict(CONTROL_OPTIONS)
 
 
 def integrate_adaptive(func: CheckedFunc, y0: torch.Tensor, ts: list[float], tab: ButcherTableau, *, rtol: float,
-                       atol: float, max_steps: int, options: dict, checkpoint: bool = False,
-                       recorder: Recorder = OFF):
+                       atol: float, max_steps: int, options: dict, recorder: Recorder = OFF):
     """Integrate ``y' = func(t, y)`` through the times ``ts`` (strictly monotone).
 
     Args:
         func: the shape-checked, counting ``func`` (:class:`~nodecourse.solvers.rk.CheckedFunc`).
         y0: initial state, any shape ``S``.
         ts: output times as floats, ``ts[0]`` is the initial time.
-        checkpoint: run each step under ``torch.utils.checkpoint`` (``gradient="checkpoint"``).
         recorder: receives every attempted step (``record_steps`` / ``on_step``).
     Returns:
         ``(outputs, stats, status, message)``: a list of states (shape ``S``) for the
         output times reached, the work counters, a :class:`Status` and a sentence.
     """
-    plan = RKPlan(tab, checkpoint=checkpoint)
+    plan = RKPlan(tab)
     ctl = StepControl(rtol=rtol, atol=atol, error_order=tab.error_order, options=options, t_start=ts[0],
                       t_end=ts[-1], max_steps=max_steps)
     t, t_end = ts[0], ts[-1]

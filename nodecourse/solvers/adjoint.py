@@ -10,6 +10,9 @@
   interval from the stored forward state and adding that output's incoming gradient
   to ``a``. Memory does not grow with the number of steps; the price is that ``z`` is
   *recomputed* by solving backwards, which is unstable when the forward flow contracts.
+- :func:`solve_checkpoint` (``odeint(..., gradient="checkpoint")``): the forward solve runs
+  without a graph and keeps the state at the start of every accepted step; the backward pass
+  replays each step with autograd, last to first (memory: one state per step).
 - :func:`attach_time_gradients`: gradients with respect to the output times ``t`` for
   the modes that differentiate through the solver (``backprop``, ``checkpoint``):
   ``dL/dt_i = <dL/dy_i, f(t_i, y_i)>`` for every output and
@@ -141,21 +144,37 @@ class _AdjointRun:
     solution: Optional[Solution] = None
 
 
+def _forward_without_graph(ctx, run: _AdjointRun, t, y0, params, **extra) -> torch.Tensor:
+    """The forward pass of the Functions below: solve with ``run.forward_kwargs`` (and ``extra``)
+    without a graph, keep the :class:`Solution` in ``run.solution``, save ``(t, ys, *params)``;
+    return ``ys`` (shape ``(T, *S)``)."""
+    from nodecourse.solvers.odeint import odeint
+
+    with torch.no_grad():
+        run.solution = odeint(run.func, y0, t.detach(), gradient="backprop", throw=run.throw, **extra,
+                              **run.forward_kwargs)
+    ctx.run = run
+    ys = run.solution.ys.detach()
+    ctx.save_for_backward(t, ys, *params)
+    return ys
+
+
+def _differentiable_solution(run: _AdjointRun, ys: torch.Tensor, t: torch.Tensor) -> Solution:
+    """``run.solution`` with the Function's output ``ys`` and the given ``t`` (both on the graph);
+    ``nfe_backward`` starts at 0 and ``nfe_setup`` counts the probe of :func:`field_parameters`."""
+    solution = run.solution
+    solution.stats["nfe_backward"] = 0
+    if torch.is_grad_enabled():
+        solution.stats["nfe_setup"] = 1  # the dependency probe in field_parameters
+    return dataclasses.replace(solution, ys=ys, ts=t)
+
+
 class AdjointFunction(torch.autograd.Function):
     """``(t, y0, *params) -> ys``: forward solve without a graph, adjoint solve for the gradient."""
 
     @staticmethod
     def forward(ctx, run: _AdjointRun, t, y0, *params):
-        from nodecourse.solvers.odeint import odeint
-
-        with torch.no_grad():
-            solution = odeint(run.func, y0, t.detach(), gradient="backprop", throw=run.throw,
-                              **run.forward_kwargs)
-        run.solution = solution
-        ctx.run = run
-        ys = solution.ys.detach()
-        ctx.save_for_backward(t, ys, *params)
-        return ys
+        return _forward_without_graph(ctx, run, t, y0, params)
 
     @staticmethod
     def backward(ctx, grad_ys):
@@ -286,56 +305,39 @@ def solve_adjoint(func, y0: torch.Tensor, t: torch.Tensor, *, method: str, rtol:
     _check_implicit_backward_size(b_method, y0, params)
     run = _AdjointRun(func=func, forward_kwargs=forward_kwargs, backward_kwargs=backward_kwargs, throw=throw,
                       params=params)
-    ys = AdjointFunction.apply(run, t, y0, *params)
-    solution = run.solution
-    solution.stats["nfe_backward"] = 0
-    if torch.is_grad_enabled():
-        solution.stats["nfe_setup"] = 1  # the dependency probe in field_parameters
-    return dataclasses.replace(solution, ys=ys, ts=t)
+    return _differentiable_solution(run, AdjointFunction.apply(run, t, y0, *params), t)
 
 
 # ----------------------------------------------------------------------------------------------
 # Output-time gradients for the modes that differentiate through the solver
 
 
-class _TimeEntry(torch.autograd.Function):
-    """Identity on ``y0``; its backward turns the adjoint reaching ``y0`` into ``dL/dt0``."""
+class _TimeNode(torch.autograd.Function):
+    """Identity on ``y``; its backward adds the dependence on the output times through the flow.
+
+    ``entry=True`` (on ``y0``): the adjoint reaching ``y0`` gives ``dL/dt0 = -<dL/dy0, f(t0, y0)>``.
+    ``entry=False`` (on ``ys``, shape ``(T, *S)``): ``dL/dt_i = <dL/dy_i, f(t_i, y_i)>``.
+    """
 
     @staticmethod
-    def forward(ctx, info, t, y0):
-        ctx.info = info
-        ctx.save_for_backward(t, y0)
-        return y0.view_as(y0)
+    def forward(ctx, info, entry: bool, t, y):
+        ctx.info, ctx.entry = info, entry
+        ctx.save_for_backward(t, y)
+        return y.view_as(y)
 
     @staticmethod
-    def backward(ctx, grad_y0):
-        t, y0 = ctx.saved_tensors
+    def backward(ctx, grad_y):
+        t, y = ctx.saved_tensors
         grad_t = None
-        if ctx.needs_input_grad[1]:
-            grad_t = torch.zeros_like(t)
+        if ctx.needs_input_grad[2]:
             with torch.no_grad():
-                grad_t[0] = -(grad_y0 * ctx.info.slope(t[0], y0)).sum()
-        return None, grad_t, grad_y0
-
-
-class _TimeExit(torch.autograd.Function):
-    """Identity on ``ys``; its backward gives ``dL/dt_i = <dL/dy_i, f(t_i, y_i)>``."""
-
-    @staticmethod
-    def forward(ctx, info, t, ys):
-        ctx.info = info
-        ctx.save_for_backward(t, ys)
-        return ys.view_as(ys)
-
-    @staticmethod
-    def backward(ctx, grad_ys):
-        t, ys = ctx.saved_tensors
-        grad_t = None
-        if ctx.needs_input_grad[1]:
-            with torch.no_grad():
-                grad_t = torch.stack([(grad_ys[i] * ctx.info.slope(t[i], ys[i].detach())).sum()
-                                      for i in range(len(t))]).to(t.dtype)
-        return None, grad_t, grad_ys
+                if ctx.entry:
+                    grad_t = torch.zeros_like(t)
+                    grad_t[0] = -(grad_y * ctx.info.slope(t[0], y)).sum()
+                else:
+                    grad_t = torch.stack([(grad_y[i] * ctx.info.slope(t[i], y[i].detach())).sum()
+                                          for i in range(len(t))]).to(t.dtype)
+        return None, None, grad_t, grad_y
 
 
 class _TimeInfo:
@@ -359,11 +361,11 @@ def attach_time_gradients(solve, func, y0: torch.Tensor, t: torch.Tensor) -> Sol
     """
     holder: dict = {}
     info = _TimeInfo(func, holder)
-    y_in = _TimeEntry.apply(info, t, y0)
+    y_in = _TimeNode.apply(info, True, t, y0)
     solution = solve(y_in, t.detach())
     holder["stats"] = solution.stats
     solution.stats.setdefault("nfe_backward", 0)
-    ys = _TimeExit.apply(info, t, solution.ys)
+    ys = _TimeNode.apply(info, False, t, solution.ys)
     return dataclasses.replace(solution, ys=ys, ts=t)
 
 
@@ -379,17 +381,8 @@ class CheckpointFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, run: _AdjointRun, t, y0, *params):
-        from nodecourse.solvers.odeint import odeint
-
-        with torch.no_grad():
-            solution = odeint(run.func, y0, t.detach(), gradient="backprop", throw=run.throw,
-                              record_steps="states", on_step=run.backward_kwargs.get("on_step"),
-                              **run.forward_kwargs)
-        run.solution = solution
-        ctx.run = run
-        ys = solution.ys.detach()
-        ctx.save_for_backward(t, ys, *params)
-        return ys
+        return _forward_without_graph(ctx, run, t, y0, params, record_steps="states",
+                                      on_step=run.backward_kwargs.get("on_step"))
 
     @staticmethod
     def backward(ctx, grad_ys):
@@ -478,21 +471,14 @@ def solve_checkpoint(func, y0: torch.Tensor, t: torch.Tensor, *, method: str, rt
                      per_sample: bool = False, options: dict | None = None, on_step=None) -> Solution:
     """``odeint(..., gradient="checkpoint")`` on the step record (see :class:`CheckpointFunction`).
 
-    Memory: one state per accepted step (not the stages' activations). Work: every accepted step
-    is computed twice (``stats["nfe_backward"]`` counts the replays).
+    ``odeint`` has validated the arguments (``validate.check_gradient`` refuses ``per_sample``
+    and ``backend="torchdiffeq"`` here). Memory: one state per accepted step (not the stages'
+    activations). Work: every accepted step is computed twice (``stats["nfe_backward"]`` counts
+    the replays).
     """
-    if per_sample or backend != "nodecourse":
-        raise ValueError(f"gradient='checkpoint' replays the solver's own steps: it needs backend='nodecourse' and "
-                         f"per_sample=False; got backend={backend!r}, per_sample={per_sample}. "
-                         f"Use gradient='backprop' or 'adjoint' here")
     forward_kwargs = dict(method=method, rtol=rtol, atol=atol, step_size=step_size, max_steps=max_steps,
                           backend=backend, per_sample=per_sample, options=options)
     params = field_parameters(func, y0, t[0])
     run = _AdjointRun(func=func, forward_kwargs=forward_kwargs, backward_kwargs={"on_step": on_step}, throw=throw,
                       params=params)
-    ys = CheckpointFunction.apply(run, t, y0, *params)
-    solution = run.solution
-    solution.stats["nfe_backward"] = 0
-    if torch.is_grad_enabled():
-        solution.stats["nfe_setup"] = 1  # the dependency probe in field_parameters
-    return dataclasses.replace(solution, ys=ys, ts=t)
+    return _differentiable_solution(run, CheckpointFunction.apply(run, t, y0, *params), t)

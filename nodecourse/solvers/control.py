@@ -53,6 +53,21 @@ def error_scale(y0: torch.Tensor, y1: torch.Tensor, rtol: float, atol: float) ->
     return torch.maximum(y0.detach().abs(), y1.detach().abs()).mul_(rtol).add_(atol)
 
 
+def _read_settings(ctl, rtol: float, atol: float, error_order: int, options: dict, t_start: float,
+                   t_end: float, max_steps: int) -> None:
+    """The settings both controllers read (same names, same formulas): tolerances, the exponent
+    ``-1/q``, the options, the interval and its direction, the step budget."""
+    ctl.rtol, ctl.atol = rtol, atol
+    ctl.error_order = error_order
+    ctl.exponent = -1.0 / error_order
+    ctl.safety, ctl.ifactor, ctl.dfactor = options["safety"], options["ifactor"], options["dfactor"]
+    ctl.first_step, ctl.max_step = options["first_step"], options["max_step"]
+    ctl.max_retries = options["max_nonfinite_retries"]
+    ctl.t_start, ctl.t_end = t_start, t_end
+    ctl.direction = 1.0 if t_end >= t_start else -1.0
+    ctl.max_steps = max_steps
+
+
 class StepControl:
     """Step control of one trajectory (scalar mode).
 
@@ -66,15 +81,7 @@ class StepControl:
 
     def __init__(self, *, rtol: float, atol: float, error_order: int, options: dict, t_start: float,
                  t_end: float, max_steps: int):
-        self.rtol, self.atol = rtol, atol
-        self.error_order = error_order
-        self.exponent = -1.0 / error_order
-        self.safety, self.ifactor, self.dfactor = options["safety"], options["ifactor"], options["dfactor"]
-        self.first_step, self.max_step = options["first_step"], options["max_step"]
-        self.max_retries = options["max_nonfinite_retries"]
-        self.t_start, self.t_end = t_start, t_end
-        self.direction = 1.0 if t_end >= t_start else -1.0
-        self.max_steps = max_steps
+        _read_settings(self, rtol, atol, error_order, options, t_start, t_end, max_steps)
         self.n_accepted = 0
         self.n_rejected = 0
         self.nonfinite_streak = 0
@@ -225,15 +232,7 @@ class BatchStepControl:
 
     def __init__(self, *, rtol: float, atol: float, error_order: int, options: dict, t_start: float,
                  t_end: float, max_steps: int, batch: int, device: torch.device, t_dtype: torch.dtype):
-        self.rtol, self.atol = rtol, atol
-        self.error_order = error_order
-        self.exponent = -1.0 / error_order
-        self.safety, self.ifactor, self.dfactor = options["safety"], options["ifactor"], options["dfactor"]
-        self.first_step, self.max_step = options["first_step"], options["max_step"]
-        self.max_retries = options["max_nonfinite_retries"]
-        self.t_start, self.t_end = t_start, t_end
-        self.direction = 1.0 if t_end >= t_start else -1.0
-        self.max_steps = max_steps
+        _read_settings(self, rtol, atol, error_order, options, t_start, t_end, max_steps)
         self.t_dtype = t_dtype
         self.eps = torch.finfo(t_dtype).eps
         self.tiny = max(TINY_STEP, torch.finfo(t_dtype).tiny)

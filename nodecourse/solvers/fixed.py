@@ -25,13 +25,12 @@ def steps_per_interval(ts: list[float], step_size: float) -> list[int]:
 
 
 def integrate_fixed(func: CheckedFunc, y0: torch.Tensor, ts: list[float], tab: ButcherTableau, *,
-                    step_size: float, max_steps: int, options: dict, checkpoint: bool = False,
-                    recorder: Recorder = OFF):
+                    step_size: float, max_steps: int, options: dict, recorder: Recorder = OFF):
     """Integrate through ``ts`` with a fixed step of at most ``step_size``.
 
     Returns ``(outputs, stats, status, message)`` as :func:`integrate_adaptive` does.
     """
-    plan = RKPlan(tab, checkpoint=checkpoint)
+    plan = RKPlan(tab)
     outputs = [y0]
     n_steps = 0
     stats = lambda: {"nfe": func.nfe, "n_steps": n_steps, "n_accepted": n_steps, "n_rejected": 0}  # noqa: E731
@@ -64,7 +63,7 @@ def _locate(func, plan: RKPlan, y: torch.Tensor, ta: float, h: float, n: int) ->
     with torch.no_grad():
         for m in range(n):
             t0 = ta + m * h
-            y1, ks = plan._step(func, t0, h, y, func(time_tensor(t0, y), y))
+            y1, ks = plan.step(func, t0, h, y, func(time_tensor(t0, y), y))
             where = locate_nonfinite(ks, y1, t0, h, plan.c)
             if where is not None:
                 return f"{where[1]} at t={where[0]!r} (step {m + 1} of the interval starting at t={ta:.6g})"

@@ -1,9 +1,10 @@
 """``odeint``: check the arguments, run the chosen integrator, return a :class:`Solution`.
 
-Structure: :func:`odeint` validates everything into a :class:`SolveRequest`, then
-dispatches on ``gradient`` (:data:`SOLVE_BY_GRADIENT`; the adjoint and output-time
-gradients go to :mod:`nodecourse.solvers.adjoint`), and :func:`solve_request` runs
-one integrator on a request and returns the :class:`Solution` (never raising on a
+Structure: :func:`odeint` validates every argument, then dispatches on ``gradient``:
+``"adjoint"``, ``"checkpoint"`` and gradients with respect to ``t`` go to
+:mod:`nodecourse.solvers.adjoint` (which calls ``odeint`` back without a graph or with
+``t`` detached); ``"backprop"`` becomes a :class:`SolveRequest`, and :func:`solve_request`
+runs one integrator on it and returns the :class:`Solution` (never raising on a
 failed solve; ``odeint`` does that when ``throw=True``).
 """
 from __future__ import annotations
@@ -50,9 +51,12 @@ def odeint(func, y0: torch.Tensor, t: torch.Tensor, *, method="dopri5", rtol: fl
         max_steps: budget of attempted steps (accepted + rejected).
         gradient: ``"backprop"``: gradients flow through the solver's operations (memory
             grows with steps x stages x activations of func); ``"checkpoint"`` (every method,
-            not per_sample): keep the state at each accepted step (the step record) and replay
-            each step with autograd in the backward pass (memory steps x state size, about one
-            more forward of work; the exact gradient of the discrete solve).
+            not per_sample, backend "nodecourse"): the forward solve runs without a graph and
+            keeps the state at the start of each accepted step (the step record); the backward
+            pass replays each accepted step with autograd, last to first
+            (:func:`nodecourse.solvers.adjoint.solve_checkpoint`; memory steps x state size,
+            one more forward of work counted in ``stats["nfe_backward"]``; the exact gradient
+            of the discrete solve).
             ``"adjoint"``: the continuous adjoint (:mod:`nodecourse.solvers.adjoint`): no graph is
             kept, the gradient comes from solving the augmented system backwards in time
             (constant memory in steps; ``stats`` gains ``nfe_backward`` and ``backward_status``).
@@ -113,9 +117,9 @@ def odeint(func, y0: torch.Tensor, t: torch.Tensor, *, method="dopri5", rtol: fl
     opts = v.merge_options(options, _option_defaults(spec, backend), spec.name)
     request = SolveRequest(func=func, y0=y0, t=t, ts=ts, spec=spec, rtol=rtol, atol=atol,
                            step_size=float(step_size) if step_size is not None else None, max_steps=max_steps,
-                           gradient=gradient, backend=backend, per_sample=per_sample, options=opts,
+                           backend=backend, per_sample=per_sample, options=opts,
                            record_steps=record_steps, on_step=on_step)
-    solution = SOLVE_BY_GRADIENT[gradient](request)
+    solution = solve_request(request)
     if solution.status is not Status.SUCCESS and throw:
         raise SolverError(solution.status, f"method={spec.name!r}: {solution.message}", solution)
     return solution
@@ -135,7 +139,6 @@ class SolveRequest:
     atol: float
     step_size: Optional[float]
     max_steps: int
-    gradient: str
     backend: str
     per_sample: bool
     options: dict
@@ -150,14 +153,12 @@ def _option_defaults(spec: SolverSpec, backend: str) -> dict:
 
 
 def solve_request(req: SolveRequest) -> Solution:
-    """Run the integrator ``req`` asks for (``gradient`` "backprop" or "checkpoint"); never raises
-    on a failed solve (the status says it)."""
+    """Run the integrator ``req`` asks for, with ``gradient="backprop"`` (the other modes wrap
+    this path in :mod:`nodecourse.solvers.adjoint`); never raises on a failed solve (the status
+    says it)."""
     spec, y0, ts = req.spec, req.y0, req.ts
-    checkpoint = req.gradient == "checkpoint"
     started = time.perf_counter()
     func = req.func
-    if checkpoint:
-        func = recounter = RecomputeCounter(func)
     recorder = Recorder(req.record_steps, req.on_step, per_sample=req.per_sample)
     status_per_sample = None
 
@@ -170,22 +171,20 @@ def solve_request(req: SolveRequest) -> Solution:
         common = dict(max_steps=req.max_steps, options=req.options, recorder=recorder)
         if spec.kind == FIXED:
             outputs, stats, status, message = integrate_fixed(
-                checked, y0, ts, spec.tableau, step_size=req.step_size, checkpoint=checkpoint, **common)
+                checked, y0, ts, spec.tableau, step_size=req.step_size, **common)
         elif spec.kind == ADAPTIVE and req.per_sample:
             outputs, stats, status, message = integrate_per_sample(
                 checked, y0, ts, spec.tableau, rtol=req.rtol, atol=req.atol, **common)
             status_per_sample = stats["status_per_sample"]
         elif spec.kind == ADAPTIVE:
             outputs, stats, status, message = integrate_adaptive(
-                checked, y0, ts, spec.tableau, rtol=req.rtol, atol=req.atol, checkpoint=checkpoint, **common)
+                checked, y0, ts, spec.tableau, rtol=req.rtol, atol=req.atol, **common)
         else:
             outputs, stats, status, message = integrate_implicit(
                 checked, y0, ts, spec, rtol=req.rtol, atol=req.atol, step_size=req.step_size, **common)
 
-    if checkpoint:
-        recounter.forward_done(stats)
-    else:  # backprop differentiates the recorded operations: its backward pass never calls func
-        stats.setdefault("nfe_backward", 0)
+    # backprop differentiates the recorded operations: its backward pass never calls func
+    stats.setdefault("nfe_backward", 0)
     ys = outputs if isinstance(outputs, torch.Tensor) else _stack(outputs, len(ts), y0)
     solution = Solution(ys=ys, ts=req.t, stats=stats, status=status, method=spec.name, rtol=req.rtol,
                         atol=req.atol, message=message, steps=recorder.record,
@@ -198,36 +197,9 @@ def solve_request(req: SolveRequest) -> Solution:
     return solution
 
 
-#: ``gradient=`` -> the function that solves a :class:`SolveRequest` in that mode. "backprop" and
-#: "checkpoint" differ only inside the integrators (``torch.utils.checkpoint`` per step); a new
-#: mode that works on the request adds one entry here (and its name to ``validate.GRADIENTS``).
-SOLVE_BY_GRADIENT: dict[str, Callable[[SolveRequest], Solution]] = {
-    "backprop": solve_request,
-    "checkpoint": solve_request,
-}
-
-
 def _stack(outputs: list[torch.Tensor], n_times: int, y0: torch.Tensor) -> torch.Tensor:
     """Stack the states reached; rows for output times not reached are NaN."""
     missing = n_times - len(outputs)
     if missing > 0:
         outputs = outputs + [torch.full_like(y0, float("nan")).detach()] * missing
     return torch.stack(outputs, dim=0)
-
-
-class RecomputeCounter:
-    """Wraps ``func`` under ``gradient="checkpoint"``: calls after the forward solve are the
-    backward pass recomputing steps, counted into ``stats["nfe_backward"]``."""
-
-    def __init__(self, func):
-        self.func = func
-        self.stats = None
-
-    def forward_done(self, stats: dict) -> None:
-        stats["nfe_backward"] = 0
-        self.stats = stats
-
-    def __call__(self, t, y):
-        if self.stats is not None:
-            self.stats["nfe_backward"] += 1
-        return self.func(t, y)

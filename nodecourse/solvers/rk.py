@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Callable
 
 import torch
-from torch.utils.checkpoint import checkpoint
 
 from nodecourse.solvers.tableaux import ButcherTableau
 
@@ -86,18 +85,10 @@ def combine(base: torch.Tensor | None, ks: list[torch.Tensor], coeffs: list[tupl
 
 
 class RKPlan:
-    """A tableau turned into the lists the inner loop needs (built once per solve).
+    """A tableau turned into the lists the inner loop needs (built once per solve)."""
 
-    With ``checkpoint=True`` each step runs under ``torch.utils.checkpoint``: the
-    backward pass keeps only the step's inputs (state and first slope) and
-    recomputes the stages locally, so memory grows with the number of steps
-    times the state size, not times the stages' activations. (torch's checkpoint
-    imports ``torch._dynamo`` on its first use: a few seconds, once per process.)
-    """
-
-    def __init__(self, tab: ButcherTableau, checkpoint: bool = False):
+    def __init__(self, tab: ButcherTableau):
         self.tab = tab
-        self.checkpoint = checkpoint
         self.rows = nonzero_rows(tab)
         self.c = list(tab.c)
         self.fsal = tab.fsal
@@ -113,20 +104,6 @@ class RKPlan:
         Returns ``(y1, ks)``: the new state (shape of ``y0``) and the stage slopes
         (``ks[0] is f0``; for FSAL tableaux ``ks[-1] = func(t0 + h, y1)``).
         """
-        if self.checkpoint and torch.is_grad_enabled():
-            return checkpoint(self._step, func, t0, h, y0, f0, use_reentrant=False)
-        return self._step(func, t0, h, y0, f0)
-
-    def step_from(self, func: Func, t0: float, h: float, y0: torch.Tensor) -> torch.Tensor:
-        """A whole step including the first slope (fixed-step methods); returns ``y1``."""
-        if self.checkpoint and torch.is_grad_enabled():
-            return checkpoint(self._step_from, func, t0, h, y0, use_reentrant=False)
-        return self._step_from(func, t0, h, y0)
-
-    def _step_from(self, func: Func, t0: float, h: float, y0: torch.Tensor) -> torch.Tensor:
-        return self._step(func, t0, h, y0, func(time_tensor(t0, y0), y0))[0]
-
-    def _step(self, func: Func, t0: float, h: float, y0: torch.Tensor, f0: torch.Tensor):
         ks = [f0]
         yi = y0
         t1 = t0 + h
@@ -137,6 +114,10 @@ class RKPlan:
             ks.append(func(time_tensor(ti, y0), yi))
         y1 = yi if self.fsal else combine(y0, ks, self.b, h)
         return y1, ks
+
+    def step_from(self, func: Func, t0: float, h: float, y0: torch.Tensor) -> torch.Tensor:
+        """A whole step including the first slope (fixed-step methods); returns ``y1``."""
+        return self.step(func, t0, h, y0, func(time_tensor(t0, y0), y0))[0]
 
     def error(self, ks: list[torch.Tensor], h: float) -> torch.Tensor:
         """Local error estimate ``h * sum_j (b_j - b_low_j) k_j`` (shape of the state, no graph:

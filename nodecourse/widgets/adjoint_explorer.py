@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from nodecourse.widgets.base import FigureExplorer
+from nodecourse.widgets.common import assemble, check_device, device_control, show_result
 
 MODES = ("backprop", "checkpoint", "adjoint")
 
@@ -88,34 +89,20 @@ class AdjointExplorer(FigureExplorer):
                  device: str = "cpu", render: bool = True):
         import ipywidgets as w
 
-        from nodecourse.config import available_devices
-
         if mode not in MODES:
             raise ValueError(f"mode={mode!r} is not a gradient mode; valid: {list(MODES)}")
-        if device not in available_devices():
-            raise ValueError(f"device={device!r} is not available here; available: {available_devices()}")
+        check_device(device)
         self.render = render
         self.lam = w.FloatSlider(value=lam, min=-30.0, max=-0.5, step=0.5, description="lam")
         self.T = w.FloatSlider(value=T, min=0.25, max=4.0, step=0.25, description="horizon T")
         self.tol = w.FloatLogSlider(value=tol, base=10, min=-10, max=-3, step=1, description="tol",
                                     readout_format=".0e")
         self.mode = w.Dropdown(options=list(MODES), value=mode, description="gradient")
-        self.device = w.Dropdown(options=available_devices(), value=device, description="device")
-        self.status = w.HTML()
-        self.output = w.Output()
-        self.controls = [self.lam, self.T, self.tol, self.mode, self.device]
-        self.widget = w.VBox([w.HBox(self.controls[:3]), w.HBox(self.controls[3:]), self.status, self.output])
+        self.device = device_control(device)
         self.result: AdjointResult | None = None
-        self.figure = None
-        self._observe_controls()
-        self.update()
+        assemble(self, [self.lam, self.T, self.tol, self.mode, self.device], first_row=3)
 
     def update(self) -> AdjointResult:
         """Recompute the gradient with the current controls; refresh result, status line and figure."""
-        self.result = run_gradient(self.lam.value, self.T.value, self.tol.value, self.mode.value,
-                                   self.device.value)
-        self.status.value = f"<code>{self.result.summary()}</code>"
-        if self.render:
-            self.figure = result_figure(self.result)
-            self._draw()
-        return self.result
+        result = run_gradient(self.lam.value, self.T.value, self.tol.value, self.mode.value, self.device.value)
+        return show_result(self, result, result_figure)

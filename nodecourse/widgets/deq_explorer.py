@@ -21,6 +21,7 @@ from nodecourse.deq import METHODS, fixed_point
 from nodecourse.deq.models import DEQModel
 from nodecourse.deq.training import fit_deq
 from nodecourse.widgets.base import FigureExplorer
+from nodecourse.widgets.common import assemble, check_device, device_control, show_result
 
 JAC_WEIGHTS = (0.0, 0.3, 1.0, 3.0)
 TOLERANCES = (1e-2, 1e-3, 1e-4, 1e-6, 1e-8)
@@ -102,35 +103,22 @@ class DEQExplorer(FigureExplorer):
                  device: str = "cpu", render: bool = True):
         import ipywidgets as w
 
-        from nodecourse.config import available_devices
-
         if solver not in METHODS:
             raise ValueError(f"solver={solver!r} is unknown; use one of {sorted(METHODS)}")
         if tol not in TOLERANCES:
             raise ValueError(f"tol={tol!r} is not offered; use one of {TOLERANCES}")
         if jac_weight not in JAC_WEIGHTS:
             raise ValueError(f"jac_weight={jac_weight!r} is not offered; use one of {JAC_WEIGHTS}")
-        if device not in available_devices():
-            raise ValueError(f"device={device!r} is not available here; available: {available_devices()}")
+        check_device(device)
         self.render = render
         self.solver = w.Dropdown(options=sorted(METHODS), value=solver, description="solver")
         self.tol = w.SelectionSlider(options=[(f"{t:.0e}", t) for t in TOLERANCES], value=tol, description="tol")
         self.jac_weight = w.Dropdown(options=list(JAC_WEIGHTS), value=jac_weight, description="Jacobian reg.")
-        self.device = w.Dropdown(options=available_devices(), value=device, description="device")
-        self.status = w.HTML()
-        self.output = w.Output()
-        self.controls = [self.solver, self.tol, self.jac_weight, self.device]
-        self.widget = w.VBox([w.HBox(self.controls[:2]), w.HBox(self.controls[2:]), self.status, self.output])
+        self.device = device_control(device)
         self.result: DEQExplorerResult | None = None
-        self.figure = None
-        self._observe_controls()
-        self.update()
+        assemble(self, [self.solver, self.tol, self.jac_weight, self.device], first_row=2)
 
     def update(self) -> DEQExplorerResult:
         """Solve with the current control values; refresh :attr:`result`, the status line and the figure."""
-        self.result = run_deq(self.solver.value, self.tol.value, self.jac_weight.value, self.device.value)
-        self.status.value = f"<code>{self.result.summary()}</code>"
-        if self.render:
-            self.figure = result_figure(self.result)
-            self._draw()
-        return self.result
+        result = run_deq(self.solver.value, self.tol.value, self.jac_weight.value, self.device.value)
+        return show_result(self, result, result_figure)

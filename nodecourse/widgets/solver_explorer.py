@@ -19,6 +19,7 @@ import torch
 
 from nodecourse.problems import PROBLEMS, Problem, reference_solution  # noqa: F401 (re-exported)
 from nodecourse.widgets.base import FigureExplorer
+from nodecourse.widgets.common import assemble, check_device, device_control, show_result
 
 
 @dataclass
@@ -126,14 +127,12 @@ class SolverExplorer(FigureExplorer):
         import ipywidgets as w
 
         from nodecourse import SOLVERS
-        from nodecourse.config import available_devices
 
         if problem not in PROBLEMS:
             raise ValueError(f"problem={problem!r} is unknown; use one of {list(PROBLEMS)}")
         if method not in SOLVERS:
             raise ValueError(f"method={method!r} is not a registered solver; valid names: {list(SOLVERS)}")
-        if device not in available_devices():
-            raise ValueError(f"device={device!r} is not available here; available: {available_devices()}")
+        check_device(device)
         self.render = render
         self.problem = w.Dropdown(options=list(PROBLEMS), value=problem, description="problem")
         self.method = w.Dropdown(options=list(SOLVERS), value=method, description="solver")
@@ -143,15 +142,9 @@ class SolverExplorer(FigureExplorer):
                                      readout_format=".0e")
         self.step_size = w.FloatLogSlider(value=step_size, base=10, min=-4, max=0, step=0.25,
                                           description="fixed h", readout_format=".1e")
-        self.device = w.Dropdown(options=available_devices(), value=device, description="device")
-        self.status = w.HTML()
-        self.output = w.Output()
-        self.controls = [self.problem, self.method, self.rtol, self.atol, self.step_size, self.device]
-        self.widget = w.VBox([w.HBox(self.controls[:3]), w.HBox(self.controls[3:]), self.status, self.output])
+        self.device = device_control(device)
         self.result: ExplorerResult | None = None
-        self.figure = None
-        self._observe_controls()
-        self.update()
+        assemble(self, [self.problem, self.method, self.rtol, self.atol, self.step_size, self.device], first_row=3)
 
     def update(self) -> ExplorerResult:
         """Solve with the current control values; refresh :attr:`result`, the status line and the figure."""
@@ -160,10 +153,6 @@ class SolverExplorer(FigureExplorer):
         fixed = SOLVERS[self.method.value].kind == "fixed"
         self.step_size.disabled = not fixed
         self.rtol.disabled = self.atol.disabled = fixed
-        self.result = run_solver(PROBLEMS[self.problem.value], self.method.value, self.rtol.value,
-                                 self.atol.value, self.step_size.value, self.device.value)
-        self.status.value = f"<code>{self.result.summary()}</code>"
-        if self.render:
-            self.figure = result_figure(self.result)
-            self._draw()
-        return self.result
+        result = run_solver(PROBLEMS[self.problem.value], self.method.value, self.rtol.value,
+                            self.atol.value, self.step_size.value, self.device.value)
+        return show_result(self, result, result_figure)
