@@ -52,13 +52,15 @@ def free_port() -> int:
 
 
 def copy_course(dest: Path) -> Path:
-    """A copy of the course's learner-facing folders: running lessons in the page never
-    touches the repository's notebooks."""
+    """A copy of the course's learner-facing files (what a fresh clone shows in JupyterLab):
+    running lessons in the page never touches the repository's notebooks."""
     for name in ("notebooks", "exercises", "solutions"):
         src = REPO / name
         if src.is_dir():
             shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
-    shutil.copy2(REPO / "pyproject.toml", dest / "pyproject.toml")  # marks the folder as the course root
+    for name in ("pyproject.toml", "README.md"):  # pyproject.toml marks the folder as the course root
+        if (REPO / name).is_file():
+            shutil.copy2(REPO / name, dest / name)
     return dest
 
 
@@ -142,6 +144,21 @@ def lab_server(root: Path, workdir: Path, *, quick: bool = True) -> Iterator[Lab
         log.close()
 
 
+def shutdown_kernels(server: LabServer) -> None:
+    """Delete every session and kernel of the server (between tests: one lesson's kernel at a time)."""
+    headers = {"Authorization": f"token {server.token}"}
+    for kind in ("sessions", "kernels"):
+        with urllib.request.urlopen(urllib.request.Request(f"{server.url}/api/{kind}", headers=headers),
+                                    timeout=30) as r:
+            items = json.load(r)
+        for item in items:
+            req = urllib.request.Request(f"{server.url}/api/{kind}/{item['id']}", headers=headers, method="DELETE")
+            try:
+                urllib.request.urlopen(req, timeout=60).close()
+            except OSError:
+                pass  # already gone with its session
+
+
 def stop_process_group(proc: subprocess.Popen) -> None:
     """SIGTERM the process group started for ``proc``, then SIGKILL if it lingers."""
     for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 5)):
@@ -180,7 +197,8 @@ def open_notebook(page, server: LabServer, rel_path: str) -> None:
     """Open ``rel_path`` (relative to the course root) in JupyterLab and wait for its kernel."""
     from playwright.sync_api import TimeoutError as PWTimeout
 
-    page.goto(f"{server.url}/lab/tree/{rel_path}?token={server.token}")
+    # ?reset: a fresh workspace, so the tabs (and kernels) of earlier visits are not restored
+    page.goto(f"{server.url}/lab/tree/{rel_path}?reset&token={server.token}")
     wait_for_notebook(page)
     try:  # a kernel choice dialog, if any: accept the proposed kernel as a learner would
         page.locator(".jp-Dialog .jp-mod-accept").click(timeout=3_000)
@@ -243,7 +261,21 @@ def menu(page, top: str, item: str) -> None:
 
 def run_all_cells(page, timeout_ms: int) -> None:
     """Run > Run All Cells, then wait until every code cell has an execution number (or one failed)."""
-    menu(page, "Run", "Run All Cells")
+    from playwright.sync_api import TimeoutError as PWTimeout
+
+    started = r"""() => {
+        const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
+        const first = panel && panel.querySelector('.jp-CodeCell .jp-InputPrompt');
+        return first && /\[(\*|\d+)\]/.test(first.textContent);
+    }"""
+    for attempt in range(3):  # a click while the kernel is still connecting can be lost: check it started
+        menu(page, "Run", "Run All Cells")
+        try:
+            page.wait_for_function(started, timeout=30_000, polling=250)
+            break
+        except PWTimeout:
+            if attempt == 2:
+                raise
     page.wait_for_function(
         """() => {
             const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
