@@ -39,7 +39,7 @@ class SolveConfig:
         base = cls() if solver is None else solver
         if not isinstance(base, cls):
             raise TypeError(f"solver={solver!r}: give a nodecourse.SolveConfig or None")
-        return base.replace(**options) if options else base
+        return base.replace(**options)
 
     def replace(self, **options) -> "SolveConfig":
         """A copy with ``options`` changed; an unknown option raises a TypeError naming the valid ones."""
@@ -47,7 +47,8 @@ class SolveConfig:
         unknown = sorted(set(options) - set(valid))
         if unknown:
             raise TypeError(f"unknown solver setting(s) {unknown}; valid: {valid}")
-        return dataclasses.replace(self, **options)
+        # No copy when nothing changes: models call this on every forward pass.
+        return dataclasses.replace(self, **options) if options else self
 
     def odeint_kwargs(self) -> dict:
         """The keyword arguments of :func:`nodecourse.odeint` for these settings."""
