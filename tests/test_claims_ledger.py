@@ -28,14 +28,15 @@ NASTY = "a|b <script>alert('x')</script> & *bold* _u_ `code` [link](x) \\ back"
 
 
 def _result(cid="row", text="short", verdict=Verdict.HOLDS):
-    return ClaimResult(cid, text, "src", "pub", text, verdict, 0.1, {})
+    return ClaimResult(cid, text, "src", "pub", text, verdict, 0.1, {}, claims.Threshold("x >= 1", "published"))
 
 
 def _fake_rows(monkeypatch, rows: dict):
     """Register ``rows`` (id -> measure) for one test only."""
     claims.load_rows()  # the real rows first, so the fakes are not overwritten by a later import
     for cid, measure in rows.items():
-        monkeypatch.setitem(claims.REGISTRY, cid, ClaimSpec(cid, f"claim {cid}", "src", "pub", "99", measure))
+        monkeypatch.setitem(claims.REGISTRY, cid, ClaimSpec(cid, f"claim {cid}", "src", "pub", "99", measure,
+                                                                 claims.Threshold("x >= 1", "published")))
 
 
 # --- text table ---------------------------------------------------------------------------------
@@ -63,7 +64,7 @@ def test_markdown_escapes_pipes_and_markup():
     md = claims.format_markdown([_result("x", NASTY)], {"mode": "quick"})
     row = [line for line in md.splitlines() if line.startswith("| x ")][0]
     unescaped_pipes = len(re.findall(r"(?<!\\)\|", row))
-    assert unescaped_pipes == 7, row  # six cells: seven delimiters, the cell's own pipe escaped
+    assert unescaped_pipes == len(claims.COLUMNS) + 1, row  # n cells: n + 1 delimiters, the cell's own pipe escaped
     assert "<script>" not in md and "&lt;script&gt;" in md
     assert r"\*bold\*" in md and r"\_u\_" in md and r"\`code\`" in md and r"\[link\]" in md
     assert "\\\\ back" in md

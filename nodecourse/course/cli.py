@@ -235,7 +235,20 @@ def run_claims(args: argparse.Namespace) -> int:
     with _StdoutToStderr():
         results = claims.run_claims(args.only, quick=quick, progress=not args.no_progress, keep_going=True)
     header = claims.report_header(results, quick=quick)
-    if fmt == "json":
+    if args.update:
+        if fmt != "markdown":
+            print("error: --update writes the Markdown table; add --format markdown", file=sys.stderr)
+            return 2
+        path = Path(args.update)
+        try:
+            text = claims.replace_between_markers(path.read_text(encoding="utf-8"),
+                                                  claims.format_markdown(results, header, title=None))
+        except (OSError, ValueError) as exc:
+            print(f"error: --update {path}: {exc}", file=sys.stderr)
+            return 2
+        path.write_text(text, encoding="utf-8")
+        print(f"wrote the ledger table into {path} ({claims.verdict_counts(results)})", file=sys.stderr)
+    elif fmt == "json":
         print(json.dumps([_jsonable(r.as_dict()) for r in results], indent=1, ensure_ascii=False))
     elif fmt == "markdown":
         print(claims.format_markdown(results, header), end="")
@@ -330,6 +343,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("text", "json", "markdown", "html"), default="text",
                    help="text: a wrapped table (default); markdown or html: a dated report for instructors, "
                         "every cell escaped")
+    p.add_argument("--update", default=None, metavar="FILE",
+                   help="with --format markdown: write the table between the ledger markers of FILE "
+                        "(the README's table is written this way, never by hand)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
     from nodecourse.course import physionet_cmd
