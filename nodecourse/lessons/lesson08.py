@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-from nodecourse.claims import Measurement, Verdict, claim
+from nodecourse.claims import Measurement, Threshold, Verdict, claim
 from nodecourse.flows import (CNF, divergence_exact, divergence_hutchinson, hutchinson_variance, sample_probes,
                               standard_normal_log_prob, two_moons)
 from nodecourse.models import MLPField
@@ -195,8 +195,11 @@ def trace_cost_study(dims=(2, 8, 32, 128), batch: int = 256, hidden: int = 128, 
     return out
 
 
-def hutchinson_findings(study: dict, bias_z_max: float = 4.0, slope_slack: float = 0.15,
-                        formula_slack: float = 0.2) -> dict:
+BIAS_Z_MAX, SLOPE_SLACK, FORMULA_SLACK = 4.0, 0.15, 0.2
+
+
+def hutchinson_findings(study: dict, bias_z_max: float = BIAS_Z_MAX, slope_slack: float = SLOPE_SLACK,
+                        formula_slack: float = FORMULA_SLACK) -> dict:
     """Unbiased (every |z| < ``bias_z_max``), variance ∝ 1/M (slope within ``slope_slack`` of -1),
     and the single-probe variance within ``formula_slack`` (relative) of the formula."""
     unbiased = all(abs(r["bias_z"]) < bias_z_max for r in study["rows"])
@@ -212,9 +215,15 @@ def hutchinson_findings(study: dict, bias_z_max: float = 4.0, slope_slack: float
     id="cnf-hutchinson-variance",
     claim="Hutchinson's trace estimator (as in a CNF's divergence) is unbiased and its variance falls as 1/M "
           "with M probes, as its formula predicts",
-    source="Hutchinson 1990; Grathwohl et al. 2019 (FFJORD), sec. 3.1",
+    source="Hutchinson 1989; Grathwohl et al. 2019 (FFJORD), sec. 3.1",
     published="E[εᵀAε] = tr(A); Var = 2(‖S‖_F² − Σ A_ii²)/M for Rademacher probes, S = (A+Aᵀ)/2",
     lesson="08",
+    threshold=Threshold(
+        f"|mean − tr(A)| < {BIAS_Z_MAX:g} standard errors at every M; slope of log variance against log M "
+        f"within ±{SLOPE_SLACK:g} of −1; single-probe variance within {FORMULA_SLACK:.0%} of the formula",
+        kind="course",
+        why="the published statements are exact (unbiased, 1/M, a closed-form variance); the slacks "
+            "allow only the sampling error of a finite number of estimates"),
 )
 def measure_hutchinson_variance(quick: bool) -> Measurement:
     config = QUICK_TRACE if quick else FULL_TRACE
