@@ -235,6 +235,8 @@ def run_claims(args: argparse.Namespace) -> int:
     with _StdoutToStderr():
         results = claims.run_claims(args.only, quick=quick, progress=not args.no_progress, keep_going=True)
     header = claims.report_header(results, quick=quick)
+    header["command"] = "nodecourse claims" + (" --quick" if quick else "") + (
+        " --only " + " ".join(args.only) if args.only else "")
     if args.update:
         if fmt != "markdown":
             print("error: --update writes the Markdown table; add --format markdown", file=sys.stderr)
