@@ -11,6 +11,13 @@ solving backwards from ``z1(T)``, multiplies the forward error in ``z1(T)`` by
 ``e^{-lam T}``, and ``dL/dtheta = int_0^T z1 dt`` inherits it. Checkpointing keeps the
 forward states and does not.
 
+``angle`` rotates the same system: the state is ``w = Q z`` with ``Q`` the rotation by
+``angle`` in the plane, so each coordinate of ``w`` mixes the fast mode with the slow one.
+``L`` and every gradient are unchanged (``L = (Q^T w(T))_2``), but a relative error
+control on ``w`` no longer sees the decayed mode on its own: with ``angle = 0`` a tiny
+``atol`` keeps ``z1`` accurate relative to itself and the adjoint's drift disappears;
+rotated, it does not.
+
 :func:`gradient_table` computes ``dL/d(z10, z20, lam, theta, T)`` by every available
 route (analytic, central finite differences, backprop, adjoint, checkpoint, torchdiffeq's
 ``odeint_adjoint``) and returns one row per route with its error against the analytic
@@ -32,16 +39,31 @@ TORCHDIFFEQ_METHODS = {"euler", "midpoint", "rk4", "bosh3", "dopri5"}
 
 
 class DecayFeed(nn.Module):
-    """``f(t, z) = (lam z1, theta z1)`` for ``z`` of shape ``(..., 2)``; ``lam``, ``theta`` are parameters."""
+    """``f(t, z) = (lam z1, theta z1)`` for ``z`` of shape ``(..., 2)``; ``lam``, ``theta`` are parameters.
 
-    def __init__(self, lam: float, theta: float = 1.0, dtype=torch.float64, device=None):
+    With ``angle != 0`` the field acts on rotated coordinates ``w = Q z`` (``w`` of shape
+    ``(..., 2)``): ``f_w(w) = Q f(Q^T w)``; :meth:`to_rotated` and :meth:`from_rotated` map states.
+    """
+
+    def __init__(self, lam: float, theta: float = 1.0, dtype=torch.float64, device=None, angle: float = 0.0):
         super().__init__()
         self.lam = nn.Parameter(torch.tensor(float(lam), dtype=dtype, device=device))
         self.theta = nn.Parameter(torch.tensor(float(theta), dtype=dtype, device=device))
+        self.angle = float(angle)
+        c, s = math.cos(self.angle), math.sin(self.angle)
+        self.register_buffer("Q", torch.tensor([[c, -s], [s, c]], dtype=dtype, device=device))
 
-    def forward(self, t, z):
-        z1 = z[..., :1]
-        return torch.cat([self.lam * z1, self.theta * z1], dim=-1)
+    def to_rotated(self, z):
+        """``w = Q z`` for row vectors ``z`` of shape ``(..., 2)`` (identity when ``angle == 0``)."""
+        return z if self.angle == 0.0 else z @ self.Q.T
+
+    def from_rotated(self, w):
+        """``z = Q^T w`` for row vectors ``w`` of shape ``(..., 2)``."""
+        return w if self.angle == 0.0 else w @ self.Q
+
+    def forward(self, t, w):
+        z1 = self.from_rotated(w)[..., :1]
+        return self.to_rotated(torch.cat([self.lam * z1, self.theta * z1], dim=-1))
 
 
 def analytic_gradient(lam: float, theta: float, T: float, z10: float = 1.0) -> list[float]:
@@ -109,13 +131,13 @@ def _solve_kwargs(method, rtol, atol, step_size, max_steps):
     return kw
 
 
-def _loss(lam, theta, T, z10, z20, *, device, dtype, solve_kw, gradient):
-    """One solve; returns (L, leaf tensors, solution)."""
-    field_ = DecayFeed(lam, theta, dtype=dtype, device=device)
+def _loss(lam, theta, T, z10, z20, *, device, dtype, solve_kw, gradient, angle=0.0):
+    """One solve (in rotated coordinates when ``angle != 0``); returns (L, leaf tensors, solution)."""
+    field_ = DecayFeed(lam, theta, dtype=dtype, device=device, angle=angle)
     z0 = torch.tensor([z10, z20], dtype=dtype, device=device, requires_grad=True)
     t = torch.tensor([0.0, T], dtype=dtype, device=device, requires_grad=True)
-    sol = odeint(field_, z0, t, gradient=gradient, **solve_kw)
-    return sol.ys[-1, 1], (z0, field_.lam, field_.theta, t), sol
+    sol = odeint(field_, field_.to_rotated(z0), t, gradient=gradient, **solve_kw)
+    return field_.from_rotated(sol.ys[-1])[1], (z0, field_.lam, field_.theta, t), sol
 
 
 def _grad_from(leaves, L) -> list[float]:
@@ -128,8 +150,10 @@ def _grad_from(leaves, L) -> list[float]:
 def gradient_table(lam: float = -1.0, T: float = 1.0, *, theta: float = 1.0, z10: float = 1.0, z20: float = 0.0,
                    method: str = "dopri5", rtol: float = 1e-8, atol: float = 1e-8, step_size=None,
                    max_steps: int = 100_000, routes=ROUTES, fd_eps: float = 1e-6, device="cpu",
-                   dtype=torch.float64) -> GradientTable:
+                   dtype=torch.float64, angle: float = 0.0) -> GradientTable:
     """Every route's ``dL/d(z10, z20, lam, theta, T)`` on :class:`DecayFeed`, against the analytic one.
+
+    ``angle``: solve the system rotated by this angle (radians); the gradients are the same.
 
     A route that fails (a solve that does not finish, a method torchdiffeq lacks) keeps its row
     with ``status`` saying why and ``rel_error`` inf, never a silent number.
@@ -142,19 +166,20 @@ def gradient_table(lam: float = -1.0, T: float = 1.0, *, theta: float = 1.0, z10
     solve_kw = _solve_kwargs(method, rtol, atol, step_size, max_steps)
     ref = analytic_gradient(lam, theta, T, z10)
     table = GradientTable(dict(lam=lam, T=T, theta=theta, z10=z10, z20=z20, method=method, rtol=rtol, atol=atol,
-                               step_size=step_size, device=str(device), dtype=str(dtype)))
+                               step_size=step_size, device=str(device), dtype=str(dtype), angle=angle))
     for route in routes:
         if route == "analytic":
             table.rows.append(GradientRow("analytic", ref, 0.0))
         elif route == "finite_differences":
-            table.rows.append(_finite_differences(lam, theta, T, z10, z20, ref, device, dtype, solve_kw, fd_eps))
+            table.rows.append(_finite_differences(lam, theta, T, z10, z20, ref, device, dtype, solve_kw, fd_eps,
+                                                  angle))
         elif route == "torchdiffeq_adjoint":
             table.rows.append(_torchdiffeq_row(lam, theta, T, z10, z20, ref, device, dtype, method, rtol, atol,
-                                               step_size))
+                                               step_size, angle))
         else:
             try:
                 L, leaves, sol = _loss(lam, theta, T, z10, z20, device=device, dtype=dtype, solve_kw=solve_kw,
-                                       gradient=route)
+                                       gradient=route, angle=angle)
                 g = _grad_from(leaves, L)
                 status = sol.stats.get("backward_status")
                 table.rows.append(GradientRow(route, g, _rel_error(g, ref), sol.stats.get("nfe"),
@@ -166,7 +191,7 @@ def gradient_table(lam: float = -1.0, T: float = 1.0, *, theta: float = 1.0, z10
     return table
 
 
-def _finite_differences(lam, theta, T, z10, z20, ref, device, dtype, solve_kw, eps) -> GradientRow:
+def _finite_differences(lam, theta, T, z10, z20, ref, device, dtype, solve_kw, eps, angle=0.0) -> GradientRow:
     base = [z10, z20, lam, theta, T]
     nfe = 0
 
@@ -174,7 +199,7 @@ def _finite_differences(lam, theta, T, z10, z20, ref, device, dtype, solve_kw, e
         nonlocal nfe
         with torch.no_grad():
             L, _, sol = _loss(values[2], values[3], values[4], values[0], values[1], device=device, dtype=dtype,
-                              solve_kw=solve_kw, gradient="backprop")
+                              solve_kw=solve_kw, gradient="backprop", angle=angle)
         nfe += sol.stats["nfe"]
         return float(L)
 
@@ -192,13 +217,14 @@ def _finite_differences(lam, theta, T, z10, z20, ref, device, dtype, solve_kw, e
                        f"central, step {eps:g} x max(1, |value|)")
 
 
-def _torchdiffeq_row(lam, theta, T, z10, z20, ref, device, dtype, method, rtol, atol, step_size) -> GradientRow:
+def _torchdiffeq_row(lam, theta, T, z10, z20, ref, device, dtype, method, rtol, atol, step_size,
+                     angle=0.0) -> GradientRow:
     if method not in TORCHDIFFEQ_METHODS:
         return GradientRow("torchdiffeq_adjoint", [math.nan] * 5, math.inf, status="n/a",
                            note=f"torchdiffeq has no {method!r}")
     from torchdiffeq import odeint_adjoint
 
-    field_ = DecayFeed(lam, theta, dtype=dtype, device=device)
+    field_ = DecayFeed(lam, theta, dtype=dtype, device=device, angle=angle)
     calls = {"n": 0}
 
     class Counted(nn.Module):
@@ -215,20 +241,29 @@ def _torchdiffeq_row(lam, theta, T, z10, z20, ref, device, dtype, method, rtol, 
     t = torch.tensor([0.0, T], dtype=dtype, device=device, requires_grad=True)
     options = {"step_size": step_size} if step_size is not None else None
     try:
-        ys = odeint_adjoint(counted, z0, t, rtol=rtol, atol=atol, method=method, options=options)
+        ys = odeint_adjoint(counted, field_.to_rotated(z0), t, rtol=rtol, atol=atol, method=method, options=options)
         nfe = calls["n"]
-        g = _grad_from((z0, field_.lam, field_.theta, t), ys[-1, 1])
+        g = _grad_from((z0, field_.lam, field_.theta, t), field_.from_rotated(ys[-1])[1])
     except (AssertionError, RuntimeError) as exc:
         return GradientRow("torchdiffeq_adjoint", [math.nan] * 5, math.inf, status="failed", note=str(exc)[:160])
     return GradientRow("torchdiffeq_adjoint", g, _rel_error(g, ref), nfe, calls["n"] - nfe)
 
 
+def theta_error(grad, ref) -> float:
+    """Relative error of the ``dL/dtheta`` entry alone (the one that needs ``z1`` along the whole path)."""
+    i = NAMES.index("theta")
+    return abs(grad[i] - ref[i]) / abs(ref[i]) if math.isfinite(grad[i]) else math.inf
+
+
 def gradient_error_sweep(*, lam: float = -10.0, horizons=(0.5, 1.0, 2.0, 3.0), tolerances=(1e-4, 1e-6, 1e-8),
                          method: str = "dopri5", routes=("adjoint", "checkpoint"), device="cpu",
-                         dtype=torch.float64, progress: bool = False) -> list[dict]:
+                         dtype=torch.float64, progress: bool = False, atol: float | None = None,
+                         angle: float = 0.0) -> list[dict]:
     """Relative gradient error of each route against the analytic gradient, over horizon ``T``
-    and tolerance (``rtol = atol = tol``). Rows: ``T``, ``tol``, ``route``, ``rel_error``,
-    ``nfe``, ``nfe_backward``, ``status``."""
+    and tolerance: ``rtol = tol`` and ``atol = tol`` (or the fixed ``atol`` when given), on the
+    system rotated by ``angle``. Rows: ``T``, ``tol``, ``atol``, ``angle``, ``route``,
+    ``rel_error`` (whole gradient), ``theta_error`` (``dL/dtheta`` alone), ``nfe``,
+    ``nfe_backward``, ``status``, ``note`` (why a route failed)."""
     points = [(T, tol) for tol in tolerances for T in horizons]
     if progress:
         from tqdm.auto import tqdm
@@ -236,8 +271,12 @@ def gradient_error_sweep(*, lam: float = -10.0, horizons=(0.5, 1.0, 2.0, 3.0), t
         points = tqdm(points, desc="gradient error", leave=False)
     out = []
     for T, tol in points:
-        table = gradient_table(lam, T, method=method, rtol=tol, atol=tol, routes=routes, device=device, dtype=dtype)
+        a = tol if atol is None else atol
+        table = gradient_table(lam, T, method=method, rtol=tol, atol=a, routes=routes, device=device, dtype=dtype,
+                               angle=angle)
+        ref = analytic_gradient(lam, 1.0, T)
         for r in table.rows:
-            out.append({"T": T, "tol": tol, "route": r.route, "rel_error": r.rel_error, "nfe": r.nfe,
-                        "nfe_backward": r.nfe_backward, "status": r.status})
+            out.append({"T": T, "tol": tol, "atol": a, "angle": angle, "route": r.route, "rel_error": r.rel_error,
+                        "theta_error": theta_error(r.grad, ref), "nfe": r.nfe, "nfe_backward": r.nfe_backward,
+                        "status": r.status, "note": r.note})
     return out
