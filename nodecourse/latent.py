@@ -12,6 +12,9 @@ Models:
   (``nodecourse.odeint``), and a GRU update with the mask at each observation.
 - :class:`GRUDelta`: the discrete baseline: the same GRU update, with the time since the
   patient's previous observation as an extra input, and no ODE in between.
+- :class:`GRUD`: GRU-D (Che et al. 2018), the published discrete baseline: missing inputs decay
+  from the last observed value towards the training mean, and the hidden state decays, both
+  with the time since each variable was last observed; the mask is an input.
 - :class:`LatentODE`: an ODE-RNN encoder run backwards in time gives q(z0); an ODE decoder
   maps z0 to the whole trajectory; trained on the ELBO plus a mortality head on z0.
 - :class:`SummaryLogReg`: no sequence at all: logistic regression (scikit-learn) on
@@ -35,7 +38,8 @@ from nodecourse.solvers import odeint
 from nodecourse.training import seeded_batches, train_epochs
 
 HORIZON_HOURS = 48.0
-MODELS = ("odernn", "latent-ode", "gru-dt", "summary-logreg")
+MODELS = ("odernn", "latent-ode", "gru-dt", "gru-d", "summary-logreg")
+ODE_MODELS = ("odernn", "latent-ode")  # the models that call a solver (and report its work)
 
 
 def _stats_zero() -> dict:
@@ -214,6 +218,126 @@ def GRUDelta(input_dim: int, static_dim: int, hidden_dim: int = 64) -> Recurrent
     return RecurrentModel(input_dim, static_dim, hidden_dim, "dt")
 
 
+# ---------------------------------------------------------------- GRU-D
+
+def _last_index_before(mask: torch.Tensor) -> torch.Tensor:
+    """(B, K, D) grid index of each variable's last observation strictly before each grid time; -1: none yet."""
+    b, k, d = mask.shape
+    steps = torch.arange(k, device=mask.device).view(1, k, 1).expand(b, k, d)
+    last_upto = torch.where(mask > 0, steps, torch.full_like(steps, -1)).cummax(dim=1).values
+    return torch.cat([torch.full_like(last_upto[:, :1], -1), last_upto[:, :-1]], dim=1)
+
+
+def time_since_observed(times: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """GRU-D's δ (Che et al. 2018): (B, K, D) time since each variable's last observation.
+
+    ``times`` (K,) and ``mask`` (B, K, D). At grid time ``k``, δ[b, k, d] is ``times[k]`` minus the
+    time of the last observation of variable ``d`` *strictly before* ``k``; a variable not yet
+    observed counts from the patient's first observation time (the paper's δ_1 = 0, which then
+    accumulates), so δ is 0 at that first time. Entries before a patient's first observation are 0
+    (never used: the model only updates at the patient's own observation times).
+    """
+    b, k, _ = mask.shape
+    last_before = _last_index_before(mask)
+    any_at = (mask > 0).any(dim=-1)  # (B, K)
+    steps = torch.arange(k, device=mask.device).expand(b, k)
+    first = torch.where(any_at, steps, torch.full_like(steps, k)).amin(dim=1)  # (B,) k: never observed
+    t = times.to(device=mask.device, dtype=mask.dtype)
+    first_t = t[first.clamp(max=k - 1)].view(b, 1, 1)
+    since = torch.where(last_before >= 0, t[last_before.clamp_min(0)], first_t)
+    return (t.view(1, k, 1) - since).clamp_min(0.0)
+
+
+def last_observed_values(values: torch.Tensor, mask: torch.Tensor, fill: torch.Tensor) -> torch.Tensor:
+    """(B, K, D) the last value of each variable observed strictly before each grid time
+    (GRU-D's x_{t'}); ``fill`` (D,) where the variable has not been observed yet."""
+    last_before = _last_index_before(mask)
+    gathered = torch.gather(values, 1, last_before.clamp_min(0))
+    return torch.where(last_before >= 0, gathered, fill.to(values.dtype).expand_as(values))
+
+
+def empirical_means(data) -> torch.Tensor:
+    """(D,) mean of each variable over the observed values of ``data`` (give it the training split):
+    GRU-D's x̃, the value a missing input decays towards. 0 for a variable never observed."""
+    m = data.mask
+    return (data.values * m).sum(dim=(0, 1)) / m.sum(dim=(0, 1)).clamp_min(1)
+
+
+class GRUDEncoder(nn.Module):
+    """GRU-D's recurrence (Che et al. 2018) over a batch's union of observation times.
+
+    At each of a patient's observation times, with δ (B, D) from :func:`time_since_observed`
+    (in units of the 48-hour horizon, like every time in this module):
+
+    - input decay (diagonal): γ_x = exp(-max(0, w_x ⊙ δ + b_x)),
+      x̂ = m ⊙ x + (1 - m) ⊙ (γ_x ⊙ x_last + (1 - γ_x) ⊙ x̃), x̃ the training split's mean;
+    - hidden decay: γ_h = exp(-max(0, W_h δ + b_h)), ĥ = γ_h ⊙ h;
+    - GRU update on the imputed values and the mask: h = GRUCell([x̂, m], ĥ), which is the
+      paper's update with the mask term (V m) folded into the input weights.
+
+    A patient with nothing observed at a union time keeps its state: its sequence is its own
+    observation times, as in the paper, whoever else is in the batch.
+    """
+
+    def __init__(self, input_dim: int, hidden_dim: int = 64, x_mean: torch.Tensor | None = None):
+        super().__init__()
+        self.hidden_dim = hidden_dim
+        self.cell = nn.GRUCell(2 * input_dim, hidden_dim)
+        # Decay rates start non-negative: δ >= 0, so a negative rate would sit in max(0, .)'s flat
+        # half (γ = 1, no gradient) for good. Biases start at 0: no decay at δ = 0.
+        self.input_decay_weight = nn.Parameter(torch.rand(input_dim))
+        self.input_decay_bias = nn.Parameter(torch.zeros(input_dim))
+        self.hidden_decay = nn.Linear(input_dim, hidden_dim)
+        with torch.no_grad():
+            self.hidden_decay.weight.uniform_(0.0, 1.0 / math.sqrt(input_dim))
+            self.hidden_decay.bias.zero_()
+        self.register_buffer("x_mean", torch.zeros(input_dim) if x_mean is None else x_mean.detach().clone())
+        self.solver_stats = _stats_zero()  # no solver: stays zero
+
+    def decays(self, delta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """γ_x (..., D) and γ_h (..., H) for time gaps ``delta`` (..., D)."""
+        gamma_x = torch.exp(-torch.relu(delta * self.input_decay_weight + self.input_decay_bias))
+        gamma_h = torch.exp(-torch.relu(self.hidden_decay(delta)))
+        return gamma_x, gamma_h
+
+    def impute(self, values: torch.Tensor, mask: torch.Tensor, x_last: torch.Tensor,
+               gamma_x: torch.Tensor) -> torch.Tensor:
+        """x̂: observed values where ``mask`` is 1, else x_last decayed towards the training mean."""
+        return mask * values + (1 - mask) * (gamma_x * x_last + (1 - gamma_x) * self.x_mean)
+
+    def forward(self, times: torch.Tensor, values: torch.Tensor, mask: torch.Tensor) -> RunOutput:
+        """Final state (B, H) after each patient's last observation (``RunOutput.h_final``)."""
+        b = values.shape[0]
+        delta = time_since_observed(_scaled_times(times, values), mask)  # (B, K, D)
+        x_last = last_observed_values(values, mask, self.x_mean)
+        gamma_x, gamma_h = self.decays(delta)  # every grid time at once; the loop only runs the cell
+        x_hat = self.impute(values, mask, x_last, gamma_x)
+        inputs = torch.cat([x_hat, mask], dim=-1)
+        observed = (mask.sum(dim=-1, keepdim=True) > 0).to(values.dtype)  # (B, K, 1)
+        h = values.new_zeros(b, self.hidden_dim)
+        for i in torch.nonzero(mask.sum(dim=(0, 2)) > 0).flatten().tolist():
+            h_new = self.cell(inputs[:, i], gamma_h[:, i] * h)
+            h = observed[:, i] * h_new + (1.0 - observed[:, i]) * h
+        return RunOutput(h, None, None)
+
+
+class GRUD(nn.Module):
+    """GRU-D with the course's mortality head (final state and descriptors): logits (B,)."""
+
+    def __init__(self, input_dim: int, static_dim: int, hidden_dim: int = 64, x_mean: torch.Tensor | None = None):
+        super().__init__()
+        self.encoder = GRUDEncoder(input_dim, hidden_dim, x_mean)
+        self.classifier = classifier_head(hidden_dim + 2 * static_dim)
+
+    @property
+    def solver_stats(self) -> dict:
+        return self.encoder.solver_stats
+
+    def forward(self, times, values, mask, static, static_mask) -> torch.Tensor:
+        h = self.encoder(times, values, mask).h_final
+        return self.classifier(torch.cat([h, static, static_mask], dim=-1)).squeeze(-1)
+
+
 class LatentODE(nn.Module):
     """Latent ODE: ODE-RNN encoder (backwards in time) -> q(z0) -> ODE decoder -> values.
 
@@ -375,7 +499,10 @@ def auc(labels, scores) -> float:
 
 
 def build_model(name: str, data, *, hidden_dim: int = 64, solver: SolveConfig | None = None, seed: int = 0):
-    """One of :data:`MODELS`, sized for ``data``, on its device and dtype."""
+    """One of :data:`MODELS`, sized for ``data``, on its device and dtype.
+
+    Give it the (normalised) training split: GRU-D takes its empirical means from ``data``.
+    """
     if name not in MODELS:
         raise ValueError(f"model={name!r} is not one of {MODELS}")
     if name == "summary-logreg":
@@ -386,6 +513,8 @@ def build_model(name: str, data, *, hidden_dim: int = 64, solver: SolveConfig | 
         model = ODERNN(d, s, hidden_dim, solver=solver)
     elif name == "gru-dt":
         model = GRUDelta(d, s, hidden_dim)
+    elif name == "gru-d":
+        model = GRUD(d, s, hidden_dim, x_mean=empirical_means(data))
     else:
         model = LatentODE(d, s, hidden_dim=hidden_dim, solver=solver)
     return model.to(device=data.values.device, dtype=data.values.dtype)
@@ -451,7 +580,7 @@ def fit(name: str, train, test, *, val=None, epochs: int = 10, batch_size: int =
     score = auc(test.labels, predict_proba(model, test))
     seconds = time.perf_counter() - start
     solver_info = {}
-    if name != "gru-dt":
+    if name in ODE_MODELS:
         cfg = model.encoder.solver
         solver_info = {"method": cfg.method, "step_size_hours": None if cfg.step_size is None
                        else cfg.step_size * HORIZON_HOURS, "train_nfe": train_nfe,

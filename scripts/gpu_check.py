@@ -78,7 +78,7 @@ def deq_rows(devices):
 
 def physionet_rows(devices, patients: int, epochs: int):
     rows = []
-    for model in ("odernn", "latent-ode", "gru-dt", "summary-logreg"):
+    for model in ("odernn", "latent-ode", "gru-dt", "gru-d", "summary-logreg"):
         for dev in devices:
             cmd = [sys.executable, "-m", "nodecourse.course.cli", "physionet", "--model", model, "--device", dev,
                    "--quick", "--patients", str(patients), "--epochs", str(epochs), "--json"]

@@ -108,7 +108,7 @@ def test_fit_every_model_reports_auc_seconds_and_solver_work(small, name):
 def test_models_learn_the_synthetic_signal(small):
     """Deaths depend on a hidden severity; every model must do much better than chance."""
     train, test = small
-    for name in ("summary-logreg", "odernn"):
+    for name in ("summary-logreg", "odernn", "gru-d"):
         _, result = latent.fit(name, train, test, epochs=6, batch_size=32, progress=False)
         assert result.auc > 0.7, (name, result.auc)
 
@@ -147,3 +147,101 @@ def test_bad_arguments_are_named(small):
     raw = dataclasses.replace(train, normalized=False)
     with pytest.raises(ValueError, match="train is not normalised"):
         latent.fit("odernn", raw, test)
+
+
+# ---------------------------------------------------------------- GRU-D
+
+def test_time_since_observed_by_hand():
+    """δ of Che et al. (eq. 2): time since the variable's last observation strictly before now;
+    a variable not yet seen counts from the patient's first observation (δ = 0 there)."""
+    t = torch.tensor([0.0, 1.0, 2.0, 3.0, 4.0])
+    m = torch.zeros(2, 5, 2)
+    m[0, 1, 0] = m[0, 3, 1] = m[0, 4, 0] = 1
+    m[1, 2, 1] = 1
+    delta = latent.time_since_observed(t, m)
+    assert delta.shape == (2, 5, 2)
+    torch.testing.assert_close(delta[0, [1, 3, 4]], torch.tensor([[0.0, 0.0], [2.0, 2.0], [3.0, 1.0]]))
+    torch.testing.assert_close(delta[1, 2], torch.zeros(2))
+    v = torch.arange(20.0).view(2, 5, 2) * m
+    last = latent.last_observed_values(v, m, torch.tensor([-1.0, -2.0]))
+    torch.testing.assert_close(last[0, 4], torch.tensor([2.0, 7.0]))  # var 0 seen at t=1 (value 2), var 1 at t=3
+    torch.testing.assert_close(last[0, 1], torch.tensor([-1.0, -2.0]))  # nothing before: the mean
+
+
+def test_grud_shapes_and_means_from_the_training_split(small):
+    train, test = small
+    model = latent.build_model("gru-d", train)
+    assert isinstance(model, latent.GRUD)
+    torch.testing.assert_close(model.encoder.x_mean, latent.empirical_means(train))
+    b = latent._batch(test, torch.arange(5))
+    assert model(*b[:5]).shape == (5,)
+    assert model.encoder(test.times, b[1], b[2]).h_final.shape == (5, model.encoder.hidden_dim)
+    assert model.solver_stats["nfe"] == 0  # no ODE in GRU-D
+
+
+def test_grud_decays_none_at_zero_gap_and_to_the_mean_at_large_gaps():
+    torch.manual_seed(0)
+    enc = latent.GRUDEncoder(3, 4, x_mean=torch.tensor([0.5, -1.0, 2.0]))
+    gx, gh = enc.decays(torch.zeros(2, 3))
+    assert torch.equal(gx, torch.ones(2, 3)) and torch.equal(gh, torch.ones(2, 4))  # biases start at 0
+    x_last = torch.tensor([[3.0, 3.0, 3.0]])
+    m = torch.tensor([[1.0, 0.0, 0.0]])
+    x = torch.tensor([[7.0, 123.0, 123.0]]) * m
+    assert torch.equal(enc.impute(x, m, x_last, gx[:1]), torch.tensor([[7.0, 3.0, 3.0]]))  # no decay: last value
+    with torch.no_grad():
+        enc.input_decay_weight.fill_(1.0)
+        enc.hidden_decay.weight.fill_(1.0)
+    with torch.no_grad():
+        gx, gh = enc.decays(torch.full((1, 3), 1e3))
+    assert float(gx.max()) < 1e-12 and float(gh.max()) < 1e-12
+    torch.testing.assert_close(enc.impute(x, m, x_last, gx), torch.tensor([[7.0, -1.0, 2.0]]))  # observed, mean, mean
+    # Negative pre-activations are cut at 0: never a growth (γ <= 1).
+    with torch.no_grad():
+        enc.input_decay_bias.fill_(-5.0)
+    assert torch.equal(enc.decays(torch.full((1, 3), 0.1))[0], torch.ones(1, 3))
+
+
+def test_grud_hidden_state_forgotten_after_a_long_gap():
+    """With γ_h -> 0 the update after a long gap is the cell's update of a zero state."""
+    torch.manual_seed(1)
+    enc = latent.GRUDEncoder(2, 3).double()
+    with torch.no_grad():
+        enc.hidden_decay.weight.fill_(1e4)
+    times = torch.tensor([0.0, 1.0, 47.0, 48.0], dtype=torch.float64)
+    values = torch.randn(1, 4, 2, dtype=torch.float64)
+    mask = torch.tensor([[[1.0, 1.0], [0, 0], [0, 0], [1.0, 0.0]]], dtype=torch.float64)
+    h = enc(times, values * mask, mask).h_final
+    delta = latent.time_since_observed(times / latent.HORIZON_HOURS, mask)[:, 3]
+    gx, _ = enc.decays(delta)
+    x_hat = enc.impute(values[:, 3] * mask[:, 3], mask[:, 3], values[:, 0], gx)
+    expected = enc.cell(torch.cat([x_hat, mask[:, 3]], -1), torch.zeros(1, 3, dtype=torch.float64))
+    torch.testing.assert_close(h, expected)
+
+
+def test_grud_masks_unobserved_values_and_patients(small):
+    train, _ = small
+    model = latent.build_model("gru-d", train).double()
+    v, m = train.values[:6].double(), train.mask[:6].double()
+    h = model.encoder(train.times, v, m).h_final
+    leaky = v + 1e3 * (1 - m)  # values behind a zero mask must not reach the model
+    torch.testing.assert_close(model.encoder(train.times, leaky, m).h_final, h)
+    alone = torch.cat([model.encoder(train.times, v[i:i + 1], m[i:i + 1]).h_final for i in range(6)])
+    torch.testing.assert_close(h, alone, rtol=1e-10, atol=1e-10)  # batching changes no patient's state
+    empty = torch.zeros_like(m[:1])
+    assert torch.equal(model.encoder(train.times, v[:1] * 0, empty).h_final, torch.zeros(1, model.encoder.hidden_dim,
+                                                                                          dtype=torch.float64))
+
+
+def test_grud_one_training_step_moves_the_decay_parameters(small):
+    train, _ = small
+    model = latent.build_model("gru-d", train)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    times, values, mask, static, smask, y = latent._batch(train, torch.arange(32))
+    before = {k: p.detach().clone() for k, p in model.named_parameters()}
+    loss = torch.nn.functional.binary_cross_entropy_with_logits(model(times, values, mask, static, smask), y)
+    loss.backward()
+    for name in ("encoder.input_decay_weight", "encoder.hidden_decay.weight"):
+        g = dict(model.named_parameters())[name].grad
+        assert g is not None and torch.isfinite(g).all() and float(g.abs().sum()) > 0, name
+    opt.step()
+    assert not torch.equal(before["encoder.input_decay_weight"], model.encoder.input_decay_weight)

@@ -1,4 +1,5 @@
-"""`nodecourse physionet` (nodecourse.course.physionet_cmd) and the ledger row `physionet-auc`."""
+"""`nodecourse physionet` (nodecourse.course.physionet_cmd) and the ledger rows `physionet-auc`,
+`physionet-gru-d`."""
 from __future__ import annotations
 
 import argparse
@@ -71,30 +72,124 @@ def test_missing_eval_set_is_an_error_not_a_synthetic_swap(synthetic_dir, capsys
     assert rc == 2 and "does not hold PhysioNet set-b" in capsys.readouterr().err
 
 
+def test_gru_d_is_a_model_choice_and_trains(synthetic_dir, capsys):
+    rc = run(["--data", str(synthetic_dir), "--model", "gru-d", "--quick", "--epochs", "1", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["model"] == "gru-d" and out["epochs"] == 1 and 0 <= out["auc"] <= 1
+    assert out["solver"] == {}  # no ODE, no solver work to report
+    assert physionet_cli.DEFAULT_EPOCHS["gru-d"] == 20
+
+
 def _fake_study(aucs, synthetic=False):
     return {"source": "synthetic" if synthetic else "shared", "synthetic": synthetic,
             "runs": {m: [{"auc": a, "seconds": 1.0} for a in v] for m, v in aucs.items()}}
 
 
-@pytest.mark.parametrize("aucs, quick, synthetic, verdict", [
-    ({"odernn": [0.84, 0.83], "gru-dt": [0.81, 0.82], "summary-logreg": [0.80, 0.80]}, False, False, Verdict.HOLDS),
-    ({"odernn": [0.81, 0.80], "gru-dt": [0.79, 0.80], "summary-logreg": [0.80, 0.80]}, False, False,
-     Verdict.DOES_NOT_HOLD),
-    # set A as measured: the AUC level is reached, but the margin is inside the seed spread
-    ({"odernn": [0.8335, 0.8201, 0.8352], "gru-dt": [0.8263, 0.8184, 0.8390],
-      "summary-logreg": [0.8278, 0.7995, 0.8571]}, False, False, Verdict.DOES_NOT_HOLD),
-    ({"odernn": [0.84, 0.84], "gru-dt": [0.85, 0.85], "summary-logreg": [0.80, 0.80]}, False, False,
-     Verdict.DOES_NOT_HOLD),
-    ({"odernn": [0.84, 0.84], "gru-dt": [0.80, 0.80], "summary-logreg": [0.80, 0.80]}, True, False,
-     Verdict.NOT_MEASURABLE),
-    ({"odernn": [0.84, 0.84], "gru-dt": [0.80, 0.80], "summary-logreg": [0.80, 0.80]}, False, True,
-     Verdict.NOT_MEASURABLE),
+def _shifted(base, shift):
+    return [round(b + shift, 4) for b in base]
+
+
+ODE = [0.845, 0.838, 0.850, 0.836, 0.842]  # interval well above 0.824, and above 0.833
+WOBBLE = [0.004, -0.003, 0.002, -0.004, 0.001]
+
+
+def _aucs(odernn, gaps):
+    """ODE-RNN's AUCs and each baseline's, ``gaps[name]`` below ODE-RNN seed by seed."""
+    return {"odernn": odernn} | {m: [round(o - g, 4) for o, g in zip(odernn, gs)] for m, gs in gaps.items()}
+
+
+def test_thresholds_are_the_published_figures_declared_with_the_rows():
+    from nodecourse.claims import load_rows
+
+    rows = load_rows()
+    auc, grud = rows["physionet-auc"].threshold, rows["physionet-gru-d"].threshold
+    assert auc is lesson05.AUC_THRESHOLD and grud is lesson05.GRUD_THRESHOLD
+    assert auc.kind == grud.kind == "published"
+    assert auc.value == pytest.approx(0.833 - 0.009) and grud.value == pytest.approx(0.818 - 0.008)
+    assert "0.824" in auc.text and "0.810" in grud.text and lesson05.AHEAD_MARGIN == 0.0
+
+
+CLEAR = [0.02, 0.025, 0.018, 0.022, 0.02]
+NOISE = [0.01, -0.012, 0.015, -0.009, 0.004]
+
+
+@pytest.mark.parametrize("aucs, verdict, parts", [
+    # level reached and every baseline clearly behind, seed by seed
+    (_aucs(ODE, {"gru-d": CLEAR, "gru-dt": CLEAR, "summary-logreg": CLEAR}), Verdict.HOLDS,
+     (Verdict.HOLDS, Verdict.HOLDS)),
+    # level reached, GRU-D's gap inside the seed noise: (b) holds only in part
+    (_aucs(ODE, {"gru-d": NOISE, "gru-dt": CLEAR, "summary-logreg": CLEAR}), Verdict.HOLDS_IN_PART,
+     (Verdict.HOLDS, Verdict.HOLDS_IN_PART)),
+    # level missed, and the regression ahead of ODE-RNN on every seed
+    (_aucs(_shifted(ODE, -0.05), {"gru-d": NOISE, "gru-dt": NOISE, "summary-logreg": _shifted(CLEAR, -0.05)}),
+     Verdict.DOES_NOT_HOLD, (Verdict.DOES_NOT_HOLD, Verdict.DOES_NOT_HOLD)),
+    # set A as once measured (3 seeds): the interval straddles 0.824 and every gap straddles 0
+    ({"odernn": [0.8335, 0.8201, 0.8352], "gru-d": [0.8263, 0.8184, 0.8390], "gru-dt": [0.8263, 0.8184, 0.8390],
+      "summary-logreg": [0.8278, 0.7995, 0.8571]}, Verdict.NOT_MEASURABLE,
+     (Verdict.NOT_MEASURABLE, Verdict.NOT_MEASURABLE)),
 ])
-def test_claim_verdict_is_computed_from_the_measurement(monkeypatch, aucs, quick, synthetic, verdict):
+def test_auc_claim_judges_both_parts(aucs, verdict, parts):
+    got, got_parts, details = lesson05.judge_auc_claim(aucs)
+    assert got is verdict and tuple(got_parts.values()) == parts
+    assert details["level"]["floor"] == lesson05.AUC_THRESHOLD.value
+
+
+def test_gaps_are_paired_per_seed():
+    """A steady +0.01 over seeds whose level moves by ±0.03: unpaired intervals overlap, paired ones do not."""
+    swing = [0.80, 0.86, 0.83, 0.81, 0.85]
+    aucs = {"odernn": swing, "gru-d": _shifted(swing, -0.01), "gru-dt": _shifted(swing, -0.01),
+            "summary-logreg": _shifted(swing, -0.01)}
+    aucs["gru-d"] = [a + w for a, w in zip(aucs["gru-d"], WOBBLE)]
+    assert lesson05.judge_auc_claim(aucs)[1]["(b) ahead of the discrete baselines"] is Verdict.HOLDS
+    with pytest.raises(ValueError, match="same seeds"):
+        lesson05.paired_gaps({"odernn": [0.8, 0.8], "gru-d": [0.8]}, "odernn", "gru-d")
+
+
+def test_level_between_the_floor_and_the_published_mean_holds_and_says_the_stricter_reading(monkeypatch):
+    level = [0.828, 0.829, 0.827, 0.8285, 0.8275]  # above 0.824, below 0.833
+    aucs = _aucs(level, {"gru-d": CLEAR, "gru-dt": CLEAR, "summary-logreg": CLEAR})
+    monkeypatch.setattr(lesson05, "auc_study", lambda config, progress=False: _fake_study(aucs))
+    m = lesson05.measure_physionet_auc(False)
+    assert m.verdict is Verdict.HOLDS
+    assert m.details["strict_reading"]["verdict"] == Verdict.DOES_NOT_HOLD.value
+    assert ">= 0.833 itself: does not hold" in m.measured and "0.828" in m.measured
+    json.dumps(m.details)  # the ledger's --json must be able to carry it
+
+
+@pytest.mark.parametrize("aucs, verdict", [
+    (_aucs(_shifted(ODE, 0.0), {"gru-d": CLEAR}), Verdict.HOLDS),  # GRU-D about 0.82, 0.02 behind
+    (_aucs(_shifted(ODE, 0.0), {"gru-d": NOISE}), Verdict.HOLDS_IN_PART),  # level reached, no gap to ODE-RNN
+    # GRU-D about 0.79 (below 0.810) and ahead of ODE-RNN on every seed
+    (_aucs(_shifted(ODE, -0.06), {"gru-d": _shifted(CLEAR, -0.03)}), Verdict.DOES_NOT_HOLD),
+])
+def test_grud_claim_judges_level_and_gap(aucs, verdict):
+    got, parts, details = lesson05.judge_grud_claim(aucs)
+    assert got is verdict
+    assert details["gap"]["published_gap"] == pytest.approx(0.015)
+
+
+@pytest.mark.parametrize("measure", [lesson05.measure_physionet_auc, lesson05.measure_physionet_gru_d])
+@pytest.mark.parametrize("quick, synthetic", [(True, False), (False, True)])
+def test_quick_mode_and_synthetic_data_are_not_measurable(monkeypatch, measure, quick, synthetic):
+    aucs = _aucs(ODE, {"gru-d": CLEAR, "gru-dt": CLEAR, "summary-logreg": CLEAR})
     monkeypatch.setattr(lesson05, "auc_study", lambda config, progress=False: _fake_study(aucs, synthetic))
-    m = lesson05.measure_physionet_auc(quick)
-    assert m.verdict is verdict
-    assert f"odernn {sum(aucs['odernn']) / len(aucs['odernn']):.3f}" in m.measured
+    m = measure(quick)
+    assert m.verdict is Verdict.NOT_MEASURABLE
+    assert ("synthetic" in m.measured) is synthetic and ("quick mode" in m.measured) is quick
+    assert "AUC 0.8" in m.measured and "95 %" in m.measured  # the nearest analogue's numbers are still shown
+
+
+def test_both_rows_share_one_study(monkeypatch):
+    calls = []
+    aucs = _aucs(ODE, {"gru-d": CLEAR, "gru-dt": CLEAR, "summary-logreg": CLEAR})
+    monkeypatch.setattr(lesson05, "_STUDIES", {})
+    monkeypatch.setattr(lesson05, "_run_study", lambda config, progress: calls.append(config) or _fake_study(aucs))
+    lesson05.measure_physionet_auc(False)
+    lesson05.measure_physionet_gru_d(False)
+    assert calls == [lesson05.FULL_STUDY]
+    assert len(lesson05.FULL_STUDY.seeds) >= 3 and {"odernn", "gru-d", *lesson05.BASELINES} <= set(
+        lesson05.FULL_STUDY.models)
+    assert lesson05.FULL_STUDY.n_patients is None  # full mode: all of set A
 
 
 @pytest.mark.parametrize("damage", ["garbage archive", "empty set", "labels"])

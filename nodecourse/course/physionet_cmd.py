@@ -5,6 +5,7 @@ Examples::
     nodecourse physionet --model odernn --eval split --seed 0          # set A, 80/20 patient split
     nodecourse physionet --model summary-logreg --train set-a --eval set-b --json
     nodecourse physionet --model gru-dt --quick                         # 600 patients, 3 epochs
+    nodecourse physionet --model gru-d --eval split --seed 1            # GRU-D (Che et al. 2018)
 
 ``--json`` prints one JSON object: ``auc``, ``n_train``, ``n_eval``, ``seconds`` (training and
 scoring, not loading), and the model, seed, data source, epochs and solver work.
@@ -22,9 +23,9 @@ from nodecourse.config import quick_mode
 DESCRIPTION = "Train one model on PhysioNet 2012 (in-hospital mortality) and print its evaluation AUC."
 # The model names of nodecourse.latent.MODELS, spelled out so that building the
 # CLI's parser does not import torch (a test keeps the two in step).
-MODEL_NAMES = ("odernn", "latent-ode", "gru-dt", "summary-logreg")
+MODEL_NAMES = ("odernn", "latent-ode", "gru-dt", "gru-d", "summary-logreg")
 QUICK_PATIENTS = 600
-DEFAULT_EPOCHS = {"odernn": 20, "gru-dt": 20, "latent-ode": 20, "summary-logreg": 0}
+DEFAULT_EPOCHS = {"odernn": 20, "gru-dt": 20, "gru-d": 20, "latent-ode": 20, "summary-logreg": 0}
 QUICK_EPOCHS = 3
 
 
@@ -40,7 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--val-fraction", type=float, default=0.0,
                         help="fraction of all training-set patients kept aside to pick the best epoch "
                              "(default 0: train on all of them and keep the last epoch)")
-    parser.add_argument("--model", required=True, choices=MODEL_NAMES)
+    parser.add_argument("--model", required=True, choices=MODEL_NAMES,
+                        help="odernn, latent-ode (Rubanova et al. 2019), gru-dt (GRU with the time since the last "
+                             "observation), gru-d (Che et al. 2018: input and hidden-state decay), summary-logreg")
     parser.add_argument("--seed", type=int, default=0, help="seed of the split and of training")
     parser.add_argument("--epochs", type=int, default=None, help="training epochs (default: 20 full, 3 quick)")
     parser.add_argument("--batch-size", type=int, default=64)
