@@ -2,17 +2,21 @@
 from __future__ import annotations
 
 import dataclasses
+from types import SimpleNamespace
 
 import pytest
 import torch
 
-from nodecourse.claims import Verdict
+from nodecourse.claims import REGISTRY, Verdict, load_rows
 from nodecourse.lessons import lesson07 as L
 from nodecourse.models import count_parameters
 
 SMALL = dataclasses.replace(L.QUICK_CAPSTONE, seeds=(0,), epochs=1, n_samples=300, per_input_samples=5,
                             memory_batch=32)
+SEEDS = (0, 1, 2, 3, 4)
 
+
+# --- models and measurements ---------------------------------------------------------------------
 
 def test_parameter_counts_match_within_one_percent():
     counts = {}
@@ -20,6 +24,13 @@ def test_parameter_counts_match_within_one_percent():
         torch.manual_seed(0)
         counts[name] = count_parameters(L.build_model(name, L.QUICK_CAPSTONE))
     assert max(counts.values()) <= 1.01 * min(counts.values()), counts
+
+
+def test_deeper_resnet_peers_keep_the_parameter_budget():
+    base = count_parameters(L.build_model("ResNet", L.QUICK_CAPSTONE))
+    for blocks in L.REDUCTION_DEPTHS:
+        n = count_parameters(L.build_model("ResNet", L.matched_resnet_config(L.QUICK_CAPSTONE, blocks)))
+        assert abs(n - base) <= 0.03 * base, (blocks, n, base)
 
 
 def test_unknown_model_name_lists_the_valid_ones():
@@ -51,24 +62,6 @@ def test_memory_findings_fail_when_memory_grows_where_it_should_not():
     assert found["ResNet"]["ok"] and not found["Neural ODE"]["ok"] and not found["DEQ"]["ok"]
 
 
-def test_accuracy_findings():
-    rows = [{"model": n, "accuracy_mean": a, "accuracy_sd": 0.005} for n, a in zip(L.MODELS, (0.96, 0.95, 0.95, 0.955))]
-    assert L.accuracy_findings(rows)["holds"]
-    rows[2]["accuracy_mean"] = 0.90
-    assert not L.accuracy_findings(rows)["holds"]
-    rows[2]["accuracy_mean"] = 0.50
-    assert not L.accuracy_findings(rows)["trained"]
-
-
-def test_mismatch_findings():
-    cfg = L.QUICK_CAPSTONE
-    mm = {"unrolled": {k: [0.95 if k == cfg.unrolled_steps else 0.85] for k in cfg.mismatch_steps},
-          "deq": {"as trained": [0.93], "tol / 100, 4x iterations": [0.93]}}
-    assert L.mismatch_findings(mm, cfg)["holds"]
-    mm["deq"]["tol / 100, 4x iterations"] = [0.80]
-    assert not L.mismatch_findings(mm, cfg)["holds"]
-
-
 def test_unrolled_step_count_changes_the_function():
     torch.manual_seed(0)
     model = L.build_model("Unrolled", SMALL)
@@ -80,12 +73,152 @@ def test_unrolled_step_count_changes_the_function():
     assert (a - b).abs().max() > 1e-4
 
 
-def test_summary_table_and_markdown():
+def test_summary_table_and_markdown_escape_the_pipes():
     runs = L.capstone_study(SMALL)
-    rows = L.summary_table(runs)
-    assert [r["model"] for r in rows] == list(L.MODELS)
-    text = L.format_summary(rows, {"ResNet": "yes"})
-    assert text.count("\n") == len(L.MODELS) + 1 and "| yes |" in text and "not measured" in text
+    rows = L.summary_table(runs, L.timing_study(SMALL, repeats=1))
+    assert [r["model"] for r in rows] == list(L.MODELS) and all(r["train_step_ms"] > 0 for r in rows)
+    text = L.format_summary(rows, {"ResNet": "yes: margin on |x|=1.25"})
+    assert text.count("\n") == len(L.MODELS) + 1 and "not measured" in text
+    assert r"\|x\|=1.25" in text and "||x|" not in text
+    # every row has the header's number of cells (an unescaped pipe would add cells)
+    widths = {line.replace(r"\|", "").count("|") for line in text.splitlines()}
+    assert len(widths) == 1, widths
+
+
+def test_sweep_timings_and_peers_reuse_the_trained_models():
+    sweep = L.ode_tolerance_sweep(SMALL, tolerances=(1e-1, 1e-3), repeats=1)
+    assert {r["tol"] for r in sweep} == {1e-1, 1e-3}
+    assert len({len(r["nfe_per_input"]) for r in sweep}) == 1 and len(sweep[0]["nfe_per_input"]) > 0
+    assert all(r["nfe"] >= max(r["nfe_per_input"]) - 1e-9 for r in sweep)  # a batch takes its hardest input's steps
+    timings = L.timing_study(SMALL, repeats=1)
+    assert all(len(v) == len(SMALL.seeds) and min(v) > 0 for v in timings["inference_s"].values())
+    peers = L.reduction_peers(SMALL, depths=(4, 8))
+    assert peers["Unrolled 8"]["saved_bytes"] > peers["Unrolled 4"]["saved_bytes"] > 0
+
+
+# --- thresholds, declared with the rows ----------------------------------------------------------
+
+def test_every_row_is_registered_with_its_threshold():
+    load_rows()
+    for rid in L.ROW_IDS:
+        spec = REGISTRY[rid]
+        assert spec.lesson == "07" and spec.threshold is not None, rid
+        assert spec.threshold.kind in ("published", "course")
+        if spec.threshold.kind == "course":
+            assert spec.threshold.why.strip(), rid
+    assert REGISTRY["capstone-accuracy-parity"].threshold.value == 0.06  # the published gap, not the course's 2
+    assert REGISTRY["deq-memory-reduction"].threshold.value == 0.88
+    assert L.DEQ_TRAIN_COST.value == 3.1 and L.DEQ_INFER_COST.value == 4.0
+    assert "unique" in REGISTRY["capstone-step-mismatch"].published
+
+
+# --- judging functions on small fake inputs ------------------------------------------------------
+
+def _runs(acc_by_model: dict[str, list[float]]):
+    return [SimpleNamespace(name=n, seed=s, accuracy=a) for n, accs in acc_by_model.items()
+            for s, a in zip(SEEDS, accs)]
+
+
+def test_parity_holds_only_within_the_published_gap():
+    same = _runs({n: [0.95, 0.96, 0.94, 0.95, 0.97] for n in L.MODELS})
+    assert L.parity_findings(same)["verdict"] is Verdict.HOLDS
+
+
+def test_parity_readings_disagree_when_the_gap_is_between_the_two_thresholds():
+    res = [0.96, 0.97, 0.95, 0.96, 0.97]
+    accs = {"ResNet": res, **{n: [a - d for a, d in zip(res, (0.010, 0.008, 0.012, 0.009, 0.011))]
+                              for n in L.MODELS[1:]}}
+    f = L.parity_findings(_runs(accs))
+    assert f["readings"] == {"published": Verdict.DOES_NOT_HOLD, "course": Verdict.HOLDS}
+    assert f["verdict"] is Verdict.HOLDS_IN_PART
+
+
+def test_parity_fails_on_a_large_gap_and_is_not_measurable_when_undertrained_or_with_two_seeds():
+    res = [0.96, 0.97, 0.95, 0.96, 0.97]
+    accs = {"ResNet": res, "Neural ODE": res, "DEQ": [a - 0.06 for a in res], "Unrolled": res}
+    f = L.parity_findings(_runs(accs))
+    assert f["by_model"]["course"]["DEQ"] is Verdict.DOES_NOT_HOLD and f["verdict"] is Verdict.HOLDS_IN_PART
+    low = {n: [0.6] * 5 for n in L.MODELS}
+    assert L.parity_findings(_runs(low))["verdict"] is Verdict.NOT_MEASURABLE
+    two = [r for r in _runs({n: res for n in L.MODELS}) if r.seed < 2]
+    assert L.parity_findings(two)["verdict"] is Verdict.NOT_MEASURABLE
+
+
+def _mismatch(drop: float, deq_change: float, n: int = 5) -> dict:
+    cfg = L.QUICK_CAPSTONE
+    noise = [0.001 * i for i in range(n)]
+    return {"unrolled": {k: [0.95 + e if k == cfg.unrolled_steps else 0.95 - drop / 100 + e for e in noise]
+                         for k in cfg.mismatch_steps},
+            "deq": {"as trained": [0.93 + e for e in noise],
+                    "tol / 100, 4x iterations": [0.93 + e + deq_change / 100 for e in noise]}}
+
+
+def test_mismatch_is_judged_on_both_parts():
+    cfg = L.QUICK_CAPSTONE
+    assert L.mismatch_findings(_mismatch(10, 0), cfg)["verdict"] is Verdict.HOLDS
+    f = L.mismatch_findings(_mismatch(10, 5), cfg)
+    assert f["parts"]["DEQ moves <= 1 point"] is Verdict.DOES_NOT_HOLD and f["verdict"] is Verdict.HOLDS_IN_PART
+    assert L.mismatch_findings(_mismatch(1, 5), cfg)["verdict"] is Verdict.DOES_NOT_HOLD
+    assert L.mismatch_findings(_mismatch(10, 0, n=2), cfg)["verdict"] is Verdict.NOT_MEASURABLE
+
+
+def _sweep(nfe_each: dict[float, list[list[float]]], acc: dict[float, float] | None = None,
+           nfe_batch: dict[float, float] | None = None) -> list[dict]:
+    rows = []
+    for tol, per_seed in nfe_each.items():
+        for seed, each in zip(SEEDS, per_seed):
+            rows.append({"seed": seed, "tol": tol, "nfe_per_input": each,
+                         "nfe": (nfe_batch or {}).get(tol, max(each)),
+                         "accuracy": (acc or {}).get(tol, 0.95), "seconds": 0.001 * max(each)})
+    return rows
+
+
+def test_adaptive_compute_needs_different_work_on_different_inputs():
+    flat = {1e-3: [[20, 20, 20]] * 5, 1e-4: [[20, 20, 20]] * 5}
+    assert L.adaptive_findings(_sweep(flat), 1e-3)["verdict"] is Verdict.DOES_NOT_HOLD
+    other = {1e-3: [[20, 20, 20]] * 5, 1e-4: [[20, 26, 26]] * 5}
+    f = L.adaptive_findings(_sweep(other), 1e-3)
+    assert f["readings"]["at the training tolerance"] is Verdict.DOES_NOT_HOLD
+    assert f["verdict"] is Verdict.HOLDS_IN_PART
+    varied = {1e-3: [[20, 26, 20]] * 5, 1e-4: [[20, 26, 26]] * 5}
+    assert L.adaptive_findings(_sweep(varied), 1e-3)["verdict"] is Verdict.HOLDS
+    assert L.adaptive_findings(_sweep({1e-3: [[20, 26]] * 2}), 1e-3)["verdict"] is Verdict.NOT_MEASURABLE
+
+
+def test_dial_needs_a_saving_and_little_accuracy_lost():
+    nfe = {1e-1: [[14]] * 5, 1e-2: [[20]] * 5, 1e-3: [[20]] * 5}
+    assert L.dial_findings(_sweep(nfe), 1e-3)["verdict"] is Verdict.HOLDS
+    lossy = _sweep(nfe, acc={1e-1: 0.90, 1e-2: 0.95, 1e-3: 0.95})
+    assert L.dial_findings(lossy, 1e-3)["verdict"] is Verdict.HOLDS_IN_PART
+    no_saving = {1e-1: [[20]] * 5, 1e-2: [[20]] * 5, 1e-3: [[20]] * 5}
+    assert L.dial_findings(_sweep(no_saving), 1e-3)["verdict"] is Verdict.DOES_NOT_HOLD
+    assert L.dial_findings(_sweep({t: v[:2] for t, v in nfe.items()}), 1e-3)["verdict"] is Verdict.NOT_MEASURABLE
+
+
+def _timings(deq_train: list[float], deq_infer: list[float]) -> dict:
+    n = len(deq_train)
+    base = [0.001 * (1 + 0.01 * i) for i in range(n)]
+    return {"inference_s": {"ResNet": base, "DEQ": [b * r for b, r in zip(base, deq_infer)]},
+            "train_step_s": {"ResNet": base, "DEQ": [b * r for b, r in zip(base, deq_train)]}}
+
+
+def test_deq_cost_is_judged_against_both_published_ratios():
+    assert L.cost_findings(_timings([20, 22, 25, 21, 23], [50, 55, 60, 52, 58]))["verdict"] is Verdict.HOLDS
+    f = L.cost_findings(_timings([2.0, 2.1, 1.9, 2.0, 2.2], [50, 55, 60, 52, 58]))
+    assert f["verdict"] is Verdict.HOLDS_IN_PART
+    slow_enough = L.cost_findings(_timings([1.1, 1.2, 1.0, 1.1, 1.2], [2, 2.1, 1.9, 2, 2.2]))
+    assert slow_enough["verdict"] is Verdict.DOES_NOT_HOLD
+
+
+def test_memory_reduction_takes_the_best_peer_and_both_readings():
+    peers = {"ResNet 4": {"saved_bytes": 1000, "peak_bytes": 500},
+             "Unrolled 16": {"saved_bytes": 10000, "peak_bytes": 5000}}
+    f = L.reduction_findings({"saved": [1000, 1000], "peak": [1000, 1000]}, peers)
+    assert f["readings"]["saved"]["best_peer"] == "Unrolled 16"
+    assert f["parts"] == {"saved bytes": Verdict.HOLDS, "peak bytes": Verdict.DOES_NOT_HOLD}
+    assert f["verdict"] is Verdict.HOLDS_IN_PART
+    f = L.reduction_findings({"saved": [1000, 1000], "peak": [None, None]}, peers)
+    assert f["parts"]["peak bytes"] is Verdict.NOT_MEASURABLE
 
 
 def test_accuracy_row_is_not_measurable_with_two_seeds(monkeypatch):
