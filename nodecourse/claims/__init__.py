@@ -205,10 +205,10 @@ REGISTRY: dict[str, ClaimSpec] = {}
 _ROW_PACKAGE = "nodecourse.lessons"
 
 
-def claim(*, id: str, claim: str, source: str, published: str, lesson: str, threshold: Threshold | None = None):
+def claim(*, id: str, claim: str, source: str, published: str, lesson: str, threshold: Threshold):
     """Register ``measure(quick: bool) -> Measurement`` as the ledger row ``id``, judged against
     ``threshold`` (declared here, before the row ever runs)."""
-    if threshold is not None and not isinstance(threshold, Threshold):
+    if not isinstance(threshold, Threshold):
         raise TypeError(f"claim {id!r}: threshold must be a Threshold, got {type(threshold).__name__}")
 
     def register(measure: Callable[[bool], Measurement]):
