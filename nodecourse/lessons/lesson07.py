@@ -843,8 +843,9 @@ def parity_findings(runs, *, min_seeds: int = 3) -> dict:
     """Each model's accuracy deficit to the ResNet (points, paired per seed), judged against the
     published gap (:data:`PARITY_PUBLISHED`) and the course's reading (:data:`PARITY_COURSE`).
 
-    A reading holds when every model's 95 % interval is within it. ``trained`` is False when some
-    model's mean accuracy is under :data:`TRAINED_FLOOR` (then the row is not measurable).
+    A reading holds when every model's 95 % interval is within it; the verdict is the published
+    reading's (the course's is shown beside it). ``trained`` is False when some model's mean accuracy
+    is under :data:`TRAINED_FLOOR` (then the row is not measurable).
     """
     acc = {(r.name, r.seed): 100 * r.accuracy for r in runs}
     seeds = sorted({r.seed for r in runs})
@@ -859,7 +860,9 @@ def parity_findings(runs, *, min_seeds: int = 3) -> dict:
         by_model[label] = verdicts
         readings[label] = combine(verdicts)
     trained = min(means.values()) >= 100 * TRAINED_FLOOR
-    verdict = combine(readings) if trained else Verdict.NOT_MEASURABLE
+    # The verdict is the published threshold's. The course's 2 points is a looser threshold of our
+    # own, not a reading of an open measure: it is shown beside the verdict and never decides it.
+    verdict = readings["published"] if trained else Verdict.NOT_MEASURABLE
     return {"means": means, "deficits": deficits, "by_model": by_model, "intervals": intervals,
             "readings": readings, "trained": trained, "verdict": verdict}
 
@@ -909,8 +912,9 @@ def measure_accuracy_parity(quick: bool) -> Measurement:
     elif len(config.seeds) < 3:
         measured += f"; {len(config.seeds)} seeds cannot give an interval: run full mode"
     elif f["readings"]["published"] != f["readings"]["course"]:
-        measured += ("; the readings disagree (one test image is 0.22 points: the published gap is below what "
-                     "this test split resolves)")
+        measured += ("; the verdict is the published gap's; the course's looser threshold, shown beside it, "
+                     "disagrees (one test image is 0.22 points: a gap of 0.06 is below what this test split "
+                     "resolves, so a model at parity is undecided against it)")
     details = {"config": asdict(config), "means": f["means"], "deficits": f["deficits"],
                "by_model": {k: {n: v.value for n, v in d.items()} for k, d in f["by_model"].items()},
                "course_threshold": PARITY_COURSE.describe(), "trained": f["trained"],
