@@ -103,6 +103,6 @@ def test_claims_only_one_row_as_json():
     rows = json.loads(proc.stdout)
     assert isinstance(rows, list) and len(rows) == 1
     assert rows[0]["id"] == row
-    assert {"id", "claim", "source", "published", "measured", "verdict"} <= set(rows[0])
-    assert rows[0]["verdict"] in {"holds", "does not hold", "not measurable at this scale"}
+    assert {"id", "claim", "source", "published", "threshold", "threshold_kind", "measured", "verdict"} <= set(rows[0])
+    assert rows[0]["verdict"] in {"holds", "holds in part", "does not hold", "not measurable at this scale"}
     assert rows[0]["measured"]
