@@ -12,14 +12,20 @@ Public surface::
 Where the data comes from: :func:`locate` (explicit path > ``NODECOURSE_DATA`` >
 ``../shared/physionet2012`` > a verified download when ``download=True`` >
 the synthetic generator, with a loud warning). Bad records are skipped and
-counted in ``data.report``; records the outcomes file lists but no record file
-holds are counted there too (``report.missing``) and warned about. A damaged
-archive raises :class:`DamagedArchive`, a set with no usable record
-:class:`EmptySet`, a failed or unverifiable download :class:`DownloadError`
-(all :class:`PhysioNetError`). The parsed tensors are cached under
+counted in ``data.report`` and named in a :class:`BadRecordWarning`: a value
+that is not a plain decimal or lies beyond float32's range, a link leaving the
+data folder, a FIFO or device, an oversized file, and both files of a RecordID
+that two files claim (so that one patient cannot land in train and test).
+Records the outcomes file lists but no record file holds are counted there too
+(``report.missing``) and warned about. A damaged archive raises
+:class:`DamagedArchive`, an outcomes file that gives one RecordID two labels
+:class:`ConflictingOutcomes`, a set with no usable record :class:`EmptySet`, a
+failed or unverifiable download :class:`DownloadError` (all
+:class:`PhysioNetError`). The parsed tensors are cached under
 ``$NODECOURSE_CACHE`` (default ``~/.cache/nodecourse``), never in the
-repository, as plain tensors read back with ``torch.load(weights_only=True)``:
-a file planted there cannot run code.
+repository, keyed by a hash of the bytes read (any edit is seen), as plain
+tensors read back with ``torch.load(weights_only=True)``: a file planted there
+cannot run code.
 """
 from __future__ import annotations
 
@@ -32,11 +38,12 @@ import torch
 
 from nodecourse.data.physionet.dataset import Normalizer, PhysioNetSet, check_quantization, densify
 from nodecourse.data.physionet.records import (
-    BAD_REASONS, DESCRIPTORS, HORIZON_HOURS, VARIABLES, BadRecord, DamagedArchive, DownloadError, EmptySet,
-    LoadReport, PhysioNetError, Record, check_label, parse_outcomes, parse_record,
+    BAD_REASONS, DESCRIPTORS, HORIZON_HOURS, VARIABLES, BadRecord, ConflictingOutcomes, DamagedArchive,
+    DownloadError, EmptySet, LoadReport, PhysioNetError, Record, check_label, parse_outcomes, parse_record,
 )
 from nodecourse.data.physionet.sources import (
-    DATA_ENV, SETS, SHARED_DIR, Source, cache_dir, check_set_name, fingerprint, iter_record_texts,
+    DATA_ENV, SETS, SHARED_DIR, ContentKey, Source, cache_dir, check_set_name, fingerprint, iter_record_texts,
+    read_outcomes,
 )
 from nodecourse.data.physionet.sources import locate as _locate
 from nodecourse.data.physionet.synthetic import write_synthetic
@@ -45,10 +52,10 @@ __all__ = [
     "BAD_REASONS", "DESCRIPTORS", "VARIABLES", "HORIZON_HOURS", "BadRecord", "LoadReport",
     "Normalizer", "PhysioNetSet", "Record", "Source", "SyntheticDataWarning", "load", "locate",
     "parse_record", "synthetic", "SHARED_DIR", "DATA_ENV", "PhysioNetError", "DamagedArchive", "EmptySet",
-    "DownloadError", "MissingRecordWarning", "BadRecordWarning",
+    "DownloadError", "MissingRecordWarning", "BadRecordWarning", "ConflictingOutcomes",
 ]
 
-PARSER_VERSION = 2  # bump when parsing or the cached layout changes
+PARSER_VERSION = 3  # bump when parsing or the cached layout changes (3: strict values, refusals)
 
 
 class SyntheticDataWarning(UserWarning):
@@ -90,22 +97,27 @@ def _warn_synthetic(set_name: str) -> None:
     warnings.warn(msg, SyntheticDataWarning, stacklevel=3)
 
 
-def parse_source(source: Source, progress: bool = False) -> tuple[list[Record], list[int], LoadReport]:
+def parse_source(source: Source, progress: bool = False,
+                 key: ContentKey | None = None) -> tuple[list[Record], list[int], LoadReport]:
     """Parse every record of ``source``; skip and count the bad ones; count the missing ones.
 
-    Raises :class:`EmptySet` when no record is usable, saying where it looked and what it skipped.
+    Two record files with one RecordID are both skipped ("duplicate record id"),
+    naming each other. ``key``, if given, is fed the bytes read (the cache key).
+    Raises :class:`EmptySet` when no record is usable, saying where it looked and
+    what it skipped, and :class:`ConflictingOutcomes` when the outcomes file gives
+    one RecordID two labels.
     """
-    try:
-        outcomes_text = source.outcomes.read_bytes().decode("utf-8", errors="replace")
-    except OSError as exc:
-        raise PhysioNetError(f"cannot read {source.outcomes}: {exc.strerror or exc}") from exc
-    outcomes = parse_outcomes(outcomes_text)
+    outcomes_bytes = read_outcomes(source)
+    if key is not None:
+        key.add(source.outcomes.name, outcomes_bytes)
+    outcomes = parse_outcomes(outcomes_bytes.decode("utf-8", errors="replace"), str(source.outcomes))
     report = LoadReport(source.kind, source.shown, n_expected=len(outcomes),
                         outcomes_name=source.outcomes.name)
     records: list[Record] = []
+    names: list[str] = []
     labels: list[int] = []
     seen: set[int] = set()
-    texts = iter_record_texts(source)
+    texts = iter_record_texts(source, key)
     if progress:
         from tqdm.auto import tqdm
         texts = tqdm(texts, desc=f"parsing {source.set_name}", unit="record", leave=False)
@@ -126,7 +138,9 @@ def parse_source(source: Source, progress: bool = False) -> tuple[list[Record], 
             report.skipped.append((name, str(exc)))
             continue
         records.append(rec)
+        names.append(name)
         labels.append(label)
+    records, labels = _drop_duplicate_ids(records, names, labels, report)
     report.n_loaded = len(records)
     report.missing = sorted(set(outcomes) - seen)
     if not records:
@@ -139,9 +153,39 @@ def parse_source(source: Source, progress: bool = False) -> tuple[list[Record], 
     return records, labels, report
 
 
-def cache_file(source: Source, quantization: float) -> Path:
-    """Where the parsed tensors of ``source`` on grid ``quantization`` are cached."""
-    key = f"{source.set_name}-{fingerprint(source)}-q{quantization:g}-v{PARSER_VERSION}"
+def _drop_duplicate_ids(records: list[Record], names: list[str], labels: list[int],
+                        report: LoadReport) -> tuple[list[Record], list[int]]:
+    """Skip every record whose RecordID another file also holds; each skip names all the files."""
+    files: dict[int, list[str]] = {}
+    for rec, name in zip(records, names):
+        files.setdefault(rec.record_id, []).append(name)
+    if all(len(v) == 1 for v in files.values()):
+        return records, labels
+    kept_records, kept_labels = [], []
+    for rec, name, label in zip(records, names, labels):
+        where = files[rec.record_id]
+        if len(where) == 1:
+            kept_records.append(rec)
+            kept_labels.append(label)
+            continue
+        # Keeping either would be a guess, and keeping both lets one patient
+        # land in train and in test.
+        if len(set(where)) == 1:
+            place = f"{name} appears twice" if len(where) == 2 else f"{name} appears {len(where)} times"
+        else:
+            place = "it is in " + " and ".join(where)
+        report.skipped.append((name, str(BadRecord(
+            "duplicate record id", f"RecordID {rec.record_id}: {place}; all copies skipped. Keep the one "
+                                   "file that holds this patient and remove the others"))))
+    return kept_records, kept_labels
+
+
+def cache_file(source: Source, quantization: float, key: str | None = None) -> Path:
+    """Where the parsed tensors of ``source`` on grid ``quantization`` are cached.
+
+    ``key`` is the content hash (:func:`fingerprint`, computed when not given).
+    """
+    key = f"{source.set_name}-{key or fingerprint(source)}-q{quantization:g}-v{PARSER_VERSION}"
     return cache_dir() / "physionet" / f"{key}.pt"
 
 
@@ -172,9 +216,9 @@ def load(set_name: str = "set-a", *, path: str | os.PathLike | None = None, quan
                 "pass path=..., download=True, or allow_synthetic=True")
         _warn_synthetic(set_name)
         source = synthetic(synthetic_patients, set_name=set_name)
-    cached = cache_file(source, q)
+    cached = cache_file(source, q) if cache else None
     data = None
-    if cache and cached.is_file():
+    if cached is not None and cached.is_file():
         try:
             # weights_only: tensors, numbers, strings, lists and dicts only; a planted
             # pickle that would run code is refused (and the cache rebuilt).
@@ -183,19 +227,25 @@ def load(set_name: str = "set-a", *, path: str | os.PathLike | None = None, quan
             data = None
     if data is None:
         start = time.perf_counter()
-        records, labels, report = parse_source(source, progress=progress)
+        read = ContentKey()
+        records, labels, report = parse_source(source, progress=progress, key=read)
         data = densify(records, labels, q, report)
         if verbose:
             print(f"parsed in {time.perf_counter() - start:.1f} s")
         if cache:
+            # Keyed by the bytes this parse read, not those hashed before it: a
+            # file edited in between is never cached under its old content's key.
+            cached = cache_file(source, q, read.hexdigest())
             cached.parent.mkdir(parents=True, exist_ok=True)
             tmp = cached.with_suffix(".tmp")
             torch.save(_to_cache(data), tmp)
             tmp.replace(cached)
-    if data.report.missing:
-        warnings.warn(data.report.summary(), MissingRecordWarning, stacklevel=2)
-    elif data.report.skipped:
-        warnings.warn(data.report.summary(), BadRecordWarning, stacklevel=2)
+    if data.report.missing or data.report.skipped:
+        category = MissingRecordWarning if data.report.missing else BadRecordWarning
+        text = data.report.summary()
+        if data.report.skipped:
+            text += "\n" + data.report.examples()
+        warnings.warn(text, category, stacklevel=2)
     if verbose:
         print(data.report.summary())
     return data

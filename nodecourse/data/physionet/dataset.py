@@ -129,6 +129,24 @@ def densify(records: list[Record], labels: list[int], quantization: float, repor
         report=report, quantization=q)
 
 
+def _check_finite_statistics(train: PhysioNetSet, center: torch.Tensor, scale: torch.Tensor, method: str) -> None:
+    """ValueError naming each variable whose statistics overflowed (scale inf would zero it silently)."""
+    m = train.mask.bool()
+    # Unobserved variables get placeholder statistics (scale 1 below): only observed ones count.
+    bad = ~(torch.isfinite(center) & torch.isfinite(scale)) & m.any(dim=(0, 1))
+    if not bad.any():
+        return
+    parts = []
+    for j in bad.nonzero().flatten().tolist():
+        observed = train.values[..., j][m[..., j]]
+        parts.append(f"{VARIABLES[j]} (largest |value| {float(observed.abs().max()):.3g})")
+    how = "a value near its limit, squared" if method == "zscore" else "a range wider than its limit"
+    other = " or use method='minmax'" if method == "zscore" else ""
+    raise ValueError(f"Normalizer.fit(method={method!r}): the statistics of {', '.join(parts)} overflow "
+                     f"{train.values.dtype} ({how}); such a value is almost surely an error in the record: "
+                     f"drop those patients (data.subset){other}")
+
+
 @dataclass
 class Normalizer:
     """Per-variable statistics fitted on the training split only, applied to every split.
@@ -136,6 +154,8 @@ class Normalizer:
     ``method="zscore"``: (x - mean) / std over the observed training values.
     ``method="minmax"``: (x - min) / (max - min), the range (not the max).
     Unobserved entries stay 0; descriptors are z-scored and their NaNs set to 0.
+    Statistics that overflow the values' dtype (a value near float32's limit,
+    squared) raise ValueError naming the variable rather than scaling it to zeros.
     """
 
     method: str
@@ -164,6 +184,7 @@ class Normalizer:
             center = torch.where(m, x, big).amin(dim=(0, 1))
             scale = torch.where(m, x, -big).amax(dim=(0, 1)) - center
             center = torch.where(m.any(dim=(0, 1)), center, torch.zeros_like(center))
+        _check_finite_statistics(train, center, scale, method)
         # A constant variable (MechVent is always 1) gets scale 1, not a division by zero.
         scale = torch.where(scale > 1e-8, scale, torch.ones_like(scale))
         s = train.static

@@ -6,11 +6,13 @@ time-stamped measurements of up to 37 variables. ``-1`` means "not recorded".
 
 A record that cannot be trusted is never half-read: :func:`parse_record`
 raises :class:`BadRecord` naming the reason, and the loader skips the file and
-counts it (see :class:`LoadReport`).
+counts it (see :class:`LoadReport`). Values must be plain decimals
+(``73``, ``-1``, ``7.35``, ``1.2e3``) within float32's finite range, the
+dtype the tensors are stored in; a RecordID must be written in digits.
 """
 from __future__ import annotations
 
-import math
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -35,8 +37,17 @@ HORIZON_HOURS = 48.0
 MISSING_VALUE = -1.0
 """The record format's marker for "not recorded"."""
 
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+"""The largest value a record may hold: the tensors are float32, and a larger one would become inf."""
+
 _VAR_INDEX = {name: i for i, name in enumerate(VARIABLES)}
 _DESCRIPTOR_NAMES = frozenset(("RecordID",) + DESCRIPTORS)
+# float() also accepts '1_000', 'infinity', and Arabic-Indic or full-width digits;
+# the record format is plain ASCII decimals, so anything else is a bad value.
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_RECORD_ID = re.compile(r"[0-9]+")
+_LABEL = re.compile(r"[+-]?[0-9]+")  # 0 or 1; others are read, then refused as "bad outcome"
+_INT64_MAX = 2**63 - 1
 
 
 class BadRecord(ValueError):
@@ -66,6 +77,10 @@ class DownloadError(PhysioNetError):
     """A download that was interrupted or does not match its published checksum (nothing is kept)."""
 
 
+class ConflictingOutcomes(PhysioNetError):
+    """The outcomes file gives one RecordID two different labels: which is right cannot be guessed."""
+
+
 BAD_REASONS = (
     "empty file",
     "unreadable file",
@@ -73,9 +88,14 @@ BAD_REASONS = (
     "bad time stamp",
     "unknown parameter",
     "non-numeric value",
+    "out-of-range value",
     "no record id",
+    "bad record id",
+    "duplicate record id",
     "no outcome",
     "bad outcome",
+    "outside the data folder",
+    "too large",
 )
 
 
@@ -129,6 +149,13 @@ class LoadReport:
                      f"lists (no record file; e.g. {', '.join(map(str, self.missing[:3]))})")
         return text
 
+    def examples(self, limit: int = 5) -> str:
+        """The first ``limit`` skipped files with their reasons, one per line (for warnings)."""
+        lines = [f"  {name}: {why}" for name, why in self.skipped[:limit]]
+        if self.n_skipped > limit:
+            lines.append(f"  ... and {self.n_skipped - limit} more (data.report.skipped lists them all)")
+        return "\n".join(lines)
+
 
 # Every valid time stamp, precomputed: parsing 1.7 M rows spends most of its
 # time on time stamps otherwise.
@@ -143,7 +170,8 @@ def _parse_time(text: str) -> float:
     if t is not None:
         return t
     hh, sep, mm = text.strip().partition(":")
-    if not sep or not hh.isdigit() or not mm.isdigit() or len(mm) != 2 or int(mm) >= 60:
+    # isdigit() is True for non-ASCII digits too ('\u0661'); the format writes ASCII only.
+    if not sep or not text.isascii() or not hh.isdigit() or not mm.isdigit() or len(mm) != 2 or int(mm) >= 60:
         raise ValueError(text)
     hours = int(hh) + int(mm) / 60.0
     if hours > HORIZON_HOURS:
@@ -151,8 +179,55 @@ def _parse_time(text: str) -> float:
     return hours
 
 
+# Set A holds 1.7 M values but only about 7,600 distinct strings: remembering the
+# ones already checked makes the strict check cheaper than float() on every row.
+_VALUES: dict[str, float] = {}
+_VALUES_LIMIT = 200_000
+
+
+def _parse_value(value_text: str, param: str, where: str) -> float:
+    """A plain decimal within float32's range, else :class:`BadRecord` naming ``where`` and ``param``."""
+    value = _VALUES.get(value_text)
+    if value is not None:
+        return value
+    stripped = value_text.strip()
+    if not _DECIMAL.fullmatch(stripped):
+        raise BadRecord("non-numeric value", f"{where}: {param}={value_text!r} is not a plain decimal number "
+                                             "(digits, an optional point and exponent, e.g. 73 or 7.35e1); "
+                                             "correct the value or remove the row")
+    value = float(stripped)
+    if not abs(value) <= FLOAT32_MAX:  # also catches 1e999, which float() turns into inf
+        raise BadRecord("out-of-range value",
+                        f"{where}: {param}={value_text!r} is outside float32's finite range "
+                        f"(|x| <= {FLOAT32_MAX:.4g}), the dtype the tensors are stored in; "
+                        "correct the value or remove the row")
+    if len(_VALUES) >= _VALUES_LIMIT:
+        _VALUES.clear()
+    _VALUES[value_text] = value
+    return value
+
+
+def _parse_record_id(value_text: str, where: str) -> int:
+    """A RecordID written in digits that fits int64, else :class:`BadRecord` ("bad record id")."""
+    stripped = value_text.strip()
+    if not _RECORD_ID.fullmatch(stripped):
+        # float() would read '140001.5' as 140001 and '1e30' as an id no int64 holds.
+        raise BadRecord("bad record id", f"{where}: RecordID={value_text!r} is not a whole number written in "
+                                         "digits (e.g. 132539); correct the RecordID row")
+    rid = int(stripped)
+    if rid > _INT64_MAX:
+        raise BadRecord("bad record id", f"{where}: RecordID={value_text!r} is too large for an int64 id; "
+                                         "correct the RecordID row")
+    return rid
+
+
 def parse_record(text: str, name: str = "<record>") -> Record:
-    """Parse the text of one record file; raise :class:`BadRecord` if it cannot be trusted."""
+    """Parse the text of one record file; raise :class:`BadRecord` if it cannot be trusted.
+
+    A value that is not a plain decimal is a "non-numeric value", one beyond float32's
+    finite range an "out-of-range value"; a RecordID not written in digits, or two
+    different RecordIDs in one file, a "bad record id".
+    """
     lines = [ln for ln in text.splitlines() if ln.strip()]
     if not lines:
         raise BadRecord("empty file", name)
@@ -160,6 +235,7 @@ def parse_record(text: str, name: str = "<record>") -> Record:
         raise BadRecord("no header", f"{name}: first line {lines[0][:40]!r}, expected 'Time,Parameter,Value'")
 
     record_id = None
+    record_id_line = 0
     static = np.full(len(DESCRIPTORS), np.nan)
     seen_descriptor: set[str] = set()
     obs_t: list[float] = []
@@ -176,12 +252,7 @@ def parse_record(text: str, name: str = "<record>") -> Record:
             t = _parse_time(time_text)
         except ValueError:
             raise BadRecord("bad time stamp", f"{name} line {lineno}: {time_text!r}") from None
-        try:
-            value = float(value_text)
-        except ValueError:
-            raise BadRecord("non-numeric value", f"{name} line {lineno}: {param}={value_text!r}") from None
-        if not math.isfinite(value):
-            raise BadRecord("non-numeric value", f"{name} line {lineno}: {param}={value_text!r}")
+        value = _parse_value(value_text, param, f"{name} line {lineno}")
         j = var_index.get(param)
         if j is None:
             param = param.strip()
@@ -191,12 +262,18 @@ def parse_record(text: str, name: str = "<record>") -> Record:
             if t == 0.0 and param in _DESCRIPTOR_NAMES and param not in seen_descriptor:
                 seen_descriptor.add(param)
                 if param == "RecordID":
-                    record_id = int(value)
+                    record_id, record_id_line = _parse_record_id(value_text, f"{name} line {lineno}"), lineno
                 elif value != MISSING_VALUE:
                     static[DESCRIPTORS.index(param)] = value
                 continue
             in_header_block = False
         if j is None:
+            if param == "RecordID" and record_id is not None:
+                again = _parse_record_id(value_text, f"{name} line {lineno}")
+                if again != record_id:  # which patient is this? neither answer can be trusted
+                    raise BadRecord("bad record id", f"{name} line {lineno}: RecordID {record_id} was given on "
+                                                     f"line {record_id_line}, and RecordID={value_text!r} here; "
+                                                     "keep the file's one RecordID row")
             if param in _DESCRIPTOR_NAMES:
                 continue  # a repeated descriptor row: not a measurement, harmless
             raise BadRecord("unknown parameter", f"{name} line {lineno}: {param!r}")
@@ -220,26 +297,43 @@ def parse_record(text: str, name: str = "<record>") -> Record:
     return Record(record_id, times, values, mask, static)
 
 
-def parse_outcomes(text: str) -> dict[int, int]:
-    """Parse ``Outcomes-X.txt``: RecordID -> In-hospital_death as written.
+def parse_outcomes(text: str, name: str = "the outcomes file") -> dict[int, int]:
+    """Parse ``Outcomes-X.txt`` (called ``name`` in errors): RecordID -> In-hospital_death as written.
 
     A label other than 0 or 1 is returned as written: the loader skips that
-    record as "bad outcome" (see :func:`check_label`)."""
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    if not lines:
-        raise ValueError("the outcomes file is empty; expected a header "
+    record as "bad outcome" (see :func:`check_label`). A RecordID listed twice
+    with the same label is accepted (the repeat says nothing new; the other
+    columns are not read); listed twice with different labels it raises
+    :class:`ConflictingOutcomes` naming the RecordID, both lines and ``name``.
+    """
+    numbered = [(i, ln.strip()) for i, ln in enumerate(text.splitlines(), start=1) if ln.strip()]
+    if not numbered:
+        raise ValueError(f"{name} is empty; expected a header "
                          "'RecordID,...,In-hospital_death' and one row per record")
-    header = [c.strip() for c in lines[0].split(",")]
+    header_line = numbered[0][1]
+    header = [c.strip() for c in header_line.split(",")]
     if "RecordID" not in header or "In-hospital_death" not in header:
-        raise ValueError(f"the outcomes file's header {lines[0]!r} lacks RecordID or In-hospital_death")
+        raise ValueError(f"the header of {name}, {header_line[:80]!r}, lacks RecordID or In-hospital_death")
     i_id, i_death = header.index("RecordID"), header.index("In-hospital_death")
     out: dict[int, int] = {}
-    for line in lines[1:]:
+    first_line: dict[int, int] = {}
+    for lineno, line in numbered[1:]:
         parts = line.split(",")
         try:
-            out[int(parts[i_id])] = int(parts[i_death])
-        except (ValueError, IndexError):
+            id_text, label_text = parts[i_id].strip(), parts[i_death].strip()
+        except IndexError:
             continue  # a malformed outcome row: that record will be skipped as "no outcome"
+        # int() would also read '140_001' or non-ASCII digits; the file writes plain ones.
+        if not _RECORD_ID.fullmatch(id_text) or not _LABEL.fullmatch(label_text):
+            continue
+        rid, label = int(id_text), int(label_text)
+        if rid in out and out[rid] != label:
+            raise ConflictingOutcomes(
+                f"{name} lists RecordID {rid} twice with different In-hospital_death {out[rid]} "
+                f"(line {first_line[rid]}) and {label} (line {lineno}); delete the wrong row "
+                "(an identical repeat is accepted)")
+        out[rid] = label
+        first_line.setdefault(rid, lineno)
     return out
 
 
