@@ -30,7 +30,15 @@ def test_fit_slope_recovers_a_power_law():
     assert lesson02.fit_slope(hs, [3 * h ** 4 for h in hs]) == pytest.approx(4.0)
 
 
-@pytest.mark.parametrize("method", ["euler", "midpoint", "rk4", "bosh3", "dopri5", "implicit_euler", "trapezoid"])
+def test_every_registered_solver_has_its_order_steps():
+    """lesson02.convergence would otherwise borrow another method's step counts, and the full
+    ledger run (tuple(ORDER_STEPS)) would skip the new method: a registry line needs its entry."""
+    assert set(lesson02.ORDER_STEPS) == set(nodecourse.SOLVERS), (
+        f"registered without ORDER_STEPS: {sorted(set(nodecourse.SOLVERS) - set(lesson02.ORDER_STEPS))}; "
+        f"in ORDER_STEPS but not registered: {sorted(set(lesson02.ORDER_STEPS) - set(nodecourse.SOLVERS))}")
+
+
+@pytest.mark.parametrize("method", list(nodecourse.SOLVERS))
 def test_each_solver_order_is_measured_near_declared(method):
     r = lesson02.convergence(method)
     assert abs(r["measured"] - r["declared"]) <= lesson02.ORDER_TOLERANCE

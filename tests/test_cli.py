@@ -106,3 +106,31 @@ def test_claims_only_one_row_as_json():
     assert {"id", "claim", "source", "published", "threshold", "threshold_kind", "measured", "verdict"} <= set(rows[0])
     assert rows[0]["verdict"] in {"holds", "holds in part", "does not hold", "not measurable at this scale"}
     assert rows[0]["measured"]
+
+
+@pytest.mark.parametrize("argv", [
+    ["--ip="], ["--ip", "0.0.0.0"], ["--ip=::"], ["--ip", "192.168.1.5"], ["--ip=example.org"],
+    ["--", "--ServerApp.ip=0.0.0.0"], ["--", "--ip", ""],
+])
+def test_lab_refuses_a_network_address_without_allow_remote(argv, capsys):
+    """An empty or non-loopback address exposes a code-running server: exit 2, say so on stderr."""
+    assert cli.main(["lab", "--dry-run", *argv]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""  # no command printed: nothing would start
+    err = captured.err
+    for words in ("runs any code as this user", "token is the only protection", "--allow-remote",
+                  "127.0.0.0/8, ::1 or localhost"):
+        assert words in err, err
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1", "127.1.2.3", "::1", "[::1]", "localhost", "LOCALHOST"])
+def test_lab_allows_loopback_without_the_flag(address, capsys):
+    assert cli.main(["lab", "--dry-run", f"--ip={address}"]) == 0
+    assert f"--ip={address}" in capsys.readouterr().out
+
+
+def test_lab_allow_remote_lets_a_network_address_through_and_warns(capsys):
+    assert cli.main(["lab", "--dry-run", "--ip=0.0.0.0", "--allow-remote"]) == 0
+    captured = capsys.readouterr()
+    assert "--ip=0.0.0.0" in captured.out and "--allow-remote" not in captured.out  # ours, not jupyter's
+    assert "run code as this user" in captured.err

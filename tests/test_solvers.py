@@ -280,7 +280,8 @@ def test_failed_solve_raises_with_status_and_remedy():
 
 
 def test_public_names_and_registry():
-    assert set(SOLVERS) == {"euler", "midpoint", "rk4", "rk38", "bosh3", "dopri5", "implicit_euler", "trapezoid"}
+    # The methods the lessons name are registered; a new tableau's registry line adds to them freely.
+    assert {"euler", "midpoint", "rk4", "rk38", "bosh3", "dopri5", "implicit_euler", "trapezoid"} <= set(SOLVERS)
     with pytest.raises(ValueError, match="dopri5"):
         SOLVERS["rk45"]
     assert "dopri5" in SOLVERS and "rk45" not in SOLVERS
@@ -347,3 +348,29 @@ def test_implicit_nan_is_a_status():
                  options={"max_nonfinite_retries": 2})
     assert sol.status is Status.NON_FINITE and sol.stats["n_newton_failures"] >= 3 and "NaN" in sol.message
     assert torch.isfinite(sol.ys[0]).all() and torch.isnan(sol.ys[-1]).all()
+
+
+def test_solvers_is_a_read_only_mapping():
+    from collections.abc import Mapping
+
+    from nodecourse.solvers.registry import SolverRegistry, SolverSpec, UnknownSolverError
+
+    assert isinstance(SOLVERS, Mapping)
+    assert SOLVERS.get("nope") is None and SOLVERS.get("nope", "x") == "x" and SOLVERS.get(["unhashable"]) is None
+    assert SOLVERS.get("dopri5") is SOLVERS["dopri5"]
+    assert "dopri5" in SOLVERS and "nope" not in SOLVERS and 5 not in SOLVERS
+    assert len(SOLVERS) == len(list(SOLVERS)) == len(SOLVERS.items()) == len(set(SOLVERS.keys()))
+    assert all(spec.name == name for name, spec in SOLVERS.items())
+    assert list(SOLVERS.values()) == [SOLVERS[n] for n in SOLVERS]
+    assert dict(SOLVERS) == {n: SOLVERS[n] for n in SOLVERS}
+    with pytest.raises(UnknownSolverError) as info:  # a ValueError (the library's bad value) and a KeyError
+        SOLVERS["rk45"]
+    assert isinstance(info.value, ValueError) and isinstance(info.value, KeyError)
+    assert str(info.value) == ("method='rk45' is not a registered solver; valid names: " + ", ".join(SOLVERS)
+                               + " (or pass a nodecourse.solvers.ButcherTableau)")
+    with pytest.raises(TypeError):  # read-only
+        SOLVERS["mine"] = SOLVERS["rk4"]
+    with pytest.raises(TypeError):
+        SOLVERS._specs["mine"] = SOLVERS["rk4"]
+    with pytest.raises(ValueError, match=r"registered twice: \['rk4'\]"):
+        SolverRegistry([SOLVERS["rk4"], SolverSpec(SOLVERS["rk4"].tableau)])

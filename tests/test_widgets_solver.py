@@ -155,12 +155,58 @@ def test_plots_take_measured_rows():
     assert [list(d.y) for d in fig.data] == [[10, 10], [3, 10]]
 
 
-def test_plotting_sets_the_mimetype_renderer_and_a_modest_matplotlib_style():
+def test_importing_plotting_leaves_plotlys_renderer_unchanged():
+    """No import-time side effect: checked in a fresh interpreter (here the module is imported already)."""
+    import subprocess
+    import sys
+
+    code = ("import plotly.io as pio; pio.renderers.default = 'json'; import nodecourse.plotting, "
+            "nodecourse.plotting.solvers, nodecourse.plotting.annulus, nodecourse.plotting.physionet; "
+            "print(repr(pio.renderers.default))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "'json'"
+
+
+def test_course_figures_show_with_the_mimetype_renderer_and_a_modest_matplotlib_style(monkeypatch):
+    """The renderer is chosen per figure: fig.show() and display(fig) use plotly_mimetype (small
+    notebooks), whatever the global default; an explicit renderer still wins."""
     import matplotlib as mpl
     import plotly.io as pio
 
     import nodecourse.plotting as plotting
+    from nodecourse.plotting.solvers import plot_tolerance_sweep, plot_work_per_input
 
-    assert pio.renderers.default == "plotly_mimetype"
+    shown = []
+    monkeypatch.setattr(pio, "show", lambda fig, *a, **kw: shown.append((a, kw.get("renderer"))))
+    monkeypatch.setattr(pio.renderers, "default", "browser")  # a global choice must not matter
+    figures = [plotting.figure("t", "x", "y"), plotting.course_subplots(rows=1, cols=2),
+               plot_work_per_input(["a"], [1], [1]),
+               plot_tolerance_sweep({"dict rows": [{"rtol": 1e-3, "error": 1e-4, "nfe": 20}]})]
+    for fig in figures:
+        assert isinstance(fig, plotting.CourseFigure)
+        fig.show()
+        fig._ipython_display_()  # what IPython calls for display(fig) and a cell's last expression
+    assert shown == [((), "plotly_mimetype")] * (2 * len(figures))
+    shown.clear()
+    figures[0].show(renderer="json")
+    figures[0].show("png")  # plotly's positional renderer
+    assert shown == [((), "json"), (("png",), None)]
+    assert pio.renderers.default == "browser"
     plotting.use_style()
     assert mpl.rcParams["figure.dpi"] <= 100
+
+
+def test_every_registered_solver_has_its_own_colour():
+    """Colours derive from SOLVERS: no registered solver falls back to the grey of unknown names."""
+    from nodecourse import SOLVERS
+    from nodecourse.plotting import SOLVER_COLORS, UNREGISTERED_COLOR, solver_color, solver_colors
+
+    assert set(SOLVERS) | {"torchdiffeq"} == set(SOLVER_COLORS)
+    assert len(set(SOLVER_COLORS.values())) == len(SOLVER_COLORS)  # distinct
+    assert UNREGISTERED_COLOR not in SOLVER_COLORS.values()
+    assert all(solver_color(name) == SOLVER_COLORS[name] for name in SOLVERS)
+    assert solver_color("my_ralston") == UNREGISTERED_COLOR  # a learner's own tableau
+    more = solver_colors([*SOLVERS, "heun3", "dopri8"])  # what a new registry line would get
+    assert {k: more[k] for k in SOLVER_COLORS} == SOLVER_COLORS  # existing colours stay
+    assert len(set(more.values())) == len(more)

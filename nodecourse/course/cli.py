@@ -74,6 +74,58 @@ def _terminal_shell(environ: dict) -> list[str]:
     return [shell]
 
 
+# The options through which JupyterLab can be told its address: ours, and jupyter's own
+# spellings passed through after `--` (they would otherwise bypass the loopback check).
+_IP_OPTIONS = ("--ip", "--ServerApp.ip", "--NotebookApp.ip")
+
+
+def is_loopback(address: str) -> bool:
+    """Whether ``address`` is a loopback address: 127.0.0.0/8, ::1 or ``localhost``.
+
+    Only an address (or ``localhost``) counts: an empty string, ``0.0.0.0``, ``::`` and
+    any host name other than ``localhost`` mean (or may resolve to) a network interface.
+    """
+    import ipaddress
+
+    text = address.strip().strip("[]")  # [::1], as URLs spell IPv6
+    if text.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(text).is_loopback
+    except ValueError:
+        return False
+
+
+def _requested_addresses(args: argparse.Namespace, extra: Sequence[str]) -> list[tuple[str, str]]:
+    """Every (option, address) the server would be given: ``--ip`` and jupyter's own spellings in ``extra``."""
+    found = [("--ip", args.ip)] if args.ip is not None else []
+    items = list(extra)
+    for i, item in enumerate(items):
+        for name in _IP_OPTIONS:
+            if item.startswith(name + "="):
+                found.append((name, item.split("=", 1)[1]))
+            elif item == name and i + 1 < len(items):
+                found.append((name, items[i + 1]))
+    return found
+
+
+def remote_access_error(args: argparse.Namespace, extra: Sequence[str]) -> str | None:
+    """The message refusing a non-loopback address without ``--allow-remote``; None when allowed."""
+    if getattr(args, "allow_remote", False):
+        return None
+    for name, address in _requested_addresses(args, extra):
+        if not is_loopback(address):
+            shown = "every network interface" if address.strip() in ("", "0.0.0.0", "::", "*") else address
+            return (
+                f"error: {name}={address!r} would make the server listen on {shown}, not only on this "
+                "computer (valid without --allow-remote: 127.0.0.0/8, ::1 or localhost). That exposes a "
+                "JupyterLab server that runs any code as this user, with this user's files, to anyone who "
+                "can reach this machine on the network; its token is the only protection. To keep it "
+                f"local, drop {name} or give {name}=127.0.0.1; to expose it on purpose, add --allow-remote."
+            )
+    return None
+
+
 def lab_command(args: argparse.Namespace, extra: Sequence[str]) -> list[str]:
     """The JupyterLab command line ``nodecourse lab`` runs (in the course root)."""
     root = _course_root_or_exit(args.root)
@@ -98,6 +150,14 @@ def lab_command(args: argparse.Namespace, extra: Sequence[str]) -> list[str]:
 
 
 def run_lab(args: argparse.Namespace, extra: Sequence[str]) -> int:
+    refused = remote_access_error(args, extra)
+    if refused is not None:
+        print(refused, file=sys.stderr)
+        return 2
+    remote = [a for _, a in _requested_addresses(args, extra) if not is_loopback(a)]
+    if remote:  # allowed on purpose: still say what it means, once, before the server starts
+        print(f"warning: --allow-remote: JupyterLab will listen on {remote[0] or 'every interface'!r}; anyone "
+              "who can reach it and has the token can run code as this user", file=sys.stderr)
     cmd = lab_command(args, extra)
     root = _course_root_or_exit(args.root)
     if args.dry_run:
@@ -298,7 +358,12 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Start JupyterLab in the course folder at notebooks/00_start_here.ipynb. "
                                    "Arguments it does not know are passed to jupyter lab.")
     p.add_argument("--port", type=int, default=None, help="port for the server (default: jupyter's)")
-    p.add_argument("--ip", default=None, help="address to listen on (default: jupyter's, localhost)")
+    p.add_argument("--ip", default=None,
+                   help="address to listen on (default: jupyter's, localhost); an address other than "
+                        "loopback (127.0.0.0/8, ::1, localhost) needs --allow-remote")
+    p.add_argument("--allow-remote", action="store_true",
+                   help="allow --ip to be a network address (or empty: every interface). The server runs "
+                        "code as this user and its token is then the only protection")
     p.add_argument("--no-browser", action="store_true", help="do not open a browser")
     p.add_argument("--root", default=None, help="the course folder (default: found from the current directory)")
     p.add_argument("--dry-run", action="store_true", help="print the jupyter command instead of running it")

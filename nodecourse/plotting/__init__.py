@@ -1,9 +1,10 @@
 """Plotting helpers shared by the lessons (plotly for interactive figures, matplotlib for static ones).
 
-Importing this module sets plotly's default renderer to ``plotly_mimetype``:
-a figure is stored in the notebook once, as JSON, rather than with a copy of
-plotly.js, so executed notebooks stay small (well under 2 MB) and still render
-in JupyterLab.
+Plotly figures made here are :class:`CourseFigure` objects: shown (``fig.show()``, or as a
+cell's last expression) with the ``plotly_mimetype`` renderer, so a figure is stored in the
+notebook once, as JSON, rather than with a copy of plotly.js; executed notebooks stay small
+(well under 2 MB) and still render in JupyterLab. The renderer is chosen per figure: importing
+this module leaves plotly's global ``plotly.io.renderers.default`` as it is.
 """
 from __future__ import annotations
 
@@ -11,20 +12,77 @@ from typing import Any
 
 import plotly.graph_objects as go
 import plotly.io as pio
+from plotly.subplots import make_subplots
 
-pio.renderers.default = "plotly_mimetype"
+from nodecourse.solvers.registry import SOLVERS
 
-#: A fixed colour for each solver, so every figure of the course reads the same way.
-SOLVER_COLORS = {
+#: The renderer :class:`CourseFigure` uses when none is given.
+RENDERER = "plotly_mimetype"
+
+
+class CourseFigure(go.Figure):
+    """A ``plotly.graph_objects.Figure`` shown with :data:`RENDERER` unless a renderer is given.
+
+    ``fig.show()`` and displaying ``fig`` (a cell's last expression, ``display(fig)``) use
+    :data:`RENDERER`; ``fig.show(renderer=...)`` still picks another. Everything else is
+    plotly's Figure.
+    """
+
+    def show(self, *args, **kwargs):
+        """Show the figure with :data:`RENDERER` (or the ``renderer`` given), as ``go.Figure.show``."""
+        if not args:  # plotly's first positional argument is the renderer
+            kwargs.setdefault("renderer", RENDERER)
+        return super().show(*args, **kwargs)
+
+    def _ipython_display_(self):
+        # IPython's display() and a cell's last expression come here; plotly's own version would
+        # read the global default renderer, which this module no longer sets.
+        if pio.renderers.render_on_display:
+            self.show()
+        else:
+            print(repr(self))
+
+
+def course_subplots(**kwargs) -> CourseFigure:
+    """``plotly.subplots.make_subplots(**kwargs)`` as a :class:`CourseFigure`."""
+    return make_subplots(figure=CourseFigure(), **kwargs)
+
+
+#: Fixed colours of the course's solvers, so every figure reads the same way; a solver registered
+#: later without one here gets the next free colour of :data:`_SPARE_COLORS` (see :data:`SOLVER_COLORS`).
+_PINNED_COLORS = {
     "euler": "#1f77b4",
     "midpoint": "#ff7f0e",
     "rk4": "#2ca02c",
+    "rk38": "#17becf",
     "bosh3": "#d62728",
     "dopri5": "#9467bd",
     "implicit_euler": "#8c564b",
     "trapezoid": "#e377c2",
     "torchdiffeq": "#7f7f7f",
 }
+_SPARE_COLORS = ("#bcbd22", "#2f4b7c", "#a05195", "#ffa600", "#665191", "#d45087", "#003f5c", "#f95d6a",
+                 "#488f31", "#de425b", "#00876c", "#b15928")
+#: Grey for a name that is not a registered solver (a learner's own tableau).
+UNREGISTERED_COLOR = "#555555"
+
+
+def solver_colors(names) -> dict[str, str]:
+    """A distinct colour for each name in ``names`` (registered solver names, in order): the pinned
+    colour where there is one, else the next spare one; plus ``"torchdiffeq"``'s."""
+    colors = {name: _PINNED_COLORS[name] for name in names if name in _PINNED_COLORS}
+    spare = [c for c in _SPARE_COLORS if c not in _PINNED_COLORS.values()]
+    for name in names:
+        if name not in colors:
+            if not spare:
+                raise ValueError(f"no colour left for solver {name!r}: add one to nodecourse.plotting._SPARE_COLORS")
+            colors[name] = spare.pop(0)
+    colors.setdefault("torchdiffeq", _PINNED_COLORS["torchdiffeq"])
+    return colors
+
+
+#: A colour for each registered solver (derived from :data:`nodecourse.SOLVERS`) and for torchdiffeq.
+SOLVER_COLORS = solver_colors(list(SOLVERS))
 
 #: Matplotlib settings for static figures: modest size and dpi (notebooks stay small), readable labels.
 MPL_STYLE: dict[str, Any] = {
@@ -47,14 +105,15 @@ def use_style() -> None:
 
 
 def solver_color(name: str) -> str:
-    """The course's colour for solver ``name`` (grey for one it does not know)."""
-    return SOLVER_COLORS.get(name, "#555555")
+    """The course's colour for solver ``name``; :data:`UNREGISTERED_COLOR` (grey) for a name that is
+    not a registered solver, such as a learner's own tableau. Every registered solver has its own."""
+    return SOLVER_COLORS.get(name, UNREGISTERED_COLOR)
 
 
 def figure(title: str, x_title: str, y_title: str, *, log_x: bool = False, log_y: bool = False,
-           height: int = 360, width: int | None = None) -> go.Figure:
-    """An empty plotly figure with a title and labelled axes (put units in the titles)."""
-    fig = go.Figure()
+           height: int = 360, width: int | None = None) -> CourseFigure:
+    """An empty plotly figure (a :class:`CourseFigure`) with a title and labelled axes (put units in the titles)."""
+    fig = CourseFigure()
     fig.update_layout(
         title=title, height=height, width=width, template="plotly_white",
         margin=dict(l=60, r=20, t=50, b=50), legend=dict(font=dict(size=11)),
@@ -64,4 +123,5 @@ def figure(title: str, x_title: str, y_title: str, *, log_x: bool = False, log_y
     return fig
 
 
-__all__ = ["MPL_STYLE", "SOLVER_COLORS", "figure", "solver_color", "use_style"]
+__all__ = ["MPL_STYLE", "RENDERER", "SOLVER_COLORS", "CourseFigure", "course_subplots", "figure", "solver_color",
+           "solver_colors", "use_style"]

@@ -2,8 +2,8 @@
 animated trajectories of the flow (plotly, with a time slider).
 
 Import explicitly: ``from nodecourse.plotting.annulus import decision_boundary_figure``.
-Importing :mod:`nodecourse.plotting` sets plotly's ``plotly_mimetype`` renderer, so figures
-stay small in the saved notebook.
+The plotly figures are :class:`nodecourse.plotting.CourseFigure` objects, shown with the
+``plotly_mimetype`` renderer, so they stay small in the saved notebook.
 """
 from __future__ import annotations
 
@@ -12,10 +12,9 @@ from typing import Mapping, Sequence
 
 import plotly.graph_objects as go
 import torch
-from plotly.subplots import make_subplots
 
 from nodecourse.data.toy import ANNULUS_RADII
-from nodecourse.plotting import use_style
+from nodecourse.plotting import CourseFigure, course_subplots, use_style
 from nodecourse.probes import CircleProbe, DecisionGrid
 
 MODEL_COLORS = {"NODE": "#d62728", "ANODE": "#1f77b4", "ResNet": "#2ca02c"}
@@ -110,8 +109,8 @@ def training_curves_figure(runs: Sequence) -> go.Figure:
 
     One colour per model, one line per seed.
     """
-    fig = make_subplots(rows=1, cols=3, subplot_titles=("training loss (SmoothL1)", "forward NFE per epoch",
-                                                        "sample accuracy"))
+    fig = course_subplots(rows=1, cols=3, subplot_titles=("training loss (SmoothL1)", "forward NFE per epoch",
+                                                          "sample accuracy"))
     shown = set()
     for r in runs:
         epochs = list(range(1, len(r.log.loss) + 1))
@@ -166,7 +165,7 @@ def trajectory_figure(ts: torch.Tensor, zs: torch.Tensor, y: torch.Tensor, *, ti
     def points(k):
         return Scatter(mode="markers", marker=marker, showlegend=False, **coords(zs[k]))
 
-    fig = go.Figure(data=[*lines, points(0)])
+    fig = CourseFigure(data=[*lines, points(0)])
     moving = len(lines)
     fig.frames = [go.Frame(data=[points(k)], traces=[moving], name=f"{float(t):.2f}") for k, t in enumerate(ts)]
     steps = [dict(method="animate", label=f"{float(t):.2f}",

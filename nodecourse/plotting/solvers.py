@@ -9,7 +9,7 @@ from typing import Sequence
 import plotly.graph_objects as go
 import torch
 
-from nodecourse.plotting import figure, solver_color
+from nodecourse.plotting import course_subplots, figure, solver_color
 
 
 def plot_convergence(results: Sequence[dict], *, title: str = "Convergence order") -> go.Figure:
@@ -106,9 +106,7 @@ def plot_tolerance_sweep(rows_by_method: dict[str, Sequence], *,
     ``rows_by_method``: method name to rows, either :class:`nodecourse.diagnostics.SweepRow`
     objects or dicts, with ``rtol``, ``max_error`` (or ``error``), ``nfe`` and optionally ``seconds``.
     """
-    from plotly.subplots import make_subplots
-
-    fig = make_subplots(rows=1, cols=3, subplot_titles=("error", "function evaluations", "wall time"))
+    fig = course_subplots(rows=1, cols=3, subplot_titles=("error", "function evaluations", "wall time"))
     for method, rows in rows_by_method.items():
         rt = [_get(r, "rtol") for r in rows]
         color = solver_color(method)

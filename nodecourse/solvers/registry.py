@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Optional
 
 from nodecourse.solvers.tableaux import (BOSH3, DOPRI5, EULER, IMPLICIT_EULER, MIDPOINT, RK4, RK38, TRAPEZOID,
@@ -67,17 +68,38 @@ class SolverSpec:
         return self.tableau.error_order
 
 
+class UnknownSolverError(ValueError, KeyError):
+    """``SOLVERS[name]`` for a name that is not registered.
+
+    A ``ValueError`` (a bad ``method=`` value, as the rest of the library raises) and a
+    ``KeyError`` (what a ``Mapping`` raises for a missing key, so ``get``, ``in`` and
+    ``dict(SOLVERS)``-style code behave as for any mapping).
+    """
+
+    # KeyError's str() quotes its argument (it prints the key); the message reads better plain.
+    __str__ = ValueError.__str__
+
+
 class SolverRegistry(Mapping):
-    """A read-only mapping whose unknown keys raise ``ValueError`` listing the valid names."""
+    """A read-only ``collections.abc.Mapping`` name -> :class:`SolverSpec`.
+
+    ``get``, ``in``, iteration (registration order), ``len``, ``keys``/``values``/``items``
+    behave as for a dict; indexing an unknown name raises :class:`UnknownSolverError`
+    (a ``ValueError`` and a ``KeyError``) listing the valid names.
+    """
 
     def __init__(self, specs: list[SolverSpec]):
-        self._specs = {s.name: s for s in specs}
+        names = [s.name for s in specs]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:  # a second line for a name would silently replace the first
+            raise ValueError(f"solver names registered twice: {duplicates}; give each SolverSpec its own name=")
+        self._specs = MappingProxyType({s.name: s for s in specs})
 
     def __getitem__(self, name: str) -> SolverSpec:
         try:
             return self._specs[name]
         except (KeyError, TypeError):
-            raise ValueError(
+            raise UnknownSolverError(
                 f"method={name!r} is not a registered solver; valid names: {', '.join(self._specs)} "
                 f"(or pass a nodecourse.solvers.ButcherTableau)"
             ) from None

@@ -83,21 +83,23 @@ def result_figure(res: AdjointResult):
 
 
 class AdjointExplorer(FigureExplorer):
-    """Controls: ``lam``, ``T``, ``tol`` (rtol = atol), ``mode`` (gradient), ``device``."""
+    """Controls: ``lam``, ``T``, ``tol`` (rtol = atol), ``mode`` (gradient), ``device``.
+
+    A constructor value outside its control's range (``lam`` in [-30, -0.5], ``T`` in [0.25, 4],
+    ``tol`` in [1e-10, 1e-3]) raises ``ValueError`` naming it.
+    """
 
     def __init__(self, *, lam: float = -10.0, T: float = 1.0, tol: float = 1e-6, mode: str = "adjoint",
                  device: str = "cpu", render: bool = True):
         import ipywidgets as w
 
-        if mode not in MODES:
-            raise ValueError(f"mode={mode!r} is not a gradient mode; valid: {list(MODES)}")
         check_device(device)
         self.render = render
-        self.lam = w.FloatSlider(value=lam, min=-30.0, max=-0.5, step=0.5, description="lam")
-        self.T = w.FloatSlider(value=T, min=0.25, max=4.0, step=0.25, description="horizon T")
-        self.tol = w.FloatLogSlider(value=tol, base=10, min=-10, max=-3, step=1, description="tol",
-                                    readout_format=".0e")
-        self.mode = w.Dropdown(options=list(MODES), value=mode, description="gradient")
+        self.lam = self._control("lam", w.FloatSlider, lam, min=-30.0, max=-0.5, step=0.5, description="lam")
+        self.T = self._control("T", w.FloatSlider, T, min=0.25, max=4.0, step=0.25, description="horizon T")
+        self.tol = self._control("tol", w.FloatLogSlider, tol, base=10, min=-10, max=-3, step=1, description="tol",
+                                 readout_format=".0e")
+        self.mode = self._control("mode", w.Dropdown, mode, options=list(MODES), description="gradient")
         self.device = device_control(device)
         self.result: AdjointResult | None = None
         assemble(self, [self.lam, self.T, self.tol, self.mode, self.device], first_row=3)

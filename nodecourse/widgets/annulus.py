@@ -75,17 +75,15 @@ class AnnulusExplorer(FigureExplorer):
                  max_epochs: int = 150, render: bool = True, device=None):
         import ipywidgets as w
 
-        if not 0 <= augment_dim <= max_augment:
-            raise ValueError(f"augment_dim={augment_dim!r}: choose 0..{max_augment} (max_augment)")
-        if not 1 <= epochs <= max_epochs:
-            raise ValueError(f"epochs={epochs!r}: choose 1..{max_epochs} (max_epochs)")
         self.render = render
         self.device = device
         style = dict(continuous_update=False)
-        self.augment_dim = w.IntSlider(value=augment_dim, min=0, max=max_augment, description="augment dims",
-                                       style={"description_width": "initial"}, **style)
-        self.epochs = w.IntSlider(value=epochs, min=5, max=max_epochs, step=5, description="epochs", **style)
-        self.seed = w.IntSlider(value=seed, min=0, max=4, description="seed", **style)
+        self.augment_dim = self._control("augment_dim", w.IntSlider, augment_dim, min=0, max=max_augment,
+                                         description="augment dims", style={"description_width": "initial"},
+                                         hint="raise max_augment", **style)
+        self.epochs = self._control("epochs", w.IntSlider, epochs, min=5, max=max_epochs, step=5,
+                                    description="epochs", hint="raise max_epochs", **style)
+        self.seed = self._control("seed", w.IntSlider, seed, min=0, max=4, description="seed", **style)
         self.status = w.HTML()
         self.output = w.Output()
         self.controls = [self.augment_dim, self.epochs, self.seed]

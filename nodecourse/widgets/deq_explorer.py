@@ -103,17 +103,13 @@ class DEQExplorer(FigureExplorer):
                  device: str = "cpu", render: bool = True):
         import ipywidgets as w
 
-        if solver not in METHODS:
-            raise ValueError(f"solver={solver!r} is unknown; use one of {sorted(METHODS)}")
-        if tol not in TOLERANCES:
-            raise ValueError(f"tol={tol!r} is not offered; use one of {TOLERANCES}")
-        if jac_weight not in JAC_WEIGHTS:
-            raise ValueError(f"jac_weight={jac_weight!r} is not offered; use one of {JAC_WEIGHTS}")
         check_device(device)
         self.render = render
-        self.solver = w.Dropdown(options=sorted(METHODS), value=solver, description="solver")
-        self.tol = w.SelectionSlider(options=[(f"{t:.0e}", t) for t in TOLERANCES], value=tol, description="tol")
-        self.jac_weight = w.Dropdown(options=list(JAC_WEIGHTS), value=jac_weight, description="Jacobian reg.")
+        self.solver = self._control("solver", w.Dropdown, solver, options=sorted(METHODS), description="solver")
+        self.tol = self._control("tol", w.SelectionSlider, tol, options=[(f"{t:.0e}", t) for t in TOLERANCES],
+                                 description="tol")
+        self.jac_weight = self._control("jac_weight", w.Dropdown, jac_weight, options=list(JAC_WEIGHTS),
+                                        description="Jacobian reg.")
         self.device = device_control(device)
         self.result: DEQExplorerResult | None = None
         assemble(self, [self.solver, self.tol, self.jac_weight, self.device], first_row=2)

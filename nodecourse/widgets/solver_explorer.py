@@ -90,11 +90,9 @@ def run_solver(problem: Problem, method: str, rtol: float, atol: float, step_siz
 
 def result_figure(res: ExplorerResult):
     """Plotly figure: trajectory (solid) over the reference (dashed), and the error along t (log)."""
-    from plotly.subplots import make_subplots
+    from nodecourse.plotting import course_subplots, solver_color
 
-    from nodecourse.plotting import solver_color
-
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("trajectory", "error against the reference"))
+    fig = course_subplots(rows=1, cols=2, subplot_titles=("trajectory", "error against the reference"))
     problem = PROBLEMS[res.problem]
     dashes = ["solid", "dot"]
     for i, label in enumerate(problem.labels):
@@ -128,20 +126,16 @@ class SolverExplorer(FigureExplorer):
 
         from nodecourse import SOLVERS
 
-        if problem not in PROBLEMS:
-            raise ValueError(f"problem={problem!r} is unknown; use one of {list(PROBLEMS)}")
-        if method not in SOLVERS:
-            raise ValueError(f"method={method!r} is not a registered solver; valid names: {list(SOLVERS)}")
         check_device(device)
         self.render = render
-        self.problem = w.Dropdown(options=list(PROBLEMS), value=problem, description="problem")
-        self.method = w.Dropdown(options=list(SOLVERS), value=method, description="solver")
-        self.rtol = w.FloatLogSlider(value=rtol, base=10, min=-10, max=-1, step=0.5, description="rtol",
-                                     readout_format=".0e")
-        self.atol = w.FloatLogSlider(value=atol, base=10, min=-12, max=-1, step=0.5, description="atol",
-                                     readout_format=".0e")
-        self.step_size = w.FloatLogSlider(value=step_size, base=10, min=-4, max=0, step=0.25,
-                                          description="fixed h", readout_format=".1e")
+        self.problem = self._control("problem", w.Dropdown, problem, options=list(PROBLEMS), description="problem")
+        self.method = self._control("method", w.Dropdown, method, options=list(SOLVERS), description="solver")
+        self.rtol = self._control("rtol", w.FloatLogSlider, rtol, base=10, min=-10, max=-1, step=0.5,
+                                  description="rtol", readout_format=".0e")
+        self.atol = self._control("atol", w.FloatLogSlider, atol, base=10, min=-12, max=-1, step=0.5,
+                                  description="atol", readout_format=".0e")
+        self.step_size = self._control("step_size", w.FloatLogSlider, step_size, base=10, min=-4, max=0, step=0.25,
+                                       description="fixed h", readout_format=".1e")
         self.device = device_control(device)
         self.result: ExplorerResult | None = None
         assemble(self, [self.problem, self.method, self.rtol, self.atol, self.step_size, self.device], first_row=3)
