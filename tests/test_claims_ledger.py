@@ -297,3 +297,14 @@ def test_the_readme_table_is_written_by_the_ledger():
     found = claims.verdicts_in_markdown(text)
     assert set(found) == set(claims.load_rows()), sorted(set(found) ^ set(claims.load_rows()))
     assert set(found.values()) <= VERDICTS
+
+
+def test_the_full_report_has_every_row_and_says_when_where_and_how_long():
+    """docs/ledger-full.md is the report of one full run: every registered row, with its header."""
+    with open(os.path.join(ROOT, "docs", "ledger-full.md"), encoding="utf-8") as f:
+        text = f.read()
+    found = claims.verdicts_in_markdown(text)
+    assert set(found) == set(claims.load_rows()), sorted(set(found) ^ set(claims.load_rows()))
+    assert set(found.values()) <= VERDICTS
+    for key in ("- date:", "- mode: full", "- machine:", "- software:", "- total time:", "- command: nodecourse claims"):
+        assert key in text, key
