@@ -85,10 +85,6 @@ class Interval:
     maximum: float
     n: int
 
-    def text(self, fmt: str = ".2f", unit: str = "") -> str:
-        return (f"{self.mean:{fmt}}{unit} ± {self.half_width:{fmt}} (95 % interval {self.lo:{fmt}}–"
-                f"{self.hi:{fmt}}{unit}; range {self.minimum:{fmt}}–{self.maximum:{fmt}}{unit}, {self.n} seeds)")
-
 
 def seed_interval(values: Iterable[float]) -> Interval:
     """The 95 % Student-t interval of the mean of ``values`` (one per seed; at least two)."""
