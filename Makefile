@@ -4,13 +4,21 @@
 # For contributors:
 #   make test-fast   library, grader and builder tests only: no kernels, browser or fresh environments (< 2 min)
 #   make notebooks   re-execute every lesson in quick mode and strip volatile output, before committing
+#   make lock        write constraints.txt (the lock) from .venv, after the notebooks and tests passed there
+#   make site        the course as a static website in site/, from the committed notebooks (offline)
 VENV ?= .venv
 PYTEST_ARGS ?=
 FAST = not slow and not browser and not binder
 
-.PHONY: course test test-fast notebooks setup
+.PHONY: course test test-fast notebooks setup lock site
+# The course installs what the lessons need; the test targets add the test extra.
+EXTRAS ?=
+test test-fast: EXTRAS = test
 setup:
-	bash scripts/setup_env.sh
+	bash scripts/setup_env.sh $(EXTRAS)
+
+lock:
+	$(VENV)/bin/python scripts/write_lock.py
 
 course: setup
 	$(VENV)/bin/nodecourse lab
@@ -23,3 +31,6 @@ test-fast: setup
 
 notebooks: setup
 	$(VENV)/bin/python scripts/execute_notebooks.py
+
+site: setup
+	$(VENV)/bin/nodecourse site

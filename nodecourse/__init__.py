@@ -3,15 +3,20 @@
 Public surface (see README.md and the lessons):
 
 - :func:`odeint`, :data:`SOLVERS`, :class:`Solution`, :class:`SolverError`, :class:`Status`
-- :mod:`nodecourse.diagnostics`: solver-work logs, tolerance sweeps
-- :mod:`nodecourse.models`, :mod:`nodecourse.augment`, :mod:`nodecourse.latent`
+- :mod:`nodecourse.models`: fields, ODE blocks, augmentation (:mod:`~nodecourse.models.augment`),
+  latent ODEs (:mod:`~nodecourse.models.latent`)
+- :mod:`nodecourse.measure`: solver-work logs, tolerance sweeps, memory, gradient checks, probes
 - :mod:`nodecourse.data`: toy sets, digits, PhysioNet 2012
 - :func:`fixed_point`, :class:`DEQ`, :func:`jacobian_regularizer` (:mod:`nodecourse.deq`): deep equilibrium models
 """
+from nodecourse import _moved
+
+_moved.install()  # old import paths of moved modules warn and keep working
+
 from nodecourse.config import quick_mode, pick
-from nodecourse.solve_config import SolveConfig
+from nodecourse.solvers.solve_config import SolveConfig
 from nodecourse.solvers import SOLVERS, Solution, SolverError, Status, odeint
-from nodecourse.augment import AugmentedODE
+from nodecourse.models.augment import AugmentedODE
 from nodecourse.deq import DEQ, fixed_point, jacobian_regularizer
 
 __version__ = "0.1.0"

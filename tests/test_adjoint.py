@@ -115,7 +115,7 @@ def test_implicit_euler_adjoint_matches_backprop_to_its_order():
 
 def test_unknown_gradient_mode_lists_the_valid_ones():
     y0 = torch.ones(2)
-    with pytest.raises(ValueError, match=r"gradient='adjiont' is not one of \['backprop', 'adjoint', 'checkpoint'\]"):
+    with pytest.raises(ValueError, match=r"gradient='adjiont' is not one of \['backprop', 'adjoint', 'checkpoint', 'reversible'\]"):
         odeint(lambda t, y: -y, y0, torch.tensor([0.0, 1.0]), gradient="adjiont")
 
 
@@ -181,7 +181,7 @@ def test_adjoint_backward_uses_its_own_method_and_tolerances():
 
 
 def test_gradient_table_finds_the_drift():
-    from nodecourse.gradient_check import gradient_table
+    from nodecourse.measure.gradient_check import gradient_table
 
     easy = gradient_table(-1.0, 1.0, rtol=1e-8, atol=1e-8)
     assert all(r.rel_error < 1e-6 for r in easy.rows), str(easy)

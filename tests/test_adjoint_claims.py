@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from nodecourse.claims import Verdict, load_rows, run_claims
-from nodecourse.gradient_check import analytic_gradient, gradient_table
+from nodecourse.measure.gradient_check import analytic_gradient, gradient_table
 from nodecourse.lessons import lesson04 as L
 
 IDS = ("reversal-steps", "adjoint-memory", "adjoint-gradient-error", "adjoint-error-rotated")

@@ -3,7 +3,7 @@ bookkeeping, and the 1-D theorem (a flow cannot swap two points; both repairs ca
 import pytest
 import torch
 
-from nodecourse.augment import (
+from nodecourse.models.augment import (
     AugmentedODE, ProjectionReadout, augmented_node, fit, make_readout, matched_resnet, pad_zeros, plain_node,
     sign_accuracy,
 )

@@ -225,6 +225,32 @@ def _check_deq_plot(traces: dict, s: Settings) -> None:
                                rtol=1e-6, err_msg="page residual trace differs from the library's")
 
 
+# -- lesson 10: CheaperExplorer -------------------------------------------
+
+_CHEAPER_RE = re.compile(
+    r"weight (?P<w>[\d.]+), (?P<route>[^:]+): test NFE (?P<test_nfe>\d+), test accuracy (?P<acc>[\d.]+)%; gradient "
+    r"NFE forward (?P<nfe>\d+), backward (?P<nfe_b>\d+); gradient error (?P<err>\S+) against an accurate solve, "
+    r"(?P<own>\S+) against backprop through its own steps")
+
+
+def _parse_cheaper(text: str) -> dict:
+    m = _CHEAPER_RE.search(text)
+    assert m, f"the lesson 10 explorer's result line has an unexpected form: {text!r}"
+    d = m.groupdict()
+    return {"weight": d["w"], "route": d["route"], "test_nfe": int(d["test_nfe"]), "accuracy": d["acc"],
+            "nfe": int(d["nfe"]), "nfe_backward": int(d["nfe_b"]), "error": d["err"], "error_own": d["own"]}
+
+
+@_single_thread
+def _expected_cheaper(s: Settings) -> Expected:
+    from nodecourse.lessons import lesson10 as L
+    from nodecourse.widgets.cheaper_explorer import result_for
+
+    grid = {(s["weight"], route): L.explore(s["weight"], route) for route in L.EXPLORER_ROUTES}
+    r = result_for(grid, s["weight"], s["route"])
+    return Expected(_parse_cheaper(r.summary()), r.summary())
+
+
 # -- the table ------------------------------------------------------------
 
 EXPLORERS: tuple[ExplorerCase, ...] = (
@@ -259,6 +285,14 @@ EXPLORERS: tuple[ExplorerCase, ...] = (
             (Change("jac_weight", "select", 1.0),),
         ),
         expected=_expected_deq, parse=_parse_deq, plotly_check=_check_deq_plot,
+    ),
+    ExplorerCase(
+        "10_cheaper_and_exact.ipynb", "CheaperExplorer", dict(weight=0.01, route="reversible"),
+        steps=(
+            (Change("route", "select", "adjoint"),),
+            (Change("weight", "select", 0.1), Change("route", "select", "backprop")),
+        ),
+        expected=_expected_cheaper, parse=_parse_cheaper,
     ),
 )
 

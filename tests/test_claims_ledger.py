@@ -26,6 +26,9 @@ REQUIRED_IDS = (
     # and the nearest analogues of figures measured on hardware we do not have
     "mdeq-truncation", "adaptive-compute-per-input", "deq-inference-cost", "adjoint-error-rotated",
     "flow-readout-noninvertible", "tolerance-dial-trained", "deq-memory-reduction", "physionet-gru-d",
+    # lesson 10 (issue 22): cheaper dynamics, the seminorm adjoint, reversible Heun
+    "ode-nfe-growth", "kinetic-regularization-nfe", "seminorm-backward-nfe", "reversible-gradient-exact",
+    "reversible-memory-flat",
 )
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -6,6 +6,7 @@ import pytest
 import nodecourse
 from nodecourse.claims import Verdict, run_claims
 from nodecourse.lessons import lesson01, lesson02
+from nodecourse.solvers import ButcherTableau
 
 
 @pytest.mark.parametrize("cid", ["resnet-euler", "convergence-order", "tolerance-nfe"])
@@ -30,12 +31,16 @@ def test_fit_slope_recovers_a_power_law():
     assert lesson02.fit_slope(hs, [3 * h ** 4 for h in hs]) == pytest.approx(4.0)
 
 
-def test_every_registered_solver_has_its_order_steps():
-    """lesson02.convergence would otherwise borrow another method's step counts, and the full
-    ledger run (tuple(ORDER_STEPS)) would skip the new method: a registry line needs its entry."""
-    assert set(lesson02.ORDER_STEPS) == set(nodecourse.SOLVERS), (
-        f"registered without ORDER_STEPS: {sorted(set(nodecourse.SOLVERS) - set(lesson02.ORDER_STEPS))}; "
-        f"in ORDER_STEPS but not registered: {sorted(set(lesson02.ORDER_STEPS) - set(nodecourse.SOLVERS))}")
+def test_order_steps_derive_from_the_registry():
+    """A registry line needs no entry in lesson02: every method's step counts come from its
+    declared order (or an override measured for it); a learner's tableau gets them too."""
+    assert set(lesson02.ORDER_STEPS) == set(nodecourse.SOLVERS)
+    assert set(lesson02.STEPS_OVERRIDE) <= set(nodecourse.SOLVERS)
+    for name, spec in nodecourse.SOLVERS.items():
+        expected = lesson02.STEPS_OVERRIDE.get(name) or lesson02.STEPS_BY_ORDER[min(spec.order, 5)]
+        assert lesson02.ORDER_STEPS[name] == expected
+    ralston = ButcherTableau(name="ralston", c=(0, 2 / 3), a=((2 / 3,),), b=(1 / 4, 3 / 4), order=2)
+    assert lesson02.order_steps(ralston) == lesson02.STEPS_BY_ORDER[2]
 
 
 @pytest.mark.parametrize("method", list(nodecourse.SOLVERS))

@@ -73,7 +73,7 @@ def test_physionet_is_a_real_subcommand_with_choices(capsys):
 
 def test_physionet_model_names_match_the_library():
     from nodecourse.course.physionet_cmd import MODEL_NAMES
-    from nodecourse.latent import MODELS
+    from nodecourse.models.latent import MODELS
 
     assert tuple(MODEL_NAMES) == tuple(MODELS)
 

@@ -138,7 +138,7 @@ def test_annulus_lesson_training_on_the_device(cuda):
 @pytest.mark.slow
 @pytest.mark.parametrize("model", ["odernn", "latent-ode", "gru-dt", "gru-d", "summary-logreg"])
 def test_physionet_cli_trains_on_the_device(cuda, model, capsys, monkeypatch):
-    import nodecourse.latent as latent
+    from nodecourse.models import latent
     from nodecourse.course.cli import main
 
     seen = []  # the device of the data the CLI hands to the training loop

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from nodecourse import odeint
-from nodecourse.diagnostics import SolverWorkLog, SweepRow, format_table, rows_to_columns, tolerance_sweep
+from nodecourse.measure.diagnostics import SolverWorkLog, SweepRow, format_table, rows_to_columns, tolerance_sweep
 
 F64 = torch.float64
 f = lambda t, y: torch.cos(t) * y  # y = exp(sin t)

@@ -1,4 +1,4 @@
-"""Continuous normalising flows (nodecourse.flows) and lesson 8's studies."""
+"""Continuous normalising flows (nodecourse.models.flows) and lesson 8's studies."""
 from __future__ import annotations
 
 import itertools
@@ -6,7 +6,7 @@ import itertools
 import pytest
 import torch
 
-from nodecourse import flows
+from nodecourse.models import flows
 from nodecourse.lessons import lesson08
 from nodecourse.models import MLPField
 

@@ -151,3 +151,67 @@ def _session_members(sid: int) -> list[int]:
             except (OSError, IndexError):
                 pass
     return found
+
+
+# ---------------------------------------------------------------------------
+# the URL a learner is given opens lesson 0
+# ---------------------------------------------------------------------------
+
+PRINTED_URL = re.compile(r"(http://127\.0\.0\.1:\d+/\S*\?token=[0-9a-f]+)")
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_the_printed_url_opens_lesson_0_without_a_local_browser(tmp_path):
+    """`nodecourse lab --no-browser` (no browser on this machine, a server in a container, ...):
+    the URL its output shows (JupyterLab's own line, with the token it generated) and the server's
+    root URL (what `jupyter server list` prints) open lesson 0 in headless Chromium, not the launcher."""
+    import browser_support as B
+
+    if not B.CHROMIUM.exists():
+        (pytest.fail if os.environ.get("CI", "").lower() == "true" else pytest.skip)(
+            f"{B.CHROMIUM} not found (apt-get install chromium)")
+    pytest.importorskip("playwright.sync_api")
+    port = _free_port()
+    settings = tmp_path / "lab-settings"
+    for rel, values in B.LAB_SETTINGS.items():
+        (settings / rel).parent.mkdir(parents=True, exist_ok=True)
+        (settings / rel).write_text(json.dumps(values))
+    env = {**os.environ, "HOME": str(tmp_path), "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
+           "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"), "JUPYTERLAB_SETTINGS_DIR": str(settings),
+           "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces"), "PYTHONPATH": str(REPO)}
+    env.pop("JUPYTER_TOKEN", None)  # the token JupyterLab generates is the one it prints in full
+    log_path = tmp_path / "lab.log"
+    with open(log_path, "w") as log:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "nodecourse.course.cli", "lab", "--no-browser", "--port", str(port),
+             "--ip", "127.0.0.1", "--root", str(REPO), "--", "--ServerApp.port_retries=0"],
+            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + B.SERVER_START_TIMEOUT_S
+        while not (found := PRINTED_URL.search(log_path.read_text(errors="replace"))):
+            if server.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"`nodecourse lab` printed no URL:\n{log_path.read_text(errors='replace')[-3000:]}")
+            time.sleep(0.5)
+        printed = found.group(1)
+        token = printed.split("?token=", 1)[1]
+        assert printed.startswith(f"http://127.0.0.1:{port}{cli.START_URL}?"), printed
+        with B.chromium(tmp_path / "chromium-profile") as context:
+            for name, url in (("printed", printed), ("root", f"http://127.0.0.1:{port}/?token={token}")):
+                page = context.new_page()
+                page.set_default_timeout(90_000)
+                page.goto(url)
+                B.wait_for_notebook(page)
+                assert B.current_tab(page) == START.name, f"the {name} URL {url} opened {B.current_tab(page)!r}"
+                assert "/login" not in page.url, page.url
+                title = B.active_panel(page).locator(".jp-MarkdownOutput h1").first
+                title.wait_for(state="visible")
+                assert title.inner_text().strip().startswith("0 "), title.inner_text()
+                assert page.locator(".jp-Launcher:visible").count() == 0, f"the {name} URL shows the launcher"
+                page.close()
+    finally:
+        B.stop_process_group(server)
+
+
+START = REPO / cli.START_NOTEBOOK

@@ -1,4 +1,4 @@
-"""ODE-RNN, GRU-Δt, latent ODE and the summary-statistics baseline (nodecourse.latent)."""
+"""ODE-RNN, GRU-Δt, latent ODE and the summary-statistics baseline (nodecourse.models.latent)."""
 from __future__ import annotations
 
 import dataclasses
@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from nodecourse import SolveConfig, latent
+from nodecourse import SolveConfig
+from nodecourse.models import latent
 from nodecourse.data import physionet
 
 

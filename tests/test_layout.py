@@ -23,15 +23,38 @@ def _wing(path: Path) -> str:
     return rel[0] if rel[0] in ("course", "lessons") else "library"
 
 
-def _imported_modules(path: Path) -> list[str]:
+def _package_of(path: Path) -> list[str]:
+    """The dotted package ``path`` belongs to (``nodecourse.deq`` for nodecourse/deq/layer.py)."""
+    try:
+        rel = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    except ValueError:  # a file outside the package (the test's fakes): treat it as top level
+        return ["nodecourse"]
+    return list(rel[:-1])  # a module's package; an __init__.py's package is its folder
+
+
+def _imported_modules(path: Path, package: list[str] | None = None, *, shims: bool = True) -> list[str]:
+    """Every module ``path`` imports, relative imports resolved (``from ..course import x`` in
+    nodecourse/deq/layer.py is ``nodecourse.course`` and ``nodecourse.course.x``).
+
+    ``shims=False`` leaves out imports inside a module-level ``__getattr__``: the deprecation
+    shims that give an old name one release of grace run only when someone uses that name.
+    """
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    package = _package_of(path) if package is None else package
+    if not shims:
+        tree.body = [n for n in tree.body if not (isinstance(n, ast.FunctionDef) and n.name == "__getattr__")]
     names = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names += [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.append(node.module)
-            names += [f"{node.module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - (node.level - 1)]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module
+            names.append(module)
+            names += [f"{module}.{a.name}" for a in node.names]
     return names
 
 
@@ -57,7 +80,97 @@ def test_the_check_finds_a_violation(tmp_path):
     assert {"nodecourse.course", "nodecourse.lessons.lesson01"} <= set(_imported_modules(fake))
 
 
+def test_the_check_sees_relative_imports(tmp_path):
+    # A relative import is still an import: from nodecourse/deq/, "..course" is the grader's wing.
+    fake = tmp_path / "bad.py"
+    fake.write_text("from ..course import grading\nfrom . import layer\n")
+    found = set(_imported_modules(fake, package=["nodecourse", "deq"]))
+    assert {"nodecourse.course", "nodecourse.course.grading", "nodecourse.deq.layer"} <= found
+
+
 def test_no_module_at_the_package_root_belongs_to_another_wing():
     course_words = ("cli", "grading", "grader", "exercise_builder", "envcheck", "checks")
     at_root = {p.stem for p in PACKAGE.glob("*.py")}
     assert not at_root & set(course_words), at_root & set(course_words)
+
+
+# --- the parts of the package and the arrows between them ------------------------------------
+
+def _part(module: str) -> str | None:
+    """The top-level part of ``nodecourse.x.y`` (``x``: a root module or a subpackage)."""
+    bits = module.split(".")
+    if bits[0] != "nodecourse" or len(bits) < 2:
+        return None
+    name = bits[1]
+    return name if (PACKAGE / name).is_dir() or (PACKAGE / f"{name}.py").is_file() else None
+
+
+def _part_graph() -> tuple[set[str], dict[str, set[str]]]:
+    parts, arrows = set(), {}
+    for path in SOURCES:
+        rel = path.relative_to(PACKAGE).parts
+        if rel == ("__init__.py",):
+            continue  # the package root re-exports; it is not a part
+        src = rel[0].removesuffix(".py")
+        parts.add(src)
+        for module in _imported_modules(path, shims=False):
+            dst = _part(module)
+            if dst and dst != src:
+                arrows.setdefault(src, set()).add(dst)
+    return parts, arrows
+
+
+def _cycle(arrows: dict[str, set[str]]) -> list[str] | None:
+    """One cycle among the parts, or None (depth-first search)."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node):
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(arrows.get(node, ())):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        state[node] = 2
+        stack.pop()
+        return None
+
+    for node in sorted(arrows):
+        if node not in state and (found := visit(node)):
+            return found
+    return None
+
+
+def test_no_import_cycle_between_the_parts_of_the_package():
+    parts, arrows = _part_graph()
+    assert _cycle(arrows) is None, f"import cycle between parts: {' -> '.join(_cycle(arrows))}"
+
+
+def test_the_cycle_check_can_fail():
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": {"c"}}) is None
+
+
+def test_the_package_root_is_grouped_into_parts_a_reader_can_name():
+    parts, arrows = _part_graph()
+    loose = sorted(p.stem for p in PACKAGE.glob("*.py") if not p.stem.startswith("_"))
+    # CONTRIBUTING.md's map names every part; a new root module needs a line there.
+    contributing = (PACKAGE.parent / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    unnamed = [p for p in sorted(parts - {"_moved"}) if f"`{p}" not in contributing]
+    assert not unnamed, f"parts missing from CONTRIBUTING.md's map: {unnamed}"
+    assert len(loose) <= 4, f"loose modules at the package root: {loose}; group them into a subpackage"
+
+
+@pytest.mark.parametrize("old", sorted(__import__("nodecourse._moved", fromlist=["MOVED"]).MOVED))
+def test_old_import_paths_warn_and_give_the_new_module(old):
+    import importlib
+    import sys
+
+    from nodecourse._moved import MOVED
+
+    sys.modules.pop(old, None)
+    with pytest.warns(DeprecationWarning, match=MOVED[old].replace(".", r"\.")):
+        module = importlib.import_module(old)
+    assert module is importlib.import_module(MOVED[old])

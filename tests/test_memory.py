@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from nodecourse.memory import cpu_peak_supported, measure_peak, memory_sweep
+from nodecourse.measure.memory import cpu_peak_supported, measure_peak, memory_sweep
 
 needs_peak = pytest.mark.skipif(not cpu_peak_supported(), reason="CPU peak memory needs Linux /proc/self/clear_refs")
 
@@ -30,7 +30,7 @@ def test_rss_peak_sees_a_temporary_allocation():
 
 
 def test_memory_sweep_checks_its_modes():
-    with pytest.raises(ValueError, match=r"valid: \['backprop', 'checkpoint', 'adjoint'\]"):
+    with pytest.raises(ValueError, match=r"valid: \['backprop', 'checkpoint', 'adjoint', 'reversible'\]"):
         memory_sweep(modes=("backprop", "unrolled"))
 
 

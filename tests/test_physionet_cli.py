@@ -59,12 +59,21 @@ def test_unknown_eval_set_is_refused_by_the_parser(synthetic_dir, capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["--eval", "set-a"], "is the training set"),
-    (["--test-fraction", "1.5"], "--test-fraction 1.5"),
-    (["--threads", "0"], "--threads 0"),
+    (["--test-fraction", "0.5", "--val-fraction", "0.5"], "--val-fraction 0.5 with --test-fraction 0.5 leaves no"),
 ])
 def test_bad_options_name_the_option(synthetic_dir, capsys, argv, message):
     rc = run(["--data", str(synthetic_dir), "--model", "odernn", *argv])
     assert rc == 2 and message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--test-fraction", "1.5"], "argument --test-fraction: 1.5 is out of range: it must be in (0, 1)"),
+    (["--threads", "0"], "argument --threads: 0 is out of range: it must be >= 1"),
+])
+def test_out_of_range_flags_are_refused_by_the_parser(synthetic_dir, capsys, argv, message):
+    with pytest.raises(SystemExit) as info:
+        run(["--data", str(synthetic_dir), "--model", "odernn", *argv])
+    assert info.value.code == 2 and message in capsys.readouterr().err
 
 
 def test_missing_eval_set_is_an_error_not_a_synthetic_swap(synthetic_dir, capsys):

@@ -277,7 +277,7 @@ def _opener(payload: dict, broken: str | None = None):
     return urlopen
 
 
-def test_download_is_verified(tmp_path, monkeypatch):
+def test_download_is_checked_against_its_sums(tmp_path, monkeypatch):
     payload = {"Outcomes-a.txt": b"RecordID,In-hospital_death\n1,0\n", "set-a.tar.gz": _fake_archive()}
     monkeypatch.setattr(sources.urllib.request, "urlopen", _opener(payload))
     # Our fake archive does not match set A's published sha256: it must be refused.
@@ -297,7 +297,7 @@ def test_download_is_verified(tmp_path, monkeypatch):
     assert sources.fetch("set-b", tmp_path / "dl2") is None
 
 
-def test_set_b_download_is_verified_and_nothing_partial_is_left(tmp_path, monkeypatch):
+def test_set_b_download_is_checked_and_nothing_partial_is_left(tmp_path, monkeypatch):
     """Case 12: set B and its outcomes are checked against PhysioNet's sums; an unverifiable
     file and an interrupted transfer raise DownloadError and leave no file behind."""
     payload = {"Outcomes-b.txt": b"RecordID,In-hospital_death\n1,0\n", "set-b.tar.gz": _fake_archive()}
@@ -324,6 +324,57 @@ def test_set_b_download_is_verified_and_nothing_partial_is_left(tmp_path, monkey
     # and all verified: the set is there
     monkeypatch.setattr(sources.urllib.request, "urlopen", _opener({**payload, "SHA256SUMS.txt": sums}))
     assert sources.has_set(sources.fetch("set-b", dl).directory, "set-b")
+
+
+def _downloadable(set_name: str) -> dict[str, bytes]:
+    """What a faked PhysioNet serves for ``set_name``: one good record and its outcome."""
+    outcomes = f"{records.outcomes_header()}\n1,1,1,1,-1,0\n".encode()
+    return {f"Outcomes-{set_name[-1]}.txt": outcomes, f"{set_name}.tar.gz": _fake_archive()}
+
+
+def test_set_b_download_checked_only_against_the_hosts_sums_is_unverified(tmp_path, monkeypatch):
+    """Set B's sums come from the host that serves its files, so they check the transfer, not the
+    file: the download is reported UNVERIFIED (Source, load report, a warning giving the sums) on
+    the first load and on every load from the cached copy. The network is faked."""
+    monkeypatch.setattr(sources, "SHARED_DIR", tmp_path / "nowhere")
+    monkeypatch.setattr(physionet, "SHARED_DIR", tmp_path / "nowhere")
+    payload = _downloadable("set-b")
+    monkeypatch.setattr(sources.urllib.request, "urlopen", _opener({**payload, "SHA256SUMS.txt": _sums(payload)}))
+    with pytest.warns(sources.UnverifiedDownloadWarning, match="set-b .* is an UNVERIFIED download") as caught:
+        src = physionet.locate("set-b", download=True)
+    assert src.kind == "download" and src.verified is False
+    assert src.unverified == ("set-b.tar.gz: no sha256 pinned here", "Outcomes-b.txt: no sha256 pinned here")
+    assert "UNVERIFIED download: set-b.tar.gz: no sha256 pinned here" in src.shown
+    message = str(caught[0].message)
+    for name, body in payload.items():  # the sums to compare with a trusted copy
+        assert f"{name} {hashlib.sha256(body).hexdigest()}" in message
+    assert "SHA256SUMS.txt, which the same host serves" in message and "sources.SHA256" in message
+    # The load's provenance carries it; the cached download is still unverified the next time.
+    for _ in range(2):
+        with pytest.warns(sources.UnverifiedDownloadWarning):
+            data = physionet.load("set-b", download=True, progress=False, verbose=False)
+        assert data.report.source == "download" and "UNVERIFIED download" in data.report.summary()
+        assert data.report.n_loaded == 1
+
+
+def test_a_download_that_matches_pinned_sums_is_verified_until_it_changes(tmp_path, monkeypatch):
+    """With sums pinned here (as set A's are) the download is verified, with no warning and no
+    SHA256SUMS.txt fetched; an archive changed in the cache afterwards is reported unverified."""
+    monkeypatch.setattr(sources, "SHARED_DIR", tmp_path / "nowhere")
+    payload = _downloadable("set-a")
+    monkeypatch.setattr(sources, "SHA256", {n: hashlib.sha256(b).hexdigest() for n, b in payload.items()})
+    monkeypatch.setattr(sources.urllib.request, "urlopen", _opener(payload))  # serves no SHA256SUMS.txt
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", sources.UnverifiedDownloadWarning)
+        src = sources.locate("set-a", download=True)
+        assert src.verified is True and src.unverified == () and "UNVERIFIED" not in src.shown
+        assert sources.locate("set-a").verified is True  # the cached copy, checked again
+    write_fixture(tmp_path / "mine", bad=())
+    assert sources.locate(path=tmp_path / "mine").verified is None  # not downloaded here
+    archive = src.directory / "set-a.tar.gz"
+    archive.write_bytes(archive.read_bytes() + b"\0")
+    with pytest.warns(sources.UnverifiedDownloadWarning, match="set-a.tar.gz: differs from its pinned sha256"):
+        assert sources.locate("set-a").unverified == ("set-a.tar.gz: differs from its pinned sha256",)
 
 
 # ------------------------------------------------------------------ damaged data (cases 8-11)

@@ -5,7 +5,7 @@ import pytest
 import torch
 from torch import nn
 
-from nodecourse.probes import circle_probe, decision_grid, probe_circles
+from nodecourse.measure.probes import circle_probe, decision_grid, probe_circles
 
 
 class Affine(nn.Module):

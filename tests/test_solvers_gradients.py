@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from nodecourse import SOLVERS, odeint
-from nodecourse.memory import memory_sweep
+from nodecourse.measure.memory import memory_sweep
 
 F64 = torch.float64
 

@@ -18,7 +18,8 @@ def test_solve_config_replace_and_unknown_names():
     with pytest.raises(TypeError, match="give a nodecourse.SolveConfig"):
         SolveConfig.of({"method": "rk4"})
     kwargs = cfg.odeint_kwargs()
-    assert set(kwargs) == {"method", "rtol", "atol", "step_size", "max_steps", "gradient", "per_sample"}
+    assert set(kwargs) == {"method", "rtol", "atol", "step_size", "max_steps", "gradient", "per_sample", "options",
+                           "adjoint_options"}
 
 
 def test_block_takes_a_config_or_its_fields_and_solves_the_same():

@@ -131,7 +131,7 @@ def test_step_trace_needs_a_record():
 def test_problems_live_in_the_library():
     import numpy as np
 
-    from nodecourse.problems import PROBLEMS as LIB_PROBLEMS, reference_solution
+    from nodecourse.measure.problems import PROBLEMS as LIB_PROBLEMS, reference_solution
 
     assert LIB_PROBLEMS is PROBLEMS
     stiff = LIB_PROBLEMS["stiff: y' = -1000 (y - cos t)"]
@@ -142,7 +142,7 @@ def test_problems_live_in_the_library():
 
 def test_plots_take_measured_rows():
     from nodecourse.lessons.lesson02 import convergence
-    from nodecourse.diagnostics import tolerance_sweep
+    from nodecourse.measure.diagnostics import tolerance_sweep
     from nodecourse.plotting.solvers import plot_convergence, plot_tolerance_sweep, plot_work_per_input
 
     fig = plot_convergence([convergence("rk4", (8, 16, 32))])
@@ -187,7 +187,7 @@ def test_course_figures_show_with_the_mimetype_renderer_and_a_modest_matplotlib_
         assert isinstance(fig, plotting.CourseFigure)
         fig.show()
         fig._ipython_display_()  # what IPython calls for display(fig) and a cell's last expression
-    assert shown == [((), "plotly_mimetype")] * (2 * len(figures))
+    assert shown == [((), plotting.RENDERER)] * (2 * len(figures))
     shown.clear()
     figures[0].show(renderer="json")
     figures[0].show("png")  # plotly's positional renderer

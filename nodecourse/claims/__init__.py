@@ -29,6 +29,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
+from nodecourse.measure.tables import markdown_table, text_table
 
 class Verdict(str, enum.Enum):
     HOLDS = "holds"
@@ -334,27 +335,11 @@ def format_table(results: list[ClaimResult], width: int | None = None) -> str:
     rule), so no text is cut; ``width`` defaults to the terminal's (at least 80; 140 when not a terminal).
     """
     import shutil
-    import textwrap
 
     if width is None:
         width = max(80, shutil.get_terminal_size((140, 24)).columns)
     rows = [_cells(r) for r in results]
-    widths = _column_widths(rows, width)
-
-    def fmt(cells: list[str]) -> list[str]:
-        wrapped = [textwrap.wrap(c, w, break_long_words=True, break_on_hyphens=False) or [""]
-                   for c, w in zip(cells, widths)]
-        height = max(len(w) for w in wrapped)
-        return [" | ".join((col[k] if k < len(col) else "").ljust(w) for col, w in zip(wrapped, widths)).rstrip()
-                for k in range(height)]
-
-    rule = "-+-".join("-" * w for w in widths)
-    lines = fmt(list(COLUMNS)) + [rule]
-    for i, row in enumerate(rows):
-        if i:
-            lines.append(rule)
-        lines += fmt(row)
-    return "\n".join(lines)
+    return text_table(COLUMNS, rows, widths=_column_widths(rows, width), rule_between_rows=True)
 
 
 def _cpu_model() -> str:
@@ -425,12 +410,12 @@ def format_markdown(results: list[ClaimResult], header: dict[str, str] | None = 
     if header:
         lines.append(f"- verdicts: {verdict_counts(results)}")
         lines.append("")
-    lines.append("| " + " | ".join(COLUMNS) + " |")
-    lines.append("|" + "|".join("---" for _ in COLUMNS) + "|")
+    rows = []
     for r in results:
         cells = [escape_markdown_cell(c) for c in _cells(r)]
         cells[-1] = f"**{cells[-1]}**"
-        lines.append("| " + " | ".join(cells) + " |")
+        rows.append(cells)
+    lines.append(markdown_table(COLUMNS, rows))
     return "\n".join(lines) + "\n"
 
 

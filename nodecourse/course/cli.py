@@ -1,4 +1,4 @@
-"""The ``nodecourse`` command: lab, grade, check, build, claims, physionet.
+"""The ``nodecourse`` command: lab, grade, check, build, claims, physionet, audit, site.
 
 Each subcommand is a thin layer over a module that does the work
 (:mod:`nodecourse.course.grading`, :mod:`nodecourse.course.envcheck`,
@@ -18,7 +18,18 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from nodecourse.validation import Arg, Interval, argparse_type
+
 START_NOTEBOOK = Path("notebooks") / "00_start_here.ipynb"
+#: The path of lesson 0 in JupyterLab: the server's default URL under ``nodecourse lab``.
+START_URL = "/lab/tree/" + START_NOTEBOOK.as_posix()
+
+#: The numeric flags of ``lab`` and ``grade`` (``physionet``'s: ``physionet_cmd.FLAGS``): argparse
+#: refuses a value outside its range with the library's wording.
+FLAGS: dict[tuple[str, str], Arg] = {
+    ("lab", "--port"): Arg(Interval(int, 1, 65535), fix="e.g. --port 8888"),
+    ("grade", "--timeout"): Arg(Interval(float, 0, None, "neither", unit="(seconds)"), fix="e.g. --timeout 600"),
+}
 
 
 def _course_root_or_exit(explicit: str | None) -> Path:
@@ -133,9 +144,12 @@ def lab_command(args: argparse.Namespace, extra: Sequence[str]) -> list[str]:
     if not any("terminado_settings" in e for e in extra):  # the user's own choice wins
         shell = json.dumps({"shell_command": _terminal_shell(dict(os.environ))})
         cmd.append(f"--ServerApp.terminado_settings={shell}")
-    start = root / START_NOTEBOOK
-    if start.is_file():
-        cmd.append(str(START_NOTEBOOK))  # opened in the first tab, relative to root_dir
+    if (root / START_NOTEBOOK).is_file():
+        # The server's URLs land on lesson 0: the one JupyterLab prints (…/lab/tree/…?token=…) and
+        # `/` (what `jupyter server list` prints) through the default URL; the page it opens in a
+        # local browser through the file to run (relative to root_dir).
+        cmd.append(f"--LabApp.default_url={START_URL}")
+        cmd.append(str(START_NOTEBOOK))
     if args.port is not None:
         cmd.append(f"--port={args.port}")
     if args.ip is not None:
@@ -165,8 +179,8 @@ def run_lab(args: argparse.Namespace, extra: Sequence[str]) -> int:
         return 0
     if not (root / START_NOTEBOOK).is_file():
         print(f"warning: {root / START_NOTEBOOK} not found; opening the file browser instead", file=sys.stderr)
-    print("Starting JupyterLab. It prints a URL with ?token=... below: open that URL, or paste the "
-          "token into the login page's 'Password or token' box. In its terminal (File > New > "
+    print(f"Starting JupyterLab. It prints a URL ending in {START_URL}?token=... below: open that URL (it "
+          "opens lesson 0), or paste the token into the login page's 'Password or token' box. In its terminal (File > New > "
           f"Terminal), `nodecourse` is on the PATH ({course_bin_dir()}).", file=sys.stderr, flush=True)
     server = subprocess.Popen(cmd, cwd=root, env=lab_environment())
 
@@ -191,16 +205,46 @@ def run_lab(args: argparse.Namespace, extra: Sequence[str]) -> int:
 def run_grade(args: argparse.Namespace) -> int:
     from nodecourse.course import grading
 
+    if args.gradebook is not None:
+        return run_gradebook(args)
+    if args.jobs is not None:
+        print("error: --jobs applies to --gradebook (a class graded at once); add --gradebook FILE.csv",
+              file=sys.stderr)
+        return 2
     return grading.main(
         args.notebooks, reference=args.reference, timeout_s=args.timeout,
-        as_json=args.json, keep_dir=args.keep,
+        as_json=args.json, keep_dir=args.keep, seed=args.seed,
     )
 
 
-def run_check(args: argparse.Namespace) -> int:
-    from nodecourse.course import envcheck
+def run_gradebook(args: argparse.Namespace) -> int:
+    from nodecourse.course import gradebook
 
-    return envcheck.main()
+    if args.json or args.keep:
+        print("error: --gradebook writes a CSV; it does not combine with --json or --keep", file=sys.stderr)
+        return 2
+    try:
+        summary = gradebook.grade_class(args.notebooks, args.gradebook, timeout_s=args.timeout, jobs=args.jobs,
+                                        seed=args.seed, reference=args.reference)
+    except gradebook.GradebookError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print("\n".join(summary.lines()))
+    print(f"gradebook: {args.gradebook}")
+    return 1 if any(r.get("error") for r in summary.rows) else 0
+
+
+def run_check(args: argparse.Namespace) -> int:
+    from nodecourse.course import envcheck, sandbox
+
+    items = envcheck.collect()
+    isolation = sandbox.probe()
+    items.append(envcheck.Item(
+        "grading isolation", isolation.summary(), isolation.sandboxed, False,
+        "install bubblewrap (apt-get install bubblewrap) where the machine allows it; until then `nodecourse "
+        "grade` still runs, and says its grades are for self-study only"))
+    print(envcheck.format_report(items))
+    return 0 if all(i.ok for i in items if i.essential) else 1
 
 
 def run_build(args: argparse.Namespace) -> int:
@@ -335,10 +379,31 @@ def run_claims(args: argparse.Namespace) -> int:
 # physionet (its options and work live in nodecourse.course.physionet_cmd)
 # ---------------------------------------------------------------------------
 
+def run_site(args: argparse.Namespace) -> int:
+    from nodecourse.course import site
+
+    root = _course_root_or_exit(args.root)
+    if args.update_readme:
+        changed = site.update_readme_badge(root)
+        print(f"README.md: Binder badge {'rewritten' if changed else 'already'} for {site.repository_url(root)}")
+        return 0
+    return site.main(root, Path(args.out) if args.out else root / "site")
+
+
 def run_physionet(args: argparse.Namespace) -> int:
     from nodecourse.course import physionet_cmd
 
     return int(physionet_cmd.main(args) or 0)
+
+
+# ---------------------------------------------------------------------------
+# audit (its options and work live in nodecourse.course.audit_cmd)
+# ---------------------------------------------------------------------------
+
+def run_audit(args: argparse.Namespace) -> int:
+    from nodecourse.course import audit_cmd
+
+    return int(audit_cmd.main(args) or 0)
 
 
 # ---------------------------------------------------------------------------
@@ -357,7 +422,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("lab", help="start JupyterLab at lesson 0",
                        description="Start JupyterLab in the course folder at notebooks/00_start_here.ipynb. "
                                    "Arguments it does not know are passed to jupyter lab.")
-    p.add_argument("--port", type=int, default=None, help="port for the server (default: jupyter's)")
+    p.add_argument("--port", type=argparse_type(FLAGS["lab", "--port"]), default=None, help="port for the server (default: jupyter's)")
     p.add_argument("--ip", default=None,
                    help="address to listen on (default: jupyter's, localhost); an address other than "
                         "loopback (127.0.0.0/8, ::1, localhost) needs --allow-remote")
@@ -375,13 +440,22 @@ def build_parser() -> argparse.ArgumentParser:
                     "exercises/, which learners edit) and run in a new kernel. Exit 0 only when every check "
                     "passes. The trust model (what this guarantees) is in CONTRIBUTING.md.")
     p.add_argument("notebooks", nargs="+", metavar="NOTEBOOK")
-    p.add_argument("--timeout", type=float, default=DEFAULT_CELL_TIMEOUT_S,
+    p.add_argument("--timeout", type=argparse_type(FLAGS["grade", "--timeout"]), default=DEFAULT_CELL_TIMEOUT_S,
                    help=f"seconds each cell may run (default {DEFAULT_CELL_TIMEOUT_S}); after a timeout the "
                         "kernel is restarted and the cells that passed are replayed")
     p.add_argument("--reference", default=None,
                    help="the exercise to grade against (default: a fresh build from "
                         "solutions/<same name>.ipynb; without one, grading stops with an error)")
     p.add_argument("--json", action="store_true", help="print the rows as a JSON list")
+    p.add_argument("--seed", type=int, default=None,
+                   help="the seed the task inputs are drawn from (default: a new one for every run; give the "
+                        "seed a report names to run the same inputs again)")
+    p.add_argument("--gradebook", default=None, metavar="FILE.csv",
+                   help="grade a class: each notebook in its own sandbox, several at once, one row per "
+                        "submission and one column per check into FILE.csv, then a summary of the class; "
+                        "run it again after an interruption and it skips the submissions already there")
+    p.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="with --gradebook: submissions graded at once (default: the usable CPUs)")
     p.add_argument("--keep", default=None, metavar="DIR",
                    help="write the assembled notebook and the outcomes into DIR, a new or empty folder "
                         "(to see exactly what was run)")
@@ -389,13 +463,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("check", help="report the environment (torch, devices, widgets, data, mode)")
 
     p = sub.add_parser("build", help="build exercises/ from solutions/ (for course authors)",
-                       description="Build exercises/ from solutions/. An exercise whose answer cells differ "
-                                   "from the stubs (a learner's work) is never overwritten: the build names "
-                                   "those cells, leaves the file as it is and exits 1. Learners never need "
-                                   "this command: the grader builds its reference itself.")
+                       description="Build exercises/ from solutions/. An exercise in which any cell was changed "
+                                   "or added (answers, setup cells, markdown notes: a learner's work) is never "
+                                   "overwritten: the build names those cells, leaves the file as it is and exits "
+                                   "1. Learners never need this command: the grader builds its reference itself.")
     p.add_argument("--check", action="store_true",
                    help="write nothing; exit 1 if an exercise is stale (an older build), holds a learner's "
-                        "answers, is missing or is orphaned")
+                        "work (the changed cells are named), is missing or is orphaned")
     p.add_argument("--solutions", default=None, help="solutions folder (default: <root>/solutions)")
     p.add_argument("--exercises", default=None, help="exercises folder (default: <root>/exercises)")
     p.add_argument("--root", default=None, help="the course folder (default: found from the current directory)")
@@ -420,6 +494,22 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("physionet", help="train and evaluate a model on PhysioNet 2012 (mortality AUC)",
                        description=physionet_cmd.DESCRIPTION)
     physionet_cmd.add_arguments(p)
+
+    p = sub.add_parser("site", help="build the course as a static website (site/) from the committed notebooks",
+                       description="Render every lesson (notebooks/NN_*.ipynb), the exercises, the claims ledger "
+                                   "(docs/ledger-full.md) and the README's set-up into a static website, with "
+                                   "links to run each lesson on Binder and to download it. Builds offline; exit 1 "
+                                   "when an internal link of the site does not resolve.")
+    p.add_argument("--out", default=None, help="output folder (default: <root>/site; emptied first)")
+    p.add_argument("--root", default=None, help="the course folder (default: found from the current directory)")
+    p.add_argument("--update-readme", action="store_true",
+                   help="only rewrite the README's Binder badge from pyproject.toml's [project.urls] Repository")
+
+    from nodecourse.course import audit_cmd
+
+    p = sub.add_parser("audit", help="audit one of the course's models in five steps (lesson 9)",
+                       description=audit_cmd.DESCRIPTION)
+    audit_cmd.add_arguments(p)
     return parser
 
 
@@ -445,7 +535,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if extra:
         parser.error(f"unrecognized arguments for `{args.command}`: {' '.join(extra)}")
     handlers = {"grade": run_grade, "check": run_check, "build": run_build, "claims": run_claims,
-                "physionet": run_physionet}
+                "physionet": run_physionet, "audit": run_audit, "site": run_site}
     return handlers[args.command](args)
 
 

@@ -18,9 +18,11 @@ of an unchanged solution equals the committed exercise (``nodecourse build
 decides a check from the line the check prints on success (``PASS
 <check-id>``), not from an output saved in the notebook.
 
-A build never overwrites a learner's work: an exercise whose answer cells
-differ from the stubs (or that has cells the build does not make) is left
-as it is, and the report names those cells (:func:`learner_work`). Refusing,
+A build never overwrites a learner's work: an exercise in which any cell was
+changed (an answer, a setup cell, a markdown note) or added is left as it is,
+and the report names those cells (:func:`learner_work`; each build records a
+digest of every cell it writes, so an older, untouched build is told apart
+from a learner's edits). Refusing,
 rather than backing the file up and replacing it, keeps the learner's work in
 the file they have open: JupyterLab holds an open notebook in memory, and
 replacing the file under it invites the next autosave to undo one or the other.
@@ -28,6 +30,7 @@ replacing the file under it invites the next autosave to undo one or the other.
 from __future__ import annotations
 
 import copy
+import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +42,7 @@ BEGIN_MARKER = "### BEGIN SOLUTION"
 END_MARKER = "### END SOLUTION"
 CHECK_OUTPUT_MARKER = "# NBVAL_CHECK_OUTPUT"
 METADATA_KEY = "nodecourse"
+BUILT_KEY = "built"  # notebook metadata: the digest of each cell as built, by cell id
 
 # Cell metadata that records how or when a cell last ran: volatile, so dropped.
 _VOLATILE_CELL_METADATA = ("execution", "ExecuteTime", "scrolled", "collapsed")
@@ -146,10 +150,12 @@ def _validate_check_cell(cell, *, where: str, cid: str) -> None:
     the solution first; when the solution was saved with outputs, they must
     agree (no error, nothing else on stdout).
     """
-    if not re.search(rf"""\bcheck\(\s*(["']){re.escape(cid)}\1""", cell.source):
+    calls_check = re.search(rf"""\bcheck\(\s*(["']){re.escape(cid)}\1""", cell.source)
+    calls_task = re.search(rf"""\bself_check\(\s*(["'])\d\d\1\s*,\s*(["']){re.escape(cid)}\2""", cell.source)
+    if not (calls_check or calls_task):
         raise ExerciseFormatError(
-            f"{where}: check cell {cid!r} must call check({cid!r}, ...): the check's name is "
-            "the cell's check id, so that its expected output is 'PASS <id>'"
+            f"{where}: check cell {cid!r} must call check({cid!r}, ...) or self_check(\"NN\", {cid!r}, globals()): "
+            "the check's name is the cell's check id, so that its expected output is 'PASS <id>'"
         )
     expected = expected_check_output(cid)
     saved = cell.get("outputs", [])
@@ -250,6 +256,7 @@ def build_exercise(solution, *, name: str = "<notebook>"):
             f"{name}: no check cells (metadata {{\"{METADATA_KEY}\": {{\"check\": ...}}}}); "
             "every task needs a check"
         )
+    _record_build(nb)
     return nb
 
 
@@ -270,30 +277,57 @@ def build_text(solution_path: Path) -> str:
 # A learner's work in an exercise
 # ---------------------------------------------------------------------------
 
+def cell_digest(cell) -> str:
+    """A short digest of a cell's kind and source: what a build records of each cell it writes."""
+    text = f"{cell.cell_type}\0{cell.source}"
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _record_build(nb) -> None:
+    """Record in the notebook's metadata the digest of every cell as built (by cell id), so a later
+    build can tell a cell the learner changed from a cell of an older build."""
+    nb.metadata.setdefault(METADATA_KEY, {})[BUILT_KEY] = {c.get("id", str(i)): cell_digest(c)
+                                                            for i, c in enumerate(nb.cells)}
+
+
+def _cell_name(index: int, cell) -> str:
+    task, cid = answer_id(cell), check_id(cell)
+    if task:
+        return f"answer {task!r}"
+    if cid:
+        return f"check cell {cid!r} edited"
+    kind = "markdown" if cell.cell_type == "markdown" else "setup" if cell.cell_type == "code" else cell.cell_type
+    return f"{kind} cell {index} edited"
+
+
 def learner_work(current, fresh) -> list[str]:
     """What ``current`` (an exercise on disk) holds that a build would lose, as names.
 
-    ``fresh``: the exercise a build would write. Names: ``answer '<task>'`` for
-    each answer cell whose source differs from the fresh stub (or whose task
-    the fresh build no longer has), and ``added cell N`` for each cell the
-    learner inserted: an id the build does not make (nbformat 4.5 cell ids;
-    JupyterLab gives a new cell a new id) and text found nowhere in the build.
-    An edited lesson text or setup cell is an older build, not work: the
-    solution is its source. Outputs, execution counts and metadata do not
-    count either. Empty: nothing would be lost.
+    ``fresh``: the exercise a build would write. Any change to a cell's source
+    is the learner's: an answer (``answer '<task>'``), a setup or check cell or a
+    markdown note (``markdown cell N edited``...), and every non-empty cell the
+    build did not make (``added cell N``). A cell is unchanged when its source is
+    the one the build that wrote the file recorded (:func:`_record_build`), so an
+    older build whose solution has changed since reads as stale, not as work, or
+    the one the fresh build has (overwriting it loses nothing). A
+    file without that record (an older format) is compared with ``fresh``: any
+    difference counts as work. Outputs, execution counts and metadata never count.
+    Empty: nothing would be lost.
     """
-    stubs = {answer_id(c): c.source for c in fresh.cells if answer_id(c)}
-    fresh_ids = {c.get("id") for c in fresh.cells}
-    fresh_sources = {c.source for c in fresh.cells}
+    built = current.metadata.get(METADATA_KEY, {}).get(BUILT_KEY) if isinstance(
+        current.metadata.get(METADATA_KEY), dict) else None
+    fresh_digests = {c.get("id", str(i)): cell_digest(c) for i, c in enumerate(fresh.cells)}
+    if not isinstance(built, dict):
+        built = fresh_digests
     found = []
     for index, cell in enumerate(current.cells):
-        task = answer_id(cell)
-        if task:
-            if stubs.get(task) != cell.source:
-                found.append(f"answer {task!r}")
-        elif cell.get("id") not in fresh_ids and cell.source.strip() and cell.source not in fresh_sources \
-                and not check_id(cell):
-            found.append(f"added cell {index}")
+        key = cell.get("id", str(index))
+        if key in built or key in fresh_digests:
+            digest = cell_digest(cell)
+            if digest != built.get(key) and digest != fresh_digests.get(key):  # a build would change it
+                found.append(_cell_name(index, cell))
+        elif cell.source.strip():
+            found.append(f"answer {answer_id(cell)!r}" if answer_id(cell) else f"added cell {index}")
     return found
 
 
@@ -337,7 +371,8 @@ class BuildReport:
     def lines(self) -> list[str]:
         out = [f"wrote      {p}" for p in self.written]
         out += [f"up to date {p}" for p in self.unchanged]
-        out += [f"STALE      {p} (an older build, no answers in it; run `nodecourse build`)" for p in self.stale]
+        out += [f"STALE      {p} (an older build, no answers or other changes in it; run `nodecourse build`)"
+                for p in self.stale]
         out += [f"MISSING    {p} (no exercise built yet; run `nodecourse build`)" for p in self.missing]
         for p, work in self.kept.items():
             what = ", ".join(work) if work else "it cannot be read as a notebook"

@@ -1,5 +1,10 @@
 """Runs inside the grading kernel: undo what answer code did to the machinery a check relies on.
 
+Only for check cells that still run in the learner's kernel (an exercise not
+converted to task specs, :mod:`nodecourse.course.tasks`): the grader installs
+this guard only when such a cell exists. Converted checks are decided outside
+the kernel and need none of it.
+
 The grader (:mod:`nodecourse.course.grading`) starts a fresh kernel, calls
 :func:`install` before any notebook cell runs, :func:`before_check` before and
 :func:`after_check` after every check cell, and :func:`after_reference_cell`

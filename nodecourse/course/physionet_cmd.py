@@ -19,14 +19,30 @@ import time
 import warnings
 
 from nodecourse.config import quick_mode
+from nodecourse.data.physionet.records import HORIZON_HOURS
+from nodecourse.validation import Arg, Interval, argparse_type
 
 DESCRIPTION = "Train one model on PhysioNet 2012 (in-hospital mortality) and print its evaluation AUC."
-# The model names of nodecourse.latent.MODELS, spelled out so that building the
+# The model names of nodecourse.models.latent.MODELS, spelled out so that building the
 # CLI's parser does not import torch (a test keeps the two in step).
 MODEL_NAMES = ("odernn", "latent-ode", "gru-dt", "gru-d", "summary-logreg")
 QUICK_PATIENTS = 600
 DEFAULT_EPOCHS = {"odernn": 20, "gru-dt": 20, "gru-d": 20, "latent-ode": 20, "summary-logreg": 0}
 QUICK_EPOCHS = 3
+
+#: The numeric flags, declared once: argparse refuses a value outside the range with the
+#: library's wording (``argument --batch-size: 0 is out of range: it must be >= 1``).
+FLAGS: dict[str, Arg] = {
+    "--test-fraction": Arg(Interval(float, 0, 1, "neither"), fix="e.g. --test-fraction 0.2"),
+    "--val-fraction": Arg(Interval(float, 0, 1, "left"), fix="e.g. --val-fraction 0.1 (0: no validation set)"),
+    "--seed": Arg(Interval(int, 0, 2**32 - 1), fix="e.g. --seed 0"),
+    "--epochs": Arg(Interval(int, 0, None), fix="e.g. --epochs 20 (0: evaluate the untrained model)"),
+    "--batch-size": Arg(Interval(int, 1, None), fix="e.g. --batch-size 64"),
+    "--quantization": Arg(Interval(float, 1 / 60, HORIZON_HOURS, unit="(hours)"),
+                          fix="e.g. --quantization 1.0 (1/60: one minute)"),
+    "--patients": Arg(Interval(int, 1, None), fix="e.g. --patients 600"),
+    "--threads": Arg(Interval(int, 1, None), fix="e.g. --threads 2"),
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,23 +52,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--train", default="set-a", choices=["set-a", "set-b"], help="set to train on")
     parser.add_argument("--eval", default="split", choices=["set-a", "set-b", "split"],
                         help="set to evaluate on, or 'split' for a held-out patient split of the training set")
-    parser.add_argument("--test-fraction", type=float, default=0.2,
+    parser.add_argument("--test-fraction", type=argparse_type(FLAGS["--test-fraction"]), default=0.2,
                         help="fraction of patients held out with --eval split (default 0.2)")
-    parser.add_argument("--val-fraction", type=float, default=0.0,
+    parser.add_argument("--val-fraction", type=argparse_type(FLAGS["--val-fraction"]), default=0.0,
                         help="fraction of all training-set patients kept aside to pick the best epoch "
                              "(default 0: train on all of them and keep the last epoch)")
     parser.add_argument("--model", required=True, choices=MODEL_NAMES,
                         help="odernn, latent-ode (Rubanova et al. 2019), gru-dt (GRU with the time since the last "
                              "observation), gru-d (Che et al. 2018: input and hidden-state decay), summary-logreg")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the split and of training")
-    parser.add_argument("--epochs", type=int, default=None, help="training epochs (default: 20 full, 3 quick)")
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--quantization", type=float, default=1.0, help="time grid in hours (default 1.0)")
-    parser.add_argument("--patients", type=int, default=None,
+    parser.add_argument("--seed", type=argparse_type(FLAGS["--seed"]), default=0,
+                        help="seed of the split and of training")
+    parser.add_argument("--epochs", type=argparse_type(FLAGS["--epochs"]), default=None,
+                        help="training epochs (default: 20 full, 3 quick)")
+    parser.add_argument("--batch-size", type=argparse_type(FLAGS["--batch-size"]), default=64)
+    parser.add_argument("--quantization", type=argparse_type(FLAGS["--quantization"]), default=1.0,
+                        help="time grid in hours (default 1.0)")
+    parser.add_argument("--patients", type=argparse_type(FLAGS["--patients"]), default=None,
                         help="use a seeded subset of this many training-set patients (quick: 600)")
     parser.add_argument("--download", action="store_true", help="download from PhysioNet if no local copy")
     parser.add_argument("--quick", action="store_true", help="quick mode (also NODECOURSE_QUICK=1)")
-    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: the course's choice, shown by `nodecourse check`)")
+    parser.add_argument("--threads", type=argparse_type(FLAGS["--threads"]), default=None, help="torch CPU threads (default: the course's choice, shown by `nodecourse check`)")
     parser.add_argument("--device", default="cpu", help="cpu, cuda, mps or auto (default cpu)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
@@ -68,18 +87,16 @@ def main(args: argparse.Namespace) -> int:
 
     from nodecourse.config import resolve_device
     from nodecourse.data import physionet
-    from nodecourse.latent import fit
+    from nodecourse.models.latent import fit
 
     quick = args.quick or quick_mode()
     if args.eval == args.train:
         return _fail(f"--eval {args.eval} is the training set; use --eval split to hold out patients of it")
-    if not 0.0 < args.test_fraction < 1.0:
-        return _fail(f"--test-fraction {args.test_fraction}: give a fraction in (0, 1)")
-    if not 0.0 <= args.val_fraction < 1.0 or (args.eval == "split" and args.val_fraction + args.test_fraction >= 1):
-        return _fail(f"--val-fraction {args.val_fraction}: give a fraction in [0, 1) that leaves training patients")
+    # each flag's own range is the parser's (FLAGS); what is left is how two of them combine
+    if args.eval == "split" and args.val_fraction + args.test_fraction >= 1:
+        return _fail(f"--val-fraction {args.val_fraction} with --test-fraction {args.test_fraction} leaves no "
+                     f"training patients: keep their sum below 1")
     if args.threads is not None:
-        if args.threads < 1:
-            return _fail(f"--threads {args.threads}: give a positive number")
         torch.set_num_threads(args.threads)
     try:
         device = resolve_device(args.device)

@@ -2,12 +2,12 @@
 
 - :func:`fixed_point` (Picard, Anderson, Broyden; batched) -> :class:`FixedPointResult`
 - :class:`DEQ`: z* = f(z*, x) with implicit (or unrolled) differentiation
-- :func:`jacobian_regularizer` (Hutchinson), :func:`spectral_radius` (power method),
+- :func:`jacobian_regularizer` (Hutchinson), :func:`spectral_radius` (Arnoldi),
   :func:`exact_jacobian_frobenius`
 """
 from nodecourse.deq.fixed_point import METHODS, OPTIONS, FixedPointError, fixed_point
 from nodecourse.deq.layer import BACKWARDS, DEQ, implicit_backward_hook
-from nodecourse.deq.memory import saved_tensor_bytes
+from nodecourse.measure.memory import saved_tensor_bytes
 from nodecourse.deq.regularizer import exact_jacobian_frobenius, jacobian_regularizer, spectral_radius
 from nodecourse.deq.result import FixedPointResult, FixedPointStatus, FixedPointWarning, ResidualTrace
 

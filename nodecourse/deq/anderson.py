@@ -21,6 +21,7 @@ from typing import Callable
 
 import torch
 
+from nodecourse.deq.settings import check_method_call
 from nodecourse.deq.tracking import Tracker
 
 
@@ -57,6 +58,8 @@ def anderson(F: Callable[[torch.Tensor], torch.Tensor], z0: torch.Tensor, tracke
     ``lam`` defaults to sqrt(machine epsilon) of the dtype (1.5e-8 in float64, 3.5e-4 in
     float32). Returns ``{"restarts": int}``.
     """
+    checked = check_method_call(anderson, max_iter, m=m, lam=lam, damping=damping, safeguard=safeguard)
+    m, lam, damping, safeguard = checked["m"], checked["lam"], checked["damping"], checked["safeguard"]
     if lam is None:
         lam = float(torch.finfo(z0.dtype).eps) ** 0.5
     X: list[torch.Tensor] = []

@@ -18,6 +18,7 @@ from typing import Callable
 
 import torch
 
+from nodecourse.deq.settings import check_method_call
 from nodecourse.deq.tracking import Tracker
 
 
@@ -35,6 +36,8 @@ def _apply(U: list[torch.Tensor], V: list[torch.Tensor], x: torch.Tensor, transp
 def broyden(F: Callable[[torch.Tensor], torch.Tensor], z0: torch.Tensor, tracker: Tracker, *,
             max_iter: int, m: int = 50, damping: float = 1.0, safeguard: float = 1e4) -> dict:
     """Broyden iteration on ``z0`` ``(B, D)`` until the tracker is done. Returns ``{"resets": int}``."""
+    checked = check_method_call(broyden, max_iter, m=m, damping=damping, safeguard=safeguard)
+    m, damping, safeguard = checked["m"], checked["damping"], checked["safeguard"]
     U: list[torch.Tensor] = []
     V: list[torch.Tensor] = []
     resets = 0

@@ -8,7 +8,9 @@ the current iterate z_k of every sample b and records
 (2-norms over all dimensions but the batch one). Sample b has converged at the first k
 with ``rel[k, b] <= tol`` (``stop_mode="rel"``, the default) or ``abs[k, b] <= tol``
 (``stop_mode="abs"``); it is then frozen at z_k. The solve stops when every sample has
-converged, diverged (abs residual above ``divergence_factor`` times its first one) or
+converged, diverged (abs residual above ``divergence_factor`` times its first one, or
+``||f(z_k)||`` above ``divergence_factor`` times ``max(||z_0||, ||f(z_0)||, 1)``: a run-away
+iterate, which never counts as converged however small its relative residual) or
 turned non-finite, or after ``max_iter`` evaluations of f. The status is SUCCESS only
 when every sample converged; otherwise each sample's best iterate (lowest residual) is
 returned, ``result.returned == "best"``, and a :class:`FixedPointWarning` is issued
@@ -16,6 +18,9 @@ returned, ``result.returned == "best"``, and a :class:`FixedPointWarning` is iss
 """
 from __future__ import annotations
 
+import functools
+import inspect
+import math
 import warnings
 from typing import Any, Callable
 
@@ -25,19 +30,17 @@ from nodecourse.deq.anderson import anderson
 from nodecourse.deq.broyden import broyden
 from nodecourse.deq.picard import picard
 from nodecourse.deq.result import FixedPointResult, FixedPointStatus, FixedPointWarning, ResidualTrace
+from nodecourse.deq.settings import (FIXED_POINT_ARGS, STOP_MODES, check_method_options,  # noqa: F401 (STOP_MODES)
+                                     check_tol, method_defaults)
 from nodecourse.deq.tracking import Tracker
+from nodecourse.validation import check_args
 
 METHODS: dict[str, Callable] = {"picard": picard, "anderson": anderson, "broyden": broyden}
 """Fixed-point methods by name."""
 
-OPTIONS: dict[str, tuple[str, ...]] = {
-    "picard": ("damping",),
-    "anderson": ("m", "lam", "damping", "safeguard"),
-    "broyden": ("m", "damping", "safeguard"),
-}
-"""The extra keyword options each method accepts."""
-
-STOP_MODES = ("rel", "abs")
+OPTIONS: dict[str, tuple[str, ...]] = {name: tuple(method_defaults(method)) for name, method in METHODS.items()}
+"""The extra keyword options each method accepts (read from its signature; ranges in
+:data:`nodecourse.deq.settings.METHOD_OPTION_ARGS`)."""
 
 
 class FixedPointError(RuntimeError):
@@ -48,26 +51,101 @@ class FixedPointError(RuntimeError):
         super().__init__(f"{result.message}. What to try: {result.status.remedy()}.")
 
 
-def check_settings(method: str, tol: float, max_iter: int, stop_mode: str, options: dict[str, Any]) -> None:
-    """Validate solver settings at the boundary; errors name the argument, the value and the fix."""
-    if method not in METHODS:
-        raise ValueError(f"method={method!r} is unknown; use one of {sorted(METHODS)}")
-    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not tol > 0:
-        raise ValueError(f"tol={tol!r} must be a positive number, e.g. tol=1e-6")
-    if isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1:
-        raise ValueError(f"max_iter={max_iter!r} must be a positive int, e.g. max_iter=100")
-    if stop_mode not in STOP_MODES:
-        raise ValueError(f"stop_mode={stop_mode!r} is unknown; use one of {STOP_MODES}")
-    unknown = sorted(set(options) - set(OPTIONS[method]))
-    if unknown:
-        raise ValueError(f"option(s) {unknown} are not accepted by method={method!r}; "
-                         f"it accepts {list(OPTIONS[method])}")
-    damping = options.get("damping", 1.0)
-    if not isinstance(damping, (int, float)) or not 0 < damping <= 1:
-        raise ValueError(f"damping={damping!r} must be in (0, 1], e.g. damping=0.5")
-    m = options.get("m", 1)
-    if isinstance(m, bool) or not isinstance(m, int) or m < 1:
-        raise ValueError(f"m={m!r} (history size) must be a positive int, e.g. m=6")
+class FixedPointShapeError(ValueError):
+    """``f`` returned something other than a tensor of ``z0``'s shape (checked on every call)."""
+
+
+class FixedPointBatchMixingError(ValueError):
+    """``f``'s output for one sample depends on the other samples of the batch (probed on the first call)."""
+
+
+def shape_error(out: Any, shape: torch.Size, call: int) -> FixedPointShapeError:
+    got = f"shape {tuple(out.shape)}" if isinstance(out, torch.Tensor) else f"a {type(out).__name__}"
+    return FixedPointShapeError(
+        f"f returned {got} on call {call} for z of shape {tuple(shape)}; f must return a tensor of the shape of z0 "
+        f"on every call (a transposed or resized output would be reshaped into the wrong entries)")
+
+
+def check_samples_independent(f: Callable[[torch.Tensor], torch.Tensor], z: torch.Tensor,
+                              fz: torch.Tensor) -> None:
+    """Raise :class:`FixedPointBatchMixingError` when f's output for sample 0 moves as the other
+    samples move. ``z``, ``fz = f(z)``: ``(B, ...)`` with ``B >= 2``; one more evaluation of f.
+
+    Samples 1..B-1 are shifted by half the state's scale and sample 0 is kept, so a mean over the
+    batch moves sample 0's output by about half that shift whatever B is (perturbing one sample
+    and watching the others would see only 1/B of it). A per-sample map leaves sample 0's output
+    bit-identical; 16 ulp of its scale allow for kernels whose rounding depends on the batch.
+    The probe runs without gradients, so no graph is built and the memory saved for backward is
+    the solve's alone (a map that differentiates inside enables grad itself, as it must in a
+    DEQ's forward solve, which runs without gradients too).
+    """
+    with torch.no_grad():
+        z = z.detach()
+        probe = z.clone()
+        probe[1:] += 0.5 * (1 + z.abs().amax())
+        moved = f(probe)
+        if not isinstance(moved, torch.Tensor) or moved.shape != fz.shape:
+            return  # the shape check of the next call names it
+        before, after = fz.detach()[0], moved[0].to(fz.dtype)
+        unchanged = (before == after) | (before.isnan() & after.isnan())
+        moved_by = (after - before).abs().masked_fill(unchanged, 0.0).nan_to_num(nan=math.inf)
+        scale = before.abs().nan_to_num(nan=0.0, posinf=0.0).amax()
+        if not bool((moved_by > 16 * torch.finfo(fz.dtype).eps * scale).any()):
+            return
+        change, scale = float(moved_by.amax()), float(scale)
+    raise FixedPointBatchMixingError(
+        f"f mixes the samples of the batch: shifting samples 1..{len(z) - 1} of z (sample 0 kept) changed f(z)[0] "
+        f"by {change:.3g} (largest |f(z)[0]| {scale:.3g}). fixed_point treats z0's first dimension as a batch of "
+        f"independent problems and stops each sample once its own residual meets tol, so a map that mixes them "
+        f"(a mean or sum over the batch, BatchNorm in training mode, attention across the batch) would end with "
+        f"residuals above tol. Make f act on each sample alone, or solve the batch as one problem: "
+        f"fixed_point(lambda v: f(v.reshape(z0.shape)).reshape(1, -1), z0.reshape(1, -1)). If f acts per sample "
+        f"but is random (dropout), fix its randomness or pass check_batch=False")
+
+
+@functools.lru_cache(maxsize=None)
+def _fixed_point_defaults() -> dict[str, Any]:
+    """``fixed_point``'s keyword defaults, read from its signature (shown in error messages)."""
+    return {name: p.default for name, p in inspect.signature(fixed_point).parameters.items()
+            if p.default is not inspect.Parameter.empty}
+
+
+def check_settings(method: str, tol: float, max_iter: int, stop_mode: str, options: dict[str, Any], *,
+                   options_name: str = "options", as_keywords: bool = True) -> dict[str, Any]:
+    """Check solver settings at the boundary against :mod:`nodecourse.deq.settings` (errors name the
+    argument, the value, the valid range and the fix; unknown options raise ``TypeError``); returns
+    ``options`` with canonical values (a numpy float as a float)."""
+    defaults = _fixed_point_defaults()
+    check_args({"method": method, "max_iter": max_iter, "stop_mode": stop_mode}, FIXED_POINT_ARGS, defaults=defaults)
+    check_tol(tol, stop_mode, default=defaults["tol"])
+    return check_method_options(METHODS[method], options, name=options_name, as_keywords=as_keywords)
+
+
+def check_frozen_samples(relative: torch.Tensor, stopping: torch.Tensor, converged: torch.Tensor,
+                         best_iter: torch.Tensor, tol: float) -> None:
+    """Raise :class:`FixedPointBatchMixingError` when a converged sample's residual at the last
+    evaluation exceeds ``tol`` although its iterate stayed frozen since it converged.
+
+    Traces ``(n_iter, B)``: ``relative`` and ``stopping`` (the stop mode's), ``converged`` and
+    ``best_iter`` ``(B,)``. Free: a converged sample is frozen, so the last evaluation of f saw
+    it at its returned iterate, beside the other samples' last iterates; a per-sample map gives
+    the same residual there as when it converged, so its last residual certifies the returned z.
+    A move above 64 ulp (of the relative residual) that ends above ``tol`` means f's value for
+    that sample changed with the other samples or between calls (a map that mixes the batch
+    only after the first call's probe, a square state transposed).
+    """
+    at_convergence = relative.gather(0, best_iter.view(1, -1)).squeeze(0)
+    moved = (relative[-1] - at_convergence).abs() > 64 * torch.finfo(relative.dtype).eps
+    relapsed = converged & moved & (stopping[-1] > tol)
+    if not bool(relapsed.any()):
+        return
+    b = int(relapsed.nonzero()[0, 0])
+    raise FixedPointBatchMixingError(
+        f"sample {b} met tol={tol:g} at evaluation {int(best_iter[b]) + 1} and was frozen there, but the last "
+        f"evaluation of f ({len(relative)}) gave it residual {float(stopping[-1, b]):.3g} at the same iterate: f's "
+        f"output for a sample changed with the other samples or between calls, so the returned z is not a fixed "
+        f"point. Make f the same per-sample map on every call, or solve the batch as one problem: "
+        f"fixed_point(lambda v: f(v.reshape(z0.shape)).reshape(1, -1), z0.reshape(1, -1))")
 
 
 def fixed_point(
@@ -81,6 +159,7 @@ def fixed_point(
     divergence_factor: float = 1e6,
     warn: bool = True,
     throw: bool = False,
+    check_batch: bool = True,
     **options: Any,
 ) -> FixedPointResult:
     """Find z with z = f(z), starting at ``z0``.
@@ -95,14 +174,27 @@ def fixed_point(
             (default) or absolute residual ``<= tol``.
         max_iter: the most evaluations of f.
         divergence_factor: a sample whose absolute residual exceeds this times its first
-            residual is declared DIVERGED (and stops).
+            residual, or whose ``||f(z)||`` exceeds this times ``max(||z0||, ||f(z0)||, 1)``,
+            is declared DIVERGED (and stops).
         warn, throw: on a non-success status, warn (default) or raise :class:`FixedPointError`.
+        check_batch: with a batch (``B >= 2``), probe f once, on the first call, for mixing across
+            samples (one extra evaluation, without gradients, reported as ``stats["probe_evals"]``),
+            and at the end check that no converged sample's residual moved while it was frozen
+            (free: :func:`check_frozen_samples`); either raises :class:`FixedPointBatchMixingError`.
+            ``False`` skips both, for a map known to act per sample.
         options: per method: picard ``damping``; anderson ``m`` (window, 6), ``lam`` (relative
             Tikhonov), ``damping``, ``safeguard``; broyden ``m`` (memory, 50), ``damping``, ``safeguard`` (1e4).
 
     Returns:
         :class:`FixedPointResult` with ``z`` (shape of ``z0``), ``n_iter``, ``residuals``
-        (absolute and relative, ``(n_iter, B)``), ``status``, ``converged`` ``(B,)``.
+        (absolute and relative, ``(n_iter, B)``), ``status``, ``converged`` ``(B,)``. An empty
+        ``z0`` (a batch of 0 samples, or 0 entries per sample) is solved without evaluating f:
+        ``n_iter == 0`` and SUCCESS (every one of its no samples converged), as torch's layers
+        accept an empty batch.
+
+    Raises:
+        FixedPointShapeError: f returned another shape than ``z0``'s (checked on every call).
+        FixedPointBatchMixingError: f mixes the samples of the batch (see ``check_batch``).
 
     Gradients: with autograd enabled the iterations are recorded (unrolled differentiation);
     for implicit differentiation use :class:`nodecourse.DEQ`.
@@ -110,27 +202,39 @@ def fixed_point(
     if not isinstance(z0, torch.Tensor) or not z0.is_floating_point():
         raise TypeError(f"z0 must be a floating-point torch.Tensor, got {type(z0).__name__}"
                         + (f" of dtype {z0.dtype}" if isinstance(z0, torch.Tensor) else ""))
-    check_settings(method, tol, max_iter, stop_mode, options)
-    if isinstance(divergence_factor, bool) or not isinstance(divergence_factor, (int, float)) \
-            or not divergence_factor > 1:
-        raise ValueError(f"divergence_factor={divergence_factor!r} must be a number > 1, e.g. 1e6")
+    check_args({"f": f, "divergence_factor": divergence_factor, "warn": warn, "throw": throw,
+                "check_batch": check_batch}, FIXED_POINT_ARGS, defaults=_fixed_point_defaults())
+    options = check_settings(method, tol, max_iter, stop_mode, options)
     shape = z0.shape
-    flat0 = z0.reshape(shape[0], -1) if z0.dim() >= 2 else z0.reshape(1, -1)
-    checked = []
+    batch = shape[0] if z0.dim() >= 2 else 1
+    if z0.numel() == 0:
+        return empty_result(z0, batch, method=method, tol=float(tol), max_iter=max_iter, stop_mode=stop_mode)
+    flat0 = z0.reshape(batch, -1)
+    calls = 0
+    probe = check_batch and batch >= 2
 
     def F(z_flat: torch.Tensor) -> torch.Tensor:
-        out = f(z_flat.reshape(shape))
-        if not checked:
-            if not isinstance(out, torch.Tensor) or out.shape != shape:
-                got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
-                raise ValueError(f"f returned {got} for z of shape {tuple(shape)}; f must return the shape of z0")
-            checked.append(True)
+        nonlocal calls
+        z = z_flat.reshape(shape)
+        out = f(z)
+        calls += 1
+        # every call: a tuple comparison, cheap; a resized or transposed output would otherwise be
+        # reshaped silently into the wrong entries
+        if not isinstance(out, torch.Tensor) or out.shape != shape:
+            raise shape_error(out, shape, calls)
+        if calls == 1 and probe:
+            check_samples_independent(f, z, out)
+            calls += 1  # the probe's call, so that "call k" counts every call of f
         return out.reshape(flat0.shape)
 
-    tracker = Tracker(flat0.shape[0], tol=float(tol), stop_mode=stop_mode, divergence_factor=divergence_factor,
+    tracker = Tracker(batch, tol=float(tol), stop_mode=stop_mode, divergence_factor=divergence_factor,
                       dtype=z0.dtype, device=z0.device)
     stats = METHODS[method](F, flat0, tracker, max_iter=max_iter, **options)
     absolute, relative = tracker.stack()
+    if probe:
+        stats["probe_evals"] = 1
+        check_frozen_samples(relative, relative if stop_mode == "rel" else absolute, tracker.converged,
+                             tracker.best_iter, float(tol))
     if bool(tracker.converged.all()):
         status = FixedPointStatus.SUCCESS
     elif bool(tracker.non_finite.any()):
@@ -157,3 +261,12 @@ def fixed_point(
         if warn:
             warnings.warn(f"{result.message}. What to try: {status.remedy()}.", FixedPointWarning, stacklevel=2)
     return result
+
+
+def empty_result(z0: torch.Tensor, batch: int, **settings: Any) -> FixedPointResult:
+    """The result of a solve on an empty ``z0``: nothing to iterate, so no evaluation of f and SUCCESS."""
+    none = torch.zeros(0, batch, dtype=z0.dtype, device=z0.device)
+    return FixedPointResult(
+        z=z0.clone(), n_iter=0, residuals=ResidualTrace(none, none.clone()), status=FixedPointStatus.SUCCESS,
+        converged=torch.ones(batch, dtype=torch.bool, device=z0.device),
+        best_iter=torch.zeros(batch, dtype=torch.long, device=z0.device), returned="converged", **settings)

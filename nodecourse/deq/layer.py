@@ -12,15 +12,55 @@ steps it becomes a weight-tied network of that depth.
 """
 from __future__ import annotations
 
+import inspect
+import warnings
 from typing import Any, Callable
 
 import torch
 from torch import nn
 
-from nodecourse.deq.fixed_point import METHODS, FixedPointResult, check_settings, fixed_point
+from nodecourse.deq.fixed_point import METHODS, FixedPointResult, fixed_point
 from nodecourse.deq.regularizer import jacobian_regularizer
+from nodecourse.deq.result import FixedPointWarning
+from nodecourse.deq.settings import BACKWARDS, DEQ_ARGS, WARN_MODES, check_method_options, check_tol
+from nodecourse.validation import check_args
 
-BACKWARDS = ("implicit", "unrolled")
+
+class DEQInputError(ValueError):
+    """``x`` or ``z0`` given to a DEQ has the wrong shape (a 1-D ``x``, batch sizes that differ,
+    ``z0`` not ``(B, state)``, or an input width the block was not built for)."""
+
+
+class DEQDtypeError(TypeError, RuntimeError):
+    """``x`` or ``z0`` has another dtype than the DEQ's parameters. A ``RuntimeError`` too: that is
+    what the operation inside ``f`` raised before this check named it."""
+
+
+class DEQGradientWarning(FixedPointWarning):
+    """A backward pass went through an unconverged solve (the forward one, the backward one, or
+    both): the implicit gradient is exact only at a fixed point, and can be far off."""
+
+
+def _cast(dtype: torch.dtype) -> str:
+    """The method that converts a tensor or module to ``dtype``: ``double()``, ``float()``, ..."""
+    return {torch.float64: "double()", torch.float32: "float()", torch.float16: "half()",
+            torch.bfloat16: "bfloat16()"}.get(dtype, f"to({dtype})")
+
+
+def unconverged_gradient_text(forward: FixedPointResult, backward: FixedPointResult) -> str:
+    """The warning for a backward pass through an unconverged solve (``forward`` or ``backward``).
+
+    The text holds the settings and statuses, not the residuals (they are in ``deq.stats``), so it
+    repeats word for word across the steps of a training run and Python's default warning filter
+    shows it once per setting, not once per step.
+    """
+    failed = [f"the {name} solve ended {r.status.name} ({r.stop_mode} residual above tol={r.tol:g} within "
+              f"max_iter={r.max_iter})" for name, r in (("forward", forward), ("backward", backward)) if not r.success]
+    return (f"DEQ backward pass through an unconverged solve: {' and '.join(failed)}; deq.stats holds the residuals. "
+            f"The implicit gradient is exact only at a fixed point, so this one can be far from the true gradient. "
+            f"What to try: raise max_iter or backward_max_iter, loosen tol, add the Jacobian regulariser "
+            f"(deq.jacobian_loss()), or use backward='unrolled' for the exact gradient of the truncated solve; "
+            f"DEQ(..., warn=False) silences this where an unconverged solve is intended")
 
 
 def implicit_backward_hook(f_z: torch.Tensor, z: torch.Tensor, *, solve: Callable[..., FixedPointResult],
@@ -68,8 +108,16 @@ class DEQ(nn.Module):
         solver_options: extra options of the forward (and backward) method, e.g. ``{"m": 6}``.
         state: how to start when ``z0`` is not given: an int width (zeros ``(B, state)``) or a
             callable ``x -> z0``.
-        warn: warn when a solve does not reach its tolerance (off by default in training; the
-            status is kept in :attr:`stats` either way).
+        warn: ``"backward"`` (default): warn (:class:`DEQGradientWarning`) when a backward pass goes
+            through an unconverged solve, forward or backward, since the implicit gradient then
+            can be far off; a forward-only call (inference, a truncated ``backward="unrolled"``
+            block, whose gradient is exact for what it computed) stays quiet. ``True``: also warn
+            on every forward solve that misses its tolerance. ``False``: never warn. The status is
+            kept in :attr:`stats` either way.
+
+    ``forward`` checks its inputs: ``x`` must be a batch ``(B, ...)`` (a 1-D ``x`` is refused, use
+    ``x[None]``), ``z0`` must be ``(B, ...)`` (``(B, state)`` with an int ``state``); an ``x`` or
+    ``z0`` in another dtype than the parameters raises :class:`DEQDtypeError` naming the fix.
 
     After each call :attr:`stats` holds the forward work (``forward_iters``, ``forward_residual``,
     ``forward_status``) and, once a backward pass has run, the backward work (``backward_iters``,
@@ -81,23 +129,23 @@ class DEQ(nn.Module):
                  tol: float = 1e-4, max_iter: int = 50, backward: str = "implicit", stop_mode: str = "rel",
                  backward_solver: str | None = None, backward_tol: float | None = None,
                  backward_max_iter: int | None = None, solver_options: dict[str, Any] | None = None,
-                 state: int | Callable[[torch.Tensor], torch.Tensor] | None = None, warn: bool = False):
+                 state: int | Callable[[torch.Tensor], torch.Tensor] | None = None,
+                 warn: bool | str = "backward"):
         super().__init__()
-        if not callable(f):
-            raise TypeError(f"f must be an nn.Module or callable f(z, x), got {type(f).__name__}")
-        if backward not in BACKWARDS:
-            raise ValueError(f"backward={backward!r} is unknown; use one of {BACKWARDS}")
-        self.solver_options = dict(solver_options or {})
-        check_settings(solver, tol, max_iter, stop_mode, self.solver_options)
+        # every setting checked here, once, against nodecourse.deq.settings.DEQ_ARGS
+        c = check_args({"f": f, "solver": solver, "max_iter": max_iter, "backward": backward, "stop_mode": stop_mode,
+                        "backward_solver": backward_solver, "backward_max_iter": backward_max_iter,
+                        "solver_options": solver_options, "state": state, "warn": warn}, DEQ_ARGS,
+                       defaults=_DEQ_DEFAULTS)
+        tol = check_tol(tol, stop_mode, default=_DEQ_DEFAULTS["tol"])
+        self.solver_options = check_method_options(METHODS[solver], solver_options, name="solver_options",
+                                                   as_keywords=False)
         self.backward_solver = backward_solver or solver
-        self.backward_tol = backward_tol if backward_tol is not None else tol
-        self.backward_max_iter = backward_max_iter if backward_max_iter is not None else max_iter
-        check_settings(self.backward_solver, self.backward_tol, self.backward_max_iter, stop_mode,
-                       self._options_for(self.backward_solver))
-        if state is not None and not callable(state) and not (isinstance(state, int) and state > 0):
-            raise ValueError(f"state={state!r} must be a positive int width or a callable x -> z0")
+        self.backward_tol = (check_tol(backward_tol, stop_mode, name="backward_tol") if backward_tol is not None
+                             else tol)
+        self.backward_max_iter = c["backward_max_iter"] if backward_max_iter is not None else c["max_iter"]
         self.f = f
-        self.solver, self.tol, self.max_iter, self.stop_mode = solver, tol, max_iter, stop_mode
+        self.solver, self.tol, self.max_iter, self.stop_mode = solver, tol, c["max_iter"], stop_mode
         self.backward = backward
         self.state = state
         self.warn = warn
@@ -119,14 +167,72 @@ class DEQ(nn.Module):
             return self.state(x)
         return torch.zeros(x.shape[0], self.state, dtype=x.dtype, device=x.device)
 
-    def _solve(self, F, z0, *, method, tol, max_iter) -> FixedPointResult:
+    def _solve(self, F, z0, *, method, tol, max_iter, warn: bool, check_batch: bool) -> FixedPointResult:
         return fixed_point(F, z0, method=method, tol=tol, max_iter=max_iter, stop_mode=self.stop_mode,
-                           warn=self.warn, **self._options_for(method))
+                           warn=warn, check_batch=check_batch, **self._options_for(method))
 
-    def _record_backward(self, result: FixedPointResult) -> None:
+    def _record_backward(self, result: FixedPointResult, forward: FixedPointResult) -> None:
         self.backward_result = result
         self.stats.update(backward_iters=result.n_iter, backward_residual=result.final_residual(),
                           backward_status=result.status.value)
+        if self.warn is not False and not (forward.success and result.success):
+            warnings.warn(unconverged_gradient_text(forward, result), DEQGradientWarning, stacklevel=2)
+
+    def check_input(self, x: Any, z0: torch.Tensor | None) -> None:
+        """Refuse a 1-D ``x``, and a ``z0`` whose batch or width does not fit (raises :class:`DEQInputError`).
+
+        Cheap (shape comparisons); an ``x`` that is not a tensor is the field's business.
+        """
+        batch = None
+        if isinstance(x, torch.Tensor):
+            if x.dim() < 2:
+                raise DEQInputError(
+                    f"x has shape {tuple(x.shape)}, but a DEQ takes a batch x of shape (B, ...) and solves one "
+                    f"fixed point per row; for one sample pass x[None] (shape {(1, *x.shape)})")
+            batch = x.shape[0]
+        if z0 is None:
+            return
+        if not isinstance(z0, torch.Tensor) or not z0.is_floating_point():
+            raise TypeError(f"z0 must be a floating-point tensor (B, ...), got {type(z0).__name__}"
+                            + (f" of dtype {z0.dtype}" if isinstance(z0, torch.Tensor) else ""))
+        if batch is None:
+            return
+        if isinstance(self.state, int):
+            fits, want = tuple(z0.shape) == (batch, self.state), f"({batch}, {self.state}) (B, state)"
+        else:
+            fits, want = z0.dim() >= 2 and z0.shape[0] == batch, f"({batch}, ...)"
+        if not fits:
+            raise DEQInputError(f"z0 has shape {tuple(z0.shape)}, but for x of shape {tuple(x.shape)} this DEQ "
+                                f"needs z0 of shape {want}: one initial state per row of x")
+
+    def dtype_error(self, x: Any, z0: torch.Tensor, cause: BaseException) -> DEQDtypeError | None:
+        """A :class:`DEQDtypeError` when ``x`` or ``z0`` is in another dtype than the parameters (all of
+        one dtype), to replace the error ``cause`` that ``f`` raised; None when dtypes are not the cause."""
+        params = {p.dtype for p in self.parameters() if p.is_floating_point()}
+        if len(params) != 1:
+            return None
+        (dtype,) = params
+        for name, t in (("x", x), ("z0", z0)):
+            if isinstance(t, torch.Tensor) and t.is_floating_point() and t.dtype != dtype:
+                return DEQDtypeError(
+                    f"{name} has dtype {t.dtype}, but the DEQ's parameters are {dtype} (f raised "
+                    f"{type(cause).__name__}: {cause}). Give both one dtype: {name}.{_cast(dtype)}, or "
+                    f"model.{_cast(t.dtype)} (the module holding the DEQ) to compute in {t.dtype}")
+        return None
+
+    def _solve_forward(self, F, x: Any, z0: torch.Tensor) -> FixedPointResult:
+        """The forward solve, its errors named: a dtype mismatch becomes :class:`DEQDtypeError`; any
+        other error from f gets a note with the shapes it was called with."""
+        try:
+            return self._solve(F, z0, method=self.solver, tol=self.tol, max_iter=self.max_iter,
+                               warn=self.warn is True, check_batch=True)
+        except RuntimeError as err:
+            named = self.dtype_error(x, z0, err)
+            if named is not None:
+                raise named from err
+            shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+            err.add_note(f"(raised in DEQ.forward by f(z, x) with z of shape {tuple(z0.shape)} and x of shape {shape})")
+            raise
 
     def forward(self, x: torch.Tensor, z0: torch.Tensor | None = None) -> torch.Tensor:
         """z* ``(B, ...)`` (shape of ``z0``) for input ``x``.
@@ -134,6 +240,7 @@ class DEQ(nn.Module):
         Implicit mode with grad enabled returns f(z*, x), one application of f past the solver's
         iterate (it differs from z* by the final residual); without grad it returns the iterate.
         """
+        self.check_input(x, z0)
         z0 = self.initial_state(x) if z0 is None else z0
 
         def F(z):
@@ -141,20 +248,24 @@ class DEQ(nn.Module):
 
         self._pair = None
         if self.backward == "unrolled":
-            result = self._solve(F, z0, method=self.solver, tol=self.tol, max_iter=self.max_iter)
+            result = self._solve_forward(F, x, z0)
             out = result.z
         else:
             with torch.no_grad():
-                result = self._solve(F, z0, method=self.solver, tol=self.tol, max_iter=self.max_iter)
+                result = self._solve_forward(F, x, z0)
             z_star = result.z.detach()
             out = z_star
             if torch.is_grad_enabled():
                 z_leaf = z_star.clone().requires_grad_()
                 f_z = self.f(z_leaf, x)  # one application of f: the only graph kept for backward
+                # the VJPs of a map the forward probe found per-sample act per sample too: no second probe;
+                # the backward pass warns itself (one warning naming both solves), so its solve does not
                 solve = lambda vjp_map, y0: self._solve(vjp_map, y0, method=self.backward_solver,  # noqa: E731
-                                                        tol=self.backward_tol, max_iter=self.backward_max_iter)
+                                                        tol=self.backward_tol, max_iter=self.backward_max_iter,
+                                                        warn=False, check_batch=False)
+                record = lambda r, forward=result: self._record_backward(r, forward)  # noqa: E731
                 out = f_z.view_as(f_z)
-                out.register_hook(implicit_backward_hook(f_z, z_leaf, solve=solve, record=self._record_backward))
+                out.register_hook(implicit_backward_hook(f_z, z_leaf, solve=solve, record=record))
                 self._pair = (f_z, z_leaf)
         self.forward_result = result
         self.backward_result = None
@@ -176,4 +287,9 @@ class DEQ(nn.Module):
                 f"backward_solver={self.backward_solver!r}, backward_tol={self.backward_tol:g}")
 
 
-__all__ = ["DEQ", "BACKWARDS", "implicit_backward_hook", "METHODS"]
+#: DEQ's defaults, for the messages of its constructor's checks (read from its signature).
+_DEQ_DEFAULTS = {name: p.default for name, p in inspect.signature(DEQ.__init__).parameters.items()
+                 if p.default is not inspect.Parameter.empty}
+
+__all__ = ["DEQ", "BACKWARDS", "DEQDtypeError", "DEQGradientWarning", "DEQInputError", "WARN_MODES",
+           "implicit_backward_hook", "METHODS"]

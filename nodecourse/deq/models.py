@@ -7,7 +7,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from nodecourse.deq.layer import DEQ
+from nodecourse.deq.layer import DEQ, DEQInputError
+from nodecourse.deq.settings import DEQ_MODEL_ARGS
+from nodecourse.validation import check_args
 
 
 class EquilibriumBlock(nn.Module):
@@ -19,6 +21,9 @@ class EquilibriumBlock(nn.Module):
 
     def __init__(self, state_dim: int, input_dim: int, width: int = 50, init_scale: float = 0.5):
         super().__init__()
+        c = check_args({"state_dim": state_dim, "input_dim": input_dim, "width": width, "init_scale": init_scale},
+                       DEQ_MODEL_ARGS)
+        state_dim, input_dim, width, init_scale = c["state_dim"], c["input_dim"], c["width"], c["init_scale"]
         self.W1 = nn.Linear(state_dim, width, bias=False)
         self.U = nn.Linear(input_dim, width)
         self.W2 = nn.Parameter(torch.empty(width, state_dim))
@@ -28,6 +33,12 @@ class EquilibriumBlock(nn.Module):
             self.W2.mul_(init_scale)
 
     def forward(self, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        # two int comparisons per call: a wrong width gets its expected shape instead of a matmul error
+        if z.shape[-1] != self.W1.in_features or x.shape[-1] != self.U.in_features:
+            raise DEQInputError(
+                f"EquilibriumBlock(state_dim={self.W1.in_features}, input_dim={self.U.in_features}) got z of shape "
+                f"{tuple(z.shape)} and x of shape {tuple(x.shape)}; it takes z (B, {self.W1.in_features}) and x "
+                f"(B, {self.U.in_features})")
         return torch.relu(self.W1(z) + self.U(x)) @ self.W2
 
 
@@ -42,6 +53,7 @@ class DEQModel(nn.Module):
     def __init__(self, input_dim: int, output_dim: int, *, state_dim: int = 16, width: int = 50,
                  init_scale: float = 0.5, **deq_options: Any):
         super().__init__()
+        check_args({"input_dim": input_dim, "output_dim": output_dim}, DEQ_MODEL_ARGS)  # the block checks the rest
         self.block = EquilibriumBlock(state_dim, input_dim, width, init_scale)
         self.deq = DEQ(self.block, state=state_dim, **deq_options)
         self.readout = nn.Linear(state_dim, output_dim)

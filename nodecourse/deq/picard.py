@@ -5,6 +5,7 @@ from typing import Callable
 
 import torch
 
+from nodecourse.deq.settings import check_method_call
 from nodecourse.deq.tracking import Tracker
 
 
@@ -15,6 +16,7 @@ def picard(F: Callable[[torch.Tensor], torch.Tensor], z0: torch.Tensor, tracker:
     ``damping = 1`` is plain Picard iteration; ``damping < 1`` (Krasnoselskii-Mann) converges
     for some maps where plain Picard cycles, e.g. z -> 1 - z. Returns extra stats (none).
     """
+    damping = check_method_call(picard, max_iter, damping=damping)["damping"]
     z = z0
     for _ in range(max_iter):
         g = tracker.observe(z, F(z))

@@ -14,7 +14,7 @@ class FixedPointStatus(enum.Enum):
 
     SUCCESS = "success"  # every sample reached the tolerance
     MAX_ITER = "max_iter"  # the iteration budget ran out first (e.g. z -> 1 - z under Picard: it cycles)
-    DIVERGED = "diverged"  # the residual grew far above the best seen: the iteration runs away
+    DIVERGED = "diverged"  # the residual, or the size of f(z), grew far above its start: the iteration runs away
     NON_FINITE = "non_finite"  # f or the iterate produced NaN or inf
 
     def remedy(self) -> str:
@@ -105,9 +105,12 @@ class FixedPointResult:
         return self.status is FixedPointStatus.SUCCESS
 
     def final_residual(self, mode: str | None = None) -> float:
-        """The batch's largest residual at the returned iterates (``mode`` defaults to ``stop_mode``)."""
+        """The batch's largest residual at the returned iterates (``mode`` defaults to ``stop_mode``);
+        0.0 for an empty batch (nothing was left unsolved)."""
         mode = mode or self.stop_mode
         trace = self.residuals.relative if mode == "rel" else self.residuals.absolute
+        if trace.numel() == 0:
+            return 0.0
         picked = trace.gather(0, self.best_iter.view(1, -1)).squeeze(0)
         return float(picked.detach().amax().cpu())
 

@@ -15,8 +15,12 @@ class Tracker:
     """Residual trace and per-sample state of one batched fixed-point solve.
 
     Iterates are flattened to ``(B, D)``. ``stop_mode`` is ``"rel"`` or ``"abs"``.
-    A sample is *done* once it converged (residual <= tol), diverged (absolute residual
-    above ``divergence_factor`` times its first one) or produced a non-finite residual.
+    A sample is *done* once it converged (residual <= tol), diverged or produced a non-finite
+    residual. It diverged when its absolute residual exceeds ``divergence_factor`` times its
+    first one, or when ``||z||`` exceeds ``divergence_factor`` times the start's size
+    ``max(||z0||, ||f(z0)||, 1)``: an iterate running off to infinity can have a small
+    relative residual (``f(z) = z + atan(z - 1)`` at ``z = -4e14``: 4e-15) without being near
+    a fixed point, so such an iterate never counts as converged.
     """
 
     def __init__(self, batch: int, *, tol: float, stop_mode: str, divergence_factor: float,
@@ -32,6 +36,8 @@ class Tracker:
         self.best_abs = torch.full((batch,), float("inf"), dtype=dtype, device=device)
         self.best_iter = torch.zeros(batch, dtype=torch.long, device=device)
         self.first_abs: torch.Tensor | None = None
+        self.abs_bound: torch.Tensor | None = None
+        self.size_bound: torch.Tensor | None = None
         self.converged = torch.zeros(batch, dtype=torch.bool, device=device)
         self.diverged = torch.zeros(batch, dtype=torch.bool, device=device)
         self.non_finite = torch.zeros(batch, dtype=torch.bool, device=device)
@@ -50,7 +56,13 @@ class Tracker:
         g = fz - z
         with torch.no_grad():
             a = g.detach().norm(dim=1)
-            r = a / (fz.detach().norm(dim=1) + self.tiny)
+            fz_size = fz.detach().norm(dim=1)
+            r = a / (fz_size + self.tiny)
+            size = z.detach().norm(dim=1)
+            if self.first_abs is None:  # the bounds of divergence, from the start
+                self.first_abs = a
+                self.abs_bound = self.divergence_factor * a
+                self.size_bound = self.divergence_factor * torch.maximum(size, fz_size).clamp_min(1.0)
         k = len(self.absolute)
         self.absolute.append(a)
         self.relative.append(r)
@@ -65,11 +77,10 @@ class Tracker:
         self.best_res = torch.where(improved, res, self.best_res)
         self.best_abs = torch.where(improved, a, self.best_abs)
         self.best_iter = torch.where(improved, torch.full_like(self.best_iter, k), self.best_iter)
-        if self.first_abs is None:
-            self.first_abs = a
-        self.converged = self.converged | (active & finite & (res <= self.tol))
+        in_bounds = size <= self.size_bound  # an iterate that ran off never counts as converged
+        self.converged = self.converged | (active & finite & in_bounds & (res <= self.tol))
         self.non_finite = self.non_finite | (active & ~finite)
-        runaway = a > self.divergence_factor * self.first_abs
+        runaway = (a > self.abs_bound) | ~in_bounds
         self.diverged = self.diverged | (active & finite & runaway & ~self.converged)
         return g
 

@@ -81,8 +81,8 @@ def equilibrium_spectral_radius(deq: DEQ, x: torch.Tensor, *, method: str = "exa
     Solves z* = f(z*, x) with the layer's forward settings (no graph), then, on one application
     of f at z*: ``method="exact"`` takes the largest eigenvalue modulus of the full Jacobian
     (:func:`jacobian_matrices`; states ``(B, D)`` with small D), ``"power"`` runs
-    :func:`spectral_radius` for ``n_iter`` steps (any size, but an estimate: when the leading
-    eigenvalues are a complex pair, ||J^T v|| oscillates about |lambda| and can overshoot it).
+    :func:`spectral_radius` (Arnoldi) for ``n_iter`` steps (any size; exact once ``n_iter >= D``,
+    an estimate below that).
     Returns ``rho`` ``(B,)`` and ``converged`` ``(B,)`` (bool: where the solve did not reach its
     tolerance, z is not a fixed point and rho describes the last iterate). The power method's
     start vectors come from a seeded generator, so the global random stream (and so training) is

@@ -29,11 +29,11 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from nodecourse.augment import FitLog, augmented_node, fit, matched_resnet, plain_node, sign_accuracy
+from nodecourse.models.augment import FitLog, augmented_node, fit, matched_resnet, plain_node, sign_accuracy
 from nodecourse.claims import Measurement, Threshold, Verdict, claim, combine, judge, parts_text, seed_interval
 from nodecourse.data import annulus, negation
 from nodecourse.models import count_parameters
-from nodecourse.probes import DEFAULT_PROBE_RADII, CircleProbe, probe_circles
+from nodecourse.measure.probes import DEFAULT_PROBE_RADII, CircleProbe, probe_circles
 
 # --- shared judging helpers -----------------------------------------------------------------------
 

@@ -28,8 +28,8 @@ from dataclasses import asdict, dataclass
 import torch
 
 from nodecourse.claims import Measurement, Threshold, Verdict, claim, combine, parts_text
-from nodecourse.gradient_check import analytic_gradient, gradient_error_sweep, gradient_table, theta_error
-from nodecourse.memory import MemoryConfig, MemorySweep, memory_sweep
+from nodecourse.measure.gradient_check import analytic_gradient, gradient_error_sweep, gradient_table, theta_error
+from nodecourse.measure.memory import MemoryConfig, MemorySweep, memory_sweep
 from nodecourse.solvers import odeint
 
 REVERSAL_LAMBDAS = (-1.0, -10.0, -100.0, -1000.0)
@@ -358,7 +358,7 @@ FULL_GRADIENT = GradientErrorConfig()
 @functools.lru_cache(maxsize=16)
 def gradient_error_study(config: GradientErrorConfig = QUICK_GRADIENT, atol: float | None = None,
                          angle: float = 0.0) -> tuple[dict, ...]:
-    """The sweep of :func:`nodecourse.gradient_check.gradient_error_sweep` over the config's horizons and
+    """The sweep of :func:`nodecourse.measure.gradient_check.gradient_error_sweep` over the config's horizons and
     tolerances (``rtol = tol``; ``atol = tol`` when ``atol`` is None), on the system rotated by ``angle``."""
     return tuple(gradient_error_sweep(lam=config.lam, horizons=config.horizons, tolerances=config.tolerances,
                                       method=config.method, routes=("adjoint", "checkpoint"), atol=atol,
@@ -538,7 +538,7 @@ def measure_reversal(quick: bool) -> Measurement:
     threshold=MEMORY_THRESHOLD,
 )
 def measure_memory(quick: bool) -> Measurement:
-    from nodecourse.memory import cpu_peak_supported
+    from nodecourse.measure.memory import cpu_peak_supported
 
     if not cpu_peak_supported() and not torch.cuda.is_available():
         return Measurement("peak memory needs Linux (torch's CPU profiler) or CUDA; nearest analogue: none on "

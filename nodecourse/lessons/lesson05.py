@@ -108,7 +108,7 @@ def auc_study(config: AUCStudyConfig, progress: bool = False) -> dict:
 
 def _run_study(config: AUCStudyConfig, progress: bool) -> dict:
     from nodecourse.data import physionet
-    from nodecourse.latent import fit
+    from nodecourse.models.latent import fit
 
     data = physionet.load("set-a", quantization=config.quantization, progress=progress, verbose=False)
     runs: dict[str, list[dict]] = {m: [] for m in config.models}

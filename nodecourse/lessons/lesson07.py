@@ -36,7 +36,7 @@ from nodecourse.claims import Measurement, Threshold, Verdict, claim, combine, e
 from nodecourse.data.digits import load_digits
 from nodecourse.deq import DEQ, saved_tensor_bytes
 from nodecourse.models import MLPField, ODEBlock, ResidualStack, count_parameters, matched_field_width
-from nodecourse.solve_config import SolveConfig
+from nodecourse.solvers.solve_config import SolveConfig
 from nodecourse.training import seeded_batches, train_epochs
 
 MODELS = ("ResNet", "Neural ODE", "DEQ", "Unrolled")
@@ -287,7 +287,7 @@ def _accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
 def _training_step_memory(model: DepthClassifier, x: torch.Tensor, y: torch.Tensor) -> tuple[int, int | None]:
     """(bytes autograd saves for backward in one training step, measured peak bytes of forward+backward
     or None where the peak cannot be measured on this platform)."""
-    from nodecourse import memory
+    from nodecourse.measure import memory
 
     params = list(model.parameters())
 

@@ -1,10 +1,12 @@
 """Plotting helpers shared by the lessons (plotly for interactive figures, matplotlib for static ones).
 
 Plotly figures made here are :class:`CourseFigure` objects: shown (``fig.show()``, or as a
-cell's last expression) with the ``plotly_mimetype`` renderer, so a figure is stored in the
-notebook once, as JSON, rather than with a copy of plotly.js; executed notebooks stay small
-(well under 2 MB) and still render in JupyterLab. The renderer is chosen per figure: importing
-this module leaves plotly's global ``plotly.io.renderers.default`` as it is.
+cell's last expression) with the ``plotly_mimetype+png`` renderer. The figure is stored in the
+notebook once as JSON (interactive in JupyterLab, without a copy of plotly.js, so executed
+notebooks stay small) and once as a PNG drawn by kaleido, the static fallback that nbconvert,
+the course's website and GitHub's viewer show where plotly's JavaScript does not run. The
+renderer is chosen per figure: importing this module leaves plotly's global
+``plotly.io.renderers.default`` as it is.
 """
 from __future__ import annotations
 
@@ -16,8 +18,17 @@ from plotly.subplots import make_subplots
 
 from nodecourse.solvers.registry import SOLVERS
 
-#: The renderer :class:`CourseFigure` uses when none is given.
-RENDERER = "plotly_mimetype"
+#: The renderer :class:`CourseFigure` uses when none is given: plotly's JSON and a PNG of it.
+#: The PNG is drawn by kaleido, which needs Chrome or Chromium (``/usr/bin/chromium`` on Debian);
+#: each figure takes about 3 s more to show.
+RENDERER = "plotly_mimetype+png"
+#: What :class:`CourseFigure` falls back to where the PNG cannot be drawn (kaleido not installed, or
+#: no Chrome/Chromium for it, as on Binder): the interactive figure alone.
+INTERACTIVE_RENDERER = "plotly_mimetype"
+
+
+#: Why the last :class:`CourseFigure` was shown without its PNG; None while every PNG was drawn.
+static_image_problem: str | None = None
 
 
 class CourseFigure(go.Figure):
@@ -29,10 +40,21 @@ class CourseFigure(go.Figure):
     """
 
     def show(self, *args, **kwargs):
-        """Show the figure with :data:`RENDERER` (or the ``renderer`` given), as ``go.Figure.show``."""
-        if not args:  # plotly's first positional argument is the renderer
-            kwargs.setdefault("renderer", RENDERER)
-        return super().show(*args, **kwargs)
+        """Show the figure with :data:`RENDERER` (or the ``renderer`` given), as ``go.Figure.show``.
+
+        Where kaleido cannot draw the PNG (plotly raises ``RuntimeError``: kaleido missing, no
+        Chrome/Chromium) the figure is shown with :data:`INTERACTIVE_RENDERER` and the reason is
+        kept in :data:`static_image_problem`; a committed lesson without its PNG fails
+        ``tests/test_site.py``.
+        """
+        global static_image_problem
+        if args or "renderer" in kwargs:  # plotly's first positional argument is the renderer
+            return super().show(*args, **kwargs)
+        try:
+            return super().show(renderer=RENDERER, **kwargs)
+        except RuntimeError as exc:
+            static_image_problem = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+            return super().show(renderer=INTERACTIVE_RENDERER, **kwargs)
 
     def _ipython_display_(self):
         # IPython's display() and a cell's last expression come here; plotly's own version would
@@ -123,5 +145,5 @@ def figure(title: str, x_title: str, y_title: str, *, log_x: bool = False, log_y
     return fig
 
 
-__all__ = ["MPL_STYLE", "RENDERER", "SOLVER_COLORS", "CourseFigure", "course_subplots", "figure", "solver_color",
+__all__ = ["INTERACTIVE_RENDERER", "MPL_STYLE", "RENDERER", "SOLVER_COLORS", "CourseFigure", "course_subplots", "figure", "solver_color",
            "solver_colors", "use_style"]

@@ -15,7 +15,7 @@ import torch
 
 from nodecourse.data.toy import ANNULUS_RADII
 from nodecourse.plotting import CourseFigure, course_subplots, use_style
-from nodecourse.probes import CircleProbe, DecisionGrid
+from nodecourse.measure.probes import CircleProbe, DecisionGrid
 
 MODEL_COLORS = {"NODE": "#d62728", "ANODE": "#1f77b4", "ResNet": "#2ca02c"}
 CLASS_COLORS = {-1.0: "#ff7f0e", 1.0: "#1f77b4"}

@@ -1,14 +1,18 @@
 """ODE solvers with visible work: fixed-step, adaptive embedded pairs, implicit (stiff) methods.
 
 Public: :func:`odeint`, :data:`SOLVERS`, :class:`Solution`, :class:`SolverError`, :class:`Status`,
-:class:`ButcherTableau` (``odeint(method=tableau)`` runs your own), :class:`StepRecord` and
-:class:`StepEvent` (``record_steps=True`` / ``on_step=``).
+:class:`ButcherTableau` (``odeint(method=tableau)`` runs your own), :data:`REVERSIBLE_SOLVERS`
+(``method="reversible_heun"``, ``gradient="reversible"``), :class:`StepRecord` and
+:class:`StepEvent` (``record_steps=True`` / ``on_step=``), :class:`SolveConfig` (the settings a model
+holds for its solves).
 """
 from nodecourse.solvers.odeint import odeint
 from nodecourse.solvers.record import StepEvent, StepRecord
 from nodecourse.solvers.registry import SOLVERS, SolverSpec
+from nodecourse.solvers.reversible import REVERSIBLE_SOLVERS
 from nodecourse.solvers.result import Solution, SolverError, Status
+from nodecourse.solvers.solve_config import SolveConfig
 from nodecourse.solvers.tableaux import ButcherTableau
 
-__all__ = ["SOLVERS", "ButcherTableau", "Solution", "SolverError", "SolverSpec", "Status", "StepEvent", "StepRecord",
-           "odeint"]
+__all__ = ["REVERSIBLE_SOLVERS", "SOLVERS", "ButcherTableau", "SolveConfig", "Solution", "SolverError", "SolverSpec",
+           "Status", "StepEvent", "StepRecord", "odeint"]

@@ -14,7 +14,7 @@ import torch
 from nodecourse.solvers.control import CONTROL_OPTIONS, StepControl, locate_nonfinite
 from nodecourse.solvers.record import OFF, Recorder
 from nodecourse.solvers.result import Status
-from nodecourse.solvers.rk import CheckedFunc, DenseOutput, RKPlan, time_tensor
+from nodecourse.solvers.rk import CheckedFunc, DenseOutput, plan_for, time_tensor
 from nodecourse.solvers.tableaux import ButcherTableau
 
 ADAPTIVE_OPTIONS = dict(CONTROL_OPTIONS)
@@ -33,7 +33,7 @@ def integrate_adaptive(func: CheckedFunc, y0: torch.Tensor, ts: list[float], tab
         ``(outputs, stats, status, message)``: a list of states (shape ``S``) for the
         output times reached, the work counters, a :class:`Status` and a sentence.
     """
-    plan = RKPlan(tab)
+    plan = plan_for(tab)
     ctl = StepControl(rtol=rtol, atol=atol, error_order=tab.error_order, options=options, t_start=ts[0],
                       t_end=ts[-1], max_steps=max_steps)
     t, t_end = ts[0], ts[-1]
@@ -87,7 +87,7 @@ def integrate_adaptive(func: CheckedFunc, y0: torch.Tensor, ts: list[float], tab
                 outputs.append(y1)
             else:
                 if dense is None:
-                    dense = DenseOutput(plan, y, y1, ks, h_use)
+                    dense = DenseOutput(plan, y, ks, h_use)
                 outputs.append(dense((ts[next_i] - t) / h_use))
             next_i += 1
         y, f, t = y1, ks[-1], t_new

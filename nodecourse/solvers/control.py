@@ -31,6 +31,7 @@ CONTROL_OPTIONS = {
     "first_step": None,  # initial |h| > 0; None = Hairer's estimate (one extra evaluation)
     "max_step": math.inf,  # largest |h| > 0
     "max_nonfinite_retries": 8,  # consecutive NaN/inf steps retried with a smaller h before giving up
+    "norm": None,  # norm(tensor) -> scalar for the error ratio and the first step (as torchdiffeq); None = RMS
 }
 
 #: Underflow: a step is too small when ``t + h`` cannot be told from ``t`` (a few ulps of margin).
@@ -48,6 +49,33 @@ def rms_rows(x: torch.Tensor) -> torch.Tensor:
     return x.reshape(x.shape[0], -1).pow(2).mean(dim=1).sqrt()
 
 
+class UserNorm:
+    """``options["norm"]``: the caller's ``norm(tensor) -> scalar`` (torchdiffeq's convention), used in
+    place of :func:`rms` on the scaled error and in the initial-step estimate. The tensor has the
+    state's shape (the flat state for a tuple state, which the tuple adapter splits back). The first
+    result is checked to be one number; the absolute value is used (as torchdiffeq does)."""
+
+    __slots__ = ("norm", "checked")
+
+    def __init__(self, norm):
+        if not callable(norm):
+            raise TypeError(f"options['norm']={norm!r} must be a callable norm(tensor) -> scalar tensor (e.g. "
+                            f"lambda x: x.abs().max()), or None for the RMS norm")
+        self.norm = norm
+        self.checked = False
+
+    def __call__(self, x: torch.Tensor):
+        out = self.norm(x)
+        if not self.checked:
+            if not (isinstance(out, torch.Tensor) and out.numel() == 1 or isinstance(out, (int, float))) \
+                    or isinstance(out, bool):
+                shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+                raise TypeError(f"options['norm'] returned {shape} for a tensor of shape {tuple(x.shape)}; it must "
+                                f"return one number (a 0-d tensor or a float), e.g. x.abs().max()")
+            self.checked = True
+        return out.abs() if isinstance(out, torch.Tensor) else abs(out)
+
+
 def error_scale(y0: torch.Tensor, y1: torch.Tensor, rtol: float, atol: float) -> torch.Tensor:
     """``atol + rtol * max(|y0|, |y1|)``, elementwise, no graph."""
     return torch.maximum(y0.detach().abs(), y1.detach().abs()).mul_(rtol).add_(atol)
@@ -63,6 +91,7 @@ def _read_settings(ctl, rtol: float, atol: float, error_order: int, options: dic
     ctl.safety, ctl.ifactor, ctl.dfactor = options["safety"], options["ifactor"], options["dfactor"]
     ctl.first_step, ctl.max_step = options["first_step"], options["max_step"]
     ctl.max_retries = options["max_nonfinite_retries"]
+    ctl.norm = rms if options.get("norm") is None else UserNorm(options["norm"])
     ctl.t_start, ctl.t_end = t_start, t_end
     ctl.direction = 1.0 if t_end >= t_start else -1.0
     ctl.max_steps = max_steps
@@ -87,6 +116,7 @@ class StepControl:
         self.nonfinite_streak = 0
         self.nonfinite_t: float | None = None  # where func last gave NaN/inf, until a step is accepted
         self.nonfinite_what = ""
+        self._y_last = self._abs_last = None  # the last y1 seen by error_ratio and its |y1|
 
     # ------------------------------------------------------------------ step sizes
     def clip(self, h: float) -> float:
@@ -100,14 +130,14 @@ class StepControl:
             return self.clip(float(self.first_step)), 0
         with torch.no_grad():
             scale = y0.detach().abs() * self.rtol + self.atol
-            d0 = float(rms(y0.detach() / scale))
-            d1 = float(rms(f0.detach() / scale))
+            d0 = float(self.norm(y0.detach() / scale))
+            d1 = float(self.norm(f0.detach() / scale))
             h0 = 1e-6 if (d0 < 1e-5 or d1 < 1e-5) else 0.01 * d0 / d1
             if not (math.isfinite(h0) and h0 > 0):  # e.g. an atol so small that d1 overflows
                 h0 = 1e-6
             y1 = y0.detach() + (self.direction * h0) * f0.detach()
             f1 = func(time_tensor(t0 + self.direction * h0, y0), y1)
-            d2 = float(rms((f1 - f0.detach()) / scale)) / h0
+            d2 = float(self.norm((f1 - f0.detach()) / scale)) / h0
             if not (math.isfinite(d1) and math.isfinite(d2)):
                 h1 = h0
             elif d1 <= 1e-15 and d2 <= 1e-15:
@@ -138,9 +168,20 @@ class StepControl:
     def error_ratio(self, err: torch.Tensor, y0: torch.Tensor, y1: torch.Tensor) -> float:
         """RMS of ``err / (atol + rtol max(|y0|, |y1|))`` (the one host sync per step).
 
-        A ratio <= 1 meets the tolerance (same norm as torchdiffeq).
+        A ratio <= 1 meets the tolerance (same norm as torchdiffeq); ``options["norm"]`` replaces the RMS.
         """
-        return float(rms(err.detach() / error_scale(y0, y1, self.rtol, self.atol)))
+        scaled = err.detach() / self._error_scale(y0, y1)
+        if self.norm is rms:  # the square root of the size on the host: one op less per step
+            return float(torch.linalg.vector_norm(scaled)) / math.sqrt(max(scaled.numel(), 1))
+        return float(self.norm(scaled))
+
+    def _error_scale(self, y0: torch.Tensor, y1: torch.Tensor) -> torch.Tensor:
+        """:func:`error_scale`, reusing ``|y1|`` of the previous call when ``y0`` is that ``y1`` (the
+        step after an accepted one starts where it ended): one op less per accepted step."""
+        abs0 = self._abs_last if y0 is self._y_last else y0.detach().abs()
+        abs1 = y1.detach().abs()
+        self._y_last, self._abs_last = y1, abs1
+        return torch.maximum(abs0, abs1).mul_(self.rtol).add_(self.atol)
 
     def factor(self, ratio: float) -> float:
         """Multiplier for the next step: ``safety * ratio**(-1/q)`` clipped to ``[dfactor, ifactor]``;
@@ -232,6 +273,9 @@ class BatchStepControl:
 
     def __init__(self, *, rtol: float, atol: float, error_order: int, options: dict, t_start: float,
                  t_end: float, max_steps: int, batch: int, device: torch.device, t_dtype: torch.dtype):
+        if options.get("norm") is not None:
+            raise ValueError("options['norm'] is not available with per_sample=True: the error norm there is the "
+                             "RMS of each row (shape (B,)). Drop the norm, or use per_sample=False")
         _read_settings(self, rtol, atol, error_order, options, t_start, t_end, max_steps)
         self.t_dtype = t_dtype
         self.eps = torch.finfo(t_dtype).eps
@@ -245,9 +289,12 @@ class BatchStepControl:
         self.nonfinite_seen = zeros(torch.bool)  # func met NaN/inf since this element's last accepted step
         self.nonfinite_t = torch.full((batch,), math.nan, dtype=t_dtype, device=device)
         self.fail_t = torch.full((batch,), math.nan, dtype=t_dtype, device=device)
+        # where() takes a 0-d tensor faster than a Python number (this runs every step)
+        const = lambda value, dt=t_dtype: torch.tensor(value, dtype=dt, device=device)  # noqa: E731
+        self._one, self._dfactor, self._target = const(1.0), const(self.dfactor), const(t_end)
 
     def clip(self, h: torch.Tensor) -> torch.Tensor:
-        return h.clamp(-self.max_step, self.max_step)
+        return h if self.max_step == math.inf else h.clamp(-self.max_step, self.max_step)
 
     def initial_step(self, func, t: torch.Tensor, y0: torch.Tensor, f0: torch.Tensor) -> tuple[torch.Tensor, int]:
         """Per-element Hairer estimate (one batched evaluation) or ``first_step``; ``(h (B,), nfe)``."""
@@ -274,26 +321,28 @@ class BatchStepControl:
         remaining = target - t
         last = h.abs() >= remaining.abs() * (1 - 1e-10)
         h_use = torch.where(last, remaining, h)
-        t_new = torch.where(last, torch.full_like(t, target), t + h_use)
+        t_new = torch.where(last, self._target if target == self.t_end else target, t + h_use)
         return h_use, t_new, last
 
     def underflows(self, t: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
         """The scalar test per element: ``|h| <= 4 ulp(t)`` or ``|h|`` below the smallest step
         (the second part is what fires at ``t = 0``)."""
-        return (h.abs() <= ULP_MARGIN * self.eps * t.abs()) | (h.abs() < self.tiny)
+        size = h.abs()
+        return (size <= ULP_MARGIN * self.eps * t.abs()) | (size < self.tiny)
 
     def error_ratio(self, err: torch.Tensor, y0: torch.Tensor, y1: torch.Tensor) -> torch.Tensor:
-        """Per-element RMS error ratio, shape ``(B,)`` (no host sync)."""
-        return rms_rows(err.detach() / error_scale(y0, y1, self.rtol, self.atol)).to(self.t_dtype)
+        """Per-element RMS error ratio, shape ``(B,)`` in the time dtype (no host sync; the norm
+        accumulates in that dtype, so squares of a float32 error cannot overflow)."""
+        scaled = (err.detach() / error_scale(y0, y1, self.rtol, self.atol)).reshape(err.shape[0], -1)
+        norms = torch.linalg.vector_norm(scaled, dim=1, dtype=self.t_dtype)
+        return norms.mul_(1.0 / math.sqrt(max(scaled.shape[1], 1)))
 
     def factor(self, ratio: torch.Tensor) -> torch.Tensor:
-        finite = torch.isfinite(ratio)
-        safe = torch.where(finite, ratio, torch.ones_like(ratio)).clamp_min(1e-300)
-        low = torch.where(safe <= 1.0, torch.ones_like(ratio), torch.full_like(ratio, self.dfactor))
-        f = torch.minimum(torch.maximum(self.safety * safe ** self.exponent, low),
-                          torch.full_like(ratio, self.ifactor))
-        f = torch.where(ratio == 0, torch.full_like(ratio, self.ifactor), f)
-        return torch.where(finite, f, torch.full_like(ratio, self.dfactor))
+        """:meth:`StepControl.factor` per element: 0 gives ``ifactor`` (0 is clamped to 1e-300, whose
+        power clips there), NaN/inf give ``dfactor`` (as inf, whose power is 0)."""
+        r = torch.nan_to_num(ratio, nan=math.inf, posinf=math.inf).clamp_min_(1e-300)
+        low = torch.where(r <= 1.0, self._one, self._dfactor)  # an accepted step never shrinks the next one
+        return torch.maximum(r.pow_(self.exponent).mul_(self.safety), low).clamp_max_(self.ifactor)
 
     def finish(self, mask: torch.Tensor, code: int, t: torch.Tensor) -> None:
         """Mark the elements in ``mask`` (not yet done) finished with ``code`` at time ``t``."""
@@ -302,17 +351,29 @@ class BatchStepControl:
         self.fail_t = torch.where(mask, t, self.fail_t)
         self.done = self.done | mask
 
-    def underflow(self, active: torch.Tensor, t: torch.Tensor, h_use: torch.Tensor) -> torch.Tensor:
-        """Finish the active elements whose step underflows (NON_FINITE when func's NaN/inf made
-        them shrink); returns the elements still active."""
-        under = active & self.underflows(t, h_use)
+    def underflowing(self, active: torch.Tensor, t: torch.Tensor, h_use: torch.Tensor) -> torch.Tensor:
+        """The active elements whose step underflows: they sit this step out, and
+        :meth:`finish_underflow` ends them (the caller checks for any along with its other rare cases:
+        one host sync per step for both)."""
+        return active & self.underflows(t, h_use)
+
+    def finish_underflow(self, under: torch.Tensor, t: torch.Tensor) -> None:
+        """End the elements in ``under``: NON_FINITE when func's NaN/inf made them shrink, else
+        STEP_UNDERFLOW, at time ``t``."""
         self.finish(under & self.nonfinite_seen, NONFIN, self.nonfinite_t)
         self.finish(under, UNDER, t)
-        return active & ~under
 
     def judge(self, active, ratio, nonfinite, t_bad, h_use) -> tuple[torch.Tensor, torch.Tensor]:
         """Accept/reject per element. ``nonfinite`` marks elements whose step met NaN/inf (at
-        ``t_bad``). Returns ``(accepted, next h)`` (h unchanged for inactive elements)."""
+        ``t_bad``); None when none did (the common case: the same rules in fewer ops). Returns
+        ``(accepted, next h)`` (h unchanged for inactive elements)."""
+        if nonfinite is None:
+            accept = active & (ratio <= 1.0)
+            self.n_accepted += accept
+            self.n_rejected += active & ~accept
+            self.streak.masked_fill_(accept, 0)
+            self.nonfinite_seen &= ~accept
+            return accept, self.clip(h_use * self.factor(ratio))
         accept = active & ~nonfinite & (ratio <= 1.0)
         self.n_accepted += accept.long()
         self.n_rejected += (active & ~accept).long()

@@ -13,15 +13,33 @@ import torch
 from nodecourse.solvers.control import locate_nonfinite
 from nodecourse.solvers.record import OFF, Recorder
 from nodecourse.solvers.result import Status
-from nodecourse.solvers.rk import CheckedFunc, RKPlan, time_tensor
+from nodecourse.solvers.rk import CheckedFunc, RKPlan, plan_for, time_tensor
 from nodecourse.solvers.tableaux import ButcherTableau
 
 FIXED_OPTIONS: dict = {}
 
 
+#: Relative rounding of a time given in float32 (the coarsest dtype the solvers take).
+TIME_ROUNDING = 2.0 ** -23
+
+
+def equal_steps(t_start: float, t_end: float, step_size: float) -> int:
+    """How many equal steps of at most ``step_size`` cover ``[t_start, t_end]`` (at least one).
+
+    The one subdivision rule of the fixed-step paths (explicit, implicit, reversible). A span
+    that exceeds a whole number of steps by no more than the rounding of its two ends in float32
+    counts as that whole number: times ``k / 48`` given as float32 with ``step_size=1/48`` take
+    one step per gap, not two (one of a few ulps). The step then exceeds ``step_size`` by at
+    most that rounding, relative ~1e-7.
+    """
+    span = abs(t_end - t_start)
+    slack = 4 * TIME_ROUNDING * max(abs(t_start), abs(t_end), step_size)
+    return max(1, math.ceil((span - slack) / step_size))
+
+
 def steps_per_interval(ts: list[float], step_size: float) -> list[int]:
     """Number of equal steps for each output interval (at least one)."""
-    return [max(1, math.ceil(abs(b - a) / step_size - 1e-9)) for a, b in zip(ts[:-1], ts[1:])]
+    return [equal_steps(a, b, step_size) for a, b in zip(ts[:-1], ts[1:])]
 
 
 def integrate_fixed(func: CheckedFunc, y0: torch.Tensor, ts: list[float], tab: ButcherTableau, *,
@@ -30,7 +48,7 @@ def integrate_fixed(func: CheckedFunc, y0: torch.Tensor, ts: list[float], tab: B
 
     Returns ``(outputs, stats, status, message)`` as :func:`integrate_adaptive` does.
     """
-    plan = RKPlan(tab)
+    plan = plan_for(tab)
     outputs = [y0]
     n_steps = 0
     stats = lambda: {"nfe": func.nfe, "n_steps": n_steps, "n_accepted": n_steps, "n_rejected": 0}  # noqa: E731

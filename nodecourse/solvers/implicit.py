@@ -32,6 +32,7 @@ import math
 import torch
 
 from nodecourse.solvers.control import CONTROL_OPTIONS, StepControl
+from nodecourse.solvers.fixed import equal_steps
 from nodecourse.solvers.record import OFF, Recorder
 from nodecourse.solvers.result import Status
 from nodecourse.solvers.rk import time_tensor
@@ -155,7 +156,7 @@ def integrate_implicit(func, y0: torch.Tensor, ts: list[float], spec, *, rtol: f
     for next_i in range(1, len(ts)):
         target = ts[next_i]
         if not adaptive:  # equal steps of at most step_size that land on the output time
-            n_sub = max(1, math.ceil(abs(target - t) / float(step_size) - 1e-9))
+            n_sub = equal_steps(t, target, float(step_size))
             h_fixed = (target - t) / n_sub
             h = h_fixed
         while t != target:

@@ -1,9 +1,11 @@
 """``odeint``: check the arguments, run the chosen integrator, return a :class:`Solution`.
 
 Structure: :func:`odeint` validates every argument, then dispatches on ``gradient``:
-``"adjoint"``, ``"checkpoint"`` and gradients with respect to ``t`` go to
-:mod:`nodecourse.solvers.adjoint` (which calls ``odeint`` back without a graph or with
-``t`` detached); ``"backprop"`` becomes a :class:`SolveRequest`, and :func:`solve_request`
+``"adjoint"`` goes to :mod:`nodecourse.solvers.adjoint`, ``"checkpoint"`` to
+:mod:`nodecourse.solvers.checkpoint` and gradients with respect to ``t`` to
+:mod:`nodecourse.solvers.time_gradients`; each is handed ``odeint`` itself to call back
+(without a graph, backwards in time, or with ``t`` detached), so none imports this module;
+``"backprop"`` becomes a :class:`SolveRequest`, and :func:`solve_request`
 runs one integrator on it and returns the :class:`Solution` (never raising on a
 failed solve; ``odeint`` does that when ``throw=True``).
 """
@@ -15,17 +17,19 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from nodecourse.solvers import observers
+from nodecourse.solvers import adjoint, checkpoint, observers, reversible
 from nodecourse.solvers import validate as v
-from nodecourse.solvers.adaptive import ADAPTIVE_OPTIONS, integrate_adaptive
-from nodecourse.solvers.fixed import FIXED_OPTIONS, integrate_fixed
-from nodecourse.solvers.implicit import IMPLICIT_OPTIONS, integrate_implicit
+from nodecourse.solvers.adaptive import integrate_adaptive
+from nodecourse.solvers.fixed import integrate_fixed
+from nodecourse.solvers.implicit import integrate_implicit
 from nodecourse.solvers.per_sample import integrate_per_sample
 from nodecourse.solvers.record import Recorder, StepEvent
 from nodecourse.solvers.registry import ADAPTIVE, FIXED, SolverSpec
 from nodecourse.solvers.result import Solution, SolverError, Status
 from nodecourse.solvers.rk import CheckedFunc
-from nodecourse.solvers.torchdiffeq_backend import TORCHDIFFEQ_ADAPTIVE_OPTIONS, integrate_torchdiffeq
+from nodecourse.solvers.time_gradients import attach_time_gradients
+from nodecourse.solvers.torchdiffeq_backend import integrate_torchdiffeq
+from nodecourse.solvers.tuple_state import is_tuple_state, solve_tuple
 
 
 def odeint(func, y0: torch.Tensor, t: torch.Tensor, *, method="dopri5", rtol: float = 1e-7,
@@ -37,15 +41,22 @@ def odeint(func, y0: torch.Tensor, t: torch.Tensor, *, method="dopri5", rtol: fl
 
     Args:
         func: ``func(t, y) -> dy/dt`` with ``t`` a 0-d tensor (shape ``(B,)`` when
-            ``per_sample=True``) and ``y`` of ``y0``'s shape; a function or ``nn.Module``.
-        y0: initial state, any shape ``S``, floating dtype; sets dtype and device.
+            ``per_sample=True``) and ``y`` of ``y0``'s shape; a function or ``nn.Module``. It must
+            return a new tensor, never change ``y`` in place (named: ``InPlaceFieldError``); in
+            per-sample mode it must treat each row on its own (probed once: ``BatchMixingError``).
+        y0: initial state, any shape ``S``, floating dtype; sets dtype and device. Or a tuple of
+            tensors (one dtype and device; torchdiffeq's convention): ``func`` then takes and
+            returns tuples, the solve runs on the parts flattened into one vector
+            (:mod:`nodecourse.solvers.tuple_state`) and ``Solution.ys`` is a tuple.
         t: output times, shape ``(T,)``, strictly increasing or strictly decreasing
             (decreasing integrates backwards), on ``y0``'s device.
-        method: a name in :data:`nodecourse.SOLVERS`, or a :class:`nodecourse.solvers.ButcherTableau`
+        method: a name in :data:`nodecourse.SOLVERS` or ``"reversible_heun"``
+            (:data:`~nodecourse.solvers.reversible.REVERSIBLE_SOLVERS`, fixed steps), or a :class:`nodecourse.solvers.ButcherTableau`
             (explicit without ``b_low``: fixed steps; with ``b_low``: adaptive; diagonally
             implicit two-stage theta methods: implicit).
         rtol, atol: tolerances of the adaptive and implicit methods (error per step
-            ``<= atol + rtol * |y|`` in the RMS norm).
+            ``<= atol + rtol * |y|`` in the RMS norm); ``rtol`` in (0, 1) (at 1 or more the error
+            may be as large as the state itself), ``atol`` > 0 (in the units of ``y``).
         step_size: largest step of the fixed-step methods (required there); optional
             for the implicit methods (fixed steps when given); not allowed for adaptive ones.
         max_steps: budget of attempted steps (accepted + rejected).
@@ -54,12 +65,15 @@ def odeint(func, y0: torch.Tensor, t: torch.Tensor, *, method="dopri5", rtol: fl
             not per_sample, backend "nodecourse"): the forward solve runs without a graph and
             keeps the state at the start of each accepted step (the step record); the backward
             pass replays each accepted step with autograd, last to first
-            (:func:`nodecourse.solvers.adjoint.solve_checkpoint`; memory steps x state size,
+            (:func:`nodecourse.solvers.checkpoint.solve_checkpoint`; memory steps x state size,
             one more forward of work counted in ``stats["nfe_backward"]``; the exact gradient
             of the discrete solve).
             ``"adjoint"``: the continuous adjoint (:mod:`nodecourse.solvers.adjoint`): no graph is
             kept, the gradient comes from solving the augmented system backwards in time
             (constant memory in steps; ``stats`` gains ``nfe_backward`` and ``backward_status``).
+            ``"reversible"`` (only with ``method="reversible_heun"``, :mod:`nodecourse.solvers.reversible`):
+            no graph is kept; the backward pass reconstructs each step by its algebraic inverse, so the
+            gradient is backprop's through the same steps up to rounding, with memory flat in the steps.
             ``t`` may require grad in every mode (gradients with respect to the output times).
         throw: raise :class:`SolverError` when the solve fails; with False the
             ``Solution`` comes back with its status and NaN rows for times not reached.
@@ -68,12 +82,15 @@ def odeint(func, y0: torch.Tensor, t: torch.Tensor, *, method="dopri5", rtol: fl
             gets its own step sizes and its own stats.
         options: method-specific settings: adaptive and implicit methods take ``safety`` in
             (0, 1], ``ifactor`` >= 1, ``dfactor`` in (0, 1), ``first_step`` > 0, ``max_step`` > 0,
-            ``max_nonfinite_retries`` >= 1; implicit ones add ``newton_tol`` > 0 and
+            ``max_nonfinite_retries`` >= 1, ``norm`` (a callable ``norm(tensor) -> scalar`` replacing
+            the RMS norm of the error and of the first-step estimate, as in torchdiffeq; it gets the
+            tuple of parts for a tuple state; not with ``per_sample``); implicit ones add ``newton_tol`` > 0 and
             ``max_newton_iters`` >= 1. Unknown keys raise ``TypeError``, values out of range
             ``ValueError`` (naming the option, the value and the range).
         adjoint_options: ``gradient="adjoint"`` only: the backward solve's ``method``, ``rtol``,
-            ``atol``, ``step_size``, ``max_steps``, ``options`` (default: the forward ones) and
-            ``params`` (extra tensors to differentiate).
+            ``atol``, ``step_size``, ``max_steps``, ``options`` (default: the forward ones),
+            ``params`` (extra tensors to differentiate) and ``norm`` (``"seminorm"``: the backward error
+            norm leaves out the parameter-gradient channels, Kidger et al. 2021); all checked before the forward solve.
         record_steps: ``True``: keep every attempted step's start time, size, error ratio and
             accepted flag in ``Solution.steps`` (a :class:`~nodecourse.solvers.record.StepRecord`);
             ``"states"``: also the state at every accepted step boundary (not in per-sample mode).
@@ -81,8 +98,8 @@ def odeint(func, y0: torch.Tensor, t: torch.Tensor, *, method="dopri5", rtol: fl
             attempted step (live plots, logging; it must not modify the tensors).
 
     Returns:
-        :class:`Solution` with ``ys`` of shape ``(T, *S)``, ``ts``, ``stats``, ``status``
-        (``steps`` with ``record_steps``; ``status_per_sample`` with ``per_sample=True``).
+        :class:`Solution` with ``ys`` of shape ``(T, *S)`` (a tuple of such for a tuple ``y0``), ``ts``,
+        ``stats``, ``status`` (``steps`` with ``record_steps``; ``status_per_sample`` with ``per_sample=True``).
 
     Raises:
         TypeError / ValueError: a bad argument (the message names it, its value and the fix),
@@ -90,31 +107,46 @@ def odeint(func, y0: torch.Tensor, t: torch.Tensor, *, method="dopri5", rtol: fl
         SolverError: the solve failed and ``throw=True``.
     """
     v.check_func(func)
+    if is_tuple_state(y0):  # a state in parts (torchdiffeq's convention): flattened, solved, split back
+        return solve_tuple(odeint, func, y0, t, method=method, rtol=rtol, atol=atol, step_size=step_size,
+                           max_steps=max_steps, gradient=gradient, throw=throw, backend=backend, per_sample=per_sample,
+                           options=options, adjoint_options=adjoint_options, record_steps=record_steps,
+                           on_step=on_step)
     per_sample = v.check_flag("per_sample", per_sample)
     throw = v.check_flag("throw", throw)
     v.check_y0(y0, per_sample)
     ts = v.check_t(t, y0)
     rtol, atol = v.check_tolerances(rtol, atol)
+    step_size = v.check_arg("step_size", step_size)
     spec = v.check_method(method, step_size, per_sample)
     v.check_precision(y0, rtol, atol, spec, step_size)
     record_steps = v.check_record(record_steps, on_step, per_sample, gradient)
     max_steps = v.check_max_steps(max_steps)
     v.check_backend(backend, per_sample, spec)
     v.check_gradient(gradient, spec, per_sample, backend)
-    if adjoint_options is not None and gradient != "adjoint":
-        raise ValueError(f"adjoint_options are for gradient='adjoint', got gradient={gradient!r}; drop them")
-    if gradient in ("adjoint", "checkpoint") or t.requires_grad:  # handled in nodecourse.solvers.adjoint
-        from nodecourse.solvers import adjoint
+    opts = v.merge_options(options, v.option_defaults(spec, backend), spec.name)
+    # every setting of the backward solve too, before the forward solve runs
+    adjoint_options = v.check_adjoint_options(adjoint_options, gradient=gradient, method=method, rtol=rtol,
+                                              atol=atol, step_size=step_size, max_steps=max_steps,
+                                              options=options, backend=backend, y0=y0)
+    if spec.kind == reversible.REVERSIBLE:  # reversible Heun: its own integrator and gradient mode
+        v.check_reversible_record(spec, record_steps, on_step)
+
+        def solve_reversible(y_in, t_in):
+            return reversible.solve_reversible(func, y_in, t_in, ts=ts, gradient=gradient, step_size=float(step_size),
+                                               max_steps=max_steps, throw=throw, name=spec.name)
+
+        return attach_time_gradients(solve_reversible, func, y0, t) if t.requires_grad else solve_reversible(y0, t)
+    if gradient in ("adjoint", "checkpoint") or t.requires_grad:
         settings = dict(method=method, rtol=rtol, atol=atol, step_size=step_size, max_steps=max_steps,
                         throw=throw, backend=backend, per_sample=per_sample, options=options)
         if gradient == "adjoint":
-            return adjoint.solve_adjoint(func, y0, t, adjoint_options=adjoint_options, **settings)
+            return adjoint.solve_adjoint(func, y0, t, solve=odeint, adjoint_options=adjoint_options, **settings)
         if gradient == "checkpoint" and not t.requires_grad:
-            return adjoint.solve_checkpoint(func, y0, t, on_step=on_step, **settings)
-        return adjoint.attach_time_gradients(
+            return checkpoint.solve_checkpoint(func, y0, t, solve=odeint, on_step=on_step, **settings)
+        return attach_time_gradients(
             lambda y_in, t_in: odeint(func, y_in, t_in, gradient=gradient, record_steps=record_steps,
                                       on_step=on_step, **settings), func, y0, t)
-    opts = v.merge_options(options, _option_defaults(spec, backend), spec.name)
     request = SolveRequest(func=func, y0=y0, t=t, ts=ts, spec=spec, rtol=rtol, atol=atol,
                            step_size=float(step_size) if step_size is not None else None, max_steps=max_steps,
                            backend=backend, per_sample=per_sample, options=opts,
@@ -146,17 +178,13 @@ class SolveRequest:
     on_step: Optional[Callable[[StepEvent], Any]] = None
 
 
-def _option_defaults(spec: SolverSpec, backend: str) -> dict:
-    if backend == "torchdiffeq":
-        return TORCHDIFFEQ_ADAPTIVE_OPTIONS if spec.kind == ADAPTIVE else {}
-    return {FIXED: FIXED_OPTIONS, ADAPTIVE: ADAPTIVE_OPTIONS}.get(spec.kind, IMPLICIT_OPTIONS)
-
-
 def solve_request(req: SolveRequest) -> Solution:
-    """Run the integrator ``req`` asks for, with ``gradient="backprop"`` (the other modes wrap
-    this path in :mod:`nodecourse.solvers.adjoint`); never raises on a failed solve (the status
-    says it)."""
-    spec, y0, ts = req.spec, req.y0, req.ts
+    """Run the integrator ``req`` asks for, with ``gradient="backprop"`` (the other gradient modes
+    call :func:`odeint` back, which ends here); never raises on a failed solve (the status says it)."""
+    spec, ts = req.spec, req.ts
+    # func never sees the caller's tensor: a field that changes y in place is named on its first
+    # call (CheckedFunc) and leaves y0 as it was. One copy per solve.
+    y0 = req.y0.clone()
     started = time.perf_counter()
     func = req.func
     recorder = Recorder(req.record_steps, req.on_step, per_sample=req.per_sample)
@@ -185,6 +213,8 @@ def solve_request(req: SolveRequest) -> Solution:
 
     # backprop differentiates the recorded operations: its backward pass never calls func
     stats.setdefault("nfe_backward", 0)
+    if req.backend != "torchdiffeq" and checked.nfe_setup:
+        stats["nfe_setup"] = checked.nfe_setup  # the per-sample probe (rows kept apart)
     ys = outputs if isinstance(outputs, torch.Tensor) else _stack(outputs, len(ts), y0)
     solution = Solution(ys=ys, ts=req.t, stats=stats, status=status, method=spec.name, rtol=req.rtol,
                         atol=req.atol, message=message, steps=recorder.record,

@@ -7,14 +7,20 @@ decided per element by :class:`~nodecourse.solvers.control.BatchStepControl`
 the last output time or fails. So an easy input costs fewer of *its own* steps
 than a hard one, which a batch-wide step size hides. ``func`` receives ``t`` of
 shape ``(B,)``.
+
+Every step is a fixed sequence of batched tensor operations (no Python loop over
+elements), kept short: at small states each operation costs about as much as its
+launch, so the count is what ``benchmarks/bench_overhead.py`` measures.
 """
 from __future__ import annotations
+
+import math
 
 import torch
 
 from nodecourse.solvers.control import NONFIN, BatchStepControl
 from nodecourse.solvers.record import OFF, Recorder
-from nodecourse.solvers.rk import RKPlan, combine
+from nodecourse.solvers.rk import RKPlan, combine, plan_for
 from nodecourse.solvers.tableaux import ButcherTableau
 
 
@@ -30,24 +36,32 @@ def integrate_per_sample(func, y0: torch.Tensor, ts: list[float], tab: ButcherTa
     ``n_steps_per_sample``, ``n_accepted_per_sample``, ``n_rejected_per_sample``,
     ``t_reached_per_sample`` and ``status_per_sample`` (:attr:`Status.code` values).
     """
-    plan = RKPlan(tab)
+    plan = plan_for(tab)
     B, dev, dtype = y0.shape[0], y0.device, y0.dtype
     t_dtype = torch.float32 if dev.type == "mps" else torch.float64  # mps has no float64
     ctl = BatchStepControl(rtol=rtol, atol=atol, error_order=tab.error_order, options=options, t_start=ts[0],
                            t_end=ts[-1], max_steps=max_steps, batch=B, device=dev, t_dtype=t_dtype)
     bshape = (B,) + (1,) * (y0.dim() - 1)
     n_out = len(ts)
-    direction = ctl.direction
-    ts_t = torch.tensor(ts, dtype=t_dtype, device=dev)
+    # Output times, then one that is never reached: an element past its last output finds no more.
+    ts_t = torch.tensor(ts + [ctl.direction * math.inf], dtype=t_dtype, device=dev)
+    reached = torch.le if ctl.direction > 0 else torch.ge  # reached(t_out, t_new): t_out lies within the step
     nodes = torch.tensor(plan.c, dtype=t_dtype, device=dev)
     t_end = ts[-1]
     recording = recorder.enabled
+    stage_rows = [_lead_form(row) for row in plan.rows]
+    b_row = _lead_form(plan.b)
+    err_j, err_w, err_rest = _lead_form(plan.err)
+    dense = _BatchDense(plan, dtype, dev)
+    # Stages strictly inside the step get their times t + c_i h in one op; those at c = 1 take t_new.
+    inner = [i for i, c in enumerate(plan.c) if 0 < i and c != 1.0]
+    inner_nodes = torch.tensor([plan.c[i] for i in inner], dtype=t_dtype, device=dev).view(-1, 1)
+    zero = torch.zeros((), dtype=t_dtype, device=dev)  # where() takes a tensor faster than a Python number
 
     t = torch.full((B,), ts[0], dtype=t_dtype, device=dev)
     y = y0
     f = func(t.to(dtype), y)
-    nfe_each = torch.ones(B, dtype=torch.long, device=dev)
-    idx = torch.ones(B, dtype=torch.long, device=dev)
+    idx = torch.ones(B, dtype=torch.long, device=dev)  # each element's next output time
     batch_index = torch.arange(B, device=dev)
     ys = torch.cat([y0.unsqueeze(0), torch.full((n_out - 1, *y0.shape), float("nan"), dtype=dtype, device=dev)])
     n_loops = 0
@@ -58,59 +72,61 @@ def integrate_per_sample(func, y0: torch.Tensor, ts: list[float], tab: ButcherTa
         ctl.done[:] = True
 
     h, used = ctl.initial_step(func, t, y0, f)
-    nfe_each += used
 
-    while bool((~ctl.done).any()):
+    while True:
         active = ~ctl.done
+        if not bool(active.any()):
+            break
         if n_loops >= max_steps:
             ctl.out_of_steps(t)
             break
         n_loops += 1
-        h_use, t_new, last = ctl.propose(t, h, t_end)
-        active = ctl.underflow(active, t, h_use)
-        h_use = torch.where(active, h_use, torch.zeros_like(h_use))
+        h_use, t_new, _ = ctl.propose(t, h, t_end)
+        under = ctl.underflowing(active, t, h_use)
+        active = active & ~under
+        h_use = torch.where(active, h_use, zero)
         t_new = torch.where(active, t_new, t)
         hb = h_use.to(dtype).view(bshape)
+        t_end_of_step = t_new.to(dtype)
+        times = dict(zip(inner, torch.addcmul(t, inner_nodes, h_use).to(dtype).unbind(0))) if inner else {}
 
         ks = [f]
         yi = y
-        for i, row in enumerate(plan.rows, start=1):
-            yi = torch.addcmul(y, hb, combine(None, ks, row, 1.0))
-            ti = t_new if plan.c[i] == 1.0 else t + plan.c[i] * h_use
-            ks.append(func(ti.to(dtype), yi))
-        nfe_each += active.long() * plan.new_evals
-        y1 = yi if plan.fsal else torch.addcmul(y, hb, combine(None, ks, plan.b, 1.0))
+        for i, (j0, a0, rest) in enumerate(stage_rows, start=1):
+            yi = torch.addcmul(y, hb, combine(ks[j0], ks, rest, 1.0), value=a0)
+            ks.append(func(times.get(i, t_end_of_step), yi))
+        y1 = yi if plan.fsal else torch.addcmul(y, hb, combine(ks[b_row[0]], ks, b_row[2], 1.0), value=b_row[1])
         if not plan.fsal:
-            ks.append(func(t_new.to(dtype), y1))
-            nfe_each += active.long()
-        err = hb * combine(None, ks, plan.err, 1.0)
+            ks.append(func(t_end_of_step, y1))
+        with torch.no_grad():  # the error estimate only steers the step sizes
+            err = combine(ks[err_j], ks, err_rest, 1.0) * (hb * err_w)
         ratio = ctl.error_ratio(err, y, y1)
         bad_ratio = active & ~torch.isfinite(ratio)
-        if bool(bad_ratio.any()):  # rare: find which elements met NaN/inf, and when
+        rare = bool((under | bad_ratio).any())  # the step's host sync, for both rare cases
+        if rare and bool(under.any()):
+            ctl.finish_underflow(under, t)
+        if rare and bool(bad_ratio.any()):  # find which elements met NaN/inf, and when
             nonfinite, t_bad = _locate_nonfinite(ks, y1, t, h_use, nodes)
             nonfinite = nonfinite & active
             # Finite values with an overflowing ratio (tolerance tiny for the error): a large error.
             ratio = torch.where(bad_ratio & ~nonfinite, torch.full_like(ratio, float("inf")), ratio)
         else:
-            nonfinite, t_bad = torch.zeros_like(active), t
+            nonfinite, t_bad = None, t  # no element met NaN/inf: judge takes its short path
         accept, h_next = ctl.judge(active, ratio, nonfinite, t_bad, h_use)
         if recording:
             recorder.step(t, h_use, ratio, accept, y, y1, active)
 
         # Outputs inside accepted steps, from the per-element interpolant.
-        dense = None
         while True:
-            j = idx.clamp(max=n_out - 1)
-            tj = ts_t[j]
-            hit = accept & (idx < n_out) & (direction * (tj - t_new) <= 0)
+            tj = ts_t[idx]
+            hit = accept & reached(tj, t_new)
             if not bool(hit.any()):
                 break
-            if dense is None:
-                dense = _DenseBatch(plan, y, y1, ks, hb)
-            x = ((tj - t) / torch.where(h_use == 0, torch.ones_like(h_use), h_use)).to(dtype)
-            value = torch.where((tj == t_new).view(bshape), y1, dense(x.view(bshape)))
-            ys = ys.index_put((j[hit], batch_index[hit]), value[hit])
-            idx = idx + hit.long()
+            x = torch.where(hit, (tj - t) / h_use, zero).to(dtype)  # rows not hit: 0, never NaN
+            value = torch.where((tj == t_new).view(bshape), y1, dense(y, ks, hb, x))
+            rows = hit.nonzero().squeeze(1)
+            ys.index_put_((idx[rows], batch_index[rows]), value[rows])
+            idx += hit
 
         acc_b = accept.view(bshape)
         y = torch.where(acc_b, y1, y)
@@ -121,20 +137,31 @@ def integrate_per_sample(func, y0: torch.Tensor, ts: list[float], tab: ButcherTa
 
     status, message = ctl.statuses()
     n_acc, n_rej = ctl.n_accepted, ctl.n_rejected
+    n_steps_each = n_acc + n_rej  # the steps each element took part in
+    evals_per_step = plan.new_evals + (0 if plan.fsal else 1)
     stats = {
         "nfe": func.nfe,
         "n_batch_steps": n_loops,
         "n_accepted": int(n_acc.sum()),
         "n_rejected": int(n_rej.sum()),
-        "n_steps": int(n_acc.sum() + n_rej.sum()),
-        "nfe_per_sample": nfe_each,
-        "n_steps_per_sample": n_acc + n_rej,
+        "n_steps": int(n_steps_each.sum()),
+        "nfe_per_sample": 1 + used + evals_per_step * n_steps_each,
+        "n_steps_per_sample": n_steps_each,
         "n_accepted_per_sample": n_acc,
         "n_rejected_per_sample": n_rej,
         "t_reached_per_sample": t,
         "status_per_sample": ctl.code,
     }
     return ys, stats, status, message
+
+
+def _lead_form(coeffs: list[tuple[int, float]]) -> tuple[int, float, list[tuple[int, float]]]:
+    """``sum_j a_j ks[j]`` as ``a_lead * (ks[lead] + sum_j (a_j / a_lead) ks[j])``, lead = the largest
+    ``|a_j|``: ``(lead, a_lead, rest)``. The sum then starts from a slope instead of a multiply on the
+    state, and ``a_lead`` goes into the ``value`` of the ``addcmul`` that applies the step sizes."""
+    lead = max(range(len(coeffs)), key=lambda i: abs(coeffs[i][1]))
+    j0, a0 = coeffs[lead]
+    return j0, a0, [(j, a / a0) for i, (j, a) in enumerate(coeffs) if i != lead]
 
 
 def _locate_nonfinite(ks, y1, t, h_use, nodes):
@@ -149,22 +176,22 @@ def _locate_nonfinite(ks, y1, t, h_use, nodes):
     return ~(all_ok & y1_ok), t_bad
 
 
-class _DenseBatch:
-    """The quartic interpolant of :class:`nodecourse.solvers.rk.DenseOutput` with a step per element."""
+class _BatchDense:
+    """The interpolant of :class:`nodecourse.solvers.rk.DenseOutput` (the same polynomials,
+    :func:`~nodecourse.solvers.rk.dense_coefficients`) with a step size and an ``x`` per element."""
 
-    def __init__(self, plan: RKPlan, y0, y1, ks, hb):
-        f0, f1 = ks[0], ks[-1]
-        self.e = y0
-        self.d = hb * f0
-        if plan.mid is None:  # cubic Hermite
-            self.c = 3 * (y1 - y0) - hb * (2 * f0 + f1)
-            self.b = 2 * (y0 - y1) + hb * (f0 + f1)
-            self.a = torch.zeros_like(y0)
-            return
-        y_mid = torch.addcmul(y0, hb, combine(None, ks, plan.mid, 1.0))
-        self.c = -11 * y0 - 5 * y1 + 16 * y_mid + hb * (f1 - 4 * f0)
-        self.b = 18 * y0 + 14 * y1 - 32 * y_mid + hb * (5 * f0 - 3 * f1)
-        self.a = -8 * (y1 + y0) + 16 * y_mid + 2 * hb * (f1 - f0)
+    def __init__(self, plan: RKPlan, dtype: torch.dtype, device: torch.device):
+        self.slopes = [j for j, _ in plan.dense]
+        # (4, n): row p holds the coefficient of x^(p+1) of each slope's weight
+        self.coefficients = torch.tensor([c for _, c in plan.dense], dtype=dtype, device=device).T
 
-    def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        return self.e + x * (self.d + x * (self.c + x * (self.b + x * self.a)))
+    def __call__(self, y0: torch.Tensor, ks: list[torch.Tensor], hb: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """``y0 + hb * sum_j w_j(x) ks[j]``; ``x`` shape ``(B,)`` in the state's dtype, ``hb`` the step
+        sizes shaped to broadcast, ``(B, 1, ...)``. Returns ``y0``'s shape."""
+        x2 = x * x
+        weights = torch.stack([x, x2, x2 * x, x2 * x2], dim=1) @ self.coefficients  # (B, n)
+        columns = weights.T.reshape((len(self.slopes),) + tuple(hb.shape)).unbind(0)
+        acc = ks[self.slopes[0]] * columns[0]
+        for j, w in zip(self.slopes[1:], columns[1:]):
+            acc = torch.addcmul(acc, w, ks[j])
+        return torch.addcmul(y0, hb, acc)

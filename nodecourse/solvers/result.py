@@ -57,7 +57,9 @@ class Solution:
 
     Attributes:
         ys: states at the output times, shape ``(len(t), *y0.shape)``. After a failed
-            solve (``throw=False``) the rows not reached are NaN.
+            solve (``throw=False``) the rows not reached are NaN. For a tuple ``y0``
+            (torchdiffeq's convention, :mod:`nodecourse.solvers.tuple_state`): a tuple of
+            tensors, part ``i`` of shape ``(len(t), *y0[i].shape)``.
         ts: the output times, shape ``(len(t),)`` (the ``t`` given).
         stats: solver work: ``nfe`` (calls of func), ``n_steps`` (attempted steps),
             ``n_accepted``, ``n_rejected``; implicit methods add ``n_newton_iters``,
@@ -65,7 +67,9 @@ class Solution:
             ``nfe_backward``: evaluations of func made by backward passes, updated as they
             run, in this same dict (0 with ``gradient="backprop"``, whose backward pass
             differentiates the recorded operations; the replayed steps with ``"checkpoint"``;
-            the adjoint solve's with ``"adjoint"``).
+            the adjoint solve's with ``"adjoint"``); ``nfe_setup`` (when not 0): evaluations
+            made by checks before the solve (the per-sample probe that rows stay apart, the
+            dependency probe of ``"adjoint"`` and ``"checkpoint"``).
         status: how the solve ended (per-sample mode: the worst element's).
         steps: the solver's :class:`~nodecourse.solvers.record.StepRecord` when
             ``record_steps`` was asked for, else None.
@@ -75,7 +79,7 @@ class Solution:
         message: a sentence describing a failure (empty on success).
     """
 
-    ys: torch.Tensor
+    ys: torch.Tensor | tuple[torch.Tensor, ...]
     ts: torch.Tensor
     stats: dict[str, Any]
     status: Status
@@ -99,10 +103,9 @@ class Solution:
     def __repr__(self) -> str:
         work = ", ".join(f"{k}={v}" for k, v in self.stats.items()
                          if isinstance(v, (int, float)) and not (k == "nfe_backward" and v == 0))
-        return (
-            f"Solution(method={self.method!r}, status={self.status.name}, ys.shape={tuple(self.ys.shape)}, "
-            f"{work})"
-        )
+        shape = (tuple(tuple(part.shape) for part in self.ys) if isinstance(self.ys, tuple)
+                 else tuple(self.ys.shape))
+        return f"Solution(method={self.method!r}, status={self.status.name}, ys.shape={shape}, {work})"
 
 
 class SolverError(RuntimeError):

@@ -9,10 +9,12 @@ saves a tensor operation for every stage. ``func`` still receives ``t`` as a
 """
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 import torch
 
+from nodecourse.solvers import field_checks
 from nodecourse.solvers.tableaux import ButcherTableau
 
 Func = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
@@ -44,23 +46,68 @@ def checked_slope(f, y: torch.Tensor, per_sample: bool = False) -> torch.Tensor:
 
 
 class CheckedFunc:
-    """``func`` whose every output is checked against the state's shape and dtype (a tuple and
-    an attribute compare per call; the device is checked on the first call), with the same
-    named error as the first evaluation. Counts calls in :attr:`nfe`."""
+    """``func`` whose every output is checked against the state's shape and dtype, and whose every
+    call is checked not to change ``y`` in place (``y``'s version counter, compared around the call:
+    two attribute reads). The first call also checks the device, names a dtype or device clash
+    between ``func``'s tensors and the state (:class:`~nodecourse.solvers.field_checks.FieldMismatchError`),
+    and in per-sample mode probes once that ``func`` keeps the batch rows apart
+    (:func:`~nodecourse.solvers.field_checks.check_rows_independent`, one more evaluation, counted in
+    :attr:`nfe_setup`). Counts the solver's calls in :attr:`nfe`."""
 
-    __slots__ = ("func", "shape", "dtype", "device", "per_sample", "nfe")
+    __slots__ = ("func", "shape", "dtype", "device", "per_sample", "nfe", "nfe_setup", "versioned")
 
     def __init__(self, func, y0: torch.Tensor, per_sample: bool = False):
         self.func = func
         self.shape, self.dtype, self.device = y0.shape, y0.dtype, y0.device
         self.per_sample = per_sample
         self.nfe = 0
+        self.nfe_setup = 0
+        # Inference-mode tensors carry no version counter: the first call then compares values instead.
+        self.versioned = field_checks.versions_tracked()
 
     def __call__(self, t, y):
+        if self.nfe == 0:
+            return self._first_call(t, y)
+        version = y._version if self.versioned else 0
         f = self.func(t, y)
         self.nfe += 1
         if type(f) is not torch.Tensor and not isinstance(f, torch.Tensor) or f.shape != self.shape \
-                or f.dtype != self.dtype or (self.nfe == 1 and f.device != self.device):
+                or f.dtype != self.dtype or (self.versioned and y._version != version):
+            raise self._error(f, y, version)
+        return f
+
+    def _error(self, f, y, version) -> Exception:
+        if self.versioned and y._version != version:
+            return field_checks.inplace_error(version, y._version)
+        return _shape_error(f, self.shape, self.dtype, self.device, self.per_sample)
+
+    def _first_call(self, t, y):
+        before = None if self.versioned else y.clone()
+        version = y._version if self.versioned else 0
+        probe = self.per_sample and y.shape[0] > 1
+        rng = field_checks.rng_state(y.device) if probe else None
+        try:
+            f = self.func(t, y)
+        except RuntimeError as err:  # e.g. nn.Linear's "mat1 and mat2 must have the same dtype"
+            named = field_checks.mismatch_error(self.func, y, err)
+            if named is not None:
+                raise named from err
+            raise
+        self.nfe += 1
+        if before is not None and not torch.equal(before, y):
+            raise field_checks.inplace_error()
+        if not isinstance(f, torch.Tensor) or f.device != self.device or f.shape != self.shape \
+                or f.dtype != self.dtype or (self.versioned and y._version != version):
+            raise self._error(f, y, version)
+        if probe:
+            self.nfe_setup += 1
+            field_checks.check_rows_independent(self._probe, t, y, f, rng)
+        return f
+
+    def _probe(self, t, y):
+        """``func(t, y)`` for a check (not counted in :attr:`nfe`), its output checked as every call's."""
+        f = self.func(t, y)
+        if not isinstance(f, torch.Tensor) or f.shape != self.shape or f.dtype != self.dtype:
             raise _shape_error(f, self.shape, self.dtype, self.device, self.per_sample)
         return f
 
@@ -97,6 +144,7 @@ class RKPlan:
         self.mid = [(j, w) for j, w in enumerate(tab.mid) if w != 0.0] if tab.mid is not None else None
         # Evaluations per step beyond the reused first stage.
         self.new_evals = tab.stages - 1
+        self.dense = dense_coefficients(tab, self.fsal)
 
     def step(self, func: Func, t0: float, h: float, y0: torch.Tensor, f0: torch.Tensor):
         """One explicit RK step from ``(t0, y0)`` with slope ``f0 = func(t0, y0)``.
@@ -107,11 +155,13 @@ class RKPlan:
         ks = [f0]
         yi = y0
         t1 = t0 + h
+        # time_tensor inlined: this loop is the solver's hot path (one call per stage)
+        scalar, dtype, device = torch.scalar_tensor, y0.dtype, y0.device
         for i, row in enumerate(self.rows, start=1):
             yi = combine(y0, ks, row, h)
             ci = self.c[i]
             ti = t1 if ci == 1.0 else t0 + ci * h
-            ks.append(func(time_tensor(ti, y0), yi))
+            ks.append(func(scalar(ti, dtype=dtype, device=device), yi))
         y1 = yi if self.fsal else combine(y0, ks, self.b, h)
         return y1, ks
 
@@ -126,6 +176,55 @@ class RKPlan:
             return combine(None, ks, self.err, h)
 
 
+@functools.lru_cache(maxsize=32)
+def plan_for(tab: ButcherTableau) -> RKPlan:
+    """The :class:`RKPlan` of ``tab``, built on its first solve and shared after (a plan is read-only;
+    equal tableaux share one)."""
+    return RKPlan(tab)
+
+
+#: The interpolant's polynomials in ``x`` (coefficients of ``x, x^2, x^3, x^4``), per term.
+#: Quartic (a tableau with ``mid`` weights): through ``y0``, ``y1``, ``y_mid = y(t0 + h/2)`` and the
+#: end slopes ``f0``, ``f1`` (Shampine's, as torchdiffeq's dopri5).
+_QUARTIC = {"y1 - y0": (0.0, -5.0, 14.0, -8.0), "y_mid - y0": (0.0, 16.0, -32.0, 16.0),
+            "h f0": (1.0, -4.0, 5.0, -2.0), "h f1": (0.0, 1.0, -3.0, 2.0)}
+#: Cubic Hermite (no ``mid``): through ``y0``, ``y1`` and the end slopes; third order.
+_HERMITE = {"y1 - y0": (0.0, 3.0, -2.0, 0.0), "h f0": (1.0, -2.0, 1.0, 0.0), "h f1": (0.0, -1.0, 1.0, 0.0)}
+
+
+def dense_coefficients(tab: ButcherTableau, fsal: bool) -> list[tuple[int, tuple[float, ...]]]:
+    """The dense output of one step as weights on its slopes:
+    ``y(t0 + x h) = y0 + h * sum_j w_j(x) ks[j]`` with ``w_j(x) = sum_p coeffs_j[p-1] x^p`` (p = 1..4).
+
+    Returns ``(j, coeffs_j)`` for the slopes with a nonzero polynomial. ``ks`` are the step's
+    slopes as :meth:`RKPlan.step` returns them plus, for a tableau without FSAL, ``f(t1, y1)``
+    appended (so ``ks[-1]`` is always the slope at the end). It is the quartic or cubic Hermite
+    interpolant written on the slopes: ``y1 - y0 = h sum_j b_j k_j`` and
+    ``y_mid - y0 = h sum_j mid_j k_j``, so evaluating it is one chain of fused adds, with
+    nothing built per step. ``w_j(1) = b_j`` (it ends at ``y1``); with ``mid``, ``w_j(1/2) = mid_j``.
+    """
+    if not tab.adaptive:
+        return []
+    n = tab.stages if fsal else tab.stages + 1  # slopes of a step, the end slope last
+    terms = _HERMITE if tab.mid is None else _QUARTIC
+    weights = {"y1 - y0": list(tab.b) + [0.0] * (n - tab.stages),
+               "y_mid - y0": list(tab.mid or ()) + [0.0] * (n - len(tab.mid or ())),
+               "h f0": [1.0] + [0.0] * (n - 1), "h f1": [0.0] * (n - 1) + [1.0]}
+    out = []
+    for j in range(n):
+        coeffs = tuple(sum(weights[term][j] * poly[p] for term, poly in terms.items()) for p in range(4))
+        if any(coeffs):
+            out.append((j, coeffs))
+    return out
+
+
+def dense_weights(coefficients: list[tuple[int, tuple[float, ...]]], x):
+    """``(j, w_j(x))`` for the slopes of :func:`dense_coefficients`; ``x`` a float (or a tensor)."""
+    x2 = x * x
+    x3, x4 = x2 * x, x2 * x2
+    return [(j, c1 * x + c2 * x2 + c3 * x3 + c4 * x4) for j, (c1, c2, c3, c4) in coefficients]
+
+
 class DenseOutput:
     """Interpolant on one accepted step, evaluated at ``x = (t - t0) / h`` in ``[0, 1]``.
 
@@ -133,24 +232,12 @@ class DenseOutput:
     the slopes at both ends and ``y(t0 + h/2)`` (as torchdiffeq does). Without
     (bosh3): the cubic Hermite through ``y0, y1`` and the end slopes, which is
     third order, where torchdiffeq's quartic with bosh3's crude midpoint is not.
+    Both as weights on the step's slopes (:func:`dense_coefficients`): one chain of
+    fused adds per output time, nothing built when the step is accepted.
     """
 
-    def __init__(self, plan: RKPlan, y0, y1, ks, h: float):
-        f0, f1 = ks[0], ks[-1]
-        self.e = y0
-        self.d = f0 * h
-        if plan.mid is None:  # cubic Hermite through (y0, f0) and (y1, f1): third order
-            self.c = torch.add(3 * (y1 - y0), torch.add(f1, f0, alpha=2.0), alpha=-h)
-            self.b = torch.add(2 * (y0 - y1), f0 + f1, alpha=h)
-            self.a = None
-            return
-        y_mid = combine(y0, ks, plan.mid, h)
-        self.c = torch.add(-11 * y0 - 5 * y1 + 16 * y_mid, torch.add(f1, f0, alpha=-4.0), alpha=h)
-        self.b = torch.add(18 * y0 + 14 * y1 - 32 * y_mid, torch.add(f0 * 5, f1, alpha=-3.0), alpha=h)
-        self.a = torch.add(-8 * (y1 + y0) + 16 * y_mid, f1 - f0, alpha=2 * h)
+    def __init__(self, plan: RKPlan, y0: torch.Tensor, ks: list[torch.Tensor], h: float):
+        self.coefficients, self.y0, self.ks, self.h = plan.dense, y0, ks, h
 
     def __call__(self, x: float) -> torch.Tensor:
-        out = torch.add(self.e, self.d, alpha=x)
-        out = torch.add(out, self.c, alpha=x * x)
-        out = torch.add(out, self.b, alpha=x ** 3)
-        return out if self.a is None else torch.add(out, self.a, alpha=x ** 4)
+        return combine(self.y0, self.ks, dense_weights(self.coefficients, x), self.h)

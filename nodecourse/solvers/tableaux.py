@@ -140,7 +140,10 @@ class ButcherTableau:
     @property
     def implicit(self) -> bool:
         """True when some stage depends on itself (a nonzero diagonal entry)."""
-        return any(self.matrix[i][i] != 0.0 for i in range(self.stages))
+        # Read from the rows, not the full matrix: every odeint call asks (SolverSpec.kind).
+        if len(self.a) != self.stages:  # explicit layout: rows stop below the diagonal
+            return False
+        return any(row[-1] != 0.0 for row in self.a)  # diagonal layout: the last entry of each row
 
     @property
     def explicit_rows(self) -> tuple[tuple[float, ...], ...]:

@@ -16,14 +16,17 @@ import math
 
 import torch
 
+from nodecourse.solvers.control import CONTROL_OPTIONS
 from nodecourse.solvers.record import OFF, Recorder
 from nodecourse.solvers.registry import ADAPTIVE
 from nodecourse.solvers.result import Status
 from nodecourse.solvers.rk import checked_slope
 
-# Our option names that torchdiffeq understands (same meaning).
-TORCHDIFFEQ_ADAPTIVE_OPTIONS = {"safety": 0.9, "ifactor": 10.0, "dfactor": 0.2, "first_step": None,
-                                "max_step": math.inf}
+#: Our option names that torchdiffeq understands with the same meaning (its other options,
+#: e.g. ``max_nonfinite_retries``, have no counterpart there).
+TORCHDIFFEQ_OPTION_NAMES = ("safety", "ifactor", "dfactor", "first_step", "max_step", "norm")
+#: Their defaults: ours, from the one definition in :data:`~nodecourse.solvers.control.CONTROL_OPTIONS`.
+TORCHDIFFEQ_ADAPTIVE_OPTIONS = {name: CONTROL_OPTIONS[name] for name in TORCHDIFFEQ_OPTION_NAMES}
 
 
 class _Stop(Exception):

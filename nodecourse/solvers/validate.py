@@ -1,35 +1,129 @@
-"""Argument checks for :func:`nodecourse.odeint`: each error names the argument, the value and the fix."""
+"""Argument checks for :func:`nodecourse.odeint`: each error names the argument, the value and the fix.
+
+The simple ones are declared as data (:data:`ODEINT_ARGS`, :data:`OPTION_RANGES`,
+:data:`ADJOINT_OPTION_ARGS`) and checked through :mod:`nodecourse.validation`, which
+words every message from the constraint; the rest are semantic (the time grid, the
+dtype's resolution, which method takes which settings) and written out below. Everything
+here runs once per solve, before the first evaluation of ``func``.
+
+Why ``rtol < 1``: the error test accepts a step when its estimated error is at most
+``atol + rtol * |y|``; with ``rtol >= 1`` that allows an error as large as the state
+itself in every step, so the solve reports SUCCESS with no accuracy at all (``rtol=1e6``
+on ``dy/dt = -y`` returns 176 where the answer is 4.5e-5). ``atol`` has no upper bound:
+it is measured in the units of ``y``, which only the caller knows.
+"""
 from __future__ import annotations
 
+import functools
+import inspect
 import math
-import numbers
+from collections.abc import Mapping
 
 import torch
 
-from nodecourse.solvers.registry import ADAPTIVE, FIXED, IMPLICIT, SOLVERS, spec_for
+from nodecourse.solvers.adaptive import ADAPTIVE_OPTIONS
+from nodecourse.solvers.fixed import FIXED_OPTIONS
+from nodecourse.solvers.implicit import IMPLICIT_OPTIONS
+from nodecourse.solvers.registry import ADAPTIVE, FIXED, IMPLICIT, SOLVERS, SolverSpec, spec_for
+from nodecourse.solvers.reversible import REVERSIBLE, REVERSIBLE_SOLVERS
+from nodecourse.solvers.tableaux import ButcherTableau
+from nodecourse.solvers.torchdiffeq_backend import TORCHDIFFEQ_ADAPTIVE_OPTIONS
+from nodecourse.validation import (AnyOf, Arg, Flag, InstanceOf, Interval, IsCallable, NoneAllowed, Options,
+                                   WrongTypeError, check, check_options, short_repr)
 
-GRADIENTS = ("backprop", "adjoint", "checkpoint")
+GRADIENTS = ("backprop", "adjoint", "checkpoint", "reversible")
 NOT_YET_GRADIENTS: tuple = ()
 BACKENDS = ("nodecourse", "torchdiffeq")
 
+#: The tolerances of the adaptive and implicit methods (shared with ``adjoint_options`` and SolveConfig).
+RTOL = Arg(Interval(float, 0, 1, "neither"),
+           fix="e.g. rtol=1e-6 (a relative tolerance of 1 or more allows an error as large as the state "
+               "in every step)")
+ATOL = Arg(Interval(float, 0, None, "neither"), fix="e.g. atol=1e-8 (in the units of y)")
+STEP_SIZE = Arg(AnyOf((Interval(float, 0, None, "neither", unit="(the largest step)"), NoneAllowed())),
+                fix="e.g. step_size=0.01 for a fixed-step method; None for an adaptive one")
+MAX_STEPS = Arg(Interval(int, 1, None), fix="e.g. max_steps=10_000")
 
-def _short(value) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+#: The arguments of :func:`nodecourse.odeint` whose valid values are a simple set (``y0``, ``t``
+#: and ``method`` are checked by the functions below: shapes, dtypes, registry).
+ODEINT_ARGS: dict[str, Arg] = {
+    "func": Arg(IsCallable("a callable (a function or nn.Module f(t, y) -> dy/dt)")),
+    "rtol": RTOL,
+    "atol": ATOL,
+    "step_size": STEP_SIZE,
+    "max_steps": MAX_STEPS,
+    "gradient": Arg(Options(GRADIENTS)),
+    "throw": Arg(Flag()),
+    "backend": Arg(Options(BACKENDS)),
+    "per_sample": Arg(Flag()),
+    "options": Arg(AnyOf((InstanceOf(Mapping, "a dict of method settings"), NoneAllowed()))),
+    "adjoint_options": Arg(AnyOf((InstanceOf(Mapping, "a dict of backward-solve settings"), NoneAllowed()))),
+    "record_steps": Arg(Options((False, True, "states"), kind=(bool, str))),
+    "on_step": Arg(AnyOf((IsCallable("a callable taking a StepEvent"), NoneAllowed()))),
+}
+
+#: ``options`` of the adaptive and implicit methods: the valid values of each key (the
+#: defaults are :data:`~nodecourse.solvers.control.CONTROL_OPTIONS` and ``IMPLICIT_OPTIONS``).
+OPTION_RANGES: dict[str, Interval | AnyOf] = {
+    "safety": Interval(float, 0, 1, "right"),
+    "ifactor": Interval(float, 1, None, "left"),
+    "dfactor": Interval(float, 0, 1, "neither"),
+    "first_step": AnyOf((Interval(float, 0, None, "neither", unit="(the first |h|)"), NoneAllowed())),
+    "max_step": Interval(float, 0, math.inf, "right", unit="(inf: no limit)"),
+    "newton_tol": Interval(float, 0, None, "neither"),
+    "max_newton_iters": Interval(int, 1, None),
+    "max_nonfinite_retries": Interval(int, 1, None),
+}
+
+#: ``adjoint_options``: the backward solve's settings (each defaulting to the forward one's;
+#: ``step_size`` and ``options`` only when the backward method is the forward one) and
+#: ``params``, extra tensors to differentiate.
+ADJOINT_OPTION_ARGS: dict[str, Arg] = {
+    "method": Arg(InstanceOf((str, ButcherTableau, SolverSpec), "a solver name or a ButcherTableau")),
+    "rtol": RTOL,
+    "atol": ATOL,
+    "step_size": STEP_SIZE,
+    "max_steps": MAX_STEPS,
+    "options": ODEINT_ARGS["options"],
+    "params": Arg(InstanceOf((list, tuple), "a list or tuple of tensors that require grad")),
+    # "seminorm": the backward error norm leaves out the parameter-gradient channels (Kidger et al. 2021)
+    "norm": Arg(AnyOf((Options(("seminorm",)), NoneAllowed())),
+                fix="adjoint_options={'norm': 'seminorm'} measures only the state and adjoint channels of the "
+                    "backward error; None (the default) measures all of them"),
+}
+ADJOINT_OPTION_KEYS = tuple(ADJOINT_OPTION_ARGS)
+
+
+@functools.lru_cache(maxsize=None)
+def _odeint_defaults() -> dict:
+    """``odeint``'s keyword defaults, read from its signature (only when a message needs one)."""
+    from nodecourse.solvers.odeint import odeint
+
+    return {name: p.default for name, p in inspect.signature(odeint).parameters.items()
+            if p.default is not inspect.Parameter.empty}
+
+
+def check_arg(name: str, value, defaults: dict | None = None):
+    """``value`` checked against :data:`ODEINT_ARGS` ``[name]`` (converted); the message shows the
+    default from ``defaults`` (by default ``odeint``'s)."""
+    declared = ODEINT_ARGS[name]
+    if declared.constraint.is_satisfied_by(value):  # the common path: no message to build
+        return declared.constraint.convert(value)
+    defaults = _odeint_defaults() if defaults is None else defaults
+    return check(name, value, declared, default=defaults.get(name, ...))
 
 
 def check_func(func) -> None:
-    if not callable(func):
-        raise TypeError(f"func={_short(func)} is not callable; pass a function or nn.Module f(t, y) -> dy/dt")
+    check_arg("func", func)
 
 
 def check_y0(y0, per_sample: bool) -> None:
     if not isinstance(y0, torch.Tensor):
-        raise TypeError(f"y0 must be a torch.Tensor, got {type(y0).__name__} {_short(y0)}; "
-                        f"wrap it: torch.as_tensor(y0, dtype=torch.float32)")
+        raise WrongTypeError(f"y0 must be a torch.Tensor, got {type(y0).__name__} {short_repr(y0)}; "
+                             f"wrap it: torch.as_tensor(y0, dtype=torch.float32)")
     if not torch.is_floating_point(y0):
-        raise TypeError(f"y0 has dtype {y0.dtype}; the solvers need a real floating dtype: "
-                        f"use y0.float() or y0.double()")
+        raise WrongTypeError(f"y0 has dtype {y0.dtype}; the solvers need a real floating dtype: "
+                             f"use y0.float() or y0.double()")
     if y0.numel() == 0:
         raise ValueError(f"y0 has shape {tuple(y0.shape)} with no elements; give at least one state variable")
     if not bool(torch.isfinite(y0).all()):
@@ -42,53 +136,59 @@ def check_y0(y0, per_sample: bool) -> None:
 def check_t(t, y0: torch.Tensor) -> list[float]:
     """Validate ``t`` and return it as a list of floats."""
     if not isinstance(t, torch.Tensor):
-        raise TypeError(f"t must be a 1-D torch.Tensor of times, got {type(t).__name__} {_short(t)}; "
-                        f"use torch.tensor(t, dtype=y0.dtype, device=y0.device)")
+        raise WrongTypeError(f"t must be a 1-D torch.Tensor of times, got {type(t).__name__} {short_repr(t)}; "
+                             f"use torch.tensor(t, dtype=y0.dtype, device=y0.device)")
     if t.dim() != 1 or t.numel() < 1:
         raise ValueError(f"t must be 1-D with at least one time, got shape {tuple(t.shape)}; "
                          f"for a single interval use torch.tensor([t0, t1])")
     if not torch.is_floating_point(t):
-        raise TypeError(f"t has dtype {t.dtype}; use a floating dtype, e.g. t.to(y0.dtype)")
+        raise WrongTypeError(f"t has dtype {t.dtype}; use a floating dtype, e.g. t.to(y0.dtype)")
     if t.device != y0.device:
         raise ValueError(f"t is on device {t.device} but y0 is on {y0.device}; move one: t.to(y0.device)")
     ts = [float(v) for v in t.detach().cpu().tolist()]
     if not all(math.isfinite(v) for v in ts):
-        raise ValueError(f"t contains NaN or inf: {_short(ts)}")
+        raise ValueError(f"t contains NaN or inf: {short_repr(ts)}")
     if len(ts) > 1:
-        diffs = [b - a for a, b in zip(ts[:-1], ts[1:])]
-        if not (all(d > 0 for d in diffs) or all(d < 0 for d in diffs)):
-            bad = next(i for i, d in enumerate(diffs) if d == 0 or (d > 0) != (diffs[0] > 0))
-            if len(ts) == 2:
-                raise ValueError(
-                    f"t={ts} has zero length (t[0] == t[1]): there is nothing to solve and y(t1) = y0. "
-                    f"Skip the solve for a zero-length interval (e.g. `ys = y0[None]` when t1 == t0)")
-            if diffs[bad] == 0:
-                raise ValueError(
-                    f"t must be strictly increasing or strictly decreasing; t[{bad}]={ts[bad]!r} and "
-                    f"t[{bad + 1}]={ts[bad + 1]!r} repeat a time. If you want the state at a repeated time "
-                    f"twice, solve at torch.unique(t, return_inverse=True)[0] and index with the inverse; if an "
-                    f"interval of zero length is what you meant, skip that solve (the state does not change)")
-            raise ValueError(
-                f"t must be strictly increasing or strictly decreasing; t[{bad}]={ts[bad]!r}, "
-                f"t[{bad + 1}]={ts[bad + 1]!r} break the order. Sort and deduplicate it: torch.unique(t)")
+        _check_monotone(ts)
     return ts
 
 
-def _positive_number(name: str, value, hint: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name}={_short(value)} must be a positive real number ({hint})")
-    value = float(value)
-    if not (value > 0 and math.isfinite(value)):
-        raise ValueError(f"{name}={value!r} must be a finite number > 0 ({hint})")
-    return value
+def _check_monotone(ts: list[float]) -> None:
+    diffs = [b - a for a, b in zip(ts[:-1], ts[1:])]
+    if all(d > 0 for d in diffs) or all(d < 0 for d in diffs):
+        return
+    bad = next(i for i, d in enumerate(diffs) if d == 0 or (d > 0) != (diffs[0] > 0))
+    if len(ts) == 2:
+        raise ValueError(
+            f"t={ts} has zero length (t[0] == t[1]): there is nothing to solve and y(t1) = y0. "
+            f"Skip the solve for a zero-length interval (e.g. `ys = y0[None]` when t1 == t0)")
+    if diffs[bad] == 0:
+        raise ValueError(
+            f"t must be strictly increasing or strictly decreasing; t[{bad}]={ts[bad]!r} and "
+            f"t[{bad + 1}]={ts[bad + 1]!r} repeat a time. If you want the state at a repeated time "
+            f"twice, solve at torch.unique(t, return_inverse=True)[0] and index with the inverse; if an "
+            f"interval of zero length is what you meant, skip that solve (the state does not change)")
+    raise ValueError(
+        f"t must be strictly increasing or strictly decreasing; t[{bad}]={ts[bad]!r}, "
+        f"t[{bad + 1}]={ts[bad + 1]!r} break the order. Sort and deduplicate it: torch.unique(t)")
 
 
-def check_tolerances(rtol, atol) -> tuple[float, float]:
-    return (_positive_number("rtol", rtol, "e.g. rtol=1e-6"), _positive_number("atol", atol, "e.g. atol=1e-8"))
+def check_tolerances(rtol, atol, defaults: dict | None = None) -> tuple[float, float]:
+    return check_arg("rtol", rtol, defaults), check_arg("atol", atol, defaults)
 
 
-def check_method(method, step_size, per_sample: bool):
-    """A name or a ButcherTableau -> its :class:`SolverSpec`, checked against ``step_size`` and ``per_sample``."""
+def check_method(method, step_size, per_sample: bool, *, prefix: str = ""):
+    """A name or a ButcherTableau -> its :class:`SolverSpec`, checked against ``step_size`` and
+    ``per_sample`` (``step_size`` must already satisfy :data:`STEP_SIZE`). ``prefix`` names the
+    settings in messages, e.g. ``"adjoint_options"`` -> ``adjoint_options['method']``."""
+    m_name, s_name = (f"{prefix}['method']", f"{prefix}['step_size']") if prefix else ("method", "step_size")
+    if isinstance(method, str) and method in REVERSIBLE_SOLVERS:
+        spec = REVERSIBLE_SOLVERS[method]
+        if step_size is None:
+            raise ValueError(f"{m_name}={method!r} takes fixed steps and needs {s_name}, e.g. {s_name}=0.05")
+        if per_sample:
+            raise ValueError(f"per_sample=True works with the adaptive methods, not {m_name}={method!r}")
+        return spec
     spec = spec_for(method)  # unknown names raise ValueError listing the valid ones
     method = spec.name
     if spec.kind == IMPLICIT:
@@ -96,17 +196,15 @@ def check_method(method, step_size, per_sample: bool):
 
         theta_of(spec.tableau)  # raises when the implicit integrator cannot run this tableau
         if step_size is None and spec.error_order is None:
-            raise ValueError(f"method={method!r} is implicit without an error estimate (no b_low): give "
-                             f"step_size for fixed steps, or add b_low and embedded_order to the tableau")
+            raise ValueError(f"{m_name}={method!r} is implicit without an error estimate (no b_low): give "
+                             f"{s_name} for fixed steps, or add b_low and embedded_order to the tableau")
     if spec.kind == FIXED and step_size is None:
-        raise ValueError(f"method={method!r} is a fixed-step method and needs step_size, e.g. step_size=0.01; "
-                         f"or use an adaptive method: method='dopri5'")
+        raise ValueError(f"{m_name}={method!r} is a fixed-step method and needs {s_name}, e.g. "
+                         f"{s_name}=0.01; or use an adaptive method: {m_name}='dopri5'")
     if spec.kind == ADAPTIVE and step_size is not None:
-        raise ValueError(f"step_size={step_size!r} is only for fixed-step and implicit methods; "
-                         f"method={method!r} chooses its own steps (use options={{'first_step': ...}} "
+        raise ValueError(f"{s_name}={step_size!r} is only for fixed-step and implicit methods; "
+                         f"{m_name}={method!r} chooses its own steps (use options={{'first_step': ...}} "
                          f"to set the first one)")
-    if step_size is not None:
-        _positive_number("step_size", step_size, "the largest step, e.g. step_size=0.01")
     if per_sample and spec.kind != ADAPTIVE:
         adaptive = [n for n, s in SOLVERS.items() if s.kind == ADAPTIVE]
         raise ValueError(f"per_sample=True works with the adaptive methods {adaptive}, not method={method!r}")
@@ -121,11 +219,13 @@ HALF_DTYPES = (torch.float16, torch.bfloat16)
 RESOLUTION_FACTOR = 10.0
 
 
-def check_precision(y0: torch.Tensor, rtol: float, atol: float, spec, step_size) -> None:
-    """Refuse half precision, and tolerances the dtype cannot resolve, before any solving."""
+def check_precision(y0: torch.Tensor, rtol: float, atol: float, spec, step_size, *,
+                    names: tuple[str, str] = ("rtol", "atol")) -> None:
+    """Refuse half precision, and tolerances the dtype cannot resolve, before any solving
+    (``names``: how the message calls the two tolerances)."""
     if y0.dtype in HALF_DTYPES:
         eps = torch.finfo(y0.dtype).eps
-        raise TypeError(
+        raise WrongTypeError(
             f"y0 has dtype {y0.dtype} (eps={eps:.1e}): too coarse for the step-size control, which then "
             f"can report success with a wrong answer. Solve in float32 and cast back: "
             f"odeint(func, y0.float(), t.float(), ...).ys.to({y0.dtype}) (func must accept float32; "
@@ -139,18 +239,16 @@ def check_precision(y0: torch.Tensor, rtol: float, atol: float, spec, step_size)
     if rtol < limit and atol < limit * size:
         dtype = str(y0.dtype).replace("torch.", "")
         raise ValueError(
-            f"rtol={rtol!r} and atol={atol!r} ask for less error per step than {dtype} can resolve "
-            f"(eps={eps:.1e}; the error test could never pass or would overflow). Use rtol >= {limit:.1e} "
-            f"(e.g. rtol={max(1e3 * eps, 1e-12):.0e})" + (", or solve in float64: y0.double()"
-                                                         if y0.dtype != torch.float64 else ""))
+            f"{names[0]}={rtol!r} and {names[1]}={atol!r} ask for less error per step than {dtype} can resolve "
+            f"(eps={eps:.1e}; the error test could never pass or would overflow). Use {names[0]} >= {limit:.1e} "
+            f"(e.g. {names[0]}={max(1e3 * eps, 1e-12):.0e})" + (", or solve in float64: y0.double()"
+                                                                if y0.dtype != torch.float64 else ""))
 
 
 def check_record(record_steps, on_step, per_sample: bool, gradient) -> bool | str:
     """``record_steps`` in (False, True, "states"); ``on_step`` None or callable."""
-    if not (record_steps is False or record_steps is True or record_steps == "states"):
-        raise ValueError(f"record_steps={_short(record_steps)} must be False, True or 'states'")
-    if on_step is not None and not callable(on_step):
-        raise TypeError(f"on_step={_short(on_step)} must be a callable taking a StepEvent, or None")
+    record_steps = check_arg("record_steps", record_steps)
+    check_arg("on_step", on_step)
     if record_steps == "states" and per_sample:
         raise ValueError("record_steps='states' keeps one trajectory's states; with per_sample=True use "
                          "record_steps=True (times, sizes and flags per element)")
@@ -160,88 +258,106 @@ def check_record(record_steps, on_step, per_sample: bool, gradient) -> bool | st
     return record_steps
 
 
-def check_max_steps(max_steps) -> int:
-    if isinstance(max_steps, bool) or not isinstance(max_steps, numbers.Integral):
-        raise TypeError(f"max_steps={_short(max_steps)} must be an int >= 1, e.g. max_steps=10_000")
-    if max_steps < 1:
-        raise ValueError(f"max_steps={max_steps} must be >= 1, e.g. max_steps=10_000")
-    return int(max_steps)
+def check_reversible_record(spec, record_steps, on_step) -> None:
+    """The reversible methods keep no step record: refuse ``record_steps``/``on_step`` with them."""
+    if spec.kind == REVERSIBLE and (record_steps or on_step is not None):
+        raise ValueError(f"record_steps/on_step are not available with method={spec.name!r} in this version; its "
+                         f"steps are equal (step_size), so the step times are known beforehand: "
+                         f"torch.arange over t with step_size")
+
+
+def check_max_steps(max_steps, defaults: dict | None = None) -> int:
+    return check_arg("max_steps", max_steps, defaults)
 
 
 def check_gradient(gradient, spec, per_sample: bool, backend: str) -> None:
-    if gradient == "checkpoint":
-        if per_sample or backend != "nodecourse":
-            raise ValueError(f"gradient='checkpoint' replays the solver's own steps: it works with "
-                             f"backend='nodecourse' and per_sample=False (every method); got per_sample={per_sample}, "
-                             f"backend={backend!r}. Use gradient='backprop' or 'adjoint' here")
-        return
-    if gradient in GRADIENTS:
-        return
     if gradient in NOT_YET_GRADIENTS:
         raise ValueError(f"gradient={gradient!r} is not available in this version; valid values: {list(GRADIENTS)}")
-    raise ValueError(f"gradient={_short(gradient)} is not one of {list(GRADIENTS)}")
+    check_arg("gradient", gradient)
+    if gradient == "reversible" and spec.kind != REVERSIBLE:
+        raise ValueError(f"gradient='reversible' undoes the steps of an algebraically reversible method by algebra; "
+                         f"method={spec.name!r} cannot be undone exactly. Use method='reversible_heun' with "
+                         f"step_size=..., or gradient='checkpoint' for the exact gradient of {spec.name!r}'s steps")
+    if spec.kind == REVERSIBLE and gradient not in ("reversible", "backprop"):
+        raise ValueError(f"method={spec.name!r} works with gradient='reversible' (memory flat in the steps) or "
+                         f"'backprop' (the same gradient through a stored graph), not gradient={gradient!r}")
+    if gradient == "checkpoint" and (per_sample or backend != "nodecourse"):
+        raise ValueError(f"gradient='checkpoint' replays the solver's own steps: it works with "
+                         f"backend='nodecourse' and per_sample=False (every method); got per_sample={per_sample}, "
+                         f"backend={backend!r}. Use gradient='backprop' or 'adjoint' here")
 
 
 def check_flag(name: str, value) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"{name}={_short(value)} must be True or False")
-    return value
+    return check_arg(name, value)
 
 
-def check_backend(backend, per_sample: bool = False, spec=None) -> None:
-    if backend not in BACKENDS:
-        raise ValueError(f"backend={_short(backend)} is not one of {list(BACKENDS)}")
+def check_backend(backend, per_sample: bool = False, spec=None, *, method_name: str = "method") -> None:
+    check_arg("backend", backend)
     if backend == "torchdiffeq":
         if per_sample:
             raise ValueError("per_sample=True needs backend='nodecourse' (torchdiffeq steps the whole batch together)")
         if spec is not None and spec.torchdiffeq is None:
             named = [n for n, s in SOLVERS.items() if s.torchdiffeq]
-            raise ValueError(f"method={spec.name!r} has no torchdiffeq counterpart; use backend='nodecourse' "
+            raise ValueError(f"{method_name}={spec.name!r} has no torchdiffeq counterpart; use backend='nodecourse' "
                              f"or one of {named}")
 
 
-def merge_options(options, defaults: dict, method: str) -> dict:
-    """Defaults updated with ``options``; an unknown key raises ``TypeError`` listing the known ones."""
-    if options is None:
-        return dict(defaults)
-    if not isinstance(options, dict):
-        raise TypeError(f"options={_short(options)} must be a dict or None")
-    unknown = sorted(set(options) - set(defaults))
-    if unknown:
-        known = ", ".join(defaults) if defaults else "none"
-        raise TypeError(f"options {unknown} are not understood by method={method!r}; known options: {known}")
-    merged = dict(defaults)
-    merged.update(options)
-    for key, value in options.items():
-        if key in OPTION_RANGES and not (key == "first_step" and value is None):
-            merged[key] = _in_range(key, value, defaults[key], *OPTION_RANGES[key])
-    return merged
+def option_defaults(spec, backend: str) -> dict:
+    """The ``options`` keys ``spec``'s method understands on ``backend``, with their defaults."""
+    if backend == "torchdiffeq":
+        return TORCHDIFFEQ_ADAPTIVE_OPTIONS if spec.kind == ADAPTIVE else {}
+    return {FIXED: FIXED_OPTIONS, REVERSIBLE: FIXED_OPTIONS, ADAPTIVE: ADAPTIVE_OPTIONS}.get(spec.kind, IMPLICIT_OPTIONS)
 
 
-#: option -> (kind, low, high, low_open, high_open, words); kind "real" or "int".
-OPTION_RANGES = {
-    "safety": ("real", 0.0, 1.0, True, False, "in (0, 1]"),
-    "ifactor": ("real", 1.0, math.inf, False, True, ">= 1"),
-    "dfactor": ("real", 0.0, 1.0, True, True, "in (0, 1)"),
-    "first_step": ("real", 0.0, math.inf, True, True, "> 0 (the first |h|)"),
-    "max_step": ("real", 0.0, math.inf, True, False, "> 0 (inf for no limit)"),
-    "newton_tol": ("real", 0.0, math.inf, True, True, "> 0"),
-    "max_newton_iters": ("int", 1, math.inf, False, True, ">= 1"),
-    "max_nonfinite_retries": ("int", 1, math.inf, False, True, ">= 1"),
-}
+def merge_options(options, defaults: dict, method: str, *, name: str = "options") -> dict:
+    """Defaults updated with ``options``: an unknown key raises ``TypeError`` listing the known ones,
+    a value outside :data:`OPTION_RANGES` ``ValueError`` naming the option, the value and the range."""
+    return check_options(options, OPTION_RANGES, defaults, name=name, owner=f"method={method!r}")
 
 
-def _in_range(key, value, default, kind, low, high, low_open, high_open, words):
-    """``value`` checked against the range; errors name the option, the value and the range."""
-    name = f"options['{key}']"
-    if kind == "int":
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-            raise TypeError(f"{name}={_short(value)} must be an int {words} (default {default})")
-    elif isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name}={_short(value)} must be a real number {words} (default {default})")
-    number = int(value) if kind == "int" else float(value)
-    below = number <= low if low_open else number < low
-    above = number >= high if high_open else number > high
-    if below or above or number != number:
-        raise ValueError(f"{name}={number!r} is out of range: it must be {words} (default {default})")
-    return number
+def check_adjoint_options(adjoint_options, *, gradient: str, method, rtol: float, atol: float, step_size,
+                          max_steps: int, options, backend: str = "nodecourse",
+                          y0: torch.Tensor | None = None) -> dict | None:
+    """Every setting of the backward solve of ``gradient="adjoint"``, checked before the forward
+    solve runs (the forward settings are already checked).
+
+    Returns None when ``adjoint_options`` is None and ``gradient`` is not ``"adjoint"``; otherwise
+    the complete settings: ``method``, ``rtol``, ``atol``, ``step_size``, ``max_steps``, ``options``
+    (each defaulting to the forward solve's; ``step_size`` and ``options`` only when the backward
+    method is the forward one) and ``params`` (a list). Checking the result again returns it
+    unchanged. ``y0`` (when given) lets the backward tolerances be checked against its dtype.
+    """
+    check_arg("adjoint_options", adjoint_options)
+    if gradient != "adjoint":
+        if adjoint_options is not None:
+            raise ValueError(f"adjoint_options are for gradient='adjoint', got gradient={gradient!r}; drop them")
+        return None
+    forward = {"method": method, "rtol": rtol, "atol": atol, "step_size": step_size, "max_steps": max_steps,
+               "options": options, "params": (), "norm": None}
+    given = check_options(adjoint_options, ADJOINT_OPTION_ARGS, forward, name="adjoint_options")
+    b_spec = spec_for(given["method"])
+    same = b_spec.name == spec_for(method).name
+    adj = dict(adjoint_options or {})
+    settings = dict(given, step_size=adj.get("step_size", step_size if same else None),
+                    options=adj.get("options", options if same else None), params=list(given["params"]))
+    check_method(settings["method"], settings["step_size"], False, prefix="adjoint_options")
+    check_backend(backend, False, b_spec, method_name="adjoint_options['method']")
+    merge_options(settings["options"], option_defaults(b_spec, backend), b_spec.name,
+                  name="adjoint_options['options']")
+    if settings["norm"] == "seminorm" and b_spec.kind == FIXED:
+        raise ValueError(f"adjoint_options={{'norm': 'seminorm'}} changes the error norm of an adaptive backward solve; "
+                         f"the backward method {b_spec.name!r} takes fixed steps and has none. Give "
+                         f"adjoint_options={{'method': 'dopri5', 'norm': 'seminorm'}} or drop the norm")
+    if settings["norm"] == "seminorm" and (settings["options"] or {}).get("norm") not in (None, (options or {}).get("norm")):
+        raise ValueError("adjoint_options={'norm': 'seminorm'} and a norm of the backward solve's own "
+                         "(adjoint_options['options']['norm']) both set the backward error norm; give one of them")
+    for i, p in enumerate(settings["params"]):
+        if not isinstance(p, torch.Tensor) or not p.requires_grad:
+            got = "a tensor with requires_grad=False" if isinstance(p, torch.Tensor) else type(p).__name__
+            raise WrongTypeError(f"adjoint_options['params'][{i}] must be a tensor that requires grad, got {got}; "
+                                 f"pass the tensors to differentiate (p.requires_grad_(True))")
+    if y0 is not None:
+        check_precision(y0, settings["rtol"], settings["atol"], b_spec, settings["step_size"],
+                        names=("adjoint_options['rtol']", "adjoint_options['atol']"))
+    return settings
+

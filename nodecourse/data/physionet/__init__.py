@@ -10,7 +10,7 @@ Public surface::
     train, test = norm.transform(parts["train"]), norm.transform(parts["test"])
 
 Where the data comes from: :func:`locate` (explicit path > ``NODECOURSE_DATA`` >
-``../shared/physionet2012`` > a verified download when ``download=True`` >
+``../shared/physionet2012`` > a download when ``download=True`` (set A checked against pinned sums; set B reported unverified) >
 the synthetic generator, with a loud warning). Bad records are skipped and
 counted in ``data.report`` and named in a :class:`BadRecordWarning`: a value
 that is not a plain decimal or lies beyond float32's range, a link leaving the
@@ -42,8 +42,8 @@ from nodecourse.data.physionet.records import (
     DownloadError, EmptySet, LoadReport, PhysioNetError, Record, check_label, parse_outcomes, parse_record,
 )
 from nodecourse.data.physionet.sources import (
-    DATA_ENV, SETS, SHARED_DIR, ContentKey, Source, cache_dir, check_set_name, fingerprint, iter_record_texts,
-    read_outcomes,
+    DATA_ENV, SETS, SHARED_DIR, ContentKey, Source, UnverifiedDownloadWarning, cache_dir, check_set_name,
+    fingerprint, iter_record_texts, read_outcomes,
 )
 from nodecourse.data.physionet.sources import locate as _locate
 from nodecourse.data.physionet.synthetic import write_synthetic
@@ -52,7 +52,7 @@ __all__ = [
     "BAD_REASONS", "DESCRIPTORS", "VARIABLES", "HORIZON_HOURS", "BadRecord", "LoadReport",
     "Normalizer", "PhysioNetSet", "Record", "Source", "SyntheticDataWarning", "load", "locate",
     "parse_record", "synthetic", "SHARED_DIR", "DATA_ENV", "PhysioNetError", "DamagedArchive", "EmptySet",
-    "DownloadError", "MissingRecordWarning", "BadRecordWarning", "ConflictingOutcomes",
+    "DownloadError", "MissingRecordWarning", "BadRecordWarning", "ConflictingOutcomes", "UnverifiedDownloadWarning",
 ]
 
 PARSER_VERSION = 3  # bump when parsing or the cached layout changes (3: strict values, refusals)
@@ -200,7 +200,8 @@ def load(set_name: str = "set-a", *, path: str | os.PathLike | None = None, quan
             path that lacks them raises.
         quantization: grid spacing in hours (1/60 to 48). Observations are moved to the nearest
             grid time; repeats in one cell are averaged.
-        download: fetch from PhysioNet (verified) when no local copy exists.
+        download: fetch from PhysioNet when no local copy exists (set A checked against sums pinned
+            here; set B only against the host's own sums, so reported unverified).
         cache: keep the parsed tensors under the cache folder, keyed by the files' fingerprint.
         allow_synthetic: when nothing real is found, fall back to the synthetic stand-in (with a
             :class:`SyntheticDataWarning`); False raises FileNotFoundError instead.

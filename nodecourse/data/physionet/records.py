@@ -74,7 +74,8 @@ class EmptySet(PhysioNetError):
 
 
 class DownloadError(PhysioNetError):
-    """A download that was interrupted or does not match its published checksum (nothing is kept)."""
+    """A download that was interrupted or does not match its checksum (the pinned one, or for set B
+    the host's own), with nothing kept."""
 
 
 class ConflictingOutcomes(PhysioNetError):

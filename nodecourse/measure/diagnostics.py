@@ -1,6 +1,6 @@
 """Seeing the solver's work: a tolerance sweep and a log of every solve in a block.
 
-    from nodecourse.diagnostics import SolverWorkLog, tolerance_sweep, format_table
+    from nodecourse.measure.diagnostics import SolverWorkLog, tolerance_sweep, format_table
 
     with SolverWorkLog() as log:
         model(x)                  # any code that calls nodecourse.odeint
@@ -19,6 +19,8 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, Optional, Sequence
 
 import torch
+
+from nodecourse.measure.tables import markdown_table
 
 from nodecourse.solvers import SOLVERS, Status, odeint
 from nodecourse.solvers import observers
@@ -107,16 +109,8 @@ def format_table(rows: Sequence[Any]) -> str:
     columns = rows_to_columns(rows)
     if not columns:
         return "(no rows)"
-
-    def cell(value):
-        if isinstance(value, float):
-            return f"{value:.3g}"
-        return str(value)
-
-    header = "| " + " | ".join(columns) + " |"
-    rule = "|" + "|".join("---" for _ in columns) + "|"
-    body = ["| " + " | ".join(cell(v) for v in values) + " |" for values in zip(*columns.values())]
-    return "\n".join([header, rule, *body])
+    cells = [[f"{v:.3g}" if isinstance(v, float) else str(v) for v in values] for values in zip(*columns.values())]
+    return markdown_table(list(columns), cells)
 
 
 @dataclass

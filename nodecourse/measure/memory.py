@@ -27,8 +27,62 @@ from typing import Callable
 import torch
 from torch import nn
 
+from nodecourse.models.blocks import MLPField
+
 _M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3  # glibc mallopt parameters
 GRADIENT_MODES = ("backprop", "checkpoint", "adjoint")
+#: Every route a sweep may measure: the default modes and "reversible" (with method="reversible_heun").
+ALL_MODES = GRADIENT_MODES + ("reversible",)
+
+
+def saved_tensor_bytes(fn: Callable[[], object], exclude: tuple[torch.Tensor, ...] = ()) -> int:
+    """Bytes of the tensors autograd saves for backward while ``fn()`` runs (each storage once).
+
+    Counted with :func:`torch.autograd.graph.saved_tensors_hooks`, so it works on CPU, CUDA and
+    MPS alike; tensors in ``exclude`` (e.g. parameters, which live anyway) are not counted. This
+    is the memory the graph keeps between forward and backward, the part that grows with the
+    depth of an unrolled computation.
+    """
+    skip = {t.untyped_storage().data_ptr() for t in exclude}
+    seen: set[tuple[int, int]] = set()
+    total = 0
+
+    def pack(t: torch.Tensor):
+        nonlocal total
+        if t.layout == torch.strided:
+            key = (t.untyped_storage().data_ptr(), t.untyped_storage().nbytes())
+            if key[0] not in skip and key not in seen:
+                seen.add(key)
+                total += key[1]
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        fn()
+    return total
+
+
+def saved_activation_bytes(module: nn.Module, *inputs: torch.Tensor) -> int:
+    """Bytes autograd keeps for the backward pass of ``module(*inputs).sum()``
+    (:func:`saved_tensor_bytes` without the module's parameters, which live anyway)."""
+    return saved_tensor_bytes(lambda: module(*inputs).sum(), exclude=tuple(module.parameters()))
+
+
+def __getattr__(name: str):
+    # One release of grace for ``from nodecourse.memory import MLPField`` with a dims tuple.
+    if name == "MLPField":
+        import warnings
+
+        warnings.warn("nodecourse.measure.memory.MLPField is gone: use nodecourse.models.MLPField(d, hidden=(h,)) "
+                      "(same layers, same initialisation)", DeprecationWarning, stacklevel=2)
+        return _field_from_dims
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _field_from_dims(dims=(64, 256, 64)) -> nn.Module:
+    d, hidden, d_out = dims
+    if d != d_out:
+        raise ValueError(f"dims={dims!r}: a vector field maps the state to its own size; use (d, hidden, d)")
+    return MLPField(d, hidden=(hidden,), activation="tanh")
 
 
 def _status_bytes(key: str) -> int:
@@ -142,18 +196,6 @@ def measure_peak(fn: Callable[[], object], device: str | torch.device = "cpu", c
     return max(0, _status_bytes("VmHWM:") - before)
 
 
-class MLPField(nn.Module):
-    """``dz/dt = W2 tanh(W1 z + b1) + b2``: the field of the memory study (dims ``(d, hidden, d)``)."""
-
-    def __init__(self, dims=(64, 256, 64)):
-        super().__init__()
-        d, hidden, d_out = dims
-        self.net = nn.Sequential(nn.Linear(d, hidden), nn.Tanh(), nn.Linear(hidden, d_out))
-
-    def forward(self, t, z):
-        return self.net(z)
-
-
 @dataclass
 class MemoryConfig:
     """One memory study: an MLP field, a batch, ``method`` with ``n`` equal steps on [0, 1]."""
@@ -213,7 +255,10 @@ def run_sweep(config: MemoryConfig, progress: bool = False) -> MemorySweep:
     _prepare_malloc()  # before the warm-up, so no large block is served from memory kept earlier
     torch.manual_seed(config.seed)
     dtype = getattr(torch, config.dtype)
-    func = MLPField(config.dims).to(device=config.device, dtype=dtype)
+    d, hidden, d_out = config.dims
+    if d != d_out:
+        raise ValueError(f"dims={config.dims!r}: a vector field maps the state to its own size; use (d, hidden, d)")
+    func = MLPField(d, hidden=(hidden,), activation="tanh").to(device=config.device, dtype=dtype)
     y0 = torch.randn(config.batch, config.dims[0], device=config.device, dtype=dtype, requires_grad=True)
     sweep = MemorySweep(config)
     points = [(m, n) for m in config.modes for n in config.steps]
@@ -254,14 +299,14 @@ def memory_sweep(config: MemoryConfig | None = None, *, isolated: bool = False, 
     config.steps, config.modes, config.dims = tuple(config.steps), tuple(config.modes), tuple(config.dims)
     if config.cpu_method not in ("profiler", "rss"):
         raise ValueError(f"cpu_method={config.cpu_method!r} must be 'profiler' or 'rss'")
-    unknown = [m for m in config.modes if m not in GRADIENT_MODES]
+    unknown = [m for m in config.modes if m not in ALL_MODES]
     if unknown:
-        raise ValueError(f"modes={unknown} are not gradient modes; valid: {list(GRADIENT_MODES)}")
+        raise ValueError(f"modes={unknown} are not gradient modes; valid: {list(ALL_MODES)}")
     if not isolated or torch.device(config.device).type != "cpu":
         return run_sweep(config, progress=progress)
     # glibc reads MALLOC_MMAP_THRESHOLD_ at start: every block above 64 KiB is mmapped and returned on free.
     env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"), MALLOC_MMAP_THRESHOLD_="65536")
-    done = subprocess.run([sys.executable, "-m", "nodecourse.memory", json.dumps(asdict(config))],
+    done = subprocess.run([sys.executable, "-m", "nodecourse.measure.memory", json.dumps(asdict(config))],
                           capture_output=True, text=True, env=env, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"the memory subprocess failed (exit {done.returncode}): {done.stderr[-2000:]}")

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from nodecourse.solve_config import SolveConfig
+from nodecourse.solvers.solve_config import SolveConfig
 from nodecourse.solvers import odeint
 from nodecourse.training import seeded_batches, train_epochs
 
@@ -177,7 +177,20 @@ class RecurrentEncoder(nn.Module):
         return RunOutput(h, h_before, dt_before)
 
 
-class RecurrentModel(nn.Module):
+class _MortalityFromFinalState(nn.Module):
+    """Mortality logits (B,) from an ``encoder``'s final state and the descriptors, through a
+    ``classifier`` head; both set by the subclass. ``solver_stats`` is the encoder's."""
+
+    @property
+    def solver_stats(self) -> dict:
+        return self.encoder.solver_stats
+
+    def forward(self, times, values, mask, static, static_mask) -> torch.Tensor:
+        h = self.encoder(times, values, mask).h_final
+        return self.classifier(torch.cat([h, static, static_mask], dim=-1)).squeeze(-1)
+
+
+class RecurrentModel(_MortalityFromFinalState):
     """A recurrent encoder with two heads: mortality (from the final state and descriptors)
     and value reconstruction at each time (from the state just before that time).
 
@@ -191,13 +204,6 @@ class RecurrentModel(nn.Module):
         self.classifier = classifier_head(hidden_dim + 2 * static_dim)
         self.readout = nn.Linear(hidden_dim + (1 if kind == "dt" else 0), input_dim)
 
-    @property
-    def solver_stats(self) -> dict:
-        return self.encoder.solver_stats
-
-    def forward(self, times, values, mask, static, static_mask) -> torch.Tensor:
-        h = self.encoder(times, values, mask).h_final
-        return self.classifier(torch.cat([h, static, static_mask], dim=-1)).squeeze(-1)
 
     def reconstruct(self, times, values, mask, seen_mask) -> torch.Tensor:
         """Predict values (B, K, D) at every time of ``mask`` from what ``seen_mask`` lets it see."""
@@ -321,7 +327,7 @@ class GRUDEncoder(nn.Module):
         return RunOutput(h, None, None)
 
 
-class GRUD(nn.Module):
+class GRUD(_MortalityFromFinalState):
     """GRU-D with the course's mortality head (final state and descriptors): logits (B,)."""
 
     def __init__(self, input_dim: int, static_dim: int, hidden_dim: int = 64, x_mean: torch.Tensor | None = None):
@@ -329,13 +335,6 @@ class GRUD(nn.Module):
         self.encoder = GRUDEncoder(input_dim, hidden_dim, x_mean)
         self.classifier = classifier_head(hidden_dim + 2 * static_dim)
 
-    @property
-    def solver_stats(self) -> dict:
-        return self.encoder.solver_stats
-
-    def forward(self, times, values, mask, static, static_mask) -> torch.Tensor:
-        h = self.encoder(times, values, mask).h_final
-        return self.classifier(torch.cat([h, static, static_mask], dim=-1)).squeeze(-1)
 
 
 class LatentODE(nn.Module):

@@ -14,7 +14,7 @@ from typing import Sequence
 import torch
 from torch import nn
 
-from nodecourse.solve_config import SolveConfig
+from nodecourse.solvers.solve_config import SolveConfig
 from nodecourse.solvers import odeint
 
 _ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "softplus": nn.Softplus, "elu": nn.ELU}
@@ -242,32 +242,6 @@ def accuracy_vs_steps(model: ODENetClassifier, x: torch.Tensor, y: torch.Tensor,
         out[int(n)] = {"accuracy": accuracy(logits, y), "nfe": int(model.ode.last_stats["nfe"])}
     model.train(was_training)
     return out
-
-
-def saved_activation_bytes(module: nn.Module, *inputs: torch.Tensor) -> int:
-    """Bytes of the tensors autograd keeps for the backward pass of ``module(*inputs).sum()``.
-
-    Counted with :func:`torch.autograd.graph.saved_tensors_hooks` during one
-    forward pass, so it works on every device (no CUDA memory statistics
-    needed). Parameters saved by autograd are excluded, since they live
-    anyway; tensors saved twice are counted once.
-    """
-    params = {p.data_ptr() for p in module.parameters()}
-    seen: set[tuple[int, int]] = set()
-    total = 0
-
-    def pack(t: torch.Tensor):
-        nonlocal total
-        if t.layout == torch.strided and t.data_ptr() not in params:
-            key = (t.untyped_storage().data_ptr(), t.untyped_storage().nbytes())
-            if key not in seen:
-                seen.add(key)
-                total += key[1]
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        module(*inputs).sum()
-    return total
 
 
 def train_classifier(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, epochs: int = 20,

@@ -1,0 +1,29 @@
+"""The five-step audit of a continuous or implicit model (lesson 9, ``nodecourse audit``).
+
+    from nodecourse.audit import audit
+    report = audit(model, train=(x, y), test=(x, y), task="classification", quick=True)
+    report.steps[4].verdict        # "ok", "warning" or "problem"
+    report.save("audit.html")      # one self-contained file; also to_json(), to_markdown()
+
+The steps, each with a verdict, a sentence with its numbers, the measurements and figures:
+
+1. an explicit baseline at matched parameters and compute (:mod:`~nodecourse.audit.step1_baseline`);
+2. solver work per input (:mod:`~nodecourse.audit.step2_work`);
+3. a test-time tolerance sweep (:mod:`~nodecourse.audit.step3_tolerance`);
+4. difficult regimes: a longer horizon, stiffness, input noise, distribution shift
+   (:mod:`~nodecourse.audit.step4_regimes`);
+5. gradients against finite differences (:mod:`~nodecourse.audit.step5_gradients`).
+
+The cores are found by walking the model (:mod:`~nodecourse.audit.discovery`); a torchdiffeq model
+is audited through :class:`TorchdiffeqBlock`, a sequence model on a shared time grid through
+:class:`SharedInputs` (:mod:`~nodecourse.audit.adapters`). Each verdict's rule and threshold is
+written in its step's module docstring.
+"""
+from nodecourse.audit.adapters import SharedInputs, TorchdiffeqBlock
+from nodecourse.audit.baseline import discrete_counterpart, train
+from nodecourse.audit.discovery import LOOKED_FOR, Core, CoreNotFoundError, find_cores
+from nodecourse.audit.report import VERDICTS, AuditReport, StepResult
+from nodecourse.audit.run import audit
+
+__all__ = ["AuditReport", "Core", "CoreNotFoundError", "LOOKED_FOR", "SharedInputs", "StepResult",
+           "TorchdiffeqBlock", "VERDICTS", "audit", "discrete_counterpart", "find_cores", "train"]

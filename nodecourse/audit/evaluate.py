@@ -1,0 +1,155 @@
+"""Running a model on a set and seeing the work its cores do.
+
+:class:`WorkMeter` watches every solve made while it is active: each ``odeint`` call (through
+:class:`nodecourse.measure.diagnostics.SolverWorkLog`: NFE, steps, rejected steps, status) and
+each DEQ forward (a forward hook reading ``DEQ.stats``: iterations, final residual, status, and
+which samples converged). :func:`run` evaluates a set in chunks of rows without gradients and
+:func:`per_input` one row at a time, so each input's own work is seen.
+"""
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import torch
+
+from nodecourse.audit import inputs as I
+from nodecourse.audit.discovery import Core
+from nodecourse.measure.diagnostics import SolverWorkLog
+from nodecourse.solvers import SolverError
+
+WORK_KEYS = ("nfe", "n_steps", "n_accepted", "n_rejected", "solves", "iterations", "fixed_point_solves")
+
+
+class WorkMeter:
+    """Context manager: the work of every solve of ``cores`` made inside it.
+
+    ``totals()``: ``nfe``, ``n_steps``, ``n_accepted``, ``n_rejected``, ``solves`` (ODE solves),
+    ``iterations`` and ``fixed_point_solves`` (DEQ); ``failures``: a list of ``(what, status)`` of
+    solves that did not succeed (ODE statuses, DEQ statuses), ``unconverged_rows``: DEQ samples that
+    did not reach their tolerance; ``residuals``: each DEQ solve's final residual.
+    """
+
+    def __init__(self, cores: list[Core]):
+        self.cores = cores
+        self.log = SolverWorkLog()
+        self.deq_calls: list[dict] = []
+        self._hooks = []
+
+    def _deq_hook(self, module, args, output):
+        stats = dict(module.stats)
+        result = module.forward_result
+        stats["unconverged"] = int((~result.converged).sum()) if result is not None else 0
+        self.deq_calls.append(stats)
+
+    def __enter__(self) -> "WorkMeter":
+        self.log.__enter__()
+        for core in self.cores:
+            if core.kind == "deq":
+                self._hooks.append(core.module.register_forward_hook(self._deq_hook))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for h in self._hooks:
+            h.remove()
+        self._hooks = []
+        self.log.__exit__(*exc)
+
+    def totals(self) -> dict:
+        t = self.log.totals()
+        return {"nfe": t["nfe"], "n_steps": t["n_steps"], "n_accepted": t["n_accepted"],
+                "n_rejected": t["n_rejected"], "solves": t["solves"],
+                "iterations": sum(int(c["forward_iters"]) for c in self.deq_calls),
+                "fixed_point_solves": len(self.deq_calls)}
+
+    @property
+    def failures(self) -> list[tuple[str, str]]:
+        out = [("odeint", r.status) for r in self.log.failures]
+        out += [("DEQ", c["forward_status"]) for c in self.deq_calls if c["forward_status"] != "success"]
+        return out
+
+    @property
+    def unconverged_rows(self) -> int:
+        return sum(c["unconverged"] for c in self.deq_calls)
+
+    @property
+    def residuals(self) -> list[float]:
+        return [float(c["forward_residual"]) for c in self.deq_calls]
+
+
+@dataclass
+class Run:
+    """One evaluation of a model on a set: ``outputs`` (float64, CPU; NaN rows where a solve raised),
+    ``seconds`` (forward time), the work totals, and what failed."""
+
+    outputs: torch.Tensor
+    seconds: float
+    work: dict
+    failed_rows: int = 0  # rows whose solve raised, or whose DEQ solve did not converge
+    errors: list[str] = field(default_factory=list)  # statuses of the solves that failed
+    residuals: list[float] = field(default_factory=list)
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.outputs.shape[0])
+
+
+@torch.no_grad()
+def run(model, cores: list[Core], x, *, chunk: int = 256) -> Run:
+    """``model`` on every row of ``x`` in chunks of ``chunk`` rows (eval mode, no gradients).
+
+    A chunk whose solve raises (a :class:`~nodecourse.SolverError`: max steps, non-finite values)
+    gets NaN outputs and counts its rows as failed; the others still run.
+    """
+    n = I.n_rows(x)
+    outs, errors, failed, seconds = [], [], 0, 0.0
+    shape = None
+    with WorkMeter(cores) as meter, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # statuses are counted here, not printed once per chunk
+        for start in range(0, n, chunk):
+            rows = slice(start, min(n, start + chunk))
+            t0 = time.perf_counter()
+            try:
+                out = I.call(model, I.take(x, rows))
+                seconds += time.perf_counter() - t0
+                out = out.detach().double().cpu()
+                shape = out.shape[1:]
+            except (SolverError, FloatingPointError) as exc:
+                seconds += time.perf_counter() - t0
+                if not isinstance(exc, SolverError):  # a SolverError's solve is in the meter's log already
+                    errors.append(type(exc).__name__)
+                failed += rows.stop - rows.start
+                out = None
+            outs.append((rows, out))
+    if shape is None:
+        shape = ()
+    full = torch.full((n, *shape), math.nan, dtype=torch.float64)
+    for rows, out in outs:
+        if out is not None:
+            full[rows] = out.reshape(rows.stop - rows.start, *shape)
+    errors += [status for _, status in meter.failures]
+    return Run(full, seconds, meter.totals(), failed + meter.unconverged_rows, errors, meter.residuals)
+
+
+@torch.no_grad()
+def per_input(model, cores: list[Core], x, rows: list[int], *, progress: bool = False, desc: str = "") -> list[dict]:
+    """Each row of ``x`` in ``rows`` on its own: one dict per row with its work totals, ``ok``
+    (every solve succeeded and converged), ``status`` (the first failure, or ``"success"``),
+    ``residual`` (the DEQ's final residual, if any), ``seconds`` and ``output`` (a float64 tensor)."""
+    from tqdm.auto import tqdm
+
+    out = []
+    for i in tqdm(rows, desc=desc or "one input at a time", disable=not progress, leave=False):
+        r = run(model, cores, I.take(x, slice(i, i + 1)), chunk=1)
+        out.append({**r.work, "ok": r.failed_rows == 0 and not r.errors,
+                    "status": r.errors[0] if r.errors else "success",
+                    "residual": max(r.residuals) if r.residuals else None, "seconds": r.seconds,
+                    "output": r.outputs[0]})
+    return out
+
+
+def work_unit(cores: list[Core]) -> tuple[str, str]:
+    """``(key, name)`` of the work that measures the primary core: NFE or iterations."""
+    return ("iterations", "iterations") if cores[0].kind == "deq" else ("nfe", "NFE")

@@ -1,0 +1,139 @@
+"""Step 3: the tolerance sweep (test time), quality and time against the solver's precision.
+
+The trained model is solved on the whole test set at settings from 100x looser to 10x (quick) or
+100x (full) tighter than deployed (:data:`nodecourse.audit.context.Sizes.sweep`): ``rtol`` and ``atol`` of an adaptive
+solver, the step size of a fixed-step one (larger steps are looser), ``tol`` of a DEQ. Nothing is
+retrained. Quality at each setting is compared with the deployed setting's on the same rows
+(paired bootstrap).
+
+Verdict: *problem* when the deployed model and its tightest solve differ by more than
+:data:`PROBLEM_GAPS` practical gaps (the model's quality is an artefact of its discretisation: it is
+not the ODE or fixed point it is said to be); *warning* when they differ by more than one gap, or
+when quality already breaks (worse by a gap, or solves fail) at the first looser setting (the
+deployed setting sits at a cliff); *ok* otherwise.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+
+from nodecourse.audit import quality as Q
+from nodecourse.audit.context import AuditContext
+from nodecourse.audit.discovery import scaled_settings, solver_settings
+from nodecourse.audit.evaluate import run, work_unit
+from nodecourse.audit.report import StepResult, new_figure, render, verdict_of
+
+NAME = "Tolerance sweep"
+PROBLEM_GAPS = 5.0
+
+
+@contextlib.contextmanager
+def scaled(cores, factor: float):
+    """Every core at ``factor`` times its deployed setting (looser for ``factor > 1``)."""
+    with contextlib.ExitStack() as stack:
+        for core in cores:
+            changes, _ = scaled_settings(core, factor)
+            stack.enter_context(solver_settings([core], **{core.kind: changes}))
+        yield
+
+
+def run_step(ctx: AuditContext) -> StepResult:
+    from tqdm.auto import tqdm
+
+    start = time.perf_counter()
+    metric, y = ctx.metric, ctx.y_test
+    key, unit = work_unit(ctx.cores)
+    primary = ctx.cores[0]
+    deployed = ctx.test_run()
+    n_chunks = -(-deployed.n_rows // ctx.sizes.chunk)
+    factors = sorted(set(ctx.sizes.sweep) | {1.0}, reverse=True)  # loosest first
+    points, runs = [], {}
+    for f in tqdm(factors, desc="step 3: tolerance sweep", disable=not ctx.progress, leave=False):
+        _, label = scaled_settings(primary, f)
+        if f == 1.0:
+            r = deployed
+        else:
+            with scaled(ctx.cores, f):
+                r = run(ctx.model, ctx.cores, ctx.x_test, chunk=ctx.sizes.chunk)
+        runs[f] = r
+        d = Q.difference(metric, (r.outputs, y), (deployed.outputs, y), n_boot=ctx.sizes.n_boot, seed=ctx.seed)
+        points.append({"factor": f, "setting": label, "quality": d["a"], "vs_deployed": d,
+                       "work_per_pass": r.work[key] / n_chunks, "seconds": r.seconds, "failed_rows": r.failed_rows,
+                       "errors": sorted(set(r.errors))})
+    by = {p["factor"]: p for p in points}
+    looser = [f for f in factors if f > 1.0]
+    looser.sort()  # nearest first
+
+    def broken(p):
+        return p["failed_rows"] > 0 or Q.worse_beyond_gap(p["vs_deployed"])
+
+    breaks_at = next((f for f in looser if broken(by[f])), None)
+    holds_to = max([f for f in looser if breaks_at is None or f < breaks_at], default=1.0)
+    tight = by[min(factors)]
+    # deployed minus tightest, both ways: a gap either way means the discretisation is part of the model
+    dt = Q.difference(metric, (deployed.outputs, y), (runs[min(factors)].outputs, y), n_boot=ctx.sizes.n_boot,
+                      seed=ctx.seed)
+    problems, warnings = [], []
+    moved = Q.worse_beyond_gap(dt) or Q.better_beyond_gap(dt)
+    if Q.worse_beyond_gap(dt, PROBLEM_GAPS) or Q.better_beyond_gap(dt, PROBLEM_GAPS):
+        problems.append(f"the deployed model and its {1 / min(factors):g}x tighter solve differ by more than "
+                        f"{PROBLEM_GAPS:g} practical gaps: {Q.interval_text(metric, dt)} (deployed minus tight)")
+    elif moved:
+        warnings.append(f"the deployed model and its {1 / min(factors):g}x tighter solve differ by more than the "
+                        f"practical gap {metric.fmt_gap(dt['gap'])}: {Q.interval_text(metric, dt)}")
+    if looser and breaks_at == looser[0]:
+        p = by[breaks_at]
+        why = (f"{p['failed_rows']} rows failed" if p["failed_rows"] else
+               f"{metric.name} {metric.fmt(p['quality'])} against {metric.fmt(deployed_quality(points))}")
+        warnings.append(f"quality breaks at the first looser setting ({p['setting']}, {breaks_at:g}x deployed): {why}")
+    verdict, reasons = verdict_of(problems, warnings)
+    kind = "step size" if primary.fixed_step else ("tol" if primary.kind == "deq" else "tolerance")
+    dep = by[1.0]
+    if breaks_at is None:
+        where = f"quality holds up to {max(looser):g}x the deployed {kind}" if looser else "no looser setting tried"
+    else:
+        p = by[breaks_at]
+        held = (f"quality holds up to {holds_to:g}x the deployed {kind} and breaks" if holds_to > 1
+                else "quality breaks at the first looser setting,")
+        where = (f"{held} at {breaks_at:g}x ({p['setting']}: "
+                 + (f"{p['failed_rows']} rows failed" if p["failed_rows"] else
+                    f"{metric.name} {metric.fmt(p['quality'])}") + ")")
+    tight_fail = [p for p in points if p["factor"] < 1 and p["failed_rows"]]
+    note = (f"; at {', '.join(p['setting'] for p in tight_fail)} {sum(p['failed_rows'] for p in tight_fail)} rows "
+            "did not reach the tighter setting" if tight_fail else "")
+    summary = (f"Deployed ({dep['setting']}): {metric.name} {metric.fmt(dep['quality'])} at {dep['work_per_pass']:.3g} "
+               f"{unit} per forward pass; {where}; {1 / min(factors):g}x tighter ({tight['setting']}): "
+               f"{metric.fmt(tight['quality'])} at {tight['work_per_pass']:.3g} {unit} (deployed minus tight "
+               f"{Q.interval_text(metric, dt)}){note}.")
+    table = {"columns": ["setting", "x deployed", metric.name, f"{unit} per pass", "seconds", "failed rows"],
+             "rows": [[p["setting"], p["factor"], p["quality"], p["work_per_pass"], p["seconds"], p["failed_rows"]]
+                      for p in points]}
+    data = {"kind": kind, "points": points, "breaks_at": breaks_at, "holds_to": holds_to,
+            "deployed_vs_tightest": dt, "table": table}
+    return StepResult(3, NAME, verdict, summary, data, [_figure(points, metric, unit, kind)], reasons,
+                      time.perf_counter() - start)
+
+
+def deployed_quality(points) -> float:
+    return next(p["quality"] for p in points if p["factor"] == 1.0)
+
+
+def _figure(points, metric, unit, kind):
+    fig, (ax1, ax2) = new_figure(2, width=3.8)
+    xs = [p["factor"] for p in points]
+    scale = 100 if metric.name == "accuracy" else 1
+    ax1.plot(xs, [scale * p["quality"] if math.isfinite(p["quality"]) else math.nan for p in points], marker="o")
+    ax1.axvline(1.0, color="grey", ls=":")
+    ax1.set(xscale="log", xlabel=f"test-time {kind} / deployed (right: looser)",
+            ylabel=f"test {metric.name}" + (" (%)" if scale == 100 else ""), title="Quality against precision")
+    ax2.plot(xs, [p["work_per_pass"] for p in points], marker="o", label=unit)
+    ax2.set(xscale="log", yscale="log", xlabel=f"test-time {kind} / deployed", ylabel=f"{unit} per forward pass",
+            title="Work against precision")
+    ax3 = ax2.twinx()
+    ax3.plot(xs, [1000 * p["seconds"] for p in points], marker="s", color="#dd8452")
+    ax3.set_ylabel("forward time, test set (ms)", color="#dd8452")
+    ax2.axvline(1.0, color="grey", ls=":")
+    return render(fig, "Tolerance sweep",
+                  f"the trained model on the test set at test-time settings relative to the deployed one (dotted "
+                  f"line): {metric.name} (left); {unit} per forward pass (blue) and forward time in ms (orange, right)")

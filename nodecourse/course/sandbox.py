@@ -1,0 +1,200 @@
+"""The grader's sandbox: every process that runs a learner's code starts under bubblewrap.
+
+Inside the sandbox (:func:`sandbox_argv`):
+
+- a private, empty temporary home (``HOME``), IPython folder (``IPYTHONDIR``),
+  working folder and ``/tmp``, all in memory and gone when the process ends;
+- the system (``/usr``, a few files of ``/etc``), the Python installation, the
+  course's environment and the ``nodecourse`` package mounted read-only; the
+  rest of the course folder (``solutions/``, ``exercises/``, ``.git``, other
+  learners' submissions) is not there at all;
+- no network (``--unshare-net``), its own PID namespace (``--unshare-pid``: the
+  grader's processes and their ``/proc`` entries do not exist in it), a new
+  session (no controlling terminal to write into), no capabilities, and every
+  process in it killed when the grader goes (``--die-with-parent``);
+- a cleared environment: only the variables the grader sets.
+
+Where bubblewrap is missing or cannot create namespaces (some Binder hosts,
+containers without user namespaces), :func:`probe` says why, grading still
+runs without it, and every report says the grade is for self-study only.
+``NODECOURSE_BWRAP`` names another bubblewrap program (tests use it to see the
+fallback).
+"""
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Sequence
+
+BWRAP_ENV = "NODECOURSE_BWRAP"
+HOME = "/home/learner"
+WORKDIR = HOME + "/work"
+IPYTHONDIR = HOME + "/.ipython"
+# What of /etc a Python process needs (the dynamic loader's cache, user names, fonts).
+_ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "passwd", "group", "nsswitch.conf",
+        "alternatives", "fonts", "mime.types")
+_TOP_LEVEL = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
+IN_FORCE = ("private temporary home, IPython folder and working folder; the course's code and Python "
+            "environment read-only; solutions/ and the rest of the course folder not visible; no network; "
+            "its own PID namespace; nothing it writes is kept")
+
+
+@dataclass(frozen=True)
+class Isolation:
+    """The isolation a grading run can give the learner's code."""
+
+    sandboxed: bool
+    program: str  # the bubblewrap program, or "" when there is none
+    version: str  # e.g. "bubblewrap 0.8.0"; "" when there is none
+    reason: str  # why there is no sandbox ("" when there is one)
+
+    @property
+    def label(self) -> str:
+        """Short, for a table column: ``bubblewrap`` or ``none (self-study only)``."""
+        return "bubblewrap" if self.sandboxed else "none (self-study only)"
+
+    def describe(self) -> str:
+        """One sentence for a report."""
+        if self.sandboxed:
+            return f"isolation: {self.version or 'bubblewrap'} ({IN_FORCE})"
+        return (f"isolation: NONE ({self.reason}). The learner's code ran with this user's rights and could "
+                "reach the grader, so this grade is for self-study only, not for marks")
+
+    def summary(self) -> str:
+        """One line for ``nodecourse check``: what a grading run here would have."""
+        if self.sandboxed:
+            return f"{self.version or 'bubblewrap'} ({IN_FORCE})"
+        return f"NONE ({self.reason}); grades made here are for self-study only, not for marks"
+
+    def as_dict(self) -> dict:
+        return {"sandboxed": self.sandboxed, "label": self.label, "detail": self.describe()}
+
+
+def _package_dir() -> Path:
+    import nodecourse
+
+    return Path(nodecourse.__file__).resolve().parent
+
+
+def _python_dirs() -> list[Path]:
+    """The Python installation and the environment: read-only inside the sandbox."""
+    dirs = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), Path(sys.executable).resolve().parent}
+    paths = sysconfig.get_paths()
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        if paths.get(key):
+            dirs.add(Path(paths[key]).resolve())
+    # Keep the outermost of nested folders (binding a folder binds what is under it).
+    ordered = sorted(dirs, key=lambda p: len(p.parts))
+    kept: list[Path] = []
+    for d in ordered:
+        if d.is_dir() and not any(d == k or k in d.parents for k in kept):
+            kept.append(d)
+    return kept
+
+
+def sandbox_argv(
+    command: Sequence[str],
+    env: Mapping[str, str],
+    *,
+    shared_dirs: Sequence[Path] = (),
+    program: str = "bwrap",
+) -> list[str]:
+    """``command`` wrapped in bubblewrap as the module docstring describes.
+
+    ``env``: the whole environment inside (``HOME``, ``IPYTHONDIR``, ``TMPDIR``
+    and ``PWD`` are set here). ``shared_dirs``: host folders bound read-write at
+    the same path (the kernel's connection folder; nothing else).
+    """
+    args = [program, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net", "--unshare-ipc",
+            "--unshare-uts", "--cap-drop", "ALL"]
+    for name in _TOP_LEVEL:
+        path = Path("/") / name
+        if path.is_symlink():
+            args += ["--symlink", os.readlink(path), str(path)]
+        elif path.is_dir():
+            args += ["--ro-bind", str(path), str(path)]
+    args += ["--ro-bind", "/usr", "/usr"]
+    for name in _ETC:
+        args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    args += ["--dev", "/dev", "--tmpfs", "/dev/shm", "--proc", "/proc", "--tmpfs", "/tmp"]
+    for d in _python_dirs():
+        args += ["--ro-bind", str(d), str(d)]
+    package = _package_dir()
+    args += ["--ro-bind", str(package), str(package)]
+    for d in shared_dirs:
+        args += ["--bind", str(d), str(d)]
+    args += ["--tmpfs", HOME, "--dir", WORKDIR, "--dir", IPYTHONDIR, "--chdir", WORKDIR, "--clearenv"]
+    inside = dict(env)
+    inside.update({"HOME": HOME, "IPYTHONDIR": IPYTHONDIR, "TMPDIR": "/tmp", "PWD": WORKDIR})
+    for key, value in sorted(inside.items()):
+        args += ["--setenv", key, value]
+    return args + ["--", *command]
+
+
+def base_environment() -> dict[str, str]:
+    """What every sandboxed process gets, before the caller adds its own variables."""
+    path = os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"])
+    return {"PATH": path, "LANG": "C.UTF-8", "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1",
+            "MPLBACKEND": "Agg", "PYTHONIOENCODING": "utf-8"}
+
+
+def _bwrap_program() -> str | None:
+    named = os.environ.get(BWRAP_ENV, "").strip()
+    if named:
+        return named
+    return shutil.which("bwrap")
+
+
+@functools.lru_cache(maxsize=8)
+def _probe(program: str | None) -> Isolation:
+    if program is None:
+        return Isolation(False, "", "", "bubblewrap (bwrap) is not installed; on Debian or Ubuntu: "
+                                        "apt-get install bubblewrap")
+    try:
+        version = subprocess.run([program, "--version"], capture_output=True, text=True, timeout=30)
+        ver = version.stdout.strip() or version.stderr.strip()
+        trial = subprocess.run(
+            sandbox_argv([sys.executable, "-c", "import os; print(os.getcwd(), os.getpid())"],
+                         base_environment(), program=program),
+            capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return Isolation(False, "", "", f"{program} could not run: {exc}")
+    if trial.returncode != 0:
+        why = (trial.stderr.strip() or trial.stdout.strip() or f"exit code {trial.returncode}").splitlines()[-1]
+        return Isolation(False, "", "", f"{program} cannot create the sandbox here: {why[:200]}")
+    cwd, _, pid = trial.stdout.strip().partition(" ")
+    if cwd != WORKDIR or pid not in ("1", "2"):  # pid 2 under bwrap's own init in a new PID namespace
+        return Isolation(False, "", "", f"{program} ran, but not in the expected sandbox (cwd {cwd!r}, pid {pid!r})")
+    return Isolation(True, program, ver if ver.lower().startswith("bubblewrap") else f"bubblewrap {ver}", "")
+
+
+def probe() -> Isolation:
+    """The isolation available here (run once per program and process: a trial sandbox of the real shape)."""
+    return _probe(_bwrap_program())
+
+
+def popen_kwargs(isolation: Isolation, workdir: Path) -> dict:
+    """Extra ``Popen`` arguments for a process that would be sandboxed: without a sandbox,
+    at least a new session and an empty working folder of its own."""
+    if isolation.sandboxed:
+        return {"start_new_session": True}
+    return {"start_new_session": True, "cwd": str(workdir)}
+
+
+def wrap(isolation: Isolation, command: Sequence[str], env: Mapping[str, str], *,
+         shared_dirs: Sequence[Path] = (), home: Path | None = None) -> tuple[list[str], dict[str, str]]:
+    """(argv, env) to start ``command``: inside bubblewrap when ``isolation`` has it, else as it is
+    with ``HOME``/``IPYTHONDIR`` moved to ``home`` (a fresh folder), the most that can be done."""
+    full = {**base_environment(), **env}
+    if isolation.sandboxed:
+        return sandbox_argv(command, full, shared_dirs=shared_dirs, program=isolation.program), full
+    if home is not None:
+        (home / "ipython").mkdir(parents=True, exist_ok=True)
+        full.update({"HOME": str(home), "IPYTHONDIR": str(home / "ipython")})
+    return list(command), full

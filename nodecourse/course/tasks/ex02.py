@@ -1,0 +1,254 @@
+"""Exercise 2 (solvers) as task specs: every input drawn from the seed.
+
+References: the library's RK4 (``odeint(method="rk4")``), its error norm
+(``solvers.control.rms`` of the error over ``error_scale``), closed forms of
+the test equations, and the step-size rule the task states.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from nodecourse.course.tasks.draw import F64, generator as _gen, integer as _integer, odeint_last
+from nodecourse.course.tasks.draw import uniform as _uniform
+from nodecourse.course.tasks.plain import Array
+from nodecourse.course.tasks.spec import (
+    Task, Wrong, array, close, compared, describe, field_of, judged, likely, max_diff, show,
+)
+
+EXERCISE = "02_solvers_exercises"
+
+
+def _integrate_fixed(step, f, y0, t0: float, t1: float, n: int):
+    h, y, t = (t1 - t0) / n, y0, t0
+    for _ in range(n):
+        y, t = step(f, t, y, h), t + h
+    return y
+
+
+def _fitted_order(sizes, errors) -> float:
+    return float(np.polyfit(np.log(np.asarray(sizes)), np.log(np.asarray(errors)), 1)[0])
+
+
+# --- rk4-step-matches -----------------------------------------------------------------------------
+
+def rk4_inputs(seed: int) -> dict:
+    g = _gen(seed, 21)
+    w2, c = _uniform(g, 0.25, 4.0), _uniform(g, -1.0, 1.0)
+    t0, h = _uniform(g, 0.0, 1.0), _uniform(g, 0.05, 0.3)
+    y0 = torch.randn(2, generator=g, dtype=F64)
+    f = lambda t, y: torch.stack([y[1], -w2 * y[0] + c * torch.cos(torch.as_tensor(t, dtype=y.dtype))])
+    return {"f": f, "t0": t0, "h": h, "y0": y0}
+
+
+def rk4_run(ns, inp) -> dict:
+    return {"y1": ns["rk4_step"](inp["f"], inp["t0"], inp["y0"].clone(), inp["h"])}
+
+
+def rk4_reference(inp) -> dict:
+    f, t0, h, y0 = inp["f"], inp["t0"], inp["h"], inp["y0"]
+    return {"y1": odeint_last(f, y0, t0, t0 + h, method="rk4", step_size=h),
+            "euler": y0 + h * f(t0, y0), "midpoint": odeint_last(f, y0, t0, t0 + h, method="midpoint", step_size=h)}
+
+
+@judged
+def rk4_judge(answer, ref) -> None:
+    got, expected = compared(answer, ref, "y1", "rk4_step's result")
+    if close(got, expected, atol=1e-12):
+        return
+    cause = likely(got, {"likely cause: this is an Euler step (only k1 is used)": array(ref["euler"], "e"),
+                         "likely cause: this is a midpoint step (k1 and k2 only)": array(ref["midpoint"], "m")},
+                   atol=1e-10)
+    raise Wrong(f"differs from odeint(method='rk4') by {max_diff(got, expected):.2e} (expected {show(expected)}, "
+                f"got {show(got)})" + (f"; {cause}" if cause else "; check the weights 1, 2, 2, 1 over 6 and "
+                                                                   "the times t + h/2, t + h of k2, k3, k4"))
+
+
+# --- rk4-order ------------------------------------------------------------------------------------
+
+def order_inputs(seed: int) -> dict:
+    g = _gen(seed, 22)
+    a, t1 = _uniform(g, 0.6, 1.4), _uniform(g, 1.5, 2.5)
+    base = _integer(g, 8, 12)
+    return {"a": a, "t1": t1, "steps": [base * 2 ** k for k in range(4)]}
+
+
+def order_run(ns, inp) -> dict:
+    a = inp["a"]
+    f = lambda t, y: a * y * math.cos(float(t))
+    return {"y1": [_integrate_fixed(ns["rk4_step"], f, torch.tensor([1.0], dtype=F64), 0.0, inp["t1"], n)
+                   for n in inp["steps"]]}
+
+
+def order_reference(inp) -> dict:
+    return {"exact": math.exp(inp["a"] * math.sin(inp["t1"])), "steps": inp["steps"], "t1": inp["t1"]}
+
+
+@judged
+def order_judge(answer, ref) -> None:
+    values, steps = field_of(answer, "y1", "results"), ref["steps"]
+    if not isinstance(values, list) or len(values) != len(steps):
+        raise Wrong(f"expected {len(steps)} results, got {describe(values)}")
+    errors = np.array([abs(float(array(v, f"the result for n = {n}").reshape(-1)[0]) - ref["exact"])
+                       for v, n in zip(values, steps)])
+    if not np.all(np.isfinite(errors)) or np.any(errors == 0):
+        raise Wrong(f"errors {show(errors)}: an order needs finite, non-zero errors")
+    order = _fitted_order([ref["t1"] / n for n in steps], errors)
+    if not 3.7 < order < 4.3:
+        raise Wrong(f"measured order {order:.2f}, expected 4 (errors {show(errors)} at n = {steps})"
+                    + ("; likely cause: a lower-order step (the times or weights of k2-k4)" if order < 3.7 else ""))
+
+
+# --- error-norm -----------------------------------------------------------------------------------
+
+def norm_inputs(seed: int) -> dict:
+    g = _gen(seed, 23)
+    cases = []
+    for _ in range(6):
+        d = _integer(g, 1, 4)
+        y0, y1 = torch.randn(d, generator=g, dtype=F64), torch.randn(d, generator=g, dtype=F64)
+        err = 1e-4 * torch.randn(d, generator=g, dtype=F64)
+        rtol = 10 ** _uniform(g, -6, -2)
+        atol = 0.0 if _integer(g, 0, 2) == 0 else 10 ** _uniform(g, -9, -4)
+        cases.append((err, y0, y1, rtol, atol))
+    return {"cases": cases}
+
+
+def norm_run(ns, inp) -> dict:
+    return {"norms": [ns["error_norm"](err.clone(), y0.clone(), y1.clone(), rtol, atol)
+                      for err, y0, y1, rtol, atol in inp["cases"]]}
+
+
+def norm_reference(inp) -> dict:
+    from nodecourse.solvers.control import error_scale, rms
+
+    return {"norms": [float(rms(err / error_scale(y0, y1, rtol, atol))) for err, y0, y1, rtol, atol in inp["cases"]],
+            "max_norms": [float((err / error_scale(y0, y1, rtol, atol)).abs().max())
+                          for err, y0, y1, rtol, atol in inp["cases"]]}
+
+
+@judged
+def norm_judge(answer, ref) -> None:
+    got = field_of(answer, "norms", "norms")
+    expected = ref["norms"]
+    if not isinstance(got, list) or len(got) != len(expected):
+        raise Wrong(f"expected {len(expected)} numbers, got {describe(got)}")
+    for i, (g, e, m) in enumerate(zip(got, expected, ref["max_norms"])):
+        if type(g) is not float:
+            raise Wrong(f"case {i}: error_norm returned {describe(g)}; the task asks for a float (use .item())")
+        if not abs(g - e) <= 1e-9 * max(1.0, abs(e)):
+            cause = "; likely cause: the largest component, not the RMS" if abs(g - m) <= 1e-9 * max(1.0, m) else ""
+            raise Wrong(f"case {i}: expected {e:.9g}, got {g:.9g}{cause}")
+
+
+# --- step-control ---------------------------------------------------------------------------------
+
+def _rule(h, norm, order, safety=0.9, min_factor=0.2, max_factor=10.0):
+    """The rule the task states: accept when norm <= 1; the next h is h times the clipped factor."""
+    factor = max_factor if norm == 0.0 else min(max_factor, max(min_factor, safety * norm ** (-1.0 / (order + 1))))
+    return norm <= 1.0, h * factor
+
+
+def control_inputs(seed: int) -> dict:
+    g = _gen(seed, 24)
+    norms = [1.0, 0.0, 1e-12, 1e6, 10 ** _uniform(g, -3, 0), 10 ** _uniform(g, 0, 3), 10 ** _uniform(g, -1, 1)]
+    return {"cases": [(_uniform(g, 0.01, 1.0), n, _integer(g, 2, 5)) for n in norms]}
+
+
+def control_run(ns, inp) -> dict:
+    return {"proposals": [list(ns["propose_step"](h, n, order)) for h, n, order in inp["cases"]]}
+
+
+def control_reference(inp) -> dict:
+    return {"proposals": [list(_rule(*case)) for case in inp["cases"]], "cases": [list(c) for c in inp["cases"]]}
+
+
+def _truth(value):
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return bool(value)
+    if isinstance(value, Array) and value.values.size == 1:
+        return bool(value.values.reshape(-1)[0])
+    raise Wrong(f"'accepted' is {describe(value)}, not a bool")
+
+
+@judged
+def control_judge(answer, ref) -> None:
+    got = field_of(answer, "proposals", "proposals")
+    if not isinstance(got, list) or len(got) != len(ref["proposals"]):
+        raise Wrong(f"expected {len(ref['proposals'])} (accepted, h_new) pairs, got {describe(got)}")
+    for g, (acc, h_new), (h, norm, order) in zip(got, ref["proposals"], ref["cases"]):
+        if not isinstance(g, list) or len(g) != 2:
+            raise Wrong(f"propose_step({h:.3g}, {norm:.3g}, {order}) returned {describe(g)}, not a pair")
+        accepted, h_got = _truth(g[0]), float(array(g[1], "h_new").reshape(-1)[0])
+        if accepted != acc or not abs(h_got - h_new) <= 1e-12 * max(1.0, h_new):
+            raise Wrong(f"propose_step(h={h:.4g}, norm={norm:.4g}, order={order}) gave ({accepted}, {h_got:.6g}), "
+                        f"expected ({acc}, {h_new:.6g})")
+
+
+# --- adaptive-loop --------------------------------------------------------------------------------
+
+def adaptive_inputs(seed: int) -> dict:
+    g = _gen(seed, 25)
+    return {"a": _uniform(g, 0.7, 1.3), "t1": _uniform(g, 8.0, 11.0)}
+
+
+def adaptive_run(ns, inp) -> dict:
+    a, t1 = inp["a"], inp["t1"]
+    calls = [0]
+
+    def f(t, y):
+        calls[0] += 1
+        return a * y * math.cos(float(t))
+
+    runs = []
+    for rtol, atol, h0 in ((1e-4, 1e-6, 0.01), (1e-7, 1e-9, 0.01), (1e-6, 1e-8, 5.0)):
+        calls[0] = 0
+        y, n_acc, n_rej = ns["integrate_adaptive"](f, torch.tensor([1.0], dtype=F64), 0.0, t1, rtol=rtol, atol=atol,
+                                                   h0=h0)
+        runs.append({"y": y, "accepted": n_acc, "rejected": n_rej, "evaluations": calls[0], "rtol": rtol})
+    return {"runs": runs}
+
+
+def adaptive_reference(inp) -> dict:
+    return {"exact": math.exp(inp["a"] * math.sin(inp["t1"]))}
+
+
+@judged
+def adaptive_judge(answer, ref) -> None:
+    runs = field_of(answer, "runs", "runs")
+    if not isinstance(runs, list) or len(runs) != 3:
+        raise Wrong(f"expected three runs, got {describe(runs)}")
+    exact = ref["exact"]
+    out = []
+    for run in runs:
+        y = float(array(field_of(run, "y", "y"), "y(t1)").reshape(-1)[0])
+        acc, rej, nfe = run.get("accepted"), run.get("rejected"), run.get("evaluations")
+        if not all(type(v) is int for v in (acc, rej)):
+            raise Wrong(f"the step counts are {describe(acc)} and {describe(rej)}, not integers")
+        if nfe != 4 * (acc + rej):
+            raise Wrong(f"{acc} accepted + {rej} rejected steps, but f was evaluated {nfe} times (bosh3_pair "
+                        "evaluates it 4 times a step): the counts do not match the work done")
+        out.append((abs(y - exact), acc, rej, run["rtol"]))
+    (err4, acc4, _, r4), (err7, acc7, _, r7), (_, _, rej_big, _) = out
+    if not (err4 < 30 * r4 * max(1.0, exact) and err7 < 30 * r7 * max(1.0, exact)):
+        raise Wrong(f"errors {err4:.2e} (rtol 1e-4) and {err7:.2e} (rtol 1e-7) against the exact solution")
+    if not acc7 > 3 * acc4:
+        raise Wrong(f"{acc7} accepted steps at rtol 1e-7 vs {acc4} at 1e-4: a tighter tolerance should take "
+                    "many more steps")
+    if rej_big < 1:
+        raise Wrong("no step was rejected when starting with h0 = 5: rejected steps must be retried smaller")
+
+
+TASKS = (
+    Task("rk4-step-matches", ("rk4-step",), rk4_inputs, rk4_run, rk4_reference, rk4_judge),
+    Task("rk4-order", ("rk4-step",), order_inputs, order_run, order_reference, order_judge,
+         after=("rk4-step-matches",)),
+    Task("error-norm", ("error-norm",), norm_inputs, norm_run, norm_reference, norm_judge),
+    Task("step-control", ("step-control",), control_inputs, control_run, control_reference, control_judge),
+    Task("adaptive-loop", ("error-norm", "step-control", "adaptive-loop"), adaptive_inputs, adaptive_run,
+         adaptive_reference, adaptive_judge, after=("error-norm", "step-control")),
+)

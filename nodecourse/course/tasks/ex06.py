@@ -1,0 +1,234 @@
+"""Exercise 6 (Anderson, the implicit backward, Hutchinson) as task specs.
+
+References: the library's batched ``anderson_weights``; the exact fixed point
+of a random contraction and the library's Picard iteration on it; backprop
+through unrolled Picard steps (``DEQ(backward="unrolled")``); the exact
+Jacobian of a random ``EquilibriumBlock`` (its Frobenius norm is the
+estimator's mean, and ``2 ||J J^T||_F^2`` its variance for Gaussian probes).
+The Anderson task counts the learner's evaluations of ``f`` (a reported count
+below it fails); the Hutchinson task checks the estimator's mean *and*
+variance over 20,000 independent estimates, so the exact value times noise
+fails.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from nodecourse.course.tasks.draw import F64, generator as _gen, integer as _integer, uniform as _uniform
+from nodecourse.course.tasks.spec import Task, Wrong, array, compared, describe, field_of, judged, max_diff, show
+
+EXERCISE = "06_deq_exercises"
+N_ESTIMATES = 20_000
+
+
+def _seeded(g: torch.Generator, build):
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(_integer(g, 0, 2 ** 31))
+        return build()
+
+
+# --- mixing-weights -------------------------------------------------------------------------------
+
+def weights_inputs(seed: int) -> dict:
+    g = _gen(seed, 61)
+    n, d = _integer(g, 3, 6), _integer(g, 20, 40)
+    return {"G": torch.randn(n, d, generator=g, dtype=F64)}
+
+
+def weights_run(ns, inp) -> dict:
+    G = inp["G"]
+    return {"alpha": ns["mixing_weights"](G.clone()), "alpha_small": ns["mixing_weights"](1e-8 * G)}
+
+
+def weights_reference(inp) -> dict:
+    from nodecourse.deq.anderson import anderson_weights
+
+    G = inp["G"]
+    return {"alpha": anderson_weights(G[None], torch.ones(1, G.shape[0], dtype=torch.bool), 1e-10)[0], "G": G}
+
+
+@judged
+def weights_judge(answer, ref) -> None:
+    expected, G = array(ref["alpha"], "the reference"), array(ref["G"], "G")
+    alpha = array(field_of(answer, "alpha", "weights"), "mixing_weights(G)", expected.shape)
+    small = array(field_of(answer, "alpha_small", "weights"), "mixing_weights(1e-8 * G)", expected.shape)
+    if abs(alpha.sum() - 1) > 1e-12:
+        raise Wrong(f"mixing_weights(G) sums to {alpha.sum():.15g}, not 1")
+    if max_diff(alpha, expected) > 1e-8:
+        raise Wrong(f"mixing_weights(G) = {show(alpha)}, the library's {show(expected)} (max difference "
+                    f"{max_diff(alpha, expected):.2e})")
+    if max_diff(small, expected) > 1e-6:
+        raise Wrong(f"at 1e-8 times the residuals the weights change: {show(small)} instead of {show(expected)} "
+                    f"(max difference {max_diff(small, expected):.2e}); likely cause: the Tikhonov term is not "
+                    "scaled by s, the mean of diag(G G^T)")
+    best = float(np.linalg.norm(alpha @ G))
+    for k in range(len(alpha)):
+        step = np.full(len(alpha), -1.0 / (len(alpha) - 1))
+        step[k] = 1.0  # sums to zero: the perturbed weights still sum to one
+        other = float(np.linalg.norm((alpha + 1e-3 * step) @ G))
+        if not other > best:
+            raise Wrong(f"weights moved along direction {k} give a smaller combined residual ({other:.6g} < "
+                        f"{best:.6g}): not the minimiser")
+
+
+# --- anderson -------------------------------------------------------------------------------------
+
+def anderson_inputs(seed: int) -> dict:
+    from nodecourse.deq.problems import contraction
+
+    g = _gen(seed, 62)
+    return {"problem": contraction("linear", _uniform(g, 0.98, 0.99), dim=_integer(g, 20, 40), batch=1,
+                                   seed=_integer(g, 0, 2 ** 31))}
+
+
+def anderson_run(ns, inp) -> dict:
+    p = inp["problem"]
+    calls = [0]
+
+    def f(v):
+        calls[0] += 1
+        return p.f(v[None])[0]
+
+    z, n = ns["anderson"](f, p.z0[0].clone(), m=6, tol=1e-8, max_iter=3000)
+    return {"z": z, "n": n, "calls": calls[0]}
+
+
+def anderson_reference(inp) -> dict:
+    from nodecourse import fixed_point
+
+    p = inp["problem"]
+    picard = fixed_point(p.f, p.z0, method="picard", tol=1e-8, max_iter=20000, warn=False)
+    return {"z_star": p.z_star[0], "picard": int(picard.n_iter)}
+
+
+@judged
+def anderson_judge(answer, ref) -> None:
+    z_star = array(ref["z_star"], "the fixed point")
+    z = array(field_of(answer, "z", "iterate"), "the returned z", z_star.shape)
+    n, calls = field_of(answer, "n", "count"), field_of(answer, "calls", "count")
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise Wrong(f"the evaluation count is {describe(n)}, not an int")
+    if n < calls:
+        raise Wrong(f"anderson reported {n} evaluations but called f {calls} times: report every evaluation")
+    err = float(np.linalg.norm(z - z_star) / np.linalg.norm(z_star))
+    if not err < 1e-5:
+        raise Wrong(f"relative error {err:.1e} to the exact fixed point after {n} evaluations")
+    if not n <= ref["picard"] / 2:
+        raise Wrong(f"{n} evaluations, Picard needs {ref['picard']}: Anderson should need at most half; likely "
+                    "cause: the step uses the iterates x_i, not f(x_i) = x_i + g_i")
+
+
+# --- implicit-hook --------------------------------------------------------------------------------
+
+def hook_inputs(seed: int) -> dict:
+    from nodecourse.deq.models import EquilibriumBlock
+
+    g = _gen(seed, 63)
+    state, dim = _integer(g, 4, 8), _integer(g, 2, 3)
+    block = _seeded(g, lambda: EquilibriumBlock(state, dim, width=16, init_scale=0.5).to(F64))
+    return {"block": block, "x": torch.randn(_integer(g, 3, 6), dim, generator=g, dtype=F64), "state": state}
+
+
+def _grads(block, model, x) -> torch.Tensor:
+    block.zero_grad()
+    (model(x) ** 2).mean().backward()
+    out = torch.cat([q.grad.flatten() for q in block.parameters()])
+    block.zero_grad()
+    return out
+
+
+def hook_run(ns, inp) -> dict:
+    from nodecourse import fixed_point
+
+    block, x, state = inp["block"], inp["x"], inp["state"]
+
+    def my_deq(x):
+        with torch.no_grad():
+            z_star = fixed_point(lambda z: block(z, x), torch.zeros(x.shape[0], state, dtype=F64), tol=1e-13,
+                                 max_iter=300).z
+        z = z_star.clone().requires_grad_()
+        f_z = block(z, x)
+        out = f_z.view_as(f_z)
+        out.register_hook(ns["make_implicit_hook"](f_z, z))
+        return out
+
+    return {"grads": _grads(block, my_deq, x)}
+
+
+def hook_reference(inp) -> dict:
+    from nodecourse import DEQ
+
+    deq = DEQ(inp["block"], solver="picard", backward="unrolled", tol=1e-300, max_iter=300, state=inp["state"])
+    return {"grads": _grads(inp["block"], deq, inp["x"])}
+
+
+@judged
+def hook_judge(answer, ref) -> None:
+    got, expected = compared(answer, ref, "grads", "the parameter gradients")
+    rel = float(np.linalg.norm(got - expected) / np.linalg.norm(expected))
+    if not rel < 1e-6:
+        ratio = float(got @ expected / (expected @ expected))
+        cause = "; likely cause: the hook returns the incoming gradient unchanged (no fixed-point solve)" \
+            if abs(ratio - 1) > 1e-3 and rel > 1e-3 else ""
+        raise Wrong(f"relative difference to unrolled backprop {rel:.1e}{cause}")
+
+
+# --- hutchinson -----------------------------------------------------------------------------------
+
+def hutchinson_inputs(seed: int) -> dict:
+    from nodecourse.deq.models import EquilibriumBlock
+
+    g = _gen(seed, 64)
+    state = _integer(g, 6, 10)
+    block = _seeded(g, lambda: EquilibriumBlock(state, 2, width=32, init_scale=1.0).to(F64))
+    return {"block": block, "z": torch.randn(1, state, generator=g, dtype=F64),
+            "x": torch.randn(1, 2, generator=g, dtype=F64)}
+
+
+def hutchinson_run(ns, inp) -> dict:
+    block, z1, x1 = inp["block"], inp["z"], inp["x"]
+    zr = z1.repeat(N_ESTIMATES, 1).requires_grad_()
+    est = ns["hutchinson"](block(zr, x1.expand(N_ESTIMATES, -1)), zr)
+    return {"estimates": est}
+
+
+def hutchinson_reference(inp) -> dict:
+    block, z1, x1 = inp["block"], inp["z"], inp["x"]
+    jac = torch.autograd.functional.jacobian(lambda v: block(v[None], x1)[0], z1[0])
+    jjt = jac @ jac.T
+    return {"exact": float(jac.square().sum()), "variance": float(2 * jjt.square().sum())}
+
+
+@judged
+def hutchinson_judge(answer, ref) -> None:
+    value = field_of(answer, "estimates", "estimates")
+    est = array(value, "hutchinson's result", (N_ESTIMATES,))
+    exact, variance = ref["exact"], ref["variance"]
+    mean, var = float(est.mean()), float(est.var(ddof=1))
+    if var == 0:
+        raise Wrong(f"all {N_ESTIMATES} estimates equal {mean:.6g} (exact {exact:.6g}): an estimator varies "
+                    "with its random probes")
+    if not value.requires_grad:
+        raise Wrong(f"mean {mean:.4f} vs exact {exact:.4f}, but the estimate carries no gradient; likely cause: "
+                    "create_graph=True is missing in torch.autograd.grad (the estimate is trained through)")
+    se = math.sqrt(variance / N_ESTIMATES)
+    if abs(mean - exact) > 5 * se:
+        raise Wrong(f"mean of {N_ESTIMATES} estimates {mean:.4f} vs exact {exact:.4f}: {(mean - exact) / se:+.1f} "
+                    "standard errors off")
+    if not 0.85 < var / variance < 1.15:
+        raise Wrong(f"the estimates' variance is {var:.4g}, but single Gaussian-probe estimates have variance "
+                    f"{variance:.4g} (2 ||J J^T||_F^2) here; this is not the Hutchinson estimator with one probe "
+                    "per row")
+
+
+TASKS = (
+    Task("mixing-weights", ("mixing-weights",), weights_inputs, weights_run, weights_reference, weights_judge),
+    Task("anderson", ("mixing-weights", "anderson"), anderson_inputs, anderson_run, anderson_reference,
+         anderson_judge, after=("mixing-weights",)),
+    Task("implicit-hook", ("implicit-hook",), hook_inputs, hook_run, hook_reference, hook_judge),
+    Task("hutchinson", ("hutchinson",), hutchinson_inputs, hutchinson_run, hutchinson_reference, hutchinson_judge,
+         hints=(("does not require grad", "likely cause: z must require grad (use the z you were given)"),)),
+)

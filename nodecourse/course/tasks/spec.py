@@ -1,0 +1,175 @@
+"""A check as a task spec, and the helpers its judge uses.
+
+A :class:`Task` says, for one check of an exercise:
+
+- ``inputs(seed)``: the inputs, built from a seed (the grader draws a new seed
+  every run; the notebook's self-check uses seed 0). Built the same way in every
+  process that needs them.
+- ``run(namespace, inputs)``: calls the function under test, found by name in
+  ``namespace``, on the inputs; returns what to keep of its answer (tensors,
+  numbers, lists, dicts of these). In the grader it runs in the learner's
+  isolated kernel, and only its result, as plain data, leaves that process.
+- ``reference(inputs)``: the same quantities computed without the learner's
+  code (the library, a closed form), in a separate clean process.
+- ``judge(answer, reference)``: plain data in, :class:`Verdict` out; runs in the
+  grader's process (and, for the self-check, in the learner's).
+- ``needs``: the answer cells (task ids) whose code ``run`` calls;
+  ``after``: checks whose failure would make this one fail too (named in the
+  message, so a learner fixes the first cause first).
+- ``observed``: non-empty when the check must watch the learner's process (peak
+  memory, a hook): the weaker kind, listed in CONTRIBUTING's trust model.
+- ``hints``: (text found in an error message, likely cause) pairs for errors a
+  learner typically meets.
+"""
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Mapping
+
+import numpy as np
+
+from nodecourse.course.tasks.plain import Array
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A judge's decision: passed, and what to tell the learner (the symptom, then the likely cause)."""
+
+    passed: bool
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Task:
+    """One check of an exercise as a task spec (see the module docstring)."""
+
+    check: str
+    needs: tuple[str, ...]
+    inputs: Callable[[int], dict]
+    run: Callable[[Mapping[str, Any], dict], Any]
+    reference: Callable[[dict], Any]
+    judge: Callable[[Any, Any], Verdict]
+    after: tuple[str, ...] = ()
+    observed: str = ""
+    hints: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+
+    def hint_for(self, message: str) -> str:
+        """The likely cause of an error whose message contains one of :attr:`hints`' texts."""
+        for text, cause in self.hints:
+            if text in message:
+                return cause
+        return ""
+
+
+@contextlib.contextmanager
+def neutral_state() -> Iterator[None]:
+    """Build inputs the same way in every process: torch's default dtype (float32), gradients on,
+    and the global random state untouched afterwards (inputs draw from their own generators)."""
+    import torch
+
+    dtype = torch.get_default_dtype()
+    with torch.random.fork_rng(devices=[]), torch.enable_grad():
+        torch.set_default_dtype(torch.float32)
+        try:
+            yield
+        finally:
+            torch.set_default_dtype(dtype)
+
+
+def make_inputs(task: Task, seed: int) -> dict:
+    """``task.inputs(seed)`` in :func:`neutral_state`."""
+    with neutral_state():
+        return task.inputs(seed)
+
+
+class Wrong(Exception):
+    """Raised inside a judge to stop at the first symptom (caught by :func:`judged`)."""
+
+
+def judged(fn: Callable[[Any, Any], None]) -> Callable[[Any, Any], Verdict]:
+    """A judge written as a function that raises :class:`Wrong` with the symptom, or returns to pass."""
+
+    def judge(answer, reference) -> Verdict:
+        try:
+            fn(answer, reference)
+        except Wrong as exc:
+            return Verdict(False, str(exc))
+        return Verdict(True)
+
+    judge.__doc__ = fn.__doc__
+    judge.__name__ = fn.__name__
+    return judge
+
+
+def field_of(answer, key: str, what: str):
+    """``answer[key]`` from a task's plain result (a dict), or :class:`Wrong` saying what is missing."""
+    if not isinstance(answer, dict) or key not in answer:
+        raise Wrong(f"no {what} came back")
+    return answer[key]
+
+
+def array(value, what: str, shape: tuple[int, ...] | None = None) -> np.ndarray:
+    """``value`` as a float64 array, or :class:`Wrong` naming what came instead (and the shape expected)."""
+    if isinstance(value, Array):
+        arr = value.values
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        arr = np.array(float(value))
+    else:
+        raise Wrong(f"{what} is {describe(value)}, not a tensor")
+    if shape is not None and tuple(arr.shape) != tuple(shape):
+        raise Wrong(f"{what} has shape {tuple(arr.shape)}, expected {tuple(shape)}")
+    return arr
+
+
+def compared(answer, ref, key: str, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(learner's, reference)`` arrays of ``key``: the learner's must be there, with the reference's shape."""
+    expected = array(ref[key], "the reference")
+    return array(field_of(answer, key, what), what, expected.shape), expected
+
+
+def describe(value) -> str:
+    """A short description of a plain value, for a message."""
+    if isinstance(value, Array):
+        return f"a {value.dtype} tensor of shape {value.shape}"
+    if value is None:
+        return "None"
+    if isinstance(value, (list, dict)):
+        return f"a {type(value).__name__} of {len(value)} items"
+    return f"{type(value).__name__} {value!r}"[:80]
+
+
+def max_diff(a: np.ndarray, b: np.ndarray) -> float:
+    """Largest absolute difference (inf when shapes differ or a value is not finite where the other is)."""
+    if a.shape != b.shape:
+        return float("inf")
+    if a.size == 0:
+        return 0.0
+    with np.errstate(invalid="ignore"):
+        d = np.abs(a - b)
+    return float(np.nanmax(np.where(np.isnan(a) != np.isnan(b), np.inf, d)))
+
+
+def close(a: np.ndarray, b: np.ndarray, atol: float, rtol: float = 0.0) -> bool:
+    """Same shape, and ``|a - b| <= atol + rtol |b|`` everywhere (NaN only where NaN)."""
+    if a.shape != b.shape:
+        return False
+    if np.any(np.isnan(a) != np.isnan(b)):
+        return False
+    ok = np.isnan(a) | (a == b) | (np.abs(a - b) <= atol + rtol * np.abs(b))
+    return bool(np.all(ok))
+
+
+def show(arr: np.ndarray, n: int = 6) -> str:
+    """The first ``n`` values of an array, rounded, for a message."""
+    flat = arr.reshape(-1)
+    body = ", ".join(f"{v:.6g}" for v in flat[:n])
+    return f"[{body}{', ...' if flat.size > n else ''}]"
+
+
+def likely(answer: np.ndarray, candidates: Mapping[str, np.ndarray], atol: float) -> str:
+    """The first named mistake whose value ``answer`` matches ("" when none does)."""
+    for cause, value in candidates.items():
+        if close(answer, value, atol=atol, rtol=1e-9):
+            return cause
+    return ""

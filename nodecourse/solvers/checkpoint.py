@@ -1,0 +1,126 @@
+"""``gradient="checkpoint"``: the exact gradient of the discrete solve, memory one state per step.
+
+The forward solve runs without a graph and keeps the state at the start of every accepted step
+(the step record); the backward pass replays each step with autograd, last to first, and chains
+the vector-Jacobian products (step sizes held fixed, as backprop holds them), for every method.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+
+from nodecourse.solvers.gradient_run import (
+    GradientRun, differentiable_solution, field_parameters, forward_without_graph,
+)
+from nodecourse.solvers.registry import ADAPTIVE, spec_for
+from nodecourse.solvers.result import Solution, SolverError, Status
+
+
+class CheckpointFunction(torch.autograd.Function):
+    """``(t, y0, *params) -> ys``: forward solve without a graph that keeps the state at the start
+    of every accepted step (the step record); the backward pass replays each accepted step with
+    autograd, last to first, and chains the vector-Jacobian products: the exact gradient of the
+    discrete solve (step sizes held fixed, as backprop holds them), for every method."""
+
+    @staticmethod
+    def forward(ctx, run: GradientRun, t, y0, *params):
+        return forward_without_graph(ctx, run, t, y0, params, record_steps="states",
+                                      on_step=run.backward_kwargs.get("on_step"))
+
+    @staticmethod
+    def backward(ctx, grad_ys):
+        run: GradientRun = ctx.run
+        t, ys, *params = ctx.saved_tensors
+        return (None, None, *checkpoint_backward(run, t, grad_ys, params))
+
+
+def _replay_kwargs(run: GradientRun, h: float) -> dict:
+    """Settings that make ``odeint`` take exactly the recorded step of size ``|h|`` (fixed-step and
+    implicit methods get a step size a hair above it, so rounding cannot split the step in two)."""
+    kw = dict(run.forward_kwargs)
+    kw["max_steps"] = 1
+    kw["per_sample"] = False
+    if spec_for(kw["method"]).kind == ADAPTIVE:  # a name or a ButcherTableau
+        kw["options"] = {**(kw.get("options") or {}), "first_step": abs(h)}
+    else:
+        kw["step_size"] = abs(h) * (1 + 1e-9)
+    return kw
+
+
+def checkpoint_backward(run: GradientRun, t, grad_ys, params):
+    """Replay the accepted steps last to first; return ``[dL/dy0, *dL/dparams]``."""
+    solution = run.solution
+    stats = solution.stats
+    if solution.status is not Status.SUCCESS:
+        message = f"the forward solve ended with status {solution.status.name}; its gradient is undefined"
+        stats["backward_status"], stats["backward_message"] = solution.status, message
+        if run.throw:
+            raise SolverError(solution.status, f"gradient='checkpoint': {message}")
+        return [torch.full_like(grad_ys[0], float("nan"))] + [torch.full_like(p, float("nan")) for p in params]
+    record = solution.steps
+    steps, states = record.accepted_steps(), record.states
+    ts = [float(v) for v in t.detach().cpu().tolist()]
+    direction = 1.0 if ts[-1] >= ts[0] else -1.0
+    ends = [steps[k + 1][0] for k in range(len(steps) - 1)] + [ts[-1]] if steps else []
+    # Which step each output time (after the first) belongs to: the step k with t_k < t_i <= end_k.
+    inner: dict[int, list[int]] = {}
+    at_end: dict[int, list[int]] = {}
+    k = 0
+    for i in range(1, len(ts)):
+        while k < len(steps) - 1 and direction * (ts[i] - ends[k]) > 0:
+            k += 1
+        (at_end if ts[i] == ends[k] else inner).setdefault(k, []).append(i)
+    a = torch.zeros_like(grad_ys[0])
+    grad_params = [torch.zeros_like(p) for p in params]
+    nfe = 0
+    for k in range(len(steps) - 1, -1, -1):
+        for i in at_end.get(k, []):
+            a = a + grad_ys[i]
+        t0, h = steps[k]
+        inside = inner.get(k, [])
+        # float64 times: the recorded floats exactly (float32 rounding could split the step in two).
+        times = torch.tensor([t0] + [ts[i] for i in inside] + [ends[k]], dtype=torch.float64, device=t.device)
+        with torch.enable_grad():
+            y_in = states[k].detach().requires_grad_(True)
+            step = run.solve(run.func, y_in, times, gradient="backprop", throw=False, **_replay_kwargs(run, h))
+            nfe += step.stats["nfe"]
+            if step.status is not Status.SUCCESS:
+                message = (f"replaying the accepted step at t={t0:.6g} (h={h:.3g}) ended with status "
+                           f"{step.status.name}: {step.message}")
+                stats["backward_status"], stats["backward_message"] = step.status, message
+                stats["nfe_backward"] = stats.get("nfe_backward", 0) + nfe
+                if run.throw:
+                    raise SolverError(step.status, f"gradient='checkpoint': {message}")
+                return [torch.full_like(a, float("nan"))] + [torch.full_like(p, float("nan")) for p in params]
+            outs = [step.ys[-1]] + [step.ys[j + 1] for j in range(len(inside))]
+            cotangents = [a] + [grad_ys[i] for i in inside]
+            grads = torch.autograd.grad(outs, [y_in, *params], grad_outputs=cotangents, allow_unused=True)
+        a = grads[0] if grads[0] is not None else torch.zeros_like(a)
+        for j, g in enumerate(grads[1:]):
+            if g is not None:
+                grad_params[j] = grad_params[j] + g
+    a = a + grad_ys[0]
+    stats["nfe_backward"] = stats.get("nfe_backward", 0) + nfe
+    stats["backward_status"], stats["backward_message"] = Status.SUCCESS, ""
+    return [a] + grad_params
+
+
+def solve_checkpoint(func, y0: torch.Tensor, t: torch.Tensor, *, solve: Callable, method: str, rtol: float,
+                     atol: float,
+                     step_size=None, max_steps: int, throw: bool = True, backend: str = "nodecourse",
+                     per_sample: bool = False, options: dict | None = None, on_step=None) -> Solution:
+    """``odeint(..., gradient="checkpoint")`` on the step record (see :class:`CheckpointFunction`);
+    ``solve`` is ``odeint`` itself (the forward solve without a graph, then one replay per step).
+
+    ``odeint`` has validated the arguments (``validate.check_gradient`` refuses ``per_sample``
+    and ``backend="torchdiffeq"`` here). Memory: one state per accepted step (not the stages'
+    activations). Work: every accepted step is computed twice (``stats["nfe_backward"]`` counts
+    the replays).
+    """
+    forward_kwargs = dict(method=method, rtol=rtol, atol=atol, step_size=step_size, max_steps=max_steps,
+                          backend=backend, per_sample=per_sample, options=options)
+    params = field_parameters(func, y0, t[0])
+    run = GradientRun(func=func, solve=solve, forward_kwargs=forward_kwargs, backward_kwargs={"on_step": on_step}, throw=throw,
+                      params=params)
+    return differentiable_solution(run, CheckpointFunction.apply(run, t, y0, *params), t)
