@@ -1,8 +1,12 @@
 """The grader on fixture exercises: solutions pass, and nothing a learner's file
 contains besides correct answer code can make a check pass.
 
-The numbered cases refer to the grading trust model (CONTRIBUTING.md, "Grading
-trust model"). Cases that run the real grader (a kernel) are marked slow.
+These fixture exercises keep check cells that run inside the kernel (not task
+specs), so they test the in-kernel path with its guard, now inside the sandbox;
+the numbered cases are that path's (the design before CONTRIBUTING.md's
+"Grading trust model" moved the verdict outside the kernel; the routes of issue
+20 are in test_grading_attacks.py). Cases that run the real grader (a kernel)
+are marked slow.
 """
 from __future__ import annotations
 

@@ -356,3 +356,17 @@ def test_the_notebooks_self_check_under_nbval_passes_solved_and_fails_unsolved()
     assert solved.returncode == 0, solved.stdout[-2000:]
     unsolved = nbval(REPO / "exercises" / EX01.name)
     assert unsolved.returncode == 1 and "4 failed" in unsolved.stdout, unsolved.stdout[-2000:]
+
+
+@pytest.mark.slow
+def test_grading_without_a_sandbox_still_grades_and_says_self_study_only():
+    env = {**SUBPROCESS_ENV, sandbox.BWRAP_ENV: "/bin/false"}
+    proc = subprocess.run([sys.executable, "-m", "nodecourse.course.cli", "grade", str(EX01), "--seed", "2"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "4/4 checks pass" in proc.stdout
+    last = proc.stdout.rstrip().splitlines()[-1]
+    assert last.startswith("isolation: NONE") and "self-study only" in last, last
+    proc = subprocess.run([sys.executable, "-m", "nodecourse.course.cli", "grade", str(EX01), "--json"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert {r["isolation"] for r in json.loads(proc.stdout)} == {"none (self-study only)"}

@@ -176,7 +176,7 @@ class Runner:
         kernel = self._start()
         try:
             for earlier in range(num):
-                if earlier in self.specs or self.live.get(earlier) != "":
+                if not self._replayable(earlier):
                     continue
                 res = self._run_cell(kernel, earlier)
                 if res["outcome"] != "passed":
@@ -225,6 +225,10 @@ class Runner:
             kernel.close()
         return self.outcomes, self.notes
 
+    def _replayable(self, num: int) -> bool:
+        """A cell (not a task) that ran and passed, and whose effects a fresh kernel still needs."""
+        return num not in self.specs and self.live.get(num) == "" and self.outcomes[num]["outcome"] == "passed"
+
     def _replay(self, lost_at: int) -> Kernel:
         """A fresh kernel with every cell before ``lost_at`` that is still live run again."""
         failed: list[str] = []
@@ -232,7 +236,7 @@ class Runner:
             kernel = self._start()
             replayed = 0
             for num in range(lost_at):
-                if num in self.specs or self.live.get(num) != "" or self.outcomes[num]["outcome"] != "passed":
+                if not self._replayable(num):
                     continue
                 res = self._run_cell(kernel, num)
                 replayed += 1
