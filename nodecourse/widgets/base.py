@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 import numbers
 
+from nodecourse.plotting import INTERACTIVE_RENDERER, CourseFigure
+
 # CSS classes put on an explorer's widgets, so that a page (and the browser tests) can find
 # the explorer, each control by its attribute name, the result line and the figure.
 EXPLORER_CLASS = "nc-explorer"
@@ -114,7 +116,12 @@ class FigureExplorer:
             return
         self.output.clear_output(wait=True)
         with self.output:
-            display(self.figure)
+            if isinstance(self.figure, CourseFigure):
+                # A live figure needs no static PNG: kaleido's seconds per draw would lag every move
+                # of a control, and widget output is not what a rendered page shows.
+                self.figure.show(renderer=INTERACTIVE_RENDERER)
+            else:
+                display(self.figure)
 
     def _ipython_display_(self):
         from IPython.display import display
