@@ -190,6 +190,9 @@ def fake_cuda() -> Iterator[None]:
         mock.patch("torch.cuda.max_memory_allocated", lambda *a, **k: 0),
         mock.patch("torch.cuda.memory_allocated", lambda *a, **k: 0),
         mock.patch("torch.cuda.empty_cache", lambda: None),
+        # The pretend device's tensors are drawn by the CPU generator: its state is the CPU's.
+        mock.patch("torch.cuda.get_rng_state", lambda *a, **k: torch.get_rng_state()),
+        mock.patch("torch.cuda.set_rng_state", lambda state, *a, **k: torch.set_rng_state(state)),
         mock.patch.object(torch.nn.Parameter, "__new__", _parameter_new_keeping_kind),
     ]
     with contextlib.ExitStack() as stack:
