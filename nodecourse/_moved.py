@@ -33,6 +33,9 @@ REMOVED_IN = "0.3"
 class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Finds the old names in :data:`MOVED` and loads them as the new modules."""
 
+    def __init__(self):
+        self._specs: dict = {}  # new name -> the new module's own spec
+
     def find_spec(self, fullname, path=None, target=None):
         if fullname not in MOVED:
             return None
@@ -43,13 +46,13 @@ class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         warnings.warn(f"{spec.name} moved to {new}; import it from there (the old path goes in "
                       f"nodecourse {REMOVED_IN})", DeprecationWarning, stacklevel=2)  # warnings skips importlib's own frames
         module = importlib.import_module(new)
-        # The import system sets __spec__ etc. on the module it gets back: keep the real ones.
-        self._saved = {k: module.__dict__[k] for k in ("__spec__", "__loader__", "__name__", "__package__")
-                       if k in module.__dict__}
+        self._specs[new] = module.__spec__
         return module
 
     def exec_module(self, module):
-        module.__dict__.update(self._saved)
+        # The import system set the alias's spec on the module it got back (the new module itself,
+        # whose other attributes it leaves alone): put the module's own spec back.
+        module.__spec__ = self._specs[MOVED[module.__spec__.name]]
 
 
 def install() -> None:

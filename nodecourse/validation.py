@@ -35,6 +35,7 @@ parametrised test in ``tests/test_validation.py`` then feeds it every value
 """
 from __future__ import annotations
 
+import abc
 import argparse
 import math
 import numbers
@@ -62,7 +63,7 @@ def short_repr(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-class Constraint:
+class Constraint(abc.ABC):
     """What one argument may be.
 
     Subclasses define :meth:`type_ok` (is the value of an acceptable type?),
@@ -73,14 +74,16 @@ class Constraint:
     a value of the right type that is outside the valid set.
     """
 
+    @abc.abstractmethod
     def type_ok(self, value: Any) -> bool:
-        raise NotImplementedError
+        """Is ``value`` of an acceptable type?"""
 
     def value_ok(self, value: Any) -> bool:
         return True
 
+    @abc.abstractmethod
     def describe(self) -> str:
-        raise NotImplementedError
+        """The valid set in words (used in every message)."""
 
     def describe_range(self) -> str:
         """The valid set once the type is known to be right (an interval drops its noun)."""

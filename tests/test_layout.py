@@ -174,3 +174,4 @@ def test_old_import_paths_warn_and_give_the_new_module(old):
     with pytest.warns(DeprecationWarning, match=MOVED[old].replace(".", r"\.")):
         module = importlib.import_module(old)
     assert module is importlib.import_module(MOVED[old])
+    assert module.__spec__.name == MOVED[old]  # the module keeps its own spec (reload, pickling)
