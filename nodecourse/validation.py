@@ -47,6 +47,7 @@ __all__ = [
     "WrongTypeError", "UnknownNameError",
     "check", "check_args", "check_options", "argparse_type", "invalid_values", "short_repr",
 ]
+__all__ += ["SecondDerivativeError"]
 
 
 class WrongTypeError(TypeError, ValueError):
@@ -55,6 +56,12 @@ class WrongTypeError(TypeError, ValueError):
 
 class UnknownNameError(TypeError, ValueError):
     """An option key or keyword nobody understands (a ``TypeError``; also a ``ValueError``)."""
+
+
+class SecondDerivativeError(RuntimeError):
+    """A gradient route that cannot give a differentiable gradient was asked for one
+    (``create_graph=True``: a gradient penalty, a Hessian-vector product). Raised at the route's
+    first backward call, instead of a gradient whose graph is silently missing."""
 
 
 def short_repr(value: Any, limit: int = 80) -> str:

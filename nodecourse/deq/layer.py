@@ -23,7 +23,7 @@ from nodecourse.deq.fixed_point import METHODS, FixedPointResult, fixed_point
 from nodecourse.deq.regularizer import jacobian_regularizer
 from nodecourse.deq.result import FixedPointWarning
 from nodecourse.deq.settings import BACKWARDS, DEQ_ARGS, WARN_MODES, check_method_options, check_tol
-from nodecourse.validation import check_args
+from nodecourse.validation import SecondDerivativeError, check_args
 
 
 class DEQInputError(ValueError):
@@ -79,6 +79,14 @@ def implicit_backward_hook(f_z: torch.Tensor, z: torch.Tensor, *, solve: Callabl
     def hook(grad: torch.Tensor | None) -> torch.Tensor | None:
         if grad is None:  # an undefined gradient (nothing downstream depends on the output)
             return None
+        if torch.is_grad_enabled():
+            # create_graph=True: the backward fixed point below is found without a graph; one
+            # differentiable step past it would give a second derivative off by the Neumann series' rest
+            raise SecondDerivativeError(
+                "DEQ(backward='implicit') cannot give a differentiable gradient (create_graph=True: a gradient "
+                "penalty, a Hessian-vector product): its backward fixed-point solve keeps no graph, and a "
+                "gradient without it would get the second derivative wrong. Use DEQ(..., backward='unrolled') "
+                "for the solve you differentiate twice (backprop through the iterations)")
 
         def vjp_map(y: torch.Tensor) -> torch.Tensor:
             (yJ,) = torch.autograd.grad(f_z, z, y, retain_graph=True)

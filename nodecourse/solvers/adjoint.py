@@ -28,8 +28,9 @@ import torch
 
 from nodecourse.solvers.control import rms
 from nodecourse.solvers.gradient_run import (
-    GradientRun, differentiable_solution, field_parameters, forward_without_graph,
+    GradientRun, differentiable_solution, forward_without_graph, inspect_field, refuse_second_derivative,
 )
+from nodecourse.solvers.field_checks import RandomFieldError
 from nodecourse.solvers.registry import IMPLICIT, spec_for
 from nodecourse.solvers.result import SolverError, Status
 from nodecourse.solvers.validate import ADJOINT_OPTION_KEYS, check_adjoint_options  # noqa: F401 (re-exported)
@@ -125,8 +126,13 @@ class AdjointFunction(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_ys):
+        # under create_graph the augmented solve would differentiate itself (an implicit backward solve
+        # re-entering this Function without end); refuse before any work
+        refuse_second_derivative("gradient='adjoint'",
+                                 "Use gradient='checkpoint' or 'backprop' (both give the differentiable "
+                                 "gradient of the discrete solve) for the solve you differentiate twice.")
         run: GradientRun = ctx.run
-        t, ys, *params = ctx.saved_tensors
+        t, ys, _y0, *params = ctx.saved_tensors
         grad_t, grad_y0, grad_params = adjoint_backward(run, t, ys, grad_ys, params,
                                                         need_t=ctx.needs_input_grad[1])
         return (None, grad_t, grad_y0, *grad_params)
@@ -233,7 +239,14 @@ def solve_adjoint(func, y0: torch.Tensor, t: torch.Tensor, *, solve: Callable, m
     seminorm = backward_kwargs.pop("norm") == "seminorm"
     backward_kwargs["options"] = augmented_norm_options(backward_kwargs.get("options"), options, y0.shape,
                                                         seminorm=seminorm)
-    params = field_parameters(func, y0, t[0], extra_params)
+    params, random = inspect_field(func, y0, t[0], extra_params)
+    if random:
+        raise RandomFieldError(
+            "gradient='adjoint' with a field that draws random numbers (dropout or noise in training mode): "
+            "the backward solve evaluates the field at other states and times than the forward solve did, so "
+            "it cannot reuse the forward's random numbers, and the gradient would belong to no function that "
+            "ran. Use gradient='checkpoint' (it replays the forward's random numbers) or 'backprop', or put "
+            "the field in eval mode (func.eval()) for this solve")
     _check_implicit_backward_size(backward_kwargs["method"], y0, params)
     run = GradientRun(func=func, solve=solve, forward_kwargs=forward_kwargs, backward_kwargs=backward_kwargs, throw=throw,
                       params=params)

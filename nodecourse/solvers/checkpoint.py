@@ -11,7 +11,7 @@ from typing import Callable
 import torch
 
 from nodecourse.solvers.gradient_run import (
-    GradientRun, differentiable_solution, field_parameters, forward_without_graph,
+    GradientRun, backprop_replay, differentiable_solution, forward_without_graph, inspect_field,
 )
 from nodecourse.solvers.registry import ADAPTIVE, spec_for
 from nodecourse.solvers.result import Solution, SolverError, Status
@@ -31,7 +31,17 @@ class CheckpointFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_ys):
         run: GradientRun = ctx.run
-        t, ys, *params = ctx.saved_tensors
+        t, ys, y0, *params = ctx.saved_tensors
+        if torch.is_grad_enabled() or run.random:
+            # create_graph=True (the per-step replays start from detached states, so their gradient
+            # would miss the states' dependence on y0 and the parameters), or a random field (a
+            # replayed step cannot draw the numbers its stages drew: the first stage's evaluation
+            # belongs to the previous step): replay the whole solve from the forward's random state
+            def solve(y_in, t_in):
+                return run.solve(run.func, y_in, t_in, gradient="backprop", throw=False, **run.forward_kwargs)
+
+            return (None, None, *backprop_replay(run, solve, t, y0, grad_ys, params,
+                                                 need_y0=ctx.needs_input_grad[2], route="gradient='checkpoint'"))
         return (None, None, *checkpoint_backward(run, t, grad_ys, params))
 
 
@@ -120,7 +130,7 @@ def solve_checkpoint(func, y0: torch.Tensor, t: torch.Tensor, *, solve: Callable
     """
     forward_kwargs = dict(method=method, rtol=rtol, atol=atol, step_size=step_size, max_steps=max_steps,
                           backend=backend, per_sample=per_sample, options=options)
-    params = field_parameters(func, y0, t[0])
-    run = GradientRun(func=func, solve=solve, forward_kwargs=forward_kwargs, backward_kwargs={"on_step": on_step}, throw=throw,
-                      params=params)
+    params, random = inspect_field(func, y0, t[0])
+    run = GradientRun(func=func, solve=solve, forward_kwargs=forward_kwargs, backward_kwargs={"on_step": on_step},
+                      throw=throw, params=params, random=random)
     return differentiable_solution(run, CheckpointFunction.apply(run, t, y0, *params), t)

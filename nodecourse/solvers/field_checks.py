@@ -22,6 +22,12 @@ class BatchMixingError(ValueError):
     """``per_sample=True`` with a field whose output for one row depends on the other rows."""
 
 
+class RandomFieldError(ValueError):
+    """``gradient="adjoint"`` with a field that draws random numbers (dropout in training mode): the
+    backward solve evaluates the field at other states and times than the forward solve did, so no
+    replay of the forward's random numbers exists and the gradient would belong to no function."""
+
+
 class FieldMismatchError(TypeError, RuntimeError):
     """``func``'s tensors (a module's parameters, a tensor it closes over) are in another dtype or
     on another device than ``y0``. A ``RuntimeError`` too: that is what the operation inside
@@ -130,6 +136,22 @@ def replayed_rng(state, device: torch.device):
         if cuda is not None:
             torch.cuda.set_rng_state(cuda, device)
         yield
+
+
+def _same_rng(a, b) -> bool:
+    return torch.equal(a[0], b[0]) and (a[1] is None or torch.equal(a[1], b[1]))
+
+
+def call_keeping_rng(call, device: torch.device):
+    """``(call(), drew)``: run ``call`` from the current random state and restore that state after it
+    (a probe must not shift the random numbers the solve draws next, or a seeded run would differ
+    from backprop's); ``drew`` says whether ``call`` consumed random numbers (a random field:
+    dropout in training mode). Costs two copies of the generator state (5 kB on the CPU)."""
+    state = rng_state(device)
+    with replayed_rng(state, device):
+        out = call()
+        drew = not _same_rng(rng_state(device), state)
+    return out, drew
 
 
 def check_rows_independent(func, t: torch.Tensor, y: torch.Tensor, f: torch.Tensor, rng=None) -> None:

@@ -4,12 +4,18 @@
   any tensor requiring grad that the field reaches), found with one probing call;
 - :class:`GradientRun`: the settings, the field and the solve function an autograd Function needs;
 - :func:`forward_without_graph` and :func:`differentiable_solution`: the forward pass of those
-  Functions and the :class:`Solution` they return.
+  Functions and the :class:`Solution` they return;
+- :func:`backprop_replay`: the backward pass used where a route's own one cannot be right: a
+  differentiable gradient (``create_graph=True``) and a field that draws random numbers. It solves
+  once more with a graph, from the forward's inputs and random state, so the gradient (and its
+  graph) is backprop's through the function that ran.
 
-Used by :mod:`~nodecourse.solvers.adjoint` and :mod:`~nodecourse.solvers.checkpoint`.
+Used by :mod:`~nodecourse.solvers.adjoint`, :mod:`~nodecourse.solvers.checkpoint` and
+:mod:`~nodecourse.solvers.reversible`.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from typing import Any, Callable, Optional
 
@@ -17,7 +23,8 @@ import torch
 from torch import nn
 
 from nodecourse.solvers import field_checks
-from nodecourse.solvers.result import Solution
+from nodecourse.solvers.result import Solution, SolverError, Status
+from nodecourse.validation import SecondDerivativeError
 
 
 def _graph_leaves(out: torch.Tensor) -> list[torch.Tensor]:
@@ -36,13 +43,21 @@ def _graph_leaves(out: torch.Tensor) -> list[torch.Tensor]:
 
 
 def field_parameters(func, y0: torch.Tensor, t0: torch.Tensor, extra=()) -> list[torch.Tensor]:
-    """The tensors a gradient mode that does not keep the solver's graph must differentiate:
+    """:func:`inspect_field`'s parameters."""
+    return inspect_field(func, y0, t0, extra)[0]
+
+
+def inspect_field(func, y0: torch.Tensor, t0: torch.Tensor, extra=()) -> tuple[list[torch.Tensor], bool]:
+    """``(params, random)``: the tensors a gradient mode that does not keep the solver's graph must differentiate:
     the trainable parameters of an ``nn.Module`` ``func``, then ``extra``, then any other tensor
     that requires grad and that ``func(t0, y0)`` reaches (e.g. a tensor a plain function closes
     over), found by walking the autograd graph of one evaluation. Without that walk such a
-    tensor would silently get no gradient.
+    tensor would silently get no gradient. ``random``: the evaluation drew random numbers (dropout
+    in training mode); the probe runs from the current random state and restores it afterwards, so
+    the solve that follows draws what a backprop solve from the same seed draws.
 
-    Costs one evaluation of ``func`` (only when grad mode is on).
+    Costs one evaluation of ``func`` (only when grad mode is on; without grad nothing is
+    differentiated and ``random`` is False).
     """
     params = [p for p in func.parameters() if p.requires_grad] if isinstance(func, nn.Module) else []
     for p in extra:
@@ -52,15 +67,17 @@ def field_parameters(func, y0: torch.Tensor, t0: torch.Tensor, extra=()) -> list
         if all(p is not q for q in params):
             params.append(p)
     if not torch.is_grad_enabled():
-        return params
-    out = _probe_call(func, t0.detach(), y0.detach().clone())  # a copy: func never sees the caller's y0
+        return params, False
+    # a copy: func never sees the caller's y0
+    out, random = field_checks.call_keeping_rng(lambda: _probe_call(func, t0.detach(), y0.detach().clone()),
+                                                y0.device)
     if isinstance(out, torch.Tensor) and out.requires_grad:
         known = {id(p) for p in params}
         for q in _graph_leaves(out):
             if id(q) not in known:
                 params.append(q)
                 known.add(id(q))
-    return params
+    return params, random
 
 
 def _probe_call(func, t0: torch.Tensor, y: torch.Tensor):
@@ -96,18 +113,24 @@ class GradientRun:
     throw: bool
     params: list
     solution: Optional[Solution] = None
+    #: the field draws random numbers (:func:`inspect_field`); ``rng`` is then the random state the
+    #: forward solve started from (``field_checks.rng_state``), which :func:`backprop_replay` restores
+    random: bool = False
+    rng: Any = None
 
 
 def forward_without_graph(ctx, run: GradientRun, t, y0, params, **extra) -> torch.Tensor:
     """The forward pass of the Functions below: solve with ``run.forward_kwargs`` (and ``extra``)
     without a graph, keep the :class:`Solution` in ``run.solution``, save ``(t, ys, *params)``;
     return ``ys`` (shape ``(T, *S)``)."""
+    if run.random:
+        run.rng = field_checks.rng_state(y0.device)
     with torch.no_grad():
         run.solution = run.solve(run.func, y0, t.detach(), gradient="backprop", throw=run.throw, **extra,
                               **run.forward_kwargs)
     ctx.run = run
     ys = run.solution.ys.detach()
-    ctx.save_for_backward(t, ys, *params)
+    ctx.save_for_backward(t, ys, y0, *params)
     return ys
 
 
@@ -120,3 +143,54 @@ def differentiable_solution(run: GradientRun, ys: torch.Tensor, t: torch.Tensor)
         # the dependency probe in field_parameters (plus the forward solve's own probe, per_sample)
         solution.stats["nfe_setup"] = solution.stats.get("nfe_setup", 0) + 1
     return dataclasses.replace(solution, ys=ys, ts=t)
+
+
+def refuse_second_derivative(route: str, fix: str) -> None:
+    """Raise :class:`~nodecourse.validation.SecondDerivativeError` when a backward pass runs with
+    ``create_graph=True`` (autograd enables grad mode inside ``backward`` exactly then)."""
+    if torch.is_grad_enabled():
+        raise SecondDerivativeError(
+            f"{route} cannot give a differentiable gradient (create_graph=True: a gradient penalty, a "
+            f"Hessian-vector product): its backward pass is not made of differentiable operations, and a "
+            f"gradient without its graph would silently drop the second-order terms. {fix}")
+
+
+def backprop_replay(run: GradientRun, solve: Callable, t: torch.Tensor, y0: torch.Tensor, grad_ys: torch.Tensor,
+                    params, *, need_y0: bool, route: str) -> list:
+    """``[dL/dy0 or None, *dL/dparams]`` by solving once more with a graph (``solve(y0, t) ->
+    Solution``, gradient="backprop", the forward's settings) from the forward's random state, and
+    differentiating that solve. Under ``create_graph=True`` the gradient keeps its graph: ``y0`` and
+    ``params`` are the Function's saved inputs, so the graph reaches whatever they came from.
+
+    The solver is deterministic, so the replay takes the forward's steps and, with the random state
+    restored, draws its random numbers: the gradient is backprop's through the function that ran.
+    Memory: backprop's (the whole solve's graph). ``grad_ys``: shape ``(T, *S)``.
+    """
+    create = torch.is_grad_enabled()
+    stats = run.solution.stats
+    replay = (field_checks.replayed_rng(run.rng, y0.device) if run.rng is not None
+              else contextlib.nullcontext())
+    with torch.enable_grad(), replay:
+        # first order: a fresh leaf (no graph to keep); second order: the saved input itself
+        y_in = y0 if (create and y0.requires_grad) else y0.detach().requires_grad_(need_y0)
+        solution = solve(y_in, t.detach())
+        stats["nfe_backward"] = stats.get("nfe_backward", 0) + solution.stats.get("nfe", 0)
+        if solution.status is not Status.SUCCESS:
+            message = f"the backward replay of the solve ended with status {solution.status.name}: {solution.message}"
+            stats["backward_status"], stats["backward_message"] = solution.status, message
+            if run.throw:
+                raise SolverError(solution.status, f"{route}: {message}")
+            return [torch.full_like(y0, float("nan"))] + [torch.full_like(p, float("nan")) for p in params]
+        wanted = [p for p in params if p.requires_grad]
+        inputs = ([y_in] if y_in.requires_grad else []) + wanted
+        got = list(torch.autograd.grad(solution.ys, inputs, grad_outputs=grad_ys, allow_unused=True,
+                                       create_graph=create)) if inputs and solution.ys.requires_grad else \
+            [None] * len(inputs)
+    grad_y0 = got.pop(0) if y_in.requires_grad else None
+    if need_y0 and grad_y0 is None:
+        grad_y0 = torch.zeros_like(y0)
+    found = iter(got)
+    grads = [next(found) if p.requires_grad else None for p in params]
+    grads = [g if g is not None else torch.zeros_like(p) for g, p in zip(grads, params)]
+    stats["backward_status"], stats["backward_message"] = Status.SUCCESS, ""
+    return [grad_y0] + grads

@@ -41,7 +41,8 @@ import torch
 
 from nodecourse.solvers import observers
 from nodecourse.solvers.fixed import steps_per_interval
-from nodecourse.solvers.gradient_run import differentiable_solution, field_parameters
+from nodecourse.solvers import field_checks
+from nodecourse.solvers.gradient_run import backprop_replay, differentiable_solution, inspect_field
 from nodecourse.solvers.result import Solution, SolverError, Status
 from nodecourse.solvers.rk import CheckedFunc, time_tensor
 
@@ -167,6 +168,8 @@ class _Run:
     started: float
     solution: Solution | None = None
     final: tuple = ()
+    random: bool = False  # the field draws random numbers; rng: the state the forward solve started from
+    rng: Any = None
 
 
 class ReversibleFunction(torch.autograd.Function):
@@ -175,6 +178,8 @@ class ReversibleFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, run: _Run, t, y0, *params):
+        if run.random:
+            run.rng = field_checks.rng_state(y0.device)
         checked = CheckedFunc(run.func, y0)
         with torch.no_grad():
             outputs, final, stats, status, message = integrate(checked, y0, run.ts, run.step_size, run.max_steps)
@@ -184,13 +189,23 @@ class ReversibleFunction(torch.autograd.Function):
             raise SolverError(status, f"method={run.name!r}: {message}", run.solution)
         run.final = (final[0].detach(), final[1].detach())
         ctx.run = run
-        ctx.save_for_backward(*params)
+        ctx.save_for_backward(t, y0, *params)
         return run.solution.ys.detach()
 
     @staticmethod
     def backward(ctx, grad_ys):
         run: _Run = ctx.run
-        params = ctx.saved_tensors
+        t, y0, *params = ctx.saved_tensors
+        if torch.is_grad_enabled() or run.random:
+            # create_graph=True (the reconstruction is not differentiable), or a random field (the
+            # inverse steps cannot draw the forward's numbers): the same steps again with a graph, from
+            # the forward's random state: backprop's gradient through the function that ran
+            def solve(y_in, t_in):
+                return solve_reversible(run.func, y_in, t_in, ts=run.ts, gradient="backprop", step_size=run.step_size,
+                                        max_steps=run.max_steps, throw=False, name=run.name)
+
+            return (None, None, *backprop_replay(run, solve, t, y0, grad_ys, params,
+                                                 need_y0=ctx.needs_input_grad[2], route="gradient='reversible'"))
         grads = reversible_backward(run, grad_ys, list(params))
         return (None, None, *grads)
 
@@ -296,8 +311,9 @@ def solve_reversible(func, y0: torch.Tensor, t: torch.Tensor, *, ts: list[float]
         return solution
     if gradient != REVERSIBLE:
         raise ValueError(f"gradient={gradient!r}: method={name!r} takes gradient='reversible' or 'backprop'")
-    params = field_parameters(func, y0, t[0])
-    run = _Run(func=func, ts=ts, step_size=step_size, max_steps=max_steps, throw=throw, name=name, started=started)
+    params, random = inspect_field(func, y0, t[0])
+    run = _Run(func=func, ts=ts, step_size=step_size, max_steps=max_steps, throw=throw, name=name, started=started,
+               random=random)
     ys = ReversibleFunction.apply(run, t, y0, *params)
     return differentiable_solution(run, ys, t)
 

@@ -13,6 +13,7 @@ import dataclasses
 import torch
 
 from nodecourse.solvers.result import Solution
+from nodecourse.validation import SecondDerivativeError
 
 
 class _TimeNode(torch.autograd.Function):
@@ -33,6 +34,11 @@ class _TimeNode(torch.autograd.Function):
         t, y = ctx.saved_tensors
         grad_t = None
         if ctx.needs_input_grad[2]:
+            if torch.is_grad_enabled():  # create_graph=True: the slopes below are taken without a graph
+                raise SecondDerivativeError(
+                    "gradients with respect to the output times t cannot be differentiated again "
+                    "(create_graph=True): they are taken from the field's slopes without a graph. Detach t "
+                    "(t.detach()) in the solve you differentiate twice")
             with torch.no_grad():
                 if ctx.entry:
                     grad_t = torch.zeros_like(t)
