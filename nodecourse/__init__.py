@@ -13,11 +13,32 @@ from nodecourse import _moved
 
 _moved.install()  # old import paths of moved modules warn and keep working
 
+import importlib
+
 from nodecourse.config import quick_mode, pick
-from nodecourse.solvers.solve_config import SolveConfig
-from nodecourse.solvers import SOLVERS, Solution, SolverError, Status, odeint
-from nodecourse.models.augment import AugmentedODE
-from nodecourse.deq import DEQ, fixed_point, jacobian_regularizer
+
+# The names below are imported on first use (PEP 562), so that ``import nodecourse.course.cli``
+# does not import torch: the command parses its arguments first (a usage error in well under a
+# second). ``from nodecourse import odeint`` and ``nodecourse.odeint`` work as before.
+_LAZY = {
+    "SolveConfig": "nodecourse.solvers.solve_config",
+    "SOLVERS": "nodecourse.solvers", "Solution": "nodecourse.solvers", "SolverError": "nodecourse.solvers",
+    "Status": "nodecourse.solvers", "odeint": "nodecourse.solvers",
+    "AugmentedODE": "nodecourse.models.augment",
+    "DEQ": "nodecourse.deq", "fixed_point": "nodecourse.deq", "jacobian_regularizer": "nodecourse.deq",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value  # once: later lookups are plain attribute reads
+        return value
+    raise AttributeError(f"module 'nodecourse' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 __version__ = "0.1.0"
 

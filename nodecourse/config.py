@@ -16,9 +16,13 @@ import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, TypeVar
+from typing import TYPE_CHECKING, Mapping, TypeVar
 
-import torch
+if TYPE_CHECKING:
+    import torch
+
+# torch is imported inside the functions that use it: the ``nodecourse`` command reads quick_mode
+# while it builds its parser, and a usage error must not wait seconds for torch.
 
 T = TypeVar("T")
 
@@ -46,6 +50,8 @@ def mode_name() -> str:
 
 def available_devices() -> list[str]:
     """Devices this machine can run torch on, CPU first: a subset of cpu, cuda, mps."""
+    import torch
+
     devices = ["cpu"]
     if torch.cuda.is_available():
         devices.append("cuda")
@@ -57,6 +63,8 @@ def available_devices() -> list[str]:
 
 def default_device() -> torch.device:
     """The fastest available device (cuda, then mps, then cpu)."""
+    import torch
+
     devices = available_devices()
     for name in ("cuda", "mps"):
         if name in devices:
@@ -69,6 +77,8 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
 
     ``None`` or ``"auto"`` means :func:`default_device`.
     """
+    import torch
+
     if device is None or (isinstance(device, str) and device == "auto"):
         return default_device()
     try:
@@ -271,6 +281,8 @@ def use_course_threads(**kwargs) -> int:
     """Apply :func:`course_threads`: ``torch.set_num_threads`` in this process, and
     ``OMP_NUM_THREADS`` (when unset) for the processes it starts (kernels, the
     grader's nbval run). Returns the count. Call it first in a notebook."""
+    import torch
+
     n = course_threads(**kwargs)
     if torch.get_num_threads() != n:
         torch.set_num_threads(n)

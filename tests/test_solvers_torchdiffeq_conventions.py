@@ -1,5 +1,5 @@
-"""torchdiffeq's conventions that nodecourse follows (issue 19): tuple states and
-``options={"norm": callable}``, each compared with torchdiffeq on the same problem.
+"""torchdiffeq's conventions that nodecourse follows: tuple states,
+``options={"norm": callable}`` and an adjoint norm on the tuple ``(t, y, adj_y, *adj_params)``, each compared with torchdiffeq on the same problem.
 
 The first tests are the equivalents of the subtests of torchdiffeq's own suite
 (``tests/api_tests.py::TestCollectionState``, ``tests/norm_tests.py::TestNorms``) that failed
@@ -269,6 +269,52 @@ def test_norm_with_the_adjoint_measures_the_state_and_the_adjoint():
     assert set(shapes) == {(3,)}  # never the flat augmented vector
     for a, b in zip(ours, grad(gradient="backprop")):
         assert torch.allclose(a, b, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("where", ["adjoint_options['norm']", "adjoint_options['options']['norm']"])
+def test_an_adjoint_norm_receives_torchdiffeqs_tuple(where):
+    """A norm passed for the backward solve gets (t, y, adj_y, *adj_params), each part in its shape, as
+    torchdiffeq's odeint_adjoint passes it; the gradient is still the gradient."""
+    torch.manual_seed(0)
+
+    class Field(nn.Module):  # a module: its parameters in their order, as torchdiffeq takes them
+        def __init__(self):
+            super().__init__()
+            self.net = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 3)).double()
+
+        def forward(self, tt, y):
+            return self.net(y)
+
+    field = Field()
+    y0 = torch.tensor([0.5, -1.0, 2.0], dtype=F64, requires_grad=True)
+    t = torch.tensor([0.0, 1.0], dtype=F64)
+    params = tuple(field.parameters())
+
+    def spy():
+        seen = []
+
+        def norm(state):
+            seen.append(tuple(tuple(p.shape) for p in state) if isinstance(state, tuple) else tuple(state.shape))
+            return max(p.abs().max() for p in state)
+
+        return norm, seen
+
+    ours, seen_ours = spy()
+    adjoint_options = {"norm": ours} if where == "adjoint_options['norm']" else {"options": {"norm": ours}}
+    ys = odeint(field, y0, t, rtol=1e-9, atol=1e-11, gradient="adjoint", adjoint_options=adjoint_options).ys
+    got = torch.autograd.grad(ys[-1].sum(), (y0, *params))
+    theirs, seen_theirs = spy()
+    ys = torchdiffeq.odeint_adjoint(field, y0, t, rtol=1e-9, atol=1e-11, adjoint_options={"norm": theirs})
+    expected = torch.autograd.grad(ys[-1].sum(), (y0, *params))
+    assert set(seen_ours) == set(seen_theirs) == {((), (3,), (3,), *(tuple(p.shape) for p in params))}
+    for a, b in zip(got, expected):
+        assert torch.allclose(a, b, rtol=1e-5, atol=1e-7)
+
+
+def test_an_adjoint_norm_and_a_backward_options_norm_together_are_refused():
+    with pytest.raises(ValueError, match="both set the backward error norm"):
+        odeint(lambda t, y: -y, torch.ones(2, requires_grad=True), torch.tensor([0.0, 1.0]), gradient="adjoint",
+               adjoint_options={"norm": lambda s: s[1].abs().max(), "options": {"norm": lambda x: x.abs().max()}})
 
 
 @pytest.mark.parametrize("options,kw,exc,pattern", [

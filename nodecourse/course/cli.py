@@ -410,9 +410,46 @@ def run_audit(args: argparse.Namespace) -> int:
 # parser
 # ---------------------------------------------------------------------------
 
-def build_parser() -> argparse.ArgumentParser:
-    from nodecourse.course.grading import DEFAULT_CELL_TIMEOUT_S
+#: nodecourse.course.grading.DEFAULT_CELL_TIMEOUT_S, spelled out so that building the parser imports
+#: neither the grader nor torch (a test keeps the two equal).
+DEFAULT_CELL_TIMEOUT_S = 120
 
+#: The output paths each subcommand writes: (command, dest) -> what must hold before any work.
+#: "file": its folder exists and it is not a folder; "folder": its parent exists and it is not a
+#: file; "existing file": it exists (it is read, then rewritten).
+OUTPUT_PATHS: dict[tuple[str, str], str] = {
+    ("grade", "gradebook"): "file",
+    ("grade", "keep"): "folder",
+    ("claims", "update"): "existing file",
+    ("site", "out"): "folder",
+    ("audit", "out"): "file",
+}
+
+
+def output_path_error(args: argparse.Namespace) -> str | None:
+    """The first output path of ``args`` that cannot be written, as a message naming the flag and
+    the fix; None when all can. Checked right after parsing, before any work or import of torch."""
+    for (command, dest), kind in OUTPUT_PATHS.items():
+        value = getattr(args, dest, None) if args.command == command else None
+        if value is None:
+            continue
+        path, flag = Path(value), "--" + dest.replace("_", "-")
+        parent = path.parent if str(path.parent) else Path(".")
+        if kind == "existing file":
+            if not path.is_file():
+                return f"{flag} {value}: no such file; give the file to update (e.g. README.md)"
+            continue
+        if not parent.is_dir():
+            return (f"{flag} {value}: the folder {str(parent)!r} does not exist; create it first "
+                    f"(mkdir -p {shlex.quote(str(parent))}) or give another path")
+        if kind == "file" and path.is_dir():
+            return f"{flag} {value}: is a folder; give a file name inside it, e.g. {path / 'out'}"
+        if kind == "folder" and path.exists() and not path.is_dir():
+            return f"{flag} {value}: is a file; give a new or empty folder"
+    return None
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="nodecourse",
         description="The nodecourse course: run it, grade exercises, check the environment.",
@@ -518,6 +555,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
+    path_error = output_path_error(args)
+    if path_error is not None:
+        parser.error(path_error)  # exit 2, before any work
     if args.command != "check":  # `check` reports the choice from the environment as it is
         from nodecourse.config import use_course_threads
 

@@ -33,7 +33,7 @@ from nodecourse.deq.result import FixedPointResult, FixedPointStatus, FixedPoint
 from nodecourse.deq.settings import (FIXED_POINT_ARGS, STOP_MODES, check_method_options,  # noqa: F401 (STOP_MODES)
                                      check_tol, method_defaults)
 from nodecourse.deq.tracking import Tracker
-from nodecourse.validation import check_args
+from nodecourse.validation import WrongTypeError, check_args
 
 METHODS: dict[str, Callable] = {"picard": picard, "anderson": anderson, "broyden": broyden}
 """Fixed-point methods by name."""
@@ -202,6 +202,13 @@ def fixed_point(
     if not isinstance(z0, torch.Tensor) or not z0.is_floating_point():
         raise TypeError(f"z0 must be a floating-point torch.Tensor, got {type(z0).__name__}"
                         + (f" of dtype {z0.dtype}" if isinstance(z0, torch.Tensor) else ""))
+    if z0.dtype in (torch.float16, torch.bfloat16):
+        # as odeint: the residual test and Anderson/Broyden's linear algebra need more than half precision
+        raise WrongTypeError(
+            f"z0 has dtype {z0.dtype} (eps={torch.finfo(z0.dtype).eps:.1e}): too coarse for the stopping test (a "
+            f"tolerance below eps can never be met) and for the solvers' linear algebra (not implemented in half "
+            f"precision on the CPU). Solve in float32 and cast back: fixed_point(f, z0.float(), ...).z.to({z0.dtype}) "
+            f"(f must accept float32)")
     check_args({"f": f, "divergence_factor": divergence_factor, "warn": warn, "throw": throw,
                 "check_batch": check_batch}, FIXED_POINT_ARGS, defaults=_fixed_point_defaults())
     options = check_settings(method, tol, max_iter, stop_mode, options)

@@ -172,7 +172,16 @@ class DEQ(nn.Module):
         if self.state is None:
             raise ValueError("DEQ.forward needs z0: pass forward(x, z0=...) or build DEQ(f, state=width)")
         if callable(self.state):
-            return self.state(x)
+            z0 = self.state(x)
+            batch = x.shape[0] if isinstance(x, torch.Tensor) else None
+            if not isinstance(z0, torch.Tensor) or not z0.is_floating_point() or z0.dim() < 2 \
+                    or (batch is not None and z0.shape[0] != batch):
+                got = (f"shape {tuple(z0.shape)} ({z0.dtype})" if isinstance(z0, torch.Tensor)
+                       else type(z0).__name__)
+                raise DEQInputError(f"DEQ's state callable returned {got} for x of shape {tuple(x.shape)}; "
+                                    f"state(x) must return a floating z0 of shape (B, ...) with B = x.shape[0] "
+                                    f"(one initial state per row), e.g. state=lambda x: x.new_zeros(x.shape[0], width)")
+            return z0
         return torch.zeros(x.shape[0], self.state, dtype=x.dtype, device=x.device)
 
     def _solve(self, F, z0, *, method, tol, max_iter, warn: bool, check_batch: bool) -> FixedPointResult:
@@ -228,7 +237,7 @@ class DEQ(nn.Module):
                     f"model.{_cast(t.dtype)} (the module holding the DEQ) to compute in {t.dtype}")
         return None
 
-    def _solve_forward(self, F, x: Any, z0: torch.Tensor) -> FixedPointResult:
+    def _solve_forward(self, F, x: Any, z0: torch.Tensor, from_state: bool = False) -> FixedPointResult:
         """The forward solve, its errors named: a dtype mismatch becomes :class:`DEQDtypeError`; any
         other error from f gets a note with the shapes it was called with."""
         try:
@@ -238,6 +247,11 @@ class DEQ(nn.Module):
             named = self.dtype_error(x, z0, err)
             if named is not None:
                 raise named from err
+            if from_state and callable(self.state):
+                raise DEQInputError(
+                    f"f(z, x) raised {type(err).__name__} on z0 from DEQ's state callable (shape {tuple(z0.shape)}; "
+                    f"x of shape {tuple(x.shape)}): {err}. Make state(x) return the shape f takes for z (or pass "
+                    f"forward(x, z0=...)); if f itself is at fault, call it once on its own to see") from err
             shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
             err.add_note(f"(raised in DEQ.forward by f(z, x) with z of shape {tuple(z0.shape)} and x of shape {shape})")
             raise
@@ -249,18 +263,19 @@ class DEQ(nn.Module):
         iterate (it differs from z* by the final residual); without grad it returns the iterate.
         """
         self.check_input(x, z0)
-        z0 = self.initial_state(x) if z0 is None else z0
+        from_state = z0 is None
+        z0 = self.initial_state(x) if from_state else z0
 
         def F(z):
             return self.f(z, x)
 
         self._pair = None
         if self.backward == "unrolled":
-            result = self._solve_forward(F, x, z0)
+            result = self._solve_forward(F, x, z0, from_state)
             out = result.z
         else:
             with torch.no_grad():
-                result = self._solve_forward(F, x, z0)
+                result = self._solve_forward(F, x, z0, from_state)
             z_star = result.z.detach()
             out = z_star
             if torch.is_grad_enabled():

@@ -16,6 +16,7 @@ from torch import nn
 
 from nodecourse.solvers.solve_config import SolveConfig
 from nodecourse.solvers import odeint
+from nodecourse.validation import Arg, Flag, Interval, WrongTypeError, check, check_args
 
 _ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "softplus": nn.Softplus, "elu": nn.ELU}
 
@@ -41,6 +42,14 @@ def mlp(sizes: Sequence[int], activation: str = "tanh") -> nn.Sequential:
     return nn.Sequential(*layers)
 
 
+#: The declared arguments of :class:`MLPField` and :class:`ODEBlock` (``hidden`` is checked by hand: a sequence).
+MLP_FIELD_ARGS = {
+    "dim": Arg(Interval(int, 1, None), fix="e.g. MLPField(2) for a 2-D state"),
+    "time_dependent": Arg(Flag()),
+}
+ODE_BLOCK_T1 = Arg(Interval(float, 0, None, "neither", unit="(the integration time)"), fix="e.g. t1=1.0")
+
+
 class MLPField(nn.Module):
     """A vector field ``f(t, z)``: an MLP ``dim -> hidden... -> dim``.
 
@@ -57,8 +66,11 @@ class MLPField(nn.Module):
         time_dependent: bool = False,
     ):
         super().__init__()
-        if not isinstance(dim, int) or dim < 1:
-            raise ValueError(f"dim={dim!r} must be a positive int (the state size)")
+        check_args({"dim": dim, "time_dependent": time_dependent}, MLP_FIELD_ARGS)
+        if not isinstance(hidden, Sequence) or not all(isinstance(h, int) and not isinstance(h, bool) and h >= 1
+                                                       for h in hidden):
+            raise WrongTypeError(f"hidden={hidden!r} must be a sequence of positive ints (the hidden widths), "
+                                 f"e.g. hidden=(32, 32)")
         self.dim = dim
         self.time_dependent = bool(time_dependent)
         self.net = mlp([dim + int(self.time_dependent), *hidden, dim], activation)
@@ -85,10 +97,8 @@ class ODEBlock(nn.Module):
 
     def __init__(self, field: nn.Module, t1: float = 1.0, *, solver: SolveConfig | None = None, **options):
         super().__init__()
-        if not t1 > 0:
-            raise ValueError(f"t1={t1!r} must be positive (the integration time)")
         self.field = field
-        self.t1 = float(t1)
+        self.t1 = float(check("t1", t1, ODE_BLOCK_T1))
         self.solver = SolveConfig.of(solver, **options)
         self.last_stats: dict = {}
         self.nfe_forward = 0

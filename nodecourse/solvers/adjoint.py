@@ -113,6 +113,26 @@ def augmented_norm_options(options: dict | None, forward_options: dict | None, s
     return {**(options or {}), "norm": augmented_norm}
 
 
+def tuple_norm(norm: Callable, shape: torch.Size, params: list[torch.Tensor]) -> Callable:
+    """A norm written for the backward solve (``adjoint_options={"norm": callable}``, or
+    ``adjoint_options["options"]["norm"]``), called as torchdiffeq calls it: on the tuple
+    ``(t, y, adj_y, *adj_params)`` of the augmented state, each part in its own shape (``y`` and
+    ``adj_y``: shape ``S``; ``adj_params[k]``: the shape of parameter k). ``t`` is a 0-d zero: this
+    adjoint integrates no time channel (gradients with respect to ``t`` come from the slopes at the
+    output times), so the entry torchdiffeq keeps for ``dL/dt`` is empty here."""
+    n = math.prod(shape)
+
+    def on_parts(x: torch.Tensor):
+        parts = [x.new_zeros(()), x[:n].view(shape), x[n:2 * n].view(shape)]
+        offset = 2 * n
+        for p in params:
+            parts.append(x[offset:offset + p.numel()].view(p.shape))
+            offset += p.numel()
+        return norm(tuple(parts))
+
+    return on_parts
+
+
 # ----------------------------------------------------------------------------------------------
 # The adjoint solve
 
@@ -222,7 +242,7 @@ def solve_adjoint(func, y0: torch.Tensor, t: torch.Tensor, *, solve: Callable, m
     ``adjoint_options`` sets the backward solve: ``method``, ``rtol``, ``atol``, ``step_size``,
     ``max_steps``, ``options`` (each defaulting to the forward solve's), ``params`` (extra
     tensors to differentiate besides an ``nn.Module`` func's parameters) and ``norm``
-    (``"seminorm"``: see :func:`augmented_norm_options`); a forward ``options["norm"]``
+    (``"seminorm"``: see :func:`augmented_norm_options`; a callable: :func:`tuple_norm`); a forward ``options["norm"]``
     measures the backward solve's state and adjoint parts (:func:`augmented_norm_options`). After ``backward()``,
     ``solution.stats`` holds ``nfe_backward``, ``backward_n_steps``, ``backward_n_rejected``,
     ``backward_status`` (a :class:`Status`) and ``backward_message``.
@@ -236,10 +256,16 @@ def solve_adjoint(func, y0: torch.Tensor, t: torch.Tensor, *, solve: Callable, m
                           backend=backend, per_sample=per_sample, options=options)
     extra_params = backward.pop("params")
     backward_kwargs = dict(backward, backend=backend)
-    seminorm = backward_kwargs.pop("norm") == "seminorm"
-    backward_kwargs["options"] = augmented_norm_options(backward_kwargs.get("options"), options, y0.shape,
-                                                        seminorm=seminorm)
+    norm = backward_kwargs.pop("norm")
     params, random = inspect_field(func, y0, t[0], extra_params)
+    own_norm = (backward_kwargs.get("options") or {}).get("norm")
+    if callable(norm) or (own_norm is not None and own_norm is not (options or {}).get("norm")):
+        # a norm written for the backward solve: torchdiffeq's tuple (t, y, adj_y, *adj_params)
+        backward_kwargs["options"] = {**(backward_kwargs.get("options") or {}),
+                                      "norm": tuple_norm(norm if callable(norm) else own_norm, y0.shape, params)}
+    else:
+        backward_kwargs["options"] = augmented_norm_options(backward_kwargs.get("options"), options, y0.shape,
+                                                            seminorm=norm == "seminorm")
     if random:
         raise RandomFieldError(
             "gradient='adjoint' with a field that draws random numbers (dropout or noise in training mode): "

@@ -15,6 +15,7 @@ from nodecourse.solvers.gradient_run import (
 )
 from nodecourse.solvers.registry import ADAPTIVE, spec_for
 from nodecourse.solvers.result import Solution, SolverError, Status
+from nodecourse.solvers.validate import internal_times
 
 
 class CheckpointFunction(torch.autograd.Function):
@@ -93,7 +94,8 @@ def checkpoint_backward(run: GradientRun, t, grad_ys, params):
         times = torch.tensor([t0] + [ts[i] for i in inside] + [ends[k]], dtype=torch.float64, device=t.device)
         with torch.enable_grad():
             y_in = states[k].detach().requires_grad_(True)
-            step = run.solve(run.func, y_in, times, gradient="backprop", throw=False, **_replay_kwargs(run, h))
+            with internal_times():  # the recorded float64 times, not the caller's
+                step = run.solve(run.func, y_in, times, gradient="backprop", throw=False, **_replay_kwargs(run, h))
             nfe += step.stats["nfe"]
             if step.status is not Status.SUCCESS:
                 message = (f"replaying the accepted step at t={t0:.6g} (h={h:.3g}) ended with status "

@@ -28,6 +28,11 @@ class RandomFieldError(ValueError):
     replay of the forward's random numbers exists and the gradient would belong to no function."""
 
 
+class PerSampleTimeError(ValueError, RuntimeError):
+    """``per_sample=True`` passes ``t`` of shape ``(B,)`` (one time per row) and ``func`` failed on it
+    where it works with a 0-d ``t``. A ``RuntimeError`` too: that is what ``func`` raised."""
+
+
 class FieldMismatchError(TypeError, RuntimeError):
     """``func``'s tensors (a module's parameters, a tensor it closes over) are in another dtype or
     on another device than ``y0``. A ``RuntimeError`` too: that is what the operation inside
@@ -100,6 +105,20 @@ def mismatch_error(func, y: torch.Tensor, cause: BaseException | None = None) ->
         return FieldMismatchError(f"the field's {owner} ({what}) has dtype {x.dtype} on {x.device}, but y0 has "
                                   f"dtype {y.dtype} on {y.device}.{raised} Fix: {fix}")
     return None
+
+
+def per_sample_time_error(func, t: torch.Tensor, y: torch.Tensor, cause: BaseException) -> PerSampleTimeError | None:
+    """A named error when ``func(t, y)`` raised with ``t`` of shape ``(B,)`` but runs with one 0-d time
+    (tried once, on this error path only); None when the time's shape is not the cause."""
+    try:
+        func(t[0], y)
+    except Exception:  # noqa: BLE001 (any failure: t's shape is not the only cause, keep the original error)
+        return None
+    return PerSampleTimeError(
+        f"per_sample=True gives func one time per batch row: t has shape {tuple(t.shape)} for y of shape "
+        f"{tuple(y.shape)}, and func raised {type(cause).__name__}: {cause}. It works with a 0-d t, so broadcast "
+        f"t over the row's other dimensions, e.g. t[:, None] * y for y of shape (B, D) "
+        f"(t.reshape(-1, *[1] * (y.dim() - 1)) in general)")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -157,6 +157,9 @@ def odeint(func, y0: torch.Tensor, t: torch.Tensor, *, method="dopri5", rtol: fl
     return solution
 
 
+v.register_defaults(odeint)
+
+
 @dataclass
 class SolveRequest:
     """A validated ``odeint`` call: everything an integrator needs (``ts``: ``t`` as floats,

@@ -25,13 +25,18 @@ from typing import Any, Callable, Optional
 import torch
 
 
+class StepEventModifiedError(RuntimeError):
+    """``on_step`` changed the event's ``y0`` or ``y1`` in place (they are the solver's own state)."""
+
+
 @dataclass
 class StepEvent:
     """One attempted step, as passed to ``on_step``.
 
     ``y0`` is the state at ``t0`` and ``y1`` the state proposed at ``t0 + h``
     (the rejected proposal when ``accepted`` is False). They are the solver's own
-    tensors (with their autograd graph): read them, do not modify them in place.
+    tensors (with their autograd graph): read them, do not modify them in place (a change in place
+    raises :class:`StepEventModifiedError` naming ``on_step``; a write through ``.data`` is not seen).
     In per-sample mode ``t0``, ``h``, ``error_ratio``, ``accepted`` and ``active``
     are tensors of shape ``(B,)`` and ``active`` marks the elements that took
     part in this batched step (the others had already finished or failed).
@@ -141,7 +146,17 @@ class Recorder:
             if self.keep_states and accepted:  # scalar mode only (odeint checks)
                 rec.states.append(y1.detach())
         if self.on_step is not None:
+            # the event's states are the solver's own tensors: a change in place (version counters,
+            # two attribute reads; inference-mode tensors have none) would corrupt the solve silently
+            tracked = not (y0.is_inference() or y1.is_inference())
+            before = (y0._version, y1._version) if tracked else None
             self.on_step(StepEvent(t0, h, ratio, accepted, y0, y1, active))
+            if tracked and (y0._version, y1._version) != before:
+                raise StepEventModifiedError(
+                    "on_step changed the StepEvent's y0 or y1 in place; they are the solver's own state tensors, so "
+                    "the solve would go on from the changed values and report success with a wrong answer. on_step "
+                    "must only read the event: copy what you want to change (event.y1.clone()). (A write through "
+                    "`.data` is not seen by this check.)")
 
 
 OFF = Recorder()

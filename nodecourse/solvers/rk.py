@@ -90,6 +90,8 @@ class CheckedFunc:
             f = self.func(t, y)
         except RuntimeError as err:  # e.g. nn.Linear's "mat1 and mat2 must have the same dtype"
             named = field_checks.mismatch_error(self.func, y, err)
+            if named is None and self.per_sample and t.dim() == 1:
+                named = field_checks.per_sample_time_error(self.func, t, y, err)
             if named is not None:
                 raise named from err
             raise

@@ -14,7 +14,8 @@ it is measured in the units of ``y``, which only the caller knows.
 """
 from __future__ import annotations
 
-import functools
+import contextlib
+import contextvars
 import inspect
 import math
 from collections.abc import Mapping
@@ -32,7 +33,6 @@ from nodecourse.validation import (AnyOf, Arg, Flag, InstanceOf, Interval, IsCal
                                    WrongTypeError, check, check_options, short_repr)
 
 GRADIENTS = ("backprop", "adjoint", "checkpoint", "reversible")
-NOT_YET_GRADIENTS: tuple = ()
 BACKENDS = ("nodecourse", "torchdiffeq")
 
 #: The tolerances of the adaptive and implicit methods (shared with ``adjoint_options`` and SolveConfig).
@@ -87,20 +87,43 @@ ADJOINT_OPTION_ARGS: dict[str, Arg] = {
     "options": ODEINT_ARGS["options"],
     "params": Arg(InstanceOf((list, tuple), "a list or tuple of tensors that require grad")),
     # "seminorm": the backward error norm leaves out the parameter-gradient channels (Kidger et al. 2021)
-    "norm": Arg(AnyOf((Options(("seminorm",)), NoneAllowed())),
+    # or a callable: it receives torchdiffeq's tuple (t, y, adj_y, *adj_params) (adjoint.tuple_norm)
+    "norm": Arg(AnyOf((Options(("seminorm",)), IsCallable("a callable norm(tuple of tensors) -> scalar"),
+                       NoneAllowed())),
                 fix="adjoint_options={'norm': 'seminorm'} measures only the state and adjoint channels of the "
-                    "backward error; None (the default) measures all of them"),
+                    "backward error; a callable gets torchdiffeq's tuple (t, y, adj_y, *adj_params); None (the "
+                    "default) measures all of them"),
 }
 ADJOINT_OPTION_KEYS = tuple(ADJOINT_OPTION_ARGS)
 
 
-@functools.lru_cache(maxsize=None)
-def _odeint_defaults() -> dict:
-    """``odeint``'s keyword defaults, read from its signature (only when a message needs one)."""
-    from nodecourse.solvers.odeint import odeint
+#: ``odeint``'s keyword defaults (what a message shows), read from its signature by
+#: :func:`register_defaults` when :mod:`nodecourse.solvers.odeint` is imported: this module never
+#: imports ``odeint`` (that would close the cycle odeint -> adjoint -> validate -> odeint).
+_ODEINT_DEFAULTS: dict = {}
 
-    return {name: p.default for name, p in inspect.signature(odeint).parameters.items()
-            if p.default is not inspect.Parameter.empty}
+
+def register_defaults(odeint) -> None:
+    _ODEINT_DEFAULTS.update({name: p.default for name, p in inspect.signature(odeint).parameters.items()
+                             if p.default is not inspect.Parameter.empty})
+
+
+def _odeint_defaults() -> dict:
+    return _ODEINT_DEFAULTS
+
+
+#: Set while a gradient mode calls ``odeint`` back on times it made itself (a replayed step on its
+#: recorded float64 times): those are not the caller's times, so their precision is not checked.
+_internal_times: contextvars.ContextVar[bool] = contextvars.ContextVar("internal_times", default=False)
+
+
+@contextlib.contextmanager
+def internal_times():
+    token = _internal_times.set(True)
+    try:
+        yield
+    finally:
+        _internal_times.reset(token)
 
 
 def check_arg(name: str, value, defaults: dict | None = None):
@@ -150,7 +173,35 @@ def check_t(t, y0: torch.Tensor) -> list[float]:
         raise ValueError(f"t contains NaN or inf: {short_repr(ts)}")
     if len(ts) > 1:
         _check_monotone(ts)
+        if not _internal_times.get():
+            _check_time_precision(t, ts, y0)
     return ts
+
+
+def _check_time_precision(t: torch.Tensor, ts: list[float], y0: torch.Tensor) -> None:
+    """Refuse a ``t`` finer than ``y0``'s dtype whose values the cast to that dtype would move.
+
+    ``func`` receives ``t`` in ``y0``'s dtype (as in torchdiffeq), so a float64 ``t`` with a float32
+    state is rounded where ``func`` reads it. The rounding is harmless while it stays below one unit
+    of the state's precision on the interval (``eps * |t[-1] - t[0]|``: e.g. 0.1 over [0, 1]); far
+    from zero it is not (over [1e8, 1e8 + 1] float32 moves times by up to 4, and cos t is then
+    solved at the wrong times with no error). Times are not carried at a finer precision than the
+    state: a field computes in the state's dtype, so the choice is the caller's, made visible here.
+    """
+    if torch.finfo(t.dtype).eps >= torch.finfo(y0.dtype).eps:
+        return
+    rounded = [float(v) for v in t.detach().to(y0.dtype).cpu().tolist()]
+    moved = max(abs(a - b) for a, b in zip(ts, rounded))
+    span = abs(ts[-1] - ts[0])
+    if moved <= torch.finfo(y0.dtype).eps * span:
+        return
+    dtype = str(y0.dtype).replace("torch.", "")
+    raise ValueError(
+        f"t has dtype {t.dtype}, but func receives times in y0's dtype {dtype}, and the cast moves them by up to "
+        f"{moved:.3g} on an interval of length {span:.6g} (from t[0]={ts[0]!r}): the field would be evaluated at "
+        f"other times than asked. Solve in {str(t.dtype).replace('torch.', '')} (y0.to(t.dtype), and the field's "
+        f"parameters too), or shift time so it starts near 0: solve from t - t[0] with a field that adds t[0] back, "
+        f"e.g. odeint(lambda s, y: func(s + t0, y), y0, t - t0) with t0 = t[0]")
 
 
 def _check_monotone(ts: list[float]) -> None:
@@ -271,8 +322,6 @@ def check_max_steps(max_steps, defaults: dict | None = None) -> int:
 
 
 def check_gradient(gradient, spec, per_sample: bool, backend: str) -> None:
-    if gradient in NOT_YET_GRADIENTS:
-        raise ValueError(f"gradient={gradient!r} is not available in this version; valid values: {list(GRADIENTS)}")
     check_arg("gradient", gradient)
     if gradient == "reversible" and spec.kind != REVERSIBLE:
         raise ValueError(f"gradient='reversible' undoes the steps of an algebraically reversible method by algebra; "
@@ -344,12 +393,12 @@ def check_adjoint_options(adjoint_options, *, gradient: str, method, rtol: float
     check_backend(backend, False, b_spec, method_name="adjoint_options['method']")
     merge_options(settings["options"], option_defaults(b_spec, backend), b_spec.name,
                   name="adjoint_options['options']")
-    if settings["norm"] == "seminorm" and b_spec.kind == FIXED:
-        raise ValueError(f"adjoint_options={{'norm': 'seminorm'}} changes the error norm of an adaptive backward solve; "
+    if settings["norm"] is not None and b_spec.kind == FIXED:
+        raise ValueError(f"adjoint_options['norm'] changes the error norm of an adaptive backward solve; "
                          f"the backward method {b_spec.name!r} takes fixed steps and has none. Give "
                          f"adjoint_options={{'method': 'dopri5', 'norm': 'seminorm'}} or drop the norm")
-    if settings["norm"] == "seminorm" and (settings["options"] or {}).get("norm") not in (None, (options or {}).get("norm")):
-        raise ValueError("adjoint_options={'norm': 'seminorm'} and a norm of the backward solve's own "
+    if settings["norm"] is not None and (settings["options"] or {}).get("norm") not in (None, (options or {}).get("norm")):
+        raise ValueError("adjoint_options['norm'] and a norm of the backward solve's own "
                          "(adjoint_options['options']['norm']) both set the backward error norm; give one of them")
     for i, p in enumerate(settings["params"]):
         if not isinstance(p, torch.Tensor) or not p.requires_grad:
