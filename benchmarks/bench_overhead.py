@@ -7,7 +7,10 @@ tolerances and same output times for every library: dopri5 on the tanh MLP field
 ``bench_dopri5.py`` (16 -> 64 -> 64 -> 16), float32, one torch thread, no autograd
 graph, states of shape (1, 16) and (512, 16). Batch 512 is also solved with
 ``per_sample=True`` against torchode (both step each element on its own), compared as
-a time ratio. Runs are interleaved (field alone, nodecourse, torchdiffeq, ...) in one
+a time ratio. Two rows of issue 29: a *short* solve (batch 1, one interval [0, 0.4]: about 25
+evaluations, the size of one ODE-RNN update), whose overhead is mostly per-solve set-up and
+per-step Python; and ``backend="torchdiffeq"`` against calling torchdiffeq directly (a time
+ratio: the wrapper's cost). Runs are interleaved (field alone, nodecourse, torchdiffeq, ...) in one
 process after one untimed warm-up each; every figure is the median over the repeats.
 
     OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/bench_overhead.py [--repeats 15]
@@ -27,6 +30,10 @@ from bench_dopri5 import MLPField, run_torchode
 #: Targets of issue 19: nodecourse's overhead per batch size, and per_sample time / torchode time.
 OVERHEAD_TARGETS = {1: 2.0, 512: 1.3}
 PER_SAMPLE_TARGET = 1.0
+#: Targets of issue 29: the short solve's overhead; backend="torchdiffeq" time / torchdiffeq's own.
+SHORT_TARGET = 1.6
+SHORT_T1 = 0.4
+BACKEND_TARGET = 1.10
 
 
 def run_nodecourse(field, y0, t, rtol, atol, per_sample=False):
@@ -40,6 +47,13 @@ def run_nodecourse(field, y0, t, rtol, atol, per_sample=False):
 
 def run_nodecourse_per_sample(field, y0, t, rtol, atol):
     return run_nodecourse(field, y0, t, rtol, atol, per_sample=True)
+
+
+def run_backend_torchdiffeq(field, y0, t, rtol, atol):
+    field.nfe = 0
+    sol = nodecourse.odeint(field, y0, t, method="dopri5", rtol=rtol, atol=atol, backend="torchdiffeq")
+    assert sol.stats["nfe"] == field.nfe, (sol.stats, field.nfe)
+    return sol.ys, field.nfe
 
 
 def run_torchdiffeq(field, y0, t, rtol, atol):
@@ -101,7 +115,8 @@ def main() -> None:
     torch.manual_seed(0)
     field = MLPField()
     t = torch.linspace(0.0, 5.0, 10)
-    base = {"nodecourse": run_nodecourse, "torchdiffeq": run_torchdiffeq}
+    base = {"nodecourse": run_nodecourse, "torchdiffeq": run_torchdiffeq,
+            "nodecourse backend=torchdiffeq": run_backend_torchdiffeq}
     per_sample = {"nodecourse per_sample": run_nodecourse_per_sample, "torchode": run_torchode}
     results = []
     for batch in OVERHEAD_TARGETS:
@@ -109,6 +124,9 @@ def main() -> None:
         rows, call_ms = bench(field, torch.randn(batch, 16), t, args.rtol, args.atol, args.repeats, runners,
                               grad=args.grad)
         results.append((batch, rows, call_ms))
+    short_t = torch.tensor([0.0, SHORT_T1])
+    short, short_call_ms = bench(field, torch.randn(1, 16), short_t, args.rtol, args.atol, 4 * args.repeats, base,
+                                 grad=args.grad)
 
     print(f"dopri5, rtol={args.rtol:g} atol={args.atol:g}, float32, 10 output times on [0, 5], "
           f"{'autograd recording' if args.grad else 'no autograd'}, "
@@ -119,12 +137,21 @@ def main() -> None:
     for batch, rows, call_ms in results:
         for key, (n, ms, ratio) in rows.items():
             print(f"| {batch} | {key} | {n} | {ms:.1f} | {call_ms:.3f} | {ratio:.2f} |")
+    for key, (n, ms, ratio) in short.items():
+        print(f"| 1, short [0, {SHORT_T1:g}] | {key} | {n} | {ms:.2f} | {short_call_ms:.3f} | {ratio:.2f} |")
     print()
     print("targets:")
     for batch, rows, _ in results:
         ratio = rows["nodecourse"][2]
         print(f"  batch {batch}: nodecourse overhead {ratio:.2f} ({verdict(ratio, OVERHEAD_TARGETS[batch])}); "
               f"torchdiffeq {rows['torchdiffeq'][2]:.2f}")
+    ratio = short["nodecourse"][2]
+    print(f"  batch 1, short solve ({short['nodecourse'][0]} evaluations): nodecourse overhead {ratio:.2f} "
+          f"({verdict(ratio, SHORT_TARGET)}); torchdiffeq {short['torchdiffeq'][2]:.2f}")
+    for label, rows in [(f"batch {b}", r) for b, r, _ in results] + [("batch 1, short", short)]:
+        backend = rows["nodecourse backend=torchdiffeq"][1] / rows["torchdiffeq"][1]
+        print(f"  {label}: backend='torchdiffeq' time / torchdiffeq's = {backend:.2f} "
+              f"({verdict(backend, BACKEND_TARGET)})")
     rows = results[-1][1]
     time_ratio = rows["nodecourse per_sample"][1] / rows["torchode"][1]
     print(f"  batch 512 per_sample: time / torchode's = {time_ratio:.2f} ({verdict(time_ratio, PER_SAMPLE_TARGET)}); "

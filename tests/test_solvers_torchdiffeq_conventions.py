@@ -333,3 +333,15 @@ def test_norm_keeps_the_default_error_when_it_is_the_rms():
     sol = odeint(lambda t, y: -y, torch.ones(2, dtype=F64), torch.tensor([0.0, 1.0], dtype=F64),
                  options={"norm": lambda x: x.pow(2).mean().sqrt()}, rtol=1e-9, atol=1e-11)
     assert math.isclose(float(sol.ys[-1, 0]), math.exp(-1.0), rel_tol=1e-8)
+
+
+@pytest.mark.parametrize("method,kw", [("rk4", {"step_size": 0.1}), ("euler", {"step_size": 0.1}),
+                                       ("midpoint", {"step_size": 0.1}), ("dopri5", {}), ("bosh3", {})])
+def test_the_torchdiffeq_backend_leaks_no_warning(method, kw):
+    """torchdiffeq warns "does not support callbacks" when a fixed-step solver is given the
+    accept/reject callbacks; the backend gives those only to the adaptive solvers."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        odeint(lambda t, y: -y, torch.ones(2), torch.tensor([0.0, 1.0]), method=method, backend="torchdiffeq", **kw)

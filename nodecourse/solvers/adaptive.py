@@ -11,7 +11,7 @@ import math
 
 import torch
 
-from nodecourse.solvers.control import CONTROL_OPTIONS, StepControl, locate_nonfinite
+from nodecourse.solvers.control import CONTROL_OPTIONS, StepControl, all_finite, locate_nonfinite
 from nodecourse.solvers.record import OFF, Recorder
 from nodecourse.solvers.result import Status
 from nodecourse.solvers.rk import CheckedFunc, DenseOutput, plan_for, time_tensor
@@ -48,7 +48,7 @@ def integrate_adaptive(func: CheckedFunc, y0: torch.Tensor, ts: list[float], tab
         recorder.start(y0)
     if n_out == 1:
         return outputs, stats(), Status.SUCCESS, ""
-    if not bool(torch.isfinite(f).all()):
+    if not all_finite(f):
         return outputs, stats(), Status.NON_FINITE, f"func(t0, y0) at t0={t} is not finite"
 
     h, _ = ctl.initial_step(func, t, y0, f)

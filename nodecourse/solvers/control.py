@@ -39,6 +39,14 @@ ULP_MARGIN = 4
 TINY_STEP = 1e-300
 
 
+def all_finite(x: torch.Tensor) -> bool:
+    """Whether every entry of ``x`` is finite: one sum and one host read (``isfinite().all()`` is
+    several kernels); a sum that overflows from finite entries is checked entry by entry."""
+    if math.isfinite(float(x.detach().sum())):
+        return True
+    return bool(torch.isfinite(x).all())
+
+
 def rms(x: torch.Tensor) -> torch.Tensor:
     """RMS over all elements (0-d tensor)."""
     return torch.linalg.vector_norm(x) / math.sqrt(max(x.numel(), 1))

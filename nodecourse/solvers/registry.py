@@ -49,12 +49,13 @@ class SolverSpec:
     def __post_init__(self):
         if not self.name:
             object.__setattr__(self, "name", self.tableau.name)
+        # derived once: every odeint call asks several times (a tableau is immutable)
+        kind = IMPLICIT if self.tableau.implicit else ADAPTIVE if self.tableau.adaptive else FIXED
+        object.__setattr__(self, "_kind", kind)
 
     @property
     def kind(self) -> str:
-        if self.tableau.implicit:
-            return IMPLICIT
-        return ADAPTIVE if self.tableau.adaptive else FIXED
+        return self._kind
 
     @property
     def order(self) -> int:

@@ -16,7 +16,7 @@ import math
 
 import torch
 
-from nodecourse.solvers.control import CONTROL_OPTIONS
+from nodecourse.solvers.control import CONTROL_OPTIONS, all_finite
 from nodecourse.solvers.record import OFF, Recorder
 from nodecourse.solvers.registry import ADAPTIVE
 from nodecourse.solvers.result import Status
@@ -81,14 +81,22 @@ class CountingFunc:
             if self.recorder.enabled:
                 self.recorder.step(float(t0), float(dt), math.nan, True, y0, y0)
             return
-        if not bool(torch.isfinite(y0).all()):
+        if not all_finite(y0):
             raise _Stop(Status.NON_FINITE, f"the state is NaN/inf at t={float(t0)!r}")
-        if not bool(t0 + dt > t0 if dt > 0 else t0 + dt < t0):
+        # on host floats (two reads instead of three tensor ops and a sync): a step within one
+        # epsilon of t0 in t's dtype no longer moves t, which torchdiffeq would assert on
+        t_now, h = float(t0.detach()), float(dt.detach())
+        if not abs(h) > torch.finfo(t0.dtype).eps * abs(t_now) or not math.isfinite(h):
             bad = self.first_nonfinite()
             if bad is not None:
                 raise _Stop(Status.NON_FINITE, f"func returned NaN/inf at t={bad!r}; torchdiffeq's step "
                                                f"shrank to {float(dt):.3g} after it")
             raise _Stop(Status.STEP_UNDERFLOW, f"step size {abs(float(dt)):.3g} underflowed at t={float(t0)!r}")
+
+
+class AdaptiveCountingFunc(CountingFunc):
+    """:class:`CountingFunc` with the accept/reject callbacks, which only torchdiffeq's adaptive
+    solvers call (a fixed-step solver given them warns "does not support callbacks" on every call)."""
 
     def callback_accept_step(self, t0, y0, dt):
         self.n_accepted += 1
@@ -113,7 +121,7 @@ def integrate_torchdiffeq(func, y0: torch.Tensor, t: torch.Tensor, spec, *, rtol
     import torchdiffeq
 
     adaptive = spec.kind == ADAPTIVE
-    counted = CountingFunc(func, max_steps, adaptive, recorder)
+    counted = (AdaptiveCountingFunc if adaptive else CountingFunc)(func, max_steps, adaptive, recorder)
     if adaptive:
         td_options = {k: v for k, v in options.items() if v is not None and not (k == "max_step" and v == math.inf)}
         td_options["max_num_steps"] = max_steps + 1

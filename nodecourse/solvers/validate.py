@@ -23,6 +23,7 @@ from collections.abc import Mapping
 import torch
 
 from nodecourse.solvers.adaptive import ADAPTIVE_OPTIONS
+from nodecourse.solvers.control import all_finite
 from nodecourse.solvers.fixed import FIXED_OPTIONS
 from nodecourse.solvers.implicit import IMPLICIT_OPTIONS
 from nodecourse.solvers.registry import ADAPTIVE, FIXED, IMPLICIT, SOLVERS, SolverSpec, spec_for
@@ -126,12 +127,31 @@ def internal_times():
         _internal_times.reset(token)
 
 
+#: Values that passed :func:`check_arg`, by (name, type, value): a solve checks a dozen arguments, and
+#: a batch-1 solve of 25 evaluations feels the constraint walk. Only plain immutable values (the type
+#: is part of the key, so 1, 1.0 and True stay apart).
+_CACHEABLE = frozenset({bool, int, float, str, type(None)})
+_PASSED: dict = {}
+_MISS = object()
+
+
 def check_arg(name: str, value, defaults: dict | None = None):
     """``value`` checked against :data:`ODEINT_ARGS` ``[name]`` (converted); the message shows the
     default from ``defaults`` (by default ``odeint``'s)."""
+    kind = type(value)
+    cacheable = kind in _CACHEABLE
+    if cacheable:
+        hit = _PASSED.get((name, kind, value), _MISS)
+        if hit is not _MISS:  # checked before: a dict lookup instead of the constraint's walk
+            return hit
     declared = ODEINT_ARGS[name]
     if declared.constraint.is_satisfied_by(value):  # the common path: no message to build
-        return declared.constraint.convert(value)
+        converted = declared.constraint.convert(value)
+        if cacheable:
+            if len(_PASSED) > 4096:  # bounded: a sweep over many tolerances does not grow it forever
+                _PASSED.clear()
+            _PASSED[(name, kind, value)] = converted
+        return converted
     defaults = _odeint_defaults() if defaults is None else defaults
     return check(name, value, declared, default=defaults.get(name, ...))
 
@@ -149,7 +169,7 @@ def check_y0(y0, per_sample: bool) -> None:
                              f"use y0.float() or y0.double()")
     if y0.numel() == 0:
         raise ValueError(f"y0 has shape {tuple(y0.shape)} with no elements; give at least one state variable")
-    if not bool(torch.isfinite(y0).all()):
+    if not all_finite(y0):
         raise ValueError("y0 contains NaN or inf; the initial state must be finite")
     if per_sample and y0.dim() < 1:
         raise ValueError(f"per_sample=True needs y0 with a batch dimension first, shape (B, ...); "
