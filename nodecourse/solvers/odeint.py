@@ -49,7 +49,9 @@ def odeint(func, y0: torch.Tensor, t: torch.Tensor, *, method="dopri5", rtol: fl
             returns tuples, the solve runs on the parts flattened into one vector
             (:mod:`nodecourse.solvers.tuple_state`) and ``Solution.ys`` is a tuple.
         t: output times, shape ``(T,)``, strictly increasing or strictly decreasing
-            (decreasing integrates backwards), on ``y0``'s device.
+            (decreasing integrates backwards), on ``y0``'s device. ``func`` receives times in ``y0``'s
+            dtype: a finer ``t`` whose values that cast would move (beyond one unit of the state's
+            precision on the interval) is refused by name.
         method: a name in :data:`nodecourse.SOLVERS` or ``"reversible_heun"``
             (:data:`~nodecourse.solvers.reversible.REVERSIBLE_SOLVERS`, fixed steps), or a :class:`nodecourse.solvers.ButcherTableau`
             (explicit without ``b_low``: fixed steps; with ``b_low``: adaptive; diagonally
@@ -71,6 +73,10 @@ def odeint(func, y0: torch.Tensor, t: torch.Tensor, *, method="dopri5", rtol: fl
             ``"adjoint"``: the continuous adjoint (:mod:`nodecourse.solvers.adjoint`): no graph is
             kept, the gradient comes from solving the augmented system backwards in time
             (constant memory in steps; ``stats`` gains ``nfe_backward`` and ``backward_status``).
+            Second derivatives (``create_graph=True``): backprop, checkpoint and reversible give them
+            (equal to backprop's); adjoint and gradients with respect to ``t`` refuse them by name
+            (``SecondDerivativeError``). A field that draws random numbers is replayed from the
+            forward's random state by checkpoint and reversible; adjoint refuses it (``RandomFieldError``).
             ``"reversible"`` (only with ``method="reversible_heun"``, :mod:`nodecourse.solvers.reversible`):
             no graph is kept; the backward pass reconstructs each step by its algebraic inverse, so the
             gradient is backprop's through the same steps up to rounding, with memory flat in the steps.
@@ -90,12 +96,14 @@ def odeint(func, y0: torch.Tensor, t: torch.Tensor, *, method="dopri5", rtol: fl
         adjoint_options: ``gradient="adjoint"`` only: the backward solve's ``method``, ``rtol``,
             ``atol``, ``step_size``, ``max_steps``, ``options`` (default: the forward ones),
             ``params`` (extra tensors to differentiate) and ``norm`` (``"seminorm"``: the backward error
-            norm leaves out the parameter-gradient channels, Kidger et al. 2021); all checked before the forward solve.
+            norm leaves out the parameter-gradient channels, Kidger et al. 2021; or a callable, which
+            gets torchdiffeq's tuple ``(t, y, adj_y, *adj_params)``); all checked before the forward solve.
         record_steps: ``True``: keep every attempted step's start time, size, error ratio and
             accepted flag in ``Solution.steps`` (a :class:`~nodecourse.solvers.record.StepRecord`);
             ``"states"``: also the state at every accepted step boundary (not in per-sample mode).
         on_step: called with a :class:`~nodecourse.solvers.record.StepEvent` after every
-            attempted step (live plots, logging; it must not modify the tensors).
+            attempted step (live plots, logging); it must not modify the tensors (a change in place
+            raises ``StepEventModifiedError``; a write through ``.data`` is not seen).
 
     Returns:
         :class:`Solution` with ``ys`` of shape ``(T, *S)`` (a tuple of such for a tuple ``y0``), ``ts``,
