@@ -368,7 +368,7 @@ def run_claims(args: argparse.Namespace) -> int:
             f"({header['mode']} mode, {header['date']}, {header['total time']}; verdicts computed from the "
             "measurements; cells wrap, nothing is cut; --format markdown|html for a report, --json for "
             "every detail)", width=80))
-    errors = [r.id for r in results if r.verdict is claims.Verdict.ERROR]
+    errors = [r.id for r in results if r.verdict is claims.ClaimVerdict.ERROR]
     if errors:
         print(f"error: these rows raised (traceback above): {errors}", file=sys.stderr)
         return 1

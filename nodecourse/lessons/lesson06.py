@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from nodecourse.claims import Measurement, Threshold, Verdict, claim, combine, judge, parts_text
+from nodecourse.claims import Measurement, Threshold, ClaimVerdict, claim, combine, judge, parts_text
 from nodecourse.deq import DEQ, exact_jacobian_frobenius, jacobian_regularizer, saved_tensor_bytes
 from nodecourse.deq.compare import SolverRun, compare_solvers
 from nodecourse.deq.models import DEQModel, EquilibriumBlock
@@ -114,7 +114,7 @@ def measure_anderson(quick: bool) -> Measurement:
                 f"{max(v['anderson'] for v in f.values())} evaluations vs Picard "
                 f"{min(v['picard'] for v in f.values())}-{max(v['picard'] for v in f.values())} "
                 f"(ratio {min(ratios):.2f}-{max(ratios):.2f}, threshold {ANDERSON_THRESHOLD.value:g}){ref_text}")
-    return Measurement(measured, Verdict.HOLDS if holds else Verdict.DOES_NOT_HOLD,
+    return Measurement(measured, ClaimVerdict.HOLDS if holds else ClaimVerdict.DOES_NOT_HOLD,
                        {"problems": f, "largest_ratio": max(ratios)})
 
 
@@ -182,7 +182,7 @@ def measure_hutchinson(quick: bool) -> Measurement:
     measured = f"{n_probes:,} probes; " + "; ".join(
         f"dim {r['dim']}: exact {r['exact']:.3f}, mean {r['mean']:.3f} ({r['rel_error']:.2%} off, "
         f"{r['z_score']:.1f} standard errors)" for r in rows)
-    return Measurement(measured, Verdict.HOLDS if holds else Verdict.DOES_NOT_HOLD,
+    return Measurement(measured, ClaimVerdict.HOLDS if holds else ClaimVerdict.DOES_NOT_HOLD,
                        {"n_probes": n_probes,
                         "rows": [{k: v for k, v in r.items() if k != "running_mean"} for r in rows]})
 
@@ -356,8 +356,8 @@ def judge_ratio(ratios, threshold: float, *, above: bool = True) -> dict:
         raise ValueError(f"ratios must be positive and finite, got {values}")
     verdict, iv, _ = judge([math.log(r) for r in values], math.log(threshold), above=above)
     side = ">=" if above else "<="
-    reason = {Verdict.HOLDS: f"the whole 95 % interval is {side} {threshold:g}",
-              Verdict.DOES_NOT_HOLD: f"the whole 95 % interval misses {side} {threshold:g}"}.get(
+    reason = {ClaimVerdict.HOLDS: f"the whole 95 % interval is {side} {threshold:g}",
+              ClaimVerdict.DOES_NOT_HOLD: f"the whole 95 % interval misses {side} {threshold:g}"}.get(
         verdict, f"undecided: the 95 % interval contains {threshold:g}" if iv is not None
         else f"{len(values)} seed(s): too few to judge a spread")
     out = {"values": values, "verdict": verdict, "reason": reason, "geo_mean": math.exp(
@@ -529,7 +529,7 @@ def regularization_findings(runs, config: TrainConfig, weight: float) -> dict:
              "fewer at all": judge_ratio(it_ratio, 1.0, above=False)}
     worse = {"worse": judge_ratio(mse_ratio, 1.0, above=True)}
     # "slightly" is only asked of a fit that is worse: a better fit is not a slightly worse one.
-    if worse["worse"]["verdict"] is Verdict.HOLDS:
+    if worse["worse"]["verdict"] is ClaimVerdict.HOLDS:
         worse["by no more than the published +3.75 %"] = judge_ratio(mse_ratio, JACREG_FIT_RATIO, above=False)
 
     def end_rho(name):
@@ -615,7 +615,7 @@ def truncation_findings(runs, config: TrainConfig) -> dict:
 def measure_truncation(quick: bool) -> Measurement:
     config = QUICK_TRAIN if quick else FULL_TRAIN
     f = truncation_findings(training_study(config), config)
-    parts = {"ImageNet figure": Verdict.NOT_MEASURABLE, "analogue (DEQ better)": f["ratio"]["verdict"]}
+    parts = {"ImageNet figure": ClaimVerdict.NOT_MEASURABLE, "analogue (DEQ better)": f["ratio"]["verdict"]}
     n = len(config.seeds)
     measured = (
         f"ImageNet's 77.5 % vs 75.9 % is not measurable at this scale. Analogue, the synthetic regression "

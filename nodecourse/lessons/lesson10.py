@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from nodecourse.claims import Measurement, Threshold, Verdict, claim, combine, judge, parts_text
+from nodecourse.claims import Measurement, Threshold, ClaimVerdict, claim, combine, judge, parts_text
 from nodecourse.measure.gradient_check import DecayFeed, analytic_gradient
 from nodecourse.measure.memory import MemorySweep, measure_peak, memory_sweep, saved_tensor_bytes
 from nodecourse.models import MLPField, ODEBlock
@@ -473,7 +473,7 @@ def reversible_memory_study(quick: bool = True) -> MemorySweep:
 def memory_findings(sweep: MemorySweep, threshold: Threshold = MEMORY_THRESHOLD) -> dict:
     grows = sweep.growth("backprop") >= threshold.value
     flat = max(sweep.peaks("reversible")) <= FLAT_FACTOR * min(sweep.peaks("reversible"))
-    yes = lambda ok: Verdict.HOLDS if ok else Verdict.DOES_NOT_HOLD  # noqa: E731
+    yes = lambda ok: ClaimVerdict.HOLDS if ok else ClaimVerdict.DOES_NOT_HOLD  # noqa: E731
     parts = {"backprop grows": yes(grows), "reversible flat": yes(flat)}
     return {"growth": {m: sweep.growth(m) for m in sweep.config.modes}, "parts": parts, "verdict": combine(parts)}
 
@@ -812,7 +812,7 @@ def measure_memory(quick: bool) -> Measurement:
 
     if not cpu_peak_supported() and not torch.cuda.is_available():
         return Measurement("peak memory needs Linux (torch's CPU profiler) or CUDA; nearest analogue: the bytes "
-                           "autograd keeps (tests/test_solvers_reversible.py)", Verdict.NOT_MEASURABLE, {})
+                           "autograd keeps (tests/test_solvers_reversible.py)", ClaimVerdict.NOT_MEASURABLE, {})
     sweep = reversible_memory_study(quick)
     f = memory_findings(sweep)
     c = sweep.config
