@@ -9,10 +9,6 @@ Public surface (see README.md and the lessons):
 - :mod:`nodecourse.data`: toy sets, digits, PhysioNet 2012
 - :func:`fixed_point`, :class:`DEQ`, :func:`jacobian_regularizer` (:mod:`nodecourse.deq`): deep equilibrium models
 """
-from nodecourse import _moved
-
-_moved.install()  # old import paths of moved modules warn and keep working
-
 from nodecourse.config import quick_mode, pick
 from nodecourse.solvers.solve_config import SolveConfig
 from nodecourse.solvers import SOLVERS, Solution, SolverError, Status, odeint

@@ -32,17 +32,11 @@ def _package_of(path: Path) -> list[str]:
     return list(rel[:-1])  # a module's package; an __init__.py's package is its folder
 
 
-def _imported_modules(path: Path, package: list[str] | None = None, *, shims: bool = True) -> list[str]:
+def _imported_modules(path: Path, package: list[str] | None = None) -> list[str]:
     """Every module ``path`` imports, relative imports resolved (``from ..course import x`` in
-    nodecourse/deq/layer.py is ``nodecourse.course`` and ``nodecourse.course.x``).
-
-    ``shims=False`` leaves out imports inside a module-level ``__getattr__``: the deprecation
-    shims that give an old name one release of grace run only when someone uses that name.
-    """
+    nodecourse/deq/layer.py is ``nodecourse.course`` and ``nodecourse.course.x``)."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     package = _package_of(path) if package is None else package
-    if not shims:
-        tree.body = [n for n in tree.body if not (isinstance(n, ast.FunctionDef) and n.name == "__getattr__")]
     names = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -113,7 +107,7 @@ def _part_graph() -> tuple[set[str], dict[str, set[str]]]:
             continue  # the package root re-exports; it is not a part
         src = rel[0].removesuffix(".py")
         parts.add(src)
-        for module in _imported_modules(path, shims=False):
+        for module in _imported_modules(path):
             dst = _part(module)
             if dst and dst != src:
                 arrows.setdefault(src, set()).add(dst)
@@ -158,20 +152,7 @@ def test_the_package_root_is_grouped_into_parts_a_reader_can_name():
     loose = sorted(p.stem for p in PACKAGE.glob("*.py") if not p.stem.startswith("_"))
     # CONTRIBUTING.md's map names every part; a new root module needs a line there.
     contributing = (PACKAGE.parent / "CONTRIBUTING.md").read_text(encoding="utf-8")
-    unnamed = [p for p in sorted(parts - {"_moved"}) if f"`{p}" not in contributing]
+    unnamed = [p for p in sorted(parts) if f"`{p}" not in contributing]
     assert not unnamed, f"parts missing from CONTRIBUTING.md's map: {unnamed}"
     assert len(loose) <= 4, f"loose modules at the package root: {loose}; group them into a subpackage"
 
-
-@pytest.mark.parametrize("old", sorted(__import__("nodecourse._moved", fromlist=["MOVED"]).MOVED))
-def test_old_import_paths_warn_and_give_the_new_module(old):
-    import importlib
-    import sys
-
-    from nodecourse._moved import MOVED
-
-    sys.modules.pop(old, None)
-    with pytest.warns(DeprecationWarning, match=MOVED[old].replace(".", r"\.")):
-        module = importlib.import_module(old)
-    assert module is importlib.import_module(MOVED[old])
-    assert module.__spec__.name == MOVED[old]  # the module keeps its own spec (reload, pickling)
