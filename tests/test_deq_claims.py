@@ -100,7 +100,7 @@ def fake_log(iters, caps=None, rho_end=0.6):
 
 def fake_runs(monkeypatch, per_seed, seeds=(0, 1, 2, 3, 4)):
     """Install fake runs: ``per_seed(seed) -> [(variant, iters, caps, test_mse, rho_end)]``."""
-    config = L.TrainConfig(seeds=tuple(seeds), epochs=EPOCHS, jac_weights=(1.0,))
+    config = L.DEQTrainConfig(seeds=tuple(seeds), epochs=EPOCHS, jac_weights=(1.0,))
     runs = tuple(L.TrainRun(v, s, 0.0, fake_log(it, caps, rho), mse, 5, 1e-4)
                  for s in seeds for v, it, caps, mse, rho in per_seed(s))
     monkeypatch.setattr(L, "QUICK_TRAIN", config)

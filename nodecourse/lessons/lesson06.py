@@ -236,7 +236,7 @@ def gradient_memory_study(*, iterations=(5, 10, 20, 40, 80), state_dim: int = 16
 
 
 @dataclass(frozen=True)
-class TrainConfig:
+class DEQTrainConfig:
     """Sizes of the DEQ training study (hashable, so runs can be cached)."""
 
     seeds: tuple[int, ...] = tuple(range(20))
@@ -254,14 +254,14 @@ class TrainConfig:
     probe_points: int = 64  # inputs on a grid over [-2, 2] where rho(df/dz) is logged
 
 
-QUICK_TRAIN = TrainConfig(seeds=(0, 1), n_train=128, n_test=256, epochs=80, jac_weights=(1.0,))
+QUICK_TRAIN = DEQTrainConfig(seeds=(0, 1), n_train=128, n_test=256, epochs=80, jac_weights=(1.0,))
 """Quick mode: 128 points, full batch, 80 Adam steps, 2 seeds (too few for an interval), one weight."""
-FULL_TRAIN = TrainConfig()
+FULL_TRAIN = DEQTrainConfig()
 """Full mode: 512 points, full batch, 200 Adam steps, 20 seeds (what the rows' budget of a few minutes
 allows), weights 0.1, 1 and 3."""
 
 
-def probe_epochs(config: TrainConfig) -> tuple[int, ...]:
+def probe_epochs(config: DEQTrainConfig) -> tuple[int, ...]:
     """Epochs after which rho(df/dz) is logged: before training (0), after 2 %, a tenth, half, all of it."""
     n = config.epochs
     return tuple(sorted({0, max(1, n // 50), max(1, n // 10), n // 2, n}))
@@ -280,7 +280,7 @@ class TrainRun:
     test_residual: float
 
 
-def variants(config: TrainConfig) -> list[tuple[str, float, dict]]:
+def variants(config: DEQTrainConfig) -> list[tuple[str, float, dict]]:
     """(name, jacobian weight, DEQModel options) of each variant in the study."""
     # warn=False: solves that hit the iteration cap during training are what the growth row counts
     # (DEQLog.cap_hits), not a mistake to warn about at every step
@@ -297,7 +297,7 @@ def reg_variant(weight: float) -> str:
     return f"DEQ + Jacobian reg. {weight:g}"
 
 
-def train_variant(name: str, jac_weight: float, options: dict, seed: int, config: TrainConfig,
+def train_variant(name: str, jac_weight: float, options: dict, seed: int, config: DEQTrainConfig,
                   progress: bool = False) -> TrainRun:
     x, y = bai_synthetic(config.n_train, seed=seed)
     xt, yt = bai_synthetic(config.n_test, seed=10_000 + seed)
@@ -320,10 +320,10 @@ def train_variant(name: str, jac_weight: float, options: dict, seed: int, config
     return TrainRun(name, seed, jac_weight, log, mse, probe.stats["forward_iters"], probe.stats["forward_residual"])
 
 
-_TRAIN_CACHE: dict[TrainConfig, tuple[TrainRun, ...]] = {}
+_TRAIN_CACHE: dict[DEQTrainConfig, tuple[TrainRun, ...]] = {}
 
 
-def training_study(config: TrainConfig, progress: bool = False) -> tuple[TrainRun, ...]:
+def training_study(config: DEQTrainConfig, progress: bool = False) -> tuple[TrainRun, ...]:
     """Every variant on every seed of ``config``; cached per configuration."""
     if config not in _TRAIN_CACHE:
         from tqdm.auto import tqdm
@@ -518,7 +518,7 @@ JACREG_THRESHOLD = Threshold(
         "fit is compared as a relative change of the task's test error, the one measure they share")
 
 
-def regularization_findings(runs, config: TrainConfig, weight: float) -> dict:
+def regularization_findings(runs, config: DEQTrainConfig, weight: float) -> dict:
     """Paired per-seed ratios (regularised at ``weight`` over plain) of final forward iterations and of
     test MSE, each judged; rho at the fixed point at the end of training, with and without."""
     by = {(r.variant, r.seed): r for r in runs}
@@ -593,7 +593,7 @@ TRUNCATION_THRESHOLD = Threshold(
         "nearest analogue the lesson trains, and says the ImageNet figure itself is not measured")
 
 
-def truncation_findings(runs, config: TrainConfig) -> dict:
+def truncation_findings(runs, config: DEQTrainConfig) -> dict:
     """Per-seed ratio of the truncated block's test MSE over the plain DEQ's, judged against 1."""
     by = {(r.variant, r.seed): r for r in runs}
     trunc = variants(config)[-1][0]
