@@ -31,11 +31,12 @@ from dataclasses import asdict, dataclass
 import torch
 
 from nodecourse.claims import Measurement, Threshold, ClaimVerdict, claim, combine, judge, parts_text
-from nodecourse.deq import DEQ, exact_jacobian_frobenius, jacobian_regularizer, saved_tensor_bytes
+from nodecourse.deq import DEQ, exact_jacobian_frobenius, jacobian_regularizer
 from nodecourse.deq.compare import SolverRun, compare_solvers
 from nodecourse.deq.models import DEQModel, EquilibriumBlock
 from nodecourse.deq.problems import bai_synthetic, contraction
 from nodecourse.deq.training import DEQLog, fit_deq
+from nodecourse.measure.memory import saved_tensor_bytes
 
 # --- Anderson vs Picard ----------------------------------------------------------------------------
 

@@ -34,7 +34,8 @@ from torch import nn
 
 from nodecourse.claims import Measurement, Threshold, ClaimVerdict, claim, combine, escape_markdown_cell, judge, parts_text
 from nodecourse.data.digits import load_digits
-from nodecourse.deq import DEQ, saved_tensor_bytes
+from nodecourse.deq import DEQ
+from nodecourse.measure.memory import saved_tensor_bytes
 from nodecourse.models import MLPField, ODEBlock, ResidualStack, count_parameters, matched_field_width
 from nodecourse.solvers.solve_config import SolveConfig
 from nodecourse.training import seeded_batches, train_epochs
