@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from nodecourse.course.redirect import StdoutToStderr
 from nodecourse.validation import Arg, Interval, argparse_type
 
 START_NOTEBOOK = Path("notebooks") / "00_start_here.ipynb"
@@ -284,37 +285,6 @@ def _jsonable(value):
     return str(value)
 
 
-class _StdoutToStderr:
-    """Send everything written to stdout (Python's and file descriptor 1) to stderr meanwhile.
-
-    ``claims --json`` must print exactly one JSON document on stdout; a row that
-    prints (or a library, or a C extension) must not corrupt it.
-    """
-
-    def __enter__(self):
-        sys.stdout.flush()
-        self._saved_sys = sys.stdout
-        self._saved_fd = None
-        try:
-            sys.stderr.flush()
-            self._saved_fd = os.dup(1)
-            os.dup2(2, 1)
-        except (OSError, ValueError):  # no real fd 1 (embedded interpreters): Python-level only
-            self._saved_fd = None
-        sys.stdout = sys.stderr
-        return self
-
-    def __exit__(self, *exc):
-        sys.stdout = self._saved_sys
-        if self._saved_fd is not None:
-            try:
-                sys.stderr.flush()
-            finally:
-                os.dup2(self._saved_fd, 1)
-                os.close(self._saved_fd)
-        return False
-
-
 def run_claims(args: argparse.Namespace) -> int:
     from nodecourse import claims
     from nodecourse.config import quick_mode
@@ -336,7 +306,7 @@ def run_claims(args: argparse.Namespace) -> int:
             return 2
     # The progress bar (on stderr) names the row running; rows that print go to stderr too,
     # so stdout carries only the report.
-    with _StdoutToStderr():
+    with StdoutToStderr():
         results = claims.run_claims(args.only, quick=quick, progress=not args.no_progress, keep_going=True)
     header = claims.report_header(results, quick=quick)
     header["command"] = "nodecourse claims" + (" --quick" if quick else "") + (
