@@ -32,23 +32,32 @@ def _package_of(path: Path) -> list[str]:
     return list(rel[:-1])  # a module's package; an __init__.py's package is its folder
 
 
-def _imported_modules(path: Path, package: list[str] | None = None) -> list[str]:
-    """Every module ``path`` imports, relative imports resolved (``from ..course import x`` in
-    nodecourse/deq/layer.py is ``nodecourse.course`` and ``nodecourse.course.x``)."""
+def _import_statements(path: Path, package: list[str] | None = None):
+    """``(module, names)`` for every import in ``path``, anywhere in the file, relative imports
+    resolved: ``import a.b`` is ``("a.b", ())``, ``from ..course import x`` in nodecourse/deq/ is
+    ``("nodecourse.course", ("x",))``."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     package = _package_of(path) if package is None else package
-    names = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names += [a.name for a in node.names]
+            for a in node.names:
+                yield a.name, ()
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package[: len(package) - (node.level - 1)]
                 module = ".".join(base + ([node.module] if node.module else []))
             else:
                 module = node.module
-            names.append(module)
-            names += [f"{module}.{a.name}" for a in node.names]
+            yield module, tuple(a.name for a in node.names)
+
+
+def _imported_modules(path: Path, package: list[str] | None = None) -> list[str]:
+    """Every module ``path`` imports, relative imports resolved (``from ..course import x`` in
+    nodecourse/deq/layer.py is ``nodecourse.course`` and ``nodecourse.course.x``)."""
+    names = []
+    for module, imported in _import_statements(path, package):
+        names.append(module)
+        names += [f"{module}.{name}" for name in imported]
     return names
 
 
@@ -164,20 +173,11 @@ def _imported_files(path: Path, package: list[str] | None = None) -> set[Path]:
     """The files of ours that ``path`` imports, at module level or inside a function alike (a
     deferred import is still an arrow a reader has to follow). ``from pkg import name`` is an
     arrow to ``pkg/name.py`` when that is a module, otherwise to ``pkg/__init__.py``."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    package = _package_of(path) if package is None else package
     found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found |= {_file_of(a.name) for a in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package[: len(package) - (node.level - 1)]
-                module = ".".join(base + ([node.module] if node.module else []))
-            else:
-                module = node.module
-            for a in node.names:
-                found.add(_file_of(f"{module}.{a.name}") or _file_of(module))
+    for module, imported in _import_statements(path, package):
+        if not imported:
+            found.add(_file_of(module))
+        found |= {_file_of(f"{module}.{name}") or _file_of(module) for name in imported}
     return found - {None, path}
 
 
