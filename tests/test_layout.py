@@ -230,3 +230,58 @@ def test_the_package_root_is_grouped_into_parts_a_reader_can_name():
     assert not unnamed, f"parts missing from CONTRIBUTING.md's map: {unnamed}"
     assert len(loose) <= 4, f"loose modules at the package root: {loose}; group them into a subpackage"
 
+
+
+# --- the public surface: what each package's __init__ exports, listed in the README ----------
+
+PACKAGES = sorted(p.parent for p in PACKAGE.rglob("__init__.py"))
+# The root modules that are parts of the library (CONTRIBUTING.md's map) have a surface too.
+ROOT_MODULES = [p for p in sorted(PACKAGE.glob("*.py")) if not p.stem.startswith("_")]
+
+
+def _dotted(path: Path) -> str:
+    rel = path.relative_to(PACKAGE.parent)
+    return ".".join(rel.with_suffix("").parts if rel.suffix else rel.parts)
+
+
+def _readme_surface() -> dict[str, set[str]]:
+    """``{module: names}`` from the README's "Library surface" table."""
+    import re
+
+    text = (PACKAGE.parent / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Library surface", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 2 and cells[0].startswith("`nodecourse"):
+            rows[cells[0].strip("`")] = set(re.findall(r"`([^`]+)`", cells[1]))
+    return rows
+
+
+@pytest.mark.parametrize("path", PACKAGES + ROOT_MODULES, ids=_dotted)
+def test_every_package_declares_its_surface_and_every_name_exists(path):
+    import importlib
+
+    module = importlib.import_module(_dotted(path))
+    assert isinstance(getattr(module, "__all__", None), list), f"{_dotted(path)} has no __all__"
+    missing = [n for n in module.__all__
+               if not hasattr(module, n) and importlib.util.find_spec(f"{module.__name__}.{n}") is None]
+    assert not missing, f"{_dotted(path)}.__all__ names what it does not have: {missing}"
+
+
+LIBRARY_SURFACES = [p for p in PACKAGES + ROOT_MODULES if _wing(p if p.suffix else p / "__init__.py") == "library"]
+
+
+@pytest.mark.parametrize("path", LIBRARY_SURFACES, ids=_dotted)
+def test_the_readme_lists_each_library_surface_exactly(path):
+    import importlib
+
+    name = _dotted(path)
+    listed = _readme_surface().get(name)
+    assert listed is not None, f"README's 'Library surface' has no row for {name}"
+    exported = set(importlib.import_module(name).__all__)
+    assert exported <= listed, f"{name} exports names the README does not list: {sorted(exported - listed)}"
+    extra = {n for n in listed - exported if "." not in n and n.isidentifier()}
+    # The row may name submodules imported by name (``augment``) beside the exports.
+    extra = {n for n in extra if importlib.util.find_spec(f"{name}.{n}") is None}
+    assert not extra, f"README lists names {name} does not export: {sorted(extra)}"
