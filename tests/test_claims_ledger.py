@@ -1,5 +1,5 @@
 """The ledger machinery: progress bar, wrapped table, one JSON document, escaped reports,
-and the complete list of rows the course promises (issue 12)."""
+and the complete list of rows the course promises."""
 from __future__ import annotations
 
 import json
@@ -13,7 +13,7 @@ from nodecourse.claims import ClaimResult, ClaimSpec, Measurement, ClaimVerdict
 from nodecourse.course import cli
 from notebook_fixtures import run_cli
 
-# Every row the course promises (issue 12, "Claims ledger complete"), plus the capstone's rows
+# Every row the course promises, plus the capstone's rows
 # (lesson 7) and the flow lesson's row (lesson 8). Lessons land one at a time; a missing id
 # fails here by name.
 REQUIRED_IDS = (
@@ -22,11 +22,11 @@ REQUIRED_IDS = (
     "jacobian-regularization", "physionet-auc", "hutchinson-unbiased",
     "capstone-accuracy-parity", "capstone-training-memory", "capstone-step-mismatch",
     "cnf-hutchinson-variance",
-    # the honest ledger (issue 18): results that go against a claim, both halves of two-part claims,
+    # the honest ledger: results that go against a claim, both halves of two-part claims,
     # and the nearest analogues of figures measured on hardware we do not have
     "mdeq-truncation", "adaptive-compute-per-input", "deq-inference-cost", "adjoint-error-rotated",
     "flow-readout-noninvertible", "tolerance-dial-trained", "deq-memory-reduction", "physionet-gru-d",
-    # lesson 10 (issue 22): cheaper dynamics, the seminorm adjoint, reversible Heun
+    # lesson 10: cheaper dynamics, the seminorm adjoint, reversible Heun
     "ode-nfe-growth", "kinetic-regularization-nfe", "seminorm-backward-nfe", "reversible-gradient-exact",
     "reversible-memory-flat",
 )

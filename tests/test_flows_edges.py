@@ -1,4 +1,4 @@
-"""Continuous normalising flows at their edges (issue 19): fields that mix the batch, 1-D states,
+"""Continuous normalising flows at their edges: fields that mix the batch, 1-D states,
 and data in another dtype than the model. Each ends in a named error or the right answer."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""torchdiffeq's conventions that nodecourse follows (issue 19): tuple states and
+"""torchdiffeq's conventions that nodecourse follows: tuple states and
 ``options={"norm": callable}``, each compared with torchdiffeq on the same problem.
 
 The first tests are the equivalents of the subtests of torchdiffeq's own suite

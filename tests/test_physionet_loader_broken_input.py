@@ -1,4 +1,4 @@
-"""The PhysioNet loader against hostile or broken input (issue 19, the loader's cases).
+"""The PhysioNet loader against hostile or broken input.
 
 Each test names its case:
 
@@ -390,7 +390,7 @@ def test_case6_an_oversized_archive_member_is_skipped_unread(tmp_path, monkeypat
     assert len(data) == 2 and data.report.skipped_by_reason == {"too large": 1}
 
 
-def test_hardened_paths_keep_tar_and_folder_results_equal(tmp_path):
+def test_a_clean_set_reads_the_same_from_a_tar_and_a_folder(tmp_path):
     """The refusals live beside the reading, not instead of it: a clean set reads the same both ways."""
     texts = {f"{140000 + i}.txt": record(140000 + i, hr=str(60 + i)) for i in range(5)}
     write_set(tmp_path / "folder", texts)
