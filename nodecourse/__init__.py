@@ -9,11 +9,11 @@ Public surface (see README.md and the lessons):
 - :mod:`nodecourse.data`: toy sets, digits, PhysioNet 2012
 - :func:`fixed_point`, :class:`DEQ`, :func:`jacobian_regularizer` (:mod:`nodecourse.deq`): deep equilibrium models
 """
-from nodecourse.config import quick_mode, pick
-from nodecourse.solvers.solve_config import SolveConfig
-from nodecourse.solvers import SOLVERS, Solution, SolverError, Status, odeint
-from nodecourse.models.augment import AugmentedODE
+from nodecourse.config import pick, quick_mode
 from nodecourse.deq import DEQ, fixed_point, jacobian_regularizer
+from nodecourse.models.augment import AugmentedODE
+from nodecourse.solvers import SOLVERS, Solution, SolverError, Status, odeint
+from nodecourse.solvers.solve_config import SolveConfig
 
 __version__ = "0.1.0"
 

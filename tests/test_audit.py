@@ -16,10 +16,18 @@ import pytest
 import torch
 from torch import nn
 
-from nodecourse.audit import (VERDICTS, CoreNotFoundError, SharedInputs, TorchdiffeqBlock, audit,
-                              discrete_counterpart, find_cores)
+from nodecourse.audit import (
+    VERDICTS,
+    CoreNotFoundError,
+    SharedInputs,
+    TorchdiffeqBlock,
+    audit,
+    discrete_counterpart,
+    find_cores,
+    step3_tolerance,
+    step4_regimes,
+)
 from nodecourse.audit import quality as Q
-from nodecourse.audit import step3_tolerance, step4_regimes
 from nodecourse.audit.context import QUICK, AuditContext
 from nodecourse.lessons import lesson09 as L
 from nodecourse.models import MLPField, ODEBlock, count_parameters
@@ -178,7 +186,7 @@ def test_a_torchdiffeq_model_is_audited_through_the_adapter_with_the_same_output
 
 def test_cores_are_found_inside_the_course_models():
     from nodecourse.deq.models import DEQModel
-    from nodecourse.models.latent import LatentODE, ODERNN
+    from nodecourse.models.latent import ODERNN, LatentODE
 
     assert [c.label for c in find_cores(DEQModel(1, 1))] == ["DEQ"]
     rnn = SharedInputs(ODERNN(3, 2, hidden_dim=4, ode_hidden=4), torch.arange(5.0))

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from nodecourse import claims
-from nodecourse.claims import ClaimResult, ClaimSpec, Measurement, ClaimVerdict
+from nodecourse.claims import ClaimResult, ClaimSpec, ClaimVerdict, Measurement
 from nodecourse.course import cli
 from notebook_fixtures import run_cli
 
@@ -309,5 +309,6 @@ def test_the_full_report_has_every_row_and_says_when_where_and_how_long():
     found = claims.verdicts_in_markdown(text)
     assert set(found) == set(claims.load_rows()), sorted(set(found) ^ set(claims.load_rows()))
     assert set(found.values()) <= VERDICTS
-    for key in ("- date:", "- mode: full", "- machine:", "- software:", "- total time:", "- command: nodecourse claims"):
+    for key in ("- date:", "- mode: full", "- machine:", "- software:", "- total time:",
+                "- command: nodecourse claims"):
         assert key in text, key

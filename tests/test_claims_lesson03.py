@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from nodecourse.claims import REGISTRY, Threshold, ClaimVerdict, load_rows, run_claims
+from nodecourse.claims import REGISTRY, ClaimVerdict, Threshold, load_rows, run_claims
 from nodecourse.lessons import lesson03 as L
 
 ROWS = ("annulus", "augmentation-2p", "flow-readout-noninvertible")

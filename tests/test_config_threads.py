@@ -11,7 +11,6 @@ import subprocess
 import sys
 
 import pytest
-import torch
 
 from nodecourse import config
 from notebook_fixtures import REPO

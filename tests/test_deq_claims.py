@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from nodecourse.claims import Threshold, ClaimVerdict, load_rows, run_claims
+from nodecourse.claims import ClaimVerdict, Threshold, load_rows, run_claims
 from nodecourse.deq.training import DEQLog, equilibrium_spectral_radius, fit_deq
 from nodecourse.lessons import lesson06 as L
 

@@ -8,10 +8,16 @@ import pytest
 import torch
 from torch import nn
 
-from nodecourse.models import flows
-from nodecourse.models.flows import (CNF, FlowBatchMixingError, FlowDtypeError, FlowInputError, divergence_exact,
-                              divergence_hutchinson, standard_normal_log_prob)
-from nodecourse.models import MLPField
+from nodecourse.models import MLPField, flows
+from nodecourse.models.flows import (
+    CNF,
+    FlowBatchMixingError,
+    FlowDtypeError,
+    FlowInputError,
+    divergence_exact,
+    divergence_hutchinson,
+    standard_normal_log_prob,
+)
 
 F64 = torch.float64
 

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from nodecourse.course import physionet_cmd as physionet_cli
 from nodecourse.claims import ClaimVerdict
-from nodecourse.lessons import lesson05
+from nodecourse.course import physionet_cmd as physionet_cli
 from nodecourse.data import physionet
+from nodecourse.lessons import lesson05
 
 
 def run(argv):

@@ -182,7 +182,8 @@ def test_case3_one_record_id_in_two_files_skips_both_and_names_them(tmp_path):
     texts = {f"{140000 + i}.txt": record(140000 + i) for i in range(5)}
     texts["140099.txt"] = record(140001, hr="99")  # a second file claiming patient 140001
     write_set(tmp_path, texts, outcomes={140000: 0, 140001: 1, 140002: 0, 140003: 1, 140004: 1, 140099: 0})
-    with pytest.warns(physionet.BadRecordWarning, match=r"duplicate record id.*RecordID 140001.*140001\.txt.*140099\.txt"):
+    with pytest.warns(physionet.BadRecordWarning,
+                      match=r"duplicate record id.*RecordID 140001.*140001\.txt.*140099\.txt"):
         data = load(tmp_path)
     assert sorted(data.record_ids.tolist()) == [140000, 140002, 140003, 140004]
     assert data.report.skipped_by_reason == {"duplicate record id": 2}

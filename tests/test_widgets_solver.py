@@ -131,7 +131,8 @@ def test_step_trace_needs_a_record():
 def test_problems_live_in_the_library():
     import numpy as np
 
-    from nodecourse.measure.problems import PROBLEMS as LIB_PROBLEMS, reference_solution
+    from nodecourse.measure.problems import PROBLEMS as LIB_PROBLEMS
+    from nodecourse.measure.problems import reference_solution
 
     assert LIB_PROBLEMS is PROBLEMS
     stiff = LIB_PROBLEMS["stiff: y' = -1000 (y - cos t)"]

@@ -181,7 +181,8 @@ def run_lab(args: argparse.Namespace, extra: Sequence[str]) -> int:
     if not (root / START_NOTEBOOK).is_file():
         print(f"warning: {root / START_NOTEBOOK} not found; opening the file browser instead", file=sys.stderr)
     print(f"Starting JupyterLab. It prints a URL ending in {START_URL}?token=... below: open that URL (it "
-          "opens lesson 0), or paste the token into the login page's 'Password or token' box. In its terminal (File > New > "
+          "opens lesson 0), or paste the token into the login page's 'Password or token' box. In its terminal "
+          "(File > New > "
           f"Terminal), `nodecourse` is on the PATH ({course_bin_dir()}).", file=sys.stderr, flush=True)
     server = subprocess.Popen(cmd, cwd=root, env=lab_environment())
 
@@ -392,7 +393,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("lab", help="start JupyterLab at lesson 0",
                        description="Start JupyterLab in the course folder at notebooks/00_start_here.ipynb. "
                                    "Arguments it does not know are passed to jupyter lab.")
-    p.add_argument("--port", type=argparse_type(FLAGS["lab", "--port"]), default=None, help="port for the server (default: jupyter's)")
+    p.add_argument("--port", type=argparse_type(FLAGS["lab", "--port"]), default=None,
+                   help="port for the server (default: jupyter's)")
     p.add_argument("--ip", default=None,
                    help="address to listen on (default: jupyter's, localhost); an address other than "
                         "loopback (127.0.0.0/8, ::1, localhost) needs --allow-remote")

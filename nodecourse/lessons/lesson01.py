@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from nodecourse.claims import Measurement, Threshold, ClaimVerdict, claim
+from nodecourse.claims import ClaimVerdict, Measurement, Threshold, claim
 
 
 def resnet_vs_euler(dim: int = 16, n_blocks: int = 6, batch: int = 64, dtype: torch.dtype = torch.float64,

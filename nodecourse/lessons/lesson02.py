@@ -6,7 +6,7 @@ from typing import Sequence
 
 import torch
 
-from nodecourse.claims import Measurement, Threshold, ClaimVerdict, claim
+from nodecourse.claims import ClaimVerdict, Measurement, Threshold, claim
 from nodecourse.solvers import SOLVERS
 
 #: Step counts on [0, 2] by declared order: powers of two (so t + k*h is exact in binary) chosen so

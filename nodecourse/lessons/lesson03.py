@@ -29,11 +29,11 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from nodecourse.models.augment import FitLog, augmented_node, fit, matched_resnet, plain_node, sign_accuracy
-from nodecourse.claims import Measurement, Threshold, ClaimVerdict, claim, combine, judge, parts_text, seed_interval
+from nodecourse.claims import ClaimVerdict, Measurement, Threshold, claim, combine, judge, parts_text, seed_interval
 from nodecourse.data import annulus, negation
-from nodecourse.models import count_parameters
 from nodecourse.measure.probes import DEFAULT_PROBE_RADII, CircleProbe, probe_circles
+from nodecourse.models import count_parameters
+from nodecourse.models.augment import FitLog, augmented_node, fit, matched_resnet, plain_node, sign_accuracy
 
 # --- shared judging helpers -----------------------------------------------------------------------
 

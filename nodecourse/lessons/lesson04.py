@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from nodecourse.claims import Measurement, Threshold, ClaimVerdict, claim, combine, parts_text
+from nodecourse.claims import ClaimVerdict, Measurement, Threshold, claim, combine, parts_text
 from nodecourse.measure.gradient_check import analytic_gradient, gradient_error_sweep, gradient_table, theta_error
 from nodecourse.measure.memory import MemoryConfig, MemorySweep, memory_sweep
 from nodecourse.solvers import odeint
@@ -114,7 +114,8 @@ def _log_amplification(method: str, x: float) -> float:
         return -math.log1p(-x) if x < 1 else math.nan
     if method == "trapezoid":
         return math.log1p(x / 2) - math.log1p(-x / 2) if x < 2 else math.nan
-    raise ValueError(f"method={method!r}: the step count formula covers euler, midpoint, rk4, implicit_euler, trapezoid")
+    raise ValueError(f"method={method!r}: the step count formula covers euler, midpoint, rk4, implicit_euler, "
+                     "trapezoid")
 
 
 def reversal_signed_error(method: str, lam: float, n: int) -> float:
@@ -553,7 +554,8 @@ def measure_memory(quick: bool) -> Measurement:
                 f"({f['growth']['adjoint']:.2f}x). {parts_text(f['parts'])}")
     return Measurement(measured, f["verdict"],
                        {"config": asdict(c), "rows": sweep.rows, "growth": f["growth"],
-                        **{k: v for k, v in f.items() if k in ("backprop_grows", "adjoint_flat", "checkpoint_between")}})
+                        **{k: v for k, v in f.items()
+                           if k in ("backprop_grows", "adjoint_flat", "checkpoint_between")}})
 
 
 def _plain(rows) -> list[dict]:
@@ -599,7 +601,8 @@ def measure_gradient_error(quick: bool) -> Measurement:
     p = PROBE
     readings = {"atol = tol": f_loose["verdict"], f"atol = {TIGHT_ATOL:g}": f_tight["verdict"]}
     T = f"T {min(config.horizons):g} -> {max(config.horizons):g}"
-    measured = (f"lam={config.lam:g}, {config.method}, rtol = tol, {T}. atol = tol: {_sweep_text(loose, config, f_loose)}. "
+    measured = (f"lam={config.lam:g}, {config.method}, rtol = tol, {T}. "
+                f"atol = tol: {_sweep_text(loose, config, f_loose)}. "
                 f"atol = {TIGHT_ATOL:g}: {_sweep_text(tight, config, f_tight)}. On this axis-aligned problem the "
                 f"growth comes from the absolute tolerance: at T={p.T:g}, rtol {p.rtol:g}, the adjoint's error on "
                 f"dL/dtheta is {probe_value(probe, 'adjoint', p.rtol, 'theta_error'):.1e} with atol {p.rtol:g} and "

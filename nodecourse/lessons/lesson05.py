@@ -20,7 +20,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import asdict, dataclass
 
-from nodecourse.claims import Measurement, Threshold, ClaimVerdict, claim, combine, judge, parts_text
+from nodecourse.claims import ClaimVerdict, Measurement, Threshold, claim, combine, judge, parts_text
 
 PUBLISHED = {"odernn": (0.833, 0.009), "latent-ode": (0.829, 0.004), "gru-d": (0.818, 0.008),
              "rnn-dt": (0.787, 0.014)}
@@ -248,7 +248,8 @@ def measure_physionet_auc(quick: bool) -> Measurement:
     if reason is not None:
         return Measurement(reason, ClaimVerdict.NOT_MEASURABLE, details)
     strict = judged["strict_reading"]["verdict"]
-    return Measurement(f"{core}; {_scale_text(config, study.get('n_set'))}. {parts_text(parts)} (stricter reading, ODE-RNN >= 0.833 "
+    return Measurement(f"{core}; {_scale_text(config, study.get('n_set'))}. {parts_text(parts)} "
+                       "(stricter reading, ODE-RNN >= 0.833 "
                        f"itself: {strict})", verdict, details)
 
 
@@ -256,7 +257,8 @@ def measure_physionet_auc(quick: bool) -> Measurement:
     id="physionet-gru-d",
     claim="GRU-D, the published discrete baseline, reaches 0.818 ± 0.008 mortality AUC on PhysioNet 2012, "
           "behind ODE-RNN (0.833)",
-    source="Rubanova et al. 2019, PhysioNet mortality-AUC table; GRU-D: Che et al. 2018 (Recurrent neural networks for multivariate "
+    source="Rubanova et al. 2019, PhysioNet mortality-AUC table; GRU-D: Che et al. 2018 "
+           "(Recurrent neural networks for multivariate "
            "time series with missing values)",
     published="GRU-D 0.818 ± 0.008; ODE-RNN 0.833 ± 0.009 (sets A and B, 8,000 patients)",
     lesson="05",

@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from nodecourse.claims import Measurement, Threshold, ClaimVerdict, claim, combine, judge, parts_text
+from nodecourse.claims import ClaimVerdict, Measurement, Threshold, claim, combine, judge, parts_text
 from nodecourse.deq import DEQ, exact_jacobian_frobenius, jacobian_regularizer
 from nodecourse.deq.compare import SolverRun, compare_solvers
 from nodecourse.deq.models import DEQModel, EquilibriumBlock
@@ -46,7 +46,8 @@ SOLVER_KINDS = ("linear", "tanh")
 
 @functools.lru_cache(maxsize=8)
 def solver_study(*, rhos=SOLVER_RHOS, kinds=SOLVER_KINDS, tol: float = 1e-8, dim: int = 50,
-                 torchdeq: bool = True, torchdeq_budget: float | None = 3.0) -> dict[tuple[str, float], list[SolverRun]]:
+                 torchdeq: bool = True,
+                 torchdeq_budget: float | None = 3.0) -> dict[tuple[str, float], list[SolverRun]]:
     """Evaluations of f to ``tol`` relative residual for every solver on every contraction (float64);
     cached per arguments, so the lesson's table and its ledger row share one run.
 

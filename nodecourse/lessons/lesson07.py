@@ -32,7 +32,16 @@ from dataclasses import asdict, dataclass, field, replace
 import torch
 from torch import nn
 
-from nodecourse.claims import Measurement, Threshold, ClaimVerdict, claim, combine, escape_markdown_cell, judge, parts_text
+from nodecourse.claims import (
+    ClaimVerdict,
+    Measurement,
+    Threshold,
+    claim,
+    combine,
+    escape_markdown_cell,
+    judge,
+    parts_text,
+)
 from nodecourse.data.digits import load_digits
 from nodecourse.deq import DEQ
 from nodecourse.measure.memory import saved_tensor_bytes

@@ -22,10 +22,17 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-from nodecourse.claims import Measurement, Threshold, ClaimVerdict, claim
-from nodecourse.models.flows import (CNF, divergence_exact, divergence_hutchinson, hutchinson_variance, sample_probes,
-                              standard_normal_log_prob, two_moons)
+from nodecourse.claims import ClaimVerdict, Measurement, Threshold, claim
 from nodecourse.models import MLPField
+from nodecourse.models.flows import (
+    CNF,
+    divergence_exact,
+    divergence_hutchinson,
+    hutchinson_variance,
+    sample_probes,
+    standard_normal_log_prob,
+    two_moons,
+)
 
 
 def adjoint_available() -> bool:

@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from nodecourse.claims import Measurement, Threshold, ClaimVerdict, claim, combine, judge, parts_text
+from nodecourse.claims import ClaimVerdict, Measurement, Threshold, claim, combine, judge, parts_text
 from nodecourse.measure.gradient_check import DecayFeed, analytic_gradient
 from nodecourse.measure.memory import MemorySweep, measure_peak, memory_sweep, saved_tensor_bytes
 from nodecourse.models import MLPField, ODEBlock
@@ -43,7 +43,8 @@ from nodecourse.training import seeded_batches, train_epochs
 
 NFE_GROWTH_THRESHOLD = Threshold(
     "forward NFE per training step, mean over the last tenth of training over the mean over the first tenth, "
-    ">= 1.2 on the whole 95 % interval over seeds (of the log ratios: a geometric mean; two moons, dopri5, rtol = atol = 1e-5)",
+    ">= 1.2 on the whole 95 % interval over seeds (of the log ratios: a geometric mean; two moons, dopri5, "
+    "rtol = atol = 1e-5)",
     kind="course",
     why="Chen et al. 2018 (Fig. 3d) and Kelly et al. 2020 report that NFE climbs as training goes on, without a "
         "number; 1.2 is one more dopri5 step (6 evaluations) on the 20 of an untrained field here, more than "
@@ -56,7 +57,8 @@ PUBLISHED_SPEEDUP = 2.8  # Finlay et al. 2020: RNODE trains about 2.8x faster th
 ACCURACY_DROP = 0.02
 KINETIC_THRESHOLD = Threshold(
     "with kinetic and Jacobian weights 0.01 (RNODE's), forward NFE at the end of training (last tenth) "
-    "unregularised over regularised >= 1 on the 95 % seed interval (of the log ratios), and test accuracy drop <= 2 points; the "
+    "unregularised over regularised >= 1 on the 95 % seed interval (of the log ratios), and test accuracy drop "
+    "<= 2 points; the "
     "published 2.8x (training wall-clock) judged as a reading on our training wall-clock; all parts",
     kind="course",
     why="Finlay et al. report fewer solver steps 'without loss in performance' and a 2.8x wall-clock speed-up on "
@@ -576,8 +578,9 @@ def trained_stability(config: MoonsTrainConfig = QUICK_TRAIN, steps: tuple[int, 
             for k in range(n_times):
                 z = path[k].clone().requires_grad_(True)
                 f = field(ts[k], z)
+                # (B, d, d): the rows taken apart, as the field treats them
                 jac = torch.stack([torch.autograd.grad(f[:, i].sum(), z, retain_graph=True)[0]
-                                   for i in range(f.shape[1])], dim=1)  # (B, d, d): rows apart, as the field treats them
+                                   for i in range(f.shape[1])], dim=1)
                 real.append(torch.linalg.eigvals(jac).real)
             real = torch.stack(real)
             row = {"setting": name, "seed": seed, "most contracting Re": float(real.min()),

@@ -21,9 +21,7 @@ from typing import Any, Optional, Sequence
 import torch
 
 from nodecourse.measure.tables import markdown_table
-
-from nodecourse.solvers import SOLVERS, Status, odeint
-from nodecourse.solvers import observers
+from nodecourse.solvers import SOLVERS, Status, observers, odeint
 from nodecourse.solvers.registry import spec_for
 
 

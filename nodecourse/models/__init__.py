@@ -9,8 +9,17 @@
   (:func:`~nodecourse.models.regularised.regularised_block`).
 """
 from nodecourse.models.blocks import (
-    MLPField, ODEBlock, ODENetClassifier, ResidualStack, ResNetClassifier, accuracy, accuracy_vs_steps,
-    count_parameters, matched_field_width, mlp, train_classifier,
+    MLPField,
+    ODEBlock,
+    ODENetClassifier,
+    ResidualStack,
+    ResNetClassifier,
+    accuracy,
+    accuracy_vs_steps,
+    count_parameters,
+    matched_field_width,
+    mlp,
+    train_classifier,
 )
 
 __all__ = [
