@@ -86,6 +86,7 @@ def test_a_wrong_adjoint_is_a_problem_only_for_the_model_that_trains_with_it(gra
     assert any("adjoint" in r for r in step.reasons)
 
 
+@pytest.mark.slow
 def test_accuracy_that_collapses_at_a_looser_tolerance_is_a_warning_at_step_3():
     model, train, test = L.rotating_classifier()  # deployed at rtol 1e-3
     report = audit(model, train, test, quick=True, progress=False, epochs=2)
@@ -340,6 +341,7 @@ def test_cli_prints_one_json_document_with_five_steps(tmp_path):
     assert out.read_text(encoding="utf-8").count("data:image/png;base64,") >= 5
 
 
+@pytest.mark.slow
 def test_cli_refuses_an_unknown_model_and_a_bad_output_name():
     proc = run_cli("audit", "--model", "resnet")
     assert proc.returncode == 2 and "digits-ode" in proc.stderr

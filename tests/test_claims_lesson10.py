@@ -61,6 +61,7 @@ def test_exact_row_holds_and_the_adjoint_beside_it_is_not_exact():
     assert min(x["adjoint_error"] for x in rows) > 1e-10
 
 
+@pytest.mark.slow
 def test_memory_row_holds_at_quick_size():
     (r,) = run_claims(["reversible-memory-flat"], quick=True)
     assert r.verdict in (ClaimVerdict.HOLDS, ClaimVerdict.NOT_MEASURABLE)

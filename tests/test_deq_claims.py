@@ -42,6 +42,7 @@ def test_hutchinson_row_holds():
     assert all(row["rel_error"] <= L.HUTCHINSON_THRESHOLD.value for row in res.details["rows"])
 
 
+@pytest.mark.slow
 def test_anderson_row_holds_and_reports_each_problem():
     (res,) = run_claims(["anderson-vs-picard"], quick=True)
     problems = res.details["problems"]
@@ -229,6 +230,7 @@ def test_equilibrium_spectral_radius_is_exact_for_a_complex_pair():
     assert bool(conv.all())
 
 
+@pytest.mark.slow
 def test_probes_log_rho_without_changing_training():
     from nodecourse.deq.models import DEQModel
 

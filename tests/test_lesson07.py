@@ -222,6 +222,7 @@ def test_memory_reduction_takes_the_best_peer_and_both_readings():
     assert f["parts"]["peak bytes"] is ClaimVerdict.NOT_MEASURABLE
 
 
+@pytest.mark.slow
 def test_accuracy_row_is_not_measurable_with_two_seeds(monkeypatch):
     monkeypatch.setattr(L, "QUICK_CAPSTONE", dataclasses.replace(SMALL, seeds=(0, 1)))
     m = L.measure_accuracy_parity(True)

@@ -156,6 +156,7 @@ def test_plots_take_measured_rows():
     assert [list(d.y) for d in fig.data] == [[10, 10], [3, 10]]
 
 
+@pytest.mark.slow
 def test_importing_plotting_leaves_plotlys_renderer_unchanged():
     """No import-time side effect: checked in a fresh interpreter (here the module is imported already)."""
     import subprocess
