@@ -3,6 +3,7 @@
 #   make test        set everything up and run the whole test suite (what CI runs)
 # For contributors:
 #   make test-fast   library, grader and builder tests only: no kernels, browser or fresh environments (< 2 min)
+#   make lint        ruff check (rules in pyproject.toml's [tool.ruff]); CI runs it before make test
 #   make notebooks   re-execute every lesson in quick mode and strip volatile output, before committing
 #   make lock        write constraints.txt (the lock) from .venv, after the notebooks and tests passed there
 #   make site        the course as a static website in site/, from the committed notebooks (offline)
@@ -10,10 +11,10 @@ VENV ?= .venv
 PYTEST_ARGS ?=
 FAST = not slow and not browser and not binder
 
-.PHONY: course test test-fast notebooks setup lock site
+.PHONY: course test test-fast lint notebooks setup lock site
 # The course installs what the lessons need; the test targets add the test extra.
 EXTRAS ?=
-test test-fast: EXTRAS = test
+test test-fast lint: EXTRAS = test
 setup:
 	bash scripts/setup_env.sh $(EXTRAS)
 
@@ -28,6 +29,9 @@ test: setup
 
 test-fast: setup
 	NODECOURSE_QUICK=1 $(VENV)/bin/python -m pytest -m "$(FAST)" $(PYTEST_ARGS)
+
+lint: setup
+	$(VENV)/bin/ruff check nodecourse tests scripts benchmarks
 
 notebooks: setup
 	$(VENV)/bin/python scripts/execute_notebooks.py

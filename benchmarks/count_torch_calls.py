@@ -2,29 +2,51 @@
 evaluations), the field's and the solver's: a count, so it does not depend on the machine's load
 (each call costs a few microseconds at batch 1, which is what the short solve's overhead is made of).
 
-    PYTHONPATH=. python benchmarks/count_torch_calls.py .
+    PYTHONPATH=. python benchmarks/count_torch_calls.py
 """
-import sys, collections, torch
+import collections
+import sys
+from pathlib import Path
+
+import torch
 from torch.overrides import TorchFunctionMode
+
 import nodecourse
-sys.path.insert(0, (sys.argv[1] if len(sys.argv) > 1 else ".") + "/benchmarks")
-from bench_dopri5 import MLPField
-torch.manual_seed(0); f = MLPField()
-y0 = torch.randn(1, 16, generator=torch.Generator().manual_seed(0)); t = torch.tensor([0.0, 0.3])
-class Count(TorchFunctionMode):
-    def __init__(self): super().__init__(); self.n = collections.Counter()
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_dopri5 import MLPField  # noqa: E402 (the benchmarks folder is not a package)
+
+
+class CountTorchCalls(TorchFunctionMode):
+    """Counts every torch function called inside the ``with`` block, by name."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = collections.Counter()
+
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        self.n[getattr(func, "__name__", str(func))] += 1
+        self.calls[getattr(func, "__name__", str(func))] += 1
         return func(*args, **(kwargs or {}))
-with torch.no_grad():
-    nodecourse.odeint(f, y0, t, rtol=1e-5, atol=1e-7)
-    c = Count()
-    with c:
-        sol = nodecourse.odeint(f, y0, t, rtol=1e-5, atol=1e-7)
-    fc = Count()
-    with fc:
-        f(t[0], y0)
-field_calls = sum(fc.n.values()) * sol.stats["nfe"]
-total = sum(c.n.values())
-print(f"nfe {sol.stats['nfe']}, torch calls per solve {total}, of which the field's {field_calls}, "
-      f"the solver's {total - field_calls}; top: {c.n.most_common(40)}")
+
+
+def main() -> None:
+    torch.manual_seed(0)
+    field = MLPField()
+    y0 = torch.randn(1, 16, generator=torch.Generator().manual_seed(0))
+    t = torch.tensor([0.0, 0.3])
+    with torch.no_grad():
+        nodecourse.odeint(field, y0, t, rtol=1e-5, atol=1e-7)  # warm-up: cached checks and plans
+        solve_calls = CountTorchCalls()
+        with solve_calls:
+            sol = nodecourse.odeint(field, y0, t, rtol=1e-5, atol=1e-7)
+        field_calls = CountTorchCalls()
+        with field_calls:
+            field(t[0], y0)
+    by_field = sum(field_calls.calls.values()) * sol.stats["nfe"]
+    total = sum(solve_calls.calls.values())
+    print(f"nfe {sol.stats['nfe']}, torch calls per solve {total}, of which the field's {by_field}, "
+          f"the solver's {total - by_field}; most called: {solve_calls.calls.most_common(40)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -9,13 +9,9 @@ Public surface (see README.md and the lessons):
 - :mod:`nodecourse.data`: toy sets, digits, PhysioNet 2012
 - :func:`fixed_point`, :class:`DEQ`, :func:`jacobian_regularizer` (:mod:`nodecourse.deq`): deep equilibrium models
 """
-from nodecourse import _moved
-
-_moved.install()  # old import paths of moved modules warn and keep working
-
 import importlib
 
-from nodecourse.config import quick_mode, pick
+from nodecourse.config import pick, quick_mode
 
 # The names below are imported on first use (PEP 562), so that ``import nodecourse.course.cli``
 # does not import torch: the command parses its arguments first (a usage error in well under a
@@ -39,6 +35,7 @@ def __getattr__(name: str):
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
+
 
 __version__ = "0.1.0"
 

@@ -288,3 +288,8 @@ def use_course_threads(**kwargs) -> int:
         torch.set_num_threads(n)
     os.environ.setdefault("OMP_NUM_THREADS", str(n))
     return n
+
+
+__all__ = ["QUICK_ENV", "SMALL_MODEL_THREADS", "THREADS_ENV", "ThreadChoice", "available_devices", "cgroup_cpu_quota",
+           "course_threads", "default_device", "mode_name", "pick", "quick_mode", "resolve_device",
+           "thread_choice", "use_course_threads", "usable_cpus"]

@@ -108,3 +108,6 @@ def train_epochs(
         bar.set_postfix(loss=f"{row['loss']:.3g}")
     model.eval()
     return history
+
+
+__all__ = ["seeded_batches", "train_epochs"]

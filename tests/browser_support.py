@@ -238,7 +238,8 @@ def wait_current_tab(page, name: str, timeout_ms: int = 60_000) -> None:
 
 
 def activate_tab(page, name: str) -> None:
-    page.locator("#jp-main-dock-panel .lm-TabBar-tab", has=page.locator(".lm-TabBar-tabLabel", has_text=name)).first.click()
+    label = page.locator(".lm-TabBar-tabLabel", has_text=name)
+    page.locator("#jp-main-dock-panel .lm-TabBar-tab", has=label).first.click()
     wait_current_tab(page, name)
 
 

@@ -115,7 +115,8 @@ def test_implicit_euler_adjoint_matches_backprop_to_its_order():
 
 def test_unknown_gradient_mode_lists_the_valid_ones():
     y0 = torch.ones(2)
-    with pytest.raises(ValueError, match=r"gradient='adjiont' is not one of \['backprop', 'adjoint', 'checkpoint', 'reversible'\]"):
+    with pytest.raises(ValueError,
+                       match=r"gradient='adjiont' is not one of \['backprop', 'adjoint', 'checkpoint', 'reversible'\]"):
         odeint(lambda t, y: -y, y0, torch.tensor([0.0, 1.0]), gradient="adjiont")
 
 

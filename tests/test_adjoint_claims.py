@@ -7,9 +7,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from nodecourse.claims import Verdict, load_rows, run_claims
-from nodecourse.measure.gradient_check import analytic_gradient, gradient_table
+from nodecourse.claims import ClaimVerdict, load_rows, run_claims
 from nodecourse.lessons import lesson04 as L
+from nodecourse.measure.gradient_check import analytic_gradient, gradient_table
 
 IDS = ("reversal-steps", "adjoint-memory", "adjoint-gradient-error", "adjoint-error-rotated")
 
@@ -56,24 +56,24 @@ KEPT = {"e^lam (float64)": 1e-300, "recovered z(0)": 1.0}
 
 def test_reversal_readings_disagree_at_the_measured_counts():
     f = L.reversal_findings(_reversal_rows(497_430, 502_563), GONE)
-    assert f["parts"] == {"within 2x": Verdict.DOES_NOT_HOLD, "within an order of magnitude": Verdict.HOLDS,
-                          "e^-1e4 underflows": Verdict.HOLDS}
-    assert f["verdict"] is Verdict.HOLDS_IN_PART
+    assert f["parts"] == {"within 2x": ClaimVerdict.DOES_NOT_HOLD, "within an order of magnitude": ClaimVerdict.HOLDS,
+                          "e^-1e4 underflows": ClaimVerdict.HOLDS}
+    assert f["verdict"] is ClaimVerdict.HOLDS_IN_PART
 
 
 def test_reversal_holds_when_a_first_order_count_is_about_200000():
-    assert L.reversal_findings(_reversal_rows(210_000, 500_000), GONE)["verdict"] is Verdict.HOLDS
+    assert L.reversal_findings(_reversal_rows(210_000, 500_000), GONE)["verdict"] is ClaimVerdict.HOLDS
 
 
 def test_reversal_fails_when_counts_are_far_and_nothing_underflows():
     f = L.reversal_findings(_reversal_rows(5_000_000, 5_000_000), KEPT)
-    assert set(f["parts"].values()) == {Verdict.DOES_NOT_HOLD} and f["verdict"] is Verdict.DOES_NOT_HOLD
+    assert set(f["parts"].values()) == {ClaimVerdict.DOES_NOT_HOLD} and f["verdict"] is ClaimVerdict.DOES_NOT_HOLD
 
 
 def test_reversal_counts_contradicted_by_the_solver_decide_nothing():
     f = L.reversal_findings(_reversal_rows(210_000, 210_000, verified=False), GONE)
-    assert f["parts"]["within 2x"] is Verdict.NOT_MEASURABLE
-    assert f["verdict"] is Verdict.HOLDS_IN_PART  # only the underflow part is decided
+    assert f["parts"]["within 2x"] is ClaimVerdict.NOT_MEASURABLE
+    assert f["verdict"] is ClaimVerdict.HOLDS_IN_PART  # only the underflow part is decided
 
 
 def test_reversal_counts_are_the_lessons_table():
@@ -94,17 +94,17 @@ def _sweep(backprop, checkpoint, adjoint):
 
 def test_memory_holds_on_linear_backprop_and_flat_adjoint():
     f = L.memory_findings(_sweep([10, 20, 40], [3, 4, 5], [3, 3, 3]))
-    assert f["verdict"] is Verdict.HOLDS
+    assert f["verdict"] is ClaimVerdict.HOLDS
 
 
 def test_memory_fails_in_part_when_the_adjoint_grows():
     f = L.memory_findings(_sweep([10, 20, 40], [3, 4, 5], [3, 3.5, 4]))
-    assert f["parts"]["adjoint flat"] is Verdict.DOES_NOT_HOLD and f["verdict"] is Verdict.HOLDS_IN_PART
+    assert f["parts"]["adjoint flat"] is ClaimVerdict.DOES_NOT_HOLD and f["verdict"] is ClaimVerdict.HOLDS_IN_PART
 
 
 def test_memory_fails_when_backprop_grows_less_than_the_threshold():
     f = L.memory_findings(_sweep([10, 12, 25], [3, 4, 5], [3, 3, 3]))  # 2.5x < 3x
-    assert f["parts"]["backprop grows"] is Verdict.DOES_NOT_HOLD
+    assert f["parts"]["backprop grows"] is ClaimVerdict.DOES_NOT_HOLD
 
 
 # --- adjoint-gradient-error: growth, checkpoint accuracy, failed solves ---------------------------
@@ -118,17 +118,17 @@ def _grad_rows(adj_short, adj_long, ck=1e-7):
 
 
 def test_gradient_error_holds_on_growth_and_accurate_checkpoint():
-    assert L.gradient_error_findings(_grad_rows(1e-6, 1e2), CFG)["verdict"] is Verdict.HOLDS
+    assert L.gradient_error_findings(_grad_rows(1e-6, 1e2), CFG)["verdict"] is ClaimVerdict.HOLDS
 
 
 def test_gradient_error_fails_without_growth_or_with_a_wrong_checkpoint():
-    assert L.gradient_error_findings(_grad_rows(1e-6, 5e-5), CFG)["verdict"] is Verdict.DOES_NOT_HOLD
-    assert L.gradient_error_findings(_grad_rows(1e-6, 1e2, ck=1e-3), CFG)["verdict"] is Verdict.DOES_NOT_HOLD
+    assert L.gradient_error_findings(_grad_rows(1e-6, 5e-5), CFG)["verdict"] is ClaimVerdict.DOES_NOT_HOLD
+    assert L.gradient_error_findings(_grad_rows(1e-6, 1e2, ck=1e-3), CFG)["verdict"] is ClaimVerdict.DOES_NOT_HOLD
 
 
 def test_gradient_error_failed_solves_decide_nothing():
     f = L.gradient_error_findings(_grad_rows(math.inf, math.inf), CFG)
-    assert f["verdict"] is Verdict.NOT_MEASURABLE and f["failed"] == [1e-6] and f["growth"][1e-6] is None
+    assert f["verdict"] is ClaimVerdict.NOT_MEASURABLE and f["failed"] == [1e-6] and f["growth"][1e-6] is None
 
 
 def test_axis_aligned_error_comes_from_the_absolute_tolerance():
@@ -154,9 +154,9 @@ def _probe_rows(adj, ck):
 
 
 def test_rotated_verdicts_follow_both_parts():
-    assert L.rotated_findings(_probe_rows(1e4, 1e-8))["verdict"] is Verdict.HOLDS
-    assert L.rotated_findings(_probe_rows(1e-5, 1e-8))["verdict"] is Verdict.HOLDS_IN_PART
-    assert L.rotated_findings(_probe_rows(1e-5, 1e-3))["verdict"] is Verdict.DOES_NOT_HOLD
+    assert L.rotated_findings(_probe_rows(1e4, 1e-8))["verdict"] is ClaimVerdict.HOLDS
+    assert L.rotated_findings(_probe_rows(1e-5, 1e-8))["verdict"] is ClaimVerdict.HOLDS_IN_PART
+    assert L.rotated_findings(_probe_rows(1e-5, 1e-3))["verdict"] is ClaimVerdict.DOES_NOT_HOLD
 
 
 def test_rotated_adjoint_stays_wrong_with_tight_atol():
@@ -168,10 +168,10 @@ def test_rotated_adjoint_stays_wrong_with_tight_atol():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("cid,needle,verdict", [
-    ("reversal-steps", "forward Euler 497,430", Verdict.HOLDS_IN_PART),
-    ("adjoint-memory", "peak MiB backprop", Verdict.HOLDS),
-    ("adjoint-gradient-error", "atol = 1e-20", Verdict.HOLDS_IN_PART),
-    ("adjoint-error-rotated", "rotated 0.7 rad", Verdict.HOLDS),
+    ("reversal-steps", "forward Euler 497,430", ClaimVerdict.HOLDS_IN_PART),
+    ("adjoint-memory", "peak MiB backprop", ClaimVerdict.HOLDS),
+    ("adjoint-gradient-error", "atol = 1e-20", ClaimVerdict.HOLDS_IN_PART),
+    ("adjoint-error-rotated", "rotated 0.7 rad", ClaimVerdict.HOLDS),
 ])
 def test_lesson04_rows_in_quick_mode(cid, needle, verdict):
     (res,) = run_claims([cid], quick=True)

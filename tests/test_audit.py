@@ -16,10 +16,18 @@ import pytest
 import torch
 from torch import nn
 
-from nodecourse.audit import (VERDICTS, CoreNotFoundError, SharedInputs, TorchdiffeqBlock, audit,
-                              discrete_counterpart, find_cores)
+from nodecourse.audit import (
+    VERDICTS,
+    CoreNotFoundError,
+    SharedInputs,
+    TorchdiffeqBlock,
+    audit,
+    discrete_counterpart,
+    find_cores,
+    step3_tolerance,
+    step4_regimes,
+)
 from nodecourse.audit import quality as Q
-from nodecourse.audit import step3_tolerance, step4_regimes
 from nodecourse.audit.context import QUICK, AuditContext
 from nodecourse.lessons import lesson09 as L
 from nodecourse.models import MLPField, ODEBlock, count_parameters
@@ -78,6 +86,7 @@ def test_a_wrong_adjoint_is_a_problem_only_for_the_model_that_trains_with_it(gra
     assert any("adjoint" in r for r in step.reasons)
 
 
+@pytest.mark.slow
 def test_accuracy_that_collapses_at_a_looser_tolerance_is_a_warning_at_step_3():
     model, train, test = L.rotating_classifier()  # deployed at rtol 1e-3
     report = audit(model, train, test, quick=True, progress=False, epochs=2)
@@ -178,7 +187,7 @@ def test_a_torchdiffeq_model_is_audited_through_the_adapter_with_the_same_output
 
 def test_cores_are_found_inside_the_course_models():
     from nodecourse.deq.models import DEQModel
-    from nodecourse.models.latent import LatentODE, ODERNN
+    from nodecourse.models.latent import ODERNN, LatentODE
 
     assert [c.label for c in find_cores(DEQModel(1, 1))] == ["DEQ"]
     rnn = SharedInputs(ODERNN(3, 2, hidden_dim=4, ode_hidden=4), torch.arange(5.0))
@@ -332,6 +341,7 @@ def test_cli_prints_one_json_document_with_five_steps(tmp_path):
     assert out.read_text(encoding="utf-8").count("data:image/png;base64,") >= 5
 
 
+@pytest.mark.slow
 def test_cli_refuses_an_unknown_model_and_a_bad_output_name():
     proc = run_cli("audit", "--model", "resnet")
     assert proc.returncode == 2 and "digits-ode" in proc.stderr

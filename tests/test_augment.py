@@ -3,13 +3,20 @@ bookkeeping, and the 1-D theorem (a flow cannot swap two points; both repairs ca
 import pytest
 import torch
 
-from nodecourse.models.augment import (
-    AugmentedODE, ProjectionReadout, augmented_node, fit, make_readout, matched_resnet, pad_zeros, plain_node,
-    sign_accuracy,
-)
 from nodecourse.config import available_devices
 from nodecourse.data import annulus, one_d_crossing
 from nodecourse.models import MLPField, count_parameters
+from nodecourse.models.augment import (
+    AugmentedODE,
+    ProjectionReadout,
+    augmented_node,
+    fit,
+    make_readout,
+    matched_resnet,
+    pad_zeros,
+    plain_node,
+    sign_accuracy,
+)
 
 FAST = dict(method="rk4", step_size=0.25)
 

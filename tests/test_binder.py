@@ -22,9 +22,9 @@ import sys
 import pytest
 from packaging.utils import canonicalize_name
 from packaging.version import Version
+from test_packaging import locked_versions, packages_only_tests_need
 
 from notebook_fixtures import REPO
-from test_packaging import locked_versions, packages_only_tests_need
 
 SOLUTIONS = sorted((REPO / "solutions").glob("*.ipynb"))
 INSTALL_TIMEOUT_S = 1500

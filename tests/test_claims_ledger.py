@@ -1,5 +1,5 @@
 """The ledger machinery: progress bar, wrapped table, one JSON document, escaped reports,
-and the complete list of rows the course promises (issue 12)."""
+and the complete list of rows the course promises."""
 from __future__ import annotations
 
 import json
@@ -9,11 +9,11 @@ import re
 import pytest
 
 from nodecourse import claims
-from nodecourse.claims import ClaimResult, ClaimSpec, Measurement, Verdict
+from nodecourse.claims import ClaimResult, ClaimSpec, ClaimVerdict, Measurement
 from nodecourse.course import cli
 from notebook_fixtures import run_cli
 
-# Every row the course promises (issue 12, "Claims ledger complete"), plus the capstone's rows
+# Every row the course promises, plus the capstone's rows
 # (lesson 7) and the flow lesson's row (lesson 8). Lessons land one at a time; a missing id
 # fails here by name.
 REQUIRED_IDS = (
@@ -22,22 +22,22 @@ REQUIRED_IDS = (
     "jacobian-regularization", "physionet-auc", "hutchinson-unbiased",
     "capstone-accuracy-parity", "capstone-training-memory", "capstone-step-mismatch",
     "cnf-hutchinson-variance",
-    # the honest ledger (issue 18): results that go against a claim, both halves of two-part claims,
+    # the honest ledger: results that go against a claim, both halves of two-part claims,
     # and the nearest analogues of figures measured on hardware we do not have
     "mdeq-truncation", "adaptive-compute-per-input", "deq-inference-cost", "adjoint-error-rotated",
     "flow-readout-noninvertible", "tolerance-dial-trained", "deq-memory-reduction", "physionet-gru-d",
-    # lesson 10 (issue 22): cheaper dynamics, the seminorm adjoint, reversible Heun
+    # lesson 10: cheaper dynamics, the seminorm adjoint, reversible Heun
     "ode-nfe-growth", "kinetic-regularization-nfe", "seminorm-backward-nfe", "reversible-gradient-exact",
     "reversible-memory-flat",
 )
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-VERDICTS = {v.value for v in Verdict if v is not Verdict.ERROR}
+VERDICTS = {v.value for v in ClaimVerdict if v is not ClaimVerdict.ERROR}
 
 NASTY = "a|b <script>alert('x')</script> & *bold* _u_ `code` [link](x) \\ back"
 
 
-def _result(cid="row", text="short", verdict=Verdict.HOLDS):
+def _result(cid="row", text="short", verdict=ClaimVerdict.HOLDS):
     return ClaimResult(cid, text, "src", "pub", text, verdict, 0.1, {}, claims.Threshold("x >= 1", "published"))
 
 
@@ -85,7 +85,7 @@ def test_markdown_turns_newlines_into_breaks():
 
 
 def test_html_report_escapes_every_cell():
-    page = claims.format_html([_result("x", NASTY, Verdict.DOES_NOT_HOLD)], {"machine": "<m>"})
+    page = claims.format_html([_result("x", NASTY, ClaimVerdict.DOES_NOT_HOLD)], {"machine": "<m>"})
     assert "<script>" not in page and "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in page
     assert "&lt;m&gt;" in page and page.startswith("<!DOCTYPE html>")
     assert 'class="verdict does_not_hold"' in page
@@ -98,7 +98,7 @@ def test_progress_bar_names_the_row_running(monkeypatch, capsys):
 
     def measure(quick):
         seen.append(quick)
-        return Measurement("1", Verdict.HOLDS)
+        return Measurement("1", ClaimVerdict.HOLDS)
 
     _fake_rows(monkeypatch, {"fake-row-alpha": measure, "fake-row-beta": measure})
     claims.run_claims(["fake-row-alpha", "fake-row-beta"], quick=True, progress=True)
@@ -112,13 +112,13 @@ def test_a_row_that_raises_is_recorded_with_keep_going(monkeypatch):
         raise RuntimeError("boom")
 
     def fine(quick):
-        return Measurement("1", Verdict.HOLDS)
+        return Measurement("1", ClaimVerdict.HOLDS)
 
     _fake_rows(monkeypatch, {"fake-broken": broken, "fake-fine": fine})
     with pytest.raises(RuntimeError, match="boom"):
         claims.run_claims(["fake-broken"])
     res = claims.run_claims(["fake-broken", "fake-fine"], keep_going=True)
-    assert [r.verdict for r in res] == [Verdict.ERROR, Verdict.HOLDS]
+    assert [r.verdict for r in res] == [ClaimVerdict.ERROR, ClaimVerdict.HOLDS]
     assert "RuntimeError: boom" in res[0].measured
 
 
@@ -134,7 +134,7 @@ def test_json_is_exactly_one_document_even_when_rows_print(monkeypatch, capfd):
     def noisy(quick):
         print("a row printing to stdout")
         os.write(1, b"and C code writing to fd 1\n")
-        return Measurement("3 < 4", Verdict.NOT_MEASURABLE, {"x": 1.5})
+        return Measurement("3 < 4", ClaimVerdict.NOT_MEASURABLE, {"x": 1.5})
 
     _fake_rows(monkeypatch, {"fake-noisy": noisy})
     assert cli.main(["claims", "--only", "fake-noisy", "--json"]) == 0
@@ -147,7 +147,7 @@ def test_json_is_exactly_one_document_even_when_rows_print(monkeypatch, capfd):
 
 
 def test_cli_markdown_and_html_formats(monkeypatch, capfd):
-    _fake_rows(monkeypatch, {"fake-nasty": lambda quick: Measurement(NASTY, Verdict.HOLDS)})
+    _fake_rows(monkeypatch, {"fake-nasty": lambda quick: Measurement(NASTY, ClaimVerdict.HOLDS)})
     assert cli.main(["claims", "--only", "fake-nasty", "--format", "markdown", "--no-progress"]) == 0
     out = capfd.readouterr().out
     assert out.startswith("# Claims ledger") and r"a\|b" in out and "<script>" not in out
@@ -225,10 +225,10 @@ def test_a_threshold_must_say_whose_it_is_and_why():
 
 
 @pytest.mark.parametrize("values, verdict", [
-    ([3.5, 3.6, 3.4, 3.55, 3.45], Verdict.HOLDS),           # the whole interval above 3
-    ([2.0, 2.1, 1.9, 2.05, 1.95], Verdict.DOES_NOT_HOLD),   # the whole interval below 3
-    ([2.0, 3.3, 2.4, 3.1, 2.6], Verdict.NOT_MEASURABLE),    # straddles: undecided at 5 seeds
-    ([3.5, 3.6], Verdict.NOT_MEASURABLE),                   # too few seeds to judge a spread
+    ([3.5, 3.6, 3.4, 3.55, 3.45], ClaimVerdict.HOLDS),           # the whole interval above 3
+    ([2.0, 2.1, 1.9, 2.05, 1.95], ClaimVerdict.DOES_NOT_HOLD),   # the whole interval below 3
+    ([2.0, 3.3, 2.4, 3.1, 2.6], ClaimVerdict.NOT_MEASURABLE),    # straddles: undecided at 5 seeds
+    ([3.5, 3.6], ClaimVerdict.NOT_MEASURABLE),                   # too few seeds to judge a spread
 ])
 def test_judge_compares_the_seed_interval_not_the_mean(values, verdict):
     got, interval, reason = claims.judge(values, 3.0)
@@ -238,10 +238,10 @@ def test_judge_compares_the_seed_interval_not_the_mean(values, verdict):
 
 
 def test_judge_below_and_noise_cannot_flip_a_clear_verdict():
-    assert claims.judge([0.5, 0.6, 0.55], 1.0, above=False)[0] is Verdict.HOLDS
+    assert claims.judge([0.5, 0.6, 0.55], 1.0, above=False)[0] is ClaimVerdict.HOLDS
     base = [3.5, 3.6, 3.4, 3.55, 3.45]
     noisy = [v * (1 + 1e-6 * (-1) ** i) for i, v in enumerate(base)]  # rounding-sized changes
-    assert claims.judge(base, 3.0)[0] is claims.judge(noisy, 3.0)[0] is Verdict.HOLDS
+    assert claims.judge(base, 3.0)[0] is claims.judge(noisy, 3.0)[0] is ClaimVerdict.HOLDS
 
 
 def test_seed_interval_matches_scipy():
@@ -256,27 +256,27 @@ def test_seed_interval_matches_scipy():
 
 
 @pytest.mark.parametrize("parts, verdict", [
-    ({"a": Verdict.HOLDS, "b": Verdict.HOLDS}, Verdict.HOLDS),
-    ({"a": Verdict.HOLDS, "b": Verdict.DOES_NOT_HOLD}, Verdict.HOLDS_IN_PART),
-    ({"a": Verdict.HOLDS, "b": Verdict.NOT_MEASURABLE}, Verdict.HOLDS_IN_PART),
-    ({"a": Verdict.DOES_NOT_HOLD, "b": Verdict.NOT_MEASURABLE}, Verdict.DOES_NOT_HOLD),
-    ({"a": Verdict.DOES_NOT_HOLD, "b": Verdict.DOES_NOT_HOLD}, Verdict.DOES_NOT_HOLD),
-    ({"a": Verdict.NOT_MEASURABLE}, Verdict.NOT_MEASURABLE),
+    ({"a": ClaimVerdict.HOLDS, "b": ClaimVerdict.HOLDS}, ClaimVerdict.HOLDS),
+    ({"a": ClaimVerdict.HOLDS, "b": ClaimVerdict.DOES_NOT_HOLD}, ClaimVerdict.HOLDS_IN_PART),
+    ({"a": ClaimVerdict.HOLDS, "b": ClaimVerdict.NOT_MEASURABLE}, ClaimVerdict.HOLDS_IN_PART),
+    ({"a": ClaimVerdict.DOES_NOT_HOLD, "b": ClaimVerdict.NOT_MEASURABLE}, ClaimVerdict.DOES_NOT_HOLD),
+    ({"a": ClaimVerdict.DOES_NOT_HOLD, "b": ClaimVerdict.DOES_NOT_HOLD}, ClaimVerdict.DOES_NOT_HOLD),
+    ({"a": ClaimVerdict.NOT_MEASURABLE}, ClaimVerdict.NOT_MEASURABLE),
 ])
 def test_a_two_part_claim_is_judged_on_both_parts(parts, verdict):
     assert claims.combine(parts) is verdict
 
 
 def test_json_carries_threshold_and_its_kind(monkeypatch, capfd):
-    _fake_rows(monkeypatch, {"fake-thr": lambda quick: Measurement("4", Verdict.HOLDS)})
+    _fake_rows(monkeypatch, {"fake-thr": lambda quick: Measurement("4", ClaimVerdict.HOLDS)})
     assert cli.main(["claims", "--only", "fake-thr", "--json", "--no-progress"]) == 0
     row = json.loads(capfd.readouterr().out)[0]
     assert row["threshold"] == "x >= 1" and row["threshold_kind"] == "published"
 
 
 def test_update_writes_the_table_between_markers_and_reads_back(monkeypatch, tmp_path, capfd):
-    _fake_rows(monkeypatch, {"fake-a": lambda quick: Measurement("1 | 2", Verdict.HOLDS_IN_PART),
-                             "fake-b": lambda quick: Measurement("3", Verdict.DOES_NOT_HOLD)})
+    _fake_rows(monkeypatch, {"fake-a": lambda quick: Measurement("1 | 2", ClaimVerdict.HOLDS_IN_PART),
+                             "fake-b": lambda quick: Measurement("3", ClaimVerdict.DOES_NOT_HOLD)})
     readme = tmp_path / "README.md"
     readme.write_text(f"intro\n{claims.LEDGER_BEGIN}\nold table\n{claims.LEDGER_END}\nafter\n")
     assert cli.main(["claims", "--only", "fake-a", "fake-b", "--format", "markdown", "--update", str(readme),
@@ -309,5 +309,6 @@ def test_the_full_report_has_every_row_and_says_when_where_and_how_long():
     found = claims.verdicts_in_markdown(text)
     assert set(found) == set(claims.load_rows()), sorted(set(found) ^ set(claims.load_rows()))
     assert set(found.values()) <= VERDICTS
-    for key in ("- date:", "- mode: full", "- machine:", "- software:", "- total time:", "- command: nodecourse claims"):
+    for key in ("- date:", "- mode: full", "- machine:", "- software:", "- total time:",
+                "- command: nodecourse claims"):
         assert key in text, key

@@ -4,7 +4,7 @@ import math
 import pytest
 
 import nodecourse
-from nodecourse.claims import Verdict, run_claims
+from nodecourse.claims import ClaimVerdict, run_claims
 from nodecourse.lessons import lesson01, lesson02
 from nodecourse.solvers import ButcherTableau
 
@@ -12,7 +12,7 @@ from nodecourse.solvers import ButcherTableau
 @pytest.mark.parametrize("cid", ["resnet-euler", "convergence-order", "tolerance-nfe"])
 def test_rows_hold_in_quick_mode(cid):
     (res,) = run_claims([cid], quick=True)
-    assert res.verdict is Verdict.HOLDS, res.measured
+    assert res.verdict is ClaimVerdict.HOLDS, res.measured
     assert res.measured and res.published and res.source
 
 
@@ -76,7 +76,7 @@ def test_resnet_euler_fails_when_euler_is_not_euler(monkeypatch):
         return real(func, y0, t, **kw)
 
     monkeypatch.setattr(nodecourse, "odeint", midpoint_instead)
-    assert lesson01.measure(True).verdict is not Verdict.HOLDS
+    assert lesson01.measure(True).verdict is not ClaimVerdict.HOLDS
 
 
 def test_convergence_order_fails_for_a_first_order_error(monkeypatch):
@@ -87,7 +87,7 @@ def test_convergence_order_fails_for_a_first_order_error(monkeypatch):
 
     _wrap_odeint(monkeypatch, add_first_order_error)
     m = lesson02.measure_orders(True)
-    assert m.verdict is Verdict.DOES_NOT_HOLD
+    assert m.verdict is ClaimVerdict.DOES_NOT_HOLD
     assert "rk4 1.0" in m.measured
 
 
@@ -97,7 +97,7 @@ def test_tolerance_nfe_fails_when_nfe_rises_with_rtol(monkeypatch):
         return sol
 
     _wrap_odeint(monkeypatch, nfe_grows_with_rtol)
-    assert lesson02.measure_tolerance_nfe(True).verdict is Verdict.DOES_NOT_HOLD
+    assert lesson02.measure_tolerance_nfe(True).verdict is ClaimVerdict.DOES_NOT_HOLD
 
 
 def test_rows_leave_the_callers_random_state_alone():

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from nodecourse.claims import REGISTRY, Threshold, Verdict, load_rows, run_claims
+from nodecourse.claims import REGISTRY, ClaimVerdict, Threshold, load_rows, run_claims
 from nodecourse.lessons import lesson03 as L
 
 ROWS = ("annulus", "augmentation-2p", "flow-readout-noninvertible")
@@ -76,10 +76,10 @@ def test_clopper_pearson():
 # --- judging on fake values -----------------------------------------------------------------------
 
 def test_judge_bound_checks_every_seed_and_its_own_error():
-    assert L.judge_bound([0.40, 0.38, 0.39], 0.38, 1e-4)[0] is Verdict.HOLDS
-    assert L.judge_bound([0.40, 0.37, 0.39], 0.38, 1e-4)[0] is Verdict.DOES_NOT_HOLD  # one seed is enough
-    assert L.judge_bound([0.40, 0.39], 0.38, 1e-4)[0] is Verdict.NOT_MEASURABLE
-    assert L.judge_bound([0.40, 0.38, 0.39], 0.38, 1e-4, error=1e-3)[0] is Verdict.NOT_MEASURABLE
+    assert L.judge_bound([0.40, 0.38, 0.39], 0.38, 1e-4)[0] is ClaimVerdict.HOLDS
+    assert L.judge_bound([0.40, 0.37, 0.39], 0.38, 1e-4)[0] is ClaimVerdict.DOES_NOT_HOLD  # one seed is enough
+    assert L.judge_bound([0.40, 0.39], 0.38, 1e-4)[0] is ClaimVerdict.NOT_MEASURABLE
+    assert L.judge_bound([0.40, 0.38, 0.39], 0.38, 1e-4, error=1e-3)[0] is ClaimVerdict.NOT_MEASURABLE
 
 
 def _annulus_values(node=-1.0, anode=0.8, resnet=0.8, end=1.3, whole=1.2, n=5):
@@ -92,54 +92,54 @@ def _annulus_values(node=-1.0, anode=0.8, resnet=0.8, end=1.3, whole=1.2, n=5):
 
 
 def test_annulus_parts_turn_with_the_evidence():
-    assert L.annulus_parts(_annulus_values())["verdict"] is Verdict.HOLDS
+    assert L.annulus_parts(_annulus_values())["verdict"] is ClaimVerdict.HOLDS
     j = L.annulus_parts(_annulus_values(node=+0.5))  # no wrong arc: the theorem's part fails
-    assert j["parts"]["NODE wrong arc"] is Verdict.DOES_NOT_HOLD and j["verdict"] is Verdict.HOLDS_IN_PART
+    assert j["parts"]["NODE wrong arc"] is ClaimVerdict.DOES_NOT_HOLD and j["verdict"] is ClaimVerdict.HOLDS_IN_PART
     j = L.annulus_parts(_annulus_values(resnet=-0.3))
-    assert j["parts"]["ANODE and ResNet positive margin"] is Verdict.HOLDS_IN_PART
+    assert j["parts"]["ANODE and ResNet positive margin"] is ClaimVerdict.HOLDS_IN_PART
     # the two NFE readings disagree: that part says so
     j = L.annulus_parts(_annulus_values(end=1.3, whole=0.8))
-    assert j["parts"]["NFE NODE >= ANODE"] is Verdict.HOLDS_IN_PART
+    assert j["parts"]["NFE NODE >= ANODE"] is ClaimVerdict.HOLDS_IN_PART
     # an NFE ratio whose interval contains 1 is undecided, not "holds"
     undecided = _annulus_values()
     undecided["NFE ratio (end)"] = {0: 0.8, 1: 1.3, 2: 1.0, 3: 1.2, 4: 0.9}
-    assert L.annulus_parts(undecided)["subparts"]["NFE ratio (end)"] is Verdict.NOT_MEASURABLE
+    assert L.annulus_parts(undecided)["subparts"]["NFE ratio (end)"] is ClaimVerdict.NOT_MEASURABLE
     # all parts fail: does not hold
     bad = L.annulus_parts(_annulus_values(node=0.5, anode=-0.5, resnet=-0.5, end=0.7, whole=0.7))
-    assert bad["verdict"] is Verdict.DOES_NOT_HOLD
+    assert bad["verdict"] is ClaimVerdict.DOES_NOT_HOLD
 
 
 def test_annulus_parts_compare_with_the_declared_constants(monkeypatch):
     monkeypatch.setattr(L, "ANNULUS_NFE_RATIO", 2.0)  # the code reads the declared number, no other
     j = L.annulus_parts(_annulus_values(end=1.3, whole=1.2))
-    assert j["parts"]["NFE NODE >= ANODE"] is Verdict.DOES_NOT_HOLD
+    assert j["parts"]["NFE NODE >= ANODE"] is ClaimVerdict.DOES_NOT_HOLD
 
 
 def test_negation_parts():
     ok = {"1-D flow": [0.379, 0.380, 0.381], "R^2 flow + projection": [1e-4, 2e-4, 3e-4]}
-    assert L.negation_parts(ok, 0.3778)["verdict"] is Verdict.HOLDS
+    assert L.negation_parts(ok, 0.3778)["verdict"] is ClaimVerdict.HOLDS
     below = dict(ok, **{"1-D flow": [0.379, 0.30, 0.381]})  # a 1-D flow below the floor: not a flow
-    assert L.negation_parts(below, 0.3778)["parts"]["1-D flow cannot"] is Verdict.DOES_NOT_HOLD
+    assert L.negation_parts(below, 0.3778)["parts"]["1-D flow cannot"] is ClaimVerdict.DOES_NOT_HOLD
     nofit = dict(ok, **{"R^2 flow + projection": [0.2, 0.3, 0.25]})
     j = L.negation_parts(nofit, 0.3778)
-    assert j["parts"]["flow on R^2 fits"] is Verdict.DOES_NOT_HOLD and j["verdict"] is Verdict.HOLDS_IN_PART
+    assert j["parts"]["flow on R^2 fits"] is ClaimVerdict.DOES_NOT_HOLD and j["verdict"] is ClaimVerdict.HOLDS_IN_PART
 
 
 def test_abs_parts():
     b = L.ABS_MONOTONE_BOUND
     fits, resolved = [1e-6, 3e-6, 5e-6], [0.061, 0.19, 0.17]
     j = L.abs_parts(fits, resolved, [0.0607, 4e-4, 1e-5])
-    assert j["verdict"] is Verdict.HOLDS and j["below_bound"] == 2
+    assert j["verdict"] is ClaimVerdict.HOLDS and j["below_bound"] == 2
     # no seed went below the bound: "can happen" is neither shown nor refuted
     j = L.abs_parts(fits, resolved, [b, b + 0.01, b + 0.02])
-    assert j["parts"]["fixed-step 1-D model learns a non-invertible map"] is Verdict.NOT_MEASURABLE
-    assert j["verdict"] is Verdict.HOLDS_IN_PART
+    assert j["parts"]["fixed-step 1-D model learns a non-invertible map"] is ClaimVerdict.NOT_MEASURABLE
+    assert j["verdict"] is ClaimVerdict.HOLDS_IN_PART
     # a re-solved 1-D flow below the monotone bound would contradict the theorem: the part fails
     j = L.abs_parts(fits, [0.03, 0.19, 0.17], [1e-5, 1e-5, 1e-5])
-    assert j["parts"]["1-D flow + linear cannot"] is Verdict.DOES_NOT_HOLD
+    assert j["parts"]["1-D flow + linear cannot"] is ClaimVerdict.DOES_NOT_HOLD
     # the R^2 model not reaching the declared 1e-4
     j = L.abs_parts([2e-3, 3e-3, 4e-3], resolved, [1e-5, 1e-5, 1e-5])
-    assert j["parts"]["flow on R^2 + linear approximates |x|"] is Verdict.DOES_NOT_HOLD
+    assert j["parts"]["flow on R^2 + linear approximates |x|"] is ClaimVerdict.DOES_NOT_HOLD
 
 
 def test_rows_declare_their_thresholds_before_running():
@@ -202,7 +202,7 @@ def test_swapping_node_and_anode_runs_breaks_the_row(annulus_runs):
                             r.log, r.n_parameters, r.sample_accuracy, r.probes) for r in annulus_runs]
     f = L.annulus_findings(swapped)
     assert not f["holds"]
-    assert f["judged"]["parts"]["NODE wrong arc"] is Verdict.DOES_NOT_HOLD
+    assert f["judged"]["parts"]["NODE wrong arc"] is ClaimVerdict.DOES_NOT_HOLD
 
 
 @pytest.mark.slow
@@ -235,5 +235,5 @@ def test_rows_run_from_the_cached_studies():
     results = run_claims(list(ROWS), quick=True)  # cached runs: no retraining after the tests above
     assert [r.id for r in results] == list(ROWS)
     for r in results:
-        assert r.verdict is not Verdict.ERROR and r.threshold is REGISTRY[r.id].threshold
+        assert r.verdict is not ClaimVerdict.ERROR and r.threshold is REGISTRY[r.id].threshold
     assert "NODE min margin" in results[0].measured and "monotone bound" in results[2].measured

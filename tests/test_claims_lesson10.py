@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from nodecourse.claims import REGISTRY, Verdict, load_rows, run_claims
+from nodecourse.claims import REGISTRY, ClaimVerdict, load_rows, run_claims
 from nodecourse.lessons import lesson10 as L
 
 ROWS = ("ode-nfe-growth", "kinetic-regularization-nfe", "seminorm-backward-nfe", "reversible-gradient-exact",
@@ -31,40 +31,41 @@ def _runs(setting, nfe_by_seed, acc=0.9, seconds=1.0):
 def test_growth_verdict_turns_with_the_evidence():
     climbing = _runs("none", [[20] * 10 + [40 + k] * 90 for k in range(4)])
     flat = _runs("none", [[20 + (k % 2)] * 100 for k in range(4)])
-    assert L.growth_findings(climbing)["verdict"] is Verdict.HOLDS
-    assert L.growth_findings(flat)["verdict"] is Verdict.DOES_NOT_HOLD
+    assert L.growth_findings(climbing)["verdict"] is ClaimVerdict.HOLDS
+    assert L.growth_findings(flat)["verdict"] is ClaimVerdict.DOES_NOT_HOLD
 
 
 def test_regularisation_parts_are_judged_apart():
     base = _runs("none", [[20] * 10 + [50 + k] * 90 for k in range(4)], acc=0.95, seconds=1.0)
     reg = _runs("kinetic+Jacobian", [[20] * 10 + [25 + k] * 90 for k in range(4)], acc=0.95, seconds=2.0)
     f = L.regularisation_findings(base + reg)
-    assert f["parts"]["fewer NFE"] is Verdict.HOLDS
-    assert f["parts"]["accuracy within 2 points"] is Verdict.HOLDS
-    assert list(f["parts"].values())[2] is Verdict.DOES_NOT_HOLD  # slower, not 2.8x faster
-    assert f["verdict"] is Verdict.HOLDS_IN_PART
+    assert f["parts"]["fewer NFE"] is ClaimVerdict.HOLDS
+    assert f["parts"]["accuracy within 2 points"] is ClaimVerdict.HOLDS
+    assert list(f["parts"].values())[2] is ClaimVerdict.DOES_NOT_HOLD  # slower, not 2.8x faster
+    assert f["verdict"] is ClaimVerdict.HOLDS_IN_PART
 
 
 def test_seminorm_readings_that_disagree_hold_in_part():
     rows = [{"nodecourse reduction": 0.5 + 0.01 * k, "torchdiffeq reduction": 0.0 + 0.01 * k} for k in range(4)]
     f = L.seminorm_findings(rows)
-    assert f["readings"]["nodecourse"] is Verdict.HOLDS
-    assert f["readings"]["torchdiffeq"] is Verdict.DOES_NOT_HOLD
-    assert f["verdict"] is Verdict.HOLDS_IN_PART
+    assert f["readings"]["nodecourse"] is ClaimVerdict.HOLDS
+    assert f["readings"]["torchdiffeq"] is ClaimVerdict.DOES_NOT_HOLD
+    assert f["verdict"] is ClaimVerdict.HOLDS_IN_PART
 
 
 def test_exact_row_holds_and_the_adjoint_beside_it_is_not_exact():
     (r,) = run_claims(["reversible-gradient-exact"], quick=True)
-    assert r.verdict is Verdict.HOLDS
+    assert r.verdict is ClaimVerdict.HOLDS
     rows = r.details["rows"]
     assert max(x["reversible_error"] for x in rows) < 1e-12
     assert min(x["adjoint_error"] for x in rows) > 1e-10
 
 
+@pytest.mark.slow
 def test_memory_row_holds_at_quick_size():
     (r,) = run_claims(["reversible-memory-flat"], quick=True)
-    assert r.verdict in (Verdict.HOLDS, Verdict.NOT_MEASURABLE)
-    if r.verdict is Verdict.HOLDS:
+    assert r.verdict in (ClaimVerdict.HOLDS, ClaimVerdict.NOT_MEASURABLE)
+    if r.verdict is ClaimVerdict.HOLDS:
         assert r.details["growth"]["backprop"] >= 3.0 and r.details["growth"]["reversible"] <= 1.2
 
 

@@ -11,7 +11,6 @@ import subprocess
 import sys
 
 import pytest
-import torch
 
 from nodecourse import config
 from notebook_fixtures import REPO
@@ -105,6 +104,7 @@ def test_a_bad_explicit_setting_names_the_variable_the_value_and_the_fix(tmp_pat
         config.thread_choice(environ={"NODECOURSE_THREADS": bad}, **tree)
 
 
+@pytest.mark.slow
 def test_use_course_threads_sets_torch_and_the_environment_of_child_processes():
     """In a fresh interpreter (torch's thread pool is per process): torch starts with its
     default, use_course_threads() sets the course's count and exports OMP_NUM_THREADS."""
@@ -149,6 +149,7 @@ def test_every_lesson_and_exercise_applies_the_course_threads_in_its_first_code_
 
 
 
+@pytest.mark.slow
 def test_the_nodecourse_command_applies_the_course_threads():
     """`nodecourse <command>` runs its work (claims, physionet, grading's kernels) with the course's
     count, not torch's default (the number of cores the machine shows)."""

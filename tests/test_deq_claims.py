@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from nodecourse.claims import Threshold, Verdict, load_rows, run_claims
+from nodecourse.claims import ClaimVerdict, Threshold, load_rows, run_claims
 from nodecourse.deq.training import DEQLog, equilibrium_spectral_radius, fit_deq
 from nodecourse.lessons import lesson06 as L
 
@@ -38,15 +38,16 @@ def test_hutchinson_is_cited_with_its_year():
 
 def test_hutchinson_row_holds():
     (res,) = run_claims(["hutchinson-unbiased"], quick=True)
-    assert res.verdict is Verdict.HOLDS
+    assert res.verdict is ClaimVerdict.HOLDS
     assert all(row["rel_error"] <= L.HUTCHINSON_THRESHOLD.value for row in res.details["rows"])
 
 
+@pytest.mark.slow
 def test_anderson_row_holds_and_reports_each_problem():
     (res,) = run_claims(["anderson-vs-picard"], quick=True)
     problems = res.details["problems"]
     assert len(problems) == 6 and all(p["reached"] for p in problems.values())
-    assert res.verdict is Verdict.HOLDS
+    assert res.verdict is ClaimVerdict.HOLDS
     assert all(p["anderson"] <= L.ANDERSON_THRESHOLD.value * p["picard"] for p in problems.values())
 
 
@@ -64,13 +65,13 @@ def test_findings_logic_flags_a_slow_anderson():
 
 
 def test_judge_ratio_uses_the_interval_on_the_log_scale():
-    assert L.judge_ratio([3.5, 3.6, 3.7, 3.4, 3.55], 3.0)["verdict"] is Verdict.HOLDS
-    assert L.judge_ratio([1.2, 1.3, 1.25, 1.28], 3.0)["verdict"] is Verdict.DOES_NOT_HOLD
-    assert L.judge_ratio([2.0, 3.3, 2.4, 3.1, 2.6], 3.0)["verdict"] is Verdict.NOT_MEASURABLE  # straddles 3x
+    assert L.judge_ratio([3.5, 3.6, 3.7, 3.4, 3.55], 3.0)["verdict"] is ClaimVerdict.HOLDS
+    assert L.judge_ratio([1.2, 1.3, 1.25, 1.28], 3.0)["verdict"] is ClaimVerdict.DOES_NOT_HOLD
+    assert L.judge_ratio([2.0, 3.3, 2.4, 3.1, 2.6], 3.0)["verdict"] is ClaimVerdict.NOT_MEASURABLE  # straddles 3x
     two = L.judge_ratio([5.0, 6.0], 3.0)  # two seeds: no interval, whatever the values
-    assert two["verdict"] is Verdict.NOT_MEASURABLE and two["lo"] is None
+    assert two["verdict"] is ClaimVerdict.NOT_MEASURABLE and two["lo"] is None
     below = L.judge_ratio([0.3, 0.35, 0.32], 0.4, above=False)
-    assert below["verdict"] is Verdict.HOLDS and below["hi"] <= 0.4
+    assert below["verdict"] is ClaimVerdict.HOLDS and below["hi"] <= 0.4
     assert L.judge_ratio([0.5, 2.0], 1.0)["geo_mean"] == pytest.approx(1.0)  # 1/2 and 2 balance
     with pytest.raises(ValueError):
         L.judge_ratio([1.0, 0.0, 2.0], 1.0)
@@ -100,7 +101,7 @@ def fake_log(iters, caps=None, rho_end=0.6):
 
 def fake_runs(monkeypatch, per_seed, seeds=(0, 1, 2, 3, 4)):
     """Install fake runs: ``per_seed(seed) -> [(variant, iters, caps, test_mse, rho_end)]``."""
-    config = L.TrainConfig(seeds=tuple(seeds), epochs=EPOCHS, jac_weights=(1.0,))
+    config = L.DEQTrainConfig(seeds=tuple(seeds), epochs=EPOCHS, jac_weights=(1.0,))
     runs = tuple(L.TrainRun(v, s, 0.0, fake_log(it, caps, rho), mse, 5, 1e-4)
                  for s in seeds for v, it, caps, mse, rho in per_seed(s))
     monkeypatch.setattr(L, "QUICK_TRAIN", config)
@@ -125,7 +126,7 @@ def test_growth_that_is_only_against_the_untrained_block_holds_in_part(monkeypat
     r = m.details["readings"]
     assert r["first tenth"]["verdict"] == "does not hold"  # end/first tenth is about 0.5x
     assert r["epoch 0"]["verdict"] == "holds"  # 12 over 4: 3x and more on every seed
-    assert m.verdict is Verdict.HOLDS_IN_PART  # the readings disagree
+    assert m.verdict is ClaimVerdict.HOLDS_IN_PART  # the readings disagree
     assert m.details["cap_hits_per_phase"] == {"first tenth": 25, "middle": 0, "last tenth": 0}
     assert m.details["seeds_with_cap_hits_per_phase"]["first tenth"] == 5
     assert len(m.details["curve_by_tenths"]) == 10
@@ -139,12 +140,12 @@ def test_growth_over_the_whole_run_holds(monkeypatch):
     fake_runs(monkeypatch, per_seed)
     m = L.measure_growth(True)
     assert all(r["verdict"] == "holds" for r in m.details["readings"].values())
-    assert m.verdict is Verdict.HOLDS
+    assert m.verdict is ClaimVerdict.HOLDS
 
 
 def test_growth_below_3x_on_every_reading_does_not_hold(monkeypatch):
     fake_runs(monkeypatch, lambda s: [("DEQ", [8.0 + 0.1 * s] * 50 + [12.0 + 0.2 * s] * 50, None, 0.1, 0.6)])
-    assert L.measure_growth(True).verdict is Verdict.DOES_NOT_HOLD
+    assert L.measure_growth(True).verdict is ClaimVerdict.DOES_NOT_HOLD
 
 
 def reg_runs(iter_ratio, mse_ratio):
@@ -160,7 +161,7 @@ def test_regularisation_fewer_iterations_slightly_worse_fit_holds(monkeypatch):
     fake_runs(monkeypatch, reg_runs(0.35, 1.015))
     m = L.measure_regularization(True)
     assert m.details["parts"] == {"fewer iterations": "holds", "slightly worse fit": "holds"}
-    assert m.verdict is Verdict.HOLDS
+    assert m.verdict is ClaimVerdict.HOLDS
     assert m.details["rho_end"]["without"]["rho_mean"] == pytest.approx(0.7)
     assert m.details["rho_end"]["with"]["rho_mean"] == pytest.approx(0.1)
 
@@ -170,7 +171,7 @@ def test_regularisation_with_a_better_fit_holds_in_part(monkeypatch):
     m = L.measure_regularization(True)
     assert m.details["parts"] == {"fewer iterations": "holds", "slightly worse fit": "does not hold"}
     assert "by no more than the published +3.75 %" not in m.details["worse"]  # a better fit is not "slightly worse"
-    assert m.verdict is Verdict.HOLDS_IN_PART
+    assert m.verdict is ClaimVerdict.HOLDS_IN_PART
 
 
 def test_regularisation_much_worse_fit_and_fewer_but_not_by_the_factor(monkeypatch):
@@ -180,7 +181,7 @@ def test_regularisation_much_worse_fit_and_fewer_but_not_by_the_factor(monkeypat
     assert m.details["fewer"]["fewer at all"]["verdict"] == "holds"
     assert m.details["worse"]["by no more than the published +3.75 %"]["verdict"] == "does not hold"
     assert m.details["parts"] == {"fewer iterations": "holds in part", "slightly worse fit": "holds in part"}
-    assert m.verdict is Verdict.HOLDS_IN_PART
+    assert m.verdict is ClaimVerdict.HOLDS_IN_PART
 
 
 def test_truncation_better_than_the_deq_does_not_hold(monkeypatch):
@@ -192,7 +193,7 @@ def test_truncation_better_than_the_deq_does_not_hold(monkeypatch):
     m = L.measure_truncation(True)
     assert m.details["parts"]["ImageNet figure"] == "not measurable at this scale"
     assert m.details["truncated_better_on"] == 5
-    assert m.verdict is Verdict.DOES_NOT_HOLD  # the analogue goes against the claim
+    assert m.verdict is ClaimVerdict.DOES_NOT_HOLD  # the analogue goes against the claim
 
 
 def test_truncation_worse_than_the_deq_holds_only_in_part(monkeypatch):
@@ -201,7 +202,7 @@ def test_truncation_worse_than_the_deq_holds_only_in_part(monkeypatch):
                 ("truncated, 5 unrolled steps", [5.0] * EPOCHS, None, 0.15 + 0.01 * s, 0.0)]
 
     fake_runs(monkeypatch, per_seed)
-    assert L.measure_truncation(True).verdict is Verdict.HOLDS_IN_PART  # the ImageNet part is never decided
+    assert L.measure_truncation(True).verdict is ClaimVerdict.HOLDS_IN_PART  # the ImageNet part is never decided
 
 
 def test_two_seeds_are_not_enough_to_judge(monkeypatch):
@@ -212,7 +213,7 @@ def test_two_seeds_are_not_enough_to_judge(monkeypatch):
 
     fake_runs(monkeypatch, per_seed, seeds=(0, 1))
     for measure in (L.measure_growth, L.measure_regularization, L.measure_truncation):
-        assert measure(True).verdict is Verdict.NOT_MEASURABLE
+        assert measure(True).verdict is ClaimVerdict.NOT_MEASURABLE
 
 
 # --- the spectral-radius log --------------------------------------------------------------------------
@@ -229,6 +230,7 @@ def test_equilibrium_spectral_radius_is_exact_for_a_complex_pair():
     assert bool(conv.all())
 
 
+@pytest.mark.slow
 def test_probes_log_rho_without_changing_training():
     from nodecourse.deq.models import DEQModel
 
@@ -251,7 +253,7 @@ def test_probes_log_rho_without_changing_training():
 @pytest.mark.slow
 def test_training_rows_in_quick_mode_cannot_decide_with_two_seeds():
     rows = run_claims(["deq-iteration-growth", "jacobian-regularization", "mdeq-truncation"], quick=True)
-    assert all(r.verdict is Verdict.NOT_MEASURABLE for r in rows)
+    assert all(r.verdict is ClaimVerdict.NOT_MEASURABLE for r in rows)
     growth = rows[0]
     assert set(growth.details["readings"]) == {"first tenth", "first 2 %", "epoch 0"}
     assert all(len(r["values"]) == 2 for r in growth.details["readings"].values())

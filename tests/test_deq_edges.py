@@ -1,4 +1,4 @@
-"""The DEQ package at its edges (issue 19): maps that change shape or mix the batch, empty batches,
+"""The DEQ package at its edges: maps that change shape or mix the batch, empty batches,
 inputs of the wrong shape or dtype, backward passes through unconverged solves, run-away iterates
 and the spectral radius of a non-normal Jacobian. Each case ends in a named error, a warning or
 the right answer."""

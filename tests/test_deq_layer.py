@@ -6,9 +6,10 @@ import torch
 from torch import nn
 
 from nodecourse import DEQ, jacobian_regularizer
-from nodecourse.deq import exact_jacobian_frobenius, saved_tensor_bytes, spectral_radius
+from nodecourse.deq import exact_jacobian_frobenius, spectral_radius
 from nodecourse.deq.models import DEQModel, EquilibriumBlock
 from nodecourse.deq.training import fit_deq
+from nodecourse.measure.memory import saved_tensor_bytes
 
 
 def _block(state=8, inp=3, scale=0.5, dtype=torch.float64, seed=0):
@@ -22,7 +23,7 @@ def _param_grads(deq, block, x):
     return torch.cat([p.grad.flatten() for p in block.parameters()])
 
 
-@pytest.mark.parametrize("solver", ["anderson", "broyden", "picard"])
+@pytest.mark.parametrize("solver", ["anderson", "broyden", pytest.param("picard", marks=pytest.mark.slow)])
 def test_implicit_gradient_matches_unrolled_backprop_float64(solver):
     block = _block()
     x = torch.randn(6, 3, dtype=torch.float64)
@@ -36,6 +37,7 @@ def test_implicit_gradient_matches_unrolled_backprop_float64(solver):
     assert s["forward_iters"] > 1 and s["backward_iters"] > 1 and s["backward_residual"] <= 1e-12
 
 
+@pytest.mark.slow
 def test_implicit_gradient_wrt_input_matches_finite_differences():
     block = _block(state=4, inp=2)
     deq = DEQ(block, tol=1e-13, backward_tol=1e-13, max_iter=300, state=4)
@@ -126,6 +128,7 @@ def test_spectral_radius_power_method_on_a_known_matrix():
     torch.testing.assert_close(rho, torch.full((2,), 0.9, dtype=torch.float64))
 
 
+@pytest.mark.slow
 def test_jacobian_regulariser_in_training_reduces_the_jacobian():
     x = torch.linspace(-2, 2, 64).unsqueeze(1)
     y = torch.sin(3 * x)

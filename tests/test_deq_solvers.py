@@ -124,6 +124,7 @@ RHOS = (0.9, 0.95, 0.99)
 
 @pytest.mark.parametrize("kind", ["linear", "tanh"])
 @pytest.mark.parametrize("rho", RHOS)
+@pytest.mark.slow
 def test_anderson_needs_at_most_half_of_picards_iterations(kind, rho):
     p = contraction(kind, rho, dim=30)
     anderson = run_nodecourse(p, "anderson", tol=1e-8, max_iter=5000)
@@ -136,6 +137,7 @@ def test_anderson_needs_at_most_half_of_picards_iterations(kind, rho):
 @pytest.mark.skipif(not torchdeq_available(), reason="torchdeq (a test dependency) does not import here")
 @pytest.mark.parametrize("kind", ["linear", "tanh"])
 @pytest.mark.parametrize("rho", RHOS)
+@pytest.mark.slow
 def test_anderson_needs_no_more_iterations_than_torchdeq(kind, rho):
     p = contraction(kind, rho, dim=30)
     ours = run_nodecourse(p, "anderson", tol=1e-8, max_iter=5000)

@@ -9,6 +9,7 @@ def explorer():
     return DEQExplorer(render=False)
 
 
+@pytest.mark.slow
 def test_initial_solve(explorer):
     res = explorer.result
     assert res.solver == "anderson" and res.status == "SUCCESS"
@@ -16,6 +17,7 @@ def test_initial_solve(explorer):
     assert "iterations" in explorer.status.value
 
 
+@pytest.mark.slow
 def test_tighter_tolerance_costs_iterations(explorer):
     explorer.solver.value = "anderson"
     explorer.tol.value = 1e-2
@@ -26,6 +28,7 @@ def test_tighter_tolerance_costs_iterations(explorer):
     assert loose.n_iter < tight.n_iter
 
 
+@pytest.mark.slow
 def test_solver_and_weight_controls_resolve(explorer):
     explorer.tol.value = 1e-4
     explorer.solver.value = "picard"

@@ -18,7 +18,6 @@ import torch
 
 from fake_cuda import fake_cuda_device, kind
 
-
 # NODECOURSE_DEVICE_TESTS=real runs the same tests on a real GPU (scripts/gpu_check.sh does).
 REAL_CUDA = os.environ.get("NODECOURSE_DEVICE_TESTS", "") == "real"
 
@@ -138,8 +137,8 @@ def test_annulus_lesson_training_on_the_device(cuda):
 @pytest.mark.slow
 @pytest.mark.parametrize("model", ["odernn", "latent-ode", "gru-dt", "gru-d", "summary-logreg"])
 def test_physionet_cli_trains_on_the_device(cuda, model, capsys, monkeypatch):
-    from nodecourse.models import latent
     from nodecourse.course.cli import main
+    from nodecourse.models import latent
 
     seen = []  # the device of the data the CLI hands to the training loop
     real_fit = latent.fit

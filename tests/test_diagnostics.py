@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from nodecourse import odeint
-from nodecourse.measure.diagnostics import SolverWorkLog, SweepRow, format_table, rows_to_columns, tolerance_sweep
+from nodecourse.measure.diagnostics import SolverWorkLog, SweepRow, rows_to_columns, rows_to_markdown, tolerance_sweep
 
 F64 = torch.float64
 f = lambda t, y: torch.cos(t) * y  # y = exp(sin t)
@@ -48,12 +48,13 @@ def test_sweep_bad_arguments(kwargs, pattern):
 
 
 def test_columns_and_table():
-    rows = [SweepRow(1e-3, 1e-5, 2e-4, 38, 5, 1, 0.01, "SUCCESS"), SweepRow(1e-6, 1e-8, 3e-7, 80, 11, 0, 0.02, "SUCCESS")]
+    rows = [SweepRow(1e-3, 1e-5, 2e-4, 38, 5, 1, 0.01, "SUCCESS"),
+            SweepRow(1e-6, 1e-8, 3e-7, 80, 11, 0, 0.02, "SUCCESS")]
     cols = rows_to_columns(rows)
     assert cols["nfe"] == [38, 80] and list(cols)[0] == "rtol"
-    table = format_table(rows).splitlines()
+    table = rows_to_markdown(rows).splitlines()
     assert table[0].startswith("| rtol | atol | max_error") and len(table) == 4 and "| 38 |" in table[2]
-    assert format_table([]) == "(no rows)"
+    assert rows_to_markdown([]) == "(no rows)"
 
 
 def test_work_log_records_every_solve_inside_only():

@@ -80,6 +80,7 @@ def _answer(nb, task, source):
     return nb
 
 
+@pytest.mark.slow
 def test_build_never_overwrites_a_learners_answers_and_names_the_cells(tmp_path):
     sol_dir, ex_dir = tmp_path / "solutions", tmp_path / "exercises"
     write(solution_notebook(), sol_dir / "fx.ipynb")
@@ -136,6 +137,7 @@ def test_a_run_but_unanswered_exercise_is_stale_and_an_unreadable_one_is_kept(tm
     assert "cannot be read as a notebook" in "\n".join(report.lines())
 
 
+@pytest.mark.slow
 def test_build_is_deterministic_and_check_mode_finds_stale_missing_orphan(tmp_path):
     sol_dir, ex_dir = tmp_path / "solutions", tmp_path / "exercises"
     write(solution_notebook(), sol_dir / "a.ipynb")
@@ -261,6 +263,7 @@ def test_exercise5_task3_text_and_check_agree_about_the_final_gap():
         assert mask[:, 0].sum() == 0
 
 
+@pytest.mark.slow
 def test_any_change_is_the_learners_work_notes_and_setup_helpers_included(tmp_path):
     """Issue 20: a note added to a markdown cell and a helper added to the setup cell were
     overwritten (only answer cells counted). Any change to a cell is now work; --check names it."""

@@ -6,9 +6,8 @@ import itertools
 import pytest
 import torch
 
-from nodecourse.models import flows
 from nodecourse.lessons import lesson08
-from nodecourse.models import MLPField
+from nodecourse.models import MLPField, flows
 
 
 def _field_and_point(dim=3, batch=4, dtype=torch.float64, seed=0):

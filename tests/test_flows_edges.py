@@ -1,4 +1,4 @@
-"""Continuous normalising flows at their edges (issue 19): fields that mix the batch, 1-D states,
+"""Continuous normalising flows at their edges: fields that mix the batch, 1-D states,
 and data in another dtype than the model. Each ends in a named error or the right answer."""
 from __future__ import annotations
 
@@ -8,10 +8,16 @@ import pytest
 import torch
 from torch import nn
 
-from nodecourse.models import flows
-from nodecourse.models.flows import (CNF, FlowBatchMixingError, FlowDtypeError, FlowInputError, divergence_exact,
-                              divergence_hutchinson, standard_normal_log_prob)
-from nodecourse.models import MLPField
+from nodecourse.models import MLPField, flows
+from nodecourse.models.flows import (
+    CNF,
+    FlowBatchMixingError,
+    FlowDtypeError,
+    FlowInputError,
+    divergence_exact,
+    divergence_hutchinson,
+    standard_normal_log_prob,
+)
 
 F64 = torch.float64
 

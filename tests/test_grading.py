@@ -244,7 +244,8 @@ def _attack_solution(tasks):
     cells = [nb.cells[0], setup]
     for name in tasks:
         if name == "count":
-            cells.append(answer_cell("count", "def count():\n    ### BEGIN SOLUTION\n    return 6\n    ### END SOLUTION"))
+            cells.append(answer_cell("count",
+                                     "def count():\n    ### BEGIN SOLUTION\n    return 6\n    ### END SOLUTION"))
             cells.append(nbformat.v4.new_code_cell('# NBVAL_CHECK_OUTPUT\ncheck("count", same(count(), 6), "wrong")',
                                                    metadata={"nodecourse": {"check": "count"}}))
             continue

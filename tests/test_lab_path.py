@@ -68,7 +68,7 @@ def _free_port() -> int:
 def test_nodecourse_is_found_in_a_jupyterlab_terminal(tmp_path):
     """Start `nodecourse lab` with a PATH that lacks the course's bin and a login-style SHELL,
     open a terminal through the server's API and ask it where `nodecourse` is."""
-    tornado = pytest.importorskip("tornado")
+    pytest.importorskip("tornado")
     from tornado.httpclient import HTTPRequest
     from tornado.ioloop import IOLoop
     from tornado.websocket import websocket_connect
@@ -96,7 +96,8 @@ def test_nodecourse_is_found_in_a_jupyterlab_terminal(tmp_path):
                 break
             except OSError:
                 if server.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"JupyterLab did not start: {server.stdout.read() if server.poll() is not None else ''}")
+                    output = server.stdout.read() if server.poll() is not None else ""
+                    pytest.fail(f"JupyterLab did not start: {output}")
                 time.sleep(1)
         req = urllib.request.Request(f"{base}/api/terminals", data=b"{}", method="POST",
                                      headers={**headers, "Content-Type": "application/json"})

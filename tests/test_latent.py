@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from nodecourse import SolveConfig
-from nodecourse.models import latent
 from nodecourse.data import physionet
+from nodecourse.models import latent
 
 
 @pytest.fixture(scope="module")

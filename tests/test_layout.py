@@ -32,29 +32,32 @@ def _package_of(path: Path) -> list[str]:
     return list(rel[:-1])  # a module's package; an __init__.py's package is its folder
 
 
-def _imported_modules(path: Path, package: list[str] | None = None, *, shims: bool = True) -> list[str]:
-    """Every module ``path`` imports, relative imports resolved (``from ..course import x`` in
-    nodecourse/deq/layer.py is ``nodecourse.course`` and ``nodecourse.course.x``).
-
-    ``shims=False`` leaves out imports inside a module-level ``__getattr__``: the deprecation
-    shims that give an old name one release of grace run only when someone uses that name.
-    """
+def _import_statements(path: Path, package: list[str] | None = None):
+    """``(module, names)`` for every import in ``path``, anywhere in the file, relative imports
+    resolved: ``import a.b`` is ``("a.b", ())``, ``from ..course import x`` in nodecourse/deq/ is
+    ``("nodecourse.course", ("x",))``."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     package = _package_of(path) if package is None else package
-    if not shims:
-        tree.body = [n for n in tree.body if not (isinstance(n, ast.FunctionDef) and n.name == "__getattr__")]
-    names = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names += [a.name for a in node.names]
+            for a in node.names:
+                yield a.name, ()
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package[: len(package) - (node.level - 1)]
                 module = ".".join(base + ([node.module] if node.module else []))
             else:
                 module = node.module
-            names.append(module)
-            names += [f"{module}.{a.name}" for a in node.names]
+            yield module, tuple(a.name for a in node.names)
+
+
+def _imported_modules(path: Path, package: list[str] | None = None) -> list[str]:
+    """Every module ``path`` imports, relative imports resolved (``from ..course import x`` in
+    nodecourse/deq/layer.py is ``nodecourse.course`` and ``nodecourse.course.x``)."""
+    names = []
+    for module, imported in _import_statements(path, package):
+        names.append(module)
+        names += [f"{module}.{name}" for name in imported]
     return names
 
 
@@ -113,7 +116,7 @@ def _part_graph() -> tuple[set[str], dict[str, set[str]]]:
             continue  # the package root re-exports; it is not a part
         src = rel[0].removesuffix(".py")
         parts.add(src)
-        for module in _imported_modules(path, shims=False):
+        for module in _imported_modules(path):
             dst = _part(module)
             if dst and dst != src:
                 arrows.setdefault(src, set()).add(dst)
@@ -153,25 +156,126 @@ def test_the_cycle_check_can_fail():
     assert _cycle({"a": {"b"}, "b": {"c"}}) is None
 
 
+# --- the files of the package and the arrows between them -------------------------------------
+
+def _file_of(module: str) -> Path | None:
+    """The source file that defines ``module`` (a module file or a package's ``__init__.py``)."""
+    if module.split(".")[0] != "nodecourse":
+        return None
+    base = PACKAGE.parent.joinpath(*module.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _imported_files(path: Path, package: list[str] | None = None) -> set[Path]:
+    """The files of ours that ``path`` imports, at module level or inside a function alike (a
+    deferred import is still an arrow a reader has to follow). ``from pkg import name`` is an
+    arrow to ``pkg/name.py`` when that is a module, otherwise to ``pkg/__init__.py``."""
+    found = set()
+    for module, imported in _import_statements(path, package):
+        if not imported:
+            found.add(_file_of(module))
+        found |= {_file_of(f"{module}.{name}") or _file_of(module) for name in imported}
+    return found - {None, path}
+
+
+def _file_graph() -> dict[str, set[str]]:
+    """Arrows between the package's files, named by their path under ``nodecourse/``."""
+    def name(p: Path) -> str:
+        return str(p.relative_to(PACKAGE))
+
+    return {name(path): {name(f) for f in _imported_files(path)} for path in SOURCES}
+
+
+def _part_of_file(name: str) -> str:
+    return name.split("/")[0].removesuffix(".py")
+
+
+# A cycle among the files of one part (a cycle across parts fails the test above).
+FILE_CYCLE_CASES = sorted({_part_of_file(str(p.relative_to(PACKAGE))) for p in SOURCES} - {"__init__"})
+
+
+@pytest.mark.parametrize("part", FILE_CYCLE_CASES)
+def test_no_import_cycle_between_the_files_of_a_part(part):
+    arrows = {src: {dst for dst in dsts if _part_of_file(dst) == part}
+              for src, dsts in _file_graph().items() if _part_of_file(src) == part}
+    cycle = _cycle(arrows)
+    assert cycle is None, f"import cycle between the files of {part}: {' -> '.join(cycle)}"
+
+
+def test_the_file_check_sees_deferred_and_package_imports(tmp_path):
+    # An import inside a function counts; "from package import module" points at the module's
+    # file, "from package import name" at the package's __init__.py.
+    fake = tmp_path / "bad.py"
+    fake.write_text("def later():\n    from nodecourse.course.cli import main\n"
+                    "from nodecourse.solvers import odeint, SOLVERS\n")
+    found = {str(p.relative_to(PACKAGE)) for p in _imported_files(fake, package=["nodecourse", "course"])}
+    assert found == {"course/cli.py", "solvers/odeint.py", "solvers/__init__.py"}
+
+
 def test_the_package_root_is_grouped_into_parts_a_reader_can_name():
     parts, arrows = _part_graph()
     loose = sorted(p.stem for p in PACKAGE.glob("*.py") if not p.stem.startswith("_"))
     # CONTRIBUTING.md's map names every part; a new root module needs a line there.
     contributing = (PACKAGE.parent / "CONTRIBUTING.md").read_text(encoding="utf-8")
-    unnamed = [p for p in sorted(parts - {"_moved"}) if f"`{p}" not in contributing]
+    unnamed = [p for p in sorted(parts) if f"`{p}" not in contributing]
     assert not unnamed, f"parts missing from CONTRIBUTING.md's map: {unnamed}"
     assert len(loose) <= 4, f"loose modules at the package root: {loose}; group them into a subpackage"
 
 
-@pytest.mark.parametrize("old", sorted(__import__("nodecourse._moved", fromlist=["MOVED"]).MOVED))
-def test_old_import_paths_warn_and_give_the_new_module(old):
+
+# --- the public surface: what each package's __init__ exports, listed in the README ----------
+
+PACKAGES = sorted(p.parent for p in PACKAGE.rglob("__init__.py"))
+# The root modules that are parts of the library (CONTRIBUTING.md's map) have a surface too.
+ROOT_MODULES = [p for p in sorted(PACKAGE.glob("*.py")) if not p.stem.startswith("_")]
+
+
+def _dotted(path: Path) -> str:
+    rel = path.relative_to(PACKAGE.parent)
+    return ".".join(rel.with_suffix("").parts if rel.suffix else rel.parts)
+
+
+def _readme_surface() -> dict[str, set[str]]:
+    """``{module: names}`` from the README's "Library surface" table."""
+    import re
+
+    text = (PACKAGE.parent / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Library surface", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 2 and cells[0].startswith("`nodecourse"):
+            rows[cells[0].strip("`")] = set(re.findall(r"`([^`]+)`", cells[1]))
+    return rows
+
+
+@pytest.mark.parametrize("path", PACKAGES + ROOT_MODULES, ids=_dotted)
+def test_every_package_declares_its_surface_and_every_name_exists(path):
     import importlib
-    import sys
 
-    from nodecourse._moved import MOVED
+    module = importlib.import_module(_dotted(path))
+    assert isinstance(getattr(module, "__all__", None), list), f"{_dotted(path)} has no __all__"
+    missing = [n for n in module.__all__
+               if not hasattr(module, n) and importlib.util.find_spec(f"{module.__name__}.{n}") is None]
+    assert not missing, f"{_dotted(path)}.__all__ names what it does not have: {missing}"
 
-    sys.modules.pop(old, None)
-    with pytest.warns(DeprecationWarning, match=MOVED[old].replace(".", r"\.")):
-        module = importlib.import_module(old)
-    assert module is importlib.import_module(MOVED[old])
-    assert module.__spec__.name == MOVED[old]  # the module keeps its own spec (reload, pickling)
+
+LIBRARY_SURFACES = [p for p in PACKAGES + ROOT_MODULES if _wing(p if p.suffix else p / "__init__.py") == "library"]
+
+
+@pytest.mark.parametrize("path", LIBRARY_SURFACES, ids=_dotted)
+def test_the_readme_lists_each_library_surface_exactly(path):
+    import importlib
+
+    name = _dotted(path)
+    listed = _readme_surface().get(name)
+    assert listed is not None, f"README's 'Library surface' has no row for {name}"
+    exported = set(importlib.import_module(name).__all__)
+    assert exported <= listed, f"{name} exports names the README does not list: {sorted(exported - listed)}"
+    extra = {n for n in listed - exported if "." not in n and n.isidentifier()}
+    # The row may name submodules imported by name (``augment``) beside the exports.
+    extra = {n for n in extra if importlib.util.find_spec(f"{name}.{n}") is None}
+    assert not extra, f"README lists names {name} does not export: {sorted(extra)}"

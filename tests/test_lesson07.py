@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from nodecourse.claims import REGISTRY, Verdict, load_rows
+from nodecourse.claims import REGISTRY, ClaimVerdict, load_rows
 from nodecourse.lessons import lesson07 as L
 from nodecourse.models import count_parameters
 
@@ -121,7 +121,7 @@ def _runs(acc_by_model: dict[str, list[float]]):
 
 def test_parity_holds_only_within_the_published_gap():
     same = _runs({n: [0.95, 0.96, 0.94, 0.95, 0.97] for n in L.MODELS})
-    assert L.parity_findings(same)["verdict"] is Verdict.HOLDS
+    assert L.parity_findings(same)["verdict"] is ClaimVerdict.HOLDS
 
 
 def test_parity_verdict_is_the_published_gaps_when_the_course_threshold_disagrees():
@@ -129,19 +129,19 @@ def test_parity_verdict_is_the_published_gaps_when_the_course_threshold_disagree
     accs = {"ResNet": res, **{n: [a - d for a, d in zip(res, (0.010, 0.008, 0.012, 0.009, 0.011))]
                               for n in L.MODELS[1:]}}
     f = L.parity_findings(_runs(accs))
-    assert f["readings"] == {"published": Verdict.DOES_NOT_HOLD, "course": Verdict.HOLDS}
-    assert f["verdict"] is Verdict.DOES_NOT_HOLD  # the course's looser threshold never decides
+    assert f["readings"] == {"published": ClaimVerdict.DOES_NOT_HOLD, "course": ClaimVerdict.HOLDS}
+    assert f["verdict"] is ClaimVerdict.DOES_NOT_HOLD  # the course's looser threshold never decides
 
 
 def test_parity_fails_on_a_large_gap_and_is_not_measurable_when_undertrained_or_with_two_seeds():
     res = [0.96, 0.97, 0.95, 0.96, 0.97]
     accs = {"ResNet": res, "Neural ODE": res, "DEQ": [a - 0.06 for a in res], "Unrolled": res}
     f = L.parity_findings(_runs(accs))
-    assert f["by_model"]["course"]["DEQ"] is Verdict.DOES_NOT_HOLD and f["verdict"] is Verdict.HOLDS_IN_PART
+    assert f["by_model"]["course"]["DEQ"] is ClaimVerdict.DOES_NOT_HOLD and f["verdict"] is ClaimVerdict.HOLDS_IN_PART
     low = {n: [0.6] * 5 for n in L.MODELS}
-    assert L.parity_findings(_runs(low))["verdict"] is Verdict.NOT_MEASURABLE
+    assert L.parity_findings(_runs(low))["verdict"] is ClaimVerdict.NOT_MEASURABLE
     two = [r for r in _runs({n: res for n in L.MODELS}) if r.seed < 2]
-    assert L.parity_findings(two)["verdict"] is Verdict.NOT_MEASURABLE
+    assert L.parity_findings(two)["verdict"] is ClaimVerdict.NOT_MEASURABLE
 
 
 def _mismatch(drop: float, deq_change: float, n: int = 5) -> dict:
@@ -155,11 +155,12 @@ def _mismatch(drop: float, deq_change: float, n: int = 5) -> dict:
 
 def test_mismatch_is_judged_on_both_parts():
     cfg = L.QUICK_CAPSTONE
-    assert L.mismatch_findings(_mismatch(10, 0), cfg)["verdict"] is Verdict.HOLDS
+    assert L.mismatch_findings(_mismatch(10, 0), cfg)["verdict"] is ClaimVerdict.HOLDS
     f = L.mismatch_findings(_mismatch(10, 5), cfg)
-    assert f["parts"]["DEQ moves <= 1 point"] is Verdict.DOES_NOT_HOLD and f["verdict"] is Verdict.HOLDS_IN_PART
-    assert L.mismatch_findings(_mismatch(1, 5), cfg)["verdict"] is Verdict.DOES_NOT_HOLD
-    assert L.mismatch_findings(_mismatch(10, 0, n=2), cfg)["verdict"] is Verdict.NOT_MEASURABLE
+    assert f["parts"]["DEQ moves <= 1 point"] is ClaimVerdict.DOES_NOT_HOLD
+    assert f["verdict"] is ClaimVerdict.HOLDS_IN_PART
+    assert L.mismatch_findings(_mismatch(1, 5), cfg)["verdict"] is ClaimVerdict.DOES_NOT_HOLD
+    assert L.mismatch_findings(_mismatch(10, 0, n=2), cfg)["verdict"] is ClaimVerdict.NOT_MEASURABLE
 
 
 def _sweep(nfe_each: dict[float, list[list[float]]], acc: dict[float, float] | None = None,
@@ -175,24 +176,24 @@ def _sweep(nfe_each: dict[float, list[list[float]]], acc: dict[float, float] | N
 
 def test_adaptive_compute_needs_different_work_on_different_inputs():
     flat = {1e-3: [[20, 20, 20]] * 5, 1e-4: [[20, 20, 20]] * 5}
-    assert L.adaptive_findings(_sweep(flat), 1e-3)["verdict"] is Verdict.DOES_NOT_HOLD
+    assert L.adaptive_findings(_sweep(flat), 1e-3)["verdict"] is ClaimVerdict.DOES_NOT_HOLD
     other = {1e-3: [[20, 20, 20]] * 5, 1e-4: [[20, 26, 26]] * 5}
     f = L.adaptive_findings(_sweep(other), 1e-3)
-    assert f["readings"]["at the training tolerance"] is Verdict.DOES_NOT_HOLD
-    assert f["verdict"] is Verdict.HOLDS_IN_PART
+    assert f["readings"]["at the training tolerance"] is ClaimVerdict.DOES_NOT_HOLD
+    assert f["verdict"] is ClaimVerdict.HOLDS_IN_PART
     varied = {1e-3: [[20, 26, 20]] * 5, 1e-4: [[20, 26, 26]] * 5}
-    assert L.adaptive_findings(_sweep(varied), 1e-3)["verdict"] is Verdict.HOLDS
-    assert L.adaptive_findings(_sweep({1e-3: [[20, 26]] * 2}), 1e-3)["verdict"] is Verdict.NOT_MEASURABLE
+    assert L.adaptive_findings(_sweep(varied), 1e-3)["verdict"] is ClaimVerdict.HOLDS
+    assert L.adaptive_findings(_sweep({1e-3: [[20, 26]] * 2}), 1e-3)["verdict"] is ClaimVerdict.NOT_MEASURABLE
 
 
 def test_dial_needs_a_saving_and_little_accuracy_lost():
     nfe = {1e-1: [[14]] * 5, 1e-2: [[20]] * 5, 1e-3: [[20]] * 5}
-    assert L.dial_findings(_sweep(nfe), 1e-3)["verdict"] is Verdict.HOLDS
+    assert L.dial_findings(_sweep(nfe), 1e-3)["verdict"] is ClaimVerdict.HOLDS
     lossy = _sweep(nfe, acc={1e-1: 0.90, 1e-2: 0.95, 1e-3: 0.95})
-    assert L.dial_findings(lossy, 1e-3)["verdict"] is Verdict.HOLDS_IN_PART
+    assert L.dial_findings(lossy, 1e-3)["verdict"] is ClaimVerdict.HOLDS_IN_PART
     no_saving = {1e-1: [[20]] * 5, 1e-2: [[20]] * 5, 1e-3: [[20]] * 5}
-    assert L.dial_findings(_sweep(no_saving), 1e-3)["verdict"] is Verdict.DOES_NOT_HOLD
-    assert L.dial_findings(_sweep({t: v[:2] for t, v in nfe.items()}), 1e-3)["verdict"] is Verdict.NOT_MEASURABLE
+    assert L.dial_findings(_sweep(no_saving), 1e-3)["verdict"] is ClaimVerdict.DOES_NOT_HOLD
+    assert L.dial_findings(_sweep({t: v[:2] for t, v in nfe.items()}), 1e-3)["verdict"] is ClaimVerdict.NOT_MEASURABLE
 
 
 def _timings(deq_train: list[float], deq_infer: list[float]) -> dict:
@@ -203,11 +204,11 @@ def _timings(deq_train: list[float], deq_infer: list[float]) -> dict:
 
 
 def test_deq_cost_is_judged_against_both_published_ratios():
-    assert L.cost_findings(_timings([20, 22, 25, 21, 23], [50, 55, 60, 52, 58]))["verdict"] is Verdict.HOLDS
+    assert L.cost_findings(_timings([20, 22, 25, 21, 23], [50, 55, 60, 52, 58]))["verdict"] is ClaimVerdict.HOLDS
     f = L.cost_findings(_timings([2.0, 2.1, 1.9, 2.0, 2.2], [50, 55, 60, 52, 58]))
-    assert f["verdict"] is Verdict.HOLDS_IN_PART
+    assert f["verdict"] is ClaimVerdict.HOLDS_IN_PART
     slow_enough = L.cost_findings(_timings([1.1, 1.2, 1.0, 1.1, 1.2], [2, 2.1, 1.9, 2, 2.2]))
-    assert slow_enough["verdict"] is Verdict.DOES_NOT_HOLD
+    assert slow_enough["verdict"] is ClaimVerdict.DOES_NOT_HOLD
 
 
 def test_memory_reduction_takes_the_best_peer_and_both_readings():
@@ -215,13 +216,14 @@ def test_memory_reduction_takes_the_best_peer_and_both_readings():
              "Unrolled 16": {"saved_bytes": 10000, "peak_bytes": 5000}}
     f = L.reduction_findings({"saved": [1000, 1000], "peak": [1000, 1000]}, peers)
     assert f["readings"]["saved"]["best_peer"] == "Unrolled 16"
-    assert f["parts"] == {"saved bytes": Verdict.HOLDS, "peak bytes": Verdict.DOES_NOT_HOLD}
-    assert f["verdict"] is Verdict.HOLDS_IN_PART
+    assert f["parts"] == {"saved bytes": ClaimVerdict.HOLDS, "peak bytes": ClaimVerdict.DOES_NOT_HOLD}
+    assert f["verdict"] is ClaimVerdict.HOLDS_IN_PART
     f = L.reduction_findings({"saved": [1000, 1000], "peak": [None, None]}, peers)
-    assert f["parts"]["peak bytes"] is Verdict.NOT_MEASURABLE
+    assert f["parts"]["peak bytes"] is ClaimVerdict.NOT_MEASURABLE
 
 
+@pytest.mark.slow
 def test_accuracy_row_is_not_measurable_with_two_seeds(monkeypatch):
     monkeypatch.setattr(L, "QUICK_CAPSTONE", dataclasses.replace(SMALL, seeds=(0, 1)))
     m = L.measure_accuracy_parity(True)
-    assert m.verdict is Verdict.NOT_MEASURABLE and "seeds" in m.measured
+    assert m.verdict is ClaimVerdict.NOT_MEASURABLE and "seeds" in m.measured

@@ -2,11 +2,17 @@
 import pytest
 import torch
 
-from nodecourse.models import (
-    ODENetClassifier, ResNetClassifier, ResidualStack, accuracy, accuracy_vs_steps, count_parameters,
-    matched_field_width, train_classifier,
-)
 from nodecourse.measure.memory import saved_activation_bytes
+from nodecourse.models import (
+    ODENetClassifier,
+    ResidualStack,
+    ResNetClassifier,
+    accuracy,
+    accuracy_vs_steps,
+    count_parameters,
+    matched_field_width,
+    train_classifier,
+)
 
 
 def test_matched_parameter_count():

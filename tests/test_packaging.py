@@ -212,9 +212,10 @@ def test_lessons_and_library_import_only_course_dependencies():
 
 
 def test_every_test_dependency_is_used():
-    used_by = {"pytest-timeout": "timeout", "torchode": "torchode", "playwright": "playwright"}
+    used_by = {"pytest-timeout": "timeout", "torchode": "torchode", "playwright": "playwright",
+               "ruff": "bin/ruff check"}
     sources = "\n".join(p.read_text() for p in [*REPO.glob("tests/*.py"), *REPO.glob("benchmarks/*.py"),
-                                                 REPO / "pyproject.toml"])
+                                                 REPO / "pyproject.toml", REPO / "Makefile"])
     for req in PROJECT["optional-dependencies"]["test"]:
         name = re.split(r"[<>=~ ]", req)[0]
         assert name in used_by, f"test dependency {name} is not known to this test; add where it is used"
@@ -225,14 +226,15 @@ def _fake_venv(tmp_path):
     """A .venv whose python and nodecourse log their arguments and succeed (torch "installed")."""
     venv, log = tmp_path / "venv", tmp_path / "calls.log"
     (venv / "bin").mkdir(parents=True)
-    for tool in ("python", "nodecourse"):
+    for tool in ("python", "nodecourse", "ruff"):
         exe = venv / "bin" / tool
         exe.write_text(f'#!/usr/bin/env bash\necho "{tool} $*" >> "{log}"\n')
         exe.chmod(0o755)
     return venv, log
 
 
-@pytest.mark.parametrize("target, extra", [("course", ""), ("test", "[test]"), ("test-fast", "[test]")])
+@pytest.mark.parametrize("target, extra", [("course", ""), ("test", "[test]"), ("test-fast", "[test]"),
+                                           ("lint", "[test]")])
 def test_make_targets_install_from_the_lock(tmp_path, target, extra):
     """`make course` installs `.` (no test extra) with the lock; the test targets install `.[test]`."""
     venv, log = _fake_venv(tmp_path)

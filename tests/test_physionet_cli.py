@@ -7,10 +7,10 @@ import json
 
 import pytest
 
+from nodecourse.claims import ClaimVerdict
 from nodecourse.course import physionet_cmd as physionet_cli
-from nodecourse.claims import Verdict
-from nodecourse.lessons import lesson05
 from nodecourse.data import physionet
+from nodecourse.lessons import lesson05
 
 
 def run(argv):
@@ -124,18 +124,18 @@ NOISE = [0.01, -0.012, 0.015, -0.009, 0.004]
 
 @pytest.mark.parametrize("aucs, verdict, parts", [
     # level reached and every baseline clearly behind, seed by seed
-    (_aucs(ODE, {"gru-d": CLEAR, "gru-dt": CLEAR, "summary-logreg": CLEAR}), Verdict.HOLDS,
-     (Verdict.HOLDS, Verdict.HOLDS)),
+    (_aucs(ODE, {"gru-d": CLEAR, "gru-dt": CLEAR, "summary-logreg": CLEAR}), ClaimVerdict.HOLDS,
+     (ClaimVerdict.HOLDS, ClaimVerdict.HOLDS)),
     # level reached, GRU-D's gap inside the seed noise: (b) holds only in part
-    (_aucs(ODE, {"gru-d": NOISE, "gru-dt": CLEAR, "summary-logreg": CLEAR}), Verdict.HOLDS_IN_PART,
-     (Verdict.HOLDS, Verdict.HOLDS_IN_PART)),
+    (_aucs(ODE, {"gru-d": NOISE, "gru-dt": CLEAR, "summary-logreg": CLEAR}), ClaimVerdict.HOLDS_IN_PART,
+     (ClaimVerdict.HOLDS, ClaimVerdict.HOLDS_IN_PART)),
     # level missed, and the regression ahead of ODE-RNN on every seed
     (_aucs(_shifted(ODE, -0.05), {"gru-d": NOISE, "gru-dt": NOISE, "summary-logreg": _shifted(CLEAR, -0.05)}),
-     Verdict.DOES_NOT_HOLD, (Verdict.DOES_NOT_HOLD, Verdict.DOES_NOT_HOLD)),
+     ClaimVerdict.DOES_NOT_HOLD, (ClaimVerdict.DOES_NOT_HOLD, ClaimVerdict.DOES_NOT_HOLD)),
     # set A as once measured (3 seeds): the interval straddles 0.824 and every gap straddles 0
     ({"odernn": [0.8335, 0.8201, 0.8352], "gru-d": [0.8263, 0.8184, 0.8390], "gru-dt": [0.8263, 0.8184, 0.8390],
-      "summary-logreg": [0.8278, 0.7995, 0.8571]}, Verdict.NOT_MEASURABLE,
-     (Verdict.NOT_MEASURABLE, Verdict.NOT_MEASURABLE)),
+      "summary-logreg": [0.8278, 0.7995, 0.8571]}, ClaimVerdict.NOT_MEASURABLE,
+     (ClaimVerdict.NOT_MEASURABLE, ClaimVerdict.NOT_MEASURABLE)),
 ])
 def test_auc_claim_judges_both_parts(aucs, verdict, parts):
     got, got_parts, details = lesson05.judge_auc_claim(aucs)
@@ -149,7 +149,7 @@ def test_gaps_are_paired_per_seed():
     aucs = {"odernn": swing, "gru-d": _shifted(swing, -0.01), "gru-dt": _shifted(swing, -0.01),
             "summary-logreg": _shifted(swing, -0.01)}
     aucs["gru-d"] = [a + w for a, w in zip(aucs["gru-d"], WOBBLE)]
-    assert lesson05.judge_auc_claim(aucs)[1]["(b) ahead of the discrete baselines"] is Verdict.HOLDS
+    assert lesson05.judge_auc_claim(aucs)[1]["(b) ahead of the discrete baselines"] is ClaimVerdict.HOLDS
     with pytest.raises(ValueError, match="same seeds"):
         lesson05.paired_gaps({"odernn": [0.8, 0.8], "gru-d": [0.8]}, "odernn", "gru-d")
 
@@ -159,17 +159,17 @@ def test_level_between_the_floor_and_the_published_mean_holds_and_says_the_stric
     aucs = _aucs(level, {"gru-d": CLEAR, "gru-dt": CLEAR, "summary-logreg": CLEAR})
     monkeypatch.setattr(lesson05, "auc_study", lambda config, progress=False: _fake_study(aucs))
     m = lesson05.measure_physionet_auc(False)
-    assert m.verdict is Verdict.HOLDS
-    assert m.details["strict_reading"]["verdict"] == Verdict.DOES_NOT_HOLD.value
+    assert m.verdict is ClaimVerdict.HOLDS
+    assert m.details["strict_reading"]["verdict"] == ClaimVerdict.DOES_NOT_HOLD.value
     assert ">= 0.833 itself: does not hold" in m.measured and "0.828" in m.measured
     json.dumps(m.details)  # the ledger's --json must be able to carry it
 
 
 @pytest.mark.parametrize("aucs, verdict", [
-    (_aucs(_shifted(ODE, 0.0), {"gru-d": CLEAR}), Verdict.HOLDS),  # GRU-D about 0.82, 0.02 behind
-    (_aucs(_shifted(ODE, 0.0), {"gru-d": NOISE}), Verdict.HOLDS_IN_PART),  # level reached, no gap to ODE-RNN
+    (_aucs(_shifted(ODE, 0.0), {"gru-d": CLEAR}), ClaimVerdict.HOLDS),  # GRU-D about 0.82, 0.02 behind
+    (_aucs(_shifted(ODE, 0.0), {"gru-d": NOISE}), ClaimVerdict.HOLDS_IN_PART),  # level reached, no gap to ODE-RNN
     # GRU-D about 0.79 (below 0.810) and ahead of ODE-RNN on every seed
-    (_aucs(_shifted(ODE, -0.06), {"gru-d": _shifted(CLEAR, -0.03)}), Verdict.DOES_NOT_HOLD),
+    (_aucs(_shifted(ODE, -0.06), {"gru-d": _shifted(CLEAR, -0.03)}), ClaimVerdict.DOES_NOT_HOLD),
 ])
 def test_grud_claim_judges_level_and_gap(aucs, verdict):
     got, parts, details = lesson05.judge_grud_claim(aucs)
@@ -183,7 +183,7 @@ def test_quick_mode_and_synthetic_data_are_not_measurable(monkeypatch, measure, 
     aucs = _aucs(ODE, {"gru-d": CLEAR, "gru-dt": CLEAR, "summary-logreg": CLEAR})
     monkeypatch.setattr(lesson05, "auc_study", lambda config, progress=False: _fake_study(aucs, synthetic))
     m = measure(quick)
-    assert m.verdict is Verdict.NOT_MEASURABLE
+    assert m.verdict is ClaimVerdict.NOT_MEASURABLE
     assert ("synthetic" in m.measured) is synthetic and ("quick mode" in m.measured) is quick
     assert "AUC 0.8" in m.measured and "95 %" in m.measured  # the nearest analogue's numbers are still shown
 

@@ -474,6 +474,7 @@ needs_real = pytest.mark.skipif(not sources.has_set(REAL, "set-a"), reason="../s
 
 
 @needs_real
+@pytest.mark.slow
 def test_real_set_a_counts_match_the_readme():
     data = load_quiet()
     assert data.report.source == "shared"

@@ -94,6 +94,7 @@ def test_the_readme_says_how_to_point_binder_at_a_fork():
 # the site
 # ---------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_the_site_builds_without_warnings_and_its_internal_links_resolve(built):
     out, warned, logged = built
     assert not warned, warned
@@ -112,6 +113,7 @@ def test_broken_links_finds_a_missing_page_and_a_missing_anchor(tmp_path):
                                            "a.html: _static/none.png"]
 
 
+@pytest.mark.slow
 def test_every_lesson_page_links_binder_and_its_download_in_order(built):
     out, _, _ = built
     repo = site.repository_url(REPO)
@@ -147,6 +149,7 @@ def test_the_site_picks_up_whatever_lessons_exist(tmp_path):
     assert site.broken_links(out) == []
 
 
+@pytest.mark.slow
 def test_exercise_pages_hold_the_tasks_and_no_solution(built):
     out, _, _ = built
     for path in site.exercise_notebooks(REPO):
@@ -165,6 +168,7 @@ def test_exercise_pages_hold_the_tasks_and_no_solution(built):
         assert not shown, f"{path.stem}.html shows lines of the solution: {shown}"
 
 
+@pytest.mark.slow
 def test_the_ledger_and_setup_pages_carry_their_sources(built):
     out, _, _ = built
     ledger = (out / "ledger.html").read_text()
@@ -182,6 +186,7 @@ def _text(page: str) -> str:
     return html.unescape(re.sub(r"<[^>]+>", "", page))
 
 
+@pytest.mark.slow
 def test_each_plotly_figure_is_a_live_box_over_its_static_image(built):
     out, _, _ = built
     for path in site.lesson_notebooks(REPO):

@@ -120,7 +120,8 @@ def test_every_internal_link_resolves_and_every_lesson_shows_its_figures(served)
                 problems.append(f"{path}: HTTP {response.status if response else 'no response'}")
                 continue
         if anchor:
-            found = page.evaluate("a => !!(document.getElementById(a) || document.getElementById(decodeURIComponent(a)))",
+            found = page.evaluate("a => !!(document.getElementById(a) || "
+                                  "document.getElementById(decodeURIComponent(a)))",
                                   anchor)
             if not found:
                 problems.append(f"{url}: no element #{anchor}")

@@ -1,4 +1,4 @@
-"""The solver's cheaper bookkeeping (issue 19, "Speed") gives the answers of the plain rules.
+"""The solver's cheaper bookkeeping gives the answers of the plain rules.
 
 Each shortcut taken to cut the per-step overhead is checked against the rule it replaces:
 the dense output written as weights on the slopes (one interpolant for both modes), the

@@ -1,4 +1,4 @@
-"""Fields that used to give a silent wrong answer or a raw traceback (issue 19): an update of ``y``
+"""Fields that used to give a silent wrong answer or a raw traceback: an update of ``y``
 in place, a field that mixes the batch rows in per-sample mode, a field whose tensors have another
 dtype than ``y0``, and a field that does not depend on ``y`` in every gradient mode."""
 import math
@@ -8,8 +8,13 @@ import torch
 from torch import nn
 
 from nodecourse import odeint
-from nodecourse.solvers.field_checks import (BatchMixingError, FieldMismatchError, InPlaceFieldError, replayed_rng,
-                                            rng_state)
+from nodecourse.solvers.field_checks import (
+    BatchMixingError,
+    FieldMismatchError,
+    InPlaceFieldError,
+    replayed_rng,
+    rng_state,
+)
 
 F64 = torch.float64
 T = torch.linspace(0.0, 1.0, 5, dtype=F64)

@@ -70,6 +70,7 @@ def test_checkpoint_gradient_matches_finite_differences(method, kw):
         assert torch.autograd.gradcheck(final, (y0, w))
 
 
+@pytest.mark.slow
 def test_checkpoint_memory_grows_by_one_state_per_step():
     """Peak memory of forward + backward (torch's profiler: exact bytes held by tensors). The step
     record keeps one state per accepted step outside autograd's saved tensors, so the peak is what

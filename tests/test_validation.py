@@ -12,7 +12,6 @@ import torch
 from torch import nn
 
 from nodecourse import DEQ, SolveConfig, fixed_point, odeint
-from nodecourse.models import flows
 from nodecourse.course import cli, physionet_cmd
 from nodecourse.deq import settings as deq_settings
 from nodecourse.deq.anderson import anderson
@@ -21,12 +20,26 @@ from nodecourse.deq.fixed_point import METHODS, OPTIONS
 from nodecourse.deq.models import DEQModel, EquilibriumBlock
 from nodecourse.deq.picard import picard
 from nodecourse.deq.tracking import Tracker
+from nodecourse.models import flows
 from nodecourse.solvers import validate as v
 from nodecourse.solvers.control import CONTROL_OPTIONS
 from nodecourse.solvers.torchdiffeq_backend import TORCHDIFFEQ_ADAPTIVE_OPTIONS, TORCHDIFFEQ_OPTION_NAMES
-from nodecourse.validation import (AnyOf, Arg, Flag, InstanceOf, Interval, IsCallable, NoneAllowed, Options,
-                                   UnknownNameError, WrongTypeError, argparse_type, check, check_options,
-                                   invalid_values)
+from nodecourse.validation import (
+    AnyOf,
+    Arg,
+    Flag,
+    InstanceOf,
+    Interval,
+    IsCallable,
+    NoneAllowed,
+    Options,
+    UnknownNameError,
+    WrongTypeError,
+    argparse_type,
+    check,
+    check_options,
+    invalid_values,
+)
 
 F64 = torch.float64
 
@@ -36,7 +49,8 @@ F64 = torch.float64
 CORE_CONSTRAINTS = [
     Interval(float, 0, 1, "neither"), Interval(float, 0, 1, "right"), Interval(float, 0, None, "neither"),
     Interval(float, 1, math.inf, "both"), Interval(float, 1, math.inf, "right"), Interval(int, 1, None),
-    Interval(int, 0, 10), Interval(float, None, 0, "left"), Options(("a", "b")), Options((False, True, "s"), (bool, str)),
+    Interval(int, 0, 10), Interval(float, None, 0, "left"), Options(("a", "b")),
+    Options((False, True, "s"), (bool, str)),
     Flag(), InstanceOf(dict, "a dict"), IsCallable("a callable f(x)"),
     AnyOf((Interval(float, 0, None, "neither"), NoneAllowed())),
     AnyOf((Interval(int, 1, None), IsCallable("a callable"), NoneAllowed())),

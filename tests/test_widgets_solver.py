@@ -131,7 +131,8 @@ def test_step_trace_needs_a_record():
 def test_problems_live_in_the_library():
     import numpy as np
 
-    from nodecourse.measure.problems import PROBLEMS as LIB_PROBLEMS, reference_solution
+    from nodecourse.measure.problems import PROBLEMS as LIB_PROBLEMS
+    from nodecourse.measure.problems import reference_solution
 
     assert LIB_PROBLEMS is PROBLEMS
     stiff = LIB_PROBLEMS["stiff: y' = -1000 (y - cos t)"]
@@ -155,6 +156,7 @@ def test_plots_take_measured_rows():
     assert [list(d.y) for d in fig.data] == [[10, 10], [3, 10]]
 
 
+@pytest.mark.slow
 def test_importing_plotting_leaves_plotlys_renderer_unchanged():
     """No import-time side effect: checked in a fresh interpreter (here the module is imported already)."""
     import subprocess

@@ -2,4 +2,9 @@
 
 Nothing in the library (``nodecourse.solvers``, models, data, ...) imports
 from here; see CONTRIBUTING.md for the direction imports may go.
+
+Its surface is the ``nodecourse`` command (:mod:`~nodecourse.course.cli`) and, for the exercise
+notebooks, :mod:`~nodecourse.course.checks` and :func:`nodecourse.course.tasks.self_check`.
 """
+
+__all__ = ["checks", "tasks"]

@@ -38,14 +38,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from nodecourse.course.cli import _StdoutToStderr
+    from nodecourse.course.redirect import StdoutToStderr
 
     quick = args.quick or quick_mode()
     if args.out is not None and not args.out.lower().endswith((".html", ".htm", ".md", ".json")):
         print(f"error: --out {args.out}: give a file name ending in .html, .md or .json", file=sys.stderr)
         return 2
     progress = not args.no_progress
-    with _StdoutToStderr():  # a library that prints must not corrupt --json's document
+    with StdoutToStderr():  # a library that prints must not corrupt --json's document
         from nodecourse.audit import audit
         from nodecourse.lessons.lesson09 import course_model
 

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from nodecourse.course.redirect import StdoutToStderr
 from nodecourse.validation import Arg, Interval, argparse_type
 
 START_NOTEBOOK = Path("notebooks") / "00_start_here.ipynb"
@@ -180,7 +181,8 @@ def run_lab(args: argparse.Namespace, extra: Sequence[str]) -> int:
     if not (root / START_NOTEBOOK).is_file():
         print(f"warning: {root / START_NOTEBOOK} not found; opening the file browser instead", file=sys.stderr)
     print(f"Starting JupyterLab. It prints a URL ending in {START_URL}?token=... below: open that URL (it "
-          "opens lesson 0), or paste the token into the login page's 'Password or token' box. In its terminal (File > New > "
+          "opens lesson 0), or paste the token into the login page's 'Password or token' box. In its terminal "
+          "(File > New > "
           f"Terminal), `nodecourse` is on the PATH ({course_bin_dir()}).", file=sys.stderr, flush=True)
     server = subprocess.Popen(cmd, cwd=root, env=lab_environment())
 
@@ -284,37 +286,6 @@ def _jsonable(value):
     return str(value)
 
 
-class _StdoutToStderr:
-    """Send everything written to stdout (Python's and file descriptor 1) to stderr meanwhile.
-
-    ``claims --json`` must print exactly one JSON document on stdout; a row that
-    prints (or a library, or a C extension) must not corrupt it.
-    """
-
-    def __enter__(self):
-        sys.stdout.flush()
-        self._saved_sys = sys.stdout
-        self._saved_fd = None
-        try:
-            sys.stderr.flush()
-            self._saved_fd = os.dup(1)
-            os.dup2(2, 1)
-        except (OSError, ValueError):  # no real fd 1 (embedded interpreters): Python-level only
-            self._saved_fd = None
-        sys.stdout = sys.stderr
-        return self
-
-    def __exit__(self, *exc):
-        sys.stdout = self._saved_sys
-        if self._saved_fd is not None:
-            try:
-                sys.stderr.flush()
-            finally:
-                os.dup2(self._saved_fd, 1)
-                os.close(self._saved_fd)
-        return False
-
-
 def run_claims(args: argparse.Namespace) -> int:
     from nodecourse import claims
     from nodecourse.config import quick_mode
@@ -336,7 +307,7 @@ def run_claims(args: argparse.Namespace) -> int:
             return 2
     # The progress bar (on stderr) names the row running; rows that print go to stderr too,
     # so stdout carries only the report.
-    with _StdoutToStderr():
+    with StdoutToStderr():
         results = claims.run_claims(args.only, quick=quick, progress=not args.no_progress, keep_going=True)
     header = claims.report_header(results, quick=quick)
     header["command"] = "nodecourse claims" + (" --quick" if quick else "") + (
@@ -368,7 +339,7 @@ def run_claims(args: argparse.Namespace) -> int:
             f"({header['mode']} mode, {header['date']}, {header['total time']}; verdicts computed from the "
             "measurements; cells wrap, nothing is cut; --format markdown|html for a report, --json for "
             "every detail)", width=80))
-    errors = [r.id for r in results if r.verdict is claims.Verdict.ERROR]
+    errors = [r.id for r in results if r.verdict is claims.ClaimVerdict.ERROR]
     if errors:
         print(f"error: these rows raised (traceback above): {errors}", file=sys.stderr)
         return 1
@@ -459,7 +430,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("lab", help="start JupyterLab at lesson 0",
                        description="Start JupyterLab in the course folder at notebooks/00_start_here.ipynb. "
                                    "Arguments it does not know are passed to jupyter lab.")
-    p.add_argument("--port", type=argparse_type(FLAGS["lab", "--port"]), default=None, help="port for the server (default: jupyter's)")
+    p.add_argument("--port", type=argparse_type(FLAGS["lab", "--port"]), default=None,
+                   help="port for the server (default: jupyter's)")
     p.add_argument("--ip", default=None,
                    help="address to listen on (default: jupyter's, localhost); an address other than "
                         "loopback (127.0.0.0/8, ::1, localhost) needs --allow-remote")

@@ -72,7 +72,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="use a seeded subset of this many training-set patients (quick: 600)")
     parser.add_argument("--download", action="store_true", help="download from PhysioNet if no local copy")
     parser.add_argument("--quick", action="store_true", help="quick mode (also NODECOURSE_QUICK=1)")
-    parser.add_argument("--threads", type=argparse_type(FLAGS["--threads"]), default=None, help="torch CPU threads (default: the course's choice, shown by `nodecourse check`)")
+    parser.add_argument("--threads", type=argparse_type(FLAGS["--threads"]), default=None,
+                        help="torch CPU threads (default: the course's choice, shown by `nodecourse check`)")
     parser.add_argument("--device", default="cpu", help="cpu, cuda, mps or auto (default cpu)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
@@ -144,7 +145,8 @@ def main(args: argparse.Namespace) -> int:
     out = {
         "auc": round(result.auc, 4), "n_train": result.n_train, "n_eval": result.n_eval,
         "n_val": len(val) if val is not None else 0, "best_epoch": result.best_epoch,
-        "seconds": round(seconds, 1), "cpu_seconds": round(result.cpu_seconds, 1), "model": args.model, "seed": args.seed, "epochs": epochs,
+        "seconds": round(seconds, 1), "cpu_seconds": round(result.cpu_seconds, 1), "model": args.model,
+        "seed": args.seed, "epochs": epochs,
         "mode": "quick" if quick else "full", "train": args.train, "eval": args.eval,
         "data_source": data.report.source, "synthetic": synthetic,
         "skipped_records": data.report.n_skipped, "missing_records": len(data.report.missing),

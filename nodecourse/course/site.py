@@ -269,7 +269,7 @@ PAGE_TEMPLATE = """{%- extends 'index.html.j2' -%}
 {{ resources.nc_nav }}
 {%- endblock body_header -%}
 {% block footer_js %}{{ resources.nc_footer_js }}{% endblock footer_js %}
-"""
+"""  # noqa: E501 (an HTML template line)
 
 SITE_CSS = """
 .nc-site-nav { font-family: system-ui, sans-serif; padding: 0.6em 1em; margin-bottom: 1em;
@@ -301,7 +301,8 @@ def _nav(page: Page | None, repo_url: str, prev: Page | None = None, nxt: Page |
         links.append(f'<a class="nc-next" href="{nxt.out}">{html.escape(nxt.title)} &rarr;</a>')
     actions = ""
     if page is not None and page.kind in ("lesson", "exercise"):
-        actions = (f'<span class="nc-actions"><a class="nc-binder" href="{html.escape(binder_url(repo_url, page.rel))}">'
+        binder = html.escape(binder_url(repo_url, page.rel))
+        actions = (f'<span class="nc-actions"><a class="nc-binder" href="{binder}">'
                    f'Run it on Binder</a><a class="nc-download" href="download/{page.rel}" download>'
                    f'Download the notebook</a></span>')
     return f'<nav class="nc-site-nav">{" ".join(links)}{actions}</nav>'
@@ -328,10 +329,9 @@ def readme_setup(root: Path) -> str:
 def build(root: Path, out: Path) -> list[Path]:
     """Write the site of the course at ``root`` into ``out`` (emptied first); the pages written."""
     import nbformat
+    import plotly
     from jinja2 import DictLoader
     from nbconvert import HTMLExporter
-
-    import plotly
 
     repo_url = repository_url(root)
     pages = site_pages(root)

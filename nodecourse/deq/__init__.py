@@ -7,12 +7,11 @@
 """
 from nodecourse.deq.fixed_point import METHODS, OPTIONS, FixedPointError, fixed_point
 from nodecourse.deq.layer import BACKWARDS, DEQ, implicit_backward_hook
-from nodecourse.measure.memory import saved_tensor_bytes
 from nodecourse.deq.regularizer import exact_jacobian_frobenius, jacobian_regularizer, spectral_radius
 from nodecourse.deq.result import FixedPointResult, FixedPointStatus, FixedPointWarning, ResidualTrace
 
 __all__ = [
     "BACKWARDS", "DEQ", "FixedPointError", "FixedPointResult", "FixedPointStatus", "FixedPointWarning",
     "METHODS", "OPTIONS", "ResidualTrace", "exact_jacobian_frobenius", "fixed_point", "implicit_backward_hook",
-    "jacobian_regularizer", "saved_tensor_bytes", "spectral_radius",
+    "jacobian_regularizer", "spectral_radius",
 ]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import torch
 
 from nodecourse.deq.fixed_point import fixed_point
-from nodecourse.deq.problems import Problem
+from nodecourse.deq.problems import FixedPointProblem
 
 TORCHDEQ_NAMES = {"picard": "fixed_point_iter", "anderson": "anderson", "broyden": "broyden"}
 
@@ -38,7 +38,7 @@ def torchdeq_available() -> bool:
     return True
 
 
-def run_nodecourse(problem: Problem, method: str, *, tol: float, max_iter: int, **options) -> SolverRun:
+def run_nodecourse(problem: FixedPointProblem, method: str, *, tol: float, max_iter: int, **options) -> SolverRun:
     calls = [0]
 
     def f(z):
@@ -53,7 +53,7 @@ def run_nodecourse(problem: Problem, method: str, *, tol: float, max_iter: int, 
     return SolverRun("nodecourse", method, calls[0], r.success, r.final_residual("rel"))
 
 
-def run_torchdeq(problem: Problem, method: str, *, tol: float, max_iter: int, **options) -> SolverRun:
+def run_torchdeq(problem: FixedPointProblem, method: str, *, tol: float, max_iter: int, **options) -> SolverRun:
     """torchdeq's solver (its defaults unless ``options``), stop_mode "rel", f calls counted."""
     from torchdeq.solver import get_solver
 
@@ -72,7 +72,7 @@ def run_torchdeq(problem: Problem, method: str, *, tol: float, max_iter: int, **
     return SolverRun("torchdeq", method, calls[0], rel <= tol * (1 + 1e-6), rel)
 
 
-def compare_solvers(problem: Problem, *, tol: float = 1e-8, max_iter: int = 5000,
+def compare_solvers(problem: FixedPointProblem, *, tol: float = 1e-8, max_iter: int = 5000,
                     methods: tuple[str, ...] = ("picard", "anderson", "broyden"),
                     torchdeq: bool = True, torchdeq_budget: float | None = None) -> list[SolverRun]:
     """Run each method of this package (and of torchdeq, if ``torchdeq`` and it imports) on ``problem``.

@@ -30,8 +30,7 @@ from nodecourse.deq.anderson import anderson
 from nodecourse.deq.broyden import broyden
 from nodecourse.deq.picard import picard
 from nodecourse.deq.result import FixedPointResult, FixedPointStatus, FixedPointWarning, ResidualTrace
-from nodecourse.deq.settings import (FIXED_POINT_ARGS, STOP_MODES, check_method_options,  # noqa: F401 (STOP_MODES)
-                                     check_tol, method_defaults)
+from nodecourse.deq.settings import FIXED_POINT_ARGS, check_method_options, check_tol, method_defaults
 from nodecourse.deq.tracking import Tracker
 from nodecourse.validation import WrongTypeError, check_args
 

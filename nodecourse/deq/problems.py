@@ -14,7 +14,7 @@ CONTRACTION_KINDS = ("linear", "tanh")
 
 
 @dataclass
-class Problem:
+class FixedPointProblem:
     """A map ``f`` on ``(B, dim)`` with a start ``z0`` and, where known, the fixed point ``z_star``."""
 
     name: str
@@ -25,7 +25,7 @@ class Problem:
 
 
 def contraction(kind: str = "linear", rho: float = 0.95, *, dim: int = 50, batch: int = 4, seed: int = 0,
-                dtype: torch.dtype = torch.float64, device: torch.device | str | None = None) -> Problem:
+                dtype: torch.dtype = torch.float64, device: torch.device | str | None = None) -> FixedPointProblem:
     """A contraction of ``(B, dim)`` with Lipschitz constant ``rho`` (2-norm), seeded.
 
     - ``"linear"``: f(z) = A z + b with A symmetric, eigenvalues spread over [-rho, rho]
@@ -49,32 +49,32 @@ def contraction(kind: str = "linear", rho: float = 0.95, *, dim: int = 50, batch
     if kind == "linear":
         z_star = torch.linalg.solve(torch.eye(dim, dtype=torch.float64) - A, b.T).T
         A_, b_ = A.to(dtype=dtype, device=device), b.to(dtype=dtype, device=device)
-        return Problem(f"linear, spectral radius {rho:g}", lambda z: z @ A_.T + b_, z0, rho,
+        return FixedPointProblem(f"linear, spectral radius {rho:g}", lambda z: z @ A_.T + b_, z0, rho,
                        z_star.to(dtype=dtype, device=device))
     A_, b_ = A.to(dtype=dtype, device=device), (0.1 * b).to(dtype=dtype, device=device)
-    return Problem(f"tanh, Lipschitz {rho:g}", lambda z: torch.tanh(z @ A_.T + b_), z0, rho)
+    return FixedPointProblem(f"tanh, Lipschitz {rho:g}", lambda z: torch.tanh(z @ A_.T + b_), z0, rho)
 
 
-def reflection(dtype=torch.float64, device=None) -> Problem:
+def reflection(dtype=torch.float64, device=None) -> FixedPointProblem:
     """z -> 1 - z: one fixed point (1/2), but Picard iteration cycles between z0 and 1 - z0."""
-    return Problem("z -> 1 - z", lambda z: 1 - z, torch.full((1, 1), 0.2, dtype=dtype, device=device), 1.0,
+    return FixedPointProblem("z -> 1 - z", lambda z: 1 - z, torch.full((1, 1), 0.2, dtype=dtype, device=device), 1.0,
                    torch.full((1, 1), 0.5, dtype=dtype, device=device))
 
 
-def expansion(dtype=torch.float64, device=None) -> Problem:
+def expansion(dtype=torch.float64, device=None) -> FixedPointProblem:
     """z -> 2 z + 1: one fixed point (-1), repelling: Picard iteration runs away from it."""
-    return Problem("z -> 2z + 1", lambda z: 2 * z + 1, torch.zeros(1, 1, dtype=dtype, device=device), 2.0,
+    return FixedPointProblem("z -> 2z + 1", lambda z: 2 * z + 1, torch.zeros(1, 1, dtype=dtype, device=device), 2.0,
                    torch.full((1, 1), -1.0, dtype=dtype, device=device))
 
 
-def two_equilibria(dtype=torch.float64, device=None) -> Problem:
+def two_equilibria(dtype=torch.float64, device=None) -> FixedPointProblem:
     """z -> tanh(2 z): three fixed points, 0 (repelling) and ±z* with z* ≈ 0.9575 (attracting).
 
     Which one an iteration finds depends on the start: a batch of starts spread over
     [-1.5, 1.5] lands on both stable equilibria.
     """
     z0 = torch.linspace(-1.5, 1.5, 8, dtype=dtype, device=device)[:, None]
-    return Problem("z -> tanh(2z)", lambda z: torch.tanh(2 * z), z0, 2.0)
+    return FixedPointProblem("z -> tanh(2z)", lambda z: torch.tanh(2 * z), z0, 2.0)
 
 
 def bai_synthetic(n: int, *, seed: int = 0, noise: float = 0.1, dtype: torch.dtype = torch.float32,

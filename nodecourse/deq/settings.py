@@ -28,8 +28,18 @@ import math
 from collections.abc import Mapping
 from typing import Any, Callable
 
-from nodecourse.validation import (AnyOf, Arg, Flag, InstanceOf, Interval, IsCallable, NoneAllowed, Options,
-                                   check, check_options)
+from nodecourse.validation import (
+    AnyOf,
+    Arg,
+    Flag,
+    InstanceOf,
+    Interval,
+    IsCallable,
+    NoneAllowed,
+    Options,
+    check,
+    check_options,
+)
 
 METHOD_NAMES = ("picard", "anderson", "broyden")
 STOP_MODES = ("rel", "abs")

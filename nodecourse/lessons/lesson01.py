@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from nodecourse.claims import Measurement, Threshold, Verdict, claim
+from nodecourse.claims import ClaimVerdict, Measurement, Threshold, claim
 
 
 def resnet_vs_euler(dim: int = 16, n_blocks: int = 6, batch: int = 64, dtype: torch.dtype = torch.float64,
@@ -63,11 +63,11 @@ def measure(quick: bool) -> Measurement:
     # The baseline must differ by far more than the tolerance, or the comparison could not tell solvers apart.
     baseline_differs = all(r["max_diff_midpoint"] > 1e3 * r["tolerance"] for r in runs)
     if agree and baseline_differs:
-        verdict = Verdict.HOLDS
+        verdict = ClaimVerdict.HOLDS
     elif not baseline_differs:
-        verdict = Verdict.NOT_MEASURABLE
+        verdict = ClaimVerdict.NOT_MEASURABLE
     else:
-        verdict = Verdict.DOES_NOT_HOLD
+        verdict = ClaimVerdict.DOES_NOT_HOLD
     measured = "; ".join(
         f"{r['dtype']}: |ResNet − Euler| = {r['max_diff_euler']:.1e} (midpoint baseline {r['max_diff_midpoint']:.1e})"
         for r in runs

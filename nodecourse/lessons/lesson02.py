@@ -6,7 +6,7 @@ from typing import Sequence
 
 import torch
 
-from nodecourse.claims import Measurement, Threshold, Verdict, claim
+from nodecourse.claims import ClaimVerdict, Measurement, Threshold, claim
 from nodecourse.solvers import SOLVERS
 
 #: Step counts on [0, 2] by declared order: powers of two (so t + k*h is exact in binary) chosen so
@@ -134,7 +134,7 @@ def measure_orders(quick: bool) -> Measurement:
     methods = methods + (("bosh3", "dopri5") if quick else ())
     results = [convergence(m) for m in methods]
     off = [r for r in results if abs(r["measured"] - r["declared"]) > ORDER_TOLERANCE]
-    verdict = Verdict.HOLDS if not off else Verdict.DOES_NOT_HOLD
+    verdict = ClaimVerdict.HOLDS if not off else ClaimVerdict.DOES_NOT_HOLD
     measured = ", ".join(f"{r['method']} {r['measured']:.2f}" for r in results)
     return Measurement(measured, verdict, {"results": results, "tolerance": ORDER_TOLERANCE})
 
@@ -156,7 +156,7 @@ def measure_tolerance_nfe(quick: bool) -> Measurement:
     monotone = all(a >= b for a, b in zip(nfes, nfes[1:]))
     # Baseline: the error must move the other way, or the dial would not be trading anything.
     errors_rise = rows[-1]["error"] > rows[0]["error"]
-    verdict = Verdict.HOLDS if monotone and errors_rise else Verdict.DOES_NOT_HOLD
+    verdict = ClaimVerdict.HOLDS if monotone and errors_rise else ClaimVerdict.DOES_NOT_HOLD
     measured = (f"dopri5 on Van der Pol: NFE {nfes[0]} → {nfes[-1]} as rtol {rtols[0]:.0e} → {rtols[-1]:.0e} "
                 f"(monotone: {'yes' if monotone else 'no'}); error {rows[0]['error']:.1e} → {rows[-1]['error']:.1e}")
     return Measurement(measured, verdict, {"rows": rows})

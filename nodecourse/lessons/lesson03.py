@@ -29,11 +29,11 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from nodecourse.models.augment import FitLog, augmented_node, fit, matched_resnet, plain_node, sign_accuracy
-from nodecourse.claims import Measurement, Threshold, Verdict, claim, combine, judge, parts_text, seed_interval
+from nodecourse.claims import ClaimVerdict, Measurement, Threshold, claim, combine, judge, parts_text, seed_interval
 from nodecourse.data import annulus, negation
-from nodecourse.models import count_parameters
 from nodecourse.measure.probes import DEFAULT_PROBE_RADII, CircleProbe, probe_circles
+from nodecourse.models import count_parameters
+from nodecourse.models.augment import FitLog, augmented_node, fit, matched_resnet, plain_node, sign_accuracy
 
 # --- shared judging helpers -----------------------------------------------------------------------
 
@@ -61,7 +61,7 @@ def best_monotone_mse(y, increasing: bool | None = True) -> float:
 
 
 def judge_bound(values, bound: float, slack: float, *, error: float = 0.0,
-                min_seeds: int = 3) -> tuple[Verdict, str]:
+                min_seeds: int = 3) -> tuple[ClaimVerdict, str]:
     """Judge "every seed's value >= ``bound``" for a bound that holds for EVERY map of a class.
 
     A seed-interval (:func:`judge`) suits a claim about a typical value; a proven lower bound must
@@ -72,13 +72,13 @@ def judge_bound(values, bound: float, slack: float, *, error: float = 0.0,
     """
     vals = [float(v) for v in values]
     if len(vals) < min_seeds:
-        return Verdict.NOT_MEASURABLE, f"{len(vals)} seed(s): too few (need {min_seeds})"
+        return ClaimVerdict.NOT_MEASURABLE, f"{len(vals)} seed(s): too few (need {min_seeds})"
     if error > slack:
-        return Verdict.NOT_MEASURABLE, f"the values' own error {error:.2g} exceeds the slack {slack:g}"
+        return ClaimVerdict.NOT_MEASURABLE, f"the values' own error {error:.2g} exceeds the slack {slack:g}"
     low = min(vals)
     if low >= bound - slack:
-        return Verdict.HOLDS, f"every seed >= {bound:.4g} (lowest {low:.4g}, slack {slack:g})"
-    return Verdict.DOES_NOT_HOLD, f"a seed reaches {low:.4g} < {bound:.4g} - {slack:g}"
+        return ClaimVerdict.HOLDS, f"every seed >= {bound:.4g} (lowest {low:.4g}, slack {slack:g})"
+    return ClaimVerdict.DOES_NOT_HOLD, f"a seed reaches {low:.4g} < {bound:.4g} - {slack:g}"
 
 
 def _interval_text(iv, fmt: str = ".3g") -> str:
@@ -242,8 +242,8 @@ def annulus_values(runs, radius: float = PROBE_RADIUS) -> dict[str, dict[int, fl
 def annulus_parts(values: dict[str, dict[int, float]]) -> dict:
     """Judge the ``annulus`` row's three parts from :func:`annulus_values` (fake values work too).
 
-    Returns ``{"parts": {part: Verdict}, "subparts": {...}, "intervals": {name: Interval|None},
-    "reasons": {...}, "verdict": Verdict}``. Margins are judged against :data:`ANNULUS_MARGIN`,
+    Returns ``{"parts": {part: ClaimVerdict}, "subparts": {...}, "intervals": {name: ConfidenceInterval|None},
+    "reasons": {...}, "verdict": ClaimVerdict}``. Margins are judged against :data:`ANNULUS_MARGIN`,
     the NFE ratio against :data:`ANNULUS_NFE_RATIO` in two readings (end of training, whole
     training); readings that disagree make that part "holds in part".
     """
@@ -277,7 +277,7 @@ def annulus_findings(runs, radius: float = PROBE_RADIUS) -> dict:
         "node_nfe_at_least_anode": {s: values["NFE ratio (end)"][s] >= ANNULUS_NFE_RATIO for s in seeds},
         "values": values,
         "judged": judged,
-        "holds": judged["verdict"] is Verdict.HOLDS,
+        "holds": judged["verdict"] is ClaimVerdict.HOLDS,
     }
 
 
@@ -504,7 +504,7 @@ def negation_findings(study: dict[int, dict[str, FlowFit]], n_points: int) -> di
     error = max(study[s][m].resolve_error for s in seeds for m in NEGATION_MODELS)
     judged = negation_parts(resolved, floor, error)
     return {"seeds": seeds, "mse": trained, "mse_resolved": resolved, "floor": floor, "resolve_error": error,
-            "judged": judged, "holds": judged["verdict"] is Verdict.HOLDS}
+            "judged": judged, "holds": judged["verdict"] is ClaimVerdict.HOLDS}
 
 
 def _range(vals, fmt=".3g") -> str:
@@ -646,11 +646,11 @@ def abs_parts(linear2: list[float], linear1_resolved: list[float], linear1_train
     n, k = len(linear1_trained), sum(m < bound for m in linear1_trained)
     rate = clopper_pearson(k, n) if n else (0.0, 1.0)
     if n < min_seeds:
-        v, why["fixed step"] = Verdict.NOT_MEASURABLE, f"{n} seed(s): too few (need {min_seeds})"
+        v, why["fixed step"] = ClaimVerdict.NOT_MEASURABLE, f"{n} seed(s): too few (need {min_seeds})"
     elif k >= 1:
-        v, why["fixed step"] = Verdict.HOLDS, f"{k}/{n} seeds below {bound:.4f} as trained"
+        v, why["fixed step"] = ClaimVerdict.HOLDS, f"{k}/{n} seeds below {bound:.4f} as trained"
     else:
-        v, why["fixed step"] = (Verdict.NOT_MEASURABLE, f"no seed of {n} went below {bound:.4f} at this training "
+        v, why["fixed step"] = (ClaimVerdict.NOT_MEASURABLE, f"no seed of {n} went below {bound:.4f} at this training "
                                 "budget: that it can happen is neither shown nor refuted")
     parts["fixed-step 1-D model learns a non-invertible map"] = v
     iv["1-D + linear as trained"] = seed_interval(linear1_trained) if n >= 2 else None

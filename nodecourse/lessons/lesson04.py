@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from nodecourse.claims import Measurement, Threshold, Verdict, claim, combine, parts_text
+from nodecourse.claims import ClaimVerdict, Measurement, Threshold, claim, combine, parts_text
 from nodecourse.measure.gradient_check import analytic_gradient, gradient_error_sweep, gradient_table, theta_error
 from nodecourse.measure.memory import MemoryConfig, MemorySweep, memory_sweep
 from nodecourse.solvers import odeint
@@ -114,7 +114,8 @@ def _log_amplification(method: str, x: float) -> float:
         return -math.log1p(-x) if x < 1 else math.nan
     if method == "trapezoid":
         return math.log1p(x / 2) - math.log1p(-x / 2) if x < 2 else math.nan
-    raise ValueError(f"method={method!r}: the step count formula covers euler, midpoint, rk4, implicit_euler, trapezoid")
+    raise ValueError(f"method={method!r}: the step count formula covers euler, midpoint, rk4, implicit_euler, "
+                     "trapezoid")
 
 
 def reversal_signed_error(method: str, lam: float, n: int) -> float:
@@ -265,23 +266,23 @@ def reversal_findings(rows, underflow: dict, threshold: Threshold = REVERSAL_THR
     ``threshold.value`` (2x) and within ``order_of_magnitude`` (sqrt(10)) of 200,000; a reading holds
     when a first-order method's count falls in its band. The counts are NOT_MEASURABLE when a solver
     run contradicts one. Returns ``counts`` (first-order method -> steps), ``ratios``, ``parts``
-    (name -> Verdict) and ``verdict`` (:func:`combine` of the parts).
+    (name -> ClaimVerdict) and ``verdict`` (:func:`combine` of the parts).
     """
     by = {(r["method"], r["lam"]): r for r in rows}
     counts = {m: by[m, -100.0]["steps"] for m in FIRST_ORDER}
     ratios = {m: (None if n is None else n / PUBLISHED_REVERSAL_STEPS) for m, n in counts.items()}
     checks = [r["verified"] for r in rows if r["verified"] is not None and r["how"] == "amplification factor"]
 
-    def reading(factor: float) -> Verdict:
+    def reading(factor: float) -> ClaimVerdict:
         if not all(checks):
-            return Verdict.NOT_MEASURABLE  # a solver run contradicts a counted entry: the counts are suspect
+            return ClaimVerdict.NOT_MEASURABLE  # a solver run contradicts a counted entry: the counts are suspect
         inside = [r for r in ratios.values() if r is not None and 1.0 / factor <= r <= factor]
-        return Verdict.HOLDS if inside else Verdict.DOES_NOT_HOLD
+        return ClaimVerdict.HOLDS if inside else ClaimVerdict.DOES_NOT_HOLD
 
     gone = underflow["e^lam (float64)"] == 0.0 and underflow["recovered z(0)"] == 0.0
     parts = {f"within {threshold.value:g}x": reading(threshold.value),
              "within an order of magnitude": reading(order_of_magnitude),
-             "e^-1e4 underflows": Verdict.HOLDS if gone else Verdict.DOES_NOT_HOLD}
+             "e^-1e4 underflows": ClaimVerdict.HOLDS if gone else ClaimVerdict.DOES_NOT_HOLD}
     return {"counts": counts, "ratios": ratios, "checks": [sum(checks), len(checks)], "parts": parts,
             "verdict": combine(parts)}
 
@@ -309,13 +310,13 @@ def memory_study(quick: bool = True, device: str = "cpu") -> MemorySweep:
 def memory_findings(sweep: MemorySweep, threshold: Threshold = MEMORY_THRESHOLD) -> dict:
     """backprop grows >= ``threshold.value`` x over the sweep, the adjoint stays within
     ``ADJOINT_FLAT_FACTOR`` of its smallest peak, checkpoint lies between them at every step count.
-    Each is a part (``parts``: name -> Verdict); ``verdict`` needs all three."""
+    Each is a part (``parts``: name -> ClaimVerdict); ``verdict`` needs all three."""
     g = {m: sweep.growth(m) for m in sweep.config.modes}
     grows = g["backprop"] >= threshold.value
     flat = max(sweep.peaks("adjoint")) <= ADJOINT_FLAT_FACTOR * min(sweep.peaks("adjoint"))
     between = all(a <= c <= b for a, c, b in zip(sweep.peaks("adjoint"), sweep.peaks("checkpoint"),
                                                    sweep.peaks("backprop")))
-    yes = lambda ok: Verdict.HOLDS if ok else Verdict.DOES_NOT_HOLD  # noqa: E731
+    yes = lambda ok: ClaimVerdict.HOLDS if ok else ClaimVerdict.DOES_NOT_HOLD  # noqa: E731
     parts = {"backprop grows": yes(grows), "adjoint flat": yes(flat), "checkpoint between": yes(between)}
     return {"growth": g, "backprop_grows": grows, "adjoint_flat": flat, "checkpoint_between": between,
             "holds": grows and flat and between, "parts": parts, "verdict": combine(parts)}
@@ -392,11 +393,11 @@ def gradient_error_findings(rows, config: GradientErrorConfig, threshold: Thresh
         at_accuracy = at_accuracy and worst[tol] <= factor * tol
     holds = all(g is True for g in grows.values()) and at_accuracy
     if holds:
-        verdict = Verdict.HOLDS
+        verdict = ClaimVerdict.HOLDS
     elif not at_accuracy or any(g is False for g in grows.values()):
-        verdict = Verdict.DOES_NOT_HOLD
+        verdict = ClaimVerdict.DOES_NOT_HOLD
     else:
-        verdict = Verdict.NOT_MEASURABLE
+        verdict = ClaimVerdict.NOT_MEASURABLE
     return {"growth": growth, "adjoint_grows": grows, "failed": failed, "checkpoint_worst": worst,
             "checkpoint_at_solver_accuracy": at_accuracy, "holds": holds, "verdict": verdict}
 
@@ -444,11 +445,11 @@ def probe_value(rows, route: str, atol: float, key: str = "rel_error") -> float:
 def rotated_findings(rows, config: ProbeConfig = PROBE, threshold: Threshold = ROTATED_THRESHOLD) -> dict:
     """Judge :func:`atol_probe`'s rotated rows at ``atol = tight_atol``: the adjoint's error must exceed
     ``threshold.value`` (part "adjoint wrong") while checkpoint's stays <= rtol (part "checkpoint at solver
-    accuracy"). Returns the two errors, ``parts`` (name -> Verdict) and ``verdict`` (both parts)."""
+    accuracy"). Returns the two errors, ``parts`` (name -> ClaimVerdict) and ``verdict`` (both parts)."""
     adj = probe_value(rows, "adjoint", config.tight_atol)
     ck = probe_value(rows, "checkpoint", config.tight_atol)
-    parts = {"adjoint wrong at atol 1e-20": Verdict.HOLDS if adj > threshold.value else Verdict.DOES_NOT_HOLD,
-             "checkpoint at solver accuracy": Verdict.HOLDS if ck <= config.rtol else Verdict.DOES_NOT_HOLD}
+    parts = {"adjoint wrong at atol 1e-20": ClaimVerdict.HOLDS if adj > threshold.value else ClaimVerdict.DOES_NOT_HOLD,
+             "checkpoint at solver accuracy": ClaimVerdict.HOLDS if ck <= config.rtol else ClaimVerdict.DOES_NOT_HOLD}
     return {"adjoint": adj, "checkpoint": ck, "parts": parts, "verdict": combine(parts)}
 
 
@@ -542,7 +543,7 @@ def measure_memory(quick: bool) -> Measurement:
 
     if not cpu_peak_supported() and not torch.cuda.is_available():
         return Measurement("peak memory needs Linux (torch's CPU profiler) or CUDA; nearest analogue: none on "
-                           "this platform", Verdict.NOT_MEASURABLE, {})
+                           "this platform", ClaimVerdict.NOT_MEASURABLE, {})
     sweep = memory_study(quick, "cuda" if torch.cuda.is_available() else "cpu")
     f = memory_findings(sweep)
     c = sweep.config
@@ -553,7 +554,8 @@ def measure_memory(quick: bool) -> Measurement:
                 f"({f['growth']['adjoint']:.2f}x). {parts_text(f['parts'])}")
     return Measurement(measured, f["verdict"],
                        {"config": asdict(c), "rows": sweep.rows, "growth": f["growth"],
-                        **{k: v for k, v in f.items() if k in ("backprop_grows", "adjoint_flat", "checkpoint_between")}})
+                        **{k: v for k, v in f.items()
+                           if k in ("backprop_grows", "adjoint_flat", "checkpoint_between")}})
 
 
 def _plain(rows) -> list[dict]:
@@ -599,7 +601,8 @@ def measure_gradient_error(quick: bool) -> Measurement:
     p = PROBE
     readings = {"atol = tol": f_loose["verdict"], f"atol = {TIGHT_ATOL:g}": f_tight["verdict"]}
     T = f"T {min(config.horizons):g} -> {max(config.horizons):g}"
-    measured = (f"lam={config.lam:g}, {config.method}, rtol = tol, {T}. atol = tol: {_sweep_text(loose, config, f_loose)}. "
+    measured = (f"lam={config.lam:g}, {config.method}, rtol = tol, {T}. "
+                f"atol = tol: {_sweep_text(loose, config, f_loose)}. "
                 f"atol = {TIGHT_ATOL:g}: {_sweep_text(tight, config, f_tight)}. On this axis-aligned problem the "
                 f"growth comes from the absolute tolerance: at T={p.T:g}, rtol {p.rtol:g}, the adjoint's error on "
                 f"dL/dtheta is {probe_value(probe, 'adjoint', p.rtol, 'theta_error'):.1e} with atol {p.rtol:g} and "

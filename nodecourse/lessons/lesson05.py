@@ -20,7 +20,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import asdict, dataclass
 
-from nodecourse.claims import Measurement, Threshold, Verdict, claim, combine, judge, parts_text
+from nodecourse.claims import ClaimVerdict, Measurement, Threshold, claim, combine, judge, parts_text
 
 PUBLISHED = {"odernn": (0.833, 0.009), "latent-ode": (0.829, 0.004), "gru-d": (0.818, 0.008),
              "rnn-dt": (0.787, 0.014)}
@@ -150,11 +150,11 @@ def _interval_text(iv, fmt: str = ".3f") -> str:
     return "n/a" if iv is None else f"{iv.mean:{fmt}} (95 % {iv.lo:{fmt}} to {iv.hi:{fmt}})"
 
 
-def judge_auc_claim(aucs: dict[str, list[float]]) -> tuple[Verdict, dict[str, Verdict], dict]:
+def judge_auc_claim(aucs: dict[str, list[float]]) -> tuple[ClaimVerdict, dict[str, ClaimVerdict], dict]:
     """``physionet-auc`` from per-seed AUCs: (a) ODE-RNN >= :data:`ODERNN_FLOOR`, (b) ahead of each baseline.
 
     Returns the verdict, the two parts' verdicts and the numbers behind them (JSON-ready, except
-    ``"_intervals"``: the :class:`~nodecourse.claims.Interval` objects, for the measured text).
+    ``"_intervals"``: the :class:`~nodecourse.claims.ConfidenceInterval` objects, for the measured text).
     """
     level, level_iv, level_reason = judge(aucs["odernn"], AUC_THRESHOLD.value)
     strict, strict_iv, _ = judge(aucs["odernn"], PUBLISHED["odernn"][0])
@@ -166,7 +166,7 @@ def judge_auc_claim(aucs: dict[str, list[float]]) -> tuple[Verdict, dict[str, Ve
         ahead[base], ivs[base] = v, iv
         info[base] = {"verdict": v.value, "interval": None if iv is None else asdict(iv), "reason": reason}
     parts = {"(a) reaches the published AUC": level,
-             "(b) ahead of the discrete baselines": combine(ahead) if ahead else Verdict.NOT_MEASURABLE}
+             "(b) ahead of the discrete baselines": combine(ahead) if ahead else ClaimVerdict.NOT_MEASURABLE}
     details = {"level": {"verdict": level.value, "interval": None if level_iv is None else asdict(level_iv),
                          "reason": level_reason, "floor": AUC_THRESHOLD.value},
                "strict_reading": {"verdict": strict.value, "threshold": PUBLISHED["odernn"][0],
@@ -175,7 +175,7 @@ def judge_auc_claim(aucs: dict[str, list[float]]) -> tuple[Verdict, dict[str, Ve
     return combine(parts), parts, details
 
 
-def judge_grud_claim(aucs: dict[str, list[float]]) -> tuple[Verdict, dict[str, Verdict], dict]:
+def judge_grud_claim(aucs: dict[str, list[float]]) -> tuple[ClaimVerdict, dict[str, ClaimVerdict], dict]:
     """``physionet-gru-d`` from per-seed AUCs: (a) GRU-D >= :data:`GRUD_FLOOR`, (b) behind ODE-RNN.
 
     Returns what :func:`judge_auc_claim` returns, for this row.
@@ -246,9 +246,10 @@ def measure_physionet_auc(quick: bool) -> Measurement:
     details = _study_details(config, study) | _clean(judged)
     reason = _not_measurable(config, study, core)
     if reason is not None:
-        return Measurement(reason, Verdict.NOT_MEASURABLE, details)
+        return Measurement(reason, ClaimVerdict.NOT_MEASURABLE, details)
     strict = judged["strict_reading"]["verdict"]
-    return Measurement(f"{core}; {_scale_text(config, study.get('n_set'))}. {parts_text(parts)} (stricter reading, ODE-RNN >= 0.833 "
+    return Measurement(f"{core}; {_scale_text(config, study.get('n_set'))}. {parts_text(parts)} "
+                       "(stricter reading, ODE-RNN >= 0.833 "
                        f"itself: {strict})", verdict, details)
 
 
@@ -256,7 +257,8 @@ def measure_physionet_auc(quick: bool) -> Measurement:
     id="physionet-gru-d",
     claim="GRU-D, the published discrete baseline, reaches 0.818 ± 0.008 mortality AUC on PhysioNet 2012, "
           "behind ODE-RNN (0.833)",
-    source="Rubanova et al. 2019, PhysioNet mortality-AUC table; GRU-D: Che et al. 2018 (Recurrent neural networks for multivariate "
+    source="Rubanova et al. 2019, PhysioNet mortality-AUC table; GRU-D: Che et al. 2018 "
+           "(Recurrent neural networks for multivariate "
            "time series with missing values)",
     published="GRU-D 0.818 ± 0.008; ODE-RNN 0.833 ± 0.009 (sets A and B, 8,000 patients)",
     lesson="05",
@@ -273,5 +275,5 @@ def measure_physionet_gru_d(quick: bool) -> Measurement:
     details = _study_details(config, study) | _clean(judged)
     reason = _not_measurable(config, study, core)
     if reason is not None:
-        return Measurement(reason, Verdict.NOT_MEASURABLE, details)
+        return Measurement(reason, ClaimVerdict.NOT_MEASURABLE, details)
     return Measurement(f"{core}; {_scale_text(config, study.get('n_set'))}. {parts_text(parts)}", verdict, details)

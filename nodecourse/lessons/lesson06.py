@@ -30,12 +30,13 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from nodecourse.claims import Measurement, Threshold, Verdict, claim, combine, judge, parts_text
-from nodecourse.deq import DEQ, exact_jacobian_frobenius, jacobian_regularizer, saved_tensor_bytes
+from nodecourse.claims import ClaimVerdict, Measurement, Threshold, claim, combine, judge, parts_text
+from nodecourse.deq import DEQ, exact_jacobian_frobenius, jacobian_regularizer
 from nodecourse.deq.compare import SolverRun, compare_solvers
 from nodecourse.deq.models import DEQModel, EquilibriumBlock
 from nodecourse.deq.problems import bai_synthetic, contraction
 from nodecourse.deq.training import DEQLog, fit_deq
+from nodecourse.measure.memory import saved_tensor_bytes
 
 # --- Anderson vs Picard ----------------------------------------------------------------------------
 
@@ -45,7 +46,8 @@ SOLVER_KINDS = ("linear", "tanh")
 
 @functools.lru_cache(maxsize=8)
 def solver_study(*, rhos=SOLVER_RHOS, kinds=SOLVER_KINDS, tol: float = 1e-8, dim: int = 50,
-                 torchdeq: bool = True, torchdeq_budget: float | None = 3.0) -> dict[tuple[str, float], list[SolverRun]]:
+                 torchdeq: bool = True,
+                 torchdeq_budget: float | None = 3.0) -> dict[tuple[str, float], list[SolverRun]]:
     """Evaluations of f to ``tol`` relative residual for every solver on every contraction (float64);
     cached per arguments, so the lesson's table and its ledger row share one run.
 
@@ -114,7 +116,7 @@ def measure_anderson(quick: bool) -> Measurement:
                 f"{max(v['anderson'] for v in f.values())} evaluations vs Picard "
                 f"{min(v['picard'] for v in f.values())}-{max(v['picard'] for v in f.values())} "
                 f"(ratio {min(ratios):.2f}-{max(ratios):.2f}, threshold {ANDERSON_THRESHOLD.value:g}){ref_text}")
-    return Measurement(measured, Verdict.HOLDS if holds else Verdict.DOES_NOT_HOLD,
+    return Measurement(measured, ClaimVerdict.HOLDS if holds else ClaimVerdict.DOES_NOT_HOLD,
                        {"problems": f, "largest_ratio": max(ratios)})
 
 
@@ -182,7 +184,7 @@ def measure_hutchinson(quick: bool) -> Measurement:
     measured = f"{n_probes:,} probes; " + "; ".join(
         f"dim {r['dim']}: exact {r['exact']:.3f}, mean {r['mean']:.3f} ({r['rel_error']:.2%} off, "
         f"{r['z_score']:.1f} standard errors)" for r in rows)
-    return Measurement(measured, Verdict.HOLDS if holds else Verdict.DOES_NOT_HOLD,
+    return Measurement(measured, ClaimVerdict.HOLDS if holds else ClaimVerdict.DOES_NOT_HOLD,
                        {"n_probes": n_probes,
                         "rows": [{k: v for k, v in r.items() if k != "running_mean"} for r in rows]})
 
@@ -236,7 +238,7 @@ def gradient_memory_study(*, iterations=(5, 10, 20, 40, 80), state_dim: int = 16
 
 
 @dataclass(frozen=True)
-class TrainConfig:
+class DEQTrainConfig:
     """Sizes of the DEQ training study (hashable, so runs can be cached)."""
 
     seeds: tuple[int, ...] = tuple(range(20))
@@ -254,14 +256,14 @@ class TrainConfig:
     probe_points: int = 64  # inputs on a grid over [-2, 2] where rho(df/dz) is logged
 
 
-QUICK_TRAIN = TrainConfig(seeds=(0, 1), n_train=128, n_test=256, epochs=80, jac_weights=(1.0,))
+QUICK_TRAIN = DEQTrainConfig(seeds=(0, 1), n_train=128, n_test=256, epochs=80, jac_weights=(1.0,))
 """Quick mode: 128 points, full batch, 80 Adam steps, 2 seeds (too few for an interval), one weight."""
-FULL_TRAIN = TrainConfig()
+FULL_TRAIN = DEQTrainConfig()
 """Full mode: 512 points, full batch, 200 Adam steps, 20 seeds (what the rows' budget of a few minutes
 allows), weights 0.1, 1 and 3."""
 
 
-def probe_epochs(config: TrainConfig) -> tuple[int, ...]:
+def probe_epochs(config: DEQTrainConfig) -> tuple[int, ...]:
     """Epochs after which rho(df/dz) is logged: before training (0), after 2 %, a tenth, half, all of it."""
     n = config.epochs
     return tuple(sorted({0, max(1, n // 50), max(1, n // 10), n // 2, n}))
@@ -280,7 +282,7 @@ class TrainRun:
     test_residual: float
 
 
-def variants(config: TrainConfig) -> list[tuple[str, float, dict]]:
+def variants(config: DEQTrainConfig) -> list[tuple[str, float, dict]]:
     """(name, jacobian weight, DEQModel options) of each variant in the study."""
     # warn=False: solves that hit the iteration cap during training are what the growth row counts
     # (DEQLog.cap_hits), not a mistake to warn about at every step
@@ -297,7 +299,7 @@ def reg_variant(weight: float) -> str:
     return f"DEQ + Jacobian reg. {weight:g}"
 
 
-def train_variant(name: str, jac_weight: float, options: dict, seed: int, config: TrainConfig,
+def train_variant(name: str, jac_weight: float, options: dict, seed: int, config: DEQTrainConfig,
                   progress: bool = False) -> TrainRun:
     x, y = bai_synthetic(config.n_train, seed=seed)
     xt, yt = bai_synthetic(config.n_test, seed=10_000 + seed)
@@ -320,10 +322,10 @@ def train_variant(name: str, jac_weight: float, options: dict, seed: int, config
     return TrainRun(name, seed, jac_weight, log, mse, probe.stats["forward_iters"], probe.stats["forward_residual"])
 
 
-_TRAIN_CACHE: dict[TrainConfig, tuple[TrainRun, ...]] = {}
+_TRAIN_CACHE: dict[DEQTrainConfig, tuple[TrainRun, ...]] = {}
 
 
-def training_study(config: TrainConfig, progress: bool = False) -> tuple[TrainRun, ...]:
+def training_study(config: DEQTrainConfig, progress: bool = False) -> tuple[TrainRun, ...]:
     """Every variant on every seed of ``config``; cached per configuration."""
     if config not in _TRAIN_CACHE:
         from tqdm.auto import tqdm
@@ -356,8 +358,8 @@ def judge_ratio(ratios, threshold: float, *, above: bool = True) -> dict:
         raise ValueError(f"ratios must be positive and finite, got {values}")
     verdict, iv, _ = judge([math.log(r) for r in values], math.log(threshold), above=above)
     side = ">=" if above else "<="
-    reason = {Verdict.HOLDS: f"the whole 95 % interval is {side} {threshold:g}",
-              Verdict.DOES_NOT_HOLD: f"the whole 95 % interval misses {side} {threshold:g}"}.get(
+    reason = {ClaimVerdict.HOLDS: f"the whole 95 % interval is {side} {threshold:g}",
+              ClaimVerdict.DOES_NOT_HOLD: f"the whole 95 % interval misses {side} {threshold:g}"}.get(
         verdict, f"undecided: the 95 % interval contains {threshold:g}" if iv is not None
         else f"{len(values)} seed(s): too few to judge a spread")
     out = {"values": values, "verdict": verdict, "reason": reason, "geo_mean": math.exp(
@@ -518,7 +520,7 @@ JACREG_THRESHOLD = Threshold(
         "fit is compared as a relative change of the task's test error, the one measure they share")
 
 
-def regularization_findings(runs, config: TrainConfig, weight: float) -> dict:
+def regularization_findings(runs, config: DEQTrainConfig, weight: float) -> dict:
     """Paired per-seed ratios (regularised at ``weight`` over plain) of final forward iterations and of
     test MSE, each judged; rho at the fixed point at the end of training, with and without."""
     by = {(r.variant, r.seed): r for r in runs}
@@ -529,7 +531,7 @@ def regularization_findings(runs, config: TrainConfig, weight: float) -> dict:
              "fewer at all": judge_ratio(it_ratio, 1.0, above=False)}
     worse = {"worse": judge_ratio(mse_ratio, 1.0, above=True)}
     # "slightly" is only asked of a fit that is worse: a better fit is not a slightly worse one.
-    if worse["worse"]["verdict"] is Verdict.HOLDS:
+    if worse["worse"]["verdict"] is ClaimVerdict.HOLDS:
         worse["by no more than the published +3.75 %"] = judge_ratio(mse_ratio, JACREG_FIT_RATIO, above=False)
 
     def end_rho(name):
@@ -593,7 +595,7 @@ TRUNCATION_THRESHOLD = Threshold(
         "nearest analogue the lesson trains, and says the ImageNet figure itself is not measured")
 
 
-def truncation_findings(runs, config: TrainConfig) -> dict:
+def truncation_findings(runs, config: DEQTrainConfig) -> dict:
     """Per-seed ratio of the truncated block's test MSE over the plain DEQ's, judged against 1."""
     by = {(r.variant, r.seed): r for r in runs}
     trunc = variants(config)[-1][0]
@@ -615,7 +617,7 @@ def truncation_findings(runs, config: TrainConfig) -> dict:
 def measure_truncation(quick: bool) -> Measurement:
     config = QUICK_TRAIN if quick else FULL_TRAIN
     f = truncation_findings(training_study(config), config)
-    parts = {"ImageNet figure": Verdict.NOT_MEASURABLE, "analogue (DEQ better)": f["ratio"]["verdict"]}
+    parts = {"ImageNet figure": ClaimVerdict.NOT_MEASURABLE, "analogue (DEQ better)": f["ratio"]["verdict"]}
     n = len(config.seeds)
     measured = (
         f"ImageNet's 77.5 % vs 75.9 % is not measurable at this scale. Analogue, the synthetic regression "

@@ -32,9 +32,19 @@ from dataclasses import asdict, dataclass, field, replace
 import torch
 from torch import nn
 
-from nodecourse.claims import Measurement, Threshold, Verdict, claim, combine, escape_markdown_cell, judge, parts_text
+from nodecourse.claims import (
+    ClaimVerdict,
+    Measurement,
+    Threshold,
+    claim,
+    combine,
+    escape_markdown_cell,
+    judge,
+    parts_text,
+)
 from nodecourse.data.digits import load_digits
-from nodecourse.deq import DEQ, saved_tensor_bytes
+from nodecourse.deq import DEQ
+from nodecourse.measure.memory import saved_tensor_bytes
 from nodecourse.models import MLPField, ODEBlock, ResidualStack, count_parameters, matched_field_width
 from nodecourse.solvers.solve_config import SolveConfig
 from nodecourse.training import seeded_batches, train_epochs
@@ -654,7 +664,7 @@ def reduction_findings(deq_bytes: dict[str, list[float | None]], peers: dict, *,
         deq = deq_bytes.get(reading) or []
         usable = {p: v for p, v in peers.items() if v[key]}
         if not deq or any(d is None for d in deq) or not usable:
-            verdicts[f"{reading} bytes"] = Verdict.NOT_MEASURABLE
+            verdicts[f"{reading} bytes"] = ClaimVerdict.NOT_MEASURABLE
             out["readings"][reading] = {"reason": "not measured on this platform"}
             continue
         red = {p: [1 - d / v[key] for d in deq] for p, v in usable.items()}
@@ -728,12 +738,12 @@ def adaptive_findings(sweep: list[dict], train_tol: float, *, min_seeds: int = 3
     judged = {t: judge(list(spread[t].values()), ADAPTIVE.value, above=True, min_seeds=min_seeds) for t in tols}
     main = judged[train_tol][0]
     others = [judged[t][0] for t in tols if t != train_tol]
-    if Verdict.HOLDS in others:
-        other = Verdict.HOLDS
-    elif Verdict.NOT_MEASURABLE in others or not others:
-        other = Verdict.NOT_MEASURABLE
+    if ClaimVerdict.HOLDS in others:
+        other = ClaimVerdict.HOLDS
+    elif ClaimVerdict.NOT_MEASURABLE in others or not others:
+        other = ClaimVerdict.NOT_MEASURABLE
     else:
-        other = Verdict.DOES_NOT_HOLD
+        other = ClaimVerdict.DOES_NOT_HOLD
     readings = {"at the training tolerance": main, "at another test-time tolerance": other}
     return {"spread": spread, "ranges": ranges, "verdict_by_tol": {t: v[0] for t, v in judged.items()},
             "interval_by_tol": {t: v[1] for t, v in judged.items()}, "readings": readings,
@@ -758,12 +768,12 @@ def dial_findings(sweep: list[dict], train_tol: float, *, min_seeds: int = 3) ->
         v_loss, iv_loss, _ = judge(loss, DIAL.value, above=False, min_seeds=min_seeds)
         parts = {"NFE >= 20 % lower": v_save, "accuracy <= 1 point lower": v_loss}
         # No saving, no dial: an unchanged accuracy then says nothing about the trade-off.
-        verdict = Verdict.DOES_NOT_HOLD if v_save is Verdict.DOES_NOT_HOLD else combine(parts)
+        verdict = ClaimVerdict.DOES_NOT_HOLD if v_save is ClaimVerdict.DOES_NOT_HOLD else combine(parts)
         per_tol[t] = {"saving": saving, "time_saving": time_saving, "loss": loss, "saving_interval": iv_save,
                       "loss_interval": iv_loss, "parts": parts, "verdict": verdict}
-    order = (Verdict.HOLDS, Verdict.HOLDS_IN_PART, Verdict.NOT_MEASURABLE, Verdict.DOES_NOT_HOLD)
+    order = (ClaimVerdict.HOLDS, ClaimVerdict.HOLDS_IN_PART, ClaimVerdict.NOT_MEASURABLE, ClaimVerdict.DOES_NOT_HOLD)
     verdicts = [v["verdict"] for v in per_tol.values()]
-    verdict = next((v for v in order if v in verdicts), Verdict.NOT_MEASURABLE)
+    verdict = next((v for v in order if v in verdicts), ClaimVerdict.NOT_MEASURABLE)
     return {"looser": looser, "per_tol": per_tol, "verdict": verdict}
 
 
@@ -866,7 +876,7 @@ def parity_findings(runs, *, min_seeds: int = 3) -> dict:
     trained = min(means.values()) >= 100 * TRAINED_FLOOR
     # The verdict is the published threshold's. The course's 2 points is a looser threshold of our
     # own, not a reading of an open measure: it is shown beside the verdict and never decides it.
-    verdict = readings["published"] if trained else Verdict.NOT_MEASURABLE
+    verdict = readings["published"] if trained else ClaimVerdict.NOT_MEASURABLE
     return {"means": means, "deficits": deficits, "by_model": by_model, "intervals": intervals,
             "readings": readings, "trained": trained, "verdict": verdict}
 
@@ -944,11 +954,11 @@ def measure_training_memory(quick: bool) -> Measurement:
         + "/".join(f"{b / 1024:.0f}" for b in f[n]["bytes"]) + " KiB" for n in MODELS)
     measured += " (bytes set by the graph: the same on every seed and machine)"
     if not all(f[n]["work_grows"] for n in MODELS):
-        verdict = Verdict.NOT_MEASURABLE
+        verdict = ClaimVerdict.NOT_MEASURABLE
         measured += "; a tighter tolerance did not add work for " + ", ".join(
             n for n in MODELS if not f[n]["work_grows"])
     else:
-        verdict = Verdict.HOLDS if all(f[n]["ok"] for n in MODELS) else Verdict.DOES_NOT_HOLD
+        verdict = ClaimVerdict.HOLDS if all(f[n]["ok"] for n in MODELS) else ClaimVerdict.DOES_NOT_HOLD
     return Measurement(measured, verdict, {"memory": mem, "findings": f})
 
 
@@ -1008,7 +1018,7 @@ def measure_adaptive_compute(quick: bool) -> Measurement:
                 f"solved on its own) spend {lo:.0f} to {hi:.0f} NFE per input at the training tolerance "
                 f"{config.ode_tol:g}; at other test-time tolerances: {others}. "
                 f"{parts_text(f['readings'])}")
-    if f["readings"]["at the training tolerance"] is Verdict.DOES_NOT_HOLD:
+    if f["readings"]["at the training tolerance"] is ClaimVerdict.DOES_NOT_HOLD:
         measured += ("; as trained, every input gets the same steps: the adaptation the claim names is not "
                      "there at this scale")
     if len(config.seeds) < 3:

@@ -22,10 +22,17 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-from nodecourse.claims import Measurement, Threshold, Verdict, claim
-from nodecourse.models.flows import (CNF, divergence_exact, divergence_hutchinson, hutchinson_variance, sample_probes,
-                              standard_normal_log_prob, two_moons)
+from nodecourse.claims import ClaimVerdict, Measurement, Threshold, claim
 from nodecourse.models import MLPField
+from nodecourse.models.flows import (
+    CNF,
+    divergence_exact,
+    divergence_hutchinson,
+    hutchinson_variance,
+    sample_probes,
+    standard_normal_log_prob,
+    two_moons,
+)
 
 
 def adjoint_available() -> bool:
@@ -235,7 +242,7 @@ def measure_hutchinson_variance(quick: bool) -> Measurement:
     measured = (f"d={config.dim}, {config.repeats} estimates per M: largest bias {worst:.1f} standard errors; "
                 f"log-variance vs log-M slope {study['slope']:.2f}; single-probe variance / formula "
                 f"{f['formula_ratio']:.2f}")
-    return Measurement(measured, Verdict.HOLDS if f["holds"] else Verdict.DOES_NOT_HOLD,
+    return Measurement(measured, ClaimVerdict.HOLDS if f["holds"] else ClaimVerdict.DOES_NOT_HOLD,
                        {"exact_trace": study["exact"], "rows": study["rows"], **f})
 
 

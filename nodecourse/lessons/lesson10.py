@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from nodecourse.claims import Measurement, Threshold, Verdict, claim, combine, judge, parts_text
+from nodecourse.claims import ClaimVerdict, Measurement, Threshold, claim, combine, judge, parts_text
 from nodecourse.measure.gradient_check import DecayFeed, analytic_gradient
 from nodecourse.measure.memory import MemorySweep, measure_peak, memory_sweep, saved_tensor_bytes
 from nodecourse.models import MLPField, ODEBlock
@@ -43,7 +43,8 @@ from nodecourse.training import seeded_batches, train_epochs
 
 NFE_GROWTH_THRESHOLD = Threshold(
     "forward NFE per training step, mean over the last tenth of training over the mean over the first tenth, "
-    ">= 1.2 on the whole 95 % interval over seeds (of the log ratios: a geometric mean; two moons, dopri5, rtol = atol = 1e-5)",
+    ">= 1.2 on the whole 95 % interval over seeds (of the log ratios: a geometric mean; two moons, dopri5, "
+    "rtol = atol = 1e-5)",
     kind="course",
     why="Chen et al. 2018 (Fig. 3d) and Kelly et al. 2020 report that NFE climbs as training goes on, without a "
         "number; 1.2 is one more dopri5 step (6 evaluations) on the 20 of an untrained field here, more than "
@@ -56,7 +57,8 @@ PUBLISHED_SPEEDUP = 2.8  # Finlay et al. 2020: RNODE trains about 2.8x faster th
 ACCURACY_DROP = 0.02
 KINETIC_THRESHOLD = Threshold(
     "with kinetic and Jacobian weights 0.01 (RNODE's), forward NFE at the end of training (last tenth) "
-    "unregularised over regularised >= 1 on the 95 % seed interval (of the log ratios), and test accuracy drop <= 2 points; the "
+    "unregularised over regularised >= 1 on the 95 % seed interval (of the log ratios), and test accuracy drop "
+    "<= 2 points; the "
     "published 2.8x (training wall-clock) judged as a reading on our training wall-clock; all parts",
     kind="course",
     why="Finlay et al. report fewer solver steps 'without loss in performance' and a 2.8x wall-clock speed-up on "
@@ -100,7 +102,9 @@ FLAT_FACTOR = 1.2  # the "within 20 %" of MEMORY_THRESHOLD
 
 
 @dataclass(frozen=True)
-class TrainConfig:
+class MoonsTrainConfig:
+    """Sizes of lesson 10's two-moons training study (frozen: a key of the run cache)."""
+
     seeds: tuple[int, ...] = (0, 1, 2)
     steps: int = 100  # full-batch Adam steps
     n_points: int = 128  # training points (as many test points)
@@ -112,10 +116,10 @@ class TrainConfig:
                                                       ("kinetic+Jacobian", *RNODE_WEIGHTS))
 
 
-QUICK_TRAIN = TrainConfig(seeds=(0, 1, 2, 3, 4), steps=120, n_points=96,
+QUICK_TRAIN = MoonsTrainConfig(seeds=(0, 1, 2, 3, 4), steps=120, n_points=96,
                           settings=(("none", 0.0, 0.0), ("kinetic+Jacobian", *RNODE_WEIGHTS)))
 """Quick mode: 5 seeds, 120 steps, 96 points, unregularised and kinetic+Jacobian (about 5 s and 12 s on one core)."""
-FULL_TRAIN = TrainConfig(seeds=tuple(range(8)), steps=400, n_points=512)
+FULL_TRAIN = MoonsTrainConfig(seeds=tuple(range(8)), steps=400, n_points=512)
 """Full mode: 8 seeds, 400 steps, 512 points, and the kinetic term alone as a third setting."""
 
 
@@ -152,7 +156,7 @@ class MoonsODE(nn.Module):
         return kinetic * self.reg.kinetic.mean() + jacobian * self.reg.jacobian.mean()
 
 
-def train_moons(config: TrainConfig, seed: int, kinetic: float, jacobian: float) -> tuple[MoonsODE, dict]:
+def train_moons(config: MoonsTrainConfig, seed: int, kinetic: float, jacobian: float) -> tuple[MoonsODE, dict]:
     """Train one model; returns it and ``{"nfe": [forward NFE per step], "accuracy", "test_nfe", "seconds"}``."""
     xtr, ytr, xte, yte = moons(config.n_points, seed, config.noise)
     torch.manual_seed(seed)
@@ -179,7 +183,7 @@ _MODELS: dict = {}
 
 
 @functools.lru_cache(maxsize=64)
-def _seed_run(config: TrainConfig, setting: str, seed: int) -> dict:
+def _seed_run(config: MoonsTrainConfig, setting: str, seed: int) -> dict:
     """One training run of ``setting`` on ``seed`` (cached; the model is kept in ``_MODELS``)."""
     name, kinetic, jacobian = next(s for s in config.settings if s[0] == setting)
     model, out = train_moons(config, seed, kinetic, jacobian)
@@ -187,7 +191,7 @@ def _seed_run(config: TrainConfig, setting: str, seed: int) -> dict:
     return {"setting": name, "kinetic": kinetic, "jacobian": jacobian, "seed": seed, **out}
 
 
-def _setting_runs(config: TrainConfig, setting: str, progress: bool = False) -> tuple[dict, ...]:
+def _setting_runs(config: MoonsTrainConfig, setting: str, progress: bool = False) -> tuple[dict, ...]:
     """Every seed of ``setting``; the cache is per run, so a progress bar never means a second training."""
     from tqdm.auto import tqdm
 
@@ -199,11 +203,11 @@ def _setting_runs(config: TrainConfig, setting: str, progress: bool = False) -> 
                                   leave=False))
 
 
-def _cached(config: TrainConfig, setting: str, seed: int) -> bool:
+def _cached(config: MoonsTrainConfig, setting: str, seed: int) -> bool:
     return (config, setting, seed) in _MODELS
 
 
-def training_study(config: TrainConfig = QUICK_TRAIN, settings: tuple[str, ...] | None = None,
+def training_study(config: MoonsTrainConfig = QUICK_TRAIN, settings: tuple[str, ...] | None = None,
                    progress: bool = False) -> tuple[dict, ...]:
     """Every seed of ``config`` for each of ``settings`` (default: all of ``config.settings``); rows with
     ``setting``, ``kinetic``, ``jacobian``, ``seed``, ``nfe`` (forward NFE per step), ``accuracy``,
@@ -213,7 +217,7 @@ def training_study(config: TrainConfig = QUICK_TRAIN, settings: tuple[str, ...] 
     return tuple(r for name in names for r in _setting_runs(config, name, progress))
 
 
-def trained_model(config: TrainConfig, setting: str, seed: int) -> MoonsODE:
+def trained_model(config: MoonsTrainConfig, setting: str, seed: int) -> MoonsODE:
     """The model :func:`training_study` trained for ``(setting, seed)`` (runs the study if needed)."""
     if (config, setting, seed) not in _MODELS:
         _seed_run.cache_clear()  # a cached row without its model: train again
@@ -333,7 +337,7 @@ def _backward_nfe_torchdiffeq(model: MoonsODE, x, y, norm) -> int:
 
 
 @functools.lru_cache(maxsize=4)
-def seminorm_study(config: TrainConfig = QUICK_TRAIN) -> tuple[dict, ...]:
+def seminorm_study(config: MoonsTrainConfig = QUICK_TRAIN) -> tuple[dict, ...]:
     """Per seed (unregularised trained model, its training batch): backward NFE of one gradient with
     the full norm and the seminorm, ours and torchdiffeq's."""
     rows = []
@@ -473,7 +477,7 @@ def reversible_memory_study(quick: bool = True) -> MemorySweep:
 def memory_findings(sweep: MemorySweep, threshold: Threshold = MEMORY_THRESHOLD) -> dict:
     grows = sweep.growth("backprop") >= threshold.value
     flat = max(sweep.peaks("reversible")) <= FLAT_FACTOR * min(sweep.peaks("reversible"))
-    yes = lambda ok: Verdict.HOLDS if ok else Verdict.DOES_NOT_HOLD  # noqa: E731
+    yes = lambda ok: ClaimVerdict.HOLDS if ok else ClaimVerdict.DOES_NOT_HOLD  # noqa: E731
     parts = {"backprop grows": yes(grows), "reversible flat": yes(flat)}
     return {"growth": {m: sweep.growth(m) for m in sweep.config.modes}, "parts": parts, "verdict": combine(parts)}
 
@@ -550,7 +554,7 @@ def stability_demo(lams=(-1.0, -5.0, 2j), h: float = 0.1, T: float = 10.0) -> li
 TRAINED_STEPS = (10, 20, 40, 80, 160)
 
 
-def trained_stability(config: TrainConfig = QUICK_TRAIN, steps: tuple[int, ...] = TRAINED_STEPS,
+def trained_stability(config: MoonsTrainConfig = QUICK_TRAIN, steps: tuple[int, ...] = TRAINED_STEPS,
                       n_times: int = 11) -> list[dict]:
     """Reversible Heun on the trained moons models (every setting and seed of ``config``, float64 copies).
 
@@ -574,8 +578,9 @@ def trained_stability(config: TrainConfig = QUICK_TRAIN, steps: tuple[int, ...] 
             for k in range(n_times):
                 z = path[k].clone().requires_grad_(True)
                 f = field(ts[k], z)
+                # (B, d, d): the rows taken apart, as the field treats them
                 jac = torch.stack([torch.autograd.grad(f[:, i].sum(), z, retain_graph=True)[0]
-                                   for i in range(f.shape[1])], dim=1)  # (B, d, d): rows apart, as the field treats them
+                                   for i in range(f.shape[1])], dim=1)
                 real.append(torch.linalg.eigvals(jac).real)
             real = torch.stack(real)
             row = {"setting": name, "seed": seed, "most contracting Re": float(real.min()),
@@ -623,7 +628,7 @@ EXPLORER_WEIGHTS = (0.0, 0.01, 0.1)  # kinetic and Jacobian weight, each
 def _explore_model(weight: float, steps: int, seed: int) -> tuple[MoonsODE, dict]:
     """The moons model trained ``steps`` steps with kinetic and Jacobian weight ``weight`` each (cached, so
     every route of the explorer reads the same trained model)."""
-    config = TrainConfig(seeds=(seed,), steps=steps, settings=(("w", weight, weight),))
+    config = MoonsTrainConfig(seeds=(seed,), steps=steps, settings=(("w", weight, weight),))
     return train_moons(config, seed, weight, weight)
 
 
@@ -647,7 +652,7 @@ def explore(weight: float, route: str, steps: int = 40, seed: int = 0) -> dict:
     trained, out = _explore_model(float(weight), steps, seed)
     field, head = copy.deepcopy(trained.field).double(), copy.deepcopy(trained.head).double()
     params = tuple(field.parameters()) + tuple(head.parameters())
-    config = TrainConfig()
+    config = MoonsTrainConfig()
     x, y, _, _ = moons(config.n_points, seed, config.noise)  # the training set _explore_model used
     z0 = trained.lift(x).double()
     t = torch.tensor([0.0, 1.0], dtype=torch.float64)
@@ -812,7 +817,7 @@ def measure_memory(quick: bool) -> Measurement:
 
     if not cpu_peak_supported() and not torch.cuda.is_available():
         return Measurement("peak memory needs Linux (torch's CPU profiler) or CUDA; nearest analogue: the bytes "
-                           "autograd keeps (tests/test_solvers_reversible.py)", Verdict.NOT_MEASURABLE, {})
+                           "autograd keeps (tests/test_solvers_reversible.py)", ClaimVerdict.NOT_MEASURABLE, {})
     sweep = reversible_memory_study(quick)
     f = memory_findings(sweep)
     c = sweep.config

@@ -1,13 +1,13 @@
 """Seeing the solver's work: a tolerance sweep and a log of every solve in a block.
 
-    from nodecourse.measure.diagnostics import SolverWorkLog, tolerance_sweep, format_table
+    from nodecourse.measure.diagnostics import SolverWorkLog, tolerance_sweep, rows_to_markdown
 
     with SolverWorkLog() as log:
         model(x)                  # any code that calls nodecourse.odeint
     print(log.summary())
 
     rows = tolerance_sweep(f, y0, t, rtols=[1e-3, 1e-5, 1e-7])
-    print(format_table(rows))
+    print(rows_to_markdown(rows))
 """
 from __future__ import annotations
 
@@ -21,9 +21,7 @@ from typing import Any, Optional, Sequence
 import torch
 
 from nodecourse.measure.tables import markdown_table
-
-from nodecourse.solvers import SOLVERS, Status, odeint
-from nodecourse.solvers import observers
+from nodecourse.solvers import SOLVERS, Status, observers, odeint
 from nodecourse.solvers.registry import spec_for
 
 
@@ -104,7 +102,7 @@ def rows_to_columns(rows: Sequence[Any]) -> dict[str, list]:
     return {name: [getattr(r, name) for r in rows] for name in names}
 
 
-def format_table(rows: Sequence[Any]) -> str:
+def rows_to_markdown(rows: Sequence[Any]) -> str:
     """A list of dataclass rows as a markdown table, numbers in short scientific form."""
     columns = rows_to_columns(rows)
     if not columns:
@@ -209,7 +207,7 @@ class SolverWorkLog:
 
     def table(self) -> str:
         """Every recorded solve as a markdown table."""
-        return format_table(self.records)
+        return rows_to_markdown(self.records)
 
     def as_dicts(self) -> list[dict]:
         return [asdict(r) for r in self.records]

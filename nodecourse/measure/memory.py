@@ -67,24 +67,6 @@ def saved_activation_bytes(module: nn.Module, *inputs: torch.Tensor) -> int:
     return saved_tensor_bytes(lambda: module(*inputs).sum(), exclude=tuple(module.parameters()))
 
 
-def __getattr__(name: str):
-    # One release of grace for ``from nodecourse.memory import MLPField`` with a dims tuple.
-    if name == "MLPField":
-        import warnings
-
-        warnings.warn("nodecourse.measure.memory.MLPField is gone: use nodecourse.models.MLPField(d, hidden=(h,)) "
-                      "(same layers, same initialisation)", DeprecationWarning, stacklevel=2)
-        return _field_from_dims
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def _field_from_dims(dims=(64, 256, 64)) -> nn.Module:
-    d, hidden, d_out = dims
-    if d != d_out:
-        raise ValueError(f"dims={dims!r}: a vector field maps the state to its own size; use (d, hidden, d)")
-    return MLPField(d, hidden=(hidden,), activation="tanh")
-
-
 def _status_bytes(key: str) -> int:
     with open("/proc/self/status") as fh:
         for line in fh:

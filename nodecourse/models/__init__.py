@@ -1,8 +1,7 @@
 """Models that wrap a solve: fields and blocks, augmentation, latent ODEs.
 
 - :mod:`nodecourse.models.blocks`: :class:`MLPField`, :class:`ODEBlock`, :class:`ResidualStack`,
-  the digit classifiers and their helpers (re-exported here, so ``from nodecourse.models import
-  ODEBlock`` works as before);
+  the digit classifiers and their helpers (exported here: ``from nodecourse.models import ODEBlock``);
 - :mod:`nodecourse.models.augment`: augmented neural ODEs (:class:`AugmentedODE`);
 - :mod:`nodecourse.models.latent`: latent ODEs, ODE-RNN, GRU-D and the PhysioNet baselines;
 - :mod:`nodecourse.models.flows`: continuous normalising flows (:class:`CNF`) and trace estimators;
@@ -10,24 +9,20 @@
   (:func:`~nodecourse.models.regularised.regularised_block`).
 """
 from nodecourse.models.blocks import (
-    MLPField, ODEBlock, ODENetClassifier, ResidualStack, ResNetClassifier, accuracy, accuracy_vs_steps,
-    count_parameters, matched_field_width, mlp, train_classifier,
+    MLPField,
+    ODEBlock,
+    ODENetClassifier,
+    ResidualStack,
+    ResNetClassifier,
+    accuracy,
+    accuracy_vs_steps,
+    count_parameters,
+    matched_field_width,
+    mlp,
+    train_classifier,
 )
 
 __all__ = [
     "MLPField", "ODEBlock", "ODENetClassifier", "ResidualStack", "ResNetClassifier", "accuracy",
     "accuracy_vs_steps", "count_parameters", "matched_field_width", "mlp", "train_classifier",
 ]
-
-
-def __getattr__(name: str):
-    # One release of grace: the byte counter moved to nodecourse.measure.memory.
-    if name == "saved_activation_bytes":
-        import warnings
-
-        from nodecourse.measure import memory
-
-        warnings.warn("nodecourse.models.saved_activation_bytes moved to nodecourse.measure.memory",
-                      DeprecationWarning, stacklevel=2)
-        return memory.saved_activation_bytes
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

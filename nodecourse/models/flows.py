@@ -30,8 +30,8 @@ import torch
 from torch import nn
 
 from nodecourse.models import MLPField
-from nodecourse.solvers.solve_config import SolveConfig
 from nodecourse.solvers import odeint
+from nodecourse.solvers.solve_config import SolveConfig
 from nodecourse.validation import AnyOf, Arg, InstanceOf, Interval, NoneAllowed, Options, check, check_args
 
 TRACES = ("exact", "hutchinson")

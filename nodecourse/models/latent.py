@@ -33,8 +33,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from nodecourse.solvers.solve_config import SolveConfig
 from nodecourse.solvers import odeint
+from nodecourse.solvers.solve_config import SolveConfig
 from nodecourse.training import seeded_batches, train_epochs
 
 HORIZON_HOURS = 48.0

@@ -145,5 +145,5 @@ def figure(title: str, x_title: str, y_title: str, *, log_x: bool = False, log_y
     return fig
 
 
-__all__ = ["INTERACTIVE_RENDERER", "MPL_STYLE", "RENDERER", "SOLVER_COLORS", "CourseFigure", "course_subplots", "figure", "solver_color",
-           "solver_colors", "use_style"]
+__all__ = ["INTERACTIVE_RENDERER", "MPL_STYLE", "RENDERER", "SOLVER_COLORS", "CourseFigure", "course_subplots",
+           "figure", "solver_color", "solver_colors", "use_style"]

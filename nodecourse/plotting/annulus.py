@@ -14,8 +14,8 @@ import plotly.graph_objects as go
 import torch
 
 from nodecourse.data.toy import ANNULUS_RADII
-from nodecourse.plotting import CourseFigure, course_subplots, use_style
 from nodecourse.measure.probes import CircleProbe, DecisionGrid
+from nodecourse.plotting import CourseFigure, course_subplots, use_style
 
 MODEL_COLORS = {"NODE": "#d62728", "ANODE": "#1f77b4", "ResNet": "#2ca02c"}
 CLASS_COLORS = {-1.0: "#ff7f0e", 1.0: "#1f77b4"}

@@ -9,8 +9,8 @@ holds for its solves).
 from nodecourse.solvers.odeint import odeint
 from nodecourse.solvers.record import StepEvent, StepRecord
 from nodecourse.solvers.registry import SOLVERS, SolverSpec
-from nodecourse.solvers.reversible import REVERSIBLE_SOLVERS
 from nodecourse.solvers.result import Solution, SolverError, Status
+from nodecourse.solvers.reversible import REVERSIBLE_SOLVERS
 from nodecourse.solvers.solve_config import SolveConfig
 from nodecourse.solvers.tableaux import ButcherTableau
 

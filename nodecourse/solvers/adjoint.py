@@ -27,14 +27,17 @@ from typing import Callable
 import torch
 
 from nodecourse.solvers.control import rms
-from nodecourse.solvers.gradient_run import (
-    GradientRun, differentiable_solution, forward_without_graph, inspect_field, refuse_second_derivative,
-)
 from nodecourse.solvers.field_checks import RandomFieldError
+from nodecourse.solvers.gradient_run import (
+    GradientRun,
+    differentiable_solution,
+    forward_without_graph,
+    inspect_field,
+    refuse_second_derivative,
+)
 from nodecourse.solvers.registry import IMPLICIT, spec_for
-from nodecourse.solvers.result import SolverError, Status
-from nodecourse.solvers.validate import ADJOINT_OPTION_KEYS, check_adjoint_options  # noqa: F401 (re-exported)
-
+from nodecourse.solvers.result import Solution, SolverError, Status
+from nodecourse.solvers.validate import check_adjoint_options
 
 # ----------------------------------------------------------------------------------------------
 # The augmented dynamics
@@ -91,8 +94,8 @@ def augmented_norm_options(options: dict | None, forward_options: dict | None, s
 
     ``seminorm=True`` (``adjoint_options={"norm": "seminorm"}``, Kidger, Chen and Lyons 2021): the
     parameter-gradient channels ``g`` are left out: the RMS over ``[z, a]`` (without a forward norm),
-    or ``max(norm(z), norm(a))`` with the forward ``norm`` (torchdiffeq's construction). ``g`` is an integral that feeds nothing back into the dynamics, so its local error
-    need not drive the step size; the steps it used to reject are saved (``stats["nfe_backward"]``).
+    or ``max(norm(z), norm(a))`` with the forward ``norm`` (torchdiffeq's construction). ``g`` is an
+    integral that feeds nothing back into the dynamics, so its local error need not drive the step size; the steps it used to reject are saved (``stats["nfe_backward"]``).
     """
     norm = (options or {}).get("norm")
     forward_norm = (forward_options or {}).get("norm")
@@ -274,6 +277,6 @@ def solve_adjoint(func, y0: torch.Tensor, t: torch.Tensor, *, solve: Callable, m
             "ran. Use gradient='checkpoint' (it replays the forward's random numbers) or 'backprop', or put "
             "the field in eval mode (func.eval()) for this solve")
     _check_implicit_backward_size(backward_kwargs["method"], y0, params)
-    run = GradientRun(func=func, solve=solve, forward_kwargs=forward_kwargs, backward_kwargs=backward_kwargs, throw=throw,
-                      params=params)
+    run = GradientRun(func=func, solve=solve, forward_kwargs=forward_kwargs, backward_kwargs=backward_kwargs,
+                      throw=throw, params=params)
     return differentiable_solution(run, AdjointFunction.apply(run, t, y0, *params), t)

@@ -11,7 +11,11 @@ from typing import Callable
 import torch
 
 from nodecourse.solvers.gradient_run import (
-    GradientRun, backprop_replay, differentiable_solution, forward_without_graph, inspect_field,
+    GradientRun,
+    backprop_replay,
+    differentiable_solution,
+    forward_without_graph,
+    inspect_field,
 )
 from nodecourse.solvers.registry import ADAPTIVE, spec_for
 from nodecourse.solvers.result import Solution, SolverError, Status

@@ -4,8 +4,8 @@ Both are theta methods: ``y1 = y0 + h * ((1 - theta) f(t0, y0) + theta f(t1, y1)
 with ``theta = 1`` (implicit_euler, order 1, L-stable) or ``theta = 1/2``
 (trapezoid, order 2, A-stable), written as two-stage tableaux (explicit first
 stage, implicit second; see :mod:`nodecourse.solvers.tableaux`), and ``theta``
-is read from the tableau (:func:`theta_of`), so any theta can be plugged in. ``y1`` solves a nonlinear system, by Newton's
-method with the Jacobian ``df/dy`` from autograd, factorised once per step
+is read from the tableau (:func:`theta_of`), so any theta can be plugged in. ``y1`` solves a nonlinear system,
+by Newton's method with the Jacobian ``df/dy`` from autograd, factorised once per step
 (simplified Newton), and reused across steps until Newton needs more than
 three iterations or fails. Work is reported: ``n_newton_iters``, ``n_jacobians``,
 ``n_newton_failures``.

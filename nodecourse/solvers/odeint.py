@@ -53,7 +53,8 @@ def odeint(func, y0: torch.Tensor, t: torch.Tensor, *, method="dopri5", rtol: fl
             dtype: a finer ``t`` whose values that cast would move (beyond one unit of the state's
             precision on the interval) is refused by name.
         method: a name in :data:`nodecourse.SOLVERS` or ``"reversible_heun"``
-            (:data:`~nodecourse.solvers.reversible.REVERSIBLE_SOLVERS`, fixed steps), or a :class:`nodecourse.solvers.ButcherTableau`
+            (:data:`~nodecourse.solvers.reversible.REVERSIBLE_SOLVERS`, fixed steps), or a
+            :class:`nodecourse.solvers.ButcherTableau`
             (explicit without ``b_low``: fixed steps; with ``b_low``: adaptive; diagonally
             implicit two-stage theta methods: implicit).
         rtol, atol: tolerances of the adaptive and implicit methods (error per step

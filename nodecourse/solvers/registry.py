@@ -15,8 +15,17 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Optional
 
-from nodecourse.solvers.tableaux import (BOSH3, DOPRI5, EULER, IMPLICIT_EULER, MIDPOINT, RK4, RK38, TRAPEZOID,
-                                         ButcherTableau)
+from nodecourse.solvers.tableaux import (
+    BOSH3,
+    DOPRI5,
+    EULER,
+    IMPLICIT_EULER,
+    MIDPOINT,
+    RK4,
+    RK38,
+    TRAPEZOID,
+    ButcherTableau,
+)
 
 FIXED, ADAPTIVE, IMPLICIT = "fixed", "adaptive", "implicit"
 

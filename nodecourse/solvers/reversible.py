@@ -39,9 +39,8 @@ from typing import Any
 
 import torch
 
-from nodecourse.solvers import observers
+from nodecourse.solvers import field_checks, observers
 from nodecourse.solvers.fixed import steps_per_interval
-from nodecourse.solvers import field_checks
 from nodecourse.solvers.gradient_run import backprop_replay, differentiable_solution, inspect_field
 from nodecourse.solvers.result import Solution, SolverError, Status
 from nodecourse.solvers.rk import CheckedFunc, time_tensor
@@ -126,7 +125,8 @@ def integrate(func, y0: torch.Tensor, ts: list[float], step_size: float, max_ste
         for m in range(n):
             if n_steps >= max_steps:
                 return outputs, (y, z, f), stats(), Status.MAX_STEPS, (
-                    f"max_steps={max_steps} steps of size {abs(h):.3g} used, reached t={_step_time(ta, tb, h, m, n):.6g}; "
+                    f"max_steps={max_steps} steps of size {abs(h):.3g} used, "
+                    f"reached t={_step_time(ta, tb, h, m, n):.6g}; "
                     f"the interval needs {sum(plan)} steps")
             t0, t1 = _step_time(ta, tb, h, m, n), _step_time(ta, tb, h, m + 1, n)
             y, z, f = heun_step(func, t0, t1 - t0, y, z, f)

@@ -30,8 +30,20 @@ from nodecourse.solvers.registry import ADAPTIVE, FIXED, IMPLICIT, SOLVERS, Solv
 from nodecourse.solvers.reversible import REVERSIBLE, REVERSIBLE_SOLVERS
 from nodecourse.solvers.tableaux import ButcherTableau
 from nodecourse.solvers.torchdiffeq_backend import TORCHDIFFEQ_ADAPTIVE_OPTIONS
-from nodecourse.validation import (AnyOf, Arg, Flag, InstanceOf, Interval, IsCallable, NoneAllowed, Options,
-                                   WrongTypeError, check, check_options, short_repr)
+from nodecourse.validation import (
+    AnyOf,
+    Arg,
+    Flag,
+    InstanceOf,
+    Interval,
+    IsCallable,
+    NoneAllowed,
+    Options,
+    WrongTypeError,
+    check,
+    check_options,
+    short_repr,
+)
 
 GRADIENTS = ("backprop", "adjoint", "checkpoint", "reversible")
 BACKENDS = ("nodecourse", "torchdiffeq")
@@ -375,7 +387,8 @@ def option_defaults(spec, backend: str) -> dict:
     """The ``options`` keys ``spec``'s method understands on ``backend``, with their defaults."""
     if backend == "torchdiffeq":
         return TORCHDIFFEQ_ADAPTIVE_OPTIONS if spec.kind == ADAPTIVE else {}
-    return {FIXED: FIXED_OPTIONS, REVERSIBLE: FIXED_OPTIONS, ADAPTIVE: ADAPTIVE_OPTIONS}.get(spec.kind, IMPLICIT_OPTIONS)
+    by_kind = {FIXED: FIXED_OPTIONS, REVERSIBLE: FIXED_OPTIONS, ADAPTIVE: ADAPTIVE_OPTIONS}
+    return by_kind.get(spec.kind, IMPLICIT_OPTIONS)
 
 
 def merge_options(options, defaults: dict, method: str, *, name: str = "options") -> dict:
@@ -417,7 +430,8 @@ def check_adjoint_options(adjoint_options, *, gradient: str, method, rtol: float
         raise ValueError(f"adjoint_options['norm'] changes the error norm of an adaptive backward solve; "
                          f"the backward method {b_spec.name!r} takes fixed steps and has none. Give "
                          f"adjoint_options={{'method': 'dopri5', 'norm': 'seminorm'}} or drop the norm")
-    if settings["norm"] is not None and (settings["options"] or {}).get("norm") not in (None, (options or {}).get("norm")):
+    backward_norm = (settings["options"] or {}).get("norm")
+    if settings["norm"] is not None and backward_norm not in (None, (options or {}).get("norm")):
         raise ValueError("adjoint_options['norm'] and a norm of the backward solve's own "
                          "(adjoint_options['options']['norm']) both set the backward error norm; give one of them")
     for i, p in enumerate(settings["params"]):

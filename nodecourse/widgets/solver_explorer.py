@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from nodecourse.measure.problems import PROBLEMS, Problem, reference_solution  # noqa: F401 (re-exported)
+from nodecourse.measure.problems import PROBLEMS, Problem, reference_solution
 from nodecourse.widgets.base import FigureExplorer
 from nodecourse.widgets.common import assemble, check_device, device_control, show_result
 

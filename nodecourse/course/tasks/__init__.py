@@ -114,3 +114,7 @@ def self_check(exercise: str, check: str, namespace: Mapping, seed: int = SELF_C
     reference = plain.decode(reference_text(exercise, [check], seed))[check]
     verdict = judge_texts(task, answer, reference)
     report(check, verdict.passed, verdict.detail)
+
+
+__all__ = ["CONVERTED", "SELF_CHECK_SEED", "Task", "UnknownTask", "Verdict", "answer_text", "get_task",
+           "judge_texts", "reference_text", "self_check", "spec_call", "tasks_for"]

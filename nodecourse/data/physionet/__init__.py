@@ -10,7 +10,8 @@ Public surface::
     train, test = norm.transform(parts["train"]), norm.transform(parts["test"])
 
 Where the data comes from: :func:`locate` (explicit path > ``NODECOURSE_DATA`` >
-``../shared/physionet2012`` > a download when ``download=True`` (set A checked against pinned sums; set B reported unverified) >
+``../shared/physionet2012`` > a download when ``download=True`` (set A checked against pinned sums; set B
+reported unverified) >
 the synthetic generator, with a loud warning). Bad records are skipped and
 counted in ``data.report`` and named in a :class:`BadRecordWarning`: a value
 that is not a plain decimal or lies beyond float32's range, a link leaving the
@@ -38,12 +39,33 @@ import torch
 
 from nodecourse.data.physionet.dataset import Normalizer, PhysioNetSet, check_quantization, densify
 from nodecourse.data.physionet.records import (
-    BAD_REASONS, DESCRIPTORS, HORIZON_HOURS, VARIABLES, BadRecord, ConflictingOutcomes, DamagedArchive,
-    DownloadError, EmptySet, LoadReport, PhysioNetError, Record, check_label, parse_outcomes, parse_record,
+    BAD_REASONS,
+    DESCRIPTORS,
+    HORIZON_HOURS,
+    VARIABLES,
+    BadRecord,
+    ConflictingOutcomes,
+    DamagedArchive,
+    DownloadError,
+    EmptySet,
+    LoadReport,
+    PhysioNetError,
+    Record,
+    check_label,
+    parse_outcomes,
+    parse_record,
 )
 from nodecourse.data.physionet.sources import (
-    DATA_ENV, SETS, SHARED_DIR, ContentKey, Source, UnverifiedDownloadWarning, cache_dir, check_set_name,
-    fingerprint, iter_record_texts, read_outcomes,
+    DATA_ENV,
+    SHARED_DIR,
+    ContentKey,
+    Source,
+    UnverifiedDownloadWarning,
+    cache_dir,
+    check_set_name,
+    fingerprint,
+    iter_record_texts,
+    read_outcomes,
 )
 from nodecourse.data.physionet.sources import locate as _locate
 from nodecourse.data.physionet.synthetic import write_synthetic

@@ -79,7 +79,8 @@ class PhysioNetSet:
         idx = np.arange(len(self))
         y = self.labels.numpy()
         out: dict[str, PhysioNetSet] = {}
-        rest, test_idx = train_test_split(idx, test_size=test, random_state=seed, stratify=y) if test > 0 else (idx, idx[:0])
+        rest, test_idx = (train_test_split(idx, test_size=test, random_state=seed, stratify=y) if test > 0
+                          else (idx, idx[:0]))
         if val > 0:
             train_idx, val_idx = train_test_split(rest, test_size=val / (1 - test), random_state=seed,
                                                   stratify=y[rest])

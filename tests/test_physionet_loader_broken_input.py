@@ -1,4 +1,4 @@
-"""The PhysioNet loader against hostile or broken input (issue 19, the loader's cases).
+"""The PhysioNet loader against hostile or broken input.
 
 Each test names its case:
 
@@ -182,7 +182,8 @@ def test_case3_one_record_id_in_two_files_skips_both_and_names_them(tmp_path):
     texts = {f"{140000 + i}.txt": record(140000 + i) for i in range(5)}
     texts["140099.txt"] = record(140001, hr="99")  # a second file claiming patient 140001
     write_set(tmp_path, texts, outcomes={140000: 0, 140001: 1, 140002: 0, 140003: 1, 140004: 1, 140099: 0})
-    with pytest.warns(physionet.BadRecordWarning, match=r"duplicate record id.*RecordID 140001.*140001\.txt.*140099\.txt"):
+    with pytest.warns(physionet.BadRecordWarning,
+                      match=r"duplicate record id.*RecordID 140001.*140001\.txt.*140099\.txt"):
         data = load(tmp_path)
     assert sorted(data.record_ids.tolist()) == [140000, 140002, 140003, 140004]
     assert data.report.skipped_by_reason == {"duplicate record id": 2}
@@ -390,7 +391,7 @@ def test_case6_an_oversized_archive_member_is_skipped_unread(tmp_path, monkeypat
     assert len(data) == 2 and data.report.skipped_by_reason == {"too large": 1}
 
 
-def test_hardened_paths_keep_tar_and_folder_results_equal(tmp_path):
+def test_a_clean_set_reads_the_same_from_a_tar_and_a_folder(tmp_path):
     """The refusals live beside the reading, not instead of it: a clean set reads the same both ways."""
     texts = {f"{140000 + i}.txt": record(140000 + i, hr=str(60 + i)) for i in range(5)}
     write_set(tmp_path / "folder", texts)
