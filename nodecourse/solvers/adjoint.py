@@ -95,7 +95,8 @@ def augmented_norm_options(options: dict | None, forward_options: dict | None, s
     ``seminorm=True`` (``adjoint_options={"norm": "seminorm"}``, Kidger, Chen and Lyons 2021): the
     parameter-gradient channels ``g`` are left out: the RMS over ``[z, a]`` (without a forward norm),
     or ``max(norm(z), norm(a))`` with the forward ``norm`` (torchdiffeq's construction). ``g`` is an
-    integral that feeds nothing back into the dynamics, so its local error need not drive the step size; the steps it used to reject are saved (``stats["nfe_backward"]``).
+    integral that feeds nothing back into the dynamics, so its local error need not drive the step
+    size; the steps it used to reject are saved (``stats["nfe_backward"]``).
     """
     norm = (options or {}).get("norm")
     forward_norm = (forward_options or {}).get("norm")
