@@ -17,8 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-VERDICTS = ("ok", "warning", "problem")
-_COLOURS = {"ok": "#1a7f37", "warning": "#9a6700", "problem": "#cf222e"}
+#: ``undecided``: the interval straddles a threshold (step 5); ``not measured``: the step has nothing
+#: to measure for this model's shape, and says why; ``failed``: the step raised, its cause is named.
+VERDICTS = ("ok", "warning", "problem", "undecided", "not measured", "failed")
+_COLOURS = {"ok": "#1a7f37", "warning": "#9a6700", "problem": "#cf222e", "undecided": "#6e7781",
+            "not measured": "#6e7781", "failed": "#8250df"}
 
 
 @dataclass
@@ -210,6 +213,16 @@ class AuditReport:
             raise ValueError(f"path={str(path)!r}: give a file name ending in .html, .md or .json")
         path.write_text(writers[suffix](), encoding="utf-8")
         return path
+
+    def save_all(self, path) -> list[Path]:
+        """Write the report three times: to ``path`` and beside it with the other two of
+        ``.html``, ``.json`` and ``.md`` (same name); returns the paths."""
+        path = Path(path)
+        written = [self.save(path)]
+        for suffix in (".html", ".json", ".md"):
+            if suffix != path.suffix.lower() and not (suffix == ".html" and path.suffix.lower() == ".htm"):
+                written.append(self.save(path.with_suffix(suffix)))
+        return written
 
     def __str__(self) -> str:
         lines = [f"Audit of {self.model['name']} ({self.seconds:.0f} s)"]

@@ -54,7 +54,7 @@ def run_step(ctx: AuditContext) -> StepResult:
     med, top = statistics.median(work), max(work)
     stats = {"n_inputs": n, "unit": unit, "mean": statistics.fmean(work), "median": med, "min": min(work),
              "max": top, "failures": n_fail, "failure_statuses": statuses, "spearman_work_loss": rho}
-    if ctx.cores[0].kind == "ode":
+    if ctx.cores[0].kind == "ode" and not getattr(ctx.cores[0], "observed", False):  # torchdiffeq keeps no step log
         stats["rejected_mean"] = statistics.fmean(e["n_rejected"] for e in each)
         stats["accepted_mean"] = statistics.fmean(e["n_accepted"] for e in each)
     residuals = [e["residual"] for e in each if e["residual"] is not None]
