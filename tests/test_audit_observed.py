@@ -324,6 +324,16 @@ def test_two_solves_in_one_model_are_audited_per_solve():
     entries = [c["entry"] for c in report.model["settings"]]
     assert entries == ["torchdiffeq.odeint", "torchdiffeq.odeint_adjoint"]
     assert len(report.step(4).data["stiffness_per_solve"]) == 2
+    assert len(report.step(2).data["per_solve"]) == 2  # each solve's work per input on its own
+    alone = report.step(3).data["per_solve"]
+    assert [e["factor"] for e in alone] == [100.0, 0.1, 100.0, 0.1] and len({e["solve"] for e in alone}) == 2
+    # the first solve alone at 100x looser, the second as deployed: evaluated here by hand
+    x_test, y_test = x[20:], y[20:]
+    with torch.no_grad():
+        a = O.odeint(model.f, x_test, torch.tensor([0.0, 1.0]), rtol=1e-2, atol=1e-4)[-1]
+        b = O.odeint(model.g, a, torch.tensor([0.0, 0.5]), rtol=1e-5, atol=1e-7)[-1]
+        direct = float((model.head(b).argmax(1) == y_test).double().mean())
+    assert math.isclose(alone[0]["quality"], direct)
     assert report.step(5).data["route_used"] == "adjoint, backprop"
 
 
@@ -381,6 +391,9 @@ def test_regression_targets_of_another_shape_and_inf_are_named():
 
 
 if __name__ == "__main__":  # measured figures: quick audit time per fixture and step 5's share
+    # python tests/test_audit_observed.py [threads]   (default 2: the course's two cores)
+    torch.set_num_threads(int(sys.argv[1]) if len(sys.argv) > 1 else 2)
+    print(f"torch threads: {torch.get_num_threads()}")
     for name in ("trajectory", "latent", "cnf", "conv_classifier", "deq", "adjoint_fault", "float32"):
         _, _, _, _, r = _audit(getattr(O, f"build_{name}"))
         print(f"{name:16s} audit {r.seconds:6.1f} s, step 5 {r.step(5).seconds:5.1f} s "

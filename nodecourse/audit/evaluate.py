@@ -171,7 +171,8 @@ def run(model, cores: list[Core], x, *, chunk: int = 256) -> Run:
 def per_input(model, cores: list[Core], x, rows: list[int], *, progress: bool = False, desc: str = "") -> list[dict]:
     """Each row of ``x`` in ``rows`` on its own: one dict per row with its work totals, ``ok``
     (every solve succeeded and converged), ``status`` (the first failure, or ``"success"``),
-    ``residual`` (the DEQ's final residual, if any), ``seconds`` and ``output`` (a float64 tensor)."""
+    ``residual`` (the DEQ's final residual, if any), ``seconds``, ``output`` (a float64 tensor) and
+    ``by_solve`` (an observed solve's work on this row, by call site)."""
     from tqdm.auto import tqdm
 
     out = []
@@ -180,7 +181,7 @@ def per_input(model, cores: list[Core], x, rows: list[int], *, progress: bool = 
         out.append({**r.work, "ok": r.failed_rows == 0 and not r.errors,
                     "status": r.errors[0] if r.errors else "success",
                     "residual": max(r.residuals) if r.residuals else None, "seconds": r.seconds,
-                    "output": r.outputs[0]})
+                    "output": r.outputs[0], "by_solve": {site: w["nfe"] for site, w in r.by_solve.items()}})
     return out
 
 

@@ -10,7 +10,9 @@ Verdict: *problem* when the deployed model and its tightest solve differ by more
 :data:`PROBLEM_GAPS` practical gaps (the model's quality is an artefact of its discretisation: it is
 not the ODE or fixed point it is said to be); *warning* when they differ by more than one gap, or
 when quality already breaks (worse by a gap, or solves fail) at the first looser setting (the
-deployed setting sits at a cliff); *ok* otherwise.
+deployed setting sits at a cliff); *ok* otherwise. A model with several solves also gets each solve
+alone at the loosest and the tightest setting, the others as deployed (shown, not judged): which
+solve its quality rests on.
 """
 from __future__ import annotations
 
@@ -115,11 +117,18 @@ def run_step(ctx: AuditContext) -> StepResult:
         where = (f"{held} at {breaks_at:g}x ({p['setting']}: "
                  + (f"{p['failed_rows']} rows failed" if p["failed_rows"] else
                     f"{metric.name} {metric.fmt(p['quality'])}") + ")")
+    # several solves: each alone at the ends of the sweep, shown (the verdict reads the sweep of all together)
+    per_solve = _per_solve(ctx, deployed, factors, key, n_chunks) if len(ctx.cores) > 1 else []
     tight_fail = [p for p in points if p["factor"] < 1 and p["failed_rows"]]
     note = (f"; at {', '.join(p['setting'] for p in tight_fail)} {sum(p['failed_rows'] for p in tight_fail)} rows "
             "did not reach the tighter setting" if tight_fail else "")
     if skipped:
         note += "; " + "; ".join(f"{p['factor']:g}x ({p['why']})" for p in skipped)
+    if per_solve:
+        note += "; each solve alone: " + "; ".join(
+            f"{e['solve']} at {e['setting']}: " + (e["why"] if "why" in e else
+                                                   f"{metric.fmt(e['quality'])} at {e['work_per_pass']:.3g} {unit}")
+            for e in per_solve)
     tighter = (f"{1 / min(factors):g}x tighter ({tight['setting']}): {metric.fmt(tight['quality'])} at "
                f"{tight['work_per_pass']:.3g} {unit} (deployed minus tight {Q.interval_text(metric, dt)})"
                if has_tight else "no tighter setting measured")
@@ -128,10 +137,34 @@ def run_step(ctx: AuditContext) -> StepResult:
     table = {"columns": ["setting", "x deployed", metric.name, f"{unit} per pass", "seconds", "failed rows"],
              "rows": [[p["setting"], p["factor"], p["quality"], p["work_per_pass"], p["seconds"], p["failed_rows"]]
                       for p in points]}
-    data = {"kind": kind, "points": points, "not_measured": skipped, "breaks_at": breaks_at, "holds_to": holds_to,
+    data = {"kind": kind, "points": points, "not_measured": skipped, "per_solve": per_solve, "breaks_at": breaks_at, "holds_to": holds_to,
             "deployed_vs_tightest": dt, "table": table}
     return StepResult(3, NAME, verdict, summary, data, [_figure(points, metric, unit, kind)], reasons,
                       time.perf_counter() - start)
+
+
+def _per_solve(ctx, deployed, factors, key, n_chunks) -> list[dict]:
+    """With several solves, each one alone at the loosest and the tightest setting, the others as
+    deployed: which solve the quality rests on."""
+    out = []
+    y = ctx.y_test
+    for core in ctx.cores:
+        for f in (max(factors), min(factors)):
+            if f == 1.0:
+                continue
+            changes, label = scaled_settings(core, f)
+            entry = {"solve": core.path or core.label, "factor": f, "setting": label}
+            if changes is None:
+                entry["why"] = f"not measured ({label})"
+                out.append(entry)
+                continue
+            with solver_settings([core], **{core.kind: changes}):
+                r = run(ctx.model, ctx.cores, ctx.x_test, chunk=ctx.sizes.chunk)
+            d = Q.difference(ctx.metric, (r.outputs, y), (deployed.outputs, y), n_boot=ctx.sizes.n_boot, seed=ctx.seed)
+            entry.update(quality=d["a"], vs_deployed=d, work_per_pass=r.work[key] / n_chunks,
+                         failed_rows=r.failed_rows)
+            out.append(entry)
+    return out
 
 
 def deployed_quality(points) -> float:
