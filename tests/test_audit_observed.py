@@ -71,8 +71,8 @@ def _check_step5_numbers(step5):
 def test_trajectory_on_a_grid():
     model, train, test, task, report = _audit(O.build_trajectory)
     (core,) = report.model["settings"]
-    assert core["entry"] == "torchdiffeq.odeint" and core["site"].startswith(
-        f"{O.__file__}:{_line_of('pred = odeint(self.func, y0, self.t')}")
+    assert core["entry"] == "torchdiffeq.odeint" and core["site"] == (
+        f"{SOURCE}:{_line_of('pred = odeint(self.func, y0, self.t')} (TrajectoryModel.forward)")
     assert core["rtol"] == 1e-4 and core["method"] == "dopri5" and core["gradient"] == "backprop"
     assert "10 times from 0 to 2" in core["grid"]
     assert all(s.verdict != "failed" for s in report.steps), str(report)
@@ -165,7 +165,7 @@ def test_conv_classifier_through_odeint_adjoint_is_judged_on_the_adjoint():
     model, train, test, task, report = _audit(O.build_conv_classifier)
     (core,) = report.model["settings"]
     assert core["entry"] == "torchdiffeq.odeint_adjoint" and core["gradient"] == "adjoint"
-    assert core["site"].startswith(f"{O.__file__}:{_line_of('out = odeint_adjoint(self.odefunc')}")
+    assert core["site"] == f"{SOURCE}:{_line_of('out = odeint_adjoint(self.odefunc')} (ODEBlock.forward)"
     assert all(s.verdict != "failed" for s in report.steps), str(report)
     x, y = test
     model.block.tol = 1e-2  # the model's own knob: the 10x looser point, evaluated directly
@@ -246,7 +246,7 @@ def test_float32_at_torchdiffeq_defaults_with_a_captured_float32_tensor_gives_a_
     model, train, test, task, report = _audit(O.build_float32, out=out)
     assert [s.step for s in report.steps] == [1, 2, 3, 4, 5]
     assert all(s.verdict != "failed" for s in report.steps), str(report)
-    assert report.step(5).data["dtype"] == "float32" and "a float64 copy fails" in report.step(5).data["precision"]
+    assert report.step(5).data["dtype"] == "float32" and "a float64 cast fails" in report.step(5).data["precision"]
     assert any(n["factor"] == 0.1 for n in report.step(3).data["not_measured"])
     for suffix in (".html", ".json", ".md"):
         assert out.with_suffix(suffix).stat().st_size > 0
@@ -422,3 +422,32 @@ def test_cli_audits_your_own_file_and_refuses_bad_arguments_before_work(tmp_path
         args = ["audit", "--model", spec, *bad] if bad[0] != "--model" else ["audit", *bad]
         proc = run_cli(*args)
         assert proc.returncode == 2 and words in proc.stderr, (bad, proc.stderr[-500:])
+
+
+@pytest.mark.slow
+def test_a_library_deq_whose_field_is_a_plain_closure_gets_a_full_report():
+    from nodecourse import DEQ
+
+    class ClosureDEQ(torch.nn.Module):
+        """A DEQ whose f is a lambda made at construction: a deep copy would still use these weights."""
+
+        def __init__(self):
+            super().__init__()
+            self.W, self.U, self.head = torch.nn.Linear(6, 6), torch.nn.Linear(3, 6), torch.nn.Linear(6, 2)
+            self.deq = DEQ(lambda z, x: torch.tanh(0.5 * self.W(z) + self.U(x)), state=6)
+
+        def forward(self, x):
+            return self.head(self.deq(x))
+
+    torch.manual_seed(0)
+    model = ClosureDEQ()
+    x = torch.randn(40, 3)
+    y = (x[:, 0] > 0).long()
+    report = audit(model, (x[:20], y[:20]), (x[20:], y[20:]), quick=True, progress=False, epochs=1)
+    assert all(s.verdict != "failed" for s in report.steps), str(report)
+    assert report.step(1).verdict == "not measured" and "closure" in report.step(1).summary
+    s5 = report.step(5)
+    # the check ran on the model's own weights (all 80 of them receive a gradient), in float64
+    assert s5.data["n_parameters"] == sum(p.numel() for p in model.parameters()) and s5.data["dtype"] == "float64"
+    assert s5.data["fd_noise"] > 0 and _check_step5_numbers(s5)["median"] < s5.data["ok_threshold"]
+    assert all(p.dtype == torch.float32 for p in model.parameters())  # cast back

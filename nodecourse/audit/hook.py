@@ -49,7 +49,8 @@ _ACTIVE: "SolveHook | None" = None
 class SolveCall:
     """One intercepted solve. ``key``: ``(entry, file, line)`` of the call site (one *solve*);
     ``state``: the shapes of the state's tensors (one for a tensor state, several for a tuple);
-    ``grid``: the output times (``None`` for a DEQ); ``nfe``: evaluations of the field (DEQ:
+    ``site``: ``file.py:line (function)`` (the file's name only: no machine path in a report; ``key``
+    holds the full path); ``grid``: the output times (``None`` for a DEQ); ``nfe``: evaluations of the field (DEQ:
     iterations, the mean over the batch); ``state_max``: the largest ``|z|`` at the last output time
     (a DEQ: of the fixed point)."""
 
@@ -256,6 +257,8 @@ class SolveHook:
         if "route" in ov and entry.startswith("torchdiffeq"):
             fn = _torchdiffeq(ov["route"])
             route = ov["route"]
+            if route == "backprop":  # odeint takes none of odeint_adjoint's own keywords
+                kw = {k: v for k, v in kw.items() if not k.startswith("adjoint_")}
         elif "route" in ov and entry == "nodecourse.odeint":
             kw["gradient"] = ov["route"]
             route = ov["route"]
@@ -277,7 +280,7 @@ class SolveHook:
                 settings["step_size"] = kw["step_size"]
         if kw.get("options"):
             settings["options"] = {k: v for k, v in kw["options"].items() if isinstance(v, (int, float, str))}
-        call = SolveCall(key, entry, f"{filename}:{line} ({qualname})", _shapes(y0), str(_first(y0).dtype).replace(
+        call = SolveCall(key, entry, _site(filename, line, qualname), _shapes(y0), str(_first(y0).dtype).replace(
             "torch.", ""), [float(v) for v in t.detach().cpu().reshape(-1)], settings, route, func=func)
         start = time.perf_counter()
         self.depth += 1
@@ -309,7 +312,7 @@ class SolveHook:
         key = ("torchdeq", filename, line)
         ov = self.override_for(key)
         route = _deq_route(deq)
-        call = SolveCall(key, "torchdeq DEQ", f"{filename}:{line} ({qualname})", _shapes(z_init),
+        call = SolveCall(key, "torchdeq DEQ", _site(filename, line, qualname), _shapes(z_init),
                          str(_first(z_init).dtype).replace("torch.", ""), None, _deq_settings(deq), route, func=func)
         start = time.perf_counter()
         if "unroll" in ov:  # the block applied k times, backprop through every application
@@ -357,6 +360,12 @@ class SolveHook:
                 self.recorder.append((key, func, None, z_out.detach()))
         self.tell(call)
         return out
+
+
+def _site(filename: str, line: int, qualname: str) -> str:
+    import os
+
+    return f"{os.path.basename(filename)}:{line} ({qualname})"
 
 
 def _route(entry: str, kw: dict) -> str:

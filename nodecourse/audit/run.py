@@ -18,6 +18,7 @@ from nodecourse.audit.context import FULL, QUICK, AuditContext
 from nodecourse.audit.discovery import find_cores
 from nodecourse.audit.hook import SolveHook
 from nodecourse.audit.report import AuditReport, StepResult
+from nodecourse.audit.state import kept_as_found
 from nodecourse.models import count_parameters
 from nodecourse.validation import AnyOf, Arg, Flag, Interval, NoneAllowed, Options, check_args
 
@@ -158,34 +159,6 @@ def _probe_splits(model: nn.Module, splits: dict, task: str) -> torch.Tensor:
         raise ValueError(f"the model's outputs per row differ between splits: {shapes}; give splits with the same "
                          "features (a shift of another width?)")
     return outs["test"]
-
-
-@contextlib.contextmanager
-def kept_as_found(model: nn.Module):
-    """Within the block the audit may do anything to ``model``; afterwards (also after an error) its
-    weights and buffers, every module's train/eval mode, every parameter's ``requires_grad`` and
-    torch's global random state (CPU and CUDA) are as they were."""
-    state = {k: v.detach().clone() for k, v in model.state_dict(keep_vars=True).items()}
-    modes = {name: m.training for name, m in model.named_modules()}
-    flags = {name: p.requires_grad for name, p in model.named_parameters()}
-    rng = torch.get_rng_state()
-    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
-    try:
-        yield
-    finally:
-        with torch.no_grad():
-            for k, v in model.state_dict(keep_vars=True).items():
-                if k in state and v.shape == state[k].shape:
-                    v.data.copy_(state[k])
-        for name, m in model.named_modules():
-            if name in modes:
-                m.training = modes[name]
-        for name, p in model.named_parameters():
-            if name in flags:
-                p.requires_grad_(flags[name])
-        torch.set_rng_state(rng)
-        if cuda is not None:
-            torch.cuda.set_rng_state_all(cuda)
 
 
 def _run_one(module, ctx: AuditContext, number: int, progress: bool) -> StepResult:

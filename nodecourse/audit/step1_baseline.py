@@ -23,6 +23,7 @@ import time
 
 from torch import nn
 
+from nodecourse.audit import inputs as I
 from nodecourse.audit import quality as Q
 from nodecourse.audit.baseline import (UnrolledBlock, discrete_counterpart, forward_seconds, observed_counterpart,
                                        train)
@@ -32,6 +33,7 @@ from nodecourse.audit.evaluate import run, work_unit
 from nodecourse.audit.observed import is_observed
 from nodecourse.models.flows import CNF
 from nodecourse.audit.report import StepResult, new_figure, render, verdict_of
+from nodecourse.audit.state import independent_copy
 from nodecourse.models import ResidualStack, count_parameters
 
 NAME = "Explicit baseline at matched parameters"
@@ -66,6 +68,10 @@ def run_step(ctx: AuditContext) -> StepResult:
         for k in range(ctx.sizes.seeds):
             try:
                 baseline, how = _counterpart(ctx, ctx.seed + k)
+                if not independent_copy(ctx.model, baseline, I.take(ctx.x_test, slice(0, 2))):
+                    raise ValueError("the model reaches some of its weights through a closure made when it was built "
+                                     "(e.g. self.f = lambda z: self.W(z)), so a copy trained here would train the "
+                                     "original's weights; pass baseline= a model of your own")
             except ValueError as exc:
                 return StepResult(1, NAME, "not measured", f"No automatic baseline: {exc}.", {"baseline": None},
                                   reasons=[str(exc)], seconds=time.perf_counter() - start)

@@ -10,9 +10,10 @@ product, what every route computes; a trained model's own loss has a gradient ne
 Per direction ``i`` the error is ``e_i = |g·v_i - fd_i| / rms(fd)``; the report gives the median of
 the ``e_i`` and its 95 % bootstrap interval over directions (:data:`N_BOOT` resamples).
 
-Precision. In a float64 copy of the model where one can be made; where the copy fails (a field
-holding a float32 tensor that is neither a parameter nor a buffer), in the model's own float32,
-and the report says so. The finite differences use a step and a reference tolerance the dtype
+Precision. In float64 where the model runs in it (cast in place and restored afterwards: a deep
+copy would miss weights that a closure made at construction reaches in the original); where the
+cast fails (a field holding a float32 tensor that is neither a parameter nor a buffer), in the
+model's own float32, and the report says so. The finite differences use a step and a reference tolerance the dtype
 resolves (:data:`FD`): float64 step 1e-4 of the parameters' length (a long horizon makes the
 truncation error of a larger step visible: lesson 4's planted model at 1e-3 shows 8e-4), solves at
 rtol 1e-10 (their noise, about rtol / step = 1e-6, under the 1e-4 an "ok" needs); float32
@@ -35,7 +36,6 @@ one backward pass per route, on ``Sizes.grad_batch`` rows.
 """
 from __future__ import annotations
 
-import copy
 import math
 import time
 import warnings as py_warnings
@@ -46,9 +46,10 @@ from torch import nn
 
 from nodecourse.audit import inputs as I
 from nodecourse.audit.context import AuditContext
-from nodecourse.audit.discovery import CoreNotFoundError, core_parameters, find_cores, solver_settings
+from nodecourse.audit.discovery import core_parameters, solver_settings
 from nodecourse.audit.observed import is_observed
 from nodecourse.audit.report import StepResult, new_figure, render
+from nodecourse.audit.state import kept_as_found
 
 NAME = "Gradients against finite differences"
 ODE_ROUTES = ("backprop", "checkpoint", "adjoint")
@@ -85,18 +86,23 @@ def allowed_error(core, dtype: torch.dtype = torch.float64) -> tuple[float, str]
     return ok_threshold(core, dtype)
 
 
-def _copy_in(model: nn.Module, xb, dtype):
-    """A copy of ``model`` and ``xb`` in ``dtype`` that runs: ``(model, x, None)`` or ``(None, None, why)``."""
+class CastFailed(RuntimeError):
+    """The model does not run in the dtype asked for (a captured tensor of another dtype)."""
+
+
+def _cast(model: nn.Module, xb, dtype):
+    """``model`` cast to ``dtype`` in place (the caller restores it) and ``xb`` cast; raises
+    :class:`CastFailed` naming why when the model does not run in ``dtype``."""
     try:
-        m = copy.deepcopy(model).to(dtype)
+        model.to(dtype)
         x = I.cast(xb, dtype)
         with torch.no_grad():
-            out = I.call(m, x)
-        if out.dtype != dtype:
-            return None, None, f"the copy's output is {out.dtype}, not {dtype}"
-        return m, x, None
-    except Exception as exc:  # a user's model: whatever breaks the cast, the check runs in float32 instead
-        return None, None, f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"
+            out = I.call(model, x)
+    except Exception as exc:  # a user's model: whatever breaks the cast, the check runs in its own dtype instead
+        raise CastFailed(f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}") from exc
+    if out.dtype != dtype:
+        raise CastFailed(f"the cast model's output is {out.dtype}, not {dtype}")
+    return x
 
 
 def _torchdeq_train_mode(model: nn.Module) -> int:
@@ -153,27 +159,33 @@ def verdict_for(lo: float, hi: float, ok_max: float, noisy: bool) -> str:
 
 
 def run_step(ctx: AuditContext) -> StepResult:
+    """The check runs on the model itself, cast to float64 in place and restored afterwards (a deep
+    copy would miss weights a closure made at construction still reaches in the original)."""
     start = time.perf_counter()
     rows = torch.tensor(ctx.sample_rows(ctx.sizes.grad_batch, offset=5))
     xb = I.take(ctx.x_test, rows)
-    model, x, why64 = _copy_in(ctx.model, xb, torch.float64)
-    if model is None:
-        dtype = I.dtype_of(xb) if I.dtype_of(xb).is_floating_point else torch.float32
-        model, x, why = _copy_in(ctx.model, xb, dtype)
-        if model is None:
-            raise RuntimeError(f"the model cannot be copied for the gradient check: {why}")
-        precision = f"{str(dtype).replace('torch.', '')} (a float64 copy fails: {why64})"
-    else:
-        dtype, precision = torch.float64, "float64 (a copy of the model)"
+    try:
+        with kept_as_found(ctx.model):
+            x = _cast(ctx.model, xb, torch.float64)
+            return _check(ctx, x, rows, torch.float64, "float64 (the model cast in place, restored afterwards)",
+                          start)
+    except CastFailed as exc:
+        why64 = str(exc)
+    dtype = I.dtype_of(xb) if I.dtype_of(xb).is_floating_point else torch.float32
     if dtype not in FD:
-        raise RuntimeError(f"the gradient check runs in float64 or float32; the model computes in {dtype}")
+        raise RuntimeError(f"the gradient check runs in float64 or float32; the model computes in {dtype} and a "
+                           f"float64 cast fails ({why64})")
+    with kept_as_found(ctx.model):
+        return _check(ctx, xb, rows, dtype, f"{str(dtype).replace('torch.', '')} (a float64 cast fails: {why64})",
+                      start)
+
+
+def _check(ctx: AuditContext, x, rows, dtype, precision: str, start: float) -> StepResult:
+    model = ctx.model
     model.eval()
     n_deq_train = _torchdeq_train_mode(model)
-    try:
-        lib = find_cores(model)
-    except CoreNotFoundError:
-        lib = []
-    cores = lib + [c for c in ctx.cores if is_observed(c)]  # observed solves are keyed by call site
+    lib = [c for c in ctx.cores if not is_observed(c)]
+    cores = list(ctx.cores)
     primary = cores[0]
     params, seen = [], set()
     for c in lib:
