@@ -16,6 +16,7 @@ import torch
 import torchdiffeq
 
 import outside_models as O
+from nodecourse import odeint as nc_odeint  # bound at import, as a user's module binds it
 from nodecourse.audit import audit
 from nodecourse.audit import quality as Q
 from nodecourse.audit.hook import SolveHook
@@ -451,3 +452,29 @@ def test_a_library_deq_whose_field_is_a_plain_closure_gets_a_full_report():
     assert s5.data["n_parameters"] == sum(p.numel() for p in model.parameters()) and s5.data["dtype"] == "float64"
     assert s5.data["fd_noise"] > 0 and _check_step5_numbers(s5)["median"] < s5.data["ok_threshold"]
     assert all(p.dtype == torch.float32 for p in model.parameters())  # cast back
+
+
+@pytest.mark.slow
+def test_a_direct_nodecourse_odeint_call_is_found_and_swept_on_its_call():
+    class Direct(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.func = O.ODEFunc()
+            self.head = torch.nn.Linear(2, 2)
+
+        def forward(self, x):
+            return self.head(nc_odeint(self.func, x, torch.tensor([0.0, 1.0]), rtol=1e-4, atol=1e-6).ys[-1])
+
+    torch.manual_seed(0)
+    model = Direct()
+    x = torch.randn(40, 2)
+    y = (x[:, 0] > 0).long()
+    report = audit(model, (x[:20], y[:20]), (x[20:], y[20:]), quick=True, progress=False, epochs=1)
+    (core,) = report.model["settings"]
+    assert core["entry"] == "nodecourse.odeint" and core["rtol"] == 1e-4 and core["gradient"] == "backprop"
+    with torch.no_grad():
+        loose = nc_odeint(model.func, x[20:], torch.tensor([0.0, 1.0]), rtol=1e-2, atol=1e-4)
+        direct = float((model.head(loose.ys[-1]).argmax(1) == y[20:]).double().mean())
+    p = _point(report.step(3), 100.0)
+    assert math.isclose(p["quality"], direct) and p["work_per_pass"] == loose.stats["nfe"]
+    assert {r["route"] for r in report.step(5).data["routes"]} == {"as written (backprop)", "checkpoint", "adjoint"}

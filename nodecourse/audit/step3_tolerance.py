@@ -78,6 +78,7 @@ def run_step(ctx: AuditContext) -> StepResult:
                        "work_per_pass": r.work[key] / n_chunks, "seconds": r.seconds, "failed_rows": r.failed_rows,
                        "errors": sorted(set(r.errors))})
     by = {p["factor"]: p for p in points}
+    sweep = factors  # as asked, for each solve alone below (a point skipped for all may run for one)
     factors = [f for f in factors if f in by]
     looser = [f for f in factors if f > 1.0]
     looser.sort()  # nearest first
@@ -118,7 +119,7 @@ def run_step(ctx: AuditContext) -> StepResult:
                  + (f"{p['failed_rows']} rows failed" if p["failed_rows"] else
                     f"{metric.name} {metric.fmt(p['quality'])}") + ")")
     # several solves: each alone at the ends of the sweep, shown (the verdict reads the sweep of all together)
-    per_solve = _per_solve(ctx, deployed, factors, key, n_chunks) if len(ctx.cores) > 1 else []
+    per_solve = _per_solve(ctx, deployed, sweep, key, n_chunks) if len(ctx.cores) > 1 else []
     tight_fail = [p for p in points if p["factor"] < 1 and p["failed_rows"]]
     note = (f"; at {', '.join(p['setting'] for p in tight_fail)} {sum(p['failed_rows'] for p in tight_fail)} rows "
             "did not reach the tighter setting" if tight_fail else "")
