@@ -15,9 +15,10 @@ copy would miss weights that a closure made at construction reaches in the origi
 cast fails (a field holding a float32 tensor that is neither a parameter nor a buffer), in the
 model's own float32, and the report says so. The finite differences use a step and a reference tolerance the dtype
 resolves (:data:`FD`): float64 step 1e-4 of the parameters' length (a long horizon makes the
-truncation error of a larger step visible: lesson 4's planted model at 1e-3 shows 8e-4), solves at
-rtol 1e-10 (their noise, about rtol / step = 1e-6, under the 1e-4 an "ok" needs); float32
-step 1e-2, rtol 1e-6 (about ten float32 epsilons). A fixed-step solve is differenced as deployed
+truncation error of a larger step visible: lesson 4's planted model at 1e-3 shows 8e-4); the
+reference solves at an rtol whose noise (about rtol / step) is a tenth of the ok threshold
+(:func:`reference_tolerance`: 1e-7 for a model at rtol 1e-3, 1e-9 at 1e-6, never below 1e-10); float32
+step 1e-2, rtol at least 1e-6 (about ten float32 epsilons). A fixed-step solve is differenced as deployed
 (it *is* its discretisation). Their own noise (the change between step ``h`` and ``2h`` on one
 direction) is reported.
 
@@ -62,6 +63,7 @@ OK_MIN = {torch.float64: 1e-4, torch.float32: 1e-3}
 PROBLEM = 0.1  # above 10 % the training step points elsewhere
 TOL_FACTOR = 100.0  # what a tolerance-controlled solve promises its gradient (lesson 4)
 N_BOOT = 1000
+REFERENCE_MARGIN = 10.0  # the reference's own noise at a tenth of the ok threshold
 NOISE_DIRECTIONS = 1  # the step-2h repeat costs two solves per direction: one direction tells the noise
 #: per dtype: (finite-difference step relative to the parameters' length, reference rtol, atol)
 FD = {torch.float64: (1e-4, 1e-10, 1e-12), torch.float32: (1e-2, 1e-6, 1e-8)}
@@ -127,8 +129,16 @@ def _routes(cores) -> list[str]:
     return list(ODE_ROUTES)
 
 
-def _reference(cores, dtype) -> dict:
-    _, rtol, atol = FD[dtype]
+def reference_tolerance(dtype, ok_max: float) -> float:
+    """The reference solves' rtol: tight enough that their noise in the finite differences (about
+    rtol / step) is a tenth of the ok threshold, never looser than needed and never tighter than
+    :data:`FD` (the dtype's limit): a loose model's check costs less (step 5's budget)."""
+    h, floor, _ = FD[dtype]
+    return max(floor, ok_max * h / REFERENCE_MARGIN)
+
+
+def _reference(cores, rtol: float) -> dict:
+    atol = rtol * 1e-2
     ode = [c for c in cores if c.kind == "ode" and not c.fixed_step]
     out = {"ode": {"rtol": rtol, "atol": atol} if ode else None,
            "deq": {"tol": rtol, "max_iter": 2000} if any(c.kind == "deq" for c in cores) else None}
@@ -212,8 +222,10 @@ def _check(ctx: AuditContext, x, rows, dtype, precision: str, start: float) -> S
         v = [torch.randn(p.shape, generator=gen, dtype=dtype).to(p.device) for p in params]
         vn = math.sqrt(sum(float(t.double().pow(2).sum()) for t in v))
         directions.append([t * (norm / vn) for t in v])
-    h, ref_rtol, _ = FD[dtype]
-    ref = _reference(cores, dtype)
+    h = FD[dtype][0]
+    ok_max, why_ok = ok_threshold(primary, dtype)
+    ref_rtol = reference_tolerance(dtype, ok_max)
+    ref = _reference(cores, ref_rtol)
     adaptive = [c for c in cores if c.kind == "deq" or not c.fixed_step]
     with solver_settings(adaptive, ode=ref["ode"], deq=ref["deq"]):
         fd = [_central(loss, params, v, h) for v in directions]
@@ -221,7 +233,6 @@ def _check(ctx: AuditContext, x, rows, dtype, precision: str, start: float) -> S
     rms = math.sqrt(sum(f * f for f in fd) / len(fd))
     fd_noise = (math.sqrt(sum((a - b) ** 2 for a, b in zip(fd, fd2)) / len(fd2)) / rms) if rms > 0 else math.inf
 
-    ok_max, why_ok = ok_threshold(primary, dtype)
     written = sorted({c.route for c in cores})
     entries = [_route_entry("as written (" + ", ".join(written) + ")", True, cores, None, loss, params, directions,
                             fd, rms, ctx.seed)]
