@@ -12,7 +12,7 @@ import torch
 import torch.nn as nn
 import torchdiffeq
 from torchdiffeq import odeint
-from torchdiffeq import odeint_adjoint  # noqa: F401  (bound at import, as odenet_mnist.py does)
+from torchdiffeq import odeint_adjoint  # bound at import, as odenet_mnist.py binds it
 from torchdiffeq import odeint_adjoint as odeint_adj
 
 TRUE_A = torch.tensor([[-0.1, 2.0], [-2.0, -0.1]])

@@ -60,7 +60,7 @@ def new_figure(n_axes: int = 1, width: float = 5.2, height: float = 3.0):
 class StepResult:
     """One step of the audit.
 
-    ``step`` (1-5), ``name``, ``verdict`` (``"ok"``, ``"warning"`` or ``"problem"``), ``summary`` (one
+    ``step`` (1-5), ``name``, ``verdict`` (one of :data:`VERDICTS`), ``summary`` (one
     sentence with its numbers), ``reasons`` (each finding behind a warning or a problem), ``data`` (the
     measurements, plain JSON values), ``figures`` and ``seconds`` (the step's wall time).
     """

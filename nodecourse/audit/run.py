@@ -1,7 +1,6 @@
 """``audit``: the five steps on a model, one report."""
 from __future__ import annotations
 
-import contextlib
 import platform
 import sys
 import time
