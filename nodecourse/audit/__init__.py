@@ -2,8 +2,9 @@
 
     from nodecourse.audit import audit
     report = audit(model, train=(x, y), test=(x, y), task="classification", quick=True)
-    report.steps[4].verdict        # "ok", "warning" or "problem"
+    report.steps[4].verdict        # "ok", "warning", "problem", "undecided", "not measured" or "failed"
     report.save("audit.html")      # one self-contained file; also to_json(), to_markdown()
+    audit(..., out="audit.html")   # written (with .json and .md beside it) whatever the steps did
 
 The steps, each with a verdict, a sentence with its numbers, the measurements and figures:
 
@@ -14,16 +15,22 @@ The steps, each with a verdict, a sentence with its numbers, the measurements an
    (:mod:`~nodecourse.audit.step4_regimes`);
 5. gradients against finite differences (:mod:`~nodecourse.audit.step5_gradients`).
 
-The cores are found by walking the model (:mod:`~nodecourse.audit.discovery`); a torchdiffeq model
-is audited through :class:`TorchdiffeqBlock`, a sequence model on a shared time grid through
-:class:`SharedInputs` (:mod:`~nodecourse.audit.adapters`). Each verdict's rule and threshold is
-written in its step's module docstring.
+The solves are found by walking the model for the library's blocks (:mod:`~nodecourse.audit.discovery`)
+and by watching one forward pass for calls to ``torchdiffeq.odeint``, ``torchdiffeq.odeint_adjoint``,
+``nodecourse.odeint`` and torchdeq's DEQ (:mod:`~nodecourse.audit.hook`, :mod:`~nodecourse.audit.observed`):
+a model is audited as written, its solves changed on their calls and restored afterwards.
+:class:`TorchdiffeqBlock` stays as an explicit option (torchdiffeq's defaults); a sequence model on a
+shared time grid goes through :class:`SharedInputs` (:mod:`~nodecourse.audit.adapters`). Each
+verdict's rule and threshold is written in its step's module docstring.
 """
 from nodecourse.audit.adapters import SharedInputs, TorchdiffeqBlock
 from nodecourse.audit.baseline import discrete_counterpart, train
 from nodecourse.audit.discovery import LOOKED_FOR, Core, CoreNotFoundError, find_cores
+from nodecourse.audit.hook import SolveCall, SolveHook
+from nodecourse.audit.observed import ObservedCore
 from nodecourse.audit.report import VERDICTS, AuditReport, StepResult
 from nodecourse.audit.run import audit
 
-__all__ = ["AuditReport", "Core", "CoreNotFoundError", "LOOKED_FOR", "SharedInputs", "StepResult",
-           "TorchdiffeqBlock", "VERDICTS", "audit", "discrete_counterpart", "find_cores", "train"]
+__all__ = ["AuditReport", "Core", "CoreNotFoundError", "LOOKED_FOR", "ObservedCore", "SharedInputs", "SolveCall",
+           "SolveHook", "StepResult", "TorchdiffeqBlock", "VERDICTS", "audit", "discrete_counterpart", "find_cores",
+           "train"]

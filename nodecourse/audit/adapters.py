@@ -1,6 +1,7 @@
 """Adapters that let the audit see a model it could not see as written.
 
-- :class:`TorchdiffeqBlock`: the module of a torchdiffeq model that calls ``torchdiffeq.odeint``,
+- :class:`TorchdiffeqBlock` (an explicit option: an unmodified torchdiffeq model needs no adapter,
+  the audit watches its calls): the module of a torchdiffeq model that calls ``torchdiffeq.odeint``,
   rewritten as an :class:`~nodecourse.models.ODEBlock` whose solve goes through
   ``nodecourse.odeint(..., backend="torchdiffeq")`` (the same torchdiffeq solver, its NFE counted
   and its settings visible) or, with ``backend="nodecourse"``, through the library's own solvers.
@@ -19,10 +20,11 @@ import torch
 from torch import nn
 
 from nodecourse.models import ODEBlock
-from nodecourse.solvers.solve_config import SolveConfig
 from nodecourse.solvers import odeint
+from nodecourse.solvers.solve_config import SolveConfig
 
 BACKENDS = ("torchdiffeq", "nodecourse")
+TORCHDIFFEQ_DEFAULTS = {"method": "dopri5", "rtol": 1e-7, "atol": 1e-9}
 
 
 class TorchdiffeqBlock(ODEBlock):
@@ -32,13 +34,18 @@ class TorchdiffeqBlock(ODEBlock):
     that the library also has: euler, midpoint, rk4, bosh3, dopri5); gradients ``"backprop"`` (through
     torchdiffeq's operations) or ``"adjoint"`` (the library's adjoint). ``backend="nodecourse"`` uses
     the library's solvers, where ``"checkpoint"`` is available too. Every other setting is the
-    :class:`~nodecourse.SolveConfig` of an :class:`~nodecourse.models.ODEBlock` (``solver=`` or keywords).
+    :class:`~nodecourse.SolveConfig` of an :class:`~nodecourse.models.ODEBlock` (``solver=`` or keywords),
+    with torchdiffeq's own defaults where not given (``rtol`` 1e-7, ``atol`` 1e-9, dopri5), so the
+    adapted model solves as the original did.
     """
 
     def __init__(self, func: nn.Module, t1: float = 1.0, *, backend: str = "torchdiffeq",
                  solver: SolveConfig | None = None, **options):
         if backend not in BACKENDS:
             raise ValueError(f"backend={backend!r} is not one of {BACKENDS}")
+        if solver is None:  # torchdiffeq's defaults, not the library's: the same model as before adapting
+            for key, value in TORCHDIFFEQ_DEFAULTS.items():
+                options.setdefault(key, value)
         super().__init__(func, t1=t1, solver=solver, **options)
         self.backend = backend
 

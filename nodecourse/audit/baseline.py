@@ -14,8 +14,19 @@ Counterparts, built from a copy of the model with every weight drawn afresh:
 - a :class:`~nodecourse.DEQ` becomes the same block unrolled :data:`UNROLLED_STEPS` times from
   the DEQ's starting state (the truncation of Bai et al.'s MDEQ run: five unrolled layers).
 
-A CNF has no automatic counterpart (a discrete flow needs its own log-determinant): pass
-``baseline=`` your own model.
+Solves observed through the hook (:mod:`nodecourse.audit.observed`: the user's torchdiffeq, torchdeq
+or direct ``nodecourse.odeint`` calls) get their counterpart on the same calls, in a copy with fresh
+weights (:class:`Overridden`):
+
+- an ODE solve becomes an **explicit stack with the same work per output interval**: ``k`` fixed
+  RK4 steps between consecutive output times, ``k = max(1, round(NFE per interval / 4))`` from the
+  model's own observed solve, trained by backprop (a weight-tied residual network of ``4k``
+  evaluations per interval, on the model's own grid, so a trajectory stays a trajectory);
+- a torchdeq DEQ becomes its block unrolled :data:`UNROLLED_STEPS` times from the DEQ's initial state.
+
+A density model (a CNF) has no automatic counterpart (a discrete flow needs its own exact
+log-determinant at matched parameters): step 1 says so and measures nothing, rather than compare
+with a model that is not a density; pass ``baseline=`` your own model.
 """
 from __future__ import annotations
 
@@ -162,7 +173,8 @@ def discrete_counterpart(model: nn.Module, x, *, seed: int = 0) -> tuple[nn.Modu
         stack.to(device=next(first.field.parameters()).device, dtype=next(first.field.parameters()).dtype)
         replace_module(baseline, first.path, stack)
         hidden = stack.fields[0].net[0].out_features
-        return baseline, (f"a residual stack of {EULER_BLOCKS} untied Euler blocks z <- z + {first.module.t1 / EULER_BLOCKS:g}"
+        step = first.module.t1 / EULER_BLOCKS
+        return baseline, (f"a residual stack of {EULER_BLOCKS} untied Euler blocks z <- z + {step:g}"
                           f" f_k(z), each an MLP {shape[-1]}-{hidden}-{shape[-1]} ({count_parameters(stack):,} "
                           f"parameters for the field's {field_params:,}), fresh weights")
     ode = [c for c in twin if c.kind == "ode"]
@@ -171,6 +183,48 @@ def discrete_counterpart(model: nn.Module, x, *, seed: int = 0) -> tuple[nn.Modu
         c.module.solver = c.module.solver.replace(method="euler", step_size=span)
     return baseline, ("the same model with one Euler step per solve (h <- h + Δt f(h) across each interval: "
                       "a residual update with the time gap as its step), same parameters, fresh weights")
+
+
+class Overridden(nn.Module):
+    """``model`` whose observed solves are changed by ``changes`` (``{key: {setting: value}}``, the
+    hook's words) on every call: an observed model's baseline."""
+
+    def __init__(self, model: nn.Module, changes: dict, description: str):
+        super().__init__()
+        self.model = model
+        self.changes = changes
+        self.description = description
+
+    def forward(self, *x):
+        from nodecourse.audit.hook import active
+
+        hook = active()
+        if hook is None:
+            raise RuntimeError("an observed model's baseline runs inside the audit (its SolveHook)")
+        with hook.overriding(self.changes):
+            return self.model(*x)
+
+
+def observed_counterpart(model: nn.Module, cores, *, seed: int = 0) -> tuple[nn.Module, str]:
+    """The counterpart of a model whose solves were observed (module docstring): a copy with fresh
+    weights whose ODE solves take fixed RK4 steps matching the model's work per output interval and
+    whose torchdeq DEQs are unrolled. Returns ``(baseline, description)``."""
+    baseline = reinitialise(copy.deepcopy(model), seed=seed)
+    changes, parts = {}, []
+    for c in cores:
+        if c.kind == "deq":
+            changes[c.key] = {"unroll": UNROLLED_STEPS}
+            parts.append(f"{c.label} at {c.path}: its block unrolled {UNROLLED_STEPS} times from the initial state "
+                         "(backprop through every application)")
+            continue
+        intervals = max(1, len(c.call.grid) - 1)
+        per_interval = (c.call.nfe or 4.0) / intervals
+        k = max(1, round(per_interval / 4))
+        changes[c.key] = {"unroll_steps": k, "route": "backprop"}
+        parts.append(f"{c.label} at {c.path}: {k} fixed RK4 step{'s' if k > 1 else ''} per output interval "
+                     f"({4 * k} evaluations; the model's solve made {per_interval:.3g} per interval), backprop")
+    return Overridden(baseline, changes, "; ".join(parts)), ("the same architecture with fresh weights, "
+                                                             + "; ".join(parts))
 
 
 def forward_seconds(model: nn.Module, x, *, repeats: int = 3) -> float:
@@ -185,5 +239,5 @@ def forward_seconds(model: nn.Module, x, *, repeats: int = 3) -> float:
     return sorted(times)[len(times) // 2]
 
 
-__all__ = ["EULER_BLOCKS", "UNROLLED_STEPS", "UnrolledBlock", "discrete_counterpart", "forward_seconds",
-           "matched_stack", "reinitialise", "train"]
+__all__ = ["EULER_BLOCKS", "Overridden", "UNROLLED_STEPS", "UnrolledBlock", "discrete_counterpart",
+           "forward_seconds", "matched_stack", "observed_counterpart", "reinitialise", "train"]

@@ -21,18 +21,19 @@ class Sizes:
     stiffness_inputs: int  # test inputs whose trajectories are probed for stiffness (step 4)
     stiffness_states: int  # states (rows of the field's calls) whose Jacobian is computed (step 4)
     grad_batch: int  # rows of the batch the gradient routes are compared on (step 5)
-    directions: int  # random directions of finite differences (step 5)
+    directions: int  # random directions of finite differences (step 5; at least 8 for an interval)
     n_boot: int  # bootstrap resamples of every interval
+    seeds: int  # baselines trained per audit (step 1): the interval includes training variance
     shift_inputs: int  # inputs of the test and the shifted set solved one at a time (step 4)
     sweep: tuple[float, ...]  # test-time settings x deployed (step 3; > 1 looser)
     horizon_factor: float = 2.0  # the longer horizon (step 4)
     chunk: int = 256  # rows per forward pass when a whole set is evaluated
 
 
-QUICK = Sizes(per_input=60, noise_levels=(0.1, 0.3), stiffness_inputs=8, stiffness_states=32, grad_batch=8,
-              directions=3, n_boot=200, shift_inputs=30, sweep=(100.0, 10.0, 1.0, 0.1))
+QUICK = Sizes(per_input=60, noise_levels=(0.1, 0.3), stiffness_inputs=8, stiffness_states=32, grad_batch=4,
+              directions=8, n_boot=200, seeds=2, shift_inputs=30, sweep=(100.0, 10.0, 1.0, 0.1))
 FULL = Sizes(per_input=1000, noise_levels=(0.05, 0.1, 0.3), stiffness_inputs=32, stiffness_states=128,
-             grad_batch=32, directions=8, n_boot=1000, shift_inputs=200, sweep=(100.0, 10.0, 1.0, 0.1, 0.01))
+             grad_batch=16, directions=16, n_boot=1000, seeds=3, shift_inputs=200, sweep=(100.0, 10.0, 1.0, 0.1, 0.01))
 
 
 @dataclass

@@ -19,6 +19,7 @@ import contextlib
 from dataclasses import dataclass
 from typing import Iterator
 
+import torch
 from torch import nn
 
 from nodecourse.deq import DEQ
@@ -28,6 +29,9 @@ from nodecourse.models.flows import CNF
 from nodecourse.models.latent import LatentODE, RecurrentEncoder
 
 LOOKED_FOR = (
+    "calls to torchdiffeq.odeint, torchdiffeq.odeint_adjoint (also bound at import, e.g. "
+    "'from torchdiffeq import odeint_adjoint as odeint') or nodecourse.odeint in one forward pass",
+    "a torchdeq DEQ (torchdeq.get_deq) called in one forward pass",
     "nodecourse.models.ODEBlock (also inside AugmentedODE and nodecourse.audit.TorchdiffeqBlock)",
     "nodecourse.models.latent.RecurrentEncoder with kind='ode' (ODE-RNN)",
     "nodecourse.models.latent.LatentODE",
@@ -133,8 +137,11 @@ def _label(name: str, module: nn.Module, parents: dict[str, nn.Module]) -> str |
     return None
 
 
-def find_cores(model: nn.Module) -> list[Core]:
-    """Every core of ``model``, in the order :meth:`~torch.nn.Module.named_modules` walks them.
+def find_cores(model: nn.Module, x=None, hook=None) -> list[Core]:
+    """Every core of ``model``: the library's blocks, in the order :meth:`~torch.nn.Module.named_modules`
+    walks them, then (with inputs ``x`` and an installed :class:`~nodecourse.audit.hook.SolveHook`)
+    the solves one forward pass on two rows of ``x`` makes outside them
+    (:func:`nodecourse.audit.observed.observe`).
 
     Raises :class:`CoreNotFoundError` naming what was looked for when there is none.
     """
@@ -150,19 +157,26 @@ def find_cores(model: nn.Module) -> list[Core]:
         label = _label(name, module, parents)
         if label is not None:
             cores.append(Core(name, module, "deq" if label == "DEQ" else "ode", label))
+    if x is not None and hook is not None:
+        from nodecourse.audit.observed import observe
+
+        cores += observe(model, x, hook)
     if not cores:
         looked = "; ".join(LOOKED_FOR)
+        watched = "" if x is not None else " (no forward pass was watched: give inputs to find solves by calling)"
         raise CoreNotFoundError(
-            f"no continuous or implicit core found in {type(model).__name__}: looked for {looked}. "
-            "A model built on torchdiffeq.odeint: replace the module that calls it by "
-            "nodecourse.audit.TorchdiffeqBlock(func, t1=..., method=..., rtol=..., atol=...) (same field, "
-            "same weights; see lesson 9); a discrete model has nothing for this audit to measure")
+            f"no solve found in {type(model).__name__}{watched}: looked for {looked}. A solve reached only through "
+            "a name the audit cannot see (an attribute such as self.solve = odeint, set before the audit) "
+            "can be passed through nodecourse.audit.TorchdiffeqBlock (torchdiffeq's defaults); a model that "
+            "makes no solve has nothing for this audit to measure")
     return cores
 
 
 def core_parameters(core: Core) -> list[nn.Parameter]:
-    """The trainable parameters of the core's field (where the gradient routes differ)."""
-    return [p for p in core.field.parameters() if p.requires_grad]
+    """The trainable parameters of the core's field (where the gradient routes differ); ``[]`` when
+    the field is not a module (a plain function: the caller takes the model's parameters)."""
+    f = core.field
+    return [p for p in f.parameters() if p.requires_grad] if isinstance(f, nn.Module) else []
 
 
 @contextlib.contextmanager
@@ -171,9 +185,17 @@ def solver_settings(cores: list[Core], *, ode: dict | None = None, deq: dict | N
     (``SolveConfig.replace``, so every value is checked) and every DEQ has the attributes ``deq``;
     the old settings come back afterwards, also after an error."""
     saved = []
+    observed = {}
+    for core in cores:
+        if getattr(core, "observed", False):
+            changes = _observed_changes(core, ode if core.kind == "ode" else deq)
+            if changes:
+                observed[core.key] = changes
     try:
         for core in cores:
             m = core.module
+            if getattr(core, "observed", False):
+                continue
             if core.kind == "ode" and ode:
                 saved.append((m, "solver", m.solver))
                 m.solver = m.solver.replace(**ode)
@@ -183,22 +205,52 @@ def solver_settings(cores: list[Core], *, ode: dict | None = None, deq: dict | N
                         raise AttributeError(f"DEQ has no setting {key!r}")
                     saved.append((m, key, getattr(m, key)))
                     setattr(m, key, value)
-        yield
+        with _hook_overriding(observed):
+            yield
     finally:
         for m, key, value in reversed(saved):
             setattr(m, key, value)
 
 
+def _observed_changes(core, changes: dict | None) -> dict:
+    """A step's settings for an observed solve, in the hook's words (``gradient`` is its ``route``;
+    a step budget has no torchdiffeq equivalent and is left out)."""
+    out = {}
+    for key, value in (changes or {}).items():
+        if key in ("rtol", "atol", "method", "step_size", "tol", "max_iter", "unroll", "unroll_steps"):
+            out[key] = value
+        elif key in ("gradient", "backward"):
+            out["route"] = value
+    return out
+
+
+@contextlib.contextmanager
+def _hook_overriding(changes: dict):
+    if not changes:
+        yield
+        return
+    from nodecourse.audit.hook import active
+
+    hook = active()
+    if hook is None:
+        raise RuntimeError("observed solves are changed through the audit's SolveHook, which is not installed")
+    with hook.overriding(changes):
+        yield
+
+
 @contextlib.contextmanager
 def horizon_scaled(cores: list[Core], factor: float) -> Iterator[list[Core]]:
-    """Within the block, every core whose horizon is a setting (``t1``) runs ``factor`` times as long;
-    yields those cores (none: the model's horizon is set by its data)."""
+    """Within the block, every core whose horizon is a setting (``t1``; an observed solve's grid,
+    stretched about its first time) runs ``factor`` times as long; yields those cores (none: the
+    model's horizon is set by its data)."""
     changed = [c for c in cores if c.can_extend_horizon]
-    saved = [(c.module, c.module.t1) for c in changed]
+    saved = [(c.module, c.module.t1) for c in changed if not getattr(c, "observed", False)]
+    observed = {c.key: {"horizon": factor} for c in changed if getattr(c, "observed", False)}
     try:
-        for c in changed:
-            c.module.t1 = c.module.t1 * factor
-        yield changed
+        for m, t1 in saved:
+            m.t1 = t1 * factor
+        with _hook_overriding(observed):
+            yield changed
     finally:
         for m, t1 in saved:
             m.t1 = t1
@@ -207,7 +259,11 @@ def horizon_scaled(cores: list[Core], factor: float) -> Iterator[list[Core]]:
 def scaled_settings(core: Core, factor: float) -> tuple[dict, str]:
     """Test-time settings ``factor`` times looser (``factor > 1``) or tighter than deployed, for the
     tolerance sweep: the step size of a fixed-step ODE, ``rtol`` and ``atol`` of an adaptive one,
-    ``tol`` of a DEQ (with more iterations allowed when tighter). Returns ``(changes, label)``."""
+    ``tol`` of a DEQ (with more iterations allowed when tighter). Returns ``(changes, label)``;
+    ``changes`` is ``None`` for a setting the state's dtype cannot resolve (a tolerance below
+    :data:`RESOLVABLE` x its machine epsilon: float32 at torchdiffeq's rtol 1e-7 made tighter)."""
+    if getattr(core, "observed", False):
+        return _observed_scaled(core, factor)
     m = core.module
     if core.kind == "deq":
         extra = 1 if factor >= 1 else 4  # a tighter tolerance needs more iterations
@@ -218,6 +274,27 @@ def scaled_settings(core: Core, factor: float) -> tuple[dict, str]:
         return {"step_size": size}, f"step {size:.3g}"
     rtol = min(s.rtol * factor, 0.5)
     return {"rtol": rtol, "atol": s.atol * factor}, f"rtol {rtol:.0e}"
+
+
+RESOLVABLE = 10.0  # a relative tolerance under 10 machine epsilons asks for digits the dtype does not hold
+
+
+def _observed_scaled(core, factor: float) -> tuple[dict | None, str]:
+    s = core.call.settings
+    eps = torch.finfo(core.dtype).eps if core.dtype.is_floating_point else 2.0 ** -52
+    if core.kind == "deq":
+        tol = s["tol"] * factor
+        extra = 1 if factor >= 1 else 4
+        return {"tol": tol, "max_iter": int(s["max_iter"] * extra)}, f"tol {tol:.0e}"
+    if core.fixed_step:
+        grid = core.call.grid
+        base = (s.get("options") or {}).get("step_size") or min(abs(b - a) for a, b in zip(grid, grid[1:]))
+        size = base * factor
+        return {"step_size": size}, f"step {size:.3g}"
+    rtol, atol = min(s["rtol"] * factor, 0.5), s["atol"] * factor
+    if factor < 1.0 and rtol < RESOLVABLE * eps:  # only a tighter setting than deployed is refused
+        return None, f"rtol {rtol:.0e} (below {RESOLVABLE:g} x {core.call.dtype} epsilon {eps:.1e}: not resolvable)"
+    return {"rtol": rtol, "atol": atol}, f"rtol {rtol:.0e}"
 
 
 def replace_module(model: nn.Module, path: str, new: nn.Module) -> None:

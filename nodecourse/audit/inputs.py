@@ -91,3 +91,61 @@ def add_noise(x: Inputs, sigma: float, scale: torch.Tensor, generator: torch.Gen
             done = True
         out.append(p)
     return rebuild(x, out)
+
+
+def _rows_text(bad: torch.Tensor) -> str:
+    rows = torch.nonzero(bad).flatten().tolist()
+    more = f" and {len(rows) - 1} more row{'s' if len(rows) > 2 else ''}" if len(rows) > 1 else ""
+    return f"row {rows[0]}{more}"
+
+
+def check_finite(name: str, pair) -> None:
+    """NaN or inf in ``x`` or ``y`` of split ``name``: a ``ValueError`` naming the split, the part and the row."""
+    x, y = pair
+    named = [(f"x[{i}]" if not isinstance(x, torch.Tensor) else "x", p) for i, p in enumerate(parts(x))]
+    if y is not None:
+        named.append(("y", y))
+    for part, p in named:
+        if not p.is_floating_point() and not p.is_complex():
+            continue
+        bad = ~torch.isfinite(p.reshape(p.shape[0], -1)).all(dim=1) if p.dim() > 0 else ~torch.isfinite(p)
+        if bool(bad.any()):
+            what = "NaN" if bool(torch.isnan(p).any()) else "inf"
+            raise ValueError(f"{name}: {part} contains {what} at {_rows_text(bad.cpu())}; drop or impute those rows "
+                             f"before the audit (a non-finite input makes every solve on its row fail)")
+
+
+def check_against_outputs(name: str, pair, out: torch.Tensor, *, task: str) -> None:
+    """The targets of split ``name`` against the model's outputs on its first rows (``out``, ``(2, ...)``):
+    labels in range for classification, one target per output for regression, none for density."""
+    _, y = pair
+    if task == "density":
+        if y is not None:
+            raise ValueError(f"{name}: task='density' takes no targets (the model returns log p(x)); give "
+                             f"{name}=(x, None)")
+        if out.reshape(out.shape[0], -1).shape[1] != 1:
+            raise ValueError(f"{name}: task='density' needs one log p(x) per row; the model returns "
+                             f"{tuple(out.shape[1:])} per row: a classifier or a regressor? set task=")
+        return
+    per_row = out.reshape(out.shape[0], -1).shape[1]
+    if task == "regression":
+        y_row = y.reshape(y.shape[0], -1).shape[1]
+        if tuple(y.shape[1:]) != tuple(out.shape[1:]) and y_row != per_row:
+            hint = (" (integer labels: a classifier? task='classification')" if not y.is_floating_point() else "")
+            raise ValueError(f"{name}: task='regression' needs targets shaped like the model's output "
+                             f"{tuple(out.shape[1:])} per row; y has {tuple(y.shape[1:])} per row{hint}")
+        return
+    # classification
+    if y.dim() > 1 and not (y.dim() == 2 and y.shape[1] == 1):
+        raise ValueError(f"{name}: task='classification' needs one label per row; y has shape {tuple(y.shape)} "
+                         "(one-hot targets: give y.argmax(1); continuous targets: task='regression')")
+    labels = y.reshape(-1)
+    if labels.is_floating_point() and not bool((labels == labels.round()).all()):
+        raise ValueError(f"{name}: task='classification' needs integer labels; y holds non-integer values "
+                         "(continuous targets: task='regression')")
+    n_classes = 2 if per_row == 1 else per_row
+    bad = (labels < 0) | (labels >= n_classes)
+    if bool(bad.any()):
+        value = labels[bad][0].item()
+        raise ValueError(f"{name}: label {value:g} at {_rows_text(bad.cpu())} is out of range: the model returns "
+                         f"{per_row} logit{'s' if per_row > 1 else ''} per row, so labels are 0 to {n_classes - 1}")

@@ -171,6 +171,40 @@ def difference(metric: Metric, a, b, *, n_boot: int, seed: int = 0) -> dict:
     return out
 
 
+def difference_over_seeds(metric: Metric, model_out: torch.Tensor, y, baseline_outs: list[torch.Tensor], *,
+                          n_boot: int, seed: int = 0) -> dict:
+    """The model's quality minus the baseline's mean quality over its training seeds (positive: the
+    model is better), with a 95 % interval that includes training variance: each resample draws a
+    seed's baseline and the test rows (paired), so the interval is as wide as both spreads make it.
+    Returns the keys of :func:`difference` and ``per_seed`` (the baseline's quality per seed)."""
+    qa = score(metric, model_out, y)
+    per_seed = [score(metric, b, y) for b in baseline_outs]
+    qb = float(np.mean(per_seed)) if all(math.isfinite(q) for q in per_seed) else math.nan
+    diff = _oriented(metric, qa - qb) if math.isfinite(qa) and math.isfinite(qb) else math.nan
+    out = {"a": qa, "b": qb, "diff": diff,
+           "low": math.nan, "high": math.nan, "gap": metric.gap(qb) if math.isfinite(qb) else math.nan,
+           "n_boot": n_boot, "per_seed": per_seed, "seeds": len(baseline_outs)}
+    if not math.isfinite(out["diff"]):
+        return out
+    rng = np.random.default_rng(seed)
+    na, t = _np(model_out), _np(y)
+    nbs = [_np(b) for b in baseline_outs]
+    idx = rng.integers(0, len(na), size=(n_boot, len(na)))
+    which = rng.integers(0, len(nbs), size=n_boot)
+    if metric.name == "AUC":
+        diffs = np.array([_auc(na[i].reshape(-1), t[i].reshape(-1)) - _auc(nbs[k][i].reshape(-1), t[i].reshape(-1))
+                          for i, k in zip(idx, which)])
+        diffs = diffs[np.isfinite(diffs)]
+    else:
+        ra = _row_stats(metric, na, t)
+        rbs = [_row_stats(metric, nb, t) for nb in nbs]
+        diffs = np.array([ra[i].mean() - rbs[k][i].mean() for i, k in zip(idx, which)])
+    if len(diffs):
+        lo, hi = np.percentile(_oriented(metric, diffs), [2.5, 97.5])
+        out.update(low=float(lo), high=float(hi))
+    return out
+
+
 def worse_beyond_gap(d: dict, factor: float = 1.0) -> bool:
     """``a`` is worse than ``b`` by more than ``factor`` practical gaps, by the whole interval."""
     return math.isfinite(d["high"]) and d["high"] < -factor * d["gap"]

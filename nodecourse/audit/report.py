@@ -17,8 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-VERDICTS = ("ok", "warning", "problem")
-_COLOURS = {"ok": "#1a7f37", "warning": "#9a6700", "problem": "#cf222e"}
+#: ``undecided``: the interval straddles a threshold (step 5); ``not measured``: the step has nothing
+#: to measure for this model's shape, and says why; ``failed``: the step raised, its cause is named.
+VERDICTS = ("ok", "warning", "problem", "undecided", "not measured", "failed")
+_COLOURS = {"ok": "#1a7f37", "warning": "#9a6700", "problem": "#cf222e", "undecided": "#6e7781",
+            "not measured": "#6e7781", "failed": "#8250df"}
 
 
 @dataclass
@@ -57,7 +60,7 @@ def new_figure(n_axes: int = 1, width: float = 5.2, height: float = 3.0):
 class StepResult:
     """One step of the audit.
 
-    ``step`` (1-5), ``name``, ``verdict`` (``"ok"``, ``"warning"`` or ``"problem"``), ``summary`` (one
+    ``step`` (1-5), ``name``, ``verdict`` (one of :data:`VERDICTS`), ``summary`` (one
     sentence with its numbers), ``reasons`` (each finding behind a warning or a problem), ``data`` (the
     measurements, plain JSON values), ``figures`` and ``seconds`` (the step's wall time).
     """
@@ -157,7 +160,8 @@ class AuditReport:
                 lines += [""] + [f"- {r}" for r in s.reasons]
             table = s.data.get("table")
             if table:
-                lines += ["", markdown_table(table["columns"], [[_cell(_fmt(v)) for v in row] for row in table["rows"]])]
+                cells = [[_cell(_fmt(v)) for v in row] for row in table["rows"]]
+                lines += ["", markdown_table(table["columns"], cells)]
             for f in s.figures:
                 lines += ["", f"*Figure: {f.title}.* {f.caption} (in the HTML report)"]
         return "\n".join(lines) + "\n"
@@ -184,7 +188,8 @@ class AuditReport:
                 body.append(_html_table(t))
             for f in s.figures:
                 body.append(f"<figure><img src='{f.data_uri()}' alt='{html.escape(f.title)}' style='max-width:100%'>"
-                            f"<figcaption><b>{html.escape(f.title)}.</b> {html.escape(f.caption)}</figcaption></figure>")
+                            f"<figcaption><b>{html.escape(f.title)}.</b> {html.escape(f.caption)}"
+                            "</figcaption></figure>")
             parts.append(f"<details{' open' if s.verdict != 'ok' else ''}><summary><b>{s.step}. "
                          f"{html.escape(s.name)}</b> {_badge(s.verdict)}</summary>{''.join(body)}</details>")
         return "<div class='nc-audit'>" + "".join(parts) + "</div>"
@@ -210,6 +215,16 @@ class AuditReport:
             raise ValueError(f"path={str(path)!r}: give a file name ending in .html, .md or .json")
         path.write_text(writers[suffix](), encoding="utf-8")
         return path
+
+    def save_all(self, path) -> list[Path]:
+        """Write the report three times: to ``path`` and beside it with the other two of
+        ``.html``, ``.json`` and ``.md`` (same name); returns the paths."""
+        path = Path(path)
+        written = [self.save(path)]
+        for suffix in (".html", ".json", ".md"):
+            if suffix != path.suffix.lower() and not (suffix == ".html" and path.suffix.lower() == ".htm"):
+                written.append(self.save(path.with_suffix(suffix)))
+        return written
 
     def __str__(self) -> str:
         lines = [f"Audit of {self.model['name']} ({self.seconds:.0f} s)"]

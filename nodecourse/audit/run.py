@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 import platform
+import sys
 import time
+import traceback
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -12,7 +15,9 @@ from nodecourse.audit import quality as Q
 from nodecourse.audit import step1_baseline, step2_work, step3_tolerance, step4_regimes, step5_gradients
 from nodecourse.audit.context import FULL, QUICK, AuditContext
 from nodecourse.audit.discovery import find_cores
-from nodecourse.audit.report import AuditReport
+from nodecourse.audit.hook import SolveHook
+from nodecourse.audit.report import AuditReport, StepResult
+from nodecourse.audit.state import kept_as_found
 from nodecourse.models import count_parameters
 from nodecourse.validation import AnyOf, Arg, Flag, Interval, NoneAllowed, Options, check_args
 
@@ -27,35 +32,44 @@ AUDIT_ARGS = {
                   fix="the baseline's training budget: the epochs your model was trained for"),
     "lr": Arg(Interval(float, 0, None, "neither"), fix="e.g. lr=3e-3 (the baseline's Adam)"),
     "batch_size": Arg(Interval(int, 1, None), fix="e.g. batch_size=64"),
-    "seed": Arg(Interval(int, 0, None), fix="e.g. seed=0"),
+    "seed": Arg(Interval(int, 0, 2**32 - 1), fix="e.g. seed=0 (a seed of torch's and numpy's generators)"),
     "progress": Arg(Flag()),
 }
 
 
 def audit(model: nn.Module, train, test, *, task: str = "classification", baseline="auto", shift=None,
           quick: bool = False, epochs: int | None = None, lr: float = 3e-3, batch_size: int = 64, seed: int = 0,
-          progress: bool = True, name: str | None = None) -> AuditReport:
+          progress: bool = True, name: str | None = None, out=None) -> AuditReport:
     """Run the five steps of the course's audit on ``model`` and return the :class:`AuditReport`.
 
     Args:
-        model: an ``nn.Module`` holding at least one of the library's continuous or implicit cores
-            (:func:`nodecourse.audit.find_cores`); a torchdiffeq model through
-            :class:`nodecourse.audit.TorchdiffeqBlock`. It is evaluated, never trained or changed
-            (its settings are restored after each measurement).
+        model: an ``nn.Module`` as written: its forward may call ``torchdiffeq.odeint``,
+            ``torchdiffeq.odeint_adjoint`` (also bound at import: ``from torchdiffeq import
+            odeint_adjoint as odeint``), ``nodecourse.odeint`` or a torchdeq DEQ, or hold the library's
+            blocks. The solves are found by watching one forward pass (:mod:`nodecourse.audit.hook`)
+            and changed on their calls, never in the model's code. It is evaluated, never trained:
+            its weights, train/eval modes, ``requires_grad`` flags and torch's global random state
+            are as they were afterwards, also after an error.
         train, test: ``(x, y)`` pairs: ``x`` a tensor ``(N, ...)`` or a tuple of batch-first tensors
             (the model is called as ``model(*x)``), ``y`` ``N`` targets (``None`` for ``task="density"``).
             ``train`` trains the baseline and scales the input noise; everything else is measured on ``test``.
         task: ``"classification"`` (logits; one logit per row: binary, scored by AUC), ``"regression"``
-            (mean squared error) or ``"density"`` (the model returns ``log p(x)`` per row).
-        baseline: ``"auto"`` (the core's discrete counterpart at matched parameters, trained here with
-            the same data and budget) or your own trained ``nn.Module`` (used as given).
+            (targets shaped like the output, mean squared error) or ``"density"`` (the model returns
+            ``log p(x)`` per row).
+        baseline: ``"auto"`` (the solve's explicit counterpart, trained here over seeds: see
+            :mod:`~nodecourse.audit.step1_baseline`) or your own trained ``nn.Module`` (used as given).
         shift: ``(x, y)`` from a shifted distribution (step 4 reports the drop), or ``None``.
-        quick: fewer inputs, directions and resamples (:data:`nodecourse.audit.context.QUICK`): a look
-            in a minute or two; the full sizes are :data:`~nodecourse.audit.context.FULL`.
+        quick: fewer inputs, directions and resamples (:data:`nodecourse.audit.context.QUICK`).
         epochs, lr, batch_size, seed: the baseline's training budget: pass the ones your model was
             trained with (default epochs: 5 quick, 30 full, the capstone's).
-        progress: progress bars (tqdm) per step.
+        progress: progress bars (tqdm) per step, and a line per finished step with its time (stderr).
         name: how the report names the model (default: its class name).
+        out: a file name ending in ``.html``, ``.md`` or ``.json``: the report is written there and
+            beside it in the other two formats, whatever the steps did (checked before any work).
+
+    Every argument is checked before any training (shapes against one forward pass on two rows of
+    each split, labels against the outputs, NaN and inf by split and row); a step that raises is
+    reported as ``failed`` with its cause, and the others run.
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model is a {type(model).__name__}; give the nn.Module to audit")
@@ -63,37 +77,29 @@ def audit(model: nn.Module, train, test, *, task: str = "classification", baseli
                            progress=progress), AUDIT_ARGS)
     task, quick, epochs, lr, batch_size, seed = (args[k] for k in ("task", "quick", "epochs", "lr", "batch_size",
                                                                    "seed"))
-    cores = find_cores(model)
-    train = I.check_pair("train", train, task=task)
-    test = I.check_pair("test", test, task=task)
+    out = check_out(out)
+    splits = {"train": I.check_pair("train", train, task=task), "test": I.check_pair("test", test, task=task)}
     if shift is not None:
-        shift = I.check_pair("shift", shift, task=task)
+        splits["shift"] = I.check_pair("shift", shift, task=task)
     if not (baseline == "auto" if isinstance(baseline, str) else isinstance(baseline, nn.Module)):
         raise ValueError(f"baseline={baseline!r}: give 'auto' (the core's discrete counterpart, trained here) or "
                          "a trained nn.Module of your own")
+    for split, pair in splits.items():
+        I.check_finite(split, pair)
+    train, test, shift = splits["train"], splits["test"], splits.get("shift")
     mode = "quick" if quick else "full"
     epochs = DEFAULT_EPOCHS[mode] if epochs is None else epochs
 
-    was_training = model.training
-    model.eval()
     start = time.perf_counter()
-    try:
-        with torch.no_grad():
-            probe = I.call(model, I.take(test[0], slice(0, 2)))
+    with kept_as_found(model), SolveHook() as hook:
+        model.eval()
+        probe = _probe_splits(model, splits, task)
+        cores = find_cores(model, test[0], hook)
         metric = Q.metric_for(task, probe)
         ctx = AuditContext(model=model, cores=cores, task=task, metric=metric, train=train, test=test, shift=shift,
                            baseline=baseline, sizes=QUICK if quick else FULL, epochs=epochs, lr=lr,
                            batch_size=batch_size, seed=seed, progress=progress)
-        from tqdm.auto import tqdm
-
-        steps = []
-        bar = tqdm(STEPS, desc="audit", disable=not progress, unit="step")
-        for module in bar:
-            bar.set_description(f"audit: step {len(steps) + 1} ({module.NAME})")
-            steps.append(module.run_step(ctx))
-        bar.close()
-    finally:
-        model.train(was_training)
+        steps = [_run_one(module, ctx, k + 1, progress) for k, module in enumerate(STEPS)]
     info = {"name": name or type(model).__name__, "class": type(model).__name__,
             "parameters": count_parameters(model), "cores": [c.describe() for c in cores],
             "settings": [{"path": c.path, "label": c.label, **c.settings()} for c in cores]}
@@ -103,4 +109,70 @@ def audit(model: nn.Module, train, test, *, task: str = "classification", baseli
              "epochs": epochs, "lr": lr, "batch_size": batch_size, "seed": seed,
              "sizes": ctx.sizes.__dict__, "torch": torch.__version__, "threads": torch.get_num_threads(),
              "python": platform.python_version(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
-    return AuditReport(info, setup, steps, time.perf_counter() - start)
+    report = AuditReport(info, setup, steps, time.perf_counter() - start)
+    if out is not None:
+        report.setup["written"] = [str(p) for p in report.save_all(out)]
+    return report
+
+
+def check_out(out) -> Path | None:
+    """``out`` checked before any work: a name ending in .html, .md or .json in a folder that
+    exists and can be written (the report would otherwise be lost at the end)."""
+    if out is None:
+        return None
+    if not isinstance(out, (str, Path)):
+        raise TypeError(f"out={out!r}: give a file name (a str or a Path) ending in .html, .md or .json")
+    path = Path(out)
+    if path.suffix.lower() not in (".html", ".htm", ".md", ".json"):
+        raise ValueError(f"out={str(out)!r}: give a file name ending in .html, .md or .json")
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise ValueError(f"out={str(out)!r}: the folder {str(folder)!r} does not exist; create it first "
+                         f"(mkdir -p {folder}) or write elsewhere")
+    import os
+
+    if not os.access(folder, os.W_OK):
+        raise ValueError(f"out={str(out)!r}: the folder {str(folder)!r} cannot be written; choose another")
+    return path
+
+
+def _probe_splits(model: nn.Module, splits: dict, task: str) -> torch.Tensor:
+    """One forward pass on two rows of each split: the inputs fit the model, every split gives the
+    same output shape, and the targets fit the task and the outputs. Returns the test split's outputs."""
+    shapes, outs = {}, {}
+    for split, pair in splits.items():
+        try:
+            with torch.no_grad():
+                o = I.call(model, I.take(pair[0], slice(0, 2)))
+        except Exception as exc:  # the user's model: any error is a wrong input shape or type here
+            shapes_in = [tuple(p.shape) for p in I.parts(pair[0])]
+            raise ValueError(f"{split}: the model fails on the first two rows of {split}'s x (shapes {shapes_in}): "
+                             f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}; check "
+                             f"{split}'s width and layout against the data the model was trained on") from exc
+        if not isinstance(o, torch.Tensor):
+            raise TypeError(f"{split}: the model returns a {type(o).__name__}; the audit needs one tensor per call "
+                            "(logits, predictions or log p): wrap the model so its forward returns it")
+        shapes[split], outs[split] = tuple(o.shape[1:]), o
+        I.check_against_outputs(split, pair, o, task=task)
+    if len(set(shapes.values())) > 1:
+        raise ValueError(f"the model's outputs per row differ between splits: {shapes}; give splits with the same "
+                         "features (a shift of another width?)")
+    return outs["test"]
+
+
+def _run_one(module, ctx: AuditContext, number: int, progress: bool) -> StepResult:
+    """One step; a step that raises becomes a ``failed`` result naming its cause, so the others run."""
+    t0 = time.perf_counter()
+    try:
+        result = module.run_step(ctx)
+    except Exception as exc:  # any failure of a step is reported, never lost with the report
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        cause = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
+        result = StepResult(number, module.NAME, "failed",
+                            f"Not measured: the step failed ({cause}, at {Path(where.filename).name}:{where.lineno}).",
+                            {"error": cause, "where": f"{where.filename}:{where.lineno}"},
+                            reasons=[cause], seconds=time.perf_counter() - t0)
+    if progress:
+        print(f"audit: step {number}/{len(STEPS)} ({module.NAME}): {result.verdict}, {result.seconds:.1f} s",
+              file=sys.stderr, flush=True)
+    return result

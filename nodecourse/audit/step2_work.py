@@ -54,9 +54,13 @@ def run_step(ctx: AuditContext) -> StepResult:
     med, top = statistics.median(work), max(work)
     stats = {"n_inputs": n, "unit": unit, "mean": statistics.fmean(work), "median": med, "min": min(work),
              "max": top, "failures": n_fail, "failure_statuses": statuses, "spearman_work_loss": rho}
-    if ctx.cores[0].kind == "ode":
+    if ctx.cores[0].kind == "ode" and not getattr(ctx.cores[0], "observed", False):  # torchdiffeq keeps no step log
         stats["rejected_mean"] = statistics.fmean(e["n_rejected"] for e in each)
         stats["accepted_mean"] = statistics.fmean(e["n_accepted"] for e in each)
+    sites = sorted({site for e in each for site in e["by_solve"]})
+    if len(sites) > 1:  # several solves: each one's work per input on its own line
+        stats["per_solve"] = {site: {"median": statistics.median(e["by_solve"].get(site, 0.0) for e in each),
+                                     "max": max(e["by_solve"].get(site, 0.0) for e in each)} for site in sites}
     residuals = [e["residual"] for e in each if e["residual"] is not None]
     if residuals:
         stats["residual_max"] = max(residuals)
@@ -77,6 +81,9 @@ def run_step(ctx: AuditContext) -> StepResult:
         extra = f", {stats['accepted_mean']:.1f} accepted and {stats['rejected_mean']:.1f} rejected steps on average"
     if residuals:
         extra = f", final residual up to {stats['residual_max']:.1e}"
+    if "per_solve" in stats:
+        extra += "; per solve: " + "; ".join(f"{site} median {v['median']:.0f}, max {v['max']:.0f}"
+                                             for site, v in stats["per_solve"].items())
     summary = (f"Over {n} test inputs solved one at a time: {unit} median {med:.0f} (range {min(work):.0f}-"
                f"{top:.0f}, mean {stats['mean']:.1f}){extra}; {n_fail} failed solves; {follows}.")
     table = {"columns": ["", unit] + (["rejected steps"] if "rejected_mean" in stats else []),

@@ -10,7 +10,9 @@ Verdict: *problem* when the deployed model and its tightest solve differ by more
 :data:`PROBLEM_GAPS` practical gaps (the model's quality is an artefact of its discretisation: it is
 not the ODE or fixed point it is said to be); *warning* when they differ by more than one gap, or
 when quality already breaks (worse by a gap, or solves fail) at the first looser setting (the
-deployed setting sits at a cliff); *ok* otherwise.
+deployed setting sits at a cliff); *ok* otherwise. A model with several solves also gets each solve
+alone at the loosest and the tightest setting, the others as deployed (shown, not judged): which
+solve its quality rests on.
 """
 from __future__ import annotations
 
@@ -28,12 +30,19 @@ NAME = "Tolerance sweep"
 PROBLEM_GAPS = 5.0
 
 
+class NotResolvable(ValueError):
+    """A setting the state's dtype cannot resolve (float32 asked for rtol 1e-8): not run."""
+
+
 @contextlib.contextmanager
 def scaled(cores, factor: float):
-    """Every core at ``factor`` times its deployed setting (looser for ``factor > 1``)."""
+    """Every core at ``factor`` times its deployed setting (looser for ``factor > 1``); raises
+    :class:`NotResolvable` before running anything when a core's dtype cannot hold the setting."""
     with contextlib.ExitStack() as stack:
         for core in cores:
-            changes, _ = scaled_settings(core, factor)
+            changes, label = scaled_settings(core, factor)
+            if changes is None:
+                raise NotResolvable(label)
             stack.enter_context(solver_settings([core], **{core.kind: changes}))
         yield
 
@@ -48,20 +57,29 @@ def run_step(ctx: AuditContext) -> StepResult:
     deployed = ctx.test_run()
     n_chunks = -(-deployed.n_rows // ctx.sizes.chunk)
     factors = sorted(set(ctx.sizes.sweep) | {1.0}, reverse=True)  # loosest first
-    points, runs = [], {}
+    points, runs, skipped = [], {}, []
     for f in tqdm(factors, desc="step 3: tolerance sweep", disable=not ctx.progress, leave=False):
         _, label = scaled_settings(primary, f)
         if f == 1.0:
             r = deployed
         else:
-            with scaled(ctx.cores, f):
-                r = run(ctx.model, ctx.cores, ctx.x_test, chunk=ctx.sizes.chunk)
+            try:
+                with scaled(ctx.cores, f):
+                    r = run(ctx.model, ctx.cores, ctx.x_test, chunk=ctx.sizes.chunk)
+            except NotResolvable as exc:
+                skipped.append({"factor": f, "setting": label, "why": f"not measured: {exc}"})
+                continue
+            except ValueError as exc:  # the library refuses a setting (a float32 tolerance): named, not run
+                skipped.append({"factor": f, "setting": label, "why": f"not measured: {str(exc).splitlines()[0]}"})
+                continue
         runs[f] = r
         d = Q.difference(metric, (r.outputs, y), (deployed.outputs, y), n_boot=ctx.sizes.n_boot, seed=ctx.seed)
         points.append({"factor": f, "setting": label, "quality": d["a"], "vs_deployed": d,
                        "work_per_pass": r.work[key] / n_chunks, "seconds": r.seconds, "failed_rows": r.failed_rows,
                        "errors": sorted(set(r.errors))})
     by = {p["factor"]: p for p in points}
+    sweep = factors  # as asked, for each solve alone below (a point skipped for all may run for one)
+    factors = [f for f in factors if f in by]
     looser = [f for f in factors if f > 1.0]
     looser.sort()  # nearest first
 
@@ -71,12 +89,13 @@ def run_step(ctx: AuditContext) -> StepResult:
     breaks_at = next((f for f in looser if broken(by[f])), None)
     holds_to = max([f for f in looser if breaks_at is None or f < breaks_at], default=1.0)
     tight = by[min(factors)]
+    has_tight = min(factors) < 1.0
     # deployed minus tightest, both ways: a gap either way means the discretisation is part of the model
-    dt = Q.difference(metric, (deployed.outputs, y), (runs[min(factors)].outputs, y), n_boot=ctx.sizes.n_boot,
-                      seed=ctx.seed)
+    dt = (Q.difference(metric, (deployed.outputs, y), (runs[min(factors)].outputs, y), n_boot=ctx.sizes.n_boot,
+                       seed=ctx.seed) if has_tight else None)
     problems, warnings = [], []
-    moved = Q.worse_beyond_gap(dt) or Q.better_beyond_gap(dt)
-    if Q.worse_beyond_gap(dt, PROBLEM_GAPS) or Q.better_beyond_gap(dt, PROBLEM_GAPS):
+    moved = has_tight and (Q.worse_beyond_gap(dt) or Q.better_beyond_gap(dt))
+    if has_tight and (Q.worse_beyond_gap(dt, PROBLEM_GAPS) or Q.better_beyond_gap(dt, PROBLEM_GAPS)):
         problems.append(f"the deployed model and its {1 / min(factors):g}x tighter solve differ by more than "
                         f"{PROBLEM_GAPS:g} practical gaps: {Q.interval_text(metric, dt)} (deployed minus tight)")
     elif moved:
@@ -99,20 +118,55 @@ def run_step(ctx: AuditContext) -> StepResult:
         where = (f"{held} at {breaks_at:g}x ({p['setting']}: "
                  + (f"{p['failed_rows']} rows failed" if p["failed_rows"] else
                     f"{metric.name} {metric.fmt(p['quality'])}") + ")")
+    # several solves: each alone at the ends of the sweep, shown (the verdict reads the sweep of all together)
+    per_solve = _per_solve(ctx, deployed, sweep, key, n_chunks) if len(ctx.cores) > 1 else []
     tight_fail = [p for p in points if p["factor"] < 1 and p["failed_rows"]]
     note = (f"; at {', '.join(p['setting'] for p in tight_fail)} {sum(p['failed_rows'] for p in tight_fail)} rows "
             "did not reach the tighter setting" if tight_fail else "")
+    if skipped:
+        note += "; " + "; ".join(f"{p['factor']:g}x ({p['why']})" for p in skipped)
+    if per_solve:
+        note += "; each solve alone: " + "; ".join(
+            f"{e['solve']} at {e['setting']}: " + (e["why"] if "why" in e else
+                                                   f"{metric.fmt(e['quality'])} at {e['work_per_pass']:.3g} {unit}")
+            for e in per_solve)
+    tighter = (f"{1 / min(factors):g}x tighter ({tight['setting']}): {metric.fmt(tight['quality'])} at "
+               f"{tight['work_per_pass']:.3g} {unit} (deployed minus tight {Q.interval_text(metric, dt)})"
+               if has_tight else "no tighter setting measured")
     summary = (f"Deployed ({dep['setting']}): {metric.name} {metric.fmt(dep['quality'])} at {dep['work_per_pass']:.3g} "
-               f"{unit} per forward pass; {where}; {1 / min(factors):g}x tighter ({tight['setting']}): "
-               f"{metric.fmt(tight['quality'])} at {tight['work_per_pass']:.3g} {unit} (deployed minus tight "
-               f"{Q.interval_text(metric, dt)}){note}.")
+               f"{unit} per forward pass; {where}; {tighter}{note}.")
     table = {"columns": ["setting", "x deployed", metric.name, f"{unit} per pass", "seconds", "failed rows"],
              "rows": [[p["setting"], p["factor"], p["quality"], p["work_per_pass"], p["seconds"], p["failed_rows"]]
                       for p in points]}
-    data = {"kind": kind, "points": points, "breaks_at": breaks_at, "holds_to": holds_to,
+    data = {"kind": kind, "points": points, "not_measured": skipped, "per_solve": per_solve, "breaks_at": breaks_at,
+            "holds_to": holds_to,
             "deployed_vs_tightest": dt, "table": table}
     return StepResult(3, NAME, verdict, summary, data, [_figure(points, metric, unit, kind)], reasons,
                       time.perf_counter() - start)
+
+
+def _per_solve(ctx, deployed, factors, key, n_chunks) -> list[dict]:
+    """With several solves, each one alone at the loosest and the tightest setting, the others as
+    deployed: which solve the quality rests on."""
+    out = []
+    y = ctx.y_test
+    for core in ctx.cores:
+        for f in (max(factors), min(factors)):
+            if f == 1.0:
+                continue
+            changes, label = scaled_settings(core, f)
+            entry = {"solve": core.path or core.label, "factor": f, "setting": label}
+            if changes is None:
+                entry["why"] = f"not measured ({label})"
+                out.append(entry)
+                continue
+            with solver_settings([core], **{core.kind: changes}):
+                r = run(ctx.model, ctx.cores, ctx.x_test, chunk=ctx.sizes.chunk)
+            d = Q.difference(ctx.metric, (r.outputs, y), (deployed.outputs, y), n_boot=ctx.sizes.n_boot, seed=ctx.seed)
+            entry.update(quality=d["a"], vs_deployed=d, work_per_pass=r.work[key] / n_chunks,
+                         failed_rows=r.failed_rows)
+            out.append(entry)
+    return out
 
 
 def deployed_quality(points) -> float:

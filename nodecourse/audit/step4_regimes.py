@@ -1,17 +1,23 @@
 """Step 4: difficult regimes, with quality and solver work in each.
 
-- **a longer horizon**, where the model's horizon is a setting (``t1`` of an ODE block or a CNF;
-  ``Sizes.horizon_factor`` times as long): does the field stay solvable past where it was trained?
-- **stiffness along trajectories**: the eigenvalues of ``∂f/∂z`` at states the solver visited on
-  test inputs; ``max |λ| × horizon`` (what the verdict reads), which
-  bounds the steps an explicit solver needs for stability alone. For a DEQ, the spectral radius of
-  ``∂f/∂z`` at each fixed point (below 1: the map contracts there).
+- **a longer horizon**, where the model's horizon is a setting (``t1`` of an ODE block or a CNF; an
+  observed solve's grid, stretched about its first time; ``Sizes.horizon_factor`` times as long):
+  does the field stay solvable past where it was trained? A ``z(t0) -> z(t1)`` model is scored there.
+  For a **trajectory** (output on a grid of more than two times) the longer horizon is defined as the
+  grid stretched ``horizon_factor`` times: the work per pass and the largest ``|state|`` are measured
+  against the trained grid's, and quality is *not measured* (the targets exist on the trained grid only).
+- **stiffness along trajectories**, per solve: the eigenvalues ``λ`` of ``∂f/∂z`` at states the
+  solver visited on test inputs. Stiffness is about *contracting* modes: ``-min Re λ × horizon``
+  (what the verdict reads) bounds the steps an explicit solver needs for stability alone.
+  Oscillatory modes (``max |Im λ| × horizon``, in turns) and growing modes (``max Re λ × horizon``)
+  are reported on their own lines: they cost accuracy, not stability, and no implicit method helps.
+  For a DEQ, the spectral radius of ``∂f/∂z`` at each fixed point (below 1: the map contracts there).
 - **input noise** at a few levels (Gaussian, in units of each feature's spread in the training set).
 - **distribution shift**: the ``shift`` set, when given (e.g. patients of another ICU type).
 
 Verdict: *problem* when more than 1 % of the rows fail to solve under the smallest noise or under
 the shift (inputs the model will meet); *warning* for a shift or smallest-noise drop beyond the
-practical gap, work growing by more than :data:`WORK_GROWTH` there, ``max |λ| × horizon`` above
+practical gap, work growing by more than :data:`WORK_GROWTH` there, ``-min Re λ × horizon`` above
 :data:`STIFF_INDEX`, a DEQ whose spectral radius reaches 1, or failures past the horizon; *ok* otherwise.
 """
 from __future__ import annotations
@@ -27,88 +33,108 @@ from nodecourse.audit import quality as Q
 from nodecourse.audit.context import AuditContext
 from nodecourse.audit.discovery import horizon_scaled
 from nodecourse.audit.evaluate import per_input, run, work_unit
+from nodecourse.audit.hook import active
+from nodecourse.audit.observed import is_observed
 from nodecourse.audit.report import StepResult, new_figure, render, verdict_of
 
 NAME = "Difficult regimes"
 PROBLEM_FRACTION = 0.01
 WORK_GROWTH = 1.5  # half as much work again for the same inputs, noisy or shifted
-STIFF_INDEX = 100.0  # max |λ| T: dopri5's stability interval reaches about 3.3, so > 30 steps for stability alone
+STIFF_INDEX = 100.0  # -min Re λ T: dopri5's stability interval reaches about 3.3, so > 30 steps for stability alone
 MAX_JACOBIAN_DIM = 512  # larger states: the Jacobian is not formed
 
 
 def _record_states(ctx: AuditContext, core, rows) -> list[tuple]:
-    """The (t, z) the core's field was called with on ``rows`` (ODE) or (x, z*) of the DEQ."""
+    """``(func, t, z)`` of the core's field evaluations on ``rows`` (ODE), ``(func, x, z*)`` of a DEQ
+    (the library's: ``func`` is ``f(z, x)``; torchdeq's: ``f(z)``, ``x`` None)."""
+    rows_x = I.take(ctx.x_test, torch.tensor(rows))
+    if is_observed(core):
+        hook = active()
+        with hook.recording() as seen, torch.no_grad():
+            I.call(ctx.model, rows_x)
+        return [(f, t, z) for key, f, t, z in seen if key == core.key]
     seen = []
     if core.kind == "deq":
-        def hook(module, args, output):
-            seen.append((args[0].detach(), output.detach()))
-        handle = core.module.register_forward_hook(hook)
+        def hook_fn(module, args, output):
+            seen.append((core.field, args[0].detach(), output.detach()))
+        handle = core.module.register_forward_hook(hook_fn)
     else:
-        def hook(module, args):
+        def hook_fn(module, args):
             if len(args) >= 2 and isinstance(args[1], torch.Tensor):
-                seen.append((args[0], args[1].detach()))
-        handle = core.field.register_forward_pre_hook(hook)
+                seen.append((core.field, args[0], args[1].detach()))
+        handle = core.field.register_forward_pre_hook(hook_fn)
     try:
         with torch.no_grad():
-            I.call(ctx.model, I.take(ctx.x_test, torch.tensor(rows)))
+            I.call(ctx.model, rows_x)
     finally:
         handle.remove()
     return seen
 
 
 def _jacobians(field, t, z: torch.Tensor) -> torch.Tensor:
-    """``∂f/∂z`` per row of ``z`` ``(m, d)``: ``(m, d, d)``, one vector-Jacobian product per dimension."""
+    """``∂f/∂z`` per row of ``z`` ``(m, d)``: ``(m, d, d)``, one vector-Jacobian product per dimension
+    (``t`` None: a DEQ's ``f(z)``)."""
     with torch.enable_grad():
         z = z.detach().clone().requires_grad_(True)
-        f = field(t, z)
+        f = field(z) if t is None else field(t, z)
         rows = [torch.autograd.grad(f[:, i].sum(), z, retain_graph=True)[0] for i in range(z.shape[1])]
     return torch.stack(rows, dim=1).detach()
 
 
-def stiffness(ctx: AuditContext) -> dict:
+def stiffness(ctx: AuditContext, core=None) -> dict:
     """Eigenvalues of the field's Jacobian along test trajectories (ODE), spectral radius at the
-    fixed points (DEQ); see the module docstring."""
-    core = ctx.cores[0]
+    fixed points (DEQ); see the module docstring. ``core``: default the first."""
+    core = core or ctx.cores[0]
     rows = ctx.sample_rows(ctx.sizes.stiffness_inputs, offset=4)
+    if is_observed(core) and len(core.call.state) > 1:
+        return {"measured": False, "why": f"a tuple state {core.call.state} (the Jacobian is formed for one "
+                                          "tensor state (batch, d))", "solve": core.path}
     seen = _record_states(ctx, core, rows)
     if not seen:
-        return {"measured": False, "why": "the core was not called"}
+        return {"measured": False, "why": "the field was not called with a tensor state on the sampled rows",
+                "solve": core.path}
     if core.kind == "deq":
-        from nodecourse.deq import spectral_radius
-
-        x, z = seen[-1]
-        d = z[0].numel()
-        with torch.enable_grad():
-            zz = z.clone().requires_grad_(True)
-            f_out = core.field(zz, x)
-            rho = spectral_radius(f_out, zz, n_iter=min(d, 60), generator=torch.Generator(z.device).manual_seed(0))
-        rho = [float(v) for v in rho.cpu()]
-        return {"measured": True, "kind": "deq", "spectral_radius": rho, "max_rho": max(rho),
-                "median_rho": statistics.median(rho), "n_states": len(rho)}
-    states = [(t, z) for t, z in seen if z.dim() == 2]
+        return _contraction(core, seen)
+    states = [(f, t, z) for f, t, z in seen if z.dim() == 2]
     if not states:
-        return {"measured": False, "why": "the state is not flat (batch, d)"}
-    d = states[0][1].shape[1]
+        return {"measured": False, "why": f"the state is not flat (batch, d): {tuple(seen[0][2].shape)}",
+                "solve": core.path}
+    d = states[0][2].shape[1]
     if d > MAX_JACOBIAN_DIM:
-        return {"measured": False, "why": f"state of {d} dimensions (the Jacobian is formed up to {MAX_JACOBIAN_DIM})"}
+        return {"measured": False, "why": f"state of {d} dimensions (the Jacobian is formed up to {MAX_JACOBIAN_DIM})",
+                "solve": core.path}
     # an even spread over the recorded calls (every stage of every step), then rows within them
     pick = [states[i] for i in sorted({round(k * (len(states) - 1) / max(1, ctx.sizes.stiffness_states - 1))
                                        for k in range(ctx.sizes.stiffness_states)})]
     per_call = max(1, ctx.sizes.stiffness_states // len(pick))
     eig = []
-    for t, z in pick:
-        J = _jacobians(core.field, t, z[:per_call])
+    for f, t, z in pick:
+        J = _jacobians(f, t, z[:per_call])
         eig.append(torch.linalg.eigvals(J.double()).reshape(-1))
     lam = torch.cat(eig)
     re, im = lam.real, lam.imag
-    decay = (-re[re < 0])
     horizon = core.horizon or 1.0
-    out = {"measured": True, "kind": "ode", "n_states": len(eig) * per_call, "dim": d, "horizon": horizon,
-           "max_real": float(re.max()), "min_real": float(re.min()), "max_abs": float(lam.abs().max()),
-           "stiffness_ratio": float(decay.max() / decay.min()) if len(decay) and float(decay.min()) > 0 else None,
-           "stiffness_index": float(lam.abs().max()) * horizon,
-           "eigenvalues": {"real": re.tolist(), "imag": im.tolist()}}
-    return out
+    contracting = float((-re).clamp_min(0).max())  # -min Re λ where negative
+    return {"measured": True, "kind": "ode", "solve": core.path, "n_states": len(eig) * per_call, "dim": d,
+            "horizon": horizon, "max_real": float(re.max()), "min_real": float(re.min()),
+            "max_imag": float(im.abs().max()), "stiffness_index": contracting * horizon,
+            "oscillation_index": float(im.abs().max()) * horizon,
+            "growth_index": max(0.0, float(re.max())) * horizon,
+            "eigenvalues": {"real": re.tolist(), "imag": im.tolist()}}
+
+
+def _contraction(core, seen) -> dict:
+    from nodecourse.deq import spectral_radius
+
+    f, x, z = seen[-1]
+    d = z[0].numel()
+    with torch.enable_grad():
+        zz = z.clone().requires_grad_(True)
+        f_out = f(zz) if x is None else f(zz, x)
+        rho = spectral_radius(f_out, zz, n_iter=min(d, 60), generator=torch.Generator(z.device).manual_seed(0))
+    rho = [float(v) for v in rho.cpu()]
+    return {"measured": True, "kind": "deq", "solve": core.path, "spectral_radius": rho, "max_rho": max(rho),
+            "median_rho": statistics.median(rho), "n_states": len(rho)}
 
 
 def _shift_work(ctx, x, n) -> float:
@@ -155,31 +181,23 @@ def run_step(ctx: AuditContext) -> StepResult:
             warnings.append(f"input noise {first['sigma']:g} raises the work from {clean_work:.3g} to "
                             f"{first['work_per_pass']:.3g} {unit} per pass")
 
-    with horizon_scaled(ctx.cores, ctx.sizes.horizon_factor) as changed:
-        if changed:
-            r = run(ctx.model, ctx.cores, ctx.x_test, chunk=ctx.sizes.chunk)
-            horizon = {"regime": f"horizon x{ctx.sizes.horizon_factor:g}", "measured": True,
-                       "quality": Q.score(metric, r.outputs, y), "work_per_pass": r.work[key] / n_chunks,
-                       "failed_rows": r.failed_rows, "errors": sorted(set(r.errors))}
-            regimes.append(horizon)
-            if r.failed_rows:
-                warnings.append(f"at {ctx.sizes.horizon_factor:g}x the horizon {r.failed_rows} rows fail to solve "
-                                f"({', '.join(horizon['errors'])})")
-        else:
-            why = ("a DEQ has no horizon" if ctx.cores[0].kind == "deq"
-                   else "the horizon is set by the data's observation times")
-            horizon = {"measured": False, "why": why}
+    horizon = _longer_horizon(ctx, clean, y, key, unit, n_chunks, regimes, warnings)
     bar.update()
 
-    stiff = stiffness(ctx)
+    stiffs = [stiffness(ctx, c) for c in ctx.cores]
+    stiff = stiffs[0]
     bar.update()
-    if stiff.get("measured") and stiff["kind"] == "ode" and stiff["stiffness_index"] > STIFF_INDEX:
-        warnings.append(f"stiff along its trajectories: max |λ| x horizon = {stiff['stiffness_index']:.3g} > "
-                        f"{STIFF_INDEX:g} (an explicit solver's steps are set by stability; try an implicit method)")
-    if stiff.get("measured") and stiff["kind"] == "deq" and stiff["max_rho"] >= 1.0:
-        n_over = sum(r >= 1 for r in stiff["spectral_radius"])
-        warnings.append(f"the spectral radius of ∂f/∂z reaches {stiff['max_rho']:.3g} at {n_over} of "
-                        f"{stiff['n_states']} fixed points: not a contraction there (the fixed point need not be unique)")
+    for st in stiffs:
+        if st.get("measured") and st["kind"] == "ode" and st["stiffness_index"] > STIFF_INDEX:
+            warnings.append(f"stiff along its trajectories ({st['solve'] or 'the model'}): contracting modes with "
+                            f"-min Re λ x horizon = {st['stiffness_index']:.3g} > {STIFF_INDEX:g} (an explicit "
+                            "solver's steps are set by stability there; an implicit method may take fewer)")
+    for st in stiffs:
+        if st.get("measured") and st["kind"] == "deq" and st["max_rho"] >= 1.0:
+            n_over = sum(r >= 1 for r in st["spectral_radius"])
+            warnings.append(f"the spectral radius of ∂f/∂z reaches {st['max_rho']:.3g} at {n_over} of "
+                            f"{st['n_states']} fixed points: not a contraction there (the fixed point need not be "
+                            "unique)")
 
     shift = None
     if ctx.shift:
@@ -202,36 +220,50 @@ def run_step(ctx: AuditContext) -> StepResult:
         bar.update()
     bar.close()
     verdict, reasons = verdict_of(problems, warnings)
-    summary = _summary(metric, unit, regimes, noise, horizon, stiff, shift)
+    summary = _summary(metric, unit, regimes, noise, horizon, stiffs, shift)
     table = {"columns": ["regime", metric.name, f"{unit} per pass", "failed rows"],
              "rows": [[g["regime"], g["quality"], g["work_per_pass"], g["failed_rows"]] for g in regimes]}
     if shift:
-        table["rows"][-1][2] = f"{shift['work_per_input']['shift']:.3g} per input (test {shift['work_per_input']['test']:.3g})"
-    data = {"regimes": regimes, "horizon": horizon, "stiffness": stiff, "noise": noise, "shift": shift, "table": table}
+        work = shift["work_per_input"]
+        table["rows"][-1][2] = f"{work['shift']:.3g} per input (test {work['test']:.3g})"
+    data = {"regimes": regimes, "horizon": horizon, "stiffness": stiff, "stiffness_per_solve": stiffs, "noise": noise,
+            "shift": shift, "table": table}
     figs = [_regime_figure(metric, unit, regimes)]
     if stiff.get("measured"):
         figs.append(_stiffness_figure(stiff))
     return StepResult(4, NAME, verdict, summary, data, figs, reasons, time.perf_counter() - start)
 
 
-def _summary(metric, unit, regimes, noise, horizon, stiff, shift) -> str:
+def _summary(metric, unit, regimes, noise, horizon, stiffs, shift) -> str:
     parts = []
     if noise:
         parts.append("input noise " + ", ".join(f"{n['sigma']:g}: {metric.fmt(n['quality'])}" for n in noise)
                      + f" (clean {metric.fmt(regimes[0]['quality'])})")
-    if horizon.get("measured"):
+    if horizon.get("measured") and horizon.get("quality_measured", True):
         parts.append(f"{horizon['regime']}: {metric.fmt(horizon['quality'])} at {horizon['work_per_pass']:.3g} {unit} "
                      f"per pass ({horizon['failed_rows']} rows failed)")
+    elif horizon.get("measured"):
+        parts.append(f"{horizon['regime']} ({horizon['definition']}): {horizon['work_per_pass']:.3g} {unit} per pass "
+                     f"against {horizon['clean_work_per_pass']:.3g}, "
+                     f"largest |state| at the end {_g(horizon['state_max'])} "
+                     f"against {_g(horizon['clean_state_max'])}, {horizon['failed_rows']} rows failed; quality "
+                     f"not measured ({horizon['why_no_quality']})")
     else:
         parts.append(f"no longer horizon ({horizon['why']})")
-    if stiff.get("measured") and stiff["kind"] == "ode":
-        parts.append(f"eigenvalues of ∂f/∂z along trajectories with real parts {stiff['min_real']:.3g} to "
-                     f"{stiff['max_real']:.3g}, max |λ| x horizon {stiff['stiffness_index']:.3g}")
-    elif stiff.get("measured"):
-        parts.append(f"spectral radius of ∂f/∂z at the fixed points median {stiff['median_rho']:.3g}, max "
-                     f"{stiff['max_rho']:.3g}")
-    else:
-        parts.append(f"stiffness not measured ({stiff['why']})")
+    for st in stiffs:
+        where = f" ({st['solve']})" if len(stiffs) > 1 and st.get("solve") else ""
+        if st.get("measured") and st["kind"] == "ode":
+            parts.append(f"eigenvalues of ∂f/∂z along trajectories{where}: real parts {st['min_real']:.3g} to "
+                         f"{st['max_real']:.3g}, stiffness (contracting modes, -min Re λ x horizon) "
+                         f"{st['stiffness_index']:.3g}")
+            parts.append(f"oscillatory modes{where}: max |Im λ| x horizon {st['oscillation_index']:.3g} "
+                         f"({st['oscillation_index'] / (2 * math.pi):.2g} turns; accuracy, not stiffness); growing "
+                         f"modes: max Re λ x horizon {st['growth_index']:.3g}")
+        elif st.get("measured"):
+            parts.append(f"spectral radius of ∂f/∂z at the fixed points{where} median {st['median_rho']:.3g}, max "
+                         f"{st['max_rho']:.3g}")
+        else:
+            parts.append(f"stiffness not measured{where} ({st['why']})")
     if shift:
         parts.append(f"shifted set ({shift['n_rows']} rows): {metric.name} {metric.fmt(shift['quality'])} against the "
                      f"test set's {metric.fmt(shift['vs_test']['b'])}, shifted minus test "
@@ -240,11 +272,46 @@ def _summary(metric, unit, regimes, noise, horizon, stiff, shift) -> str:
     return "; ".join(parts) + "."
 
 
+def _g(v) -> str:
+    return "n/a" if v is None else f"{v:.3g}"
+
+
+def _longer_horizon(ctx, clean, y, key, unit, n_chunks, regimes, warnings) -> dict:
+    """The regime past the horizon. A ``z(t0) -> z(t1)`` model is solved ``horizon_factor`` times as
+    long and scored. A trajectory (output on a grid of more than two times) is solved over a grid
+    stretched ``horizon_factor`` times about its first time: its work and the largest ``|state|``
+    are measured, its quality is not (the targets exist on the trained grid only)."""
+    factor = ctx.sizes.horizon_factor
+    with horizon_scaled(ctx.cores, factor) as changed:
+        if not changed:
+            why = ("a DEQ has no horizon" if ctx.cores[0].kind == "deq"
+                   else "the horizon is set by the data's observation times")
+            return {"measured": False, "why": why}
+        r = run(ctx.model, ctx.cores, ctx.x_test, chunk=ctx.sizes.chunk)
+    trajectory = any(getattr(c, "trajectory", False) for c in changed)
+    out = {"regime": f"horizon x{factor:g}", "measured": True, "work_per_pass": r.work[key] / n_chunks,
+           "failed_rows": r.failed_rows, "errors": sorted(set(r.errors)), "solves": [c.path for c in changed]}
+    if trajectory:
+        sites = [c.call.site for c in changed if getattr(c, "trajectory", False)]
+        out.update(quality_measured=False, quality=math.nan,
+                   definition=f"the output grid stretched {factor:g}x about its first time",
+                   why_no_quality="a trajectory's targets exist on the trained grid only",
+                   clean_work_per_pass=clean.work[key] / n_chunks,
+                   state_max=max((r.by_solve.get(s, {}).get("state_max") or 0.0) for s in sites),
+                   clean_state_max=max((clean.by_solve.get(s, {}).get("state_max") or 0.0) for s in sites))
+    else:
+        out["quality"] = Q.score(ctx.metric, r.outputs, y)
+    regimes.append(out)
+    if r.failed_rows:
+        warnings.append(f"at {factor:g}x the horizon {r.failed_rows} rows fail to solve ({', '.join(out['errors'])})")
+    return out
+
+
 def _regime_figure(metric, unit, regimes):
     fig, (ax1, ax2) = new_figure(2, width=3.8)
     names = [g["regime"] for g in regimes]
     scale = 100 if metric.name == "accuracy" else 1
-    vals = [scale * g["quality"] if math.isfinite(g["quality"]) else 0.0 for g in regimes]
+    vals = [scale * g["quality"] if math.isfinite(g["quality"]) else math.nan for g in regimes]  # no bar: not measured
     ax1.bar(names, vals, color="#4c72b0")
     ax1.set(ylabel=f"{metric.name}" + (" (%)" if scale == 100 else ""), title="Quality by regime")
     ax2.bar(names, [g["work_per_pass"] for g in regimes], color="#dd8452")
@@ -268,5 +335,6 @@ def _stiffness_figure(stiff):
         ax.hist(stiff["spectral_radius"], bins=20, color="#4c72b0")
         ax.axvline(1.0, color="#cf222e", ls="--")
         ax.set(xlabel="spectral radius of ∂f/∂z at z*", ylabel="inputs", title="Contraction at the fixed points")
-        caption = f"spectral radius at {stiff['n_states']} test inputs' fixed points; right of the dashed line: no contraction"
+        caption = (f"spectral radius at {stiff['n_states']} test inputs' fixed points; "
+                   "right of the dashed line: no contraction")
     return render(fig, "Stiffness" if stiff["kind"] == "ode" else "Contraction", caption)

@@ -1,0 +1,436 @@
+"""Observing the solves a model makes, and changing them, without touching the model's code.
+
+For the audit's duration (:class:`SolveHook`, a context manager) the entry points a practitioner
+calls are replaced by wrappers:
+
+- ``torchdiffeq.odeint`` and ``torchdiffeq.odeint_adjoint``: in the ``torchdiffeq`` package *and in
+  every loaded module's globals that hold the original function*, so a name bound at import
+  (``from torchdiffeq import odeint_adjoint as odeint``, torchdiffeq's own examples) is caught too;
+  torchdiffeq's internal modules keep the originals (its adjoint calls ``odeint`` backwards);
+- ``nodecourse.odeint``, called directly by the user's code (the library's blocks are found by
+  walking the model: :mod:`nodecourse.audit.discovery`);
+- ``forward`` of torchdeq's DEQ classes (``get_deq``'s modules), patched on the class.
+
+Everything is put back on exit, also after an error. A name held somewhere else (an attribute
+``self.solve = odeint``, a closure) is not reached: the audit then says it found no solve.
+
+Each intercepted call is one :class:`SolveCall` (its call site, state shapes, grid, tolerances,
+method, gradient route, work) handed to every listener; calls from the same source line are one
+*solve* (``key``). :attr:`SolveHook.overrides` changes a solve's calls: ``rtol``, ``atol``,
+``method``, ``step_size``, ``horizon`` (the grid stretched about its first time), ``route``
+(``"backprop"``: torchdiffeq's ``odeint``; ``"adjoint"``: its ``odeint_adjoint``), for a DEQ ``tol``,
+``max_iter`` and ``unroll`` (the block applied ``k`` times from the initial state, with backprop).
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+from torch import nn
+
+# Callers in these modules are the library's own cores (found by walking the model) or a solver
+# calling another: their calls pass through unobserved.
+LIBRARY_CALLERS = ("nodecourse.models", "nodecourse.solvers", "nodecourse.deq", "nodecourse.audit",
+                   "nodecourse.measure", "torchdiffeq", "torchdeq")
+# Modules whose bindings stay the originals: torchdiffeq's adjoint solves backwards through its own `odeint`.
+KEEP_ORIGINAL = ("torchdiffeq._impl.adjoint", "torchdiffeq._impl.odeint", "nodecourse.audit")
+TORCHDIFFEQ_DEFAULTS = {"rtol": 1e-7, "atol": 1e-9, "method": "dopri5"}
+FIXED_GRID = ("euler", "midpoint", "rk4", "heun2", "heun3", "explicit_adams", "implicit_adams", "fixed_adams")
+
+_ACTIVE: "SolveHook | None" = None
+
+
+@dataclass
+class SolveCall:
+    """One intercepted solve. ``key``: ``(entry, file, line)`` of the call site (one *solve*);
+    ``state``: the shapes of the state's tensors (one for a tensor state, several for a tuple);
+    ``site``: ``file.py:line (function)`` (the file's name only: no machine path in a report; ``key``
+    holds the full path); ``grid``: the output times (``None`` for a DEQ); ``nfe``: evaluations of the field (DEQ:
+    iterations, the mean over the batch); ``state_max``: the largest ``|z|`` at the last output time
+    (a DEQ: of the fixed point)."""
+
+    key: tuple
+    entry: str
+    site: str
+    state: list[tuple[int, ...]]
+    dtype: str
+    grid: list[float] | None
+    settings: dict
+    route: str
+    nfe: float | None = None
+    seconds: float = 0.0
+    status: str = "success"
+    unconverged: int = 0
+    state_max: float | None = None
+    func: Any = field(default=None, repr=False)
+
+    @property
+    def trajectory(self) -> bool:
+        """Output on a grid of more than two times (a trajectory, not ``z(t0) -> z(t1)``)."""
+        return self.grid is not None and len(self.grid) > 2
+
+
+class _Counted(nn.Module):
+    """``func`` with its calls counted (and, when asked, its ``(t, z)`` recorded); ``func`` stays a
+    submodule, so torchdiffeq's adjoint finds its parameters."""
+
+    def __init__(self, func, recorder: list | None, key=None):
+        super().__init__()
+        object.__setattr__(self, "key", key)
+        if isinstance(func, nn.Module):
+            self.func = func
+        else:
+            object.__setattr__(self, "func", func)
+        object.__setattr__(self, "recorder", recorder)
+        self.n = 0
+
+    def forward(self, t, y):
+        self.n += 1
+        if self.recorder is not None and isinstance(y, torch.Tensor) and len(self.recorder) < 4096:
+            self.recorder.append((self.key, self.func, t.detach(), y.detach()))
+        return self.func(t, y)
+
+
+def _caller(depth: int = 2):
+    """The first frame outside torch, torchdeq, torchdiffeq and this module: ``(module, file, line, name)``."""
+    frame = sys._getframe(depth)
+    while frame is not None:
+        name = frame.f_globals.get("__name__", "")
+        if not (name.startswith(("torch.", "torchdeq", "torchdiffeq")) or name == "torch"
+                or name == __name__):
+            code = frame.f_code
+            return name, code.co_filename, frame.f_lineno, getattr(code, "co_qualname", code.co_name)
+        frame = frame.f_back
+    return "", "?", 0, "?"
+
+
+def _shapes(y) -> list[tuple[int, ...]]:
+    return [tuple(y.shape)] if isinstance(y, torch.Tensor) else [tuple(p.shape) for p in y]
+
+
+def _first(y) -> torch.Tensor:
+    return y if isinstance(y, torch.Tensor) else y[0]
+
+
+class SolveHook:
+    """Context manager: the solves made inside it are observed and may be changed (module docstring).
+
+    ``listeners``: callables given each :class:`SolveCall`; ``overrides``: ``{key: {setting: value}}``
+    (the key ``"*"`` applies to every solve); ``recorder``: when a list, the ``(func, t, z)`` of every
+    field evaluation of a tensor-state ODE solve is appended to it as ``(key, func, t, z)`` (a DEQ:
+    its fixed point, ``t`` None), for the stiffness probe.
+    """
+
+    def __init__(self):
+        self.listeners: list[Callable[[SolveCall], None]] = []
+        self.overrides: dict = {}
+        self.recorder: list | None = None
+        self.depth = 0
+        self._patched: list[tuple[Any, str, Any]] = []
+        self._previous = None
+
+    # --- installing -------------------------------------------------------------------------
+
+    def __enter__(self) -> "SolveHook":
+        global _ACTIVE
+        self._previous = _ACTIVE
+        if self._previous is not None:  # nested: the outer hook keeps observing
+            return self._previous
+        _ACTIVE = self
+        try:
+            self._install()
+        except BaseException:
+            self._uninstall()
+            _ACTIVE = None
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        global _ACTIVE
+        if self._previous is not None:
+            return
+        self._uninstall()
+        _ACTIVE = None
+
+    def _install(self) -> None:
+        originals = {}
+        try:
+            from torchdiffeq._impl.adjoint import odeint_adjoint as tdq_adjoint
+            from torchdiffeq._impl.odeint import odeint as tdq_odeint
+            originals[id(tdq_odeint)] = (tdq_odeint, _ode_wrapper(tdq_odeint, "torchdiffeq.odeint"))
+            originals[id(tdq_adjoint)] = (tdq_adjoint, _ode_wrapper(tdq_adjoint, "torchdiffeq.odeint_adjoint"))
+        except ImportError:  # torchdiffeq is not installed: nothing of it to observe
+            pass
+        from nodecourse.solvers.odeint import odeint as nc_odeint
+        originals[id(nc_odeint)] = (nc_odeint, _ode_wrapper(nc_odeint, "nodecourse.odeint"))
+        for mod_name, module in list(sys.modules.items()):
+            if module is None or mod_name.startswith(KEEP_ORIGINAL):
+                continue
+            d = getattr(module, "__dict__", None)
+            if not isinstance(d, dict):
+                continue
+            for name, value in list(d.items()):
+                hit = originals.get(id(value))
+                if hit is not None and value is hit[0]:
+                    self._patched.append((module, name, value))
+                    setattr(module, name, hit[1])
+        if "torchdeq" in sys.modules:  # a model built with torchdeq has imported it
+            from torchdeq.core import DEQBase
+
+            todo = [DEQBase]
+            while todo:
+                cls = todo.pop()
+                todo.extend(cls.__subclasses__())
+                if "forward" in cls.__dict__ and cls is not DEQBase:
+                    original = cls.__dict__["forward"]
+                    self._patched.append((cls, "forward", original))
+                    setattr(cls, "forward", _deq_wrapper(original))
+
+    def _uninstall(self) -> None:
+        for owner, name, value in reversed(self._patched):
+            setattr(owner, name, value)
+        self._patched = []
+
+    # --- overriding and telling -------------------------------------------------------------
+
+    def override_for(self, key) -> dict:
+        out = dict(self.overrides.get("*", {}))
+        out.update(self.overrides.get(key, {}))
+        return out
+
+    @contextlib.contextmanager
+    def overriding(self, changes: dict):
+        """Within the block, ``changes`` (``{key: {setting: value}}``) added to :attr:`overrides`."""
+        saved = {k: dict(v) for k, v in self.overrides.items()}
+        try:
+            for key, values in changes.items():
+                self.overrides.setdefault(key, {}).update(values)
+            yield
+        finally:
+            self.overrides = saved
+
+    @contextlib.contextmanager
+    def recording(self):
+        """Within the block, field evaluations ``(func, t, z)`` of tensor-state ODE solves are kept."""
+        saved, self.recorder = self.recorder, []
+        try:
+            yield self.recorder
+        finally:
+            self.recorder = saved
+
+    def tell(self, call: SolveCall) -> None:
+        for listener in list(self.listeners):
+            listener(call)
+
+    @contextlib.contextmanager
+    def listening(self, listener):
+        self.listeners.append(listener)
+        try:
+            yield
+        finally:
+            self.listeners.remove(listener)
+
+    # --- an ODE solve -------------------------------------------------------------------------
+
+    def solve_ode(self, entry: str, original, site, func, y0, t, kwargs: dict):
+        _, filename, line, qualname = site
+        key = (entry, filename, line)
+        ov = self.override_for(key)
+        kw = dict(kwargs)
+        for name in ("rtol", "atol", "method"):
+            if name in ov:
+                kw[name] = ov[name]
+        native = entry == "nodecourse.odeint"  # its step size is a keyword, torchdiffeq's an option
+        if "step_size" in ov:
+            if native:
+                kw["step_size"] = ov["step_size"]
+            else:
+                kw["options"] = {**(kw.get("options") or {}), "step_size": ov["step_size"]}
+        if "horizon" in ov:  # the grid stretched about its first time
+            t = t[0] + (t - t[0]) * ov["horizon"]
+        fn, route = original, _route(entry, kw)
+        if "route" in ov and entry.startswith("torchdiffeq"):
+            fn = _torchdiffeq(ov["route"])
+            route = ov["route"]
+            if route == "backprop":  # odeint takes none of odeint_adjoint's own keywords
+                kw = {k: v for k, v in kw.items() if not k.startswith("adjoint_")}
+        elif "route" in ov and entry == "nodecourse.odeint":
+            kw["gradient"] = ov["route"]
+            route = ov["route"]
+        if "unroll_steps" in ov:  # the baseline: fixed rk4 steps per output interval
+            span = float((t[1:] - t[:-1]).abs().min()) if len(t) > 1 else 1.0
+            kw["method"] = "rk4"
+            if native:
+                kw["step_size"] = span / ov["unroll_steps"]
+            else:
+                kw["options"] = {"step_size": span / ov["unroll_steps"]}
+            kw.pop("rtol", None), kw.pop("atol", None)
+        adjoint_needs_module = (fn is not original or entry.endswith("adjoint")) and route == "adjoint" \
+            and entry.startswith("torchdiffeq") and not isinstance(func, nn.Module) and "adjoint_params" not in kw
+        counted = None if adjoint_needs_module or native else _Counted(func, self.recorder, key)
+        settings = {k: kw.get(k, TORCHDIFFEQ_DEFAULTS.get(k)) for k in ("rtol", "atol", "method")}
+        if native:
+            settings = {k: kw.get(k, d) for k, d in (("rtol", 1e-7), ("atol", 1e-9), ("method", "dopri5"))}
+            if kw.get("step_size") is not None:
+                settings["step_size"] = kw["step_size"]
+        if kw.get("options"):
+            settings["options"] = {k: v for k, v in kw["options"].items() if isinstance(v, (int, float, str))}
+        call = SolveCall(key, entry, _site(filename, line, qualname), _shapes(y0), str(_first(y0).dtype).replace(
+            "torch.", ""), [float(v) for v in t.detach().cpu().reshape(-1)], settings, route, func=func)
+        start = time.perf_counter()
+        self.depth += 1
+        try:
+            out = fn(counted if counted is not None else func, y0, t, **kw)
+        except BaseException as exc:
+            call.status = type(exc).__name__
+            raise
+        finally:
+            self.depth -= 1
+            call.seconds = time.perf_counter() - start
+            if counted is not None:
+                call.nfe = float(counted.n)
+            self.tell(call)
+        if native:
+            call.nfe = float(out.stats["nfe"])
+            call.status = getattr(out.status, "name", str(out.status)).lower()
+            with torch.no_grad():
+                call.state_max = float(out.ys[-1].detach().abs().max())
+        else:
+            with torch.no_grad():  # the state at the last output time (time is the first dimension)
+                call.state_max = float(_first(out)[-1].detach().abs().max())
+        return out
+
+    # --- a torchdeq solve ---------------------------------------------------------------------
+
+    def solve_deq(self, original, deq, site, func, z_init, args, kwargs):
+        _, filename, line, qualname = site
+        key = ("torchdeq", filename, line)
+        ov = self.override_for(key)
+        route = _deq_route(deq)
+        call = SolveCall(key, "torchdeq DEQ", _site(filename, line, qualname), _shapes(z_init),
+                         str(_first(z_init).dtype).replace("torch.", ""), None, _deq_settings(deq), route, func=func)
+        start = time.perf_counter()
+        if "unroll" in ov:  # the block applied k times, backprop through every application
+            z = z_init
+            for _ in range(int(ov["unroll"])):
+                z = func(z)
+            call.nfe, call.seconds = float(ov["unroll"]), time.perf_counter() - start
+            call.route = "unrolled (backprop)"
+            self.tell(call)
+            return [z], {}
+        saved = {}
+        changes = {}
+        if "tol" in ov:
+            changes["f_tol"] = ov["tol"]
+        if "max_iter" in ov:
+            changes.update(f_max_iter=ov["max_iter"], eval_f_max_iter=ov["max_iter"])
+        for k, v in changes.items():
+            saved[k] = getattr(deq, k)
+            setattr(deq, k, v)
+        self.depth += 1
+        try:
+            out = original(deq, func, z_init, *args, **kwargs)
+        except BaseException as exc:
+            call.status = type(exc).__name__
+            self.tell(call)
+            raise
+        finally:
+            self.depth -= 1
+            for k, v in saved.items():
+                setattr(deq, k, v)
+        call.seconds = time.perf_counter() - start
+        info = out[1] if isinstance(out, tuple) and len(out) > 1 else {}
+        nstep = info.get("nstep") if isinstance(info, dict) else None
+        if isinstance(nstep, torch.Tensor):
+            call.nfe = float(nstep.double().mean())
+        lowest = info.get("abs_lowest") if isinstance(info, dict) else None
+        tol = changes.get("f_tol", deq.f_tol)
+        if isinstance(lowest, torch.Tensor) and deq.f_stop_mode == "abs":
+            call.unconverged = int((lowest.reshape(-1) > tol).sum())
+            call.status = "success" if call.unconverged == 0 else "not converged"
+        z_out = out[0][-1] if isinstance(out, tuple) and out[0] else None
+        if isinstance(z_out, torch.Tensor):
+            call.state_max = float(z_out.detach().abs().max())
+            if self.recorder is not None:
+                self.recorder.append((key, func, None, z_out.detach()))
+        self.tell(call)
+        return out
+
+
+def _site(filename: str, line: int, qualname: str) -> str:
+    import os
+
+    return f"{os.path.basename(filename)}:{line} ({qualname})"
+
+
+def _route(entry: str, kw: dict) -> str:
+    if entry == "torchdiffeq.odeint_adjoint":
+        return "adjoint"
+    if entry == "nodecourse.odeint":
+        return kw.get("gradient", "backprop")
+    return "backprop"
+
+
+def _torchdiffeq(route: str):
+    if route == "adjoint":
+        from torchdiffeq._impl.adjoint import odeint_adjoint
+        return odeint_adjoint
+    if route == "backprop":
+        from torchdiffeq._impl.odeint import odeint
+        return odeint
+    raise ValueError(f"route={route!r}: a torchdiffeq solve offers 'backprop' and 'adjoint'")
+
+
+def _deq_route(deq) -> str:
+    args = getattr(deq, "args", None)
+    get = args.get if args is not None else (lambda k, d=None: d)
+    if get("ift", False) or get("hook_ift", False):
+        return "implicit (IFT)"
+    grad = get("grad", 1)
+    return f"phantom gradient ({grad} step{'s' if grad != 1 else ''})"
+
+
+def _deq_settings(deq) -> dict:
+    solver = getattr(deq.f_solver, "__name__", str(deq.f_solver))
+    return {"method": solver, "tol": deq.f_tol, "max_iter": deq.f_max_iter, "eval_max_iter": deq.eval_f_max_iter,
+            "stop_mode": deq.f_stop_mode}
+
+
+def _ode_wrapper(original, entry: str):
+    @functools.wraps(original)
+    def wrapper(func, y0, t, *args, **kwargs):
+        hook = _ACTIVE
+        if hook is None or hook.depth > 0 or args:
+            return original(func, y0, t, *args, **kwargs)
+        site = _caller()
+        if site[0].startswith(LIBRARY_CALLERS):
+            return original(func, y0, t, **kwargs)
+        return hook.solve_ode(entry, original, site, func, y0, t, kwargs)
+
+    wrapper.__nodecourse_original__ = original
+    return wrapper
+
+
+def _deq_wrapper(original):
+    @functools.wraps(original)
+    def forward(self, func, z_init, *args, **kwargs):
+        hook = _ACTIVE
+        if hook is None or hook.depth > 0:
+            return original(self, func, z_init, *args, **kwargs)
+        return hook.solve_deq(original, self, _caller(), func, z_init, args, kwargs)
+
+    forward.__nodecourse_original__ = original
+    return forward
+
+
+def active() -> "SolveHook | None":
+    """The hook installed now, if any."""
+    return _ACTIVE
+
+
+__all__ = ["FIXED_GRID", "SolveCall", "SolveHook", "TORCHDIFFEQ_DEFAULTS", "active"]

@@ -1,0 +1,361 @@
+"""Models written the way torchdiffeq's and torchdeq's examples write them (ode_demo.py, latent_ode.py,
+cnf.py, odenet_mnist.py, torchdeq's get_deq), shrunk to seconds, for the audit's tests.
+
+Nothing here imports nodecourse: the audit must take these as they are. Each ``build_*`` returns
+``(model, train, test, task)`` like the ``build()`` of ``nodecourse audit --model file.py:build``.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn as nn
+import torchdiffeq
+from torchdiffeq import (
+    odeint,
+    odeint_adjoint,  # bound at import, as odenet_mnist.py binds it
+)
+from torchdiffeq import odeint_adjoint as odeint_adj
+
+TRUE_A = torch.tensor([[-0.1, 2.0], [-2.0, -0.1]])
+
+
+# --- ode_demo.py: a trajectory on a grid -------------------------------------------------------
+
+
+class ODEFunc(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(2, 16), nn.Tanh(), nn.Linear(16, 2))
+        for m in self.net.modules():
+            if isinstance(m, nn.Linear):
+                nn.init.normal_(m.weight, mean=0, std=0.1)
+                nn.init.constant_(m.bias, val=0)
+
+    def forward(self, t, y):
+        return self.net(y ** 3)
+
+
+class TrajectoryModel(nn.Module):
+    """``y0 (N, 2) -> y(t) (N, T, 2)`` on a fixed grid, dopri5 at rtol 1e-4 (ode_demo's output)."""
+
+    def __init__(self, n_times: int = 10, t_end: float = 2.0):
+        super().__init__()
+        self.func = ODEFunc()
+        self.register_buffer("t", torch.linspace(0.0, t_end, n_times))
+
+    def forward(self, y0):
+        pred = odeint(self.func, y0, self.t, rtol=1e-4, atol=1e-6, method="dopri5")
+        return pred.permute(1, 0, 2)
+
+
+def _spiral_targets(y0: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+    """The true dynamics dy/dt = (y^3) A of ode_demo.py, solved tightly: ``(N, T, 2)``."""
+    with torch.no_grad():
+        return odeint(lambda t, y: torch.mm(y ** 3, TRUE_A), y0, t, rtol=1e-7, atol=1e-9).permute(1, 0, 2)
+
+
+def build_trajectory(n: int = 40, steps: int = 30, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    model = TrajectoryModel()
+    y0 = torch.tensor([[2.0, 0.0]]) + 0.3 * torch.randn(n, 2, generator=g)
+    y = _spiral_targets(y0, model.t)
+    _fit(model, y0[: n // 2], y[: n // 2], steps, lambda out, tgt: (out - tgt).abs().mean())
+    return model, (y0[: n // 2], y[: n // 2]), (y0[n // 2:], y[n // 2:]), "regression"
+
+
+# --- latent_ode.py: a GRU encoder, an ODE decoder -------------------------------------------------
+
+
+class LatentODEfunc(nn.Module):
+    def __init__(self, latent_dim=4, nhidden=16):
+        super().__init__()
+        self.elu = nn.ELU(inplace=True)
+        self.fc1 = nn.Linear(latent_dim, nhidden)
+        self.fc2 = nn.Linear(nhidden, latent_dim)
+        self.nfe = 0
+
+    def forward(self, t, x):
+        self.nfe += 1
+        return self.fc2(self.elu(self.fc1(x)))
+
+
+class LatentODE(nn.Module):
+    """Observations ``(N, T, 2)`` -> reconstruction ``(N, T, 2)``: a GRU read backwards gives ``z0``
+    (the mean of q(z0) outside training), the ODE carries it over the grid, a linear decoder reads it."""
+
+    def __init__(self, obs_dim=2, latent_dim=4, hidden=12, n_times=8):
+        super().__init__()
+        self.rnn = nn.GRU(obs_dim, hidden, batch_first=True)
+        self.h2z = nn.Linear(hidden, 2 * latent_dim)
+        self.func = LatentODEfunc(latent_dim)
+        self.dec = nn.Linear(latent_dim, obs_dim)
+        self.register_buffer("samp_ts", torch.linspace(0.0, 1.0, n_times))
+        self.latent_dim = latent_dim
+
+    def forward(self, x):
+        _, h = self.rnn(torch.flip(x, dims=[1]))
+        qz0_mean, qz0_logvar = self.h2z(h[-1]).chunk(2, dim=-1)
+        z0 = qz0_mean
+        if self.training:
+            z0 = z0 + torch.randn_like(qz0_mean) * torch.exp(0.5 * qz0_logvar)
+        pred_z = odeint(self.func, z0, self.samp_ts).permute(1, 0, 2)
+        return self.dec(pred_z)
+
+
+def build_latent(n: int = 40, steps: int = 20, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    model = LatentODE()
+    phase = 2 * math.pi * torch.rand(n, 1, generator=g)
+    t = model.samp_ts.reshape(1, -1)
+    x = torch.stack([torch.cos(3 * t + phase), torch.sin(3 * t + phase)], dim=-1)
+    x = x + 0.05 * torch.randn(x.shape, generator=g)
+    _fit(model, x[: n // 2], x[: n // 2], steps, lambda out, tgt: (out - tgt).pow(2).mean())
+    return model, (x[: n // 2], x[: n // 2]), (x[n // 2:], x[n // 2:]), "regression"
+
+
+# --- cnf.py: a continuous normalising flow with a tuple state -----------------------------------
+
+
+class CNFFunc(nn.Module):
+    """``d(z, log p)/dt = (f(z), -tr ∂f/∂z)``, the trace by autograd (cnf.py's ``trace_df_dz``)."""
+
+    def __init__(self, width=16):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(3, width), nn.Tanh(), nn.Linear(width, 2))
+
+    def forward(self, t, states):
+        z, logp_z = states
+        with torch.set_grad_enabled(True):
+            z.requires_grad_(True)
+            dz_dt = self.net(torch.cat([z, t.expand(z.shape[0], 1).to(z)], dim=1))
+            trace = sum(torch.autograd.grad(dz_dt[:, i].sum(), z, create_graph=True)[0][:, i] for i in range(2))
+        return dz_dt, -trace.reshape(-1, 1)
+
+
+class CNF(nn.Module):
+    """``log p(x)`` per row: the flow from the data (t1) back to the base (t0) with ``torchdiffeq.odeint``."""
+
+    def __init__(self):
+        super().__init__()
+        self.func = CNFFunc()
+        self.t0, self.t1 = 0.0, 1.0
+
+    def forward(self, x):
+        logp_diff_t1 = torch.zeros(x.shape[0], 1, dtype=x.dtype, device=x.device)
+        z_t, logp_diff_t = odeint(self.func, (x, logp_diff_t1), torch.tensor([self.t1, self.t0]).to(x),
+                                  atol=1e-5, rtol=1e-5, method="dopri5")
+        z_t0, logp_diff_t0 = z_t[-1], logp_diff_t[-1]
+        base = -0.5 * (z_t0 ** 2).sum(-1) - math.log(2 * math.pi)
+        return base - logp_diff_t0.reshape(-1)
+
+
+def two_circles(n: int, generator: torch.Generator) -> torch.Tensor:
+    angle = 2 * math.pi * torch.rand(n, generator=generator)
+    radius = torch.where(torch.rand(n, generator=generator) < 0.5, 0.5, 1.5)
+    return torch.stack([radius * torch.cos(angle), radius * torch.sin(angle)], 1) + 0.05 * torch.randn(
+        n, 2, generator=generator)
+
+
+def build_cnf(n: int = 48, steps: int = 10, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    model = CNF()
+    x = two_circles(n, g)
+    _fit(model, x[: n // 2], None, steps, lambda out, _: -out.mean())
+    return model, (x[: n // 2], None), (x[n // 2:], None), "density"
+
+
+# --- odenet_mnist.py: a conv classifier through odeint_adjoint ------------------------------------
+
+
+class ConcatConv2d(nn.Module):
+    def __init__(self, dim_in, dim_out):
+        super().__init__()
+        self._layer = nn.Conv2d(dim_in + 1, dim_out, kernel_size=3, padding=1)
+
+    def forward(self, t, x):
+        tt = torch.ones_like(x[:, :1, :, :]) * t
+        return self._layer(torch.cat([tt, x], 1))
+
+
+class ConvODEfunc(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.conv1 = ConcatConv2d(dim, dim)
+        self.conv2 = ConcatConv2d(dim, dim)
+        self.nfe = 0
+
+    def forward(self, t, x):
+        self.nfe += 1
+        return self.conv2(t, torch.tanh(self.conv1(t, x)))
+
+
+class ODEBlock(nn.Module):
+    def __init__(self, odefunc, tol=1e-3):
+        super().__init__()
+        self.odefunc = odefunc
+        self.integration_time = torch.tensor([0, 1]).float()
+        self.tol = tol
+
+    def forward(self, x):
+        self.integration_time = self.integration_time.type_as(x)
+        out = odeint_adjoint(self.odefunc, x, self.integration_time, rtol=self.tol, atol=self.tol)
+        return out[1]
+
+
+class ODENet(nn.Module):
+    """Digits 8x8 -> 10 logits: a conv stem, an ODE block through ``odeint_adjoint``, pooled, a linear head."""
+
+    def __init__(self, channels=4):
+        super().__init__()
+        self.stem = nn.Conv2d(1, channels, 3, padding=1)
+        self.block = ODEBlock(ConvODEfunc(channels))
+        self.head = nn.Linear(channels, 10)
+
+    def forward(self, x):
+        h = self.block(torch.relu(self.stem(x.reshape(-1, 1, 8, 8))))
+        return self.head(h.mean(dim=(2, 3)))
+
+
+def digits(n: int, seed: int = 0):
+    from sklearn.datasets import load_digits
+
+    d = load_digits()
+    g = torch.Generator().manual_seed(seed)
+    idx = torch.randperm(len(d.target), generator=g)[:n]
+    x = torch.tensor(d.data, dtype=torch.float32)[idx] / 16.0
+    y = torch.tensor(d.target)[idx]
+    return x, y
+
+
+def build_conv_classifier(n: int = 120, steps: int = 10, seed: int = 0):
+    torch.manual_seed(seed)
+    model = ODENet()
+    x, y = digits(n, seed)
+    _fit(model, x[: n // 2], y[: n // 2], steps, lambda out, tgt: nn.functional.cross_entropy(out, tgt))
+    return model, (x[: n // 2], y[: n // 2]), (x[n // 2:], y[n // 2:]), "classification"
+
+
+# --- torchdeq's get_deq ---------------------------------------------------------------------------
+
+
+class DEQNet(nn.Module):
+    """``x (N, 4) -> 3 logits``: ``z* = tanh(W z* + U x)`` found by torchdeq, then a linear head."""
+
+    def __init__(self, d_in=4, width=12, n_classes=3):
+        super().__init__()
+        from torchdeq import get_deq
+
+        self.inj = nn.Linear(d_in, width)
+        self.W = nn.Linear(width, width, bias=False)
+        with torch.no_grad():
+            self.W.weight.mul_(0.5)
+        self.head = nn.Linear(width, n_classes)
+        self.deq = get_deq(f_solver="fixed_point_iter", f_max_iter=40, f_tol=1e-4, ift=True)
+        self.width = width
+
+    def forward(self, x):
+        u = self.inj(x)
+        z0 = torch.zeros(x.shape[0], self.width, dtype=x.dtype, device=x.device)
+        z_out, info = self.deq(lambda z: torch.tanh(self.W(z) + u), z0)
+        return self.head(z_out[-1])
+
+
+def build_deq(n: int = 80, steps: int = 15, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    model = DEQNet()
+    x = torch.randn(n, 4, generator=g)
+    y = (x[:, 0] > 0).long() + (x[:, 1] > 0.5).long()
+    _fit(model, x[: n // 2], y[: n // 2], steps, lambda out, tgt: nn.functional.cross_entropy(out, tgt))
+    return model, (x[: n // 2], y[: n // 2]), (x[n // 2:], y[n // 2:]), "classification"
+
+
+# --- planted faults ------------------------------------------------------------------------------
+
+
+class LinearFunc(nn.Module):
+    """``f(t, z) = A z``, ``A = Q diag(rates) Q^T``: the fast decaying mode rotated into every coordinate."""
+
+    def __init__(self, rates=(-10.0, -0.1), angle=0.7):
+        super().__init__()
+        c, s = math.cos(angle), math.sin(angle)
+        q = torch.tensor([[c, -s], [s, c]], dtype=torch.float64)
+        self.A = nn.Parameter(q @ torch.diag(torch.tensor(rates, dtype=torch.float64)) @ q.T)
+
+    def forward(self, t, z):
+        return z @ self.A.T
+
+
+class AdjointRegressor(nn.Module):
+    """``z(T)`` of ``dz/dt = A z`` over ``[0, T]`` through ``odeint_adjoint`` (dopri5, rtol = atol = tol),
+    then a linear readout; float64. The adjoint solves the state backwards, where the fast mode grows
+    by ``e^(10 T)``: its parameter gradient is wrong though every forward number is right."""
+
+    def __init__(self, T=3.0, tol=1e-6):
+        super().__init__()
+        self.func = LinearFunc()
+        self.readout = nn.Linear(2, 1).double()
+        self.T, self.tol = T, tol
+
+    def forward(self, x):
+        t = torch.tensor([0.0, self.T], dtype=x.dtype)
+        return self.readout(odeint_adj(self.func, x, t, rtol=self.tol, atol=self.tol)[-1])
+
+
+def build_adjoint_fault(n: int = 48, seed: int = 0, **kwargs):
+    g = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    model = AdjointRegressor(**kwargs)
+    x = torch.randn(n, 2, generator=g, dtype=torch.float64)
+    with torch.no_grad():
+        y = model(x) + 0.01 * torch.randn(n, 1, generator=g, dtype=torch.float64)
+    return model, (x[: n // 2], y[: n // 2]), (x[n // 2:], y[n // 2:]), "regression"
+
+
+class ScaledFunc(nn.Module):
+    """A field holding a float32 tensor that is neither a parameter nor a buffer (common in user code)."""
+
+    def __init__(self, d=3):
+        super().__init__()
+        self.lin = nn.Linear(d, d)
+        self.mix = 0.5 * torch.eye(d)  # captured: .double() leaves it float32, and a matmul refuses the mix
+
+    def forward(self, t, z):
+        return torch.tanh(self.lin(z)) @ self.mix
+
+
+class Float32Defaults(nn.Module):
+    """float32, ``torchdiffeq.odeint`` at its defaults (rtol 1e-7, atol 1e-9), then two logits."""
+
+    def __init__(self, d=3):
+        super().__init__()
+        self.func = ScaledFunc(d)
+        self.head = nn.Linear(d, 2)
+
+    def forward(self, x):
+        return self.head(torchdiffeq.odeint(self.func, x, torch.tensor([0.0, 1.0]))[-1])
+
+
+def build_float32(n: int = 48, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    model = Float32Defaults()
+    x = torch.randn(n, 3, generator=g)
+    y = (x[:, 0] > 0).long()
+    return model, (x[: n // 2], y[: n // 2]), (x[n // 2:], y[n // 2:]), "classification"
+
+
+def _fit(model, x, y, steps, loss_fn, lr=1e-2):
+    """A few Adam steps on the whole split (the models are trained briefly, as a practitioner would first)."""
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    model.train()
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+    model.eval()
