@@ -137,14 +137,9 @@ def _label(name: str, module: nn.Module, parents: dict[str, nn.Module]) -> str |
     return None
 
 
-def find_cores(model: nn.Module, x=None, hook=None) -> list[Core]:
-    """Every core of ``model``: the library's blocks, in the order :meth:`~torch.nn.Module.named_modules`
-    walks them, then (with inputs ``x`` and an installed :class:`~nodecourse.audit.hook.SolveHook`)
-    the solves one forward pass on two rows of ``x`` makes outside them
-    (:func:`nodecourse.audit.observed.observe`).
-
-    Raises :class:`CoreNotFoundError` naming what was looked for when there is none.
-    """
+def module_cores(model: nn.Module) -> list[Core]:
+    """The library's blocks in ``model``, in the order :meth:`~torch.nn.Module.named_modules` walks
+    them (possibly none)."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"model is a {type(model).__name__}; give the nn.Module to audit")
     modules = dict(model.named_modules())
@@ -157,18 +152,29 @@ def find_cores(model: nn.Module, x=None, hook=None) -> list[Core]:
         label = _label(name, module, parents)
         if label is not None:
             cores.append(Core(name, module, "deq" if label == "DEQ" else "ode", label))
-    if x is not None and hook is not None:
-        from nodecourse.audit.observed import observe
+    return cores
 
-        cores += observe(model, x, hook)
+
+def no_core_found(model: nn.Module, watched: bool) -> CoreNotFoundError:
+    """The error for a model with no core: what was looked for, and what to do."""
+    looked = "; ".join(LOOKED_FOR)
+    how = "" if watched else " (no forward pass was watched: give inputs to find solves by calling)"
+    return CoreNotFoundError(
+        f"no solve found in {type(model).__name__}{how}: looked for {looked}. A solve reached only through "
+        "a name the audit cannot see (an attribute such as self.solve = odeint, set before the audit) "
+        "can be passed through nodecourse.audit.TorchdiffeqBlock (torchdiffeq's defaults); a model that "
+        "makes no solve has nothing for this audit to measure")
+
+
+def find_cores(model: nn.Module) -> list[Core]:
+    """Every library block of ``model`` (:func:`module_cores`); the solves a forward pass makes
+    outside them are found by :func:`nodecourse.audit.observed.find_solves`.
+
+    Raises :class:`CoreNotFoundError` naming what was looked for when there is none.
+    """
+    cores = module_cores(model)
     if not cores:
-        looked = "; ".join(LOOKED_FOR)
-        watched = "" if x is not None else " (no forward pass was watched: give inputs to find solves by calling)"
-        raise CoreNotFoundError(
-            f"no solve found in {type(model).__name__}{watched}: looked for {looked}. A solve reached only through "
-            "a name the audit cannot see (an attribute such as self.solve = odeint, set before the audit) "
-            "can be passed through nodecourse.audit.TorchdiffeqBlock (torchdiffeq's defaults); a model that "
-            "makes no solve has nothing for this audit to measure")
+        raise no_core_found(model, watched=False)
     return cores
 
 
@@ -305,4 +311,4 @@ def replace_module(model: nn.Module, path: str, new: nn.Module) -> None:
 
 
 __all__ = ["Core", "CoreNotFoundError", "LOOKED_FOR", "core_parameters", "find_cores", "horizon_scaled",
-           "replace_module", "scaled_settings", "solver_settings"]
+           "module_cores", "no_core_found", "replace_module", "scaled_settings", "solver_settings"]

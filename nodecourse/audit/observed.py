@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from nodecourse.audit import inputs as I
-from nodecourse.audit.discovery import Core
+from nodecourse.audit.discovery import Core, module_cores, no_core_found
 from nodecourse.audit.hook import FIXED_GRID, SolveCall, SolveHook
 
 LABELS = {"torchdiffeq.odeint": "torchdiffeq.odeint solve",
@@ -104,8 +104,21 @@ def observe(model: nn.Module, x, hook: SolveHook) -> list[ObservedCore]:
     return list(cores.values())
 
 
+def find_solves(model: nn.Module, x, hook: SolveHook) -> list[Core]:
+    """Every core of ``model``: its library blocks (:func:`~nodecourse.audit.discovery.module_cores`),
+    then the solves one forward pass on two rows of ``x`` makes outside them (:func:`observe`).
+
+    Raises :class:`~nodecourse.audit.discovery.CoreNotFoundError` naming what was looked for when
+    there is none.
+    """
+    cores = module_cores(model) + observe(model, x, hook)
+    if not cores:
+        raise no_core_found(model, watched=True)
+    return cores
+
+
 def is_observed(core) -> bool:
     return getattr(core, "observed", False)
 
 
-__all__ = ["ObservedCore", "is_observed", "observe"]
+__all__ = ["ObservedCore", "find_solves", "is_observed", "observe"]

@@ -14,8 +14,8 @@ from nodecourse.audit import inputs as I
 from nodecourse.audit import quality as Q
 from nodecourse.audit import step1_baseline, step2_work, step3_tolerance, step4_regimes, step5_gradients
 from nodecourse.audit.context import FULL, QUICK, AuditContext
-from nodecourse.audit.discovery import find_cores
 from nodecourse.audit.hook import SolveHook
+from nodecourse.audit.observed import find_solves
 from nodecourse.audit.report import AuditReport, StepResult
 from nodecourse.audit.state import kept_as_found
 from nodecourse.models import count_parameters
@@ -94,7 +94,7 @@ def audit(model: nn.Module, train, test, *, task: str = "classification", baseli
     with kept_as_found(model), SolveHook() as hook:
         model.eval()
         probe = _probe_splits(model, splits, task)
-        cores = find_cores(model, test[0], hook)
+        cores = find_solves(model, test[0], hook)
         metric = Q.metric_for(task, probe)
         ctx = AuditContext(model=model, cores=cores, task=task, metric=metric, train=train, test=test, shift=shift,
                            baseline=baseline, sizes=QUICK if quick else FULL, epochs=epochs, lr=lr,
