@@ -320,6 +320,18 @@ def test_tex_to_mathml_reads_the_course_notation_and_keeps_what_it_cannot_read()
     assert kept.startswith('<code class="nc-tex">') and r"\frac{1}{" in kept
 
 
+def test_no_formula_of_the_course_draws_tex_as_text():
+    """latex2mathml leaves what it does not know as text (``\\Big\\|`` drew "\\|"): no drawn token
+    of any formula in the lessons and exercises holds a backslash."""
+    formulas = [f for path in site.lesson_notebooks(REPO) + site.exercise_notebooks(REPO)
+                for f in _formulas(nbformat.read(path, as_version=4))]
+    assert len(formulas) > 300
+    drawn = {f: re.findall(r">([^<]*\\[^<]*)<", site_markdown.tex_to_mathml(f).split("<annotation")[0])
+             for f in formulas}
+    assert not {f: d for f, d in drawn.items() if d}
+    assert "min_factor" in site_markdown.tex_to_mathml(r"\text{min\_factor}")
+
+
 def test_a_pipe_inside_a_table_cell_keeps_the_table_a_table():
     md = ("| setting | largest exp(|c| T) | error |\n|---|---|---|\n| none | 7.9 | 3.6e-03 |\n"
           "| a\\|b | 1 | 2 |\n\n```\n| x |c| y |\n|---|---|\n```\n")

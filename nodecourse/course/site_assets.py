@@ -21,8 +21,9 @@ CODE_COLOURS = {
 _CODE_VARS = "\n".join(f"  --jp-mirror-editor-{name}-color: {colour};" for name, colour in CODE_COLOURS.items())
 
 SITE_CSS = """
-:root {
-  --nc-text-width: 75ch;
+:root { --nc-text-width: 75ch; }
+/* on body, not :root: nbconvert's theme sets these on :root after this stylesheet */
+body {
   --jp-cell-editor-background: %(background)s;
 %(code_vars)s
 }

@@ -20,6 +20,12 @@ from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 
 log = logging.getLogger(__name__)
 
+#: ``\Big\|``: TeX's size hints before a delimiter, which latex2mathml draws as text; without
+#: the hint the delimiter is drawn at the size of the text around it.
+_SIZE_HINT = re.compile(r"\\[Bb]igg?[lrm]?\s*(?=\\\||\\[{}]|\\[lr]?[Vv]ert|\\[lr]angle|[()\[\]|./])")
+#: Escapes inside ``\text{...}`` (``\text{min\_factor}``) that latex2mathml keeps as written.
+_TEXT_ARG = re.compile(r"\\text\{([^{}]*)\}")
+_TEXT_ESCAPE = re.compile(r"\\([_%&$#{}])")
 _DELIMITER_ROW = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 
@@ -29,8 +35,10 @@ def tex_to_mathml(tex: str, *, display: str = "inline") -> str:
     annotation. TeX that latex2mathml cannot read stays as code, and a warning names it."""
     from latex2mathml.converter import convert
 
+    source = _SIZE_HINT.sub("", tex)
+    source = _TEXT_ARG.sub(lambda m: "\\text{" + _TEXT_ESCAPE.sub(r"\1", m.group(1)) + "}", source)
     try:
-        mathml = convert(tex, display=display)
+        mathml = convert(source, display=display)
     except Exception as exc:  # noqa: BLE001 - latex2mathml raises several kinds; the formula stays readable
         log.warning("formula not converted to MathML (%s: %s): %s", type(exc).__name__, exc, tex)
         return f'<code class="nc-tex">{html.escape(tex)}</code>'

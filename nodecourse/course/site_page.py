@@ -105,7 +105,8 @@ def search_entries(page_html: str, *, page: str, url: str) -> list[dict]:
         for tag in block.find_all(["h1", "h2", "h3", "p", "li", "td", "th"]):
             text = " ".join(tag.get_text(" ").split())
             if tag.name in ("h1", "h2", "h3") and tag.get("id"):
-                entries.append({"page": page, "section": text, "url": f"{url}#{tag['id']}", "text": ""})
+                section = "" if text == page else text  # the page's own title is not a section of it
+                entries.append({"page": page, "section": section, "url": f"{url}#{tag['id']}", "text": ""})
             elif tag.name in ("p", "li", "td", "th") and text and len(entries[-1]["text"]) < SEARCH_TEXT_CHARS:
                 entries[-1]["text"] = (entries[-1]["text"] + " " + text).strip()[:SEARCH_TEXT_CHARS]
     return [e for e in entries if e["section"] or e["text"]]
