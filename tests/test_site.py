@@ -314,6 +314,8 @@ def test_tex_to_mathml_reads_the_course_notation_and_keeps_what_it_cannot_read()
     mathml = site_markdown.tex_to_mathml(r"\frac{d \log p}{dt} = -\mathrm{tr}(\partial f/\partial z)")
     assert mathml.startswith('<math xmlns="http://www.w3.org/1998/Math/MathML" display="inline">')
     assert "<mfrac>" in mathml and 'encoding="application/x-tex">' in mathml
+    bars = re.findall(r"<mo[^>]*>&#x0007C;</mo>", site_markdown.tex_to_mathml("|x| = 1.25"))
+    assert len(bars) == 2 and all('lspace="0" rspace="0"' in b for b in bars), bars
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         kept = site_markdown.tex_to_mathml(r"\frac{1}{")  # unbalanced: not converted

@@ -26,6 +26,7 @@ _SIZE_HINT = re.compile(r"\\[Bb]igg?[lrm]?\s*(?=\\\||\\[{}]|\\[lr]?[Vv]ert|\\[lr
 #: Escapes inside ``\text{...}`` (``\text{min\_factor}``) that latex2mathml keeps as written.
 _TEXT_ARG = re.compile(r"\\text\{([^{}]*)\}")
 _TEXT_ESCAPE = re.compile(r"\\([_%&$#{}])")
+_BAR = re.compile(r"<mo((?: (?:stretchy|fence)=\"\w+\")*)>(&#x0007C;|&#x02016;)</mo>")
 _DELIMITER_ROW = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 
@@ -42,6 +43,9 @@ def tex_to_mathml(tex: str, *, display: str = "inline") -> str:
     except Exception as exc:  # noqa: BLE001 - latex2mathml raises several kinds; the formula stays readable
         log.warning("formula not converted to MathML (%s: %s): %s", type(exc).__name__, exc, tex)
         return f'<code class="nc-tex">{html.escape(tex)}</code>'
+    # A bar or double bar (|x|, ||f||) is a fence: without this the browser spaces a bar in the middle
+    # of a row like a relation ("|x | = 1.25").
+    mathml = _BAR.sub(r'<mo\1 lspace="0" rspace="0">\2</mo>', mathml)
     head, _, rest = mathml.partition(">")
     body = rest.removesuffix("</math>")
     annotation = f'<annotation encoding="application/x-tex">{html.escape(tex, quote=False)}</annotation>'
