@@ -398,6 +398,18 @@ def test_explorers_are_described_with_a_launch_link_and_no_made_up_picture(built
                                                           "DEQExplorer", "CheaperExplorer"}
 
 
+def test_a_figures_description_comes_from_its_titles_its_comment_or_its_section():
+    alt = site_notebook.image_alt
+    assert alt('ax.set_title(f"loss at {n} steps")\nfig.suptitle("training")', "S", "lesson 1") == (
+        "Figure: loss at … steps; training")
+    assert alt("# the decision boundary on a grid\nshow(grid)", "S", "lesson 3") == (
+        "Figure (lesson 3): the decision boundary on a grid")
+    assert alt("fig = P.circle_probe_figure(probes)\nax.plot(x)", "The circle probe", "lesson 3",
+               "<Figure size 900x300 with 3 Axes>") == (
+        "Figure from lesson 3, section “The circle probe”: circle probe figure (3 panels)")
+    assert alt("plt.show()", "", "lesson 6", "<Figure size 640x480 with 1 Axes>") == "Figure from lesson 6"
+
+
 def test_the_fold_rule():
     code = nbformat.v4.new_code_cell
     markdown_out = nbformat.v4.new_output("display_data", data={"text/markdown": "**holds**", "text/plain": "holds"})

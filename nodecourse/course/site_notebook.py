@@ -13,7 +13,8 @@ What a page shows differs from what the notebook holds in a few ways, all decide
   render their own text) or that is tagged ``hide-input`` shows its output, and its code behind
   a "show the code" fold;
 - **figures** get a description (``alt``): the titles the cell's code sets, else the cell's
-  first comment, else a sentence naming the section of the lesson it is in;
+  first comment, else a sentence naming the section of the lesson it is in, the plotting
+  function the cell calls and the number of panels;
 - **plotly figures** become a live box over their static PNG (see ``site.py``).
 """
 from __future__ import annotations
@@ -34,6 +35,9 @@ _MARKER = re.compile(r"^\s*#\s*NBVAL_\w+.*$\n?", re.MULTILINE)
 #: tqdm's line: "desc: 67%|██████    | 4/6 [...]" (the spaces may be figure spaces, U+2007).
 PROGRESS = re.compile(r"\d+%\|[^|\n]*\|[\s\u2007]*\d+/\d+")
 _TITLE_CALL = re.compile(r"""(?:set_title|suptitle|title)\(\s*f?(["'])(.+?)\1""")
+_PLOT_CALL = re.compile(r"\b(\w*(?:plot|figure|draw)\w*)\s*\(")
+_PLOT_PLUMBING = {"plot", "subplots", "subplot", "figure", "add_subplot", "subplots_adjust"}
+_AXES = re.compile(r"with (\d+) Axes")
 _COMMENT = re.compile(r"^\s*#\s*(?!NBVAL_)(.+)$", re.MULTILINE)
 _HEADING = re.compile(r"^#{1,3}\s+(.+)$", re.MULTILINE)
 _EXPLORER_CALL = re.compile(r"\b([A-Z]\w*Explorer)\s*\(")
@@ -100,9 +104,10 @@ def explorer_box(source: str, launch: str, lesson_label: str, has_picture: bool)
             f"Binder</a>, or on your own machine run <code>nodecourse lab</code> (JupyterLab) and open it there.</p></div>")
 
 
-def image_alt(source: str, section: str, page_label: str) -> str:
+def image_alt(source: str, section: str, page_label: str, plain: str = "") -> str:
     """A description of a figure from its cell's code: the titles it sets; else the cell's first
-    comment; else the section of the page it is in."""
+    comment; else the section of the page it is in, with the plotting function the cell calls and
+    the number of panels (from matplotlib's ``plain`` text, "<Figure size ... with 3 Axes>")."""
     titles = [re.sub(r"\{[^}]*\}", "…", m.group(2)) for m in _TITLE_CALL.finditer(source)]
     if titles:
         return "Figure: " + "; ".join(titles)
@@ -110,7 +115,11 @@ def image_alt(source: str, section: str, page_label: str) -> str:
     if comment:
         return f"Figure ({page_label}): {comment.group(1).strip()}"
     where = f", section “{section}”" if section else ""
-    return f"Figure drawn by a code cell of {page_label}{where}"
+    calls = [c for c in _PLOT_CALL.findall(source) if c not in _PLOT_PLUMBING]
+    what = f": {calls[-1].replace('_', ' ').strip()}" if calls else ""
+    axes = _AXES.search(plain)
+    panels = f" ({axes.group(1)} panels)" if axes and int(axes.group(1)) > 1 else ""
+    return f"Figure from {page_label}{where}{what}{panels}"
 
 
 def _heading_text(markdown: str) -> str | None:
@@ -144,7 +153,8 @@ def prepare_notebook(nb, *, launch: str = "", page_label: str = "this lesson", p
                 out["data"] = {"text/html": plotly_html(data, title or image_alt(cell.source, section, page_label))}
                 count += 1
             elif "image/png" in data:
-                out.setdefault("metadata", {})["nc_alt"] = image_alt(cell.source, section, page_label)
+                out.setdefault("metadata", {})["nc_alt"] = image_alt(cell.source, section, page_label,
+                                                                     data.get("text/plain", ""))
         cell.outputs = outputs
         if folds(cell):
             cell.metadata["nc_fold"] = True
