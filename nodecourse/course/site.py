@@ -34,7 +34,6 @@ every Binder link of the site are made from it.
 from __future__ import annotations
 
 import html
-import json
 import re
 import shutil
 import tomllib
@@ -428,7 +427,7 @@ def build(root: Path, out: Path, *, date: str | None = None) -> list[Path]:
             raw = _markdown_page(page.title, page.source.read_text(encoding="utf-8"))
         else:
             raw = _markdown_page(page.title, readme_setup(root))
-        shaped, _ = site_page.shape(raw, label=page_label(page), notebook=page.kind in ("lesson", "exercise"))
+        shaped, _ = site_page.shape(raw, label=page_label(page))
         index_entries += site_page.search_entries(shaped, page=page.title, url=page.out)
         body = _finish(shaped, page=page, pages=pages, repo_url=repo_url,
                        nav=_nav(page, repo_url, has_ledger=has_ledger, partner=partners.get(page.out)),
@@ -436,7 +435,7 @@ def build(root: Path, out: Path, *, date: str | None = None) -> list[Path]:
         (out / page.out).write_text(body, encoding="utf-8")
         written.append(out / page.out)
     (out / SEARCH_JS).write_text(f"window.NC_SEARCH = {json_for_script(index_entries)};\n", encoding="utf-8")
-    index = site_page.shape(_index(pages, repo_url, has_ledger), label="the course", notebook=False)[0]
+    index = site_page.shape(_index(pages, repo_url, has_ledger), label="the course")[0]
     (out / "index.html").write_text(
         _finish(index, page=None, pages=pages, repo_url=repo_url, nav=_nav(None, repo_url, has_ledger=has_ledger),
                 top="", bottom="", stamp=stamp), encoding="utf-8")

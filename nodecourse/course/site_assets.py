@@ -50,6 +50,7 @@ body {
 /* the page: contents beside the lesson on a wide screen, above it on a narrow one */
 .nc-layout { display: grid; grid-template-columns: 15rem minmax(0, 1fr); gap: 0 2rem;
   max-width: 78rem; margin: 0 auto; padding: 0 1rem; }
+.nc-layout.nc-no-sidebar { grid-template-columns: minmax(0, 1fr); }
 .nc-sidebar { font-family: system-ui, sans-serif; font-size: 0.9em; }
 .nc-toc { position: sticky; top: 0.5em; max-height: calc(100vh - 1em); overflow-y: auto; }
 .nc-toc summary { font-weight: 600; cursor: pointer; }

@@ -21,6 +21,8 @@ from bs4 import BeautifulSoup
 NAV_MARK = "<!-- nodecourse-site-nav -->"
 PAGER_MARK = "<!-- nodecourse-site-pager -->"
 SEARCH_TEXT_CHARS = 1500
+#: A page with fewer headings (the index) has no contents sidebar.
+MIN_SECTIONS_FOR_CONTENTS = 3
 
 
 @dataclass(frozen=True)
@@ -68,7 +70,7 @@ def _quiet_anchors(root) -> None:
         a["aria-label"] = "Link to this section"
 
 
-def shape(page_html: str, *, label: str, notebook: bool) -> tuple[str, list[Section]]:
+def shape(page_html: str, *, label: str) -> tuple[str, list[Section]]:
     """``page_html`` (nbconvert's page, or a markdown page with one ``<main>``) in the site's
     shape, with :data:`NAV_MARK` and :data:`PAGER_MARK` where the navigation goes; its sections."""
     soup = BeautifulSoup(page_html, "html.parser")
@@ -80,9 +82,10 @@ def shape(page_html: str, *, label: str, notebook: bool) -> tuple[str, list[Sect
     sections = headings(main)
     main["id"] = "nc-main"
     main["class"] = (main.get("class") or []) + ["nc-content"]
-    layout = soup.new_tag("div", attrs={"class": "nc-layout"})
+    sidebar = len(sections) >= MIN_SECTIONS_FOR_CONTENTS
+    layout = soup.new_tag("div", attrs={"class": "nc-layout" if sidebar else "nc-layout nc-no-sidebar"})
     main.wrap(layout)
-    if sections:
+    if sidebar:
         layout.insert(0, BeautifulSoup(toc_html(sections, label), "html.parser"))
     layout.insert_before(BeautifulSoup(NAV_MARK, "html.parser"))
     layout.insert_after(BeautifulSoup(PAGER_MARK, "html.parser"))
