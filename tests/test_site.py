@@ -375,6 +375,8 @@ def test_progress_bars_are_told_from_output_that_only_mentions_percent():
     mixed = {"output_type": "stream", "name": "stdout", "text": "runs: 100%|██| 2/2\nresult: 0.83\n"}
     assert site_notebook.is_progress_output(bar) and site_notebook.is_progress_output(stream)
     assert not site_notebook.is_progress_output(table) and not site_notebook.is_progress_output(mixed)
+    assert site_notebook.without_progress_lines(mixed)["text"] == "result: 0.83\n"
+    assert site_notebook.without_progress_lines(table) == table
 
 
 @pytest.mark.slow  # uses the site built once for this module (about 20 s)

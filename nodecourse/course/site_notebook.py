@@ -62,6 +62,16 @@ def is_progress_output(out: dict) -> bool:
     return bool(lines) and all(PROGRESS.search(ln) for ln in lines)
 
 
+def without_progress_lines(out: dict) -> dict:
+    """A stream output with its progress-bar lines (and tqdm's carriage-return redraws) taken out."""
+    if out.get("output_type") != "stream" or not PROGRESS.search(out.get("text", "")):
+        return out
+    kept = [ln for ln in out["text"].split("\n") if not PROGRESS.search(ln.split("\r")[-1] or ln)]
+    from nbformat import NotebookNode
+
+    return NotebookNode({**out, "text": "\n".join(ln.split("\r")[-1] for ln in kept)})
+
+
 def is_live_widget(out: dict) -> bool:
     return out.get("data", {}).get("text/plain", "").strip() == LIVE_WIDGET_TEXT
 
@@ -141,7 +151,7 @@ def prepare_notebook(nb, *, launch: str = "", page_label: str = "this lesson", p
         if cell.cell_type != "code":
             continue
         cell.source = strip_markers(cell.source)
-        outputs = [o for o in cell.get("outputs", []) if not is_progress_output(o)]
+        outputs = [without_progress_lines(o) for o in cell.get("outputs", []) if not is_progress_output(o)]
         has_picture = any("image/png" in o.get("data", {}) for o in outputs)
         for out in outputs:
             data = out.get("data", {})
