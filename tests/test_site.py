@@ -500,6 +500,22 @@ def contrast(a: str, b: str) -> float:
 
 
 @pytest.mark.slow  # uses the site built once for this module (about 20 s)
+def test_each_figure_is_a_file_the_page_links_to_at_full_size(built):
+    """A phone shrinks a figure to the screen; a tap on it opens the PNG itself, to zoom into."""
+    out, _, _ = built
+    for path in site.lesson_notebooks(REPO):
+        nb = nbformat.read(path, as_version=4)
+        pngs = [o["data"]["image/png"] for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+                if "image/png" in o.get("data", {}) and PLOTLY not in o["data"]]
+        links = _soup(out / f"{path.stem}.html").select("a.nc-figure-link")
+        assert len(links) == len(pngs), path.name
+        for link, png in zip(links, pngs):
+            assert link.find("img")["src"] == link["href"]
+            assert (out / link["href"]).read_bytes() == base64.b64decode(png)
+            assert link["aria-label"].startswith("Open the figure at full size: Figure")
+
+
+@pytest.mark.slow  # uses the site built once for this module (about 20 s)
 def test_code_colours_reach_4_5_to_1_on_the_code_background(built):
     out, _, _ = built
     assert contrast("#408080", "#f5f5f5") < 4.5  # nbconvert's comment colour, which the site replaces

@@ -169,6 +169,8 @@ def site_pages(root: Path) -> list[Page]:
 # links: repository paths to site pages
 # ---------------------------------------------------------------------------
 
+#: Folders of the site itself: a link into one is already the site's, not a repository path.
+SITE_FOLDERS = (f"{site_page.IMAGES}/", "_static/", "download/")
 _HREF = re.compile(r'(?P<attr><a\s(?:[^>]*?\s)?href)="(?P<url>[^"]*)"')  # links (<a>) only, not stylesheets
 
 
@@ -181,7 +183,8 @@ def rewrite_links(page_html: str, source_rel: str, pages: list[Page], repo_url: 
     def fix(match: re.Match) -> str:
         url = html.unescape(match.group("url"))
         parts = urllib.parse.urlsplit(url)
-        if parts.scheme or parts.netloc or url.startswith(("#", "/", "mailto:")) or not parts.path:
+        if (parts.scheme or parts.netloc or url.startswith(("#", "/", "mailto:")) or not parts.path
+                or url.startswith(SITE_FOLDERS)):  # the site's own files (figures), not the repository's
             return match.group(0)
         target = (base / urllib.parse.unquote(parts.path)).as_posix()
         target = _normalise(target)
@@ -427,7 +430,11 @@ def build(root: Path, out: Path, *, date: str | None = None) -> list[Path]:
             raw = _markdown_page(page.title, page.source.read_text(encoding="utf-8"))
         else:
             raw = _markdown_page(page.title, readme_setup(root))
-        shaped, _ = site_page.shape(raw, label=page_label(page))
+        images: dict[str, bytes] = {}
+        shaped, _ = site_page.shape(raw, label=page_label(page), images=images, stem=Path(page.out).stem)
+        for name, data in images.items():
+            (out / name).parent.mkdir(exist_ok=True)
+            (out / name).write_bytes(data)
         index_entries += site_page.search_entries(shaped, page=page.title, url=page.out)
         body = _finish(shaped, page=page, pages=pages, repo_url=repo_url,
                        nav=_nav(page, repo_url, has_ledger=has_ledger, partner=partners.get(page.out)),

@@ -72,6 +72,7 @@ body.nc-plain main > ul, body.nc-plain main > ol { max-width: var(--nc-text-widt
 .nc-content pre { overflow-x: auto; }
 .nc-content .jp-RenderedMarkdown code, body.nc-plain code { overflow-wrap: anywhere; }
 .nc-content .jp-OutputArea-output pre { white-space: pre; }
+.nc-figure-link { display: inline-block; max-width: 100%%; }
 .nc-scroll { max-width: 100%%; overflow-x: auto; margin: 0.5em 0; }
 .nc-scroll table { border-collapse: collapse; }
 .nc-scroll td, .nc-scroll th { text-align: left !important; vertical-align: top; padding: 0.3em 0.6em;

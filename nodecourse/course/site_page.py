@@ -5,7 +5,8 @@ the page itself, previous/next again at the end, and a footer with the version a
 Accessibility on the way: nbconvert's ``tabindex="0"`` on every cell is removed (a reader tabs
 through links and controls, not through 60-80 cells), each heading's "¶" anchor is kept for
 linking but taken out of the tab order, every table is put in a box that scrolls sideways on
-its own (a phone scrolls the table, not the page).
+its own (a phone scrolls the table, not the page). Each figure's PNG becomes a file the figure
+links to, so a tap opens it at full size.
 
 The search index (:func:`search_entries`) is one entry per section of a page: its heading, its
 address and the text of the page's prose under it (code and outputs are left out).
@@ -21,6 +22,7 @@ from bs4 import BeautifulSoup
 NAV_MARK = "<!-- nodecourse-site-nav -->"
 PAGER_MARK = "<!-- nodecourse-site-pager -->"
 SEARCH_TEXT_CHARS = 1500
+IMAGES = "_images"
 #: A page with fewer headings (the index) has no contents sidebar.
 MIN_SECTIONS_FOR_CONTENTS = 3
 
@@ -70,15 +72,34 @@ def _quiet_anchors(root) -> None:
         a["aria-label"] = "Link to this section"
 
 
-def shape(page_html: str, *, label: str) -> tuple[str, list[Section]]:
+def _images_to_files(soup, root, images: dict[str, bytes], stem: str) -> None:
+    """Each figure's PNG (``.jp-RenderedImage img``, inline as data) becomes a file in ``_images/``,
+    linked from the figure: on a phone a tap opens it at full size, to zoom into."""
+    import base64
+
+    for n, img in enumerate(root.select(".jp-RenderedImage img[src^='data:image/png;base64,']"), start=1):
+        name = f"{IMAGES}/{stem}-{n}.png"
+        images[name] = base64.b64decode(img["src"].split(",", 1)[1])
+        img["src"] = name
+        link = soup.new_tag("a", attrs={"href": name, "class": "nc-figure-link",
+                                        "aria-label": f"Open the figure at full size: {img.get('alt', '')}"})
+        img.wrap(link)
+
+
+def shape(page_html: str, *, label: str, images: dict[str, bytes] | None = None,
+          stem: str = "") -> tuple[str, list[Section]]:
     """``page_html`` (nbconvert's page, or a markdown page with one ``<main>``) in the site's
-    shape, with :data:`NAV_MARK` and :data:`PAGER_MARK` where the navigation goes; its sections."""
+    shape, with :data:`NAV_MARK` and :data:`PAGER_MARK` where the navigation goes; its sections.
+    With ``images`` (a dict), each figure's PNG is put there by its path in the site
+    (``_images/<stem>-<n>.png``) and the page links to that file instead of holding the data."""
     soup = BeautifulSoup(page_html, "html.parser")
     for tag in soup.select("[tabindex]"):
         del tag["tabindex"]
     main = soup.find("main")
     _quiet_anchors(main)
     _wrap_tables(soup, main)
+    if images is not None:
+        _images_to_files(soup, main, images, stem)
     sections = headings(main)
     main["id"] = "nc-main"
     main["class"] = (main.get("class") or []) + ["nc-content"]
