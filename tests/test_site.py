@@ -420,6 +420,10 @@ def test_the_fold_rule():
     assert not site_notebook.folds(code("x = 1"))
     assert site_notebook.folds(code("setup()", metadata={"tags": ["hide-input"]}))
     assert not site_notebook.folds(nbformat.v4.new_markdown_cell("# title"))
+    nb = nbformat.v4.new_notebook(cells=[code("show(findings)", outputs=[markdown_out]),
+                                         code("setup()", metadata={"tags": ["hide-input"]}), code("plot()")])
+    site_notebook.prepare_notebook(nb)
+    assert [c.metadata.get("nc_fold") for c in nb.cells] == ["Show the code that prints this", "Show the code", None]
 
 
 @pytest.mark.slow  # uses the site built once for this module (about 20 s)
@@ -431,7 +435,7 @@ def test_cells_that_print_findings_are_folded_with_their_output_shown(built):
     folds = soup.select("details.nc-fold")
     assert expected >= 10 and len(folds) == expected
     for fold in folds:
-        assert "open" not in fold.attrs and fold.find("summary")
+        assert "open" not in fold.attrs and fold.find("summary").get_text() == "Show the code that prints this"
         cell = fold.find_parent(class_="jp-CodeCell")
         assert cell.select_one(".jp-RenderedMarkdown") is not None  # the output stays outside the fold
 

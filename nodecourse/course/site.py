@@ -271,7 +271,7 @@ PAGE_TEMPLATE = """{%- extends 'index.html.j2' -%}
 {# a folded cell (site_notebook.folds): its code behind a "show the code" fold, its output shown #}
 {% block input_group -%}
 {%- if cell.metadata.get('nc_fold') -%}
-<details class="nc-fold"><summary>Show the code that prints this</summary>{{ super() }}</details>
+<details class="nc-fold"><summary>{{ cell.metadata.get('nc_fold') | escape_html }}</summary>{{ super() }}</details>
 {%- else -%}{{ super() }}{%- endif -%}
 {%- endblock input_group %}
 {% block extra_css %}<meta name="description" content="{{ resources.metadata.name | escape_html }}"><link rel="stylesheet" href="_static/site.css">{% endblock extra_css %}

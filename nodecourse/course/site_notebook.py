@@ -166,8 +166,9 @@ def prepare_notebook(nb, *, launch: str = "", page_label: str = "this lesson", p
                 out.setdefault("metadata", {})["nc_alt"] = image_alt(cell.source, section, page_label,
                                                                      data.get("text/plain", ""))
         cell.outputs = outputs
-        if folds(cell):
-            cell.metadata["nc_fold"] = True
+        if folds(cell):  # the fold's label: what the hidden code does, where the rule knows it
+            tagged = FOLD_TAGS & set(cell.metadata.get("tags", []))
+            cell.metadata["nc_fold"] = "Show the code" if tagged else "Show the code that prints this"
     return count
 
 
