@@ -144,18 +144,24 @@ SOLVER_INITIAL = dict(problem="van der pol (μ=2)", method="dopri5", rtol=1e-6, 
 
 # -- lesson 3: AnnulusExplorer --------------------------------------------
 
+_ANNULUS_HEAD = (r"(?P<kind>plain NODE|ANODE \(\+\d+ zero dims\)), (?P<epochs>\d+) epochs, seed (?P<seed>\d+), "
+                 r"(?P<params>\d+) parameters: ")
 _ANNULUS_RE = re.compile(
-    r"(?P<kind>plain NODE|ANODE \(\+\d+ zero dims\)), (?P<epochs>\d+) epochs, seed (?P<seed>\d+), "
-    r"(?P<params>\d+) parameters: sample accuracy (?P<acc>[\d.]+)%; on \|x\| = [\d.]+: wrong (?P<wrong>[\d.]+)% "
+    _ANNULUS_HEAD + r"sample accuracy (?P<acc>[\d.]+)%; on \|x\| = [\d.]+: wrong (?P<wrong>[\d.]+)% "
     r"of the circle, min margin (?P<margin>[+-][\d.]+); forward NFE at the last epoch (?P<nfe>\d+)")
+# a model that gives one class to every point: the line says so instead of the circle probe's numbers
+_ANNULUS_ONE_CLASS_RE = re.compile(
+    _ANNULUS_HEAD + r"not fitted: it predicts one class, the (?P<one>ring \(\+1\)|disk \(-1\)), everywhere "
+    r"on the grid; its sample accuracy (?P<acc>[\d.]+)% .*forward NFE at the last epoch (?P<nfe>\d+)")
 
 
 def _parse_annulus(text: str) -> dict:
-    m = _ANNULUS_RE.search(text)
+    m = _ANNULUS_RE.search(text) or _ANNULUS_ONE_CLASS_RE.search(text)
     assert m, f"the annulus explorer's result line has an unexpected form: {text!r}"
     d = m.groupdict()
     return {"kind": d["kind"], "epochs": int(d["epochs"]), "parameters": int(d["params"]),
-            "sample_accuracy": d["acc"], "wrong": d["wrong"], "min_margin": d["margin"], "nfe": int(d["nfe"])}
+            "sample_accuracy": d["acc"], "wrong": d.get("wrong"), "min_margin": d.get("margin"),
+            "one_class": d.get("one"), "nfe": int(d["nfe"])}
 
 
 @_single_thread

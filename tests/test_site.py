@@ -1,12 +1,13 @@
 """The course website (`make site`, nodecourse/course/site.py), the Binder links made from one
 setting, and the static image beside every plotly figure of the committed lessons.
 
-The site is built once into a temporary folder; the browser test (tests/test_site_browser.py)
-opens it in Chromium.
+The site is built once into a temporary folder (about 20 s: the tests that read it are marked
+slow); the browser test (tests/test_site_browser.py) opens it in Chromium.
 """
 from __future__ import annotations
 
 import base64
+import html
 import json
 import logging
 import re
@@ -17,7 +18,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from nodecourse.course import site
+from nodecourse.course import site, site_assets, site_markdown, site_notebook
+from nodecourse.course.notebook_hygiene import LIVE_WIDGET_TEXT
 from notebook_fixtures import REPO
 
 PLOTLY = site.PLOTLY_MIME
@@ -94,7 +96,7 @@ def test_the_readme_says_how_to_point_binder_at_a_fork():
 # the site
 # ---------------------------------------------------------------------------
 
-@pytest.mark.slow
+@pytest.mark.slow  # uses the site built once for this module (about 20 s)
 def test_the_site_builds_without_warnings_and_its_internal_links_resolve(built):
     out, warned, logged = built
     assert not warned, warned
@@ -113,7 +115,7 @@ def test_broken_links_finds_a_missing_page_and_a_missing_anchor(tmp_path):
                                            "a.html: _static/none.png"]
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # uses the site built once for this module (about 20 s)
 def test_every_lesson_page_links_binder_and_its_download_in_order(built):
     out, _, _ = built
     repo = site.repository_url(REPO)
@@ -149,7 +151,7 @@ def test_the_site_picks_up_whatever_lessons_exist(tmp_path):
     assert site.broken_links(out) == []
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # uses the site built once for this module (about 20 s)
 def test_exercise_pages_hold_the_tasks_and_no_solution(built):
     out, _, _ = built
     for path in site.exercise_notebooks(REPO):
@@ -168,7 +170,7 @@ def test_exercise_pages_hold_the_tasks_and_no_solution(built):
         assert not shown, f"{path.stem}.html shows lines of the solution: {shown}"
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # uses the site built once for this module (about 20 s)
 def test_the_ledger_and_setup_pages_carry_their_sources(built):
     out, _, _ = built
     ledger = (out / "ledger.html").read_text()
@@ -181,12 +183,10 @@ def test_the_ledger_and_setup_pages_carry_their_sources(built):
 
 def _text(page: str) -> str:
     """A page's text, as a reader sees it (tags removed, entities decoded)."""
-    import html
-
     return html.unescape(re.sub(r"<[^>]+>", "", page))
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # uses the site built once for this module (about 20 s)
 def test_each_plotly_figure_is_a_live_box_over_its_static_image(built):
     out, _, _ = built
     for path in site.lesson_notebooks(REPO):
@@ -194,7 +194,7 @@ def test_each_plotly_figure_is_a_live_box_over_its_static_image(built):
         outputs = [o.get("data", {}) for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
         plotly = [d for d in outputs if PLOTLY in d]
         page = (out / f"{path.stem}.html").read_text()
-        assert page.count('<div class="nc-plotly">') == len(plotly), path.name
+        assert page.count('class="nc-plotly"') == len(plotly), path.name
         assert page.count('class="nc-plotly-static"') == sum("image/png" in d for d in plotly), path.name
         if plotly:
             assert 'src="_static/plotly.min.js"' in page
@@ -248,3 +248,302 @@ def test_a_course_figure_shows_json_and_png_and_falls_back_to_json(monkeypatch):
     assert PLOTLY in shown[-1] and "image/png" not in shown[-1]
     assert plotting.static_image_problem == "Kaleido requires Google Chrome to be installed."
     assert json.loads(json.dumps(shown[-1][PLOTLY]))["layout"]["title"]["text"] == "a figure"
+
+
+# ---------------------------------------------------------------------------
+# a site a learner finds their way in, offline (issue 30, item 3)
+# ---------------------------------------------------------------------------
+
+def _soup(path: Path):
+    from bs4 import BeautifulSoup
+
+    return BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+
+
+def _formulas(nb) -> list[str]:
+    """Every TeX formula of a notebook's markdown (cells and Markdown outputs), as nbconvert's parser finds them."""
+    from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+
+    found: list[str] = []
+
+    class Collect(IPythonRenderer):
+        def inline_math(self, body):
+            found.append(body)
+            return ""
+
+        block_math = inline_math
+
+    for cell in nb.cells:
+        sources = [cell.source] if cell.cell_type == "markdown" else [
+            o.get("data", {}).get("text/markdown", "") for o in cell.get("outputs", [])]
+        for source in filter(None, sources):
+            MarkdownWithMath(renderer=Collect(escape=False)).render(source)
+    return found
+
+
+@pytest.mark.slow  # uses the site built once for this module (about 20 s)
+def test_no_page_loads_anything_from_another_host(built):
+    out, _, _ = built
+    for page in sorted(out.glob("*.html")):
+        soup = _soup(page)
+        remote = [t.get("src") or t.get("href") for t in soup.find_all(["script", "link", "img", "iframe"])
+                  if re.match(r"(https?:)?//", t.get("src") or t.get("href") or "")]
+        assert not remote, f"{page.name} loads {remote}"
+        assert "mathjax" not in page.read_text().lower(), page.name
+
+
+@pytest.mark.slow  # uses the site built once for this module (about 20 s)
+def test_every_formula_of_lesson_10_is_mathml_with_its_tex(built):
+    out, _, _ = built
+    path = REPO / "notebooks" / "10_cheaper_and_exact.ipynb"
+    formulas = _formulas(nbformat.read(path, as_version=4))
+    assert len(formulas) > 40  # lesson 10 is dense with them
+    soup = _soup(out / "10_cheaper_and_exact.html")
+    maths = soup.find_all("math")
+    assert len(maths) == len(formulas)
+    assert [m.find("annotation").get_text() for m in maths] == formulas
+    assert all(m.find(["mi", "mn", "mo"]) for m in maths)
+    for block in soup.select(".jp-RenderedMarkdown"):
+        for tag in block.find_all(["math", "code", "pre"]):
+            tag.extract()
+        text = block.get_text()
+        assert not re.search(r"\\(frac|partial|int|lambda|mathrm)|\$[^$\s][^$]*\$", text), text[:200]
+
+
+def test_tex_to_mathml_reads_the_course_notation_and_keeps_what_it_cannot_read():
+    mathml = site_markdown.tex_to_mathml(r"\frac{d \log p}{dt} = -\mathrm{tr}(\partial f/\partial z)")
+    assert mathml.startswith('<math xmlns="http://www.w3.org/1998/Math/MathML" display="inline">')
+    assert "<mfrac>" in mathml and 'encoding="application/x-tex">' in mathml
+    bars = re.findall(r"<mo[^>]*>&#x0007C;</mo>", site_markdown.tex_to_mathml("|x| = 1.25"))
+    assert len(bars) == 2 and all('lspace="0" rspace="0"' in b for b in bars), bars
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        kept = site_markdown.tex_to_mathml(r"\frac{1}{")  # unbalanced: not converted
+    assert kept.startswith('<code class="nc-tex">') and r"\frac{1}{" in kept
+
+
+def test_no_formula_of_the_course_draws_tex_as_text():
+    """latex2mathml leaves what it does not know as text (``\\Big\\|`` drew "\\|"): no drawn token
+    of any formula in the lessons and exercises holds a backslash."""
+    formulas = [f for path in site.lesson_notebooks(REPO) + site.exercise_notebooks(REPO)
+                for f in _formulas(nbformat.read(path, as_version=4))]
+    assert len(formulas) > 300
+    drawn = {f: re.findall(r">([^<]*\\[^<]*)<", site_markdown.tex_to_mathml(f).split("<annotation")[0])
+             for f in formulas}
+    assert not {f: d for f, d in drawn.items() if d}
+    assert "min_factor" in site_markdown.tex_to_mathml(r"\text{min\_factor}")
+
+
+def test_a_pipe_inside_a_table_cell_keeps_the_table_a_table():
+    md = ("| setting | largest exp(|c| T) | error |\n|---|---|---|\n| none | 7.9 | 3.6e-03 |\n"
+          "| a\\|b | 1 | 2 |\n\n```\n| x |c| y |\n|---|---|\n```\n")
+    fixed = site_markdown.repair_table_pipes(md)
+    assert "largest exp(\\|c\\| T)" in fixed
+    assert "| a\\|b | 1 | 2 |" in fixed  # a row that fits its table is left alone
+    assert fixed.endswith("```\n| x |c| y |\n|---|---|\n```\n")  # code is not a table
+    rendered = site_markdown.markdown_to_html(md)
+    assert "<th>largest exp(|c| T)</th>" in rendered and rendered.count("<th>") == 3
+
+
+@pytest.mark.slow  # uses the site built once for this module (about 20 s)
+def test_lesson_10s_table_with_a_pipe_in_its_header_renders_as_a_table(built):
+    out, _, _ = built
+    soup = _soup(out / "10_cheaper_and_exact.html")
+    headers = [[th.get_text(strip=True) for th in t.find_all("th")] for t in soup.find_all("table")]
+    assert any("largest exp(|c| T)" in h and len(h) == 5 for h in headers), headers
+    assert "|---|" not in _text((out / "10_cheaper_and_exact.html").read_text())
+
+
+@pytest.mark.slow  # uses the site built once for this module (about 20 s)
+def test_test_markers_and_progress_bars_leave_the_pages(built):
+    out, _, _ = built
+    markers = bars = 0
+    for path in site.lesson_notebooks(REPO) + site.exercise_notebooks(REPO):
+        nb = nbformat.read(path, as_version=4)
+        markers += sum("NBVAL_" in c.source for c in nb.cells)
+        bars += sum(site_notebook.is_progress_output(o) for c in nb.cells for o in c.get("outputs", []))
+        text = _text((out / f"{path.stem}.html").read_text())
+        assert "NBVAL_" not in text, path.name
+        assert not site_notebook.PROGRESS.search(text), (path.name, site_notebook.PROGRESS.search(text))
+    assert markers > 10 and bars > 10  # the notebooks do carry both
+
+
+def test_progress_bars_are_told_from_output_that_only_mentions_percent():
+    bar = {"output_type": "display_data",
+           "data": {"text/plain": "baseline:\u2007\u200780%|█████ |\u20074/5 [00:00<00:00]"}}
+    stream = {"output_type": "stream", "name": "stderr", "text": "runs:  50%|█   | 1/2\rruns: 100%|██| 2/2\n"}
+    table = {"output_type": "stream", "name": "stdout", "text": "accuracy 97%|loss 0.1\nseed 1/5 done\n"}
+    mixed = {"output_type": "stream", "name": "stdout", "text": "runs: 100%|██| 2/2\nresult: 0.83\n"}
+    assert site_notebook.is_progress_output(bar) and site_notebook.is_progress_output(stream)
+    assert not site_notebook.is_progress_output(table) and not site_notebook.is_progress_output(mixed)
+    assert site_notebook.without_progress_lines(mixed)["text"] == "result: 0.83\n"
+    assert site_notebook.without_progress_lines(table) == table
+
+
+@pytest.mark.slow  # uses the site built once for this module (about 20 s)
+def test_explorers_are_described_with_a_launch_link_and_no_made_up_picture(built):
+    out, _, _ = built
+    repo = site.repository_url(REPO)
+    for path in site.lesson_notebooks(REPO):
+        nb = nbformat.read(path, as_version=4)
+        live = sum(site_notebook.is_live_widget(o) for c in nb.cells for o in c.get("outputs", []))
+        soup = _soup(out / f"{path.stem}.html")
+        boxes = soup.select(".nc-explorer-static")
+        assert len(boxes) == live, path.name
+        assert LIVE_WIDGET_TEXT not in soup.get_text()
+        binder = site.binder_url(repo, path.relative_to(REPO).as_posix())
+        for box in boxes:
+            assert box.find("a", class_="nc-launch")["href"] == binder
+            assert not box.find("img")
+    lesson2 = _soup(out / "02_solvers_and_tolerance.html").select_one(".nc-explorer-static").get_text()
+    assert "solver work" in lesson2 and "Run lesson 2 on Binder" not in lesson2 and "run lesson 2 on Binder" in lesson2
+    assert set(site_notebook.explorer_descriptions()) >= {"SolverExplorer", "AnnulusExplorer", "AdjointExplorer",
+                                                          "DEQExplorer", "CheaperExplorer"}
+
+
+def test_a_figures_description_comes_from_its_titles_its_comment_or_its_section():
+    alt = site_notebook.image_alt
+    assert alt('ax.set_title(f"loss at {n} steps")\nfig.suptitle("training")', "S", "lesson 1") == (
+        "Figure: loss at … steps; training")
+    assert alt("# the decision boundary on a grid\nshow(grid)", "S", "lesson 3") == (
+        "Figure (lesson 3): the decision boundary on a grid")
+    assert alt("fig = P.circle_probe_figure(probes)\nax.plot(x)", "The circle probe", "lesson 3",
+               "<Figure size 900x300 with 3 Axes>") == (
+        "Figure from lesson 3, section “The circle probe”: circle probe figure (3 panels)")
+    assert alt("plt.show()", "", "lesson 6", "<Figure size 640x480 with 1 Axes>") == "Figure from lesson 6"
+
+
+def test_the_fold_rule():
+    code = nbformat.v4.new_code_cell
+    markdown_out = nbformat.v4.new_output("display_data", data={"text/markdown": "**holds**", "text/plain": "holds"})
+    figure_out = nbformat.v4.new_output("display_data", data={"image/png": "iVBOR", "text/plain": "<Figure>"})
+    assert site_notebook.folds(code("show(findings)", outputs=[markdown_out, markdown_out]))
+    assert not site_notebook.folds(code("plot()", outputs=[markdown_out, figure_out]))
+    assert not site_notebook.folds(code("x = 1"))
+    assert site_notebook.folds(code("setup()", metadata={"tags": ["hide-input"]}))
+    assert not site_notebook.folds(nbformat.v4.new_markdown_cell("# title"))
+    nb = nbformat.v4.new_notebook(cells=[code("show(findings)", outputs=[markdown_out]),
+                                         code("setup()", metadata={"tags": ["hide-input"]}), code("plot()")])
+    site_notebook.prepare_notebook(nb)
+    assert [c.metadata.get("nc_fold") for c in nb.cells] == ["Show the code that prints this", "Show the code", None]
+
+
+@pytest.mark.slow  # uses the site built once for this module (about 20 s)
+def test_cells_that_print_findings_are_folded_with_their_output_shown(built):
+    out, _, _ = built
+    soup = _soup(out / "10_cheaper_and_exact.html")
+    nb = nbformat.read(REPO / "notebooks" / "10_cheaper_and_exact.ipynb", as_version=4)
+    expected = sum(site_notebook.folds(c) for c in nb.cells)
+    folds = soup.select("details.nc-fold")
+    assert expected >= 10 and len(folds) == expected
+    for fold in folds:
+        assert "open" not in fold.attrs and fold.find("summary").get_text() == "Show the code that prints this"
+        cell = fold.find_parent(class_="jp-CodeCell")
+        assert cell.select_one(".jp-RenderedMarkdown") is not None  # the output stays outside the fold
+
+
+@pytest.mark.slow  # uses the site built once for this module (about 20 s)
+def test_each_lesson_has_contents_previous_next_at_both_ends_and_its_exercise(built):
+    out, _, _ = built
+    lessons = site.lesson_notebooks(REPO)
+    exercises = {int(p.name.split("_")[0]): p for p in site.exercise_notebooks(REPO)}
+    for i, path in enumerate(lessons):
+        soup = _soup(out / f"{path.stem}.html")
+        toc = [a["href"] for a in soup.select("aside.nc-sidebar details.nc-toc a")]
+        h2 = ["#" + h["id"] for h in soup.select("main h2[id]")]
+        assert h2 and set(h2) <= set(toc), path.name
+        for where in ("top", "bottom"):
+            pager = soup.select_one(f"nav.nc-pager-{where}")
+            prev, nxt = pager.select_one("a.nc-prev"), pager.select_one("a.nc-next")
+            assert (prev["href"] if prev else None) == (f"{lessons[i - 1].stem}.html" if i else None)
+            assert (nxt["href"] if nxt else None) == (f"{lessons[i + 1].stem}.html" if i + 1 < len(lessons) else None)
+        number = int(path.name.split("_")[0])
+        partner = soup.select_one("a.nc-partner")
+        if number in exercises:
+            assert partner["href"] == f"{exercises[number].stem}.html"
+            assert f"Exercise {number}" in partner.get_text()
+            back = _soup(out / f"{exercises[number].stem}.html").select_one("a.nc-partner")
+            assert back["href"] == f"{path.stem}.html" and f"lesson {number}" in back.get_text()
+        else:
+            assert partner is None
+
+
+@pytest.mark.slow  # uses the site built once for this module (about 20 s)
+def test_accessibility_markup(built):
+    out, _, _ = built
+    for page in sorted(out.glob("*.html")):
+        soup = _soup(page)
+        assert not soup.select('[tabindex]:not([tabindex="-1"])'), page.name
+        anchors = soup.select("a.anchor-link")
+        assert all(a.get("tabindex") == "-1" for a in anchors), page.name
+        skip = soup.body.find("a")
+        assert skip.get("class") == ["nc-skip"] and soup.find(id=skip["href"][1:]), page.name
+        footer = soup.select_one("footer.nc-footer").get_text()
+        assert re.search(r"nodecourse \d+\.\d+\.\d+", footer) and re.search(r"\d{4}-\d{2}-\d{2}", footer), page.name
+        for img in soup.find_all("img"):
+            alt = img.get("alt", "")
+            assert alt.strip() and alt not in ("Figure", "Figure drawn by the code cell above"), (page.name, alt)
+        # a link's text says where it goes: one text, one destination
+        by_text: dict[str, set[str]] = {}
+        for a in soup.find_all("a", href=True):
+            by_text.setdefault(" ".join(a.get_text().split()), set()).add(a["href"])
+        repeated = {t: h for t, h in by_text.items() if len(h) > 1 and t not in ("¶", "")}
+        assert not repeated, (page.name, repeated)
+
+
+def _luminance(colour: str) -> float:
+    c = colour.lstrip("#")
+    c = "".join(ch * 2 for ch in c) if len(c) == 3 else c
+    rgb = [int(c[i:i + 2], 16) / 255 for i in (0, 2, 4)]
+    lin = [v / 12.92 if v <= 0.04045 else ((v + 0.055) / 1.055) ** 2.4 for v in rgb]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def contrast(a: str, b: str) -> float:
+    """WCAG 2 contrast ratio of two #rgb / #rrggbb colours."""
+    la, lb = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (la + 0.05) / (lb + 0.05)
+
+
+@pytest.mark.slow  # uses the site built once for this module (about 20 s)
+def test_each_figure_is_a_file_the_page_links_to_at_full_size(built):
+    """A phone shrinks a figure to the screen; a tap on it opens the PNG itself, to zoom into."""
+    out, _, _ = built
+    for path in site.lesson_notebooks(REPO):
+        nb = nbformat.read(path, as_version=4)
+        pngs = [o["data"]["image/png"] for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+                if "image/png" in o.get("data", {}) and PLOTLY not in o["data"]]
+        links = _soup(out / f"{path.stem}.html").select("a.nc-figure-link")
+        assert len(links) == len(pngs), path.name
+        for link, png in zip(links, pngs):
+            assert link.find("img")["src"] == link["href"]
+            assert (out / link["href"]).read_bytes() == base64.b64decode(png)
+            assert link["aria-label"].startswith("Open the figure at full size: Figure")
+
+
+@pytest.mark.slow  # uses the site built once for this module (about 20 s)
+def test_code_colours_reach_4_5_to_1_on_the_code_background(built):
+    out, _, _ = built
+    assert contrast("#408080", "#f5f5f5") < 4.5  # nbconvert's comment colour, which the site replaces
+    low = {n: round(contrast(c, site_assets.CODE_BACKGROUND), 2) for n, c in site_assets.CODE_COLOURS.items()
+           if contrast(c, site_assets.CODE_BACKGROUND) < 4.5}
+    assert not low, low
+    css = (out / "_static" / "site.css").read_text()
+    assert all(f"--jp-mirror-editor-{n}-color: {c};" in css for n, c in site_assets.CODE_COLOURS.items())
+
+
+@pytest.mark.slow  # uses the site built once for this module (about 20 s)
+def test_the_search_index_covers_every_page_and_points_at_real_sections(built):
+    out, _, _ = built
+    text = (out / site.SEARCH_JS).read_text()
+    entries = json.loads(text.removeprefix("window.NC_SEARCH = ").rstrip().removesuffix(";"))
+    assert {e["url"].partition("#")[0] for e in entries} == {p.name for p in out.glob("*.html")} - {"index.html"}
+    ids: dict[str, set[str]] = {}
+    for e in entries:
+        page, _, anchor = e["url"].partition("#")
+        if anchor:
+            if page not in ids:
+                ids[page] = {html.unescape(i) for i in re.findall(r'\sid="([^"]*)"', (out / page).read_text())}
+            assert anchor in ids[page], e["url"]
+    annulus = [e for e in entries if "circle probe" in e["text"].lower()]
+    assert any(e["url"].startswith("03_annulus.html") for e in annulus)

@@ -7,9 +7,16 @@ opens the built site from a local static server (python's http.server on a free 
   (no empty container), and no image is broken;
 * with JavaScript off, each plotly figure is its static image (what nbconvert and GitHub show).
 
-Requests to any other host are refused, so nothing on the pages depends on the network (MathJax,
-which nbconvert loads from its CDN, then leaves the TeX source as it is). Screenshots of every
-page go to test-artifacts/site/ (git-ignored).
+Requests to any other host are refused, so nothing on the pages depends on the network. Then,
+as a learner reads the site:
+
+* lesson 10's formulas are drawn (MathML, laid out by Chromium itself) with no request leaving
+  the machine, and its code colours reach 4.5:1 on their background;
+* the navigation works: the contents sidebar, previous/next at both ends, lesson <-> exercise,
+  the skip link, a copy button, and the search box finds a lesson;
+* at a phone's width (390 px) no page scrolls sideways.
+
+Screenshots of every page go to test-artifacts/site/ (git-ignored).
 """
 from __future__ import annotations
 
@@ -192,3 +199,130 @@ def test_without_javascript_each_plotly_figure_is_its_static_image(served):
             page.screenshot(path=str(ARTIFACTS / f"{path.stem}-no-javascript.png"))
     context.close()
     assert not problems, "\n".join(problems)
+
+
+PHONE = {"width": 390, "height": 844}
+
+
+def test_lesson_10s_formulas_render_with_every_other_host_blocked(served):
+    out, base, browser = served
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    context, blocked = _context(browser, base)
+    page = context.new_page()
+    page.goto(base + "10_cheaper_and_exact.html", wait_until="load")
+    maths = page.evaluate("""() => [...document.querySelectorAll('main math')].map(m => {
+        const r = m.getBoundingClientRect();
+        return {display: getComputedStyle(m).display, width: r.width, height: r.height}; })""")
+    assert len(maths) > 40, len(maths)
+    # "math" / "block math" is the display of a MathML box the browser lays out itself
+    assert {m["display"] for m in maths} <= {"math", "block math"}, {m["display"] for m in maths}
+    assert all(m["width"] > 0 and m["height"] > 0 for m in maths)
+    stacked = page.evaluate("""() => [...document.querySelectorAll('main mfrac')].map(f => {
+        const [num, den] = f.children; return num.getBoundingClientRect().bottom <= den.getBoundingClientRect().top + 1; })""")
+    assert stacked and all(stacked), "a fraction's numerator is drawn above its denominator"
+    prose = page.evaluate("() => [...document.querySelectorAll('main .jp-RenderedMarkdown')].map(e => e.innerText).join(' ')")
+    assert not re.search(r"\\(frac|partial|int|lambda|mathrm)|\$", prose), "TeX source shows on the page"
+    page.locator("main math[display=block], main mfrac").first.scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "10_cheaper_and_exact-maths-offline.png"))
+    low = page.evaluate("""() => {
+        const rgb = c => c.match(/[\\d.]+/g).slice(0, 3).map(Number);
+        const lum = c => { const v = rgb(c).map(x => { x /= 255; return x <= 0.04045 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4; });
+                           return 0.2126 * v[0] + 0.7152 * v[1] + 0.0722 * v[2]; };
+        const out = [];
+        document.querySelectorAll('.jp-InputArea-editor .highlight pre span').forEach(s => {
+          if (!s.textContent.trim()) return;
+          let bg = s, c;
+          while (bg && (c = getComputedStyle(bg).backgroundColor) && (c === 'rgba(0, 0, 0, 0)' || c === 'transparent')) bg = bg.parentElement;
+          const a = lum(getComputedStyle(s).color), b = lum(c);
+          const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+          if (ratio < 4.5) out.push(s.className + ' ' + getComputedStyle(s).color + ' on ' + c + ': ' + ratio.toFixed(2));
+        });
+        return [...new Set(out)]; }""")
+    assert not low, low
+    context.close()
+    assert blocked == [], f"the page asked other hosts for {blocked}"
+
+
+def test_navigation_contents_previous_next_exercise_copy_and_search(served):
+    out, base, browser = served
+    context, blocked = _context(browser, base)
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=base.rstrip("/"))
+    page = context.new_page()
+    page.goto(base + "03_annulus.html", wait_until="load")
+    # the skip link is the first tab stop and leads to the lesson
+    page.keyboard.press("Tab")
+    assert page.evaluate("() => document.activeElement.className") == "nc-skip"
+    page.keyboard.press("Enter")
+    assert page.url.endswith("#nc-main")
+    # the contents, beside the lesson on a desktop: a section link scrolls to its heading
+    toc = page.locator("details.nc-toc")
+    assert toc.evaluate("el => el.open") and toc.is_visible()
+    link = toc.locator("a").nth(3)
+    target = link.get_attribute("href")
+    link.click()
+    assert page.url.endswith(target)
+    top = page.evaluate("id => document.getElementById(decodeURIComponent(id)).getBoundingClientRect().top", target[1:])
+    assert -2 <= top < 200, top  # at the top of the window (to sub-pixel rounding)
+    # copy: the button puts the cell's code on the clipboard
+    button = page.locator(".jp-InputArea-editor .nc-copy").first
+    assert page.locator(".nc-copy").count() == page.locator(".jp-InputArea-editor pre").count() > 0
+    code = button.evaluate("b => b.parentElement.querySelector('pre').innerText")
+    button.click()
+    page.wait_for_function("() => document.querySelector('.nc-copy').textContent === 'Copied'")
+    assert page.evaluate("() => navigator.clipboard.readText()") == code
+    # previous / next at the bottom and at the top; lesson <-> exercise
+    page.locator("nav.nc-pager-bottom a.nc-next").click()
+    page.wait_for_url(base + "04_adjoint.html")
+    page.locator("nav.nc-pager-top a.nc-prev").click()
+    page.wait_for_url(base + "03_annulus.html")
+    page.locator("a.nc-partner").click()
+    page.wait_for_url(base + "03_annulus_exercises.html")
+    page.locator("a.nc-partner").click()
+    page.wait_for_url(base + "03_annulus.html")
+    # search: a query finds the lesson, and a result opens it
+    page.goto(base + "10_cheaper_and_exact.html", wait_until="load")
+    page.fill("#nc-q", "circle probe")
+    results = page.locator(".nc-results a")
+    results.first.wait_for()
+    hrefs = [results.nth(i).get_attribute("href") for i in range(results.count())]
+    assert hrefs and all(h.startswith("03_annulus") for h in hrefs[:3]), hrefs
+    page.screenshot(path=str(ARTIFACTS / "search-circle-probe.png"))
+    results.first.click()
+    page.wait_for_url(re.compile(re.escape(base) + r"03_annulus\.html#.+"))
+    page.fill("#nc-q", "zzzz-nothing-like-this")
+    assert page.locator(".nc-results li").inner_text() == "No page mentions that."
+    context.close()
+    assert blocked == [], blocked
+
+
+def test_at_a_phones_width_no_page_scrolls_sideways(served):
+    out, base, browser = served
+    context = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True, has_touch=True)
+    context.route("**/*", lambda route: route.continue_() if route.request.url.startswith(base)
+                  or route.request.url.startswith("data:") else route.abort())
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    problems = []
+    for path in sorted(out.glob("*.html")):
+        page.goto(base + path.name, wait_until="load")
+        if page.locator(".nc-plotly").count():
+            page.wait_for_function("() => [...document.querySelectorAll('.nc-plotly')]"
+                                   ".every(b => b.classList.contains('nc-plotly-drawn'))")
+        width = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
+        if width[0] > width[1]:
+            problems.append(f"{path.name}: {width[0]} px wide in a {width[1]} px window")
+        wide = page.evaluate("""() => [...document.querySelectorAll('main img, main .nc-scroll, main .nc-plotly')]
+            .filter(e => e.getBoundingClientRect().right > window.innerWidth + 1).length""")
+        if wide:
+            problems.append(f"{path.name}: {wide} figures or tables wider than the screen")
+        if page.locator("details.nc-toc").count() and page.locator("details.nc-toc").evaluate("el => el.open"):
+            problems.append(f"{path.name}: the contents are open above the page on a phone")
+        if path.name in ("03_annulus.html", "ledger.html", "10_cheaper_and_exact.html", "index.html"):
+            page.screenshot(path=str(ARTIFACTS / f"{path.stem}-phone.png"))
+    ledger_scrolls = None
+    page.goto(base + "ledger.html", wait_until="load")
+    ledger_scrolls = page.evaluate("() => { const b = document.querySelector('.nc-scroll'); "
+                                   "return b.scrollWidth > b.clientWidth && getComputedStyle(b).overflowX === 'auto'; }")
+    context.close()
+    assert not problems, "\n".join(problems)
+    assert ledger_scrolls, "the ledger's table scrolls inside its own box on a phone"

@@ -1,6 +1,8 @@
 """The solver explorer, driven headless: set a control's .value, read the result it updated."""
 import math
+import re
 
+import numpy as np
 import pytest
 import torch
 
@@ -85,8 +87,70 @@ def test_runs_on_accelerator(device):
 def test_render_builds_a_labelled_figure():
     ex = SolverExplorer(render=True, rtol=1e-4)
     fig = ex.figure
-    assert fig is not None and "NFE" in fig.layout.title.text
+    assert fig is not None
     assert any(ax.title.text for ax in (fig.layout.xaxis, fig.layout.yaxis))
+
+
+def _texts(widget):
+    """Every text an explorer's widget tree shows (HTML and Label values), depth first."""
+    import ipywidgets as w
+
+    found = [widget.value] if isinstance(widget, (w.HTML, w.HTMLMath, w.Label)) else []
+    for child in getattr(widget, "children", ()):
+        found += _texts(child)
+    return found
+
+
+def test_the_result_line_is_shown_once():
+    """The solve's summary is the status line; the figure does not repeat it as its title."""
+    ex = SolverExplorer(render=True)
+    summary = ex.result.summary()
+    assert summary in ex.status.value
+    assert [t for t in _texts(ex.widget) if "NFE" in t] == [ex.status.value]
+    fig = ex.figure
+    figure_texts = [fig.layout.title.text or ""] + [a.text for a in fig.layout.annotations]
+    assert not any("NFE" in t for t in figure_texts), figure_texts
+
+
+def test_the_error_axis_is_fixed_with_plain_exponents():
+    """Tightening rtol moves the error curve down a fixed axis; ticks read 1e-8, never 10n or 20µ."""
+    ex = SolverExplorer(render=True, rtol=1e-3, atol=1e-5)
+    loose = ex.figure.layout.yaxis2
+    loose_err = ex.result.error
+    ex.rtol.value, ex.atol.value = 1e-9, 1e-11
+    tight = ex.figure.layout.yaxis2
+    assert loose.type == tight.type == "log"
+    assert tuple(loose.range) == tuple(tight.range) == (-14, 2) and tight.autorange is False
+    assert list(loose.ticktext) == list(tight.ticktext)
+    assert all(re.fullmatch(r"1e-?\d+", t) for t in tight.ticktext), tight.ticktext
+    assert [float(t) for t in tight.ticktext] == pytest.approx(list(tight.tickvals))
+    assert not any(prefix in "".join(tight.ticktext) for prefix in ("µ", "n", "p", "m"))
+    drawn = ex.figure.data[-1].y
+    assert np.nanmedian(drawn) < np.nanmedian(np.where(loose_err > 0, loose_err, np.nan)) / 100
+
+
+def test_errors_off_the_axis_are_noted_not_hidden(explorer):
+    explorer.problem.value = "stiff: y' = -1000 (y - cos t)"
+    explorer.method.value = "euler"
+    explorer.step_size.value = 0.01  # beyond Euler's stability limit: the error explodes
+    from nodecourse.widgets.solver_explorer import errors_off_axis
+
+    assert "above 1e2" in errors_off_axis(explorer.result)
+    explorer.problem.value = "van der pol (μ=2)"
+    explorer.method.value = "dopri5"
+    assert errors_off_axis(explorer.result) == ""
+
+
+def test_the_greyed_control_says_why(explorer):
+    explorer.method.value = "dopri5"
+    assert explorer.step_size.disabled is True
+    assert "greyed" in explorer.step_size.tooltip and "fixed-step" in explorer.step_size.tooltip
+    note = explorer.note.value
+    assert "fixed h" in note and "greyed out" in note and "rk4" in note
+    assert explorer.note in explorer.widget.children
+    explorer.method.value = "rk4"
+    assert explorer.step_size.disabled is False and explorer.rtol.disabled is True
+    assert "rtol and atol are greyed out" in explorer.note.value
 
 
 def test_bad_arguments_name_the_argument():

@@ -3,14 +3,29 @@
 ``nodecourse site`` (``make site``) renders the committed, executed notebooks with nbconvert into
 ``site/``: an index, one page per lesson (``notebooks/NN_*.ipynb``, whatever lessons exist, in
 order of their number), one per exercise (``exercises/*.ipynb``: the tasks, without solutions),
-the claims ledger (``docs/ledger-full.md``) and the README's set-up. Each lesson page links to run
-it on Binder and to download the notebook. Nothing is fetched while building: nbconvert's own
-``lab`` template and the plotly.js that the plotly package ships are all it uses.
+the claims ledger (``docs/ledger-full.md``) and the README's set-up. Nothing is fetched while
+building, and nothing while reading: nbconvert's own ``lab`` template, the plotly.js that the
+plotly package ships and the site's own stylesheet and script are all a page loads.
+
+Why a builder of our own and not Jupyter Book: the site is built from the committed outputs
+(quick mode), offline, by the same command a learner has. Jupyter Book 2 builds with a Node
+toolchain (mystmd) that downloads its site template when it first builds; Jupyter Book 1 (Sphinx,
+myst-nb, sphinx-book-theme) builds offline but brings Sphinx and its extensions into the lock, and
+the lesson pages' special cases (explorers, progress bars, findings folded, plotly's static image)
+would be Sphinx extensions instead of the few functions here. The parts:
+
+- :mod:`~nodecourse.course.site_notebook`: what a page shows of a notebook (test markers and
+  progress bars out, explorers as a description with a launch link, folded cells, alt text);
+- :mod:`~nodecourse.course.site_markdown`: formulas as MathML, converted when the site is built
+  (no MathJax, no network), and markdown tables whose cells hold a ``|``;
+- :mod:`~nodecourse.course.site_page`: the shape of every page (skip link, navigation, contents
+  sidebar, previous/next at both ends, footer with version and date) and the search index;
+- :mod:`~nodecourse.course.site_assets`: the stylesheet (75-character lines, figures and tables
+  that fit a phone, code colours at 4.5:1 or better) and the script (copy buttons, search).
 
 Figures: a plotly output is drawn interactively by plotly.js where scripts run; its static PNG
 (``nodecourse.plotting.RENDERER`` stores one beside the JSON) is in the page first, so a reader
-without JavaScript sees it. Math is typeset by MathJax from its CDN when the reader is online
-(nbconvert's default); offline, the TeX source shows.
+without JavaScript sees it.
 
 The repository's address is written once, as ``Repository`` in pyproject.toml's
 ``[project.urls]``: the README's Binder badge (``nodecourse site --update-readme`` rewrites it) and
@@ -19,7 +34,6 @@ every Binder link of the site are made from it.
 from __future__ import annotations
 
 import html
-import json
 import re
 import shutil
 import tomllib
@@ -28,10 +42,12 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
+from nodecourse.course import site_assets, site_markdown, site_notebook, site_page
+from nodecourse.course.site_notebook import PLOTLY_MIME, json_for_script
+
 START_NOTEBOOK = "notebooks/00_start_here.ipynb"
 BINDER = "https://mybinder.org"
 BADGE_PREFIX = f"[![Binder]({BINDER}/badge_logo.svg)]("
-PLOTLY_MIME = "application/vnd.plotly.v1+json"
 LESSON_FILE = re.compile(r"^(\d+)_[^/]+\.ipynb$")
 #: The README's sections that make the site's set-up page (by their "## " heading).
 SETUP_SECTIONS = ("The two commands", "Starting the course", "Exercises and grading")
@@ -153,6 +169,8 @@ def site_pages(root: Path) -> list[Page]:
 # links: repository paths to site pages
 # ---------------------------------------------------------------------------
 
+#: Folders of the site itself: a link into one is already the site's, not a repository path.
+SITE_FOLDERS = (f"{site_page.IMAGES}/", "_static/", "download/")
 _HREF = re.compile(r'(?P<attr><a\s(?:[^>]*?\s)?href)="(?P<url>[^"]*)"')  # links (<a>) only, not stylesheets
 
 
@@ -165,7 +183,8 @@ def rewrite_links(page_html: str, source_rel: str, pages: list[Page], repo_url: 
     def fix(match: re.Match) -> str:
         url = html.unescape(match.group("url"))
         parts = urllib.parse.urlsplit(url)
-        if parts.scheme or parts.netloc or url.startswith(("#", "/", "mailto:")) or not parts.path:
+        if (parts.scheme or parts.netloc or url.startswith(("#", "/", "mailto:")) or not parts.path
+                or url.startswith(SITE_FOLDERS)):  # the site's own files (figures), not the repository's
             return match.group(0)
         target = (base / urllib.parse.unquote(parts.path)).as_posix()
         target = _normalise(target)
@@ -197,56 +216,40 @@ def _normalise(path: str) -> str:
 # ---------------------------------------------------------------------------
 
 PLOTLY_JS = "_static/plotly.min.js"
+SITE_JS = "_static/site.js"
+SEARCH_JS = "_static/search-index.js"
 FIGURE_SCRIPT = """<script src="%s"></script>
 <script>
 document.querySelectorAll('.nc-plotly').forEach(function (box) {
   var spec = JSON.parse(box.querySelector('script.nc-plotly-json').textContent);
   var plot = box.querySelector('.nc-plotly-live');
   if (!window.Plotly) return;  // the static image stays
-  Plotly.newPlot(plot, spec.data || [], spec.layout || {}, {responsive: true}).then(function () {
+  var layout = Object.assign({}, spec.layout || {});
+  delete layout.width;  // the box's width, so a phone shows the whole figure
+  Plotly.newPlot(plot, spec.data || [], layout, {responsive: true}).then(function () {
     box.classList.add('nc-plotly-drawn');
   });
 });
 </script>"""
 
 
-def _plotly_output_html(data: dict) -> str:
+def _plotly_output_html(data: dict, alt: str = "") -> str:
     """An output's plotly figure as HTML: the static PNG (shown without scripts), a box that
     plotly.js draws the interactive figure into, and the figure's JSON."""
-    spec = json.dumps(data[PLOTLY_MIME]).replace("</", "<\\/")
+    spec = json_for_script(data[PLOTLY_MIME])
     png = data.get("image/png")
-    title = ((data[PLOTLY_MIME].get("layout") or {}).get("title") or {})
-    alt = title.get("text") if isinstance(title, dict) else str(title)
-    static = (f'<img class="nc-plotly-static" alt="{html.escape(alt or "figure", quote=True)}" '
+    static = (f'<img class="nc-plotly-static" alt="{html.escape(alt or "Figure", quote=True)}" '
               f'src="data:image/png;base64,{png.strip()}">' if png else
               '<p class="nc-plotly-missing">This figure has no static image: run the notebook to see it.</p>')
-    return (f'<div class="nc-plotly">{static}<div class="nc-plotly-live"></div>'
+    return (f'<div class="nc-plotly" role="figure" aria-label="{html.escape(alt or "Figure", quote=True)}">{static}'
+            f'<div class="nc-plotly-live"></div>'
             f'<script type="application/json" class="nc-plotly-json">{spec}</script></div>')
 
 
-_TITLE_CALL = re.compile(r"""(?:set_title|suptitle|title)\(\s*f?(["'])(.+?)\1""")
-
-
-def _image_alt(source: str) -> str:
-    """A description of a matplotlib figure from its cell's code: the titles it sets (a figure
-    without one is described as the output of the code above it)."""
-    titles = [re.sub(r"\{[^}]*\}", "…", m.group(2)) for m in _TITLE_CALL.finditer(source)]
-    return "Figure: " + "; ".join(titles) if titles else "Figure drawn by the code cell above"
-
-
-def prepare_notebook(nb) -> int:
-    """Replace each plotly output's data by its HTML (:func:`_plotly_output_html`) and give each
-    other image a description (``alt``, from the titles its cell sets); the count of plotly figures."""
-    count = 0
-    for cell in nb.cells:
-        for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
-            data = out.get("data", {})
-            if PLOTLY_MIME in data:
-                out["data"] = {"text/html": _plotly_output_html(data)}
-                count += 1
-            elif "image/png" in data:
-                out.setdefault("metadata", {})["nc_alt"] = _image_alt(cell.source)
-    return count
+def prepare_notebook(nb, *, launch: str = "", page_label: str = "this lesson") -> int:
+    """What the page shows of ``nb`` (in place; see :mod:`nodecourse.course.site_notebook`); the
+    count of plotly figures."""
+    return site_notebook.prepare_notebook(nb, launch=launch, page_label=page_label, plotly_html=_plotly_output_html)
 
 
 # ---------------------------------------------------------------------------
@@ -254,68 +257,110 @@ def prepare_notebook(nb) -> int:
 # ---------------------------------------------------------------------------
 
 PAGE_TEMPLATE = """{%- extends 'index.html.j2' -%}
-{# nothing on these pages needs require.js or mermaid (nbconvert would load both from a CDN) #}
+{# nothing on these pages needs require.js, mermaid or MathJax (nbconvert would load each from a CDN;
+   formulas are MathML, converted when the site is built) #}
 {%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}
 {%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
 {# nbconvert's image block, with a description (alt) that prepare_notebook gives each image #}
 {% block data_png scoped %}
 <div class="jp-RenderedImage jp-OutputArea-output {{ extra_class }}">
 <img src="data:image/png;base64,{{ output.data['image/png'] | escape_html }}" alt="{{ output.metadata.get('nc_alt', 'Figure') | escape_html }}">
 </div>
 {% endblock data_png %}
-{% block extra_css %}<link rel="stylesheet" href="_static/site.css">{% endblock extra_css %}
-{%- block body_header -%}
-{{ super() }}
-{{ resources.nc_nav }}
-{%- endblock body_header -%}
+{# a folded cell (site_notebook.folds): its code behind a "show the code" fold, its output shown #}
+{% block input_group -%}
+{%- if cell.metadata.get('nc_fold') -%}
+<details class="nc-fold"><summary>{{ cell.metadata.get('nc_fold') | escape_html }}</summary>{{ super() }}</details>
+{%- else -%}{{ super() }}{%- endif -%}
+{%- endblock input_group %}
+{% block extra_css %}<meta name="description" content="{{ resources.metadata.name | escape_html }}"><link rel="stylesheet" href="_static/site.css">{% endblock extra_css %}
 {% block footer_js %}{{ resources.nc_footer_js }}{% endblock footer_js %}
-"""  # noqa: E501 (an HTML template line)
-
-SITE_CSS = """
-.nc-site-nav { font-family: system-ui, sans-serif; padding: 0.6em 1em; margin-bottom: 1em;
-  border-bottom: 1px solid #ccc; display: flex; flex-wrap: wrap; gap: 0.4em 1.2em; align-items: center; }
-.nc-site-nav a { text-decoration: none; }
-.nc-site-nav .nc-actions { margin-left: auto; display: flex; gap: 1em; }
-.nc-plotly { position: relative; }
-.nc-plotly-drawn .nc-plotly-static { display: none; }
-.nc-plotly-static { max-width: 100%; }
-.nc-plotly-missing { color: #a00; }
-body.nc-plain { font-family: system-ui, sans-serif; max-width: 60em; margin: 0 auto; padding: 0 1em 3em; }
-body.nc-plain table { border-collapse: collapse; font-size: 0.9em; }
-body.nc-plain td, body.nc-plain th { border: 1px solid #ccc; padding: 0.3em 0.5em; vertical-align: top; }
-"""
+"""  # noqa: E501 (HTML template lines)
 
 
-#: Where a page's navigation goes: put in after the page's own links are rewritten (rewrite_links).
-NAV_MARK = "<!-- nodecourse-site-nav -->"
+def _exporter():
+    from jinja2 import DictLoader, pass_context
+    from nbconvert import HTMLExporter
+    from nbconvert.filters.markdown_mistune import MarkdownWithMath
+
+    class CourseExporter(HTMLExporter):
+        """nbconvert's lab HTML with formulas as MathML and markdown tables repaired."""
+
+        @pass_context
+        def markdown2html(self, context, source):  # the same arguments as nbconvert's filter
+            cell = context.get("cell", {})
+            renderer = site_markdown.CourseRenderer(
+                escape=False, attachments=cell.get("attachments", {}), embed_images=self.embed_images,
+                path=context.get("resources", {}).get("metadata", {}).get("path", ""),
+                anchor_link_text=self.anchor_link_text, exclude_anchor_links=self.exclude_anchor_links,
+                **self.lexer_options)
+            return MarkdownWithMath(renderer=renderer).render(site_markdown.repair_table_pipes(source))
+
+    exporter = CourseExporter(template_name="lab", extra_loaders=[DictLoader({"nc_page.html.j2": PAGE_TEMPLATE})])
+    exporter.template_file = "nc_page.html.j2"
+    return exporter
 
 
-def _nav(page: Page | None, repo_url: str, prev: Page | None = None, nxt: Page | None = None, *,
-         has_ledger: bool) -> str:
+def lesson_number(page: Page) -> int:
+    return int(page.source.name.split("_", 1)[0])
+
+
+def page_label(page: Page) -> str:
+    """How a link names the page: "lesson 3", "exercise 3", or the page's title."""
+    if page.kind in ("lesson", "exercise"):
+        return f"{page.kind} {lesson_number(page)}"
+    return page.title
+
+
+def _nav(page: Page | None, repo_url: str, *, has_ledger: bool, partner: Page | None = None) -> str:
     links = ['<a href="index.html">Course home</a>', '<a href="setup.html">Set-up</a>']
     if has_ledger:
-        links.append('<a href="ledger.html">Claims ledger</a>')
-    if prev is not None:
-        links.append(f'<a class="nc-prev" href="{prev.out}">&larr; {html.escape(prev.title)}</a>')
-    if nxt is not None:
-        links.append(f'<a class="nc-next" href="{nxt.out}">{html.escape(nxt.title)} &rarr;</a>')
-    actions = ""
+        links.append('<a href="ledger.html">The course\'s claims ledger</a>')
+    links.append(site_page.search_box())
+    actions = []
     if page is not None and page.kind in ("lesson", "exercise"):
-        binder = html.escape(binder_url(repo_url, page.rel))
-        actions = (f'<span class="nc-actions"><a class="nc-binder" href="{binder}">'
-                   f'Run it on Binder</a><a class="nc-download" href="download/{page.rel}" download>'
-                   f'Download the notebook</a></span>')
-    return f'<nav class="nc-site-nav">{" ".join(links)}{actions}</nav>'
+        label = page_label(page)
+        if partner is not None:
+            other = page_label(partner)
+            text = f"{other.capitalize()}: its tasks" if partner.kind == "exercise" else f"Back to {other}"
+            actions.append(f'<a class="nc-partner" href="{partner.out}">{html.escape(text)}</a>')
+        actions.append(f'<a class="nc-binder" href="{html.escape(binder_url(repo_url, page.rel))}">'
+                       f'Run {html.escape(label)} on Binder</a>')
+        actions.append(f'<a class="nc-download" href="download/{page.rel}" download>'
+                       f'Download {html.escape(label)} (notebook)</a>')
+    action_html = f'<span class="nc-actions">{"".join(actions)}</span>' if actions else ""
+    return f'<nav class="nc-site-nav" aria-label="The course">{" ".join(links)}{action_html}</nav>'
 
 
-def _markdown_page(title: str, body_md: str, nav: str) -> str:
-    from nbconvert.filters.markdown_mistune import markdown2html_mistune
+def short_title(page: Page) -> str:
+    """The page's title without its leading number ("3 · What a flow..." -> "What a flow...")."""
+    return re.sub(r"^\d+\s*·\s*", "", page.title)
 
-    body = markdown2html_mistune(body_md)
+
+def _pager(prev: Page | None, nxt: Page | None, where: str) -> str:
+    """Previous/next links (``where``: "top" or "bottom", so each has its own class)."""
+    parts = []
+    if prev is not None:
+        label = html.escape(page_label(prev).capitalize())
+        parts.append(f'<a class="nc-prev" rel="prev" href="{prev.out}">&larr; {label}: '
+                     f'{html.escape(short_title(prev))}</a>')
+    if nxt is not None:
+        parts.append(f'<a class="nc-next" rel="next" href="{nxt.out}">{html.escape(page_label(nxt).capitalize())}: '
+                     f'{html.escape(short_title(nxt))} &rarr;</a>')
+    if where == "bottom":
+        parts.append('<a class="nc-top" href="#">Back to the top</a>')
+    if not parts:
+        return ""
+    return f'<nav class="nc-pager nc-pager-{where}" aria-label="Previous and next ({where})">{"".join(parts)}</nav>'
+
+
+def _markdown_page(title: str, body_md: str) -> str:
+    body = site_markdown.markdown_to_html(body_md)
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             f'<meta name="viewport" content="width=device-width, initial-scale=1.0">'
             f'<title>{html.escape(title)}</title><link rel="stylesheet" href="_static/site.css"></head>'
-            f'<body class="nc-plain">{nav}<main>{body}</main></body></html>\n')
+            f'<body class="nc-plain"><main>{body}</main></body></html>\n')
 
 
 def readme_setup(root: Path) -> str:
@@ -326,81 +371,111 @@ def readme_setup(root: Path) -> str:
     return "# Setting up the course\n\n" + "\n".join(chosen)
 
 
-def build(root: Path, out: Path) -> list[Path]:
-    """Write the site of the course at ``root`` into ``out`` (emptied first); the pages written."""
+def _finish(body: str, *, page: Page | None, pages: list[Page], repo_url: str, nav: str, top: str, bottom: str,
+            stamp: str) -> str:
+    """The page's own links rewritten (rewrite_links), then the navigation, scripts and footer put in."""
+    if page is not None:
+        body = rewrite_links(body, page.rel, pages, repo_url)
+    body = body.replace(site_page.NAV_MARK, nav + top, 1).replace(site_page.PAGER_MARK, bottom + stamp, 1)
+    scripts = f'<script src="{SEARCH_JS}"></script><script src="{SITE_JS}"></script>'
+    return body.replace("</body>", scripts + "</body>", 1)
+
+
+def build(root: Path, out: Path, *, date: str | None = None) -> list[Path]:
+    """Write the site of the course at ``root`` into ``out`` (emptied first); the pages written.
+    ``date`` (YYYY-MM-DD) goes in every page's footer; today's (UTC) by default."""
+    import datetime
+
     import nbformat
     import plotly
-    from jinja2 import DictLoader
-    from nbconvert import HTMLExporter
+
+    from nodecourse import __version__
 
     repo_url = repository_url(root)
     pages = site_pages(root)
     if out.exists():
         shutil.rmtree(out)
     (out / "_static").mkdir(parents=True)
-    (out / "_static" / "site.css").write_text(SITE_CSS, encoding="utf-8")
+    (out / "_static" / "site.css").write_text(site_assets.SITE_CSS, encoding="utf-8")
+    (out / SITE_JS).write_text(site_assets.SITE_JS, encoding="utf-8")
     shutil.copy2(Path(plotly.__file__).parent / "package_data" / "plotly.min.js", out / PLOTLY_JS)
+    stamp = site_page.footer(__version__, date or datetime.datetime.now(datetime.timezone.utc).date().isoformat(),
+                             repo_url)
 
-    exporter = HTMLExporter(template_name="lab", extra_loaders=[DictLoader({"nc_page.html.j2": PAGE_TEMPLATE})])
-    exporter.template_file = "nc_page.html.j2"
+    exporter = _exporter()
     written = []
+    index_entries: list[dict] = []
     has_ledger = any(p.kind == "ledger" for p in pages)
     lessons = [p for p in pages if p.kind == "lesson"]
     exercises = [p for p in pages if p.kind == "exercise"]
+    partners = {}
+    for ex in exercises:
+        lesson = next((p for p in lessons if lesson_number(p) == lesson_number(ex)), None)
+        if lesson is not None:
+            partners[ex.out], partners[lesson.out] = lesson, ex
     for page in pages:
+        prev = nxt = None
         if page.kind in ("lesson", "exercise"):
             group = lessons if page.kind == "lesson" else exercises
             i = group.index(page)
-            nav = _nav(page, repo_url, group[i - 1] if i else None, group[i + 1] if i + 1 < len(group) else None,
-                       has_ledger=has_ledger)
+            prev, nxt = (group[i - 1] if i else None), (group[i + 1] if i + 1 < len(group) else None)
             nb = nbformat.read(page.source, as_version=4)
-            figures = prepare_notebook(nb)
-            body, _ = exporter.from_notebook_node(nb, resources={
-                "metadata": {"name": page.title}, "nc_nav": NAV_MARK,
+            figures = prepare_notebook(nb, launch=binder_url(repo_url, page.rel), page_label=page_label(page))
+            raw, _ = exporter.from_notebook_node(nb, resources={
+                "metadata": {"name": page.title},
                 "nc_footer_js": FIGURE_SCRIPT % PLOTLY_JS if figures else ""})
-            body = rewrite_links(body, page.rel, pages, repo_url).replace(NAV_MARK, nav, 1)
             download = out / "download" / page.rel
             download.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(page.source, download)
         elif page.kind == "ledger":
-            md = page.source.read_text(encoding="utf-8")
-            body = rewrite_links(_markdown_page(page.title, md, NAV_MARK), page.rel, pages, repo_url)
-            body = body.replace(NAV_MARK, _nav(page, repo_url, has_ledger=True), 1)
+            raw = _markdown_page(page.title, page.source.read_text(encoding="utf-8"))
         else:
-            body = rewrite_links(_markdown_page(page.title, readme_setup(root), NAV_MARK), page.rel, pages, repo_url)
-            body = body.replace(NAV_MARK, _nav(page, repo_url, has_ledger=has_ledger), 1)
+            raw = _markdown_page(page.title, readme_setup(root))
+        images: dict[str, bytes] = {}
+        shaped, _ = site_page.shape(raw, label=page_label(page), images=images, stem=Path(page.out).stem)
+        for name, data in images.items():
+            (out / name).parent.mkdir(exist_ok=True)
+            (out / name).write_bytes(data)
+        index_entries += site_page.search_entries(shaped, page=page.title, url=page.out)
+        body = _finish(shaped, page=page, pages=pages, repo_url=repo_url,
+                       nav=_nav(page, repo_url, has_ledger=has_ledger, partner=partners.get(page.out)),
+                       top=_pager(prev, nxt, "top"), bottom=_pager(prev, nxt, "bottom"), stamp=stamp)
         (out / page.out).write_text(body, encoding="utf-8")
         written.append(out / page.out)
-    (out / "index.html").write_text(_index(pages, repo_url, has_ledger), encoding="utf-8")
+    (out / SEARCH_JS).write_text(f"window.NC_SEARCH = {json_for_script(index_entries)};\n", encoding="utf-8")
+    index = site_page.shape(_index(pages, repo_url, has_ledger), label="the course")[0]
+    (out / "index.html").write_text(
+        _finish(index, page=None, pages=pages, repo_url=repo_url, nav=_nav(None, repo_url, has_ledger=has_ledger),
+                top="", bottom="", stamp=stamp), encoding="utf-8")
     written.append(out / "index.html")
     return written
 
 
 def _index(pages: list[Page], repo_url: str, has_ledger: bool) -> str:
-    exercise_of = {p.source.name.split("_", 1)[0]: p for p in pages if p.kind == "exercise"}
+    exercise_of = {lesson_number(p): p for p in pages if p.kind == "exercise"}
     rows = []
     for p in (p for p in pages if p.kind == "lesson"):
-        ex = exercise_of.get(p.source.name.split("_", 1)[0])
-        ex_link = f'<a href="{ex.out}">exercise</a>' if ex else ""
+        n = lesson_number(p)
+        ex = exercise_of.get(n)
+        ex_link = f'<a href="{ex.out}">Exercise {n}</a>' if ex else ""
         rows.append(
             f'<tr><td><a class="nc-lesson" href="{p.out}">{html.escape(p.title)}</a></td><td>{ex_link}</td>'
-            f'<td><a href="{html.escape(binder_url(repo_url, p.rel))}">run on Binder</a></td>'
-            f'<td><a href="download/{p.rel}" download>notebook</a></td></tr>')
+            f'<td><a href="{html.escape(binder_url(repo_url, p.rel))}">Run lesson {n} on Binder</a></td>'
+            f'<td><a href="download/{p.rel}" download>Download lesson {n} (notebook)</a></td></tr>')
     body = (
-        "<h1>nodecourse: neural ODEs and implicit networks</h1>"
+        '<h1 id="nodecourse">nodecourse: neural ODEs and implicit networks</h1>'
         "<p>The course's lessons as they were executed (quick mode), with their figures; each can be run "
         "on Binder or downloaded. To work through the course on your own machine, see the "
         '<a href="setup.html">set-up</a>.'
         + (' Every published claim the course reproduces is in the <a href="ledger.html">claims ledger</a>.'
            if has_ledger else "") + "</p>"
-        f'<table><tr><th>lesson</th><th>exercise</th><th></th><th></th></tr>{"".join(rows)}</table>'
-        f'<p><a href="{html.escape(repo_url)}">The repository</a></p>'
+        '<h2 id="lessons">Lessons</h2>'
+        f'<table><tr><th>lesson</th><th>exercise</th><th>run</th><th>notebook</th></tr>{"".join(rows)}</table>'
     )
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             f'<meta name="viewport" content="width=device-width, initial-scale=1.0">'
             f'<title>nodecourse</title><link rel="stylesheet" href="_static/site.css"></head>'
-            f'<body class="nc-plain">{_nav(None, repo_url, has_ledger=has_ledger)}<main>{body}</main></body></html>\n')
-
+            f'<body class="nc-plain"><main>{body}</main></body></html>\n')
 
 # ---------------------------------------------------------------------------
 # checking the built site

@@ -38,14 +38,29 @@ class AnnulusResult:
     grid: DecisionGrid = field(repr=False)
 
     @property
+    def single_class(self) -> int | None:
+        """+1 or -1 when the model gives that class to every point of its decision grid (disk, ring
+        and the space around them); None when its outputs take both signs."""
+        signs = set(torch.sign(self.grid.outputs).flatten().tolist())
+        return int(signs.pop()) if len(signs) == 1 and signs != {0.0} else None
+
+    @property
     def final_nfe(self) -> float:
         """Forward NFE of the last epoch's training call(s), per forward."""
         return self.log.nfe_per_forward[-1]
 
     def summary(self) -> str:
+        """One line: the model, its sample accuracy, then what the circle probe found; or, when the
+        model predicts one class everywhere, that (the probe then says nothing about the boundary)."""
         kind = "plain NODE" if self.augment_dim == 0 else f"ANODE (+{self.augment_dim} zero dims)"
-        return (f"{kind}, {self.epochs} epochs, seed {self.seed}, {self.n_parameters} parameters: "
-                f"sample accuracy {self.sample_accuracy:.1%}; on |x| = {self.probe.radius}: wrong "
+        head = f"{kind}, {self.epochs} epochs, seed {self.seed}, {self.n_parameters} parameters: "
+        if self.single_class is not None:
+            name = "ring (+1)" if self.single_class > 0 else "disk (-1)"
+            return (head + f"not fitted: it predicts one class, the {name}, everywhere on the grid; its sample "
+                    f"accuracy {self.sample_accuracy:.1%} is the share of that class among the points, and the "
+                    f"circle probe has no boundary to find (train longer, or change the seed); "
+                    f"forward NFE at the last epoch {self.final_nfe:.0f}")
+        return (head + f"sample accuracy {self.sample_accuracy:.1%}; on |x| = {self.probe.radius}: wrong "
                 f"{self.probe.misclassified:.2%} of the circle, min margin {self.probe.min_margin:+.2f}; "
                 f"forward NFE at the last epoch {self.final_nfe:.0f}")
 
@@ -121,7 +136,8 @@ class AnnulusExplorer(FigureExplorer):
         ax2.axhline(0, color="k", lw=0.8)
         ax2.set_xlabel("angle on |x| = 1.25 (degrees)")
         ax2.set_ylabel("margin (negative = wrong)")
-        ax2.set_title(f"circle probe: min margin {res.probe.min_margin:+.2f}", fontsize=10)
+        ax2.set_title("circle probe: one class everywhere, no boundary" if res.single_class is not None
+                      else f"circle probe: min margin {res.probe.min_margin:+.2f}", fontsize=10)
         fig.tight_layout()
         plt.close(fig)  # shown through the Output widget only
         return fig

@@ -26,17 +26,18 @@ def device_control(device: str):
     return w.Dropdown(options=available_devices(), value=device, description="device")
 
 
-def assemble(explorer, controls: Sequence, first_row: int) -> None:
+def assemble(explorer, controls: Sequence, first_row: int, notes: Sequence = ()) -> None:
     """Give ``explorer`` its ``controls`` laid out in two rows (``controls[:first_row]`` above the
-    rest), a ``status`` line and an ``output`` area for the figure; then observe the controls and
-    run the first ``update()``."""
+    rest), then ``notes`` (widgets that explain the controls, e.g. why one is greyed out), a
+    ``status`` line and an ``output`` area for the figure; then observe the controls and run the
+    first ``update()``."""
     import ipywidgets as w
 
     explorer.status = w.HTML()
     explorer.output = w.Output()
     explorer.controls = list(controls)
     explorer.widget = w.VBox([w.HBox(explorer.controls[:first_row]), w.HBox(explorer.controls[first_row:]),
-                              explorer.status, explorer.output])
+                              *notes, explorer.status, explorer.output])
     explorer.figure = None
     explorer._observe_controls()
     explorer.update()

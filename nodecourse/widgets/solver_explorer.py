@@ -88,8 +88,38 @@ def run_solver(problem: Problem, method: str, rtol: float, atol: float, step_siz
                           seconds, max_err, ts_np, ys, ref, err)
 
 
+#: The error panel's fixed axis, in decades (1e-14 .. 1e2): the same scale for every setting, so
+#: tightening rtol moves the curve down instead of relabelling the axis.
+ERROR_AXIS_DECADES = (-14, 2)
+
+
+def error_axis() -> dict:
+    """Plotly axis settings for the error panel: log scale over :data:`ERROR_AXIS_DECADES`, a tick
+    every two decades written with a plain exponent (1e-8, not 10n or 0.01µ)."""
+    low, high = ERROR_AXIS_DECADES
+    ticks = list(range(low, high + 1, 2))
+    return dict(type="log", range=[low, high], autorange=False, tickvals=[10.0 ** k for k in ticks],
+                ticktext=[f"1e{k}" for k in ticks], exponentformat="e")
+
+
+def errors_off_axis(res: ExplorerResult) -> str:
+    """A note when some of the error lies outside the fixed axis (or is not finite), else "".
+    (An error of exactly 0, as at t = 0, has no place on a log axis and needs no note.)"""
+    low, high = (10.0 ** k for k in ERROR_AXIS_DECADES)
+    err = res.error[np.isfinite(res.error)]
+    notes = []
+    if (~np.isfinite(res.error)).any():
+        notes.append("not finite at some times (the solve failed)")
+    if (err > high).any():
+        notes.append(f"above 1e{ERROR_AXIS_DECADES[1]} at some times")
+    if ((err > 0) & (err < low)).any():
+        notes.append(f"below 1e{ERROR_AXIS_DECADES[0]} at some times")
+    return "error " + "; ".join(notes) + " (not drawn)" if notes else ""
+
+
 def result_figure(res: ExplorerResult):
-    """Plotly figure: trajectory (solid) over the reference (dashed), and the error along t (log)."""
+    """Plotly figure: trajectory (solid) over the reference (dashed), and the error along t on a
+    fixed log axis (:func:`error_axis`). The result line is the explorer's status, not repeated here."""
     from nodecourse.plotting import course_subplots, solver_color
 
     fig = course_subplots(rows=1, cols=2, subplot_titles=("trajectory", "error against the reference"))
@@ -105,10 +135,25 @@ def result_figure(res: ExplorerResult):
                     line=dict(color=solver_color(res.method)))
     fig.update_xaxes(title="time t (problem units)")
     fig.update_yaxes(title="state y", row=1, col=1)
-    fig.update_yaxes(title="max |y − y_ref|", type="log", row=1, col=2)
-    fig.update_layout(height=340, template="plotly_white", margin=dict(l=60, r=20, t=70, b=50),
-                      title=res.summary(), title_font_size=12)
+    fig.update_yaxes(title="max |y − y_ref|", row=1, col=2, **error_axis())
+    off = errors_off_axis(res)
+    if off:
+        fig.add_annotation(text=off, xref="x2 domain", yref="y2 domain", x=0.5, y=1.0, yanchor="bottom",
+                           showarrow=False, font=dict(size=11))
+    fig.update_layout(height=340, template="plotly_white", margin=dict(l=60, r=20, t=50, b=50))
     return fig
+
+
+def step_note(method: str) -> str:
+    """Which controls apply to ``method`` and why the others are greyed out."""
+    from nodecourse import SOLVERS
+
+    fixed = ", ".join(name for name, spec in SOLVERS.items() if spec.kind == "fixed")
+    if SOLVERS[method].kind == "fixed":
+        return (f"{method} takes fixed steps of size h: <b>fixed h</b> applies; rtol and atol are greyed out "
+                "(no error control). Steps are also cut to land on each output time.")
+    return (f"{method} chooses its own steps from rtol and atol, so <b>fixed h</b> is greyed out; "
+            f"it applies to the fixed-step solvers ({fixed}).")
 
 
 class SolverExplorer(FigureExplorer):
@@ -135,10 +180,14 @@ class SolverExplorer(FigureExplorer):
         self.atol = self._control("atol", w.FloatLogSlider, atol, base=10, min=-12, max=-1, step=0.5,
                                   description="atol", readout_format=".0e")
         self.step_size = self._control("step_size", w.FloatLogSlider, step_size, base=10, min=-4, max=0, step=0.25,
-                                       description="fixed h", readout_format=".1e")
+                                       description="fixed h", readout_format=".1e",
+                                       tooltip="the step size of the fixed-step solvers; greyed out for the "
+                                               "adaptive and implicit ones, which choose their own steps")
         self.device = device_control(device)
         self.result: ExplorerResult | None = None
-        assemble(self, [self.problem, self.method, self.rtol, self.atol, self.step_size, self.device], first_row=3)
+        self.note = w.HTML()  # which controls apply to the chosen solver, and why the others are greyed
+        assemble(self, [self.problem, self.method, self.rtol, self.atol, self.step_size, self.device], first_row=3,
+                 notes=[self.note])
 
     def update(self) -> ExplorerResult:
         """Solve with the current control values; refresh :attr:`result`, the status line and the figure."""
@@ -147,6 +196,7 @@ class SolverExplorer(FigureExplorer):
         fixed = SOLVERS[self.method.value].kind == "fixed"
         self.step_size.disabled = not fixed
         self.rtol.disabled = self.atol.disabled = fixed
+        self.note.value = f"<small>{step_note(self.method.value)}</small>"
         result = run_solver(PROBLEMS[self.problem.value], self.method.value, self.rtol.value,
                             self.atol.value, self.step_size.value, self.device.value)
         return show_result(self, result, result_figure)

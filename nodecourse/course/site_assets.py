@@ -1,0 +1,173 @@
+"""The website's stylesheet and its one script (written to ``site/_static/``).
+
+The stylesheet works without the script: the contents, the folds (``<details>``), the figures
+and the tables need none. The script adds what only a script can: copy buttons on code, the
+search box (over ``_static/search-index.js``), and the contents folded on a narrow screen.
+"""
+from __future__ import annotations
+
+#: Colours of highlighted code, over nbconvert's JupyterLab-light values (some of which are
+#: under 4.5:1 on the code background #f5f5f5: comments #408080 4.17:1, operators #a2f 4.40:1).
+#: Each here is 4.5:1 or more on CODE_BACKGROUND (tests/test_site.py computes it).
+CODE_BACKGROUND = "#f5f5f5"
+CODE_COLOURS = {
+    "atom": "#4040c0", "attribute": "#0000b0", "bracket": "#5c5c40", "builtin": "#006d00",
+    "comment": "#3b6767", "def": "#0000c8", "error": "#c00000", "header": "#0000c8", "hr": "#595959",
+    "keyword": "#006d00", "link": "#0000b0", "meta": "#7a1fa2", "number": "#006d00", "operator": "#7a1fa2",
+    "property": "#004f8a", "punctuation": "#004f8a", "qualifier": "#555555", "quote": "#006d00",
+    "string": "#a31515", "tag": "#116611", "variable": "#212121",
+}
+
+_CODE_VARS = "\n".join(f"  --jp-mirror-editor-{name}-color: {colour};" for name, colour in CODE_COLOURS.items())
+
+SITE_CSS = """
+:root { --nc-text-width: 75ch; }
+/* on body, not :root: nbconvert's theme sets these on :root after this stylesheet */
+body {
+  --jp-cell-editor-background: %(background)s;
+%(code_vars)s
+}
+.nc-skip { position: absolute; left: -999px; top: 0; background: #fff; padding: 0.5em 1em; z-index: 10; }
+.nc-skip:focus { left: 0.5em; }
+.nc-site-nav { font-family: system-ui, sans-serif; padding: 0.6em 1em; margin-bottom: 1em;
+  border-bottom: 1px solid #ccc; display: flex; flex-wrap: wrap; gap: 0.4em 1.2em; align-items: center; }
+.nc-site-nav a { text-decoration: none; }
+.nc-site-nav .nc-actions { margin-left: auto; display: flex; flex-wrap: wrap; gap: 0.4em 1em; }
+.nc-pager { font-family: system-ui, sans-serif; display: flex; flex-wrap: wrap; justify-content: space-between;
+  gap: 0.6em 1em; padding: 0.8em 1em; border-top: 1px solid #ccc; margin-top: 1.5em; }
+.nc-pager a { text-decoration: none; }
+.nc-pager-top { border-top: 0; margin-top: 0; padding-top: 0; }
+.nc-footer { font-family: system-ui, sans-serif; font-size: 0.85em; color: #444; padding: 0.5em 1em 2em; }
+/* search */
+.nc-search { position: relative; }
+.nc-search input { font: inherit; padding: 0.2em 0.4em; width: 14em; max-width: 60vw; }
+.nc-search label { position: absolute; left: -999px; }
+.nc-results { position: absolute; z-index: 5; background: #fff; border: 1px solid #999; margin: 0.2em 0 0;
+  padding: 0.3em 0.6em; list-style: none; width: min(32em, 90vw); max-height: 70vh; overflow-y: auto; }
+.nc-results:empty { display: none; }
+.nc-results li { margin: 0.4em 0; }
+.nc-results small { display: block; color: #444; }
+/* the page: contents beside the lesson on a wide screen, above it on a narrow one */
+.nc-layout { display: grid; grid-template-columns: 15rem minmax(0, 1fr); gap: 0 2rem;
+  max-width: 78rem; margin: 0 auto; padding: 0 1rem; }
+.nc-layout.nc-no-sidebar { grid-template-columns: minmax(0, 1fr); }
+.nc-sidebar { font-family: system-ui, sans-serif; font-size: 0.9em; }
+.nc-toc { position: sticky; top: 0.5em; max-height: calc(100vh - 1em); overflow-y: auto; }
+.nc-toc summary { font-weight: 600; cursor: pointer; }
+.nc-toc ol { list-style: none; padding-left: 0.8em; margin: 0.3em 0; }
+.nc-toc a { text-decoration: none; display: block; padding: 0.15em 0; }
+.nc-toc .nc-toc-h3 { padding-left: 0.8em; font-size: 0.95em; }
+.nc-content { min-width: 0; }
+@media (max-width: 60rem) {
+  .nc-layout { grid-template-columns: minmax(0, 1fr); padding: 0 0.5rem; }
+  .nc-toc { position: static; max-height: none; border: 1px solid #ccc; padding: 0.4em 0.6em; margin-bottom: 1em; }
+}
+/* readable text, figures that fit, tables that scroll inside their box */
+body.jp-Notebook { padding: 0; }
+.nc-content .jp-RenderedMarkdown > *, .nc-content .jp-RenderedText pre, body.nc-plain main > p,
+body.nc-plain main > ul, body.nc-plain main > ol { max-width: var(--nc-text-width); }
+.nc-content .jp-RenderedMarkdown { font-size: 1rem; line-height: 1.55; }
+.nc-content img, .nc-plotly-static { max-width: 100%%; height: auto; }
+.nc-content .jp-RenderedImage { max-width: 100%%; overflow-x: auto; }
+.nc-content pre { overflow-x: auto; }
+.nc-content .jp-RenderedMarkdown code, body.nc-plain code { overflow-wrap: anywhere; }
+.nc-content .jp-OutputArea-output pre { white-space: pre; }
+.nc-figure-link { display: inline-block; max-width: 100%%; }
+.nc-scroll { max-width: 100%%; overflow-x: auto; margin: 0.5em 0; }
+.nc-scroll table { border-collapse: collapse; }
+.nc-scroll td, .nc-scroll th { text-align: left !important; vertical-align: top; padding: 0.3em 0.6em;
+  border: 1px solid #ccc; min-width: 6em; max-width: 28em; }
+.nc-content .jp-RenderedHTMLCommon td, .nc-content .jp-RenderedHTMLCommon th { text-align: left; vertical-align: top; }
+.nc-plotly { position: relative; max-width: 100%%; overflow-x: auto; }
+.nc-plotly-drawn .nc-plotly-static { display: none; }
+.nc-plotly-missing { color: #a00; }
+math[display="block"] { margin: 0.6em 0; overflow-x: auto; overflow-y: hidden; max-width: 100%%; }
+/* folds, copy buttons, explorers */
+.nc-fold > summary { cursor: pointer; font-family: system-ui, sans-serif; font-size: 0.85em; color: #333;
+  padding: 0.2em 0; }
+.jp-InputArea-editor { position: relative; }
+.nc-copy { position: absolute; top: 0.2em; right: 0.2em; font: 0.8em system-ui, sans-serif; padding: 0.1em 0.5em;
+  background: #fff; border: 1px solid #888; border-radius: 3px; cursor: pointer; color: #222; }
+.nc-explorer-static { border: 1px solid #9ab; background: #f4f8fb; padding: 0.3em 1em; max-width: var(--nc-text-width); }
+.nc-explorer-title { font-weight: 600; }
+/* prompts take room a phone does not have */
+@media (max-width: 40rem) {
+  .jp-InputPrompt, .jp-OutputPrompt { display: none !important; }
+  .jp-Cell { padding: 0.3em 0 !important; }
+}
+a.anchor-link { opacity: 0.4; text-decoration: none; }
+body.nc-plain { font-family: system-ui, sans-serif; margin: 0; }
+body.nc-plain main { max-width: 60em; padding: 0 0 3em; }
+body.nc-plain table { border-collapse: collapse; font-size: 0.9em; }
+body.nc-plain td, body.nc-plain th { border: 1px solid #ccc; padding: 0.3em 0.5em; vertical-align: top; }
+""" % {"background": CODE_BACKGROUND, "code_vars": _CODE_VARS}
+
+SITE_JS = r"""
+(function () {
+  // contents: folded on a narrow screen, open beside the page on a wide one
+  var toc = document.querySelector('details.nc-toc');
+  if (toc && window.matchMedia('(max-width: 60rem)').matches) toc.removeAttribute('open');
+
+  // a copy button on every code cell
+  document.querySelectorAll('.jp-InputArea-editor').forEach(function (editor) {
+    var pre = editor.querySelector('pre');
+    if (!pre) return;
+    var button = document.createElement('button');
+    button.type = 'button';
+    button.className = 'nc-copy';
+    button.textContent = 'Copy';
+    button.setAttribute('aria-label', 'Copy this code');
+    button.addEventListener('click', function () {
+      var text = pre.innerText;
+      var done = function () { button.textContent = 'Copied'; setTimeout(function () { button.textContent = 'Copy'; }, 1500); };
+      if (navigator.clipboard && window.isSecureContext) {
+        navigator.clipboard.writeText(text).then(done, function () {});
+      } else {
+        var area = document.createElement('textarea');
+        area.value = text; document.body.appendChild(area); area.select();
+        try { document.execCommand('copy'); done(); } catch (e) {}
+        document.body.removeChild(area);
+      }
+    });
+    editor.appendChild(button);
+  });
+
+  // search: every term must occur; a match in a heading ranks first
+  var form = document.querySelector('form.nc-search');
+  if (!form || !window.NC_SEARCH) return;
+  form.hidden = false;
+  var input = form.querySelector('input');
+  var list = form.querySelector('.nc-results');
+  form.addEventListener('submit', function (e) { e.preventDefault(); var a = list.querySelector('a'); if (a) a.click(); });
+  input.addEventListener('input', function () {
+    var terms = input.value.toLowerCase().split(/\s+/).filter(function (t) { return t.length > 1; });
+    list.innerHTML = '';
+    if (!terms.length) return;
+    var hits = [];
+    window.NC_SEARCH.forEach(function (entry) {
+      var head = (entry.page + ' ' + entry.section).toLowerCase();
+      var body = entry.text.toLowerCase();
+      var score = 0;
+      for (var i = 0; i < terms.length; i++) {
+        if (head.indexOf(terms[i]) >= 0) score += 3;
+        else if (body.indexOf(terms[i]) >= 0) score += 1;
+        else return;
+      }
+      hits.push([score, entry]);
+    });
+    hits.sort(function (a, b) { return b[0] - a[0]; });
+    hits.slice(0, 12).forEach(function (hit) {
+      var entry = hit[1];
+      var li = document.createElement('li');
+      var a = document.createElement('a');
+      a.href = entry.url;
+      a.textContent = entry.section ? entry.page + ': ' + entry.section : entry.page;
+      var at = entry.text.toLowerCase().indexOf(terms[0]);
+      var small = document.createElement('small');
+      small.textContent = at >= 0 ? '…' + entry.text.slice(Math.max(0, at - 40), at + 100) + '…' : entry.text.slice(0, 120);
+      li.appendChild(a); li.appendChild(small); list.appendChild(li);
+    });
+    if (!hits.length) { var none = document.createElement('li'); none.textContent = 'No page mentions that.'; list.appendChild(none); }
+  });
+})();
+"""

@@ -1,0 +1,118 @@
+"""Markdown for the course website: formulas as MathML, tables whose cells hold a ``|``.
+
+Formulas are converted from TeX to MathML when the site is built (``latex2mathml``), so a page
+shows them with no script and no network: Chromium, Firefox and Safari draw MathML natively.
+The TeX source travels with each formula as its ``annotation`` (what a screen reader or a
+copy can fall back on).
+
+A markdown table whose header or rows contain ``|`` inside a cell (``exp(|c| T)``) is not a
+table for a GFM parser: the pipe splits the cell. :func:`repair_table_pipes` escapes a pipe
+that is not a column separator (a separator has white space on both sides, or starts or ends
+the row) wherever a row would otherwise have more cells than the table's delimiter row.
+"""
+from __future__ import annotations
+
+import html
+import logging
+import re
+
+from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+
+log = logging.getLogger(__name__)
+
+#: ``\Big\|``: TeX's size hints before a delimiter, which latex2mathml draws as text; without
+#: the hint the delimiter is drawn at the size of the text around it.
+_SIZE_HINT = re.compile(r"\\[Bb]igg?[lrm]?\s*(?=\\\||\\[{}]|\\[lr]?[Vv]ert|\\[lr]angle|[()\[\]|./])")
+#: Escapes inside ``\text{...}`` (``\text{min\_factor}``) that latex2mathml keeps as written.
+_TEXT_ARG = re.compile(r"\\text\{([^{}]*)\}")
+_TEXT_ESCAPE = re.compile(r"\\([_%&$#{}])")
+_BAR = re.compile(r"<mo((?: (?:stretchy|fence)=\"\w+\")*)>(&#x0007C;|&#x02016;)</mo>")
+_DELIMITER_ROW = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+def tex_to_mathml(tex: str, *, display: str = "inline") -> str:
+    """``tex`` as a MathML ``<math>`` element (``display`` "inline" or "block"), with the TeX as its
+    annotation. TeX that latex2mathml cannot read stays as code, and a warning names it."""
+    from latex2mathml.converter import convert
+
+    source = _SIZE_HINT.sub("", tex)
+    source = _TEXT_ARG.sub(lambda m: "\\text{" + _TEXT_ESCAPE.sub(r"\1", m.group(1)) + "}", source)
+    try:
+        mathml = convert(source, display=display)
+    except Exception as exc:  # noqa: BLE001 - latex2mathml raises several kinds; the formula stays readable
+        log.warning("formula not converted to MathML (%s: %s): %s", type(exc).__name__, exc, tex)
+        return f'<code class="nc-tex">{html.escape(tex)}</code>'
+    # A bar or double bar (|x|, ||f||) is a fence: without this the browser spaces a bar in the middle
+    # of a row like a relation ("|x | = 1.25").
+    mathml = _BAR.sub(r'<mo\1 lspace="0" rspace="0">\2</mo>', mathml)
+    head, _, rest = mathml.partition(">")
+    body = rest.removesuffix("</math>")
+    annotation = f'<annotation encoding="application/x-tex">{html.escape(tex, quote=False)}</annotation>'
+    return f"{head}><semantics>{body}{annotation}</semantics></math>"
+
+
+class CourseRenderer(IPythonRenderer):
+    """nbconvert's markdown renderer with formulas as MathML instead of TeX left for MathJax."""
+
+    def block_math(self, body: str) -> str:
+        return tex_to_mathml(body, display="block")
+
+    def latex_environment(self, name: str, body: str) -> str:
+        return tex_to_mathml(f"\\begin{{{name}}}{body}\\end{{{name}}}", display="block")
+
+    def inline_math(self, body: str) -> str:
+        return tex_to_mathml(body, display="inline")
+
+
+def _split_row(line: str) -> list[str]:
+    body = line.strip()
+    body = body[1:] if body.startswith("|") else body
+    body = body[:-1] if body.endswith("|") and not body.endswith("\\|") else body
+    return re.split(r"(?<!\\)\|", body)
+
+
+def _escape_inner_pipes(line: str) -> str:
+    """Escape every ``|`` of ``line`` that is not a column separator (white space on both sides,
+    or the row's first or last character)."""
+    stripped = line.strip()
+    out = []
+    for i, ch in enumerate(stripped):
+        if ch != "|" or (i > 0 and stripped[i - 1] == "\\"):
+            out.append(ch)
+            continue
+        edge = i == 0 or i == len(stripped) - 1
+        spaced = (i > 0 and stripped[i - 1].isspace()) and (i + 1 < len(stripped) and stripped[i + 1].isspace())
+        out.append(ch if edge or spaced else "\\|")
+    return "".join(out)
+
+
+def repair_table_pipes(markdown: str) -> str:
+    """``markdown`` with the pipes inside table cells escaped where they would split a cell
+    (see the module docstring); rows that already fit their table are left as they are."""
+    lines = markdown.split("\n")
+    fenced = False
+    for i, line in enumerate(lines):
+        if _FENCE.match(line):
+            fenced = not fenced
+        if fenced or i == 0 or not _DELIMITER_ROW.match(line) or "|" not in lines[i - 1]:
+            continue
+        columns = len(_split_row(line))
+        j = i - 1
+        rows = [j]
+        k = i + 1
+        while k < len(lines) and lines[k].strip() and "|" in lines[k]:
+            rows.append(k)
+            k += 1
+        for r in rows:
+            if len(_split_row(lines[r])) != columns:
+                fixed = _escape_inner_pipes(lines[r])
+                if len(_split_row(fixed)) == columns:
+                    lines[r] = fixed
+    return "\n".join(lines)
+
+
+def markdown_to_html(source: str, **renderer_options) -> str:
+    """``source`` (markdown with TeX) as HTML with MathML formulas and repaired tables."""
+    renderer = CourseRenderer(escape=False, **renderer_options)
+    return MarkdownWithMath(renderer=renderer).render(repair_table_pipes(source))
