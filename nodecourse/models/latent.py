@@ -474,9 +474,12 @@ class GRUDEncoder(nn.Module):
         inputs = torch.cat([x_hat, mask], dim=-1)
         observed = (mask.sum(dim=-1, keepdim=True) > 0).to(values.dtype)  # (B, K, 1)
         h = values.new_zeros(b, self.hidden_dim)
-        for i in torch.nonzero(mask.sum(dim=(0, 2)) > 0).flatten().tolist():
-            h_new = self.cell(inputs[:, i], gamma_h[:, i] * h)
-            h = observed[:, i] * h_new + (1.0 - observed[:, i]) * h
+        union = torch.nonzero(mask.sum(dim=(0, 2)) > 0).flatten()
+        # Select the union times once and unbind: slicing inputs[:, i] in the loop would make each
+        # slice's backward build a zero tensor of the full (B, K, ·) size (K = 2,881 on a minute grid).
+        steps = zip(inputs[:, union].unbind(1), gamma_h[:, union].unbind(1), observed[:, union].unbind(1))
+        for x_i, g_i, o_i in steps:
+            h = torch.lerp(h, self.cell(x_i, g_i * h), o_i)
         return RunOutput(h, None, None)
 
 
