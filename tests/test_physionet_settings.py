@@ -67,6 +67,13 @@ def test_bad_names_and_fields_are_refused_with_the_choices():
         dataclasses.replace(ps.PUBLISHED, optimizer="sgd")
 
 
+def test_markdown_lists_every_value_and_what_is_not_followed():
+    text = ps.PUBLISHED.to_markdown()
+    assert text.count("\n| `") == len(ps.PhysioNetSettings.field_names())
+    assert "| `quantization_hours` | 0.01667 |" in text and "*set B*" in text
+    assert "Not followed" not in ps.COURSE.to_markdown()
+
+
 def test_quick_keeps_everything_but_the_epochs():
     q = ps.PUBLISHED.quick(epochs=2)
     assert q.epochs == 2 and dataclasses.replace(q, epochs=100) == ps.PUBLISHED

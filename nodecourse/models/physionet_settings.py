@@ -117,6 +117,20 @@ class PhysioNetSettings:
         """One row per field: name, value, source."""
         return [{"setting": k, "value": v, "source": self.source(k)} for k, v in self.as_dict().items()]
 
+    def to_markdown(self) -> str:
+        """The values with their sources as a Markdown table, then what the course does not follow."""
+        def cell(text) -> str:
+            return str(text).replace("|", "\\|")
+
+        rows = ["| setting | value | source |", "|---|---|---|"]
+        rows += [f"| `{r['setting']}` | {cell(f'{v:.4g}' if isinstance(v := r['value'], float) else v)} | "
+                 f"{cell(r['source'])} |" for r in self.table()]
+        out = f"**Settings `{self.name}`**\n\n" + "\n".join(rows)
+        if self.not_followed:
+            out += "\n\n**Not followed, and why**\n\n" + "\n".join(
+                f"- *{k}*: {v}" for k, v in self.not_followed.items())
+        return out
+
     def quick(self, *, epochs: int) -> "PhysioNetSettings":
         """The same sizes, optimiser and solver with fewer ``epochs`` (quick mode: shapes kept)."""
         return dataclasses.replace(self, epochs=epochs)
