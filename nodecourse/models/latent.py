@@ -22,6 +22,11 @@ Models:
 
 Time is divided by the fixed 48-hour horizon (never by a batch's own maximum).
 Solver work (NFE, steps) is accumulated in ``model.solver_stats``.
+
+Sizes, solvers and the training schedule come from the arguments (the course's defaults) or from
+a :class:`~nodecourse.models.physionet_settings.PhysioNetSettings` (``build_model(..., settings=)``,
+``fit(..., settings=)``), e.g. the published ones. The ODE-RNN pass is written for many short
+gaps (a minute grid gives ~2,000 per batch): see :class:`RecurrentEncoder` (``fast``).
 """
 from __future__ import annotations
 
@@ -837,6 +842,8 @@ def fit(name: str, train, test, *, val=None, epochs: int | None = None, batch_si
         solver_info = {"method": cfg.method, "step_size_hours": None if cfg.step_size is None
                        else cfg.step_size * HORIZON_HOURS, "train_nfe": train_nfe,
                        "nfe_per_training_batch": train_nfe / max(n_forward, 1)}
+        if isinstance(model, LatentODE):  # its decoder solves apart from the encoder
+            solver_info["decoder_method"] = model.solver.method
     result = FitResult(name, score, len(train), len(test), seconds, epochs, seed, solver_info, history,
                        cpu_seconds=time.process_time() - cpu_start)
     result.best_epoch = best_epoch if val is not None else epochs

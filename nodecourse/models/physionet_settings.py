@@ -220,6 +220,12 @@ NOT_FOLLOWED: dict[str, str] = {
                     "ODE-RNN is trained on the cross-entropy only.",
     "model selection": "published: test AUC logged every 10 epochs, no validation split; the course reports "
                        "the last epoch (or a validation-chosen one), never a test-chosen one.",
+    "initialisation": "published: the GRU unit's and z0 networks' Linear weights drawn N(0, 0.1^2), biases 0 "
+                      "(lib/utils.py init_network_weights); the course keeps PyTorch's default initialisation.",
+    "z0 transform": "published Latent ODE maps the encoder's (mean, std) state to q(z0) through Linear(2n, 100), "
+                    "tanh, Linear(100, 2L); the course uses one Linear(n, 2L) from the mean state.",
+    "long gaps": "published: a gap longer than 1/50 of the batch's span is Euler on n = max(2, int(gap / step)) "
+                 "points (steps of 1 to 2 times 48/50 h); the course's Euler takes steps of at most 48/50 h.",
     "compute": "100 epochs at minute quantisation for 4 models x 3 sizes x several seeds does not fit 2 CPU "
                "cores in a session; quick mode keeps the shapes and optimiser and cuts patients and epochs.",
 }
