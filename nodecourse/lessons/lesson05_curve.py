@@ -29,7 +29,7 @@ import math
 import platform
 import statistics
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
@@ -103,7 +103,6 @@ class CurveResult:
     quantization_hours: float
     machine: str
     seconds: float
-    extra: dict = field(default_factory=dict, compare=False)
 
     def summary(self) -> tuple[CurveSummary, ...]:
         out = []
