@@ -193,7 +193,7 @@ def main(args: argparse.Namespace) -> int:
     else:
         label = " (SYNTHETIC data)" if synthetic else ""
         print(f"{args.model}: AUC {out['auc']:.4f} on {out['n_eval']} patients ({args.eval}), "
-              f"trained on {out['n_train']} ({args.train}){label}, {out['epochs']} epochs, "
+              f"trained on {out['n_train']} ({args.train}){label}, {args.settings} settings, {out['epochs']} epochs, "
               f"{out['seconds']:.1f} s on {out['threads']} thread(s) ({out['cpu_seconds']:.1f} s CPU)")
         if result.solver:
             s = result.solver
