@@ -6,9 +6,15 @@ Examples::
     nodecourse physionet --model summary-logreg --train set-a --eval set-b --json
     nodecourse physionet --model gru-dt --quick                         # 600 patients, 3 epochs
     nodecourse physionet --model gru-d --eval split --seed 1            # GRU-D (Che et al. 2018)
+    nodecourse physionet --model odernn --settings published --quick --json   # Rubanova et al.'s settings
+
+``--settings published`` trains with :data:`nodecourse.models.physionet_settings.PUBLISHED`
+(minute grid, the published sizes, Adamax 1e-2 decayed per batch, batches of 50, 100 epochs);
+``--quick`` keeps those shapes, optimiser and schedule and cuts patients and epochs only.
 
 ``--json`` prints one JSON object: ``auc``, ``n_train``, ``n_eval``, ``seconds`` (training and
-scoring, not loading), and the model, seed, data source, epochs and solver work.
+scoring, not loading), and the model, seed, data source, epochs and solver work, and
+``settings`` (the values trained with: the settings' name and fields, as actually used).
 """
 from __future__ import annotations
 
@@ -30,6 +36,11 @@ HORIZON_HOURS = 48.0
 QUICK_PATIENTS = 600
 DEFAULT_EPOCHS = {"odernn": 20, "gru-dt": 20, "gru-d": 20, "latent-ode": 20, "summary-logreg": 0}
 QUICK_EPOCHS = 3
+SETTINGS_NAMES = ("course", "published")
+# Quick mode at the published settings: minute grid makes every batch ~2,000 short solves,
+# so fewer patients than the course's quick mode; the shapes and optimiser are kept.
+QUICK_PUBLISHED_PATIENTS = 120
+QUICK_PUBLISHED_EPOCHS = 1
 
 #: The numeric flags, declared once: argparse refuses a value outside the range with the
 #: library's wording (``argument --batch-size: 0 is out of range: it must be >= 1``).
@@ -65,9 +76,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seed of the split and of training")
     parser.add_argument("--epochs", type=argparse_type(FLAGS["--epochs"]), default=None,
                         help="training epochs (default: 20 full, 3 quick)")
-    parser.add_argument("--batch-size", type=argparse_type(FLAGS["--batch-size"]), default=64)
-    parser.add_argument("--quantization", type=argparse_type(FLAGS["--quantization"]), default=1.0,
-                        help="time grid in hours (default 1.0)")
+    parser.add_argument("--batch-size", type=argparse_type(FLAGS["--batch-size"]), default=None,
+                        help="default: 64, or the settings' (50) with --settings published")
+    parser.add_argument("--quantization", type=argparse_type(FLAGS["--quantization"]), default=None,
+                        help="time grid in hours (default: 1.0, or 1/60 with --settings published)")
+    parser.add_argument("--settings", default="course", choices=SETTINGS_NAMES,
+                        help="course (default: the course's sizes and schedule) or published (Rubanova et al. "
+                             "2019's, each value with its source in nodecourse.models.physionet_settings)")
     parser.add_argument("--patients", type=argparse_type(FLAGS["--patients"]), default=None,
                         help="use a seeded subset of this many training-set patients (quick: 600)")
     parser.add_argument("--download", action="store_true", help="download from PhysioNet if no local copy")
@@ -84,12 +99,22 @@ def _fail(msg: str) -> int:
     return 2
 
 
+def _settings_report(name: str, epochs: int, batch_size: int, quantization: float) -> dict:
+    """The settings' values as trained with (epochs, batch size and grid as actually used)."""
+    from nodecourse.models.physionet_settings import by_name
+
+    values = by_name(name).as_dict()
+    values.update(epochs=epochs, batch_size=batch_size, quantization_hours=quantization)
+    return values
+
+
 def main(args: argparse.Namespace) -> int:
     import torch
 
     from nodecourse.config import resolve_device
     from nodecourse.data import physionet
     from nodecourse.models.latent import fit
+    from nodecourse.models.physionet_settings import by_name
 
     quick = args.quick or quick_mode()
     if args.eval == args.train:
@@ -104,15 +129,27 @@ def main(args: argparse.Namespace) -> int:
         device = resolve_device(args.device)
     except ValueError as exc:
         return _fail(str(exc))
-    epochs = args.epochs if args.epochs is not None else (
-        QUICK_EPOCHS if quick and args.model != "summary-logreg" else DEFAULT_EPOCHS[args.model])
-    n_patients = args.patients if args.patients is not None else (QUICK_PATIENTS if quick else None)
+    published = args.settings == "published"
+    settings = by_name(args.settings) if published else None  # course: fit's own path, unchanged
+    if published:
+        default_epochs = QUICK_PUBLISHED_EPOCHS if quick else settings.epochs
+        default_patients = QUICK_PUBLISHED_PATIENTS if quick else None
+    else:
+        default_epochs = QUICK_EPOCHS if quick else DEFAULT_EPOCHS[args.model]
+        default_patients = QUICK_PATIENTS if quick else None
+    if args.model == "summary-logreg":
+        default_epochs = 0
+    epochs = args.epochs if args.epochs is not None else default_epochs
+    n_patients = args.patients if args.patients is not None else default_patients
+    quantization = args.quantization if args.quantization is not None else (
+        settings.quantization_hours if published else 1.0)
+    batch_size = args.batch_size if args.batch_size is not None else (settings.batch_size if published else 64)
 
     verbose = not args.json
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            data = physionet.load(args.train, path=args.data, quantization=args.quantization,
+            data = physionet.load(args.train, path=args.data, quantization=quantization,
                                   download=args.download, progress=verbose, verbose=verbose)
             synthetic = data.report.source == "synthetic"
             if n_patients is not None:
@@ -124,7 +161,7 @@ def main(args: argparse.Namespace) -> int:
             else:
                 parts = data.split(test=0.0, val=args.val_fraction, seed=args.seed)
                 train_raw, val_raw = parts["train"], parts.get("val")
-                eval_raw = physionet.load(args.eval, path=args.data, quantization=args.quantization,
+                eval_raw = physionet.load(args.eval, path=args.data, quantization=quantization,
                                           download=args.download, allow_synthetic=synthetic,
                                           progress=verbose, verbose=verbose)
     except (physionet.PhysioNetError, OSError, ValueError, RuntimeError) as exc:
@@ -139,8 +176,8 @@ def main(args: argparse.Namespace) -> int:
     evaluation = norm.transform(eval_raw).to(device)
     val = norm.transform(val_raw).to(device) if val_raw is not None else None
     start = time.perf_counter()
-    _, result = fit(args.model, train, evaluation, val=val, epochs=epochs, batch_size=args.batch_size,
-                    seed=args.seed, progress=verbose)
+    _, result = fit(args.model, train, evaluation, val=val, epochs=epochs, batch_size=batch_size,
+                    seed=args.seed, progress=verbose, settings=settings)
     seconds = time.perf_counter() - start
     out = {
         "auc": round(result.auc, 4), "n_train": result.n_train, "n_eval": result.n_eval,
@@ -152,13 +189,14 @@ def main(args: argparse.Namespace) -> int:
         "skipped_records": data.report.n_skipped, "missing_records": len(data.report.missing),
         "threads": torch.get_num_threads(),
         "solver": result.solver,
+        "settings": _settings_report(args.settings, epochs, batch_size, quantization),
     }
     if args.json:
         print(json.dumps(out))
     else:
         label = " (SYNTHETIC data)" if synthetic else ""
         print(f"{args.model}: AUC {out['auc']:.4f} on {out['n_eval']} patients ({args.eval}), "
-              f"trained on {out['n_train']} ({args.train}){label}, {out['epochs']} epochs, "
+              f"trained on {out['n_train']} ({args.train}){label}, {args.settings} settings, {out['epochs']} epochs, "
               f"{out['seconds']:.1f} s on {out['threads']} thread(s) ({out['cpu_seconds']:.1f} s CPU)")
         if result.solver:
             s = result.solver

@@ -22,6 +22,11 @@ Models:
 
 Time is divided by the fixed 48-hour horizon (never by a batch's own maximum).
 Solver work (NFE, steps) is accumulated in ``model.solver_stats``.
+
+Sizes, solvers and the training schedule come from the arguments (the course's defaults) or from
+a :class:`~nodecourse.models.physionet_settings.PhysioNetSettings` (``build_model(..., settings=)``,
+``fit(..., settings=)``), e.g. the published ones. The ODE-RNN pass is written for many short
+gaps (a minute grid gives ~2,000 per batch): see :class:`RecurrentEncoder` (``fast``).
 """
 from __future__ import annotations
 
@@ -33,7 +38,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from nodecourse.solvers import odeint
+from nodecourse.models.physionet_settings import PhysioNetSettings
+from nodecourse.solvers import observers, odeint
 from nodecourse.solvers.solve_config import SolveConfig
 from nodecourse.training import seeded_batches, train_epochs
 
@@ -51,11 +57,30 @@ class MaskedGRUUpdate(nn.Module):
 
     ``h`` (B, H); ``x`` and ``m`` (B, D) with ``x`` zero where ``m`` is 0; ``extra`` (B, E) or None.
     Patients with no observation at this time (``m`` all zero) keep ``h`` unchanged.
+
+    :meth:`project` and :meth:`combine` split the cell in two so that a recurrent pass can
+    compute the input half for every time of a batch in one matrix product (``project`` on
+    (B, K, ·)) and run only the hidden half in its loop; ``forward`` is the two together.
     """
 
     def __init__(self, input_dim: int, hidden_dim: int, extra_dim: int = 0):
         super().__init__()
         self.cell = nn.GRUCell(2 * input_dim + extra_dim, hidden_dim)
+
+    def project(self, x: torch.Tensor, m: torch.Tensor, extra: torch.Tensor | None = None) -> torch.Tensor:
+        """The input half (..., 3H) of the cell for inputs (..., D)."""
+        inputs = torch.cat([x * m, m] + ([extra] if extra is not None else []), dim=-1)
+        return nn.functional.linear(inputs, self.cell.weight_ih, self.cell.bias_ih)
+
+    def combine(self, h: torch.Tensor, gi: torch.Tensor) -> torch.Tensor:
+        """The GRU cell's output (B, H) from the state ``h`` and a projected input ``gi`` (B, 3H)."""
+        gh = nn.functional.linear(h, self.cell.weight_hh, self.cell.bias_hh)
+        i_r, i_z, i_n = gi.chunk(3, dim=-1)
+        h_r, h_z, h_n = gh.chunk(3, dim=-1)
+        r = torch.sigmoid(i_r + h_r)
+        z = torch.sigmoid(i_z + h_z)
+        n = torch.tanh(i_n + r * h_n)
+        return (1 - z) * n + z * h
 
     def forward(self, h: torch.Tensor, x: torch.Tensor, m: torch.Tensor,
                 extra: torch.Tensor | None = None) -> torch.Tensor:
@@ -65,19 +90,73 @@ class MaskedGRUUpdate(nn.Module):
         return observed * h_new + (1.0 - observed) * h
 
 
-def classifier_head(in_dim: int, hidden: int = 64, dropout: float = 0.3) -> nn.Sequential:
-    """Mortality logit from a state and the descriptors; dropout because 4,000 patients overfit fast."""
-    return nn.Sequential(nn.Dropout(dropout), nn.Linear(in_dim, hidden), nn.ReLU(), nn.Dropout(dropout),
-                         nn.Linear(hidden, 1))
+class GatedMLPUpdate(MaskedGRUUpdate):
+    """The published ODE-RNN's update (``GRU_unit`` in Rubanova et al.'s code), mean state only.
+
+    Update and reset gates and the candidate state are each a one-hidden-layer tanh MLP of
+    ``units`` on ``[h, x * m, m]``; h_new = (1 - u) * candidate(r * h, x) + u * h. ``h`` (B, H),
+    ``x`` and ``m`` (B, D). The published unit also carries a standard-deviation state; this
+    one does not (see :data:`nodecourse.models.physionet_settings.NOT_FOLLOWED`).
+    """
+
+    def __init__(self, input_dim: int, hidden_dim: int, units: int, extra_dim: int = 0):
+        nn.Module.__init__(self)
+        in_x = 2 * input_dim + extra_dim
+        self.hidden_dim, self.units = hidden_dim, units
+        # First layers of the three networks, split into the state part and the input part:
+        # the input part is computed for all times at once by ``project``.
+        self.first_h = nn.Linear(hidden_dim, 2 * units, bias=False)
+        self.first_x = nn.Linear(in_x, 3 * units)
+        self.gates_out = nn.Linear(units, 2 * hidden_dim)
+        self.new_out = nn.Linear(units, hidden_dim)
+        self.first_r = nn.Linear(hidden_dim, units, bias=False)  # the candidate sees r * h, not h
+
+    def project(self, x, m, extra=None):
+        return self.first_x(torch.cat([x * m, m] + ([extra] if extra is not None else []), dim=-1))
+
+    def combine(self, h, gi):
+        u_units = self.units
+        gx_gates, gx_new = gi[..., :2 * u_units], gi[..., 2 * u_units:]
+        hidden = torch.tanh(gx_gates + self.first_h(h))
+        u_pre, r_pre = hidden.chunk(2, dim=-1)
+        w_u, w_r = self.gates_out.weight.chunk(2, dim=0)
+        b_u, b_r = self.gates_out.bias.chunk(2, dim=0)
+        update = torch.sigmoid(nn.functional.linear(u_pre, w_u, b_u))
+        reset = torch.sigmoid(nn.functional.linear(r_pre, w_r, b_r))
+        candidate = self.new_out(torch.tanh(gx_new + self.first_r(reset * h)))
+        return (1 - update) * candidate + update * h
+
+    def forward(self, h, x, m, extra=None):
+        h_new = self.combine(h, self.project(x, m, extra))
+        observed = (m.sum(dim=-1, keepdim=True) > 0).to(h.dtype)
+        return observed * h_new + (1.0 - observed) * h
+
+
+def classifier_head(in_dim: int, hidden: int | tuple[int, ...] = 64, dropout: float = 0.3) -> nn.Sequential:
+    """Mortality logit from a state and the descriptors: ReLU layers of widths ``hidden``.
+
+    The course's default (64, dropout 0.3) because 4,000 patients overfit fast; the published
+    head is (300, 300) without dropout."""
+    widths = (hidden,) if isinstance(hidden, int) else tuple(hidden)
+    layers: list[nn.Module] = []
+    for w in widths:
+        layers += [nn.Dropout(dropout), nn.Linear(in_dim, w), nn.ReLU()] if dropout > 0 else [nn.Linear(in_dim, w),
+                                                                                             nn.ReLU()]
+        in_dim = w
+    layers += ([nn.Dropout(dropout)] if dropout > 0 else []) + [nn.Linear(in_dim, 1)]
+    return nn.Sequential(*layers)
 
 
 class ODEFunc(nn.Module):
     """The hidden state's vector field f(t, h): an autonomous tanh MLP, (B, H) -> (B, H)."""
 
-    def __init__(self, dim: int, hidden: int = 64):
+    def __init__(self, dim: int, hidden: int = 64, layers: int = 1):
         super().__init__()
-        self.net = nn.Sequential(nn.Linear(dim, hidden), nn.Tanh(), nn.Linear(hidden, hidden), nn.Tanh(),
-                                 nn.Linear(hidden, dim))
+        # ``layers`` hidden-to-hidden layers, as the published create_net(n_layers=layers)
+        mid: list[nn.Module] = []
+        for _ in range(layers):
+            mid += [nn.Tanh(), nn.Linear(hidden, hidden)]
+        self.net = nn.Sequential(nn.Linear(dim, hidden), *mid, nn.Tanh(), nn.Linear(hidden, dim))
         # Start close to the zero field, so the untrained model is a GRU with a small drift.
         nn.init.zeros_(self.net[-1].weight)
         nn.init.zeros_(self.net[-1].bias)
@@ -110,29 +189,63 @@ class RunOutput:
 
 
 class RecurrentEncoder(nn.Module):
-    """ODE-RNN (``kind="ode"``) or GRU-Δt (``kind="dt"``) over a batch's union of times."""
+    """ODE-RNN (``kind="ode"``) or GRU-Δt (``kind="dt"``) over a batch's union of times.
+
+    ``ode_layers`` and ``ode_hidden``: the vector field's depth and width; ``gru_units > 0``
+    uses the published gated-MLP update (:class:`GatedMLPUpdate`) instead of a GRU cell.
+    ``backend`` is passed to ``nodecourse.odeint`` ("torchdiffeq" runs the same solves there).
+
+    ``fast=True`` (default) runs the ODE-RNN pass without per-gap overhead: the GRU's input
+    half is computed for all times at once, times are Python floats, and with an Euler
+    solver a gap no longer than one step is that one step, ``h + gap * f(h)``, computed in
+    place of a call to ``odeint`` (the same arithmetic: a test checks it against
+    ``fast=False``, the plain loop, which calls ``odeint`` for every gap).
+    """
 
     KINDS = ("ode", "dt")
 
     def __init__(self, input_dim: int, hidden_dim: int = 64, kind: str = "ode", ode_hidden: int = 64,
-                 solver: SolveConfig | None = None):
+                 solver: SolveConfig | None = None, *, ode_layers: int = 1, gru_units: int = 0,
+                 backend: str = "nodecourse", fast: bool = True):
         super().__init__()
         if kind not in self.KINDS:
             raise ValueError(f"kind={kind!r} is not a recurrent encoder; use one of {self.KINDS}")
         self.kind = kind
         self.hidden_dim = hidden_dim
-        self.update = MaskedGRUUpdate(input_dim, hidden_dim, extra_dim=1 if kind == "dt" else 0)
-        self.func = ODEFunc(hidden_dim, ode_hidden) if kind == "ode" else None
+        extra = 1 if kind == "dt" else 0
+        self.update = (GatedMLPUpdate(input_dim, hidden_dim, gru_units, extra_dim=extra) if gru_units > 0
+                       else MaskedGRUUpdate(input_dim, hidden_dim, extra_dim=extra))
+        self.func = ODEFunc(hidden_dim, ode_hidden, ode_layers) if kind == "ode" else None
         self.solver = solver or DEFAULT_SOLVER
+        self.backend = backend
+        self.fast = fast
         self.solver_stats = _stats_zero()
 
     def evolve(self, h: torch.Tensor, t0: torch.Tensor, t1: torch.Tensor) -> torch.Tensor:
         """Solve the hidden state's ODE from t0 to t1 (scaled times, 0-d tensors)."""
-        sol = odeint(self.func, h, torch.stack([t0, t1]), **self.solver.odeint_kwargs())
+        sol = odeint(self.func, h, torch.stack([t0, t1]), backend=self.backend, **self.solver.odeint_kwargs())
         self.solver_stats["nfe"] += int(sol.stats["nfe"])
         self.solver_stats["n_steps"] += int(sol.stats["n_steps"])
         self.solver_stats["n_solves"] += 1
         return sol.ys[-1]
+
+    def _one_step_ok(self) -> bool:
+        """Whether a gap of at most one step may be taken as one explicit Euler step here."""
+        cfg = self.solver
+        # Not while someone logs solves (SolverWorkLog, the audit): each gap is then an odeint call
+        # they can see and count; the states are the same either way.
+        return (self.fast and self.backend == "nodecourse" and cfg.method == "euler" and cfg.step_size is not None
+                and cfg.gradient == "backprop" and not cfg.per_sample and not observers.listening())
+
+    def _evolve_floats(self, h: torch.Tensor, t0: float, t1: float) -> torch.Tensor:
+        """:meth:`evolve` between Python-float times; one Euler step when the gap fits in one."""
+        if self._one_step_ok() and abs(t1 - t0) <= self.solver.step_size * (1 + 1e-9):
+            self.solver_stats["nfe"] += 1
+            self.solver_stats["n_steps"] += 1
+            self.solver_stats["n_solves"] += 1
+            return h + (t1 - t0) * self.func(t0, h)
+        ts = torch.tensor([t0, t1], dtype=h.dtype, device=h.device)
+        return self.evolve(h, ts[0], ts[1])
 
     def forward(self, times: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, *,
                 update_mask: torch.Tensor | None = None, reverse: bool = False,
@@ -142,6 +255,49 @@ class RecurrentEncoder(nn.Module):
         ``update_mask`` (default ``mask``) says which values the model may *see*; ``mask`` says
         at which times it must have a state (for interpolation, the held-out times).
         """
+        if self.fast and self.kind == "ode":
+            return self._forward_ode_fast(times, values, mask, update_mask, reverse, keep_states)
+        return self._forward_loop(times, values, mask, update_mask, reverse, keep_states)
+
+    def _forward_ode_fast(self, times, values, mask, update_mask, reverse, keep_states) -> RunOutput:
+        b, k, _ = values.shape
+        seen = mask if update_mask is None else update_mask
+        union = torch.nonzero(mask.sum(dim=(0, 2)) > 0).flatten()
+        if reverse:
+            union = union.flip(0)
+        ts = _scaled_times(times, values)  # the values' dtype, as the loop's; float64 arithmetic on the gaps
+        t_union = ts[union].tolist()
+        # Everything that does not depend on the state, for all union times at once.
+        m_u = seen[:, union]  # (B, U, D)
+        gi = self.update.project(values[:, union] * m_u, m_u)  # (B, U, G)
+        observed = (m_u.sum(dim=-1, keepdim=True) > 0).to(values.dtype)  # (B, U, 1)
+        # unbind, not gi[:, j]: the backward of each slice would build a zero tensor of gi's full
+        # size (B, U, G), U times over (at minute quantisation, U is ~2,000 per batch of 50)
+        gis, obs = gi.unbind(1), observed.unbind(1)
+        h = values.new_zeros(b, self.hidden_dim)
+        t_prev = float(ts[-1] if reverse else ts[0])
+        states = []
+        for j, t in enumerate(t_union):
+            if t != t_prev:  # no solve over a zero-length gap
+                h = self._evolve_floats(h, t_prev, t)
+            if keep_states:
+                states.append(h)
+            h = torch.lerp(h, self.update.combine(h, gis[j]), obs[j])  # unobserved patients keep h
+            t_prev = t
+        end = float(ts[0] if reverse else ts[-1])
+        if end != t_prev:
+            h = self._evolve_floats(h, t_prev, end)
+        h_before = dt_before = None
+        if keep_states:
+            h_before = values.new_zeros(b, k, self.hidden_dim)
+            dt_before = values.new_zeros(b, k)
+            if states:
+                h_before = h_before.index_copy(1, union, torch.stack(states, dim=1))
+        return RunOutput(h, h_before, dt_before)
+
+    def _forward_loop(self, times, values, mask, update_mask, reverse, keep_states) -> RunOutput:
+        """The plain loop: one ``odeint`` call per gap and the full cell at each time (GRU-Δt, and
+        the reference for the fast ODE-RNN pass)."""
         b, k, _ = values.shape
         seen = mask if update_mask is None else update_mask
         ts = _scaled_times(times, values)
@@ -198,12 +354,13 @@ class RecurrentModel(_MortalityFromFinalState):
     """
 
     def __init__(self, input_dim: int, static_dim: int, hidden_dim: int = 64, kind: str = "ode",
-                 ode_hidden: int = 64, solver: SolveConfig | None = None):
+                 ode_hidden: int = 64, solver: SolveConfig | None = None, *, ode_layers: int = 1,
+                 gru_units: int = 0, head: tuple[int, ...] = (64,), dropout: float = 0.3):
         super().__init__()
-        self.encoder = RecurrentEncoder(input_dim, hidden_dim, kind, ode_hidden, solver)
-        self.classifier = classifier_head(hidden_dim + 2 * static_dim)
+        self.encoder = RecurrentEncoder(input_dim, hidden_dim, kind, ode_hidden, solver, ode_layers=ode_layers,
+                                        gru_units=gru_units)
+        self.classifier = classifier_head(hidden_dim + 2 * static_dim, head, dropout)
         self.readout = nn.Linear(hidden_dim + (1 if kind == "dt" else 0), input_dim)
-
 
     def reconstruct(self, times, values, mask, seen_mask) -> torch.Tensor:
         """Predict values (B, K, D) at every time of ``mask`` from what ``seen_mask`` lets it see."""
@@ -214,14 +371,15 @@ class RecurrentModel(_MortalityFromFinalState):
 
 
 def ODERNN(input_dim: int, static_dim: int, hidden_dim: int = 64, ode_hidden: int = 64,
-           solver: SolveConfig | None = None) -> RecurrentModel:
-    """ODE-RNN (Rubanova et al. 2019): ODE between observations, masked GRU update at each."""
-    return RecurrentModel(input_dim, static_dim, hidden_dim, "ode", ode_hidden, solver)
+           solver: SolveConfig | None = None, **sizes) -> RecurrentModel:
+    """ODE-RNN (Rubanova et al. 2019): ODE between observations, masked GRU update at each.
+    ``sizes``: ``ode_layers``, ``gru_units``, ``head``, ``dropout`` of :class:`RecurrentModel`."""
+    return RecurrentModel(input_dim, static_dim, hidden_dim, "ode", ode_hidden, solver, **sizes)
 
 
-def GRUDelta(input_dim: int, static_dim: int, hidden_dim: int = 64) -> RecurrentModel:
+def GRUDelta(input_dim: int, static_dim: int, hidden_dim: int = 64, **sizes) -> RecurrentModel:
     """GRU-Δt: masked GRU update with Δt since the last observation as an input; no ODE."""
-    return RecurrentModel(input_dim, static_dim, hidden_dim, "dt")
+    return RecurrentModel(input_dim, static_dim, hidden_dim, "dt", **sizes)
 
 
 # ---------------------------------------------------------------- GRU-D
@@ -321,19 +479,23 @@ class GRUDEncoder(nn.Module):
         inputs = torch.cat([x_hat, mask], dim=-1)
         observed = (mask.sum(dim=-1, keepdim=True) > 0).to(values.dtype)  # (B, K, 1)
         h = values.new_zeros(b, self.hidden_dim)
-        for i in torch.nonzero(mask.sum(dim=(0, 2)) > 0).flatten().tolist():
-            h_new = self.cell(inputs[:, i], gamma_h[:, i] * h)
-            h = observed[:, i] * h_new + (1.0 - observed[:, i]) * h
+        union = torch.nonzero(mask.sum(dim=(0, 2)) > 0).flatten()
+        # Select the union times once and unbind: slicing inputs[:, i] in the loop would make each
+        # slice's backward build a zero tensor of the full (B, K, ·) size (K = 2,881 on a minute grid).
+        steps = zip(inputs[:, union].unbind(1), gamma_h[:, union].unbind(1), observed[:, union].unbind(1))
+        for x_i, g_i, o_i in steps:
+            h = torch.lerp(h, self.cell(x_i, g_i * h), o_i)
         return RunOutput(h, None, None)
 
 
 class GRUD(_MortalityFromFinalState):
     """GRU-D with the course's mortality head (final state and descriptors): logits (B,)."""
 
-    def __init__(self, input_dim: int, static_dim: int, hidden_dim: int = 64, x_mean: torch.Tensor | None = None):
+    def __init__(self, input_dim: int, static_dim: int, hidden_dim: int = 64, x_mean: torch.Tensor | None = None,
+                 *, head: tuple[int, ...] = (64,), dropout: float = 0.3):
         super().__init__()
         self.encoder = GRUDEncoder(input_dim, hidden_dim, x_mean)
-        self.classifier = classifier_head(hidden_dim + 2 * static_dim)
+        self.classifier = classifier_head(hidden_dim + 2 * static_dim, head, dropout)
 
 
 
@@ -342,20 +504,28 @@ class LatentODE(nn.Module):
 
     ``forward`` returns mortality logits (B,) from the mean of q(z0); :meth:`loss` returns the
     negative ELBO (per observed value) plus the weighted classification loss.
+
+    ``solver`` is the encoder's; ``decoder_solver`` (default: the same) the decoder's, one solve
+    per batch with outputs at the batch's union of observation times only. ``self.solver`` is the
+    decoder's (the audit tunes it there) and ``self.encoder.solver`` the encoder's. ``kl_coef`` weighs
+    the KL term (the published schedule sets it per epoch; 1 by default).
     """
 
     def __init__(self, input_dim: int, static_dim: int, latent_dim: int = 20, hidden_dim: int = 64,
                  ode_hidden: int = 64, solver: SolveConfig | None = None, obs_std: float = 0.5,
-                 ce_weight: float = 10.0):
+                 ce_weight: float = 10.0, *, ode_layers: int = 1, gru_units: int = 0, head: tuple[int, ...] = (64,),
+                 dropout: float = 0.3, decoder_solver: SolveConfig | None = None):
         super().__init__()
-        self.encoder = RecurrentEncoder(input_dim, hidden_dim, "ode", ode_hidden, solver)
+        self.encoder = RecurrentEncoder(input_dim, hidden_dim, "ode", ode_hidden, solver, ode_layers=ode_layers,
+                                        gru_units=gru_units)
         self.to_q = nn.Linear(hidden_dim, 2 * latent_dim)
-        self.decoder_func = ODEFunc(latent_dim, ode_hidden)
+        self.decoder_func = ODEFunc(latent_dim, ode_hidden, ode_layers)
         self.decoder_out = nn.Linear(latent_dim, input_dim)
-        self.classifier = classifier_head(latent_dim + 2 * static_dim)
-        self.solver = solver or DEFAULT_SOLVER
+        self.classifier = classifier_head(latent_dim + 2 * static_dim, head, dropout)
+        self.solver = decoder_solver or solver or DEFAULT_SOLVER
         self.obs_std = obs_std
         self.ce_weight = ce_weight
+        self.kl_coef = 1.0
         self.decoder_stats = _stats_zero()
 
     @property
@@ -369,13 +539,27 @@ class LatentODE(nn.Module):
         mean, logvar = self.to_q(h0).chunk(2, dim=-1)
         return mean, logvar.clamp(-10, 5)
 
-    def decode(self, z0: torch.Tensor, times: torch.Tensor) -> torch.Tensor:
-        """z0 (B, L) -> predicted values (B, K, D) at every grid time."""
-        sol = odeint(self.decoder_func, z0, _scaled_times(times, z0), **self.solver.odeint_kwargs())
+    def decode(self, z0: torch.Tensor, times: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """z0 (B, L) -> predicted values (B, K, D) at the grid times.
+
+        With ``mask`` (B, K, D), one solve outputs only at t = 0 and the union of the batch's
+        observation times (at minute quantisation a few hundred of 2,881 grid times); the
+        other grid times get zeros (nothing is observed there, so no loss reads them).
+        """
+        k = times.shape[0]
+        idx = None
+        if mask is not None:
+            idx = torch.nonzero(mask.sum(dim=(0, 2)) > 0).flatten()
+            idx = torch.unique(torch.cat([idx.new_zeros(1), idx]))  # the solve starts at t = 0
+        grid = _scaled_times(times if idx is None else times[idx], z0)
+        sol = odeint(self.decoder_func, z0, grid, **self.solver.odeint_kwargs())
         self.decoder_stats["nfe"] += int(sol.stats["nfe"])
         self.decoder_stats["n_steps"] += int(sol.stats["n_steps"])
         self.decoder_stats["n_solves"] += 1
-        return self.decoder_out(sol.ys).transpose(0, 1)
+        out = self.decoder_out(sol.ys).transpose(0, 1)  # (B, len(grid), D)
+        if idx is None:
+            return out
+        return out.new_zeros(out.shape[0], k, out.shape[-1]).index_copy(1, idx, out)
 
     def forward(self, times, values, mask, static, static_mask) -> torch.Tensor:
         mean, _ = self.posterior(times, values, mask)
@@ -384,19 +568,19 @@ class LatentODE(nn.Module):
     def loss(self, times, values, mask, static, static_mask, labels) -> tuple[torch.Tensor, dict]:
         mean, logvar = self.posterior(times, values, mask)
         z0 = mean + torch.randn_like(mean) * (0.5 * logvar).exp()
-        pred = self.decode(z0, times)
+        pred = self.decode(z0, times, mask)
         n_obs = mask.sum(dim=(1, 2)).clamp_min(1)
         nll = (((pred - values) ** 2 * mask).sum(dim=(1, 2)) / (2 * self.obs_std ** 2)
                + 0.5 * math.log(2 * math.pi * self.obs_std ** 2) * mask.sum(dim=(1, 2)))
         kl = 0.5 * (mean ** 2 + logvar.exp() - 1 - logvar).sum(-1)
-        neg_elbo = ((nll + kl) / n_obs).mean()
+        neg_elbo = ((nll + self.kl_coef * kl) / n_obs).mean()
         logits = self.classifier(torch.cat([mean, static, static_mask], dim=-1)).squeeze(-1)
         ce = nn.functional.binary_cross_entropy_with_logits(logits, labels)
         return neg_elbo + self.ce_weight * ce, {"neg_elbo": float(neg_elbo.detach()), "ce": float(ce.detach())}
 
     def reconstruct(self, times, values, mask, seen_mask) -> torch.Tensor:
         mean, _ = self.posterior(times, values * seen_mask, seen_mask)
-        return self.decode(mean, times)
+        return self.decode(mean, times, mask)
 
 
 # ---------------------------------------------------------------- non-sequential baseline
@@ -497,10 +681,14 @@ def auc(labels, scores) -> float:
     return float(roc_auc_score(y, scores))
 
 
-def build_model(name: str, data, *, hidden_dim: int = 64, solver: SolveConfig | None = None, seed: int = 0):
+def build_model(name: str, data, *, hidden_dim: int = 64, solver: SolveConfig | None = None, seed: int = 0,
+                settings: PhysioNetSettings | None = None):
     """One of :data:`MODELS`, sized for ``data``, on its device and dtype.
 
     Give it the (normalised) training split: GRU-D takes its empirical means from ``data``.
+    With ``settings`` (:mod:`nodecourse.models.physionet_settings`), the sizes, the solvers and
+    the head are the settings' and ``hidden_dim`` is ignored; ``solver``, if given, still sets
+    the encoder's solve.
     """
     if name not in MODELS:
         raise ValueError(f"model={name!r} is not one of {MODELS}")
@@ -508,7 +696,9 @@ def build_model(name: str, data, *, hidden_dim: int = 64, solver: SolveConfig | 
         return SummaryLogReg(seed=seed)
     torch.manual_seed(seed)
     d, s = data.values.shape[-1], data.static.shape[-1]
-    if name == "odernn":
+    if settings is not None:
+        model = _build_from_settings(name, d, s, settings, solver, empirical_means(data) if name == "gru-d" else None)
+    elif name == "odernn":
         model = ODERNN(d, s, hidden_dim, solver=solver)
     elif name == "gru-dt":
         model = GRUDelta(d, s, hidden_dim)
@@ -519,30 +709,96 @@ def build_model(name: str, data, *, hidden_dim: int = 64, solver: SolveConfig | 
     return model.to(device=data.values.device, dtype=data.values.dtype)
 
 
-def fit(name: str, train, test, *, val=None, epochs: int = 10, batch_size: int = 64, lr: float = 3e-3,
-        weight_decay: float = 1e-3, hidden_dim: int = 64, solver: SolveConfig | None = None, seed: int = 0,
-        progress: bool = True, eval_every: int = 0) -> tuple[object, FitResult]:
+def settings_solvers(settings: PhysioNetSettings) -> tuple[SolveConfig, SolveConfig]:
+    """(encoder, decoder) solves of ``settings``: Euler at ``encoder_step_hours`` for the encoders."""
+    step = settings.encoder_step_hours / HORIZON_HOURS
+    encoder = SolveConfig(method="euler", step_size=step, rtol=1e-3, atol=1e-4)
+    if settings.decoder_method == "euler":
+        return encoder, encoder
+    return encoder, SolveConfig(method=settings.decoder_method, rtol=settings.decoder_rtol, atol=settings.decoder_atol)
+
+
+def _build_from_settings(name, d, s, st: PhysioNetSettings, solver, x_mean):
+    # The published code sizes every recurrent model's state by --latents (run_models.py:
+    # ODE_RNN and Classic_RNN get args.latents); the Latent ODE's encoder by --rec-dims.
+    enc_solver, dec_solver = settings_solvers(st)
+    enc_solver = solver or enc_solver
+    head = {"head": st.classifier_hidden, "dropout": st.classifier_dropout}
+    if name == "odernn":
+        return ODERNN(d, s, st.ode_rnn_hidden, st.ode_units, enc_solver, ode_layers=st.ode_layers,
+                      gru_units=st.gru_units, **head)
+    if name == "gru-dt":
+        return GRUDelta(d, s, st.ode_rnn_hidden, gru_units=st.gru_units, **head)
+    if name == "gru-d":
+        return GRUD(d, s, st.ode_rnn_hidden, x_mean=x_mean, **head)
+    return LatentODE(d, s, st.latent_dim, st.rec_dim, st.ode_units, enc_solver, st.obs_std, st.ce_weight,
+                     ode_layers=st.ode_layers, gru_units=st.gru_units, decoder_solver=dec_solver, **head)
+
+
+def kl_weight(settings: PhysioNetSettings | None, epoch: int) -> float:
+    """The KL term's weight in ``epoch`` (0-based): 1 without a warm-up, else the published schedule
+    (0 for ``kl_warmup_epochs`` epochs, then 1 - ``kl_rate`` ** (epoch - warm-up))."""
+    if settings is None or settings.kl_warmup_epochs == 0:
+        return 1.0
+    if epoch < settings.kl_warmup_epochs:
+        return 0.0
+    return 1.0 - settings.kl_rate ** (epoch - settings.kl_warmup_epochs)
+
+
+def make_optimizer(model: nn.Module, settings: PhysioNetSettings, epochs: int):
+    """(optimizer, per-epoch scheduler or None, per-iteration scheduler or None) for ``settings``."""
+    cls = torch.optim.Adamax if settings.optimizer == "adamax" else torch.optim.Adam
+    opt = cls(model.parameters(), lr=settings.lr, weight_decay=settings.weight_decay)
+    if settings.lr_schedule == "cosine":
+        return opt, torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, epochs)), None
+    rate, floor = settings.lr_decay_per_iteration, settings.lr_floor_fraction
+    # published update_learning_rate: lr <- max(lr * rate, floor * lr0) after every batch
+    per_step = torch.optim.lr_scheduler.LambdaLR(opt, lambda it: max(rate ** it, floor))
+    return opt, None, per_step
+
+
+def fit(name: str, train, test, *, val=None, epochs: int | None = None, batch_size: int | None = None,
+        lr: float = 3e-3, weight_decay: float = 1e-3, hidden_dim: int = 64, solver: SolveConfig | None = None,
+        seed: int = 0, progress: bool = True, eval_every: int = 0,
+        settings: PhysioNetSettings | None = None) -> tuple[object, FitResult]:
     """Train ``name`` on the normalised ``train`` set and score AUC on ``test``.
 
     With a validation set ``val`` (patients of the training split, never of ``test``), the
     weights of the epoch with the best validation AUC are kept; without one, those of the last
     epoch. The test set never chooses anything. ``eval_every > 0`` also records the test AUC
     every that many epochs in the history, for plots only.
+
+    ``settings`` (e.g. :data:`~nodecourse.models.physionet_settings.PUBLISHED`) sets the sizes,
+    solvers, optimiser, learning-rate schedule, clipping, the Latent ODE's loss weights and KL
+    schedule; ``lr``, ``weight_decay`` and ``hidden_dim`` are then ignored, and ``epochs`` and
+    ``batch_size`` default to the settings'. Without settings: Adam with cosine decay, 10
+    epochs, batches of 64 (the course's behaviour before the settings existed).
     """
+    if settings is None:
+        epochs = 10 if epochs is None else epochs
+        batch_size = 64 if batch_size is None else batch_size
+    else:
+        epochs = settings.epochs if epochs is None else epochs
+        batch_size = settings.batch_size if batch_size is None else batch_size
     if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 0:
         raise ValueError(f"epochs={epochs!r}: give a non-negative integer")
     for split_name, split in (("train", train), ("test", test), ("val", val)):
         if split is not None and not getattr(split, "normalized", False):
             raise ValueError(f"{split_name} is not normalised; apply Normalizer.fit(train).transform(...) first")
     start, cpu_start = time.perf_counter(), time.process_time()
-    model = build_model(name, train, hidden_dim=hidden_dim, solver=solver, seed=seed)
+    model = build_model(name, train, hidden_dim=hidden_dim, solver=solver, seed=seed, settings=settings)
     if name == "summary-logreg":
         model.fit(train)
         score = auc(test.labels, model.predict_proba(test))
         return model, FitResult(name, score, len(train), len(test), time.perf_counter() - start, 0, seed,
                                 cpu_seconds=time.process_time() - cpu_start)
 
-    opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
+    if settings is None:
+        opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
+        per_epoch, per_step, clip = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, epochs)), None, 5.0
+    else:
+        (opt, per_epoch, per_step), clip = make_optimizer(model, settings, epochs), settings.clip_grad_norm
+    n_batches = math.ceil(len(train) / batch_size)
     n_forward = 0
     best = {"auc": -1.0, "state": None, "epoch": epochs}
 
@@ -551,6 +807,7 @@ def fit(name: str, train, test, *, val=None, epochs: int = 10, batch_size: int =
         times, values, mask, static, smask, y = _batch(train, idx)
         n_forward += 1
         if isinstance(model, LatentODE):
+            model.kl_coef = kl_weight(settings, (n_forward - 1) // n_batches)
             return model.loss(times, values, mask, static, smask, y)[0], {}
         logits = model(times, values, mask, static, smask)
         return nn.functional.binary_cross_entropy_with_logits(logits, y), {}
@@ -569,8 +826,9 @@ def fit(name: str, train, test, *, val=None, epochs: int = 10, batch_size: int =
 
     history = train_epochs(
         model, loss_on_batch, seeded_batches(len(train), batch_size, seed=seed, device=train.values.device),
-        epochs=epochs, optimizer=opt, scheduler=torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, epochs)),
-        clip_grad_norm=5.0, on_epoch=on_epoch, progress=progress, desc=f"{name} seed {seed}",
+        epochs=epochs, optimizer=opt, scheduler=per_epoch, clip_grad_norm=clip, on_epoch=on_epoch,
+        on_step=(lambda logs: per_step.step()) if per_step is not None else None,
+        progress=progress, desc=f"{name} seed {seed}",
     )
     best_state, best_epoch = best["state"], best["epoch"]
     if best_state is not None:
@@ -584,6 +842,8 @@ def fit(name: str, train, test, *, val=None, epochs: int = 10, batch_size: int =
         solver_info = {"method": cfg.method, "step_size_hours": None if cfg.step_size is None
                        else cfg.step_size * HORIZON_HOURS, "train_nfe": train_nfe,
                        "nfe_per_training_batch": train_nfe / max(n_forward, 1)}
+        if isinstance(model, LatentODE):  # its decoder solves apart from the encoder
+            solver_info["decoder_method"] = model.solver.method
     result = FitResult(name, score, len(train), len(test), seconds, epochs, seed, solver_info, history,
                        cpu_seconds=time.process_time() - cpu_start)
     result.best_epoch = best_epoch if val is not None else epochs

@@ -68,3 +68,26 @@ def plot_scaled_time(batches: dict[str, torch.Tensor], title: str) -> go.Figure:
     for name, (hours, scaled) in batches.items():
         fig.add_trace(go.Scatter(x=hours.tolist(), y=scaled.tolist(), mode="lines+markers", name=name))
     return fig
+
+
+def plot_learning_curve(result, published: dict[str, tuple[float, float]] | None = None,
+                        published_patients: int | None = None) -> go.Figure:
+    """Mean held-out AUC against training patients, one line per model, 95 % seed intervals as
+    error bars (none with one seed); ``published`` (mean, std) drawn as markers at
+    ``published_patients`` when given. ``result``: a :class:`~nodecourse.lessons.lesson05_curve.CurveResult`."""
+    fig = figure(f"Learning curve on set A ({result.config.settings} settings, {result.data_source} data)",
+                 "training patients (set A)", "held-out AUC (in-hospital mortality)", height=400)
+    for model in result.config.models:
+        rows = [s for s in result.summary() if s.model == model]
+        if not rows:
+            continue
+        err = [None if s.low is None else s.high - s.mean for s in rows]
+        fig.add_trace(go.Scatter(
+            x=[s.n_train for s in rows], y=[s.mean for s in rows], mode="lines+markers", name=model,
+            error_y=dict(type="data", array=[e or 0.0 for e in err], visible=any(e is not None for e in err))))
+        if published and model in published and published_patients:
+            mean, std = published[model]
+            fig.add_trace(go.Scatter(x=[published_patients], y=[mean], mode="markers", marker_symbol="star",
+                                     marker_size=12, name=f"{model}, published",
+                                     error_y=dict(type="data", array=[std])))
+    return fig

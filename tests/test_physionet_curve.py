@@ -1,0 +1,65 @@
+"""Lesson 5's learning curve (nodecourse.lessons.lesson05_curve) and its plot."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from physionet_fixtures import synthetic_set
+
+from nodecourse.data.physionet import sources
+from nodecourse.lessons import lesson05_curve as lc
+from nodecourse.plotting.physionet import plot_learning_curve
+
+needs_real = pytest.mark.skipif(not sources.has_set(sources.SHARED_DIR, "set-a"),
+                                reason="../shared/physionet2012 not present")
+
+
+@pytest.fixture(scope="module")
+def raw(tmp_path_factory):
+    """A raw synthetic set of 90 patients on a 2-hour grid."""
+    return synthetic_set(tmp_path_factory.mktemp("pn_curve"), 90, seed=6, quantization=2.0)
+
+
+def test_split_is_nested_stratified_and_disjoint():
+    labels = np.array([0] * 80 + [1] * 20)
+    pool, held = lc.draw_split(100, labels, 60, seed=3)
+    assert len(pool) == 60 and len(held) == 40 and not set(pool) & set(held)
+    assert labels[pool].sum() == 12  # stratified: 20 % of the pool
+    again, _ = lc.draw_split(100, labels, 60, seed=3)
+    assert (again == pool).all()
+    with pytest.raises(ValueError, match="leave no held-out patients"):
+        lc.draw_split(100, labels, 100, seed=0)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"sizes": (40, 20)}, "increasing"), ({"sizes": (1,)}, "integers >= 2"),
+    ({"models": ("lstm",)}, "not models"), ({"seeds": ()}, "at least one seed"),
+])
+def test_bad_configs_are_named(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        lc.CurveConfig(**kwargs)
+
+
+def test_curve_points_summary_and_plot(raw):
+    config = lc.CurveConfig(sizes=(20, 40), seeds=(0, 1), models=("gru-d", "summary-logreg"), epochs=1)
+    result = lc.learning_curve(config, data=raw, progress=False)
+    assert len(result.points) == 2 * 2 * 2
+    assert {p.n_eval for p in result.points} == {90 - 40}  # every size of a seed scored on the same patients
+    assert all(0.0 <= p.auc <= 1.0 for p in result.points)
+    rows = result.summary()
+    assert [(s.model, s.n_train, s.n_seeds) for s in rows] == [
+        ("gru-d", 20, 2), ("gru-d", 40, 2), ("summary-logreg", 20, 2), ("summary-logreg", 40, 2)]
+    assert all(s.low <= s.mean <= s.high for s in rows)
+    assert "| gru-d | 40 | 2 |" in result.to_markdown()
+    fig = plot_learning_curve(result, published={"gru-d": (0.818, 0.008)}, published_patients=3200)
+    assert fig.layout.xaxis.title.text == "training patients (set A)"
+    assert fig.layout.yaxis.title.text.startswith("held-out AUC")
+    assert [t.name for t in fig.data] == ["gru-d", "gru-d, published", "summary-logreg"]
+    assert list(fig.data[0].x) == [20, 40]
+
+
+@needs_real
+@pytest.mark.slow
+def test_quick_curve_on_real_set_a():
+    result = lc.learning_curve(lc.QUICK_CURVE, progress=False)
+    assert result.data_source == "shared" and result.quantization_hours == pytest.approx(1 / 60)
+    assert len(result.points) == len(lc.QUICK_CURVE.sizes) * len(lc.QUICK_CURVE.seeds) * len(lc.CURVE_MODELS)
