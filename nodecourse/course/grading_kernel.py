@@ -106,7 +106,8 @@ class _StderrTail:
 class Kernel:
     """One kernel, started (sandboxed when ``isolation`` allows) and driven by this process."""
 
-    def __init__(self, isolation: sandbox.Isolation, start_timeout_s: float = KERNEL_START_TIMEOUT_S):
+    def __init__(self, isolation: sandbox.Isolation, start_timeout_s: float = KERNEL_START_TIMEOUT_S,
+                 limits: sandbox.Limits | None = None):
         from jupyter_client import KernelManager
         from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
         import ipykernel.kernelspec
@@ -119,7 +120,8 @@ class Kernel:
         workdir = self._dir / "work"
         workdir.mkdir()
         command = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
-        argv, env = sandbox.wrap(isolation, command, kernel_environment(isolation), shared_dirs=[conn], home=home)
+        argv, env = sandbox.wrap(isolation, command, kernel_environment(isolation), shared_dirs=[conn], home=home,
+                                 hide_grader=True, limits=limits)
 
         class _Spec(KernelSpecManager):
             def get_kernel_spec(self, kernel_name):

@@ -5,9 +5,10 @@ sandboxed kernel (:class:`~nodecourse.course.grading_kernel.Kernel`):
 
 - setup and answer cells run as they are;
 - a check cell converted to a task spec (``self_check("NN", "<id>", ...)``) is
-  *not* run: the grader asks the kernel for the learner's answer to that task on
-  the grader's seed (:func:`nodecourse.course.tasks.answer_text`) and keeps the
-  reply as text, to be judged later in the grader's process. A task whose
+  *not* run: the grader builds the task's inputs from its seed in its own
+  process and sends the kernel one call, the learner's function on those inputs
+  (:mod:`nodecourse.course.tasks.kernel_side`); it keeps the reply as text, to
+  be judged later in the grader's process. A task whose
   answer cells failed or timed out is not asked at all: its outcome says which
   answer it needed and what happened to it;
 - any other check cell runs in the kernel as before, with the kernel guard
@@ -23,15 +24,16 @@ from __future__ import annotations
 import ast
 import re
 
+from nodecourse.course import tasks
 from nodecourse.course.exercise_builder import answer_id, check_id
 from nodecourse.course.grading_kernel import CellResult, Kernel, KernelStartError
 from nodecourse.course.sandbox import Isolation
+from nodecourse.course.tasks import kernel_side
+from nodecourse.course.tasks.spec import make_inputs
 from nodecourse.course.textsafe import escape
 
 _GUARD = "__import__('sys').modules['nodecourse.course.kernel_guard']"
 _INSTALL = "__import__('nodecourse.course.kernel_guard', fromlist=['install']).install(get_ipython())"
-_ANSWER = ("__import__('nodecourse.course.tasks', fromlist=['answer_text']).answer_text("
-           "{ex!r}, {check!r}, {seed!r}, __import__('IPython').get_ipython().user_ns)")
 # Lines that would change how nbval treats a cell (skip it, accept an error): matched per line
 # as nbval splits them (str.splitlines, which also breaks at \u2028, \x0c, \x1c...).
 NBVAL_MARKER = re.compile(r"^\s*#.*\b(NBVAL_\w+|PYTEST_VALIDATE_\w+)")
@@ -188,8 +190,8 @@ class Runner:
             kernel.close()
 
     def _request(self, kernel: Kernel, num: int) -> dict:
-        ex, check = self.specs[num]
-        res = kernel.evaluate(_ANSWER.format(ex=ex, check=check, seed=self.seed), self.timeout_s)
+        task = tasks.get_task(*self.specs[num])
+        res = kernel.evaluate(kernel_side.request(task, make_inputs(task, self.seed)), self.timeout_s)
         if res.status in ("timeout", "dead"):
             outcome = _outcome_of(res, self.timeout_s, what="the task")
             if res.status == "timeout":

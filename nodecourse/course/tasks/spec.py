@@ -20,6 +20,10 @@ A :class:`Task` says, for one check of an exercise:
   memory, a hook): the weaker kind, listed in CONTRIBUTING's trust model.
 - ``hints``: (text found in an error message, likely cause) pairs for errors a
   learner typically meets.
+- ``library_answers``: ``"module:function"`` names of the library's functions
+  that would answer a "write it yourself" task; while the task runs in the
+  grader's kernel they raise "this task asks you to write it (...)".
+- ``weight``: the points this check is worth in a gradebook (default 1).
 """
 from __future__ import annotations
 
@@ -53,6 +57,8 @@ class Task:
     after: tuple[str, ...] = ()
     observed: str = ""
     hints: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    library_answers: tuple[str, ...] = ()
+    weight: float = 1.0
 
     def hint_for(self, message: str) -> str:
         """The likely cause of an error whose message contains one of :attr:`hints`' texts."""
