@@ -24,7 +24,7 @@ class ScriptedKernel:
 
     started = 0
 
-    def __init__(self, isolation):
+    def __init__(self, isolation, limits=None):
         type(self).started += 1
         self.number = type(self).started
 

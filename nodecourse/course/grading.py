@@ -58,6 +58,7 @@ from nodecourse.course.textsafe import escape
 from nodecourse.measure.tables import text_table
 
 DEFAULT_CELL_TIMEOUT_S = 120
+DEFAULT_NOTEBOOK_TIMEOUT_S = 1800  # the whole notebook, replays after a restart included
 KERNEL_START_TIMEOUT_S = grading_kernel.KERNEL_START_TIMEOUT_S
 # Copies that JupyterLab makes ("X-Copy1.ipynb") grade against X.ipynb.
 _COPY_SUFFIX = re.compile(r"-Copy\d+$")
@@ -315,6 +316,8 @@ def grade_notebook(
     keep_dir: Path | str | None = None,
     seed: int | None = None,
     isolation: sandbox.Isolation | None = None,
+    notebook_timeout_s: float | None = DEFAULT_NOTEBOOK_TIMEOUT_S,
+    limits: sandbox.Limits | None = None,
 ) -> tuple[list[CheckRow], list[str]]:
     """Grade one learner notebook; return its table rows and warnings (notes included).
 
@@ -323,6 +326,8 @@ def grade_notebook(
     where the assembled notebook and the outcomes are written after grading.
     ``seed``: the seed of the task inputs (default: drawn now, at random).
     ``isolation``: default :func:`nodecourse.course.sandbox.probe`.
+    ``notebook_timeout_s``: the whole notebook's limit (None: only the per-cell one).
+    ``limits``: the kernel's memory and /tmp limits (:class:`nodecourse.course.sandbox.Limits`).
     """
     notebook = Path(notebook)
     if not notebook.is_file():
@@ -348,8 +353,10 @@ def grade_notebook(
     guard = any(check_id(c) and num not in specs for num, c in enumerate(code_cells))
     get_references = _references(specs, seed, isolation)
     observed = frozenset(num for num, call in specs.items() if tasks.get_task(*call).observed)
+    if notebook_timeout_s is not None and not notebook_timeout_s > 0:
+        raise GradingError(f"notebook_timeout={notebook_timeout_s!r}: give a positive number of seconds")
     runner = Runner(code_cells, specs, timeout_s=timeout_s, isolation=isolation, seed=seed, guard=guard,
-                    needs=needs, observed=observed)
+                    needs=needs, observed=observed, notebook_timeout_s=notebook_timeout_s, limits=limits)
     try:
         outcomes, notes = runner.run()
     except RunError as exc:

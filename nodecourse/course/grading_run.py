@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import ast
 import re
+import time
 
 from nodecourse.course import tasks
 from nodecourse.course.exercise_builder import answer_id, check_id
 from nodecourse.course.grading_kernel import CellResult, Kernel, KernelStartError
-from nodecourse.course.sandbox import Isolation
+from nodecourse.course.sandbox import Isolation, Limits
 from nodecourse.course.tasks import kernel_side
 from nodecourse.course.tasks.spec import make_inputs
 from nodecourse.course.textsafe import escape
@@ -73,9 +74,15 @@ class Runner:
     """Runs one assembled notebook; :meth:`run` returns outcomes by code-cell number, and notes."""
 
     def __init__(self, cells, specs: dict[int, tuple[str, str]], *, timeout_s: float, isolation: Isolation,
-                 seed: int, guard: bool, needs: dict[int, tuple[str, ...]], observed: frozenset[int] = frozenset()):
+                 seed: int, guard: bool, needs: dict[int, tuple[str, ...]], observed: frozenset[int] = frozenset(),
+                 notebook_timeout_s: float | None = None, limits: Limits | None = None):
         self.cells, self.specs, self.needs, self.observed = cells, specs, needs, observed
         self.timeout_s, self.isolation, self.seed, self.guard = timeout_s, isolation, seed, guard
+        self.cell_timeout_s, self.limits = timeout_s, limits
+        # The whole notebook's wall-clock limit: each cell then gets at most what is left of it.
+        self.notebook_timeout_s = notebook_timeout_s
+        self._deadline = None if notebook_timeout_s is None else time.monotonic() + notebook_timeout_s
+        self.hung: list[tuple[int, frozenset[str]]] = []  # tasks that timed out, and the answers they called
         self.outcomes: dict[int, dict] = {}
         self.live: dict[int, str] = {}  # cell number -> "" when its effects are in the kernel, else why not
         self.notes: list[str] = []
@@ -85,7 +92,7 @@ class Runner:
 
     def _start(self) -> Kernel:
         try:
-            kernel = Kernel(self.isolation)
+            kernel = Kernel(self.isolation, limits=self.limits)
         except KernelStartError as exc:
             raise RunError(str(exc)) from exc
         if self.guard:
@@ -164,8 +171,30 @@ class Runner:
                 return f"not run: needs answer {need!r}, whose cell {why}"
         return ""
 
+    def _time_left(self) -> bool:
+        """Set this cell's limit to what the notebook's limit leaves (at most the per-cell one);
+        False when nothing is left."""
+        if self._deadline is None:
+            return True
+        left = self._deadline - time.monotonic()
+        self.timeout_s = max(0.0, min(self.cell_timeout_s, left))
+        return left > 0
+
+    def _out_of_time(self) -> dict:
+        return {"outcome": "failed", "stdout": "",
+                "reason": f"not run: the notebook's time limit ({self.notebook_timeout_s:g} s) was reached"}
+
+    def _hung_before(self, num: int) -> str:
+        """A task timed out calling answers that this task calls too: it would hang the same way."""
+        mine = frozenset(self.needs.get(num, ()))
+        for earlier, theirs in self.hung:
+            if theirs and theirs <= mine:
+                return (f"not run: check {self.specs[earlier][1]!r} timed out calling the same answers "
+                        f"({', '.join(sorted(theirs))}); a hanging answer costs one timeout, not one per check")
+        return ""
+
     def _ask(self, kernel: Kernel, num: int) -> dict:
-        missing = self._missing_needs(num)
+        missing = self._missing_needs(num) or self._hung_before(num)
         if missing:
             return {"outcome": "failed", "reason": missing, "stdout": ""}
         if num in self.observed:
@@ -212,8 +241,12 @@ class Runner:
         try:
             for num, cell in enumerate(self.cells):
                 task = answer_id(cell)
-                if num in self.specs:
+                if not self._time_left():
+                    outcome = self._out_of_time()
+                elif num in self.specs:
                     outcome = self._ask(kernel, num)
+                    if outcome["reason"].startswith("the task timed out"):
+                        self.hung.append((num, frozenset(self.needs.get(num, ()))))
                 elif task is None and has_marker(cell.source, SKIP_MARKER):
                     outcome = {"outcome": "skipped", "reason": "NBVAL_SKIP", "stdout": ""}
                 else:
@@ -222,7 +255,8 @@ class Runner:
                 self.live[num] = "" if outcome["outcome"] in ("passed", "skipped") else _why(outcome)
                 if outcome.get("lost_kernel") and num not in self.observed:
                     self._lose(kernel, outcome["reason"])
-                    kernel = self._replay(num)
+                    if self._time_left():  # else every later cell is "not run" and needs no kernel
+                        kernel = self._replay(num)
         finally:
             kernel.close()
         return self.outcomes, self.notes
@@ -239,6 +273,10 @@ class Runner:
             replayed = 0
             for num in range(lost_at):
                 if not self._replayable(num):
+                    continue
+                if not self._time_left():
+                    self.live[num] = "was not replayed: the notebook's time limit was reached"
+                    failed.append(f"cell {num} (the notebook's time limit was reached)")
                     continue
                 res = self._run_cell(kernel, num)
                 replayed += 1
