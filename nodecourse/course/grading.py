@@ -60,8 +60,10 @@ from nodecourse.measure.tables import text_table
 DEFAULT_CELL_TIMEOUT_S = 120
 DEFAULT_NOTEBOOK_TIMEOUT_S = 1800  # the whole notebook, replays after a restart included
 KERNEL_START_TIMEOUT_S = grading_kernel.KERNEL_START_TIMEOUT_S
-# Copies that JupyterLab makes ("X-Copy1.ipynb") grade against X.ipynb.
-_COPY_SUFFIX = re.compile(r"-Copy\d+$")
+# Copies that JupyterLab makes ("X-Copy1.ipynb") and the names browsers and LMS downloads give a
+# second copy ("X (1).ipynb", "X-1.ipynb") grade against X.ipynb.
+COPY_SUFFIX = re.compile(r"(?:-Copy\d+|\s*\(\d+\)|-\d+)+$")
+_COPY_SUFFIX = COPY_SUFFIX
 REASON_LIMIT = 300
 
 
@@ -81,6 +83,7 @@ class CheckRow:
     check_cell_passed: bool  # the check's own outcome, before linking to its answer
     isolation: str = ""  # sandbox.Isolation.label of the run
     seed: int | None = None  # the seed the task inputs were drawn from (None: a check cell run as it is)
+    weight: float = 1.0  # the points the check is worth (its task spec's ``weight``)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -160,7 +163,7 @@ def machinery_used(source: str) -> list[str]:
     an import or a string), sorted; ``nodecourse.course`` imports count too."""
     try:
         tree = ast.parse(source)
-    except SyntaxError:
+    except (SyntaxError, ValueError, MemoryError, RecursionError):  # a huge expression: the kernel says why
         return []
     found = set()
     for node in ast.walk(tree):
@@ -221,7 +224,31 @@ def assemble(learner, reference) -> tuple[object, list[str]]:
     unknown = sorted(set(answers) - reference_tasks)
     if unknown:
         warnings.append(f"answer cells {unknown} are not in the reference exercise and were ignored")
+    outside = code_outside_answers(learner, reference)
+    if outside:
+        warnings.append(f"{OUTSIDE_PREFIX} {outside}")
     return nb, warnings
+
+
+OUTSIDE_PREFIX = "code outside the answer cells:"
+
+
+def _code_lines(source: str) -> tuple[str, ...]:
+    return tuple(line.strip() for line in source.splitlines() if line.strip() and not line.strip().startswith("#"))
+
+
+def code_outside_answers(learner, reference) -> str:
+    """A sentence when ``learner`` has code cells that are neither answer cells nor the reference's
+    own cells (a solution typed into a new cell, a helper in an extra cell): the grader runs only
+    the answer cells, so that code is not graded. "" when there are none."""
+    known = {_code_lines(c.source) for c in reference.cells if c.cell_type == "code"}
+    extra = [i for i, c in enumerate(learner.cells) if c.cell_type == "code" and answer_id(c) is None
+             and _code_lines(c.source) and _code_lines(c.source) not in known]
+    if not extra:
+        return ""
+    return (f"{len(extra)} code cell(s) (cell {', '.join(str(i + 1) for i in extra[:8])}"
+            f"{', ...' if len(extra) > 8 else ''}) are not answer cells and are not graded; the grader runs only "
+            "the answer cells (the ones with a 'your answer' stub), so move that code into them")
 
 
 
@@ -382,7 +409,12 @@ def _spec_row(outcome: dict, call: tuple[str, str], references: dict, passed_che
         return False, outcome.get("reason", "failed")
     if task.check not in references:
         raise GradingError(f"the reference process returned no value for check {task.check!r}")
-    verdict = tasks.judge_texts(task, outcome["answer"], references[task.check])
+    try:
+        verdict = tasks.judge_texts(task, outcome["answer"], references[task.check])
+    except Exception as exc:  # a judge that met a value it did not expect: this check fails, the grade goes on
+        first = (str(exc).strip().splitlines() or [""])[0][:160]
+        return False, (f"the answer could not be compared with the reference ({type(exc).__name__}: {first}); "
+                       "likely cause: a value of the wrong type, size or range (return what the task asks for)")
     reason = verdict.detail
     if not verdict.passed and not reason.startswith("NotImplementedError"):
         first = [c for c in task.after if passed_checks.get(c) is False]
@@ -398,9 +430,9 @@ def _rows(notebook: Path, exercise: str, code_cells, outcomes: dict[int, dict],
     passed_checks: dict[str, bool] = {}
     last_answer: tuple[str, dict] | None = None  # (task, outcome) of the latest answer cell
 
-    def add(check, passed, reason, own, is_task=False):
+    def add(check, passed, reason, own, is_task=False, weight=1.0):
         rows.append(CheckRow(str(notebook), exercise, check, passed, "" if passed else escape(reason, REASON_LIMIT),
-                             own, isolation.label, seed if is_task else None))
+                             own, isolation.label, seed if is_task else None, weight))
         passed_checks[check] = passed
 
     for num, cell in enumerate(code_cells):
@@ -412,7 +444,7 @@ def _rows(notebook: Path, exercise: str, code_cells, outcomes: dict[int, dict],
             continue
         if num in specs:
             passed, reason = _spec_row(outcome, specs[num], references, passed_checks)
-            add(cid, passed, reason, passed, is_task=True)
+            add(cid, passed, reason, passed, is_task=True, weight=float(tasks.get_task(*specs[num]).weight))
         elif cid is not None:
             passed, reason = ok, outcome.get("reason", "")
             if last_answer is not None and last_answer[1]["outcome"] != "passed":
@@ -469,6 +501,8 @@ def main(
     as_json: bool = False,
     keep_dir: str | None = None,
     seed: int | None = None,
+    notebook_timeout_s: float | None = DEFAULT_NOTEBOOK_TIMEOUT_S,
+    limits: sandbox.Limits | None = None,
 ) -> int:
     """Grade ``notebooks``; print the table (or JSON); return the exit code (0 = all pass)."""
     if reference is not None and len(notebooks) != 1:
@@ -495,7 +529,8 @@ def main(
             keep = Path(keep_dir) if len(notebooks) == 1 else Path(keep_dir) / f"{i + 1:02d}-{Path(nb).stem}"
         try:
             rows, warnings = grade_notebook(nb, reference=reference, timeout_s=timeout_s, keep_dir=keep,
-                                            seed=seed, isolation=isolation)
+                                            seed=seed, isolation=isolation, notebook_timeout_s=notebook_timeout_s,
+                                            limits=limits)
         except GradingError as exc:
             print(f"error: {escape(nb)}: {escape(exc)}", file=sys.stderr)
             failed_to_grade = True
@@ -512,6 +547,7 @@ def main(
             if len(notebooks) > 1:
                 text_out.append(f"\n{escape(nb)}")
             text_out.append(format_table(rows))
+            text_out.append(f"seed: {seed} (nodecourse grade --seed {seed} draws the same inputs again)")
             text_out.extend(f"note: {escape(n)}" for n in notes)
     if as_json:
         print(json.dumps([r.as_dict() for r in all_rows], indent=1))

@@ -55,7 +55,7 @@ def defined_names(source: str) -> set[str]:
     """Top-level names a cell defines (functions, classes, assignments, imports)."""
     try:
         tree = ast.parse(source)
-    except SyntaxError:
+    except (SyntaxError, ValueError, MemoryError, RecursionError):  # the kernel will say what is wrong
         return set()
     names: set[str] = set()
     for node in tree.body:
