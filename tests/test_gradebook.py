@@ -58,7 +58,7 @@ def test_a_class_is_graded_with_the_right_totals_and_an_interrupted_run_resumes(
         assert float(r["points"]) == expected[name] and float(r["max"]) == 4.0, r
         assert r["isolation"] == "bubblewrap" and r["error"] == ""
         assert sum(r[c] == "pass" for c in COLUMNS) == expected[name]
-    assert "euler-step" in proc.stdout and "pass rate" in proc.stdout and "mean total" in proc.stdout
+    assert "euler-step" in proc.stdout and "pass rate" in proc.stdout and "mean points" in proc.stdout
 
     # interrupted after two rows: the rest is graded, the two are skipped; a changed file is graded again
     with open(book, newline="", encoding="utf-8") as fh:
