@@ -20,6 +20,7 @@ module ``exNN`` here with ``EXERCISE`` (the notebook's stem) and ``TASKS``.
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import re
 from typing import Mapping
@@ -42,7 +43,14 @@ def tasks_for(exercise: str) -> dict[str, Task]:
     if exercise not in CONVERTED:
         raise UnknownTask(f"exercise {exercise!r} has no task specs; converted exercises: {list(CONVERTED)}")
     module = importlib.import_module(f"nodecourse.course.tasks.ex{exercise}")
-    return {t.check: t for t in module.TASKS}
+    # An exercise module may list, by check, the library functions that would answer a task
+    # ("write it yourself"): they become that task's ``library_answers``.
+    listed = getattr(module, "LIBRARY_ANSWERS", {})
+    unknown = set(listed) - {t.check for t in module.TASKS}
+    if unknown:
+        raise UnknownTask(f"exercise {exercise!r}: LIBRARY_ANSWERS names checks {sorted(unknown)} it does not have")
+    return {t.check: dataclasses.replace(t, library_answers=tuple(listed[t.check])) if t.check in listed else t
+            for t in module.TASKS}
 
 
 def get_task(exercise: str, check: str) -> Task:
