@@ -410,7 +410,10 @@ def _spec_row(outcome: dict, call: tuple[str, str], references: dict, passed_che
     if task.check not in references:
         raise GradingError(f"the reference process returned no value for check {task.check!r}")
     try:
-        verdict = tasks.judge_texts(task, outcome["answer"], references[task.check])
+        reference = references[task.check]
+        if outcome.get("measured") is not None and isinstance(reference, dict):
+            reference = {**reference, "measured": outcome["measured"]}  # measured by the grader, outside
+        verdict = tasks.judge_texts(task, outcome["answer"], reference)
     except Exception as exc:  # a judge that met a value it did not expect: this check fails, the grade goes on
         first = (str(exc).strip().splitlines() or [""])[0][:160]
         return False, (f"the answer could not be compared with the reference ({type(exc).__name__}: {first}); "

@@ -86,6 +86,14 @@ class CellResult:
         return self.status == "ok"
 
 
+def _status_bytes(pid: int, key: str) -> int:
+    """A ``kB`` field of ``/proc/<pid>/status``, in bytes (read by the grader, never by the kernel)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(key):
+            return int(line.split()[1]) * 1024
+    raise ValueError(f"{key} not in /proc/{pid}/status")
+
+
 class HeadTail:
     """Text kept within a bound: the first and the last ``keep`` characters, and how much was cut."""
 
@@ -238,6 +246,45 @@ class Kernel:
         return CellResult("ok" if status == "ok" and not error else "error", stdout.text(),
                           str(error.get("ename", "")), str(error.get("evalue", "")),
                           reply.get("user_expressions", {}))
+
+    def kernel_pid(self) -> int | None:
+        """The host's pid of the Python process that runs the learner's code (inside bubblewrap, the
+        descendant of the sandbox whose command line runs ``ipykernel_launcher``)."""
+        prov = getattr(self.km, "provisioner", None)
+        root = getattr(getattr(prov, "process", None), "pid", None)
+        if root is None:
+            return None
+        found, frontier = None, [root]
+        while frontier:
+            pid = frontier.pop()
+            try:
+                if b"ipykernel_launcher" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    found = pid
+                children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+            except OSError:
+                continue
+            frontier.extend(int(c) for c in children)
+        return found
+
+    def memory_mark(self) -> int | None:
+        """Reset the kernel process's peak resident set size (``/proc/<pid>/clear_refs``) to what it
+        holds now, and return that (bytes); None where this cannot be done here."""
+        pid = self.kernel_pid()
+        if pid is None:
+            return None
+        try:
+            Path(f"/proc/{pid}/clear_refs").write_text("5")
+            return _status_bytes(pid, "VmRSS:")
+        except (OSError, ValueError):
+            return None
+
+    def memory_peak(self) -> int | None:
+        """The kernel process's peak resident set size since :meth:`memory_mark` (bytes), or None."""
+        pid = self.kernel_pid()
+        try:
+            return None if pid is None else _status_bytes(pid, "VmHWM:")
+        except (OSError, ValueError):
+            return None
 
     def sweep(self) -> list[str]:
         """Remove from the connection folder whatever is not the kernel's sockets or its connection

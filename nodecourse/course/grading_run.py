@@ -29,7 +29,7 @@ from nodecourse.course import tasks
 from nodecourse.course.exercise_builder import answer_id, check_id
 from nodecourse.course.grading_kernel import CellResult, Kernel, KernelStartError
 from nodecourse.course.sandbox import Isolation, Limits
-from nodecourse.course.tasks import kernel_side
+from nodecourse.course.tasks import kernel_side, plain
 from nodecourse.course.tasks.spec import make_inputs
 from nodecourse.course.textsafe import escape
 
@@ -218,9 +218,45 @@ class Runner:
         finally:
             kernel.close()
 
+    def _measure(self, kernel: Kernel, task, inputs) -> tuple[list | None, dict | None]:
+        """An observed task's measurements, read by the grader from outside the kernel: for each key,
+        the kernel process's peak resident memory above its level at the start. ``(None, None)``
+        where the memory of the kernel cannot be read here; ``(None, outcome)`` when a run failed."""
+        measured = []
+        for key in task.measure_keys(inputs):
+            settle = kernel.evaluate(kernel_side.request(task, inputs, kernel_side.settle), self.timeout_s)
+            start = kernel.memory_mark()
+            if start is None:
+                return None, None
+            res = kernel.evaluate(kernel_side.request(task, inputs, kernel_side.measuring(task.measure, key)),
+                                  self.timeout_s)
+            peak = kernel.memory_peak()
+            for r in (settle, res):
+                if r.status in ("timeout", "dead"):
+                    return None, _outcome_of(r, self.timeout_s, what="the task")
+            reply = plain.decode(_literal(res.stdout, "")) if res.ok else {"ok": False, "type": res.ename}
+            if not isinstance(reply, dict) or reply.get("ok") is not True or peak is None:
+                why = f"{reply.get('type', '?')}: {reply.get('message', '')}" if isinstance(reply, dict) else "?"
+                return None, {"outcome": "failed", "stdout": "",
+                              "reason": f"the grader's measurement {key} failed in the kernel ({why})"}
+            measured.append({"key": key, "bytes": max(0, peak - start)})
+        return measured, None
+
     def _request(self, kernel: Kernel, num: int) -> dict:
         task = tasks.get_task(*self.specs[num])
-        res = kernel.evaluate(kernel_side.request(task, make_inputs(task, self.seed)), self.timeout_s)
+        inputs = make_inputs(task, self.seed)
+        measured = None
+        if task.measure is not None:
+            try:
+                measured, failed = self._measure(kernel, task, inputs)
+            except plain.NotPlain as exc:
+                failed = {"outcome": "failed", "stdout": "", "reason": f"the kernel's reply is not plain data: {exc}"}
+            if failed is not None:
+                return failed
+            if measured is None:
+                self.notes.append(f"check {task.check!r}: this machine does not let the grader read the kernel's "
+                                  "memory from outside; it was measured inside the kernel (the weaker way)")
+        res = kernel.evaluate(kernel_side.request(task, inputs), self.timeout_s)
         if res.status in ("timeout", "dead"):
             outcome = _outcome_of(res, self.timeout_s, what="the task")
             if res.status == "timeout":
@@ -232,7 +268,7 @@ class Runner:
         text = _literal(res.stdout, None)
         if not isinstance(text, str):
             return {"outcome": "failed", "reason": "the kernel's reply to the task is not text", "stdout": ""}
-        return {"outcome": "answered", "answer": text, "reason": "", "stdout": ""}
+        return {"outcome": "answered", "answer": text, "reason": "", "stdout": "", "measured": measured}
 
     # --- the notebook ----------------------------------------------------------------------------
 
