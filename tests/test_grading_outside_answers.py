@@ -49,3 +49,22 @@ def test_code_outside_answers_is_warned_in_the_report_and_the_gradebook(tmp_path
         (row,) = list(csv.DictReader(fh))
     assert row["student"] == "una" and f"cell {number})" in row["outside_answers"], row
     assert row["01:euler-step"] == "FAIL" and row["error"] == ""
+
+
+def test_the_notebooks_self_check_warns_the_same(tmp_path, recwarn):
+    """In JupyterLab the kernel knows its notebook (``__session__``): the self-check reads the saved
+    copy and warns as the grader will, while the check itself still runs on what the kernel holds."""
+    from nodecourse.course import tasks
+
+    nb, number = solution_in_a_new_cell()
+    path = write(nb, tmp_path / EX01.name)
+    ns = {"__session__": str(path)}
+    exec(compile("def euler_step(f, t, y, h):\n    return y + h * f(t, y)\n", "<extra cell>", "exec"), ns)
+    tasks.self_check("01", "euler-step", ns)  # passes: the function is in the kernel
+    texts = [str(w.message) for w in recwarn]
+    assert any("the grader will not run this code" in t and f"cell {number})" in t for t in texts), texts
+    recwarn.clear()
+    write(build_exercise(nbformat.read(EX01, as_version=4)), path)  # no extra cells: no warning
+    with pytest.raises(Exception, match="NotImplementedError|not done|euler_step"):
+        tasks.self_check("01", "euler-step", {"__session__": str(path)})
+    assert not [w for w in recwarn if "will not run" in str(w.message)]

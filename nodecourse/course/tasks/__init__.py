@@ -114,6 +114,11 @@ def self_check(exercise: str, check: str, namespace: Mapping, seed: int = SELF_C
     from nodecourse.course.tasks.kernel_side import disabled
 
     task = get_task(exercise, check)
+    outside = code_outside_answers_here(namespace)
+    if outside:  # the grader runs only the answer cells: say so here, before it says so in a grade
+        import warnings
+
+        warnings.warn(f"the grader will not run this code: {outside}", stacklevel=2)
     undo = disabled(task.library_answers)  # the grader disables them too: the self-check says the same
     try:
         value = task.run(namespace, make_inputs(task, seed))
@@ -124,3 +129,25 @@ def self_check(exercise: str, check: str, namespace: Mapping, seed: int = SELF_C
     reference = plain.decode(reference_text(exercise, [check], seed))[check]
     verdict = judge_texts(task, answer, reference)
     report(check, verdict.passed, verdict.detail)
+
+
+def code_outside_answers_here(namespace: Mapping) -> str:
+    """What the grader would say about code outside the answer cells of the notebook this kernel
+    runs (JupyterLab names it in ``__session__``; from its saved copy on disk), or "" when there is
+    none or the notebook cannot be found (nbval, a plain Python session)."""
+    import os
+    from pathlib import Path
+
+    session = namespace.get("__session__") or os.environ.get("JPY_SESSION_NAME", "")
+    path = Path(str(session)) if session else None
+    if path is None or path.suffix != ".ipynb" or not path.is_file():
+        return ""
+    try:
+        import nbformat
+
+        from nodecourse.course import grading
+
+        reference, _, _ = grading.reference_for(path)
+        return grading.code_outside_answers(nbformat.read(path, as_version=4), reference)
+    except Exception:  # noqa: BLE001 - a self-check never fails because this hint could not be made
+        return ""
