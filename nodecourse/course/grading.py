@@ -242,8 +242,9 @@ def code_outside_answers(learner, reference) -> str:
     own cells (a solution typed into a new cell, a helper in an extra cell): the grader runs only
     the answer cells, so that code is not graded. "" when there are none."""
     known = {_code_lines(c.source) for c in reference.cells if c.cell_type == "code"}
+    # Check cells are the reference's (an edit there is ignored, not work to keep): only other cells count.
     extra = [i for i, c in enumerate(learner.cells) if c.cell_type == "code" and answer_id(c) is None
-             and _code_lines(c.source) and _code_lines(c.source) not in known]
+             and check_id(c) is None and _code_lines(c.source) and _code_lines(c.source) not in known]
     if not extra:
         return ""
     return (f"{len(extra)} code cell(s) (cell {', '.join(str(i + 1) for i in extra[:8])}"
