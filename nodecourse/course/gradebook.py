@@ -217,7 +217,7 @@ def _header(rows: Sequence[dict]) -> list[str]:
     checks: list[str] = []
     for r in rows:
         checks.extend(c for c in r if c not in FIXED_BEFORE and c not in FIXED_AFTER and c not in checks)
-    checks.sort(key=lambda c: c[:2])  # stable: a exercise's checks keep their notebook order
+    checks.sort(key=lambda c: c[:2])  # stable: an exercise's checks keep their notebook order
     return FIXED_BEFORE + checks + FIXED_AFTER
 
 
@@ -345,6 +345,7 @@ def grade_class(notebooks: Sequence[str], csv_path: str | Path, *, timeout_s: fl
         _write(csv_path, [book[k] for k in order])  # on disk now: an interruption keeps it
 
     todo, skipped, seen = [], 0, {}
+    errors: list[str] = []  # this run's submissions that got no grade, "student: why"
     regrade = set(regrade)
     for nb in dict.fromkeys(notebooks):
         sid = student_id(nb, names, table)
@@ -352,6 +353,7 @@ def grade_class(notebooks: Sequence[str], csv_path: str | Path, *, timeout_s: fl
         sid = sid or Path(nb).stem
         absolute = str(Path(nb).absolute())
         if refused:
+            errors.append(f"{sid}: {refused}")
             put(_safe(_row({"path": absolute, "rows": [], "error": refused, "time_s": 0.0, "isolation": "",
                             "seed": "", "exercise": names[0] if reference else _exercise_of(nb, names)}, sid, "")))
             continue
@@ -359,6 +361,7 @@ def grade_class(notebooks: Sequence[str], csv_path: str | Path, *, timeout_s: fl
         exercise = names[0] if reference else _exercise_of(nb, names)
         key = (sid, exercise)
         if key in seen:
+            errors.append(f"{sid}: a second submission for {exercise} in this run")
             put(_safe(_row({"path": absolute, "rows": [], "error": f"a second submission of {sid!r} for {exercise} "
                             f"in this run (the other is {seen[key]}); grade one of them", "time_s": 0.0,
                             "isolation": "", "seed": "", "exercise": exercise + " (duplicate)"}, sid, digest)))
@@ -372,7 +375,6 @@ def grade_class(notebooks: Sequence[str], csv_path: str | Path, *, timeout_s: fl
     jobs = jobs or usable_cpus()[0]
     seed = secrets.randbelow(2 ** 31) if seed is None else int(seed)
     start = time.monotonic()
-    errors: list[str] = []
     if todo:
         context = multiprocessing.get_context("spawn")
         with futures.ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=context) as pool:
