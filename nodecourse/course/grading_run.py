@@ -27,7 +27,7 @@ import time
 
 from nodecourse.course import tasks
 from nodecourse.course.exercise_builder import answer_id, check_id
-from nodecourse.course.grading_kernel import CellResult, Kernel, KernelStartError
+from nodecourse.course.grading_kernel import MAX_MESSAGE_BYTES, CellResult, Kernel, KernelStartError
 from nodecourse.course.sandbox import Isolation, Limits
 from nodecourse.course.tasks import kernel_side, plain
 from nodecourse.course.tasks.spec import make_inputs
@@ -260,7 +260,8 @@ class Runner:
         if res.status in ("timeout", "dead"):
             outcome = _outcome_of(res, self.timeout_s, what="the task")
             if res.status == "timeout":
-                outcome["reason"] = f"the task timed out after {self.timeout_s:g} s (the learner's code did not return)"
+                outcome["reason"] = (f"the task timed out after {self.timeout_s:g} s (the learner's code did not "
+                                     f"return, or returned a value over the grader's {MAX_MESSAGE_BYTES // 2 ** 20} MiB bound)")
             return outcome
         if not res.ok:
             return {"outcome": "failed", "stdout": "",
