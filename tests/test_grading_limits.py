@@ -111,16 +111,25 @@ def test_the_connection_folder_keeps_sockets_only_and_no_process_outlives_the_ke
     assert sorted(kernel.swept) == ["planted-dir", "planted.bin"]
     kept = {e.name for e in os.scandir(kernel._conn)}
     assert "planted.bin" not in kept and any(name.startswith("k-") for name in kept), kept
+    assert _running(marker), "the detached process did not start"
     kernel.close()
-    time.sleep(1)  # the sandbox's PID namespace is torn down when its init goes
-    left = []
+    for _ in range(300):  # the sandbox's PID namespace is torn down when its init goes: wait for it
+        if not _running(marker):
+            break
+        time.sleep(0.1)
+    assert _running(marker) == []
+
+
+def _running(marker: str) -> list[str]:
+    """The pids whose command line holds ``marker``."""
+    found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             if marker in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace"):
-                left.append(pid)
+                found.append(pid)
         except OSError:
             pass
-    assert left == []
+    return found
 
 
 @pytest.mark.slow
