@@ -38,11 +38,14 @@ import datetime
 import hashlib
 import multiprocessing
 import os
-import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
+
+from nodecourse.course.feedback import feedback_markdown, write_feedback
+from nodecourse.course.students import RosterError, exercise_names, exercise_of, student_id
+from nodecourse.course.students import read_roster as _read_roster
 
 KEY = ["student", "exercise"]
 FIXED_BEFORE = KEY + ["submission", "sha256"]
@@ -50,8 +53,6 @@ FIXED_AFTER = ["points", "max", "total", "passed", "checks", "review", "outside_
                "isolation", "seed", "graded_at"]
 # OWASP's CSV-injection rule: a cell a spreadsheet would read as a formula gets a leading quote.
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-_SEPARATORS = "-_ ."
-_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 class GradebookError(RuntimeError):
@@ -74,55 +75,6 @@ def cell_text(value) -> str:
     if text.startswith(_FORMULA_START):
         text = "'" + text
     return escape(text, 2000)
-
-
-def student_id(path: str | Path, exercises: Sequence[str], roster: dict[str, str] | None = None) -> str:
-    """The student a submission belongs to.
-
-    With a roster, its ``student`` for the file's name (``file`` column). Otherwise the rule is:
-    take the file name without ``.ipynb``; drop the suffixes a copy gets (``-Copy1``, `` (1)``,
-    ``-1``); drop the exercise's name it ends with (a name in ``exercises``) and the separators
-    before it; what is left is the id (``alice-01_resnet_as_euler_exercises (1).ipynb`` is
-    ``alice``). A file named exactly as the exercise belongs to its folder's name
-    (``alice/01_resnet_as_euler_exercises.ipynb`` is ``alice``)."""
-    from nodecourse.course.grading import COPY_SUFFIX
-
-    path = Path(path)
-    if roster is not None:
-        return roster.get(path.name, "")
-    stem = COPY_SUFFIX.sub("", path.stem)
-    for name in sorted(exercises, key=len, reverse=True):
-        base = name[: -len(".ipynb")] if name.endswith(".ipynb") else name
-        if stem == base:
-            return path.resolve().parent.name
-        if stem.endswith(base) and stem[: -len(base)][-1:] in _SEPARATORS:
-            return stem[: -len(base)].rstrip(_SEPARATORS) or path.resolve().parent.name
-    return stem
-
-
-def read_roster(path: str | Path) -> dict[str, str]:
-    """``--roster FILE.csv``: columns ``file`` (a submission's file name) and ``student`` (its id)."""
-    path = Path(path)
-    if not path.is_file():
-        raise GradebookError(f"--roster {path}: the file does not exist; give a CSV with columns file,student")
-    with open(path, newline="", encoding="utf-8-sig") as fh:
-        reader = csv.DictReader(fh)
-        if not reader.fieldnames or not {"file", "student"} <= set(reader.fieldnames):
-            raise GradebookError(f"--roster {path}: its columns are {reader.fieldnames}; it needs 'file' "
-                                 "(a submission's file name) and 'student' (its id)")
-        roster = {}
-        for row in reader:
-            name, sid = (row.get("file") or "").strip(), (row.get("student") or "").strip()
-            if name and sid:
-                roster[Path(name).name] = sid
-    return roster
-
-
-def _exercise_names() -> list[str]:
-    from nodecourse.course.paths import find_course_root
-
-    root = find_course_root()
-    return sorted(p.name for p in (root / "solutions").glob("*.ipynb")) if root else []
 
 
 def _grade_one(job: tuple) -> dict:
@@ -261,42 +213,6 @@ def _append_history(path: Path, row: dict[str, str]) -> None:
                                                   "error", "seed", "sha256")] + [cell_text(checks)])
 
 
-def feedback_markdown(student: str, result: dict) -> str:
-    """The feedback for one student and exercise: every check with its reason, warnings, the seed."""
-    from nodecourse.course.textsafe import escape
-
-    rows = result["rows"]
-    exercise = rows[0]["exercise"] if rows else "(no exercise)"
-    lines = [f"## {escape(exercise)}", "", f"- seed: {result['seed']} (regrade with `nodecourse grade NOTEBOOK "
-             f"--seed {result['seed']}` to run the same inputs)"]
-    if result["error"]:
-        lines += [f"- could not be graded: {escape(result['error'], 600)}"]
-    checks = [r for r in rows if not r["check"].startswith("(")]
-    if checks:
-        lines += ["", "| check | result | why |", "|---|---|---|"]
-        for r in checks:
-            why = escape(r["reason"], 600).replace("|", "\\|")
-            lines.append(f"| {escape(r['check'])} | {'pass' if r['passed'] else 'FAIL'} | {why} |")
-    warnings = [w for w in result.get("warnings", []) if not w.startswith("note: ")]
-    if warnings:
-        lines += ["", "Warnings:"] + [f"- {escape(w, 600)}" for w in warnings]
-    return "\n".join(lines) + "\n"
-
-
-def _write_feedback(folder: Path, student: str, result: dict) -> Path:
-    """``folder/<student>.md``, one section per exercise (a regrade replaces its section only)."""
-    folder.mkdir(exist_ok=True)
-    path = folder / f"{_SAFE_NAME.sub('_', student).strip('.') or 'student'}.md"
-    section = feedback_markdown(student, result)
-    marker = section.splitlines()[0]
-    parts = path.read_text(encoding="utf-8").split("\n\n<!-- exercise -->\n") if path.exists() else []
-    parts = [p for p in parts[1:] if p.splitlines() and p.splitlines()[0] != marker]
-    parts = sorted(parts + [section])
-    path.write_text(f"# Feedback for {student}\n" + "".join(f"\n\n<!-- exercise -->\n{p}" for p in parts),
-                    encoding="utf-8")
-    return path
-
-
 def _refused(nb: str) -> str:
     """Why a submission is refused before grading ("" when it is not)."""
     path = Path(nb)
@@ -328,7 +244,7 @@ def grade_class(notebooks: Sequence[str], csv_path: str | Path, *, timeout_s: fl
                              "first (mkdir -p) or give a path in an existing folder")
     if jobs is not None and jobs < 1:
         raise GradebookError(f"--jobs {jobs}: give a positive number of submissions to grade at once")
-    names = [Path(reference).name] if reference else _exercise_names()
+    names = [Path(reference).name] if reference else exercise_names()
     table = read_roster(roster) if roster is not None else None
     existing = _read(csv_path)
     history = csv_path.with_name(csv_path.stem + ".history.csv")
@@ -355,10 +271,10 @@ def grade_class(notebooks: Sequence[str], csv_path: str | Path, *, timeout_s: fl
         if refused:
             errors.append(f"{sid}: {refused}")
             put(_safe(_row({"path": absolute, "rows": [], "error": refused, "time_s": 0.0, "isolation": "",
-                            "seed": "", "exercise": names[0] if reference else _exercise_of(nb, names)}, sid, "")))
+                            "seed": "", "exercise": names[0] if reference else exercise_of(nb, names)}, sid, "")))
             continue
         digest = file_hash(Path(nb))
-        exercise = names[0] if reference else _exercise_of(nb, names)
+        exercise = names[0] if reference else exercise_of(nb, names)
         key = (sid, exercise)
         if key in seen:
             errors.append(f"{sid}: a second submission for {exercise} in this run")
@@ -391,7 +307,7 @@ def grade_class(notebooks: Sequence[str], csv_path: str | Path, *, timeout_s: fl
                                            "same command again to grade it"}
                     result["exercise"] = exercise  # the row's key, whatever happened
                     put(_safe(_row(result, sid, digest)))
-                    _write_feedback(feedback, sid, result)
+                    write_feedback(feedback, sid, result)
                     if result["error"]:
                         errors.append(f"{sid}: {result['error']}")
             except KeyboardInterrupt:
@@ -401,13 +317,12 @@ def grade_class(notebooks: Sequence[str], csv_path: str | Path, *, timeout_s: fl
     return Summary(len(todo), skipped, [book[k] for k in order], columns, time.monotonic() - start, jobs, errors)
 
 
-def _exercise_of(nb: str, names: Sequence[str]) -> str:
-    """The exercise file a submission's name points at ("" when none does)."""
-    from nodecourse.course.grading import COPY_SUFFIX
+def read_roster(path: str | Path) -> dict[str, str]:
+    """:func:`nodecourse.course.students.read_roster`, its error as a :class:`GradebookError`."""
+    try:
+        return _read_roster(path)
+    except RosterError as exc:
+        raise GradebookError(str(exc)) from exc
 
-    stem = COPY_SUFFIX.sub("", Path(nb).stem)
-    for name in sorted(names, key=len, reverse=True):
-        base = name[: -len(".ipynb")]
-        if stem == base or (stem.endswith(base) and stem[: -len(base)][-1:] in _SEPARATORS):
-            return name
-    return ""
+
+__all__ = ["GradebookError", "Summary", "cell_text", "feedback_markdown", "grade_class", "read_roster", "student_id"]
