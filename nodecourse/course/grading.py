@@ -17,10 +17,11 @@ sandbox can be made, grading still runs and every report says the grade is for
 self-study only.
 
 A check converted to a task spec (:mod:`nodecourse.course.tasks`) is decided
-outside the learner's process: the kernel only returns, as plain data, what
-the learner's functions gave on inputs drawn from a seed this run picked; the
-reference values come from a separate clean process; the comparison runs
-here. Nothing the learner's code does to its own process (patched torch,
+outside the learner's process: the grader builds the inputs from a seed this
+run picked, the kernel (which cannot import the task specs) only calls the
+learner's function on them and returns the value as plain data
+(:mod:`nodecourse.course.tasks.kernel_side`); the reference values come from a
+separate clean process; the comparison runs here. Nothing the learner's code does to its own process (patched torch,
 rebound names, threads, finalizers, signal handlers, lying objects) reaches a
 comparison it does not run. A check not yet converted runs its cell in the
 kernel, with :mod:`nodecourse.course.kernel_guard` around it (weaker: the

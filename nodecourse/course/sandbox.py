@@ -12,7 +12,11 @@ Inside the sandbox (:func:`sandbox_argv`):
   grader's processes and their ``/proc`` entries do not exist in it), a new
   session (no controlling terminal to write into), no capabilities, and every
   process in it killed when the grader goes (``--die-with-parent``);
-- a cleared environment: only the variables the grader sets.
+- a cleared environment: only the variables the grader sets;
+- for the learner's kernel (``hide_grader``), a ``nodecourse/course/`` holding only
+  :data:`KERNEL_VISIBLE_COURSE`: no task specs, references, judges or grader modules;
+- resource limits (:class:`Limits`): memory (RLIMIT_DATA), the size of the in-memory
+  ``/tmp``, ``/dev/shm`` and home, and of any file written (RLIMIT_FSIZE).
 
 Where bubblewrap is missing or cannot create namespaces (some Binder hosts,
 containers without user namespaces), :func:`probe` says why, grading still
