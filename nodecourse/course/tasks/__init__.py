@@ -140,6 +140,8 @@ def code_outside_answers_here(namespace: Mapping) -> str:
 
     session = namespace.get("__session__") or os.environ.get("JPY_SESSION_NAME", "")
     path = Path(str(session)) if session else None
+    if path is not None and not path.is_file():
+        path = Path.cwd() / path.name  # a server-relative name: the kernel runs in the notebook's folder
     if path is None or path.suffix != ".ipynb" or not path.is_file():
         return ""
     try:
