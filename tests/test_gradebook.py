@@ -74,15 +74,16 @@ def test_a_class_is_graded_with_the_right_totals_and_an_interrupted_run_resumes(
     assert again[kept[0]]["passed"] == again[files[-1]]["passed"]
 
 
-def test_gradebook_errors_name_the_argument(tmp_path):
+def test_gradebook_errors_name_the_argument(tmp_path, capsys):
     with pytest.raises(gradebook.GradebookError, match="ending in .csv"):
         gradebook.grade_class([], tmp_path / "grades.txt", timeout_s=10)
     with pytest.raises(gradebook.GradebookError, match="does not exist; create it"):
         gradebook.grade_class([], tmp_path / "missing" / "g.csv", timeout_s=10)
-    proc = run_cli("grade", "x.ipynb", "--jobs", "2")
-    assert proc.returncode == 2 and "--jobs applies to --gradebook" in proc.stderr
-    proc = run_cli("grade", "x.ipynb", "--regrade", "alice")
-    assert proc.returncode == 2 and "--regrade applies to --gradebook" in proc.stderr
+    from nodecourse.course import cli
+
+    for flags in (["--jobs", "2"], ["--regrade", "alice"], ["--roster", "r.csv"]):
+        assert cli.run_grade(cli.build_parser().parse_args(["grade", "x.ipynb", *flags])) == 2
+        assert f"{flags[0]} applies to --gradebook" in capsys.readouterr().err
     book = tmp_path / "g.csv"
     book.write_text("submission,other\n", encoding="utf-8")
     with pytest.raises(gradebook.GradebookError, match="no \\['student', 'exercise'\\] columns"):
