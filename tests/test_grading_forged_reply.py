@@ -17,7 +17,7 @@ import sys
 import nbformat
 import pytest
 
-from nodecourse.course import grading, sandbox
+from nodecourse.course import grading, sandbox, tasks
 from nodecourse.course.exercise_builder import answer_id, build_exercise
 from notebook_fixtures import REPO, write
 
@@ -59,9 +59,9 @@ except ImportError as exc:
 '''
 
 
-def forged_unsolved_notebook():
-    """Exercise 1 unsolved, the forged-reply cell at the top of its first answer cell."""
-    nb = build_exercise(nbformat.read(EX01, as_version=4))
+def forged_unsolved_notebook(solution=EX01):
+    """An exercise unsolved, the forged-reply cell at the top of its first answer cell."""
+    nb = build_exercise(nbformat.read(solution, as_version=4))
     first = next(c for c in nb.cells if answer_id(c))
     first.source = FORGED_REPLY + "\n" + first.source
     return nb
@@ -111,3 +111,13 @@ def test_without_a_sandbox_the_same_cell_forges_replies(tmp_path, monkeypatch):
     path = write(forged_unsolved_notebook(), tmp_path / EX01.name)
     rows, _ = grading.grade_notebook(path, seed=11, timeout_s=60, isolation=isolation)
     assert sum(r.passed for r in rows) >= 2, [(r.check, r.reason) for r in rows]
+
+
+@pytest.mark.slow
+@NEEDS_BWRAP
+@pytest.mark.parametrize("exercise", [e for e in tasks.CONVERTED if e != "01"])
+def test_the_same_forged_reply_earns_nothing_in_any_exercise(exercise, tmp_path):
+    solution = next((REPO / "solutions").glob(f"{exercise}_*.ipynb"))
+    path = write(forged_unsolved_notebook(solution), tmp_path / solution.name)
+    rows, _ = grading.grade_notebook(path, seed=11, timeout_s=120)
+    assert rows and not any(r.passed for r in rows), [(r.check, r.passed, r.reason) for r in rows]

@@ -105,3 +105,17 @@ def test_an_honest_answer_is_not_refused(torch_defaults):
     task = tasks.get_task("01", "euler-step")
     reference = plain.decode(tasks.reference_text("01", ["euler-step"], 2))["euler-step"]
     assert tasks.judge_texts(task, tasks.answer_text("01", "euler-step", 2, ns), reference).passed
+
+
+def test_routes_around_a_plain_import_are_flagged_for_review():
+    """Issue 28: the review flag was bypassed by ``pkgutil.resolve_name``, ``vars(sys)["modules"]`` and
+    ``runpy``; restoring a disabled function needs ``reload`` or a code object. Each is named now."""
+    from nodecourse.course import grading
+
+    assert grading.machinery_used("import pkgutil\nf = pkgutil.resolve_name('nodecourse:odeint')") == [
+        "pkgutil", "resolve_name"]
+    assert grading.machinery_used("import runpy\nrunpy.run_module('nodecourse.solvers')") == ["runpy"]
+    assert grading.machinery_used("import sys\nm = vars(sys)['modules']") == ["modules"]
+    assert grading.machinery_used("from importlib import reload\nreload(solvers)") == ["importlib", "reload"]
+    assert grading.machinery_used("import types\ng = types.FunctionType(c, {})") == ["FunctionType"]
+    assert grading.machinery_used(LIBRARY_EULER) == []  # a plain library call is refused at run time instead

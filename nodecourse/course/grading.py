@@ -156,6 +156,9 @@ MACHINERY_NAMES = frozenset((
     "input_transformers_cleanup", "input_transformers_post", "ast_transformers", "exec", "eval", "compile",
     "__import__", "importlib", "subprocess", "modules", "settrace", "setprofile", "__subclasses__",
     "_refuse", "_refusal", "_truth", "inspect",
+    # routes to a module or a function object without a plain import (issue 28: the review flag was
+    # bypassed by pkgutil.resolve_name and runpy), and to restoring a disabled library function
+    "pkgutil", "resolve_name", "runpy", "reload", "FunctionType", "CodeType", "__func__",
 ))
 
 
