@@ -119,3 +119,24 @@ def test_routes_around_a_plain_import_are_flagged_for_review():
     assert grading.machinery_used("from importlib import reload\nreload(solvers)") == ["importlib", "reload"]
     assert grading.machinery_used("import types\ng = types.FunctionType(c, {})") == ["FunctionType"]
     assert grading.machinery_used(LIBRARY_EULER) == []  # a plain library call is refused at run time instead
+
+
+@pytest.mark.slow
+def test_the_grader_refuses_the_librarys_euler_in_the_sandbox(tmp_path):
+    import nbformat
+
+    from nodecourse.course import grading, sandbox
+    from nodecourse.course.exercise_builder import answer_id
+    from notebook_fixtures import REPO, write
+
+    if not sandbox.probe().sandboxed:
+        pytest.skip(f"no sandbox here: {sandbox.probe().reason}")
+    solution = REPO / "solutions" / "01_resnet_as_euler_exercises.ipynb"
+    nb = nbformat.read(solution, as_version=4)
+    for cell in nb.cells:
+        if answer_id(cell) in ("euler-step", "euler-integrate"):
+            cell.source = LIBRARY_EULER
+    rows, _ = grading.grade_notebook(write(nb, tmp_path / solution.name), seed=6, timeout_s=60)
+    by = {r.check: r for r in rows}
+    for check in ("euler-step", "euler-integrate-matches", "euler-order"):
+        assert not by[check].passed and "this task asks you to write it" in by[check].reason, by[check]
