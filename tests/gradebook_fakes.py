@@ -8,7 +8,8 @@ its notebook metadata ``{"fake": {...}}``:
 - ``passed``: the checks of exercise 1 that pass (default none);
 - ``raise``: the name of an exception the grading raises (``OverflowError``...);
 - ``warnings``: the warnings grading would give (``review: ...``, code outside answers);
-- ``weights``: ``{check: weight}`` (default 1).
+- ``weights``: ``{check: weight}`` (default 1);
+- ``exercise`` and ``checks``: another exercise's file name and check ids (default exercise 1's).
 """
 from __future__ import annotations
 
@@ -36,9 +37,10 @@ def fake_grade(job: tuple) -> dict:
     if fake.get("raise"):
         raise getattr(builtins, fake["raise"])("raised by the fake grading")
     weights = fake.get("weights", {})
-    for check in CHECKS:
+    exercise = fake.get("exercise", EXERCISE)
+    for check in fake.get("checks", CHECKS):
         passed = check in fake.get("passed", ())
-        result["rows"].append({"notebook": path, "exercise": EXERCISE, "check": check, "passed": passed,
+        result["rows"].append({"notebook": path, "exercise": exercise, "check": check, "passed": passed,
                                "reason": "" if passed else f"{check} differs; likely cause: a fake mistake",
                                "check_cell_passed": passed, "isolation": "fake", "seed": seed,
                                "weight": float(weights.get(check, 1.0))})

@@ -167,6 +167,24 @@ def test_an_lms_second_download_replaces_the_students_row(tmp_path):
     assert [(r["student"], r["points"]) for r in rows] == [("fay", "1")]
 
 
+def test_two_exercises_in_one_gradebook_each_with_its_own_denominators(tmp_path):
+    ex02 = "02_solvers_exercises.ipynb"
+    other = {"exercise": ex02, "checks": ["rk4-step-matches", "rk4-order"]}
+    files = [write_submission(tmp_path / f"ann-{EXERCISE}", passed=["euler-step"]),
+             write_submission(tmp_path / f"bob-{EXERCISE}", passed=[]),
+             write_submission(tmp_path / f"ann-{ex02}", passed=["rk4-order"], **other)]
+    book = tmp_path / "grades.csv"
+    _grade(files[:2], book)
+    summary = _grade(files[2:], book)  # one student, another exercise: added beside the others
+    rows = _rows(book)
+    assert [(r["student"], r["exercise"]) for r in rows] == [("ann", EXERCISE), ("bob", EXERCISE), ("ann", ex02)]
+    assert rows[0]["02:rk4-order"] == "" and rows[2]["02:rk4-order"] == "pass" and rows[2]["01:euler-step"] == ""
+    text = "\n".join(summary.lines())
+    assert f"{EXERCISE}: 2 student(s), 2 graded" in text and f"{ex02}: 1 student(s), 1 graded" in text, text
+    rates = dict(line.split()[:2] for line in text.splitlines() if line.strip().startswith(("01:", "02:")))
+    assert rates["01:euler-step"] == "1/2" and rates["02:rk4-order"] == "1/1" and rates["02:rk4-step-matches"] == "0/1"
+
+
 def test_weights_and_totals_are_numbers(tmp_path):
     path = write_submission(tmp_path / f"gus-{EXERCISE}", passed=["euler-step", "euler-order"],
                             weights={"euler-step": 2, "euler-order": 0.5, "residual-block": 3})
