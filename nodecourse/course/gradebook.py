@@ -244,7 +244,7 @@ def grade_class(notebooks: Sequence[str], csv_path: str | Path, *, timeout_s: fl
                              "first (mkdir -p) or give a path in an existing folder")
     if jobs is not None and jobs < 1:
         raise GradebookError(f"--jobs {jobs}: give a positive number of submissions to grade at once")
-    names = [Path(reference).name] if reference else exercise_names()
+    names = [Path(reference).name] if reference else exercise_names(list(notebooks))
     table = read_roster(roster) if roster is not None else None
     existing = _read(csv_path)
     history = csv_path.with_name(csv_path.stem + ".history.csv")

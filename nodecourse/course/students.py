@@ -59,11 +59,13 @@ def read_roster(path: str | Path) -> dict[str, str]:
     return roster
 
 
-def exercise_names() -> list[str]:
-    """The exercises' file names (``solutions/*.ipynb`` of the course found from here)."""
+def exercise_names(near: Sequence[str | Path] = ()) -> list[str]:
+    """The exercises' file names: ``solutions/*.ipynb`` of the course found from the folder of a path
+    in ``near`` (a submission), else from the current directory (as the grader finds its reference)."""
     from nodecourse.course.paths import find_course_root
 
-    root = find_course_root()
+    root = next((r for r in (find_course_root(Path(n).resolve().parent) for n in near[:1]) if r), None) \
+        or find_course_root()
     return sorted(p.name for p in (root / "solutions").glob("*.ipynb")) if root else []
 
 
