@@ -117,7 +117,9 @@ def test_build_never_overwrites_a_learners_answers_and_names_the_cells(tmp_path)
     assert (ex_dir / "fx-Copy1.ipynb").read_bytes() == mine
 
 
-def test_a_run_but_unanswered_exercise_is_stale_and_an_unreadable_one_is_kept(tmp_path):
+def test_build_never_discards_executed_outputs_and_an_unreadable_one_is_kept(tmp_path):
+    """Issue 28: an exercise that was run but not edited was called STALE and overwritten, its
+    executed outputs gone. It is kept now, the outputs named, a copy offered."""
     sol_dir, ex_dir = tmp_path / "solutions", tmp_path / "exercises"
     write(solution_notebook(), sol_dir / "fx.ipynb")
     eb.build(sol_dir, ex_dir)
@@ -125,10 +127,18 @@ def test_a_run_but_unanswered_exercise_is_stale_and_an_unreadable_one_is_kept(tm
     ran.cells[1].outputs = [new_output("stream", name="stdout", text="setup done\n")]
     ran.cells[1].execution_count = 1
     write(ran, ex_dir / "fx.ipynb")
-    report = eb.build(sol_dir, ex_dir, check=True)
-    assert report.stale == [ex_dir / "fx.ipynb"] and report.kept == {}
-    assert any(ln.startswith("STALE") and "no answers" in ln for ln in report.lines())
-    assert eb.build(sol_dir, ex_dir).written == [ex_dir / "fx.ipynb"]
+    mine = (ex_dir / "fx.ipynb").read_bytes()
+    for check in (True, False):
+        report = eb.build(sol_dir, ex_dir, check=check)
+        assert report.stale == [] and report.written == [], report
+        assert report.kept == {ex_dir / "fx.ipynb": ["the outputs of 1 executed cell(s): 1"]}, report.kept
+        text = "\n".join(report.lines())
+        assert "executed cell" in text and "fx-Copy1.ipynb" in text, text
+    assert (ex_dir / "fx.ipynb").read_bytes() == mine
+    ran.cells[1].outputs, ran.cells[1].execution_count = [], None  # cleared by the learner: nothing to lose
+    write(ran, ex_dir / "fx.ipynb")
+    report = eb.build(sol_dir, ex_dir)
+    assert report.kept == {}
 
     (ex_dir / "fx.ipynb").write_text("{ half a notebook", encoding="utf-8")
     report = eb.build(sol_dir, ex_dir)

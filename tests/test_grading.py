@@ -194,7 +194,9 @@ def test_assemble_takes_only_answer_sources(course):
         else:
             assert got.source == ref.source
             assert got.get("outputs") == ref.get("outputs")
-    assert warnings == []
+    # the added cell is code the grader does not run: said, once (edited check cells are simply replaced)
+    assert len(warnings) == 1 and warnings[0].startswith(grading.OUTSIDE_PREFIX), warnings
+    assert f"(cell {len(learner.cells)})" in warnings[0], warnings
 
 
 def test_grade_errors_name_the_problem(tmp_path, course):

@@ -30,6 +30,10 @@ START_URL = "/lab/tree/" + START_NOTEBOOK.as_posix()
 FLAGS: dict[tuple[str, str], Arg] = {
     ("lab", "--port"): Arg(Interval(int, 1, 65535), fix="e.g. --port 8888"),
     ("grade", "--timeout"): Arg(Interval(float, 0, None, "neither", unit="(seconds)"), fix="e.g. --timeout 600"),
+    ("grade", "--notebook-timeout"): Arg(Interval(float, 0, None, "neither", unit="(seconds)"),
+                                         fix="e.g. --notebook-timeout 1800"),
+    ("grade", "--memory-mb"): Arg(Interval(int, 16, None), fix="e.g. --memory-mb 4096"),
+    ("grade", "--tmp-mb"): Arg(Interval(int, 16, None), fix="e.g. --tmp-mb 512"),
 }
 
 
@@ -209,31 +213,43 @@ def run_grade(args: argparse.Namespace) -> int:
 
     if args.gradebook is not None:
         return run_gradebook(args)
-    if args.jobs is not None:
-        print("error: --jobs applies to --gradebook (a class graded at once); add --gradebook FILE.csv",
-              file=sys.stderr)
-        return 2
+    for flag, value in (("--jobs", args.jobs), ("--regrade", args.regrade), ("--roster", args.roster)):
+        if value:
+            print(f"error: {flag} applies to --gradebook (a class graded at once); add --gradebook FILE.csv",
+                  file=sys.stderr)
+            return 2
     return grading.main(
         args.notebooks, reference=args.reference, timeout_s=args.timeout,
         as_json=args.json, keep_dir=args.keep, seed=args.seed,
+        notebook_timeout_s=args.notebook_timeout, limits=_limits(args),
     )
+
+
+def _limits(args: argparse.Namespace):
+    from nodecourse.course.sandbox import Limits
+
+    return Limits(memory_mb=args.memory_mb, tmp_mb=args.tmp_mb)
 
 
 def run_gradebook(args: argparse.Namespace) -> int:
     from nodecourse.course import gradebook
 
     if args.json or args.keep:
-        print("error: --gradebook writes a CSV; it does not combine with --json or --keep", file=sys.stderr)
+        print("error: --gradebook writes a CSV (and a feedback file per student beside it); it does not "
+              "combine with --json or --keep: grade one notebook with them to see its details", file=sys.stderr)
         return 2
     try:
         summary = gradebook.grade_class(args.notebooks, args.gradebook, timeout_s=args.timeout, jobs=args.jobs,
-                                        seed=args.seed, reference=args.reference)
+                                        seed=args.seed, reference=args.reference, regrade=args.regrade or (),
+                                        roster=args.roster, notebook_timeout_s=args.notebook_timeout,
+                                        limits=_limits(args))
     except gradebook.GradebookError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print("\n".join(summary.lines()))
-    print(f"gradebook: {args.gradebook}")
-    return 1 if any(r.get("error") for r in summary.rows) else 0
+    print(f"gradebook: {args.gradebook} (feedback per student in "
+          f"{Path(args.gradebook).with_name(Path(args.gradebook).stem + '-feedback')}/)")
+    return 1 if summary.errors else 0
 
 
 def run_check(args: argparse.Namespace) -> int:
@@ -381,9 +397,10 @@ def run_audit(args: argparse.Namespace) -> int:
 # parser
 # ---------------------------------------------------------------------------
 
-#: nodecourse.course.grading.DEFAULT_CELL_TIMEOUT_S, spelled out so that building the parser imports
-#: neither the grader nor torch (a test keeps the two equal).
+#: nodecourse.course.grading's DEFAULT_CELL_TIMEOUT_S and DEFAULT_NOTEBOOK_TIMEOUT_S, spelled out so
+#: that building the parser imports neither the grader nor torch (a test keeps them equal).
 DEFAULT_CELL_TIMEOUT_S = 120
+DEFAULT_NOTEBOOK_TIMEOUT_S = 1800
 
 #: The output paths each subcommand writes: (command, dest) -> what must hold before any work.
 #: "file": its folder exists and it is not a folder; "folder": its parent exists and it is not a
@@ -421,6 +438,8 @@ def output_path_error(args: argparse.Namespace) -> str | None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from nodecourse.course.sandbox import DEFAULT_MEMORY_MB, DEFAULT_TMP_MB  # the standard library only
+
     parser = argparse.ArgumentParser(
         prog="nodecourse",
         description="The nodecourse course: run it, grade exercises, check the environment.",
@@ -465,6 +484,21 @@ def build_parser() -> argparse.ArgumentParser:
                         "run it again after an interruption and it skips the submissions already there")
     p.add_argument("--jobs", type=int, default=None, metavar="N",
                    help="with --gradebook: submissions graded at once (default: the usable CPUs)")
+    p.add_argument("--regrade", action="append", default=None, metavar="ID",
+                   help="with --gradebook: grade this student again even if the file is unchanged "
+                        "(repeat for several); the previous row goes to the history file")
+    p.add_argument("--roster", default=None, metavar="FILE.csv",
+                   help="with --gradebook: a CSV with columns file,student giving each submission's student "
+                        "id (default: taken from the file name, see README)")
+    p.add_argument("--notebook-timeout", type=argparse_type(FLAGS["grade", "--notebook-timeout"]),
+                   default=DEFAULT_NOTEBOOK_TIMEOUT_S,
+                   help=f"seconds the whole notebook may take, replays included (default "
+                        f"{DEFAULT_NOTEBOOK_TIMEOUT_S})")
+    p.add_argument("--memory-mb", type=argparse_type(FLAGS["grade", "--memory-mb"]), default=DEFAULT_MEMORY_MB,
+                   help=f"memory limit of each grading kernel, in MB (default {DEFAULT_MEMORY_MB})")
+    p.add_argument("--tmp-mb", type=argparse_type(FLAGS["grade", "--tmp-mb"]), default=DEFAULT_TMP_MB,
+                   help=f"size of the kernel's /tmp and home, and of any file it writes, in MB (default "
+                        f"{DEFAULT_TMP_MB})")
     p.add_argument("--keep", default=None, metavar="DIR",
                    help="write the assembled notebook and the outcomes into DIR, a new or empty folder "
                         "(to see exactly what was run)")

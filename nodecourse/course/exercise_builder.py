@@ -311,8 +311,9 @@ def learner_work(current, fresh) -> list[str]:
     older build whose solution has changed since reads as stale, not as work, or
     the one the fresh build has (overwriting it loses nothing). A
     file without that record (an older format) is compared with ``fresh``: any
-    difference counts as work. Outputs, execution counts and metadata never count.
-    Empty: nothing would be lost.
+    difference counts as work. A build writes no outputs, so executed outputs are the
+    learner's too (``the outputs of N executed cell(s)``): a notebook that was run is never
+    overwritten, edited or not. Metadata never counts. Empty: nothing would be lost.
     """
     built = current.metadata.get(METADATA_KEY, {}).get(BUILT_KEY) if isinstance(
         current.metadata.get(METADATA_KEY), dict) else None
@@ -328,6 +329,10 @@ def learner_work(current, fresh) -> list[str]:
                 found.append(_cell_name(index, cell))
         elif cell.source.strip():
             found.append(f"answer {answer_id(cell)!r}" if answer_id(cell) else f"added cell {index}")
+    ran = [i for i, c in enumerate(current.cells) if c.cell_type == "code" and c.get("outputs")]
+    if ran:
+        found.append(f"the outputs of {len(ran)} executed cell(s): {', '.join(str(i) for i in ran[:10])}"
+                     + (", ..." if len(ran) > 10 else ""))
     return found
 
 
@@ -371,7 +376,8 @@ class BuildReport:
     def lines(self) -> list[str]:
         out = [f"wrote      {p}" for p in self.written]
         out += [f"up to date {p}" for p in self.unchanged]
-        out += [f"STALE      {p} (an older build, no answers or other changes in it; run `nodecourse build`)"
+        out += [f"STALE      {p} (an older build, never run, no answers or other changes in it; run "
+                "`nodecourse build`)"
                 for p in self.stale]
         out += [f"MISSING    {p} (no exercise built yet; run `nodecourse build`)" for p in self.missing]
         for p, work in self.kept.items():

@@ -3,30 +3,56 @@
 Each submission is graded as ``nodecourse grade`` grades one notebook (its own
 sandboxed kernel, task inputs from a seed drawn for this run), several at once
 up to the usable CPUs (:func:`nodecourse.config.usable_cpus`, or ``--jobs``).
-The CSV has one row per submission and one column per check (``pass`` /
-``FAIL``), then the total, the seconds it took, the isolation and the seed;
-a submission that could not be graded has an ``error`` and no checks.
 
-Rows are written as they finish, so an interrupted run loses only the
-submissions in progress; run the same command again and it skips every
-submission whose row is there for the same file content (SHA-256), and grades
-again a submission whose file changed. At the end it prints a summary of the
-class: the pass rate of every check and the mean total.
+The CSV has one row per student and exercise, keyed by the student id
+(:func:`student_id`, or ``--roster``): a run only adds or replaces rows, never
+drops one, and the previous row of a regraded student goes to the history file
+beside it (``grades.history.csv``). Columns (the LMS-import columns are
+``student``, ``exercise``, ``points``, ``max``, ``total``):
+
+- ``student``, ``exercise`` (the reference's file name), ``submission`` (the
+  file, absolute), ``sha256``;
+- one column per check, ``NN:check`` (``pass`` / ``FAIL``; empty for another
+  exercise's row);
+- ``points`` (the weights of the checks passed), ``max`` (all the weights),
+  ``total`` (points as a percentage of max), ``passed``, ``checks`` (counts);
+- ``review`` (answers a person should read), ``outside_answers`` (code the
+  grader does not run because it is outside the answer cells), ``error`` (why
+  the submission could not be graded), ``time_s``, ``isolation``, ``seed``,
+  ``graded_at`` (UTC).
+
+Every submission gets a row: a file that cannot be graded (no reference, not a
+notebook, a symbolic link, a grader fault on it) gets one with its ``error``,
+and the others go on. Rows are written as they finish, so an interrupted run
+loses only the submissions in progress; the same command again skips every
+student whose row is there for the same file content (SHA-256) without an
+error, unless ``--regrade ID`` names them. Every cell is safe to open in a
+spreadsheet (:func:`cell_text`). A feedback file per student (reasons, likely
+causes, the seed) is written into ``grades-feedback/`` beside the CSV.
 """
 from __future__ import annotations
 
 import concurrent.futures as futures
 import csv
+import datetime
 import hashlib
 import multiprocessing
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-FIXED_BEFORE = ["submission", "sha256", "exercise"]
-FIXED_AFTER = ["total", "passed", "checks", "time_s", "isolation", "seed", "error"]
+from nodecourse.course.feedback import feedback_markdown, write_feedback
+from nodecourse.course.students import RosterError, exercise_names, exercise_of, student_id
+from nodecourse.course.students import read_roster as _read_roster
+
+KEY = ["student", "exercise"]
+FIXED_BEFORE = KEY + ["submission", "sha256"]
+FIXED_AFTER = ["points", "max", "total", "passed", "checks", "review", "outside_answers", "error", "time_s",
+               "isolation", "seed", "graded_at"]
+# OWASP's CSV-injection rule: a cell a spreadsheet would read as a formula gets a leading quote.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 class GradebookError(RuntimeError):
@@ -37,92 +63,47 @@ def file_hash(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def _check_columns(notebooks: Sequence[Path], reference: str | None) -> tuple[list[str], dict[str, list[str]]]:
-    """The check columns (in notebook order) and, per exercise file name, its check ids."""
-    import nbformat
-
-    from nodecourse.course import grading
-    from nodecourse.course.exercise_builder import check_id
-
-    per_exercise: dict[str, list[str]] = {}
-    for nb in notebooks:
-        if reference is not None:
-            ref, name = nbformat.read(reference, as_version=4), Path(reference).name
-        else:
-            try:
-                ref, name, _ = grading.reference_for(Path(nb))
-            except grading.GradingError:
-                continue  # graded later, and its row says why it could not be
-        if name not in per_exercise:
-            per_exercise[name] = [check_id(c) for c in ref.cells if check_id(c)]
-    if len(per_exercise) <= 1:
-        columns = next(iter(per_exercise.values()), [])
-    else:
-        columns = [f"{name[:2]}:{c}" for name, checks in per_exercise.items() for c in checks]
-    return columns, per_exercise
-
-
-def _grade_one(job: tuple[str, str | None, float, int]) -> dict:
-    """Grade one submission (in a worker process); the row's values, without the check columns' names."""
-    path, reference, timeout_s, seed = job
-    from nodecourse.course import grading, sandbox
-
-    start = time.monotonic()
-    isolation = sandbox.probe()
-    try:
-        rows, _ = grading.grade_notebook(path, reference=reference, timeout_s=timeout_s, seed=seed,
-                                         isolation=isolation)
-        error = ""
-    except grading.GradingError as exc:
-        rows, error = [], str(exc)
-    return {"path": path, "rows": [r.as_dict() for r in rows], "error": error,
-            "time_s": time.monotonic() - start, "isolation": isolation.label, "seed": seed}
-
-
-def _row(result: dict, digest: str, columns: list[str], several: bool) -> dict[str, str]:
+def cell_text(value) -> str:
+    """A CSV cell that is safe in a spreadsheet: control characters escaped (newlines included,
+    :func:`nodecourse.course.textsafe.escape`), and a cell that starts like a formula (``=``, ``+``,
+    ``-``, ``@``, tab, carriage return) prefixed with ``'``. Numbers are left as they are."""
     from nodecourse.course.textsafe import escape
 
-    row = {c: "" for c in FIXED_BEFORE + columns + FIXED_AFTER}
-    row.update(submission=result["path"], sha256=digest, time_s=f"{result['time_s']:.1f}",
-               isolation=result["isolation"], seed=str(result["seed"]), error=escape(result["error"], 300))
-    checks = [r for r in result["rows"] if not r["check"].startswith(("cell ", "answer ", "("))]
-    if checks:
-        row["exercise"] = checks[0]["exercise"]
-    passed = 0
-    for r in checks:
-        column = f"{r['exercise'][:2]}:{r['check']}" if several else r["check"]
-        if column in row:
-            row[column] = "pass" if r["passed"] else "FAIL"
-            passed += r["passed"]
-    row["passed"], row["checks"] = str(passed), str(len(checks))
-    row["total"] = f"{passed}/{len(checks)}" if checks else "0/0"
-    return row
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{value:g}" if isinstance(value, float) else str(value)
+    text = str(value)
+    if text.startswith(_FORMULA_START):
+        text = "'" + text
+    return escape(text, 2000)
 
 
-def _read_existing(csv_path: Path, header: list[str]) -> list[dict[str, str]]:
-    if not csv_path.exists():
-        return []
-    with open(csv_path, newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
-        if reader.fieldnames != header:
-            raise GradebookError(
-                f"--gradebook {csv_path}: its columns {reader.fieldnames} are not this run's {header} (other "
-                "exercises or checks); give a new file name, or the submissions that file was made for")
-        return list(reader)
+def _grade_one(job: tuple) -> dict:
+    """Grade one submission (in a worker process): its rows, warnings and error as plain data.
+    Any failure is this submission's ``error``, never the class's."""
+    path, reference, timeout_s, seed, notebook_timeout_s, limits = job
+    start = time.monotonic()
+    result = {"path": path, "rows": [], "warnings": [], "error": "", "seed": seed, "isolation": ""}
+    try:
+        from nodecourse.course import grading, sandbox
 
+        isolation = sandbox.probe()
+        result["isolation"] = isolation.label
+        rows, warnings = grading.grade_notebook(path, reference=reference, timeout_s=timeout_s, seed=seed,
+                                                isolation=isolation, notebook_timeout_s=notebook_timeout_s,
+                                                limits=limits)
+        result["rows"], result["warnings"] = [r.as_dict() for r in rows], list(warnings)
+    except Exception as exc:  # noqa: BLE001 - whatever it is, it is this submission's error
+        from nodecourse.course.grading import GradingError
 
-def _write_all(csv_path: Path, header: list[str], rows: list[dict[str, str]]) -> None:
-    tmp = csv_path.with_name(csv_path.name + ".tmp")
-    with open(tmp, "w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=header)
-        writer.writeheader()
-        writer.writerows(rows)
-    os.replace(tmp, csv_path)
+        what = str(exc) if isinstance(exc, GradingError) else f"the grader failed on it: {type(exc).__name__}: {exc}"
+        result["error"] = what[:600]
+    result["time_s"] = time.monotonic() - start
+    return result
 
 
 @dataclass
 class Summary:
-    """What a gradebook run did, and the class's results."""
+    """What a gradebook run did, and the class's results per exercise."""
 
     graded: int
     skipped: int
@@ -130,28 +111,127 @@ class Summary:
     columns: list[str]
     seconds: float
     jobs: int
+    errors: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
-        n = len(self.rows)
         out = [f"{self.graded} submission(s) graded, {self.skipped} skipped (unchanged since their row was "
                f"written), in {self.seconds:.0f} s with {self.jobs} at a time"]
-        if not n:
-            return out
-        width = max([len("check")] + [len(c) for c in self.columns])
-        out.append(f"{'check'.ljust(width)}  pass rate")
-        for c in self.columns:
-            k = sum(r.get(c) == "pass" for r in self.rows)
-            out.append(f"{c.ljust(width)}  {k}/{n} ({k / n:.0%})")
-        totals = [int(r["passed"] or 0) for r in self.rows]
-        errors = sum(bool(r.get("error")) for r in self.rows)
-        out.append(f"mean total {sum(totals) / n:.2f} of {len(self.columns)} checks over {n} submission(s)"
-                   + (f"; {errors} could not be graded (see the error column)" if errors else ""))
+        exercises = sorted({r["exercise"] for r in self.rows if r.get("exercise")})
+        for ex in exercises:
+            rows = [r for r in self.rows if r["exercise"] == ex]
+            graded = [r for r in rows if not r.get("error")]
+            n = len(graded)
+            out.append(f"\n{ex}: {len(rows)} student(s), {n} graded"
+                       + (f", {len(rows) - n} could not be (see the error column)" if len(rows) > n else ""))
+            columns = [c for c in self.columns if any(r.get(c) for r in rows)]
+            if not n or not columns:
+                continue
+            width = max(len("check"), *(len(c) for c in columns))
+            out.append(f"  {'check'.ljust(width)}  pass rate")
+            for c in columns:
+                k = sum(r.get(c) == "pass" for r in graded)
+                out.append(f"  {c.ljust(width)}  {k}/{n} ({k / n:.0%})")
+            mean = sum(float(r["points"] or 0) for r in graded) / n
+            out.append(f"  mean points {mean:.2f} of {graded[0]['max']}")
+        unknown = [r for r in self.rows if not r.get("exercise")]
+        if unknown:
+            out.append(f"\n{len(unknown)} submission(s) matched no exercise (see the error column)")
         return out
 
 
+def _row(result: dict, student: str, digest: str) -> dict[str, str]:
+    """The CSV row of one graded submission (cells not yet made spreadsheet-safe)."""
+    checks = [r for r in result["rows"] if not r["check"].startswith(("cell ", "answer ", "("))]
+    exercise = result.get("exercise") or (result["rows"][0]["exercise"] if result["rows"] else "")
+    row = {"student": student, "exercise": exercise, "submission": result["path"], "sha256": digest,
+           "error": result["error"], "time_s": f"{result['time_s']:.1f}", "isolation": result["isolation"],
+           "seed": str(result["seed"]),
+           "graded_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    for r in checks:
+        row[f"{r['exercise'][:2]}:{r['check']}"] = "pass" if r["passed"] else "FAIL"
+    points = sum(float(r.get("weight", 1.0)) for r in checks if r["passed"])
+    top = sum(float(r.get("weight", 1.0)) for r in checks)
+    row.update(points=f"{points:g}", max=f"{top:g}", total=f"{100 * points / top:.1f}" if top else "0",
+               passed=str(sum(r["passed"] for r in checks)), checks=str(len(checks)))
+    if result["error"]:
+        row.update(points="0", max="", total="0")
+    warnings = result.get("warnings", [])
+    row["review"] = "; ".join(w[len("review: "):] for w in warnings if w.startswith("review: "))
+    from nodecourse.course.grading import OUTSIDE_PREFIX
+
+    row["outside_answers"] = "; ".join(w[len(OUTSIDE_PREFIX):].strip() for w in warnings
+                                       if w.startswith(OUTSIDE_PREFIX))
+    return row
+
+
+def _header(rows: Sequence[dict]) -> list[str]:
+    """Fixed columns, then every check column any row has (by exercise, in first-seen order)."""
+    checks: list[str] = []
+    for r in rows:
+        checks.extend(c for c in r if c not in FIXED_BEFORE and c not in FIXED_AFTER and c not in checks)
+    checks.sort(key=lambda c: c[:2])  # stable: an exercise's checks keep their notebook order
+    return FIXED_BEFORE + checks + FIXED_AFTER
+
+
+def _read(csv_path: Path) -> list[dict[str, str]]:
+    """The rows of an existing gradebook (of this version: it has the key columns)."""
+    if not csv_path.exists():
+        return []
+    with open(csv_path, newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        if not reader.fieldnames or not set(KEY) <= set(reader.fieldnames):
+            raise GradebookError(
+                f"--gradebook {csv_path}: it has no {KEY} columns (written by another program or an older "
+                "version); give a new file name, the file is left as it is")
+        return [{k: v for k, v in r.items() if k is not None and v is not None} for r in reader]
+
+
+def _write(path: Path, rows: Sequence[dict], header: list[str] | None = None) -> None:
+    header = header or _header(rows)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=header, restval="", extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+    os.replace(tmp, path)
+
+
+def _safe(row: dict) -> dict[str, str]:
+    return {k: cell_text(v) for k, v in row.items()}
+
+
+def _append_history(path: Path, row: dict[str, str]) -> None:
+    """Every row ever written, in order (the file only grows; its header is fixed plus ``columns``)."""
+    new = not path.exists()
+    with open(path, "a", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        if new:
+            writer.writerow(["graded_at", "student", "exercise", "points", "max", "total", "error", "seed",
+                             "sha256", "checks"])
+        checks = ";".join(f"{k}={v}" for k, v in row.items() if ":" in k and v)
+        writer.writerow([row.get(k, "") for k in ("graded_at", "student", "exercise", "points", "max", "total",
+                                                  "error", "seed", "sha256")] + [cell_text(checks)])
+
+
+def _refused(nb: str) -> str:
+    """Why a submission is refused before grading ("" when it is not)."""
+    path = Path(nb)
+    if path.is_symlink():
+        return f"a symbolic link (to {os.readlink(path)!r}) is refused: submit the notebook file itself"
+    if not path.is_file():
+        return "not a file"
+    return ""
+
+
 def grade_class(notebooks: Sequence[str], csv_path: str | Path, *, timeout_s: float, jobs: int | None = None,
-                seed: int | None = None, reference: str | None = None) -> Summary:
-    """Grade ``notebooks`` into ``csv_path`` as the module docstring describes; returns the summary."""
+                seed: int | None = None, reference: str | None = None, regrade: Sequence[str] = (),
+                roster: str | Path | None = None, notebook_timeout_s: float | None = None,
+                limits=None, grader=None) -> Summary:
+    """Grade ``notebooks`` into ``csv_path`` as the module docstring describes; returns the summary.
+
+    ``grader``: the function a worker process calls on each submission (default: the real grading,
+    ``_grade_one``; tests pass a module-level stand-in with the same result shape)."""
+    grader = grader or _grade_one
     import secrets
 
     from nodecourse.config import usable_cpus
@@ -159,42 +239,91 @@ def grade_class(notebooks: Sequence[str], csv_path: str | Path, *, timeout_s: fl
     csv_path = Path(csv_path)
     if csv_path.suffix.lower() != ".csv":
         raise GradebookError(f"--gradebook {csv_path}: give a file name ending in .csv")
-    missing = [nb for nb in notebooks if not Path(nb).is_file()]
-    if missing:
-        raise GradebookError(f"these submissions do not exist: {missing}; give notebook files")
+    if not csv_path.parent.is_dir():
+        raise GradebookError(f"--gradebook {csv_path}: the folder {csv_path.parent} does not exist; create it "
+                             "first (mkdir -p) or give a path in an existing folder")
     if jobs is not None and jobs < 1:
         raise GradebookError(f"--jobs {jobs}: give a positive number of submissions to grade at once")
-    columns, per_exercise = _check_columns([Path(nb) for nb in notebooks], reference)
-    header = FIXED_BEFORE + columns + FIXED_AFTER
-    digests = {nb: file_hash(Path(nb)) for nb in notebooks}
-    existing = _read_existing(csv_path, header)
-    kept = [r for r in existing if digests.get(r["submission"]) == r["sha256"] and not r.get("error")]
-    done = {r["submission"] for r in kept}
-    if len(kept) != len(existing) or not csv_path.exists():
-        _write_all(csv_path, header, kept)  # rows of files that changed since are dropped, to be graded again
-    todo = [nb for nb in dict.fromkeys(notebooks) if nb not in done]
+    names = [Path(reference).name] if reference else exercise_names(list(notebooks))
+    table = read_roster(roster) if roster is not None else None
+    existing = _read(csv_path)
+    history = csv_path.with_name(csv_path.stem + ".history.csv")
+    feedback = csv_path.with_name(csv_path.stem + "-feedback")
+    book: dict[tuple[str, str], dict[str, str]] = {(r["student"], r["exercise"]): r for r in existing}
+    order = list(book)
+
+    def put(row: dict) -> None:
+        key = (row["student"], row["exercise"])
+        if key not in book:
+            order.append(key)
+        book[key] = row
+        _append_history(history, row)
+        _write(csv_path, [book[k] for k in order])  # on disk now: an interruption keeps it
+
+    todo, skipped, seen = [], 0, {}
+    errors: list[str] = []  # this run's submissions that got no grade, "student: why"
+    regrade = set(regrade)
+    for nb in dict.fromkeys(notebooks):
+        sid = student_id(nb, names, table)
+        refused = _refused(nb) or ("" if sid else f"{Path(nb).name!r} is not in the roster {roster}")
+        sid = sid or Path(nb).stem
+        absolute = str(Path(nb).absolute())
+        if refused:
+            errors.append(f"{sid}: {refused}")
+            put(_safe(_row({"path": absolute, "rows": [], "error": refused, "time_s": 0.0, "isolation": "",
+                            "seed": "", "exercise": names[0] if reference else exercise_of(nb, names)}, sid, "")))
+            continue
+        digest = file_hash(Path(nb))
+        exercise = names[0] if reference else exercise_of(nb, names)
+        key = (sid, exercise)
+        if key in seen:
+            errors.append(f"{sid}: a second submission for {exercise} in this run")
+            put(_safe(_row({"path": absolute, "rows": [], "error": f"a second submission of {sid!r} for {exercise} "
+                            f"in this run (the other is {seen[key]}); grade one of them", "time_s": 0.0,
+                            "isolation": "", "seed": "", "exercise": exercise + " (duplicate)"}, sid, digest)))
+            continue
+        seen[key] = absolute
+        old = book.get(key)
+        if old and old.get("sha256") == digest and not old.get("error") and sid not in regrade:
+            skipped += 1
+            continue
+        todo.append((absolute, sid, digest, exercise))
     jobs = jobs or usable_cpus()[0]
     seed = secrets.randbelow(2 ** 31) if seed is None else int(seed)
     start = time.monotonic()
-    rows = list(kept)
-    several = len(per_exercise) > 1
     if todo:
         context = multiprocessing.get_context("spawn")
-        with futures.ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=context) as pool, \
-                open(csv_path, "a", newline="", encoding="utf-8") as fh:
-            writer = csv.DictWriter(fh, fieldnames=header)
-            pending = [pool.submit(_grade_one, (nb, reference, timeout_s, seed)) for nb in todo]
+        with futures.ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=context) as pool:
+            pending = {pool.submit(grader, (path, reference, timeout_s, seed, notebook_timeout_s, limits)):
+                       (path, sid, digest, exercise) for path, sid, digest, exercise in todo}
             try:
                 for future in futures.as_completed(pending):
-                    result = future.result()
-                    row = _row(result, digests[result["path"]], columns, several)
-                    writer.writerow(row)
-                    fh.flush()  # on disk now: an interruption keeps it
-                    rows.append(row)
+                    path, sid, digest, exercise = pending[future]
+                    try:
+                        result = future.result()
+                    except Exception as exc:  # noqa: BLE001 - the worker itself died (out of memory, killed)
+                        error = (f"the grading worker failed ({type(exc).__name__}: {exc}); run the same command "
+                                 "again to grade it")
+                        result = {"path": path, "rows": [], "warnings": [], "seed": seed, "isolation": "",
+                                  "time_s": 0.0, "error": error}
+                    result["exercise"] = exercise  # the row's key, whatever happened
+                    put(_safe(_row(result, sid, digest)))
+                    write_feedback(feedback, sid, result)
+                    if result["error"]:
+                        errors.append(f"{sid}: {result['error']}")
             except KeyboardInterrupt:
                 pool.shutdown(wait=False, cancel_futures=True)
                 raise
-    order = {nb: i for i, nb in enumerate(notebooks)}
-    rows.sort(key=lambda r: order.get(r["submission"], len(order)))
-    _write_all(csv_path, header, rows)
-    return Summary(len(todo), len(kept), rows, columns, time.monotonic() - start, jobs)
+    columns = [c for c in _header(list(book.values())) if c not in FIXED_BEFORE + FIXED_AFTER]
+    return Summary(len(todo), skipped, [book[k] for k in order], columns, time.monotonic() - start, jobs, errors)
+
+
+def read_roster(path: str | Path) -> dict[str, str]:
+    """:func:`nodecourse.course.students.read_roster`, its error as a :class:`GradebookError`."""
+    try:
+        return _read_roster(path)
+    except RosterError as exc:
+        raise GradebookError(str(exc)) from exc
+
+
+__all__ = ["GradebookError", "Summary", "cell_text", "feedback_markdown", "grade_class", "read_roster", "student_id"]

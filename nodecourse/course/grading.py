@@ -17,10 +17,11 @@ sandbox can be made, grading still runs and every report says the grade is for
 self-study only.
 
 A check converted to a task spec (:mod:`nodecourse.course.tasks`) is decided
-outside the learner's process: the kernel only returns, as plain data, what
-the learner's functions gave on inputs drawn from a seed this run picked; the
-reference values come from a separate clean process; the comparison runs
-here. Nothing the learner's code does to its own process (patched torch,
+outside the learner's process: the grader builds the inputs from a seed this
+run picked, the kernel (which cannot import the task specs) only calls the
+learner's function on them and returns the value as plain data
+(:mod:`nodecourse.course.tasks.kernel_side`); the reference values come from a
+separate clean process; the comparison runs here. Nothing the learner's code does to its own process (patched torch,
 rebound names, threads, finalizers, signal handlers, lying objects) reaches a
 comparison it does not run. A check not yet converted runs its cell in the
 kernel, with :mod:`nodecourse.course.kernel_guard` around it (weaker: the
@@ -58,9 +59,12 @@ from nodecourse.course.textsafe import escape
 from nodecourse.measure.tables import text_table
 
 DEFAULT_CELL_TIMEOUT_S = 120
+DEFAULT_NOTEBOOK_TIMEOUT_S = 1800  # the whole notebook, replays after a restart included
 KERNEL_START_TIMEOUT_S = grading_kernel.KERNEL_START_TIMEOUT_S
-# Copies that JupyterLab makes ("X-Copy1.ipynb") grade against X.ipynb.
-_COPY_SUFFIX = re.compile(r"-Copy\d+$")
+# Copies that JupyterLab makes ("X-Copy1.ipynb") and the names browsers and LMS downloads give a
+# second copy ("X (1).ipynb", "X-1.ipynb") grade against X.ipynb.
+COPY_SUFFIX = re.compile(r"(?:-Copy\d+|\s*\(\d+\)|-\d+)+$")
+_COPY_SUFFIX = COPY_SUFFIX
 REASON_LIMIT = 300
 
 
@@ -80,6 +84,7 @@ class CheckRow:
     check_cell_passed: bool  # the check's own outcome, before linking to its answer
     isolation: str = ""  # sandbox.Isolation.label of the run
     seed: int | None = None  # the seed the task inputs were drawn from (None: a check cell run as it is)
+    weight: float = 1.0  # the points the check is worth (its task spec's ``weight``)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -151,6 +156,9 @@ MACHINERY_NAMES = frozenset((
     "input_transformers_cleanup", "input_transformers_post", "ast_transformers", "exec", "eval", "compile",
     "__import__", "importlib", "subprocess", "modules", "settrace", "setprofile", "__subclasses__",
     "_refuse", "_refusal", "_truth", "inspect",
+    # routes to a module or a function object without a plain import (issue 28: the review flag was
+    # bypassed by pkgutil.resolve_name and runpy), and to restoring a disabled library function
+    "pkgutil", "resolve_name", "runpy", "reload", "FunctionType", "CodeType", "__func__",
 ))
 
 
@@ -159,7 +167,7 @@ def machinery_used(source: str) -> list[str]:
     an import or a string), sorted; ``nodecourse.course`` imports count too."""
     try:
         tree = ast.parse(source)
-    except SyntaxError:
+    except (SyntaxError, ValueError, MemoryError, RecursionError):  # a huge expression: the kernel says why
         return []
     found = set()
     for node in ast.walk(tree):
@@ -220,7 +228,32 @@ def assemble(learner, reference) -> tuple[object, list[str]]:
     unknown = sorted(set(answers) - reference_tasks)
     if unknown:
         warnings.append(f"answer cells {unknown} are not in the reference exercise and were ignored")
+    outside = code_outside_answers(learner, reference)
+    if outside:
+        warnings.append(f"{OUTSIDE_PREFIX} {outside}")
     return nb, warnings
+
+
+OUTSIDE_PREFIX = "code outside the answer cells:"
+
+
+def _code_lines(source: str) -> tuple[str, ...]:
+    return tuple(line.strip() for line in source.splitlines() if line.strip() and not line.strip().startswith("#"))
+
+
+def code_outside_answers(learner, reference) -> str:
+    """A sentence when ``learner`` has code cells that are neither answer cells nor the reference's
+    own cells (a solution typed into a new cell, a helper in an extra cell): the grader runs only
+    the answer cells, so that code is not graded. "" when there are none."""
+    known = {_code_lines(c.source) for c in reference.cells if c.cell_type == "code"}
+    # Check cells are the reference's (an edit there is ignored, not work to keep): only other cells count.
+    extra = [i for i, c in enumerate(learner.cells) if c.cell_type == "code" and answer_id(c) is None
+             and check_id(c) is None and _code_lines(c.source) and _code_lines(c.source) not in known]
+    if not extra:
+        return ""
+    return (f"{len(extra)} code cell(s) (cell {', '.join(str(i + 1) for i in extra[:8])}"
+            f"{', ...' if len(extra) > 8 else ''}) are not answer cells and are not graded; the grader runs only "
+            "the answer cells (the ones with a 'your answer' stub), so move that code into them")
 
 
 
@@ -315,6 +348,8 @@ def grade_notebook(
     keep_dir: Path | str | None = None,
     seed: int | None = None,
     isolation: sandbox.Isolation | None = None,
+    notebook_timeout_s: float | None = DEFAULT_NOTEBOOK_TIMEOUT_S,
+    limits: sandbox.Limits | None = None,
 ) -> tuple[list[CheckRow], list[str]]:
     """Grade one learner notebook; return its table rows and warnings (notes included).
 
@@ -323,6 +358,8 @@ def grade_notebook(
     where the assembled notebook and the outcomes are written after grading.
     ``seed``: the seed of the task inputs (default: drawn now, at random).
     ``isolation``: default :func:`nodecourse.course.sandbox.probe`.
+    ``notebook_timeout_s``: the whole notebook's limit (None: only the per-cell one).
+    ``limits``: the kernel's memory and /tmp limits (:class:`nodecourse.course.sandbox.Limits`).
     """
     notebook = Path(notebook)
     if not notebook.is_file():
@@ -348,8 +385,10 @@ def grade_notebook(
     guard = any(check_id(c) and num not in specs for num, c in enumerate(code_cells))
     get_references = _references(specs, seed, isolation)
     observed = frozenset(num for num, call in specs.items() if tasks.get_task(*call).observed)
+    if notebook_timeout_s is not None and not notebook_timeout_s > 0:
+        raise GradingError(f"notebook_timeout={notebook_timeout_s!r}: give a positive number of seconds")
     runner = Runner(code_cells, specs, timeout_s=timeout_s, isolation=isolation, seed=seed, guard=guard,
-                    needs=needs, observed=observed)
+                    needs=needs, observed=observed, notebook_timeout_s=notebook_timeout_s, limits=limits)
     try:
         outcomes, notes = runner.run()
     except RunError as exc:
@@ -375,7 +414,15 @@ def _spec_row(outcome: dict, call: tuple[str, str], references: dict, passed_che
         return False, outcome.get("reason", "failed")
     if task.check not in references:
         raise GradingError(f"the reference process returned no value for check {task.check!r}")
-    verdict = tasks.judge_texts(task, outcome["answer"], references[task.check])
+    try:
+        reference = references[task.check]
+        if outcome.get("measured") is not None and isinstance(reference, dict):
+            reference = {**reference, "measured": outcome["measured"]}  # measured by the grader, outside
+        verdict = tasks.judge_texts(task, outcome["answer"], reference)
+    except Exception as exc:  # a judge that met a value it did not expect: this check fails, the grade goes on
+        first = (str(exc).strip().splitlines() or [""])[0][:160]
+        return False, (f"the answer could not be compared with the reference ({type(exc).__name__}: {first}); "
+                       "likely cause: a value of the wrong type, size or range (return what the task asks for)")
     reason = verdict.detail
     if not verdict.passed and not reason.startswith("NotImplementedError"):
         first = [c for c in task.after if passed_checks.get(c) is False]
@@ -391,9 +438,9 @@ def _rows(notebook: Path, exercise: str, code_cells, outcomes: dict[int, dict],
     passed_checks: dict[str, bool] = {}
     last_answer: tuple[str, dict] | None = None  # (task, outcome) of the latest answer cell
 
-    def add(check, passed, reason, own, is_task=False):
+    def add(check, passed, reason, own, is_task=False, weight=1.0):
         rows.append(CheckRow(str(notebook), exercise, check, passed, "" if passed else escape(reason, REASON_LIMIT),
-                             own, isolation.label, seed if is_task else None))
+                             own, isolation.label, seed if is_task else None, weight))
         passed_checks[check] = passed
 
     for num, cell in enumerate(code_cells):
@@ -405,7 +452,7 @@ def _rows(notebook: Path, exercise: str, code_cells, outcomes: dict[int, dict],
             continue
         if num in specs:
             passed, reason = _spec_row(outcome, specs[num], references, passed_checks)
-            add(cid, passed, reason, passed, is_task=True)
+            add(cid, passed, reason, passed, is_task=True, weight=float(tasks.get_task(*specs[num]).weight))
         elif cid is not None:
             passed, reason = ok, outcome.get("reason", "")
             if last_answer is not None and last_answer[1]["outcome"] != "passed":
@@ -462,6 +509,8 @@ def main(
     as_json: bool = False,
     keep_dir: str | None = None,
     seed: int | None = None,
+    notebook_timeout_s: float | None = DEFAULT_NOTEBOOK_TIMEOUT_S,
+    limits: sandbox.Limits | None = None,
 ) -> int:
     """Grade ``notebooks``; print the table (or JSON); return the exit code (0 = all pass)."""
     if reference is not None and len(notebooks) != 1:
@@ -488,7 +537,8 @@ def main(
             keep = Path(keep_dir) if len(notebooks) == 1 else Path(keep_dir) / f"{i + 1:02d}-{Path(nb).stem}"
         try:
             rows, warnings = grade_notebook(nb, reference=reference, timeout_s=timeout_s, keep_dir=keep,
-                                            seed=seed, isolation=isolation)
+                                            seed=seed, isolation=isolation, notebook_timeout_s=notebook_timeout_s,
+                                            limits=limits)
         except GradingError as exc:
             print(f"error: {escape(nb)}: {escape(exc)}", file=sys.stderr)
             failed_to_grade = True
@@ -505,6 +555,7 @@ def main(
             if len(notebooks) > 1:
                 text_out.append(f"\n{escape(nb)}")
             text_out.append(format_table(rows))
+            text_out.append(f"seed: {seed} (nodecourse grade --seed {seed} draws the same inputs again)")
             text_out.extend(f"note: {escape(n)}" for n in notes)
     if as_json:
         print(json.dumps([r.as_dict() for r in all_rows], indent=1))

@@ -29,6 +29,12 @@ from nodecourse.course import sandbox
 
 KERNEL_START_TIMEOUT_S = 120
 STDERR_KEEP_BYTES = 64 * 1024
+# What the grader keeps of a cell's printed output: the head and the tail (a check cell's PASS line
+# is the last thing it prints); the middle is cut and the cut is said.
+STDOUT_KEEP_CHARS = 32 * 1024
+# The largest message the grader accepts from the kernel (zmq drops a bigger one before it is read
+# into memory): a task's reply is at most nodecourse.course.tasks.plain.MAX_TEXT characters.
+MAX_MESSAGE_BYTES = 64 * 2 ** 20
 
 
 class KernelStartError(RuntimeError):
@@ -80,6 +86,35 @@ class CellResult:
         return self.status == "ok"
 
 
+def _status_bytes(pid: int, key: str) -> int:
+    """A ``kB`` field of ``/proc/<pid>/status``, in bytes (read by the grader, never by the kernel)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(key):
+            return int(line.split()[1]) * 1024
+    raise ValueError(f"{key} not in /proc/{pid}/status")
+
+
+class HeadTail:
+    """Text kept within a bound: the first and the last ``keep`` characters, and how much was cut."""
+
+    def __init__(self, keep: int = STDOUT_KEEP_CHARS):
+        self.keep, self.head, self.tail, self.cut = keep, "", "", 0
+
+    def add(self, text: str) -> None:
+        if len(self.head) < self.keep:
+            room = self.keep - len(self.head)
+            self.head, text = self.head + text[:room], text[room:]
+        if text:
+            joined = self.tail + text
+            self.cut += max(0, len(joined) - self.keep)
+            self.tail = joined[-self.keep:]
+
+    def text(self) -> str:
+        if not self.cut:
+            return self.head + self.tail
+        return f"{self.head}\n[... {self.cut} characters of output cut by the grader ...]\n{self.tail}"
+
+
 class _StderrTail:
     """Drains a pipe into a bounded buffer (the last ``STDERR_KEEP_BYTES``)."""
 
@@ -106,12 +141,14 @@ class _StderrTail:
 class Kernel:
     """One kernel, started (sandboxed when ``isolation`` allows) and driven by this process."""
 
-    def __init__(self, isolation: sandbox.Isolation, start_timeout_s: float = KERNEL_START_TIMEOUT_S):
+    def __init__(self, isolation: sandbox.Isolation, start_timeout_s: float = KERNEL_START_TIMEOUT_S,
+                 limits: sandbox.Limits | None = None):
         from jupyter_client import KernelManager
         from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
         import ipykernel.kernelspec
 
         self.isolation = isolation
+        self.swept: list[str] = []  # what the kernel left in its connection folder, removed
         self._dir = Path(tempfile.mkdtemp(prefix="nodecourse-kernel-")).resolve()
         conn = self._dir / "conn"
         conn.mkdir()
@@ -119,7 +156,8 @@ class Kernel:
         workdir = self._dir / "work"
         workdir.mkdir()
         command = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
-        argv, env = sandbox.wrap(isolation, command, kernel_environment(isolation), shared_dirs=[conn], home=home)
+        argv, env = sandbox.wrap(isolation, command, kernel_environment(isolation), shared_dirs=[conn], home=home,
+                                 hide_grader=True, limits=limits)
 
         class _Spec(KernelSpecManager):
             def get_kernel_spec(self, kernel_name):
@@ -132,6 +170,12 @@ class Kernel:
         if isolation.sandboxed:
             kwargs["transport"] = "ipc"
         self.km = KernelManager(**kwargs)
+        import zmq
+
+        # Set on the manager's own context before any socket exists: every socket it makes, the
+        # client's included, refuses a message over the bound instead of reading it into memory.
+        self.km.context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
+        self._conn = conn
         if isolation.sandboxed:
             self.km.ip = str(conn / "k")
         self._devnull = open(os.devnull, "wb")
@@ -141,7 +185,7 @@ class Kernel:
                              **sandbox.popen_kwargs(isolation, workdir))
         proc = self.km.provisioner.process
         self._stderr = _StderrTail(proc.stderr)
-        self.kc = self.km.client()
+        self.kc = self.km.client(context=self.km.context)
         self.kc.start_channels()
         try:
             self.kc.wait_for_ready(timeout=start_timeout_s)
@@ -166,15 +210,16 @@ class Kernel:
                                  user_expressions=user_expressions or {}, allow_stdin=False,
                                  stop_on_error=False)
         deadline = time.monotonic() + timeout_s
-        stdout: list[str] = []
+        stdout = HeadTail()
         error: dict = {}
         reply = None
         idle = False
         while not (idle and reply is not None):
             if time.monotonic() > deadline:
-                return CellResult("timeout", "".join(stdout))
+                self.sweep()
+                return CellResult("timeout", stdout.text())
             if not self.km.is_alive():
-                return CellResult("dead", "".join(stdout), exit_code=self.exit_code())
+                return CellResult("dead", stdout.text(), exit_code=self.exit_code())
             try:
                 msg = self.kc.get_iopub_msg(timeout=0.1)
             except queue.Empty:
@@ -182,7 +227,7 @@ class Kernel:
             if msg is not None and msg.get("parent_header", {}).get("msg_id") == msg_id:
                 kind, content = msg["msg_type"], msg["content"]
                 if kind == "stream" and content.get("name") == "stdout":
-                    stdout.append(content.get("text", ""))
+                    stdout.add(str(content.get("text", "")))
                 elif kind == "error":
                     error = content
                 elif kind == "status" and content.get("execution_state") == "idle":
@@ -194,12 +239,77 @@ class Kernel:
                     shell = None
                 if shell is not None and shell.get("parent_header", {}).get("msg_id") == msg_id:
                     reply = shell["content"]
+        self.sweep()
         status = reply.get("status", "error")
         if status != "ok":
             error = error or reply
-        return CellResult("ok" if status == "ok" and not error else "error", "".join(stdout),
+        return CellResult("ok" if status == "ok" and not error else "error", stdout.text(),
                           str(error.get("ename", "")), str(error.get("evalue", "")),
                           reply.get("user_expressions", {}))
+
+    def kernel_pid(self) -> int | None:
+        """The host's pid of the Python process that runs the learner's code (inside bubblewrap, the
+        descendant of the sandbox whose command line runs ``ipykernel_launcher``)."""
+        prov = getattr(self.km, "provisioner", None)
+        root = getattr(getattr(prov, "process", None), "pid", None)
+        if root is None:
+            return None
+        found, frontier = None, [root]
+        while frontier:
+            pid = frontier.pop()
+            try:
+                if b"ipykernel_launcher" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    found = pid
+                children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+            except OSError:
+                continue
+            frontier.extend(int(c) for c in children)
+        return found
+
+    def memory_mark(self) -> int | None:
+        """Reset the kernel process's peak resident set size (``/proc/<pid>/clear_refs``) to what it
+        holds now, and return that (bytes); None where this cannot be done here."""
+        pid = self.kernel_pid()
+        if pid is None:
+            return None
+        try:
+            Path(f"/proc/{pid}/clear_refs").write_text("5")
+            return _status_bytes(pid, "VmRSS:")
+        except (OSError, ValueError):
+            return None
+
+    def memory_peak(self) -> int | None:
+        """The kernel process's peak resident set size since :meth:`memory_mark` (bytes), or None."""
+        pid = self.kernel_pid()
+        try:
+            return None if pid is None else _status_bytes(pid, "VmHWM:")
+        except (OSError, ValueError):
+            return None
+
+    def sweep(self) -> list[str]:
+        """Remove from the connection folder whatever is not the kernel's sockets or its connection
+        file (the folder is shared with the sandbox; files written there would stay on the host's
+        disk); returns the names removed. Each file is also capped by the kernel's RLIMIT_FSIZE."""
+        import stat
+
+        removed = []
+        for entry in os.scandir(self._conn):
+            try:
+                mode = entry.stat(follow_symlinks=False).st_mode
+            except OSError:
+                continue
+            if stat.S_ISSOCK(mode) or (entry.name == "kernel.json" and stat.S_ISREG(mode)):
+                continue
+            removed.append(entry.name)
+            if stat.S_ISDIR(mode):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                try:
+                    os.unlink(entry.path)
+                except OSError:
+                    pass
+        self.swept.extend(removed)
+        return removed
 
     def evaluate(self, expression: str, timeout_s: float) -> CellResult:
         """Evaluate one expression through ``user_expressions`` (no input transformer sees it);

@@ -5,9 +5,10 @@ sandboxed kernel (:class:`~nodecourse.course.grading_kernel.Kernel`):
 
 - setup and answer cells run as they are;
 - a check cell converted to a task spec (``self_check("NN", "<id>", ...)``) is
-  *not* run: the grader asks the kernel for the learner's answer to that task on
-  the grader's seed (:func:`nodecourse.course.tasks.answer_text`) and keeps the
-  reply as text, to be judged later in the grader's process. A task whose
+  *not* run: the grader builds the task's inputs from its seed in its own
+  process and sends the kernel one call, the learner's function on those inputs
+  (:mod:`nodecourse.course.tasks.kernel_side`); it keeps the reply as text, to
+  be judged later in the grader's process. A task whose
   answer cells failed or timed out is not asked at all: its outcome says which
   answer it needed and what happened to it;
 - any other check cell runs in the kernel as before, with the kernel guard
@@ -22,16 +23,18 @@ from __future__ import annotations
 
 import ast
 import re
+import time
 
+from nodecourse.course import tasks
 from nodecourse.course.exercise_builder import answer_id, check_id
-from nodecourse.course.grading_kernel import CellResult, Kernel, KernelStartError
-from nodecourse.course.sandbox import Isolation
+from nodecourse.course.grading_kernel import MAX_MESSAGE_BYTES, CellResult, Kernel, KernelStartError
+from nodecourse.course.sandbox import Isolation, Limits
+from nodecourse.course.tasks import kernel_side, plain
+from nodecourse.course.tasks.spec import make_inputs
 from nodecourse.course.textsafe import escape
 
 _GUARD = "__import__('sys').modules['nodecourse.course.kernel_guard']"
 _INSTALL = "__import__('nodecourse.course.kernel_guard', fromlist=['install']).install(get_ipython())"
-_ANSWER = ("__import__('nodecourse.course.tasks', fromlist=['answer_text']).answer_text("
-           "{ex!r}, {check!r}, {seed!r}, __import__('IPython').get_ipython().user_ns)")
 # Lines that would change how nbval treats a cell (skip it, accept an error): matched per line
 # as nbval splits them (str.splitlines, which also breaks at \u2028, \x0c, \x1c...).
 NBVAL_MARKER = re.compile(r"^\s*#.*\b(NBVAL_\w+|PYTEST_VALIDATE_\w+)")
@@ -52,7 +55,7 @@ def defined_names(source: str) -> set[str]:
     """Top-level names a cell defines (functions, classes, assignments, imports)."""
     try:
         tree = ast.parse(source)
-    except SyntaxError:
+    except (SyntaxError, ValueError, MemoryError, RecursionError):  # the kernel will say what is wrong
         return set()
     names: set[str] = set()
     for node in tree.body:
@@ -71,9 +74,15 @@ class Runner:
     """Runs one assembled notebook; :meth:`run` returns outcomes by code-cell number, and notes."""
 
     def __init__(self, cells, specs: dict[int, tuple[str, str]], *, timeout_s: float, isolation: Isolation,
-                 seed: int, guard: bool, needs: dict[int, tuple[str, ...]], observed: frozenset[int] = frozenset()):
+                 seed: int, guard: bool, needs: dict[int, tuple[str, ...]], observed: frozenset[int] = frozenset(),
+                 notebook_timeout_s: float | None = None, limits: Limits | None = None):
         self.cells, self.specs, self.needs, self.observed = cells, specs, needs, observed
         self.timeout_s, self.isolation, self.seed, self.guard = timeout_s, isolation, seed, guard
+        self.cell_timeout_s, self.limits = timeout_s, limits
+        # The whole notebook's wall-clock limit: each cell then gets at most what is left of it.
+        self.notebook_timeout_s = notebook_timeout_s
+        self._deadline = None if notebook_timeout_s is None else time.monotonic() + notebook_timeout_s
+        self.hung: list[tuple[int, frozenset[str]]] = []  # tasks that timed out, and the answers they called
         self.outcomes: dict[int, dict] = {}
         self.live: dict[int, str] = {}  # cell number -> "" when its effects are in the kernel, else why not
         self.notes: list[str] = []
@@ -83,7 +92,7 @@ class Runner:
 
     def _start(self) -> Kernel:
         try:
-            kernel = Kernel(self.isolation)
+            kernel = Kernel(self.isolation, limits=self.limits)
         except KernelStartError as exc:
             raise RunError(str(exc)) from exc
         if self.guard:
@@ -162,8 +171,30 @@ class Runner:
                 return f"not run: needs answer {need!r}, whose cell {why}"
         return ""
 
+    def _time_left(self) -> bool:
+        """Set this cell's limit to what the notebook's limit leaves (at most the per-cell one);
+        False when nothing is left."""
+        if self._deadline is None:
+            return True
+        left = self._deadline - time.monotonic()
+        self.timeout_s = max(0.0, min(self.cell_timeout_s, left))
+        return left > 0
+
+    def _out_of_time(self) -> dict:
+        return {"outcome": "failed", "stdout": "",
+                "reason": f"not run: the notebook's time limit ({self.notebook_timeout_s:g} s) was reached"}
+
+    def _hung_before(self, num: int) -> str:
+        """A task timed out calling answers that this task calls too: it would hang the same way."""
+        mine = frozenset(self.needs.get(num, ()))
+        for earlier, theirs in self.hung:
+            if theirs and theirs <= mine:
+                return (f"not run: check {self.specs[earlier][1]!r} timed out calling the same answers "
+                        f"({', '.join(sorted(theirs))}); a hanging answer costs one timeout, not one per check")
+        return ""
+
     def _ask(self, kernel: Kernel, num: int) -> dict:
-        missing = self._missing_needs(num)
+        missing = self._missing_needs(num) or self._hung_before(num)
         if missing:
             return {"outcome": "failed", "reason": missing, "stdout": ""}
         if num in self.observed:
@@ -187,13 +218,51 @@ class Runner:
         finally:
             kernel.close()
 
+    def _measure(self, kernel: Kernel, task, inputs) -> tuple[list | None, dict | None]:
+        """An observed task's measurements, read by the grader from outside the kernel: for each key,
+        the kernel process's peak resident memory above its level at the start. ``(None, None)``
+        where the memory of the kernel cannot be read here; ``(None, outcome)`` when a run failed."""
+        measured = []
+        for key in task.measure_keys(inputs):
+            settle = kernel.evaluate(kernel_side.request(task, inputs, kernel_side.settle), self.timeout_s)
+            start = kernel.memory_mark()
+            if start is None:
+                return None, None
+            res = kernel.evaluate(kernel_side.request(task, inputs, kernel_side.measuring(task.measure, key)),
+                                  self.timeout_s)
+            peak = kernel.memory_peak()
+            for r in (settle, res):
+                if r.status in ("timeout", "dead"):
+                    return None, _outcome_of(r, self.timeout_s, what="the task")
+            reply = plain.decode(_literal(res.stdout, "")) if res.ok else {"ok": False, "type": res.ename}
+            if not isinstance(reply, dict) or reply.get("ok") is not True or peak is None:
+                why = f"{reply.get('type', '?')}: {reply.get('message', '')}" if isinstance(reply, dict) else "?"
+                return None, {"outcome": "failed", "stdout": "",
+                              "reason": f"the grader's measurement {key} failed in the kernel ({why})"}
+            measured.append({"key": key, "bytes": max(0, peak - start)})
+        return measured, None
+
     def _request(self, kernel: Kernel, num: int) -> dict:
-        ex, check = self.specs[num]
-        res = kernel.evaluate(_ANSWER.format(ex=ex, check=check, seed=self.seed), self.timeout_s)
+        task = tasks.get_task(*self.specs[num])
+        inputs = make_inputs(task, self.seed)
+        measured = None
+        if task.measure is not None:
+            try:
+                measured, failed = self._measure(kernel, task, inputs)
+            except plain.NotPlain as exc:
+                failed = {"outcome": "failed", "stdout": "", "reason": f"the kernel's reply is not plain data: {exc}"}
+            if failed is not None:
+                return failed
+            if measured is None:
+                self.notes.append(f"check {task.check!r}: this machine does not let the grader read the kernel's "
+                                  "memory from outside; it was measured inside the kernel (the weaker way)")
+        res = kernel.evaluate(kernel_side.request(task, inputs), self.timeout_s)
         if res.status in ("timeout", "dead"):
             outcome = _outcome_of(res, self.timeout_s, what="the task")
             if res.status == "timeout":
-                outcome["reason"] = f"the task timed out after {self.timeout_s:g} s (the learner's code did not return)"
+                bound_mib = MAX_MESSAGE_BYTES // 2 ** 20
+                outcome["reason"] = (f"the task timed out after {self.timeout_s:g} s (the learner's code did not "
+                                     f"return, or returned a value over the grader's {bound_mib} MiB bound)")
             return outcome
         if not res.ok:
             return {"outcome": "failed", "stdout": "",
@@ -201,7 +270,7 @@ class Runner:
         text = _literal(res.stdout, None)
         if not isinstance(text, str):
             return {"outcome": "failed", "reason": "the kernel's reply to the task is not text", "stdout": ""}
-        return {"outcome": "answered", "answer": text, "reason": "", "stdout": ""}
+        return {"outcome": "answered", "answer": text, "reason": "", "stdout": "", "measured": measured}
 
     # --- the notebook ----------------------------------------------------------------------------
 
@@ -210,8 +279,12 @@ class Runner:
         try:
             for num, cell in enumerate(self.cells):
                 task = answer_id(cell)
-                if num in self.specs:
+                if not self._time_left():
+                    outcome = self._out_of_time()
+                elif num in self.specs:
                     outcome = self._ask(kernel, num)
+                    if outcome["reason"].startswith("the task timed out"):
+                        self.hung.append((num, frozenset(self.needs.get(num, ()))))
                 elif task is None and has_marker(cell.source, SKIP_MARKER):
                     outcome = {"outcome": "skipped", "reason": "NBVAL_SKIP", "stdout": ""}
                 else:
@@ -220,7 +293,8 @@ class Runner:
                 self.live[num] = "" if outcome["outcome"] in ("passed", "skipped") else _why(outcome)
                 if outcome.get("lost_kernel") and num not in self.observed:
                     self._lose(kernel, outcome["reason"])
-                    kernel = self._replay(num)
+                    if self._time_left():  # else every later cell is "not run" and needs no kernel
+                        kernel = self._replay(num)
         finally:
             kernel.close()
         return self.outcomes, self.notes
@@ -237,6 +311,10 @@ class Runner:
             replayed = 0
             for num in range(lost_at):
                 if not self._replayable(num):
+                    continue
+                if not self._time_left():
+                    self.live[num] = "was not replayed: the notebook's time limit was reached"
+                    failed.append(f"cell {num} (the notebook's time limit was reached)")
                     continue
                 res = self._run_cell(kernel, num)
                 replayed += 1

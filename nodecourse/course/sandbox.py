@@ -12,7 +12,11 @@ Inside the sandbox (:func:`sandbox_argv`):
   grader's processes and their ``/proc`` entries do not exist in it), a new
   session (no controlling terminal to write into), no capabilities, and every
   process in it killed when the grader goes (``--die-with-parent``);
-- a cleared environment: only the variables the grader sets.
+- a cleared environment: only the variables the grader sets;
+- for the learner's kernel (``hide_grader``), a ``nodecourse/course/`` holding only
+  :data:`KERNEL_VISIBLE_COURSE`: no task specs, references, judges or grader modules;
+- resource limits (:class:`Limits`): memory (RLIMIT_DATA), the size of the in-memory
+  ``/tmp``, ``/dev/shm`` and home, and of any file written (RLIMIT_FSIZE).
 
 Where bubblewrap is missing or cannot create namespaces (some Binder hosts,
 containers without user namespaces), :func:`probe` says why, grading still
@@ -40,9 +44,42 @@ IPYTHONDIR = HOME + "/.ipython"
 _ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "passwd", "group", "nsswitch.conf",
         "alternatives", "fonts", "mime.types")
 _TOP_LEVEL = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
+# What of nodecourse/course/ a learner's kernel sees (a setup cell imports ``checks``; a check cell not
+# converted to a task spec runs under ``kernel_guard``). The task specs, references, judges and the
+# grader's own modules are not there: nothing in the kernel can compute or carry a verdict.
+KERNEL_VISIBLE_COURSE = ("__init__.py", "checks.py", "kernel_guard.py")
+DEFAULT_MEMORY_MB = 4096  # per sandboxed process (RLIMIT_DATA: heap and anonymous mappings)
+DEFAULT_TMP_MB = 512  # each of the sandbox's in-memory folders (/tmp, the home)
 IN_FORCE = ("private temporary home, IPython folder and working folder; the course's code and Python "
-            "environment read-only; solutions/ and the rest of the course folder not visible; no network; "
-            "its own PID namespace; nothing it writes is kept")
+            "environment read-only; the task specs, references and grader modules not visible to the "
+            "learner's kernel; solutions/ and the rest of the course folder not visible; no network; "
+            "its own PID namespace; a memory limit and size-limited /tmp and home; nothing it writes is kept")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits of one sandboxed process (defaults: :data:`DEFAULT_MEMORY_MB`, :data:`DEFAULT_TMP_MB`).
+
+    ``memory_mb`` is applied as RLIMIT_DATA (heap and anonymous mappings: an allocation beyond it
+    fails with a MemoryError in the kernel); ``tmp_mb`` sizes each in-memory folder (/tmp, the
+    home) and caps every file the process writes (RLIMIT_FSIZE), the kernel's connection folder
+    included."""
+
+    memory_mb: int = DEFAULT_MEMORY_MB
+    tmp_mb: int = DEFAULT_TMP_MB
+
+    def __post_init__(self):
+        for name in ("memory_mb", "tmp_mb"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 16:
+                raise ValueError(f"{name}={value!r}: give a whole number of megabytes, at least 16")
+
+    def prlimit(self) -> list[str]:
+        """The ``prlimit`` prefix that applies them to a command (util-linux; none where it is missing,
+        and :meth:`Isolation.describe` does not claim them then)."""
+        if shutil.which("prlimit") is None:
+            return []
+        return ["prlimit", f"--data={self.memory_mb * 2 ** 20}", f"--fsize={self.tmp_mb * 2 ** 20}", "--"]
 
 
 @dataclass(frozen=True)
@@ -104,13 +141,19 @@ def sandbox_argv(
     *,
     shared_dirs: Sequence[Path] = (),
     program: str = "bwrap",
+    hide_grader: bool = False,
+    limits: Limits | None = None,
 ) -> list[str]:
     """``command`` wrapped in bubblewrap as the module docstring describes.
 
     ``env``: the whole environment inside (``HOME``, ``IPYTHONDIR``, ``TMPDIR``
     and ``PWD`` are set here). ``shared_dirs``: host folders bound read-write at
-    the same path (the kernel's connection folder; nothing else).
+    the same path (the kernel's connection folder; nothing else). ``hide_grader``: the
+    learner's kernel sees only :data:`KERNEL_VISIBLE_COURSE` of ``nodecourse/course/``.
+    ``limits``: memory and in-memory folder sizes (:class:`Limits`; default: the defaults).
     """
+    limits = limits or Limits()
+    size = ["--size", str(limits.tmp_mb * 2 ** 20)]
     args = [program, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net", "--unshare-ipc",
             "--unshare-uts", "--cap-drop", "ALL"]
     for name in _TOP_LEVEL:
@@ -122,19 +165,25 @@ def sandbox_argv(
     args += ["--ro-bind", "/usr", "/usr"]
     for name in _ETC:
         args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-    args += ["--dev", "/dev", "--tmpfs", "/dev/shm", "--proc", "/proc", "--tmpfs", "/tmp"]
+    args += ["--dev", "/dev", *size, "--tmpfs", "/dev/shm", "--proc", "/proc", *size, "--tmpfs", "/tmp"]
     for d in _python_dirs():
         args += ["--ro-bind", str(d), str(d)]
     package = _package_dir()
     args += ["--ro-bind", str(package), str(package)]
+    if hide_grader:
+        course = package / "course"
+        args += ["--tmpfs", str(course)]
+        for name in KERNEL_VISIBLE_COURSE:
+            args += ["--ro-bind", str(course / name), str(course / name)]
+        args += ["--remount-ro", str(course)]
     for d in shared_dirs:
         args += ["--bind", str(d), str(d)]
-    args += ["--tmpfs", HOME, "--dir", WORKDIR, "--dir", IPYTHONDIR, "--chdir", WORKDIR, "--clearenv"]
+    args += [*size, "--tmpfs", HOME, "--dir", WORKDIR, "--dir", IPYTHONDIR, "--chdir", WORKDIR, "--clearenv"]
     inside = dict(env)
     inside.update({"HOME": HOME, "IPYTHONDIR": IPYTHONDIR, "TMPDIR": "/tmp", "PWD": WORKDIR})
     for key, value in sorted(inside.items()):
         args += ["--setenv", key, value]
-    return args + ["--", *command]
+    return args + ["--", *limits.prlimit(), *command]
 
 
 def base_environment() -> dict[str, str]:
@@ -188,13 +237,16 @@ def popen_kwargs(isolation: Isolation, workdir: Path) -> dict:
 
 
 def wrap(isolation: Isolation, command: Sequence[str], env: Mapping[str, str], *,
-         shared_dirs: Sequence[Path] = (), home: Path | None = None) -> tuple[list[str], dict[str, str]]:
+         shared_dirs: Sequence[Path] = (), home: Path | None = None, hide_grader: bool = False,
+         limits: Limits | None = None) -> tuple[list[str], dict[str, str]]:
     """(argv, env) to start ``command``: inside bubblewrap when ``isolation`` has it, else as it is
-    with ``HOME``/``IPYTHONDIR`` moved to ``home`` (a fresh folder), the most that can be done."""
+    with ``HOME``/``IPYTHONDIR`` moved to ``home`` (a fresh folder) and the memory limit applied,
+    the most that can be done (nothing is hidden then: grades are for self-study only)."""
     full = {**base_environment(), **env}
     if isolation.sandboxed:
-        return sandbox_argv(command, full, shared_dirs=shared_dirs, program=isolation.program), full
+        return sandbox_argv(command, full, shared_dirs=shared_dirs, program=isolation.program,
+                            hide_grader=hide_grader, limits=limits), full
     if home is not None:
         (home / "ipython").mkdir(parents=True, exist_ok=True)
         full.update({"HOME": str(home), "IPYTHONDIR": str(home / "ipython")})
-    return list(command), full
+    return [*(limits or Limits()).prlimit(), *command], full

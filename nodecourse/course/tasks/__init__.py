@@ -9,15 +9,18 @@ A converted check cell in an exercise notebook reads::
 In JupyterLab (or ``pytest --nbval``) that runs the whole task in the
 learner's kernel on seed 0 and prints ``PASS euler-step`` or raises
 ``CheckFailed`` with the judge's message. The grader runs the same spec split
-in three: :func:`answer_text` in the learner's isolated kernel (on a seed it
-draws), :func:`reference_text` in a separate clean process, and
-:func:`judge_texts` in its own process on the two plain-data replies.
+in three: the inputs drawn from its seed in its own process, and only the call
+of the learner's function on them in the learner's isolated kernel
+(:mod:`~nodecourse.course.tasks.kernel_side`, which this package is not visible
+from); :func:`reference_text` in a separate clean process; :func:`judge_texts`
+in its own process on the two plain-data replies.
 
 Exercise keys are the two-digit prefixes of the notebooks ("01"); each has a
 module ``exNN`` here with ``EXERCISE`` (the notebook's stem) and ``TASKS``.
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import re
 from typing import Mapping
@@ -40,7 +43,14 @@ def tasks_for(exercise: str) -> dict[str, Task]:
     if exercise not in CONVERTED:
         raise UnknownTask(f"exercise {exercise!r} has no task specs; converted exercises: {list(CONVERTED)}")
     module = importlib.import_module(f"nodecourse.course.tasks.ex{exercise}")
-    return {t.check: t for t in module.TASKS}
+    # An exercise module may list, by check, the library functions that would answer a task
+    # ("write it yourself"): they become that task's ``library_answers``.
+    listed = getattr(module, "LIBRARY_ANSWERS", {})
+    unknown = set(listed) - {t.check for t in module.TASKS}
+    if unknown:
+        raise UnknownTask(f"exercise {exercise!r}: LIBRARY_ANSWERS names checks {sorted(unknown)} it does not have")
+    return {t.check: dataclasses.replace(t, library_answers=tuple(listed[t.check])) if t.check in listed else t
+            for t in module.TASKS}
 
 
 def get_task(exercise: str, check: str) -> Task:
@@ -57,22 +67,14 @@ def spec_call(source: str) -> tuple[str, str] | None:
     return (match["ex"], match["check"]) if match else None
 
 
-def _error(exc: BaseException, task: Task) -> dict:
-    message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return {"ok": False, "type": type(exc).__name__, "message": message[:500], "hint": task.hint_for(str(exc))}
-
-
 def answer_text(exercise: str, check: str, seed: int, namespace: Mapping) -> str:
-    """Run the learner's code of one task on the inputs of ``seed``; the result as JSON text:
-    ``{"ok": true, "value": ...}`` or ``{"ok": false, "type": ..., "message": ..., "hint": ...}``."""
+    """The learner's reply to one task on the inputs of ``seed``, in this process, through the same
+    function the grader's kernel runs (:func:`nodecourse.course.tasks.kernel_side.answer`): JSON text
+    ``{"ok": true, "value": ...}`` or ``{"ok": false, "type": ..., "message": ...}``."""
+    from nodecourse.course.tasks import kernel_side
+
     task = get_task(exercise, check)
-    try:
-        value = task.run(namespace, make_inputs(task, seed))
-        return plain.dumps({"ok": True, "value": value})
-    except plain.NotPlain as exc:
-        return plain.dumps({"ok": False, "type": "NotPlain", "message": f"the answer is {exc}", "hint": ""})
-    except BaseException as exc:  # the learner's code: any exception is its answer
-        return plain.dumps(_error(exc, task))
+    return kernel_side.answer(task.run, make_inputs(task, seed), task.library_answers, namespace)
 
 
 def reference_text(exercise: str, checks, seed: int) -> str:
@@ -99,7 +101,7 @@ def judge_texts(task: Task, answer: str, reference) -> Verdict:
         if kind == "NotImplementedError":
             return Verdict(False, "NotImplementedError: task not done")
         text = message if kind == "NotPlain" else f"{kind}: {message}".rstrip(": ")
-        hint = str(reply.get("hint", ""))
+        hint = task.hint_for(message)  # the likely cause is named here, outside the kernel
         return Verdict(False, text + (f"; {hint}" if hint else ""))
     return task.judge(reply.get("value"), reference)
 
@@ -109,12 +111,49 @@ def self_check(exercise: str, check: str, namespace: Mapping, seed: int = SELF_C
     ``CheckFailed`` with the judge's message (an error in the learner's code is raised as it is)."""
     from nodecourse.course.checks import check as report
 
+    from nodecourse.course.tasks.kernel_side import disabled
+
     task = get_task(exercise, check)
-    answer = plain.dumps({"ok": True, "value": task.run(namespace, make_inputs(task, seed))})
+    outside = code_outside_answers_here(namespace)
+    if outside:  # the grader runs only the answer cells: say so here, before it says so in a grade
+        import warnings
+
+        warnings.warn(f"the grader will not run this code: {outside}", stacklevel=2)
+    undo = disabled(task.library_answers)  # the grader disables them too: the self-check says the same
+    try:
+        value = task.run(namespace, make_inputs(task, seed))
+    finally:
+        for fn, code in undo:
+            fn.__code__ = code
+    answer = plain.dumps({"ok": True, "value": value})
     reference = plain.decode(reference_text(exercise, [check], seed))[check]
     verdict = judge_texts(task, answer, reference)
     report(check, verdict.passed, verdict.detail)
 
 
-__all__ = ["CONVERTED", "SELF_CHECK_SEED", "Task", "UnknownTask", "Verdict", "answer_text", "get_task",
-           "judge_texts", "reference_text", "self_check", "spec_call", "tasks_for"]
+def code_outside_answers_here(namespace: Mapping) -> str:
+    """What the grader would say about code outside the answer cells of the notebook this kernel
+    runs (JupyterLab names it in ``__session__``; from its saved copy on disk), or "" when there is
+    none or the notebook cannot be found (nbval, a plain Python session)."""
+    import os
+    from pathlib import Path
+
+    session = namespace.get("__session__") or os.environ.get("JPY_SESSION_NAME", "")
+    path = Path(str(session)) if session else None
+    if path is not None and not path.is_file():
+        path = Path.cwd() / path.name  # a server-relative name: the kernel runs in the notebook's folder
+    if path is None or path.suffix != ".ipynb" or not path.is_file():
+        return ""
+    try:
+        import nbformat
+
+        from nodecourse.course import grading
+
+        reference, _, _ = grading.reference_for(path)
+        return grading.code_outside_answers(nbformat.read(path, as_version=4), reference)
+    except Exception:  # noqa: BLE001 - a self-check never fails because this hint could not be made
+        return ""
+
+
+__all__ = ["CONVERTED", "SELF_CHECK_SEED", "Task", "UnknownTask", "Verdict", "answer_text", "code_outside_answers_here",
+           "get_task", "judge_texts", "reference_text", "self_check", "spec_call", "tasks_for"]

@@ -17,6 +17,9 @@ from nodecourse.course.tasks.spec import (
 )
 
 EXERCISE = "01_resnet_as_euler_exercises"
+# "Write it yourself": the library's functions that would answer these tasks raise while they run.
+_ODE_SOLVE = ("nodecourse.solvers:odeint", "nodecourse.solvers.fixed:integrate_fixed")
+LIBRARY_ANSWERS = {"euler-step": _ODE_SOLVE, "euler-integrate-matches": _ODE_SOLVE, "euler-order": _ODE_SOLVE}
 
 
 def _euler(f, y0, t0: float, t1: float, h: float) -> torch.Tensor:

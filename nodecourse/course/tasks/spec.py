@@ -20,6 +20,12 @@ A :class:`Task` says, for one check of an exercise:
   memory, a hook): the weaker kind, listed in CONTRIBUTING's trust model.
 - ``hints``: (text found in an error message, likely cause) pairs for errors a
   learner typically meets.
+- ``library_answers``: ``"module:function"`` names of the library's functions
+  that would answer a "write it yourself" task; while the task runs in the
+  grader's kernel they raise "this task asks you to write it (...)".
+- ``weight``: the points this check is worth in a gradebook (default 1).
+- ``measure_keys`` / ``measure``: for an observed check, what the grader
+  measures itself from outside the kernel (see the field's comment).
 """
 from __future__ import annotations
 
@@ -53,6 +59,14 @@ class Task:
     after: tuple[str, ...] = ()
     observed: str = ""
     hints: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    library_answers: tuple[str, ...] = ()
+    weight: float = 1.0
+    # An observed check measured from outside: ``measure_keys(inputs)`` lists what to measure, and
+    # ``measure(namespace, inputs, key)`` runs one of them in the learner's kernel; the grader reads the
+    # kernel process's peak memory around each run and gives the judge ``reference["measured"]``,
+    # a list of ``{"key": key, "bytes": peak above the start}`` (absent in the notebook's self-check).
+    measure_keys: Callable[[dict], list] | None = None
+    measure: Callable[[Mapping[str, Any], dict, Any], Any] | None = None
 
     def hint_for(self, message: str) -> str:
         """The likely cause of an error whose message contains one of :attr:`hints`' texts."""

@@ -1,0 +1,47 @@
+"""A stand-in for the grading of one submission, so that the gradebook's own logic is tested in seconds.
+
+:func:`fake_grade` has the shape of ``nodecourse.course.gradebook._grade_one`` and
+runs in the gradebook's worker processes (it is imported there by name, so it
+lives in a module). What it reports is written in the submission itself, in
+its notebook metadata ``{"fake": {...}}``:
+
+- ``passed``: the checks of exercise 1 that pass (default none);
+- ``raise``: the name of an exception the grading raises (``OverflowError``...);
+- ``warnings``: the warnings grading would give (``review: ...``, code outside answers);
+- ``weights``: ``{check: weight}`` (default 1);
+- ``exercise`` and ``checks``: another exercise's file name and check ids (default exercise 1's).
+"""
+from __future__ import annotations
+
+import builtins
+import json
+from pathlib import Path
+
+EXERCISE = "01_resnet_as_euler_exercises.ipynb"
+CHECKS = ("euler-step", "residual-block", "euler-integrate-matches", "euler-order")
+
+
+def write_submission(path: Path, **fake) -> Path:
+    """A notebook file whose grading :func:`fake_grade` will report as ``fake`` says."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nb = {"cells": [], "metadata": {"fake": fake}, "nbformat": 4, "nbformat_minor": 5}
+    path.write_text(json.dumps(nb), encoding="utf-8")
+    return path
+
+
+def fake_grade(job: tuple) -> dict:
+    path, _reference, _timeout, seed, _notebook_timeout, _limits = job
+    fake = json.loads(Path(path).read_text(encoding="utf-8"))["metadata"]["fake"]
+    result = {"path": path, "rows": [], "warnings": list(fake.get("warnings", [])), "error": "", "seed": seed,
+              "isolation": "fake", "time_s": 0.0}
+    if fake.get("raise"):
+        raise getattr(builtins, fake["raise"])("raised by the fake grading")
+    weights = fake.get("weights", {})
+    exercise = fake.get("exercise", EXERCISE)
+    for check in fake.get("checks", CHECKS):
+        passed = check in fake.get("passed", ())
+        result["rows"].append({"notebook": path, "exercise": exercise, "check": check, "passed": passed,
+                               "reason": "" if passed else f"{check} differs; likely cause: a fake mistake",
+                               "check_cell_passed": passed, "isolation": "fake", "seed": seed,
+                               "weight": float(weights.get(check, 1.0))})
+    return result
