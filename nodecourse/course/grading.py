@@ -46,14 +46,18 @@ import nbformat
 
 from nodecourse.course import grading_kernel, sandbox, tasks
 from nodecourse.course.exercise_builder import (
-    ExerciseFormatError,
     answer_id,
-    build_exercise,
     check_id,
 )
 from nodecourse.course.grading_run import NBVAL_MARKER as _NBVAL_MARKER
 from nodecourse.course.grading_run import Runner, RunError
-from nodecourse.course.paths import find_course_root
+from nodecourse.course.references import (  # noqa: F401 (part of the grader's surface)
+    COPY_SUFFIX,
+    OUTSIDE_PREFIX,
+    GradingError,
+    code_outside_answers,
+    reference_for,
+)
 from nodecourse.course.tasks import reference as task_reference
 from nodecourse.course.textsafe import escape
 from nodecourse.measure.tables import text_table
@@ -61,15 +65,7 @@ from nodecourse.measure.tables import text_table
 DEFAULT_CELL_TIMEOUT_S = 120
 DEFAULT_NOTEBOOK_TIMEOUT_S = 1800  # the whole notebook, replays after a restart included
 KERNEL_START_TIMEOUT_S = grading_kernel.KERNEL_START_TIMEOUT_S
-# Copies that JupyterLab makes ("X-Copy1.ipynb") and the names browsers and LMS downloads give a
-# second copy ("X (1).ipynb", "X-1.ipynb") grade against X.ipynb.
-COPY_SUFFIX = re.compile(r"(?:-Copy\d+|\s*\(\d+\)|-\d+)+$")
-_COPY_SUFFIX = COPY_SUFFIX
 REASON_LIMIT = 300
-
-
-class GradingError(RuntimeError):
-    """The grader could not grade a notebook (no reference, unreadable file...)."""
 
 
 @dataclass
@@ -93,46 +89,6 @@ class CheckRow:
 # ---------------------------------------------------------------------------
 # Assembling the notebook that is actually run
 # ---------------------------------------------------------------------------
-
-def reference_for(notebook: Path, course_root: Path | None = None) -> tuple[object, str, list[str]]:
-    """The clean exercise that ``notebook`` is graded against: ``(notebook, file name, warnings)``.
-
-    Always a fresh build of ``solutions/<same name>.ipynb`` (or of the one solution whose
-    name the notebook's name ends with, after a ``-``, ``_``, space or dot: a class's
-    ``alice-01_..._exercises.ipynb``; JupyterLab's ``-Copy1`` is ignored): a learner works
-    *in* ``exercises/``, so nothing there is trusted. Without that solution
-    there is no reference, and :class:`GradingError` says so (pass
-    ``--reference`` to grade against an exercise you trust).
-    """
-    root = course_root or find_course_root(notebook.parent) or find_course_root()
-    if root is None:
-        raise GradingError(
-            f"cannot find the course root (a folder with notebooks/ and solutions/) from "
-            f"{notebook.parent} or the current directory; run from the course folder or "
-            "pass --reference PATH (a clean exercise notebook)"
-        )
-    stem = _COPY_SUFFIX.sub("", notebook.stem)
-    name = stem + ".ipynb"
-    solution = root / "solutions" / name
-    available = sorted(p.name for p in (root / "solutions").glob("*.ipynb"))
-    if not solution.is_file():
-        # A class's files are often named after the learner: "alice-01_..._exercises.ipynb".
-        ends = [n for n in available if stem.endswith(n[:-len(".ipynb")]) and
-                stem[: len(stem) - len(n) + len(".ipynb")][-1:] in ("-", "_", " ", ".")]
-        if len(ends) == 1:
-            name, solution = ends[0], root / "solutions" / ends[0]
-    if not solution.is_file():
-        raise GradingError(
-            f"no reference for {notebook.name!r}: the grader builds it from {solution}, which does not "
-            f"exist (solutions: {available}); keep the exercise's file name, or pass --reference PATH to "
-            "a clean exercise notebook. A notebook is never graded against its own check cells."
-        )
-    try:
-        built = build_exercise(nbformat.read(solution, as_version=4), name=str(solution))
-    except ExerciseFormatError as exc:
-        raise GradingError(f"cannot build the reference from {solution}: {exc}") from exc
-    return built, name, []
-
 
 def _neutralise_nbval_markers(source: str) -> str:
     """Blank every marker line, split exactly as nbval splits (``str.splitlines``),
@@ -232,30 +188,6 @@ def assemble(learner, reference) -> tuple[object, list[str]]:
     if outside:
         warnings.append(f"{OUTSIDE_PREFIX} {outside}")
     return nb, warnings
-
-
-OUTSIDE_PREFIX = "code outside the answer cells:"
-
-
-def _code_lines(source: str) -> tuple[str, ...]:
-    return tuple(line.strip() for line in source.splitlines() if line.strip() and not line.strip().startswith("#"))
-
-
-def code_outside_answers(learner, reference) -> str:
-    """A sentence when ``learner`` has code cells that are neither answer cells nor the reference's
-    own cells (a solution typed into a new cell, a helper in an extra cell): the grader runs only
-    the answer cells, so that code is not graded. "" when there are none."""
-    known = {_code_lines(c.source) for c in reference.cells if c.cell_type == "code"}
-    # Check cells are the reference's (an edit there is ignored, not work to keep): only other cells count.
-    extra = [i for i, c in enumerate(learner.cells) if c.cell_type == "code" and answer_id(c) is None
-             and check_id(c) is None and _code_lines(c.source) and _code_lines(c.source) not in known]
-    if not extra:
-        return ""
-    return (f"{len(extra)} code cell(s) (cell {', '.join(str(i + 1) for i in extra[:8])}"
-            f"{', ...' if len(extra) > 8 else ''}) are not answer cells and are not graded; the grader runs only "
-            "the answer cells (the ones with a 'your answer' stub), so move that code into them")
-
-
 
 
 # ---------------------------------------------------------------------------

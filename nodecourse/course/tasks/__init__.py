@@ -147,10 +147,10 @@ def code_outside_answers_here(namespace: Mapping) -> str:
     try:
         import nbformat
 
-        from nodecourse.course import grading
+        from nodecourse.course.references import code_outside_answers, reference_for
 
-        reference, _, _ = grading.reference_for(path)
-        return grading.code_outside_answers(nbformat.read(path, as_version=4), reference)
+        reference, _, _ = reference_for(path)
+        return code_outside_answers(nbformat.read(path, as_version=4), reference)
     except Exception:  # noqa: BLE001 - a self-check never fails because this hint could not be made
         return ""
 
