@@ -271,12 +271,7 @@ def test_norm_with_the_adjoint_measures_the_state_and_the_adjoint():
         assert torch.allclose(a, b, rtol=1e-5, atol=1e-7)
 
 
-@pytest.mark.parametrize("where", ["adjoint_options['norm']", "adjoint_options['options']['norm']"])
-def test_an_adjoint_norm_receives_torchdiffeqs_tuple(where):
-    """A norm passed for the backward solve gets (t, y, adj_y, *adj_params), each part in its shape, as
-    torchdiffeq's odeint_adjoint passes it; the gradient is still the gradient."""
-    torch.manual_seed(0)
-
+def _module_field() -> nn.Module:
     class Field(nn.Module):  # a module: its parameters in their order, as torchdiffeq takes them
         def __init__(self):
             super().__init__()
@@ -285,7 +280,14 @@ def test_an_adjoint_norm_receives_torchdiffeqs_tuple(where):
         def forward(self, tt, y):
             return self.net(y)
 
-    field = Field()
+    return Field()
+
+
+def test_an_adjoint_norm_receives_torchdiffeqs_tuple():
+    """A norm passed as adjoint_options['norm'] gets (t, y, adj_y, *adj_params), each part in its
+    shape, as torchdiffeq's odeint_adjoint passes it; the gradient is still the gradient."""
+    torch.manual_seed(0)
+    field = _module_field()
     y0 = torch.tensor([0.5, -1.0, 2.0], dtype=F64, requires_grad=True)
     t = torch.tensor([0.0, 1.0], dtype=F64)
     params = tuple(field.parameters())
@@ -300,8 +302,7 @@ def test_an_adjoint_norm_receives_torchdiffeqs_tuple(where):
         return norm, seen
 
     ours, seen_ours = spy()
-    adjoint_options = {"norm": ours} if where == "adjoint_options['norm']" else {"options": {"norm": ours}}
-    ys = odeint(field, y0, t, rtol=1e-9, atol=1e-11, gradient="adjoint", adjoint_options=adjoint_options).ys
+    ys = odeint(field, y0, t, rtol=1e-9, atol=1e-11, gradient="adjoint", adjoint_options={"norm": ours}).ys
     got = torch.autograd.grad(ys[-1].sum(), (y0, *params))
     theirs, seen_theirs = spy()
     ys = torchdiffeq.odeint_adjoint(field, y0, t, rtol=1e-9, atol=1e-11, adjoint_options={"norm": theirs})
@@ -309,6 +310,25 @@ def test_an_adjoint_norm_receives_torchdiffeqs_tuple(where):
     assert set(seen_ours) == set(seen_theirs) == {((), (3,), (3,), *(tuple(p.shape) for p in params))}
     for a, b in zip(got, expected):
         assert torch.allclose(a, b, rtol=1e-5, atol=1e-7)
+
+
+def test_a_norm_in_the_backward_solves_own_options_sees_its_flat_state():
+    """adjoint_options={"options": {"norm": f}} sets the backward solve's norm as for any solve: f gets
+    that solve's flat state [z, a, g] (3 + 3 + the parameters' entries), the convention exercise 10 uses."""
+    torch.manual_seed(0)
+    field = _module_field()
+    y0 = torch.tensor([0.5, -1.0, 2.0], dtype=F64, requires_grad=True)
+    t = torch.tensor([0.0, 1.0], dtype=F64)
+    seen = set()
+
+    def norm(x):
+        seen.add(tuple(x.shape))
+        return x.pow(2).mean().sqrt()
+
+    ys = odeint(field, y0, t, rtol=1e-9, atol=1e-11, gradient="adjoint", adjoint_options={"options": {"norm": norm}}).ys
+    ys[-1].sum().backward()
+    n_params = sum(p.numel() for p in field.parameters())
+    assert seen == {(3 + 3 + n_params,)}
 
 
 def test_an_adjoint_norm_and_a_backward_options_norm_together_are_refused():

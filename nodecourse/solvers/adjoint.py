@@ -246,7 +246,8 @@ def solve_adjoint(func, y0: torch.Tensor, t: torch.Tensor, *, solve: Callable, m
     ``adjoint_options`` sets the backward solve: ``method``, ``rtol``, ``atol``, ``step_size``,
     ``max_steps``, ``options`` (each defaulting to the forward solve's), ``params`` (extra
     tensors to differentiate besides an ``nn.Module`` func's parameters) and ``norm``
-    (``"seminorm"``: see :func:`augmented_norm_options`; a callable: :func:`tuple_norm`); a forward ``options["norm"]``
+    (``"seminorm"``: see :func:`augmented_norm_options`; a callable: :func:`tuple_norm`); a norm in
+    the backward ``options`` sees that solve's flat state ``[z, a, g]``; a forward ``options["norm"]``
     measures the backward solve's state and adjoint parts (:func:`augmented_norm_options`). After ``backward()``,
     ``solution.stats`` holds ``nfe_backward``, ``backward_n_steps``, ``backward_n_rejected``,
     ``backward_status`` (a :class:`Status`) and ``backward_message``.
@@ -262,11 +263,12 @@ def solve_adjoint(func, y0: torch.Tensor, t: torch.Tensor, *, solve: Callable, m
     backward_kwargs = dict(backward, backend=backend)
     norm = backward_kwargs.pop("norm")
     params, random = inspect_field(func, y0, t[0], extra_params)
-    own_norm = (backward_kwargs.get("options") or {}).get("norm")
-    if callable(norm) or (own_norm is not None and own_norm is not (options or {}).get("norm")):
-        # a norm written for the backward solve: torchdiffeq's tuple (t, y, adj_y, *adj_params)
+    if callable(norm):
+        # adjoint_options={"norm": f}, torchdiffeq's spelling: f gets its tuple (t, y, adj_y, *adj_params).
+        # A norm in the backward solve's own options ({"options": {"norm": f}}) is a norm of that solve's
+        # flat state [z, a, g], as for any solve (lesson 10 and exercise 10 write one).
         backward_kwargs["options"] = {**(backward_kwargs.get("options") or {}),
-                                      "norm": tuple_norm(norm if callable(norm) else own_norm, y0.shape, params)}
+                                      "norm": tuple_norm(norm, y0.shape, params)}
     else:
         backward_kwargs["options"] = augmented_norm_options(backward_kwargs.get("options"), options, y0.shape,
                                                             seminorm=norm == "seminorm")
