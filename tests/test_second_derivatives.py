@@ -133,5 +133,5 @@ def test_deq_unrolled_second_derivative_equals_the_closed_form():
     z = deq(torch.full((1, 1), x, dtype=torch.float64)).sum()
     (g,) = torch.autograd.grad(z, f.a, create_graph=True)
     (h,) = torch.autograd.grad(g, f.a)
-    assert float(g) == pytest.approx(x / (1 - a) ** 2, rel=1e-8)
+    assert float(g.detach()) == pytest.approx(x / (1 - a) ** 2, rel=1e-8)
     assert float(h) == pytest.approx(2 * x / (1 - a) ** 3, rel=1e-8)
