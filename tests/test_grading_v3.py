@@ -298,7 +298,7 @@ DISHONEST = {
     # the exact value times noise, differentiable, with the right mean
     ("06", "hutchinson", "def hutchinson(f_out, z, n_samples=1):\n    import torch\n"
      "    from nodecourse.deq import exact_jacobian_frobenius\n    e = exact_jacobian_frobenius(f_out, z)\n"
-     "    return e * (1 + 0.3 * torch.randn_like(e)) + 0 * f_out.sum(1)\n"): "not the Hutchinson estimator",
+     "    return e * (1 + 0.3 * torch.randn_like(e)) + 0 * f_out.sum(1)\n"): "on the grader's probes",
     # step counts made up
     ("02", "adaptive-loop", "def integrate_adaptive(f, y0, t0, t1, rtol, atol, h0=0.01, max_steps=100_000):\n"
      "    from nodecourse import odeint\n    import torch\n"

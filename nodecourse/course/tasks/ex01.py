@@ -13,7 +13,7 @@ import torch
 from nodecourse.course.tasks.draw import F64, generator as _gen, integer as _integer, odeint_last
 from nodecourse.course.tasks.draw import uniform as _uniform
 from nodecourse.course.tasks.spec import (
-    Task, Wrong, array, compared, close, describe, field_of, judged, likely, max_diff, show,
+    Task, Wrong, array, compared, close, field_of, items, judged, likely, max_diff, show,
 )
 
 EXERCISE = "01_resnet_as_euler_exercises"
@@ -82,7 +82,21 @@ def _out_and_grad(model, z) -> dict:
 
 
 def block_run(ns, inp) -> dict:
-    return _out_and_grad(ns["EulerResidualBlock"](inp["stack"].fields[0]), inp["z"])
+    """The block run with the learner's ``euler_step`` swapped for a counting wrapper of itself
+    (the block finds ``euler_step`` in the notebook's namespace when it runs): the task asks for it."""
+    step = ns["euler_step"]
+    calls = [0]
+
+    def counting_euler_step(*args, **kwargs):
+        calls[0] += 1
+        return step(*args, **kwargs)
+
+    ns["euler_step"] = counting_euler_step
+    try:
+        out = _out_and_grad(ns["EulerResidualBlock"](inp["stack"].fields[0]), inp["z"])
+    finally:
+        ns["euler_step"] = step
+    return {**out, "euler_steps": calls[0]}
 
 
 def block_reference(inp) -> dict:
@@ -106,6 +120,12 @@ def block_judge(answer, ref) -> None:
     if not close(grad, grad_ref, atol=1e-12):
         raise Wrong(f"outputs agree but gradients differ by {max_diff(grad, grad_ref):.2e}; likely cause: part of "
                     "the computation is detached from the graph")
+    steps = field_of(answer, "euler_steps", "count of euler_step calls")
+    if steps != 1:
+        raise Wrong(f"the outputs agree, but the block called euler_step {steps} times for one forward pass; the "
+                    "task asks for the block written as one Euler step: return euler_step(self.field, 0.0, z, 1.0)"
+                    + ("; likely cause: z + field(t, z) written out instead of calling euler_step"
+                       if steps == 0 else ""))
 
 
 # --- euler-integrate ------------------------------------------------------------------------------
@@ -126,8 +146,9 @@ def integrate_run(ns, inp) -> dict:
 
 def integrate_reference(inp) -> dict:
     f, y0, t0, t1, h = inp["f"], inp["y0"], inp["t0"], inp["t1"], inp["h"]
+    frozen = lambda t, y: f(torch.tensor(t0, dtype=F64), y)  # noqa: E731 - the time never moves from t0
     return {"y1": _euler(f, y0, t0, t1, h), "fewer": _euler(f, y0, t0, t1 - h, h),
-            "more": _euler(f, y0, t0, t1 + h, h), "n": inp["n"]}
+            "more": _euler(f, y0, t0, t1 + h, h), "frozen": _euler(frozen, y0, t0, t1, h), "n": inp["n"]}
 
 
 @judged
@@ -136,7 +157,9 @@ def integrate_judge(answer, ref) -> None:
     if close(got, expected, atol=1e-10):
         return
     cause = likely(got, {"likely cause: one step too few (n - 1 steps)": array(ref["fewer"], "y"),
-                         "likely cause: one step too many (n + 1 steps)": array(ref["more"], "y")}, atol=1e-10)
+                         "likely cause: one step too many (n + 1 steps)": array(ref["more"], "y"),
+                         "likely cause: the time is not advanced (every step evaluates f at t0: add t = t + h "
+                         "after each step)": array(ref["frozen"], "y")}, atol=1e-10)
     raise Wrong(f"differs from odeint(method='euler') with {ref['n']} steps by {max_diff(got, expected):.2e}"
                 + (f"; {cause}" if cause else ""))
 
@@ -162,10 +185,8 @@ def order_reference(inp) -> dict:
 
 @judged
 def order_judge(answer, ref) -> None:
-    values = field_of(answer, "y1", "results")
     steps = ref["steps"]
-    if not isinstance(values, list) or len(values) != len(steps):
-        raise Wrong(f"expected {len(steps)} results (one per step count), got {describe(values)}")
+    values = items(field_of(answer, "y1", "results"), len(steps), "results (one per step count)")
     ys = [array(v, f"the result for n = {n}").reshape(-1) for v, n in zip(values, steps)]
     if any(y.size != 1 for y in ys):
         raise Wrong("each result should hold one value (y0 has one component)")
