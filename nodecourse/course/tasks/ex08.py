@@ -15,7 +15,7 @@ from torch import nn
 
 from nodecourse.course.tasks.draw import F64, generator as _gen, integer as _integer, uniform as _uniform
 from nodecourse.course.tasks.plain import Array
-from nodecourse.course.tasks.spec import Task, Wrong, array, compared, describe, field_of, judged, max_diff
+from nodecourse.course.tasks.spec import Task, Wrong, array, compared, describe, field_of, items, judged, max_diff
 
 EXERCISE = "08_continuous_normalising_flows_exercises"
 N_ESTIMATES = 20_000
@@ -153,7 +153,7 @@ def dynamics_judge(answer, ref) -> None:
         part = "the divergence column" if max_diff(got[:, :d], expected[:, :d]) <= 1e-10 else "f(t, z)"
         raise Wrong(f"largest output difference {max_diff(got, expected):.2e}, in {part}"
                     + ("; likely cause: the sign (d/dt log p = -tr)" if part == "the divergence column" else ""))
-    grads = field_of(answer, "grads", "gradients")
+    grads = items(field_of(answer, "grads", "gradients"), len(ref["grads"]), "parameter gradients")
     for k, (g, want) in enumerate(zip(grads, ref["grads"])):
         want = array(want, "the reference")
         got_g = array(g, f"gradient {k}", want.shape)
