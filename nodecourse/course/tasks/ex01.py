@@ -166,6 +166,9 @@ def integrate_judge(answer, ref) -> None:
 
 
 # --- euler-order ----------------------------------------------------------------------------------
+# Euler's order on -lambda y over seeds 0-1999 (closed form of the Euler iterates): 0.967-1.012, so the
+# window leaves a margin of at least 0.067 below and 0.088 above; a second-order step measures about 2.
+ORDER_WINDOW = (0.9, 1.1)
 
 def order_inputs(seed: int) -> dict:
     g = _gen(seed, 4)
@@ -197,7 +200,8 @@ def order_judge(answer, ref) -> None:
                     "(Euler's method is never exact here)")
     sizes = np.array([ref["t1"] / n for n in steps])
     slope = float(np.polyfit(np.log(sizes), np.log(errors), 1)[0])
-    if not 0.9 < slope < 1.1:
+    low, high = ORDER_WINDOW
+    if not low < slope < high:
         raise Wrong(f"measured order {slope:.2f}, expected 1 (errors {show(errors)} at n = {steps})")
 
 
