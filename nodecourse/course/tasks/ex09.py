@@ -303,19 +303,22 @@ def _central(model, x, params, v, h: float) -> float:
     return (up - down) / (2 * h)
 
 
-def _route_numbers(model, x, dirs, route: str) -> dict:
-    """The route's directional derivatives, and central differences of tight solves."""
+def _route_numbers(model, x, dirs) -> dict:
+    """Each route's directional derivatives, and central differences of tight solves (the same for
+    every route: taken once)."""
     params = list(model.block.field.parameters())
     deployed = model.block.solver
+    grads = {}
     try:
-        model.block.solver = deployed.replace(gradient=route)
-        grads = torch.autograd.grad(model(x).sum(), params)
+        for route in ROUTES:
+            model.block.solver = deployed.replace(gradient=route)
+            grads[route] = torch.autograd.grad(model(x).sum(), params)
         model.block.solver = deployed.replace(rtol=TIGHT, atol=TIGHT)
         fd = [_central(model, x, params, v, FD_STEP) for v in dirs]
     finally:
         model.block.solver = deployed
-    ad = [sum(float((gr * d).sum()) for gr, d in zip(grads, v)) for v in dirs]
-    return {"ad": ad, "fd": fd}
+    return {route: {"ad": [sum(float((gr * d).sum()) for gr, d in zip(grads[route], v)) for v in dirs], "fd": fd}
+            for route in ROUTES}
 
 
 def _rel(a, b) -> float:
@@ -376,7 +379,7 @@ def _check_tolerances(solves, n_dirs: int) -> None:
 
 
 def route_reference(inp) -> dict:
-    return {"numbers": {route: _route_numbers(inp["model"], inp["x"], inp["dirs"], route) for route in ROUTES},
+    return {"numbers": _route_numbers(inp["model"], inp["x"], inp["dirs"]),
             "n_dirs": len(inp["dirs"])}
 
 
@@ -410,8 +413,22 @@ def route_judge(answer, ref) -> None:
         raise Wrong(f"the {route} error is off by more than a factor of 2 ({table})" + (f"; {cause}" if cause else ""))
 
 
+# wrong-route: a draw is used when exactly one route errs, by a factor of WRONG_MARGIN on each side of
+# WRONG_ABOVE (the adjoint here errs by 1e7-1e9, the others by 1e-7-1e-5), so however a correct answer
+# computes the errors it names the same route.
+WRONG_MARGIN = 10.0
+
+
+def _wrong_decidable(inp: dict) -> bool:
+    """Stores every route's error against tight finite differences (the reference's measurement)."""
+    inp["errors"] = _errors(_route_numbers(inp["model"], inp["x"], inp["dirs"]))
+    high = [r for r in ROUTES if inp["errors"][r] > WRONG_ABOVE * WRONG_MARGIN]
+    low = [r for r in ROUTES if inp["errors"][r] < WRONG_ABOVE / WRONG_MARGIN]
+    return len(high) == 1 and len(low) == len(ROUTES) - 1
+
+
 def wrong_inputs(seed: int) -> dict:
-    return _regressor(_gen(seed, 95), "adjoint")
+    return redraw(seed, 95, lambda g: _regressor(g, "adjoint"), _wrong_decidable)
 
 
 def wrong_run(ns, inp) -> dict:
@@ -419,8 +436,8 @@ def wrong_run(ns, inp) -> dict:
 
 
 def wrong_reference(inp) -> dict:
-    numbers = {route: _route_numbers(inp["model"], inp["x"], inp["dirs"], route) for route in ROUTES}
-    return {"errors": _errors(numbers)}
+    """Every route's error (measured by the draw, in this clean process)."""
+    return {"errors": inp["errors"]}
 
 
 @judged
@@ -459,5 +476,7 @@ TASKS = (
          hints=(("does not require grad", "likely cause: the loss is computed under torch.no_grad() "
                                           "(only the finite differences need it)"),)),
     Task("wrong-route", ("directional-derivative", "route-error", "wrong-route"), wrong_inputs, wrong_run,
-         wrong_reference, wrong_judge, after=("directional-derivative", "route-error")),
+         wrong_reference, wrong_judge, after=("directional-derivative", "route-error"),
+         decidable=f"exactly one route errs by more than {WRONG_ABOVE * WRONG_MARGIN:g} and the others by less "
+                   f"than {WRONG_ABOVE / WRONG_MARGIN:g}"),
 )
