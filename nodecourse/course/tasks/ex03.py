@@ -142,9 +142,10 @@ def classifier_judge(answer, ref) -> None:
 # on the solution over the calibration seeds (see CALIBRATION below), with a margin.
 
 HELD_OUT = (100, 200)  # inner, ring points of the held-out set
-# Measured on the solution (seeds 0-199): held-out accuracy augmented 0.96-1.00, plain 0.80-0.98; the
-# initial model and a constant readout reach at most 2/3 (the ring's share). Thresholds sit between.
-HELD_OUT_MIN = {1: 0.85, 0: 0.85}
+# Measured on the solution over seeds 0-199: held-out accuracy augmented 1.00 on every seed (its smallest
+# margin on the circle +0.655), plain 0.88-1.00 (its largest margin -0.356); a constant readout reaches
+# 2/3 (the ring's share). The thresholds leave 0.10 and 0.08 below the solution's worst seed.
+HELD_OUT_MIN = {1: 0.90, 0: 0.80}
 TRAINING_SEEDS = 200
 
 
