@@ -10,7 +10,7 @@ import math
 import numpy as np
 import torch
 
-from nodecourse.course.tasks.draw import F64, generator as _gen, integer as _integer, odeint_last
+from nodecourse.course.tasks.draw import F64, generator as _gen, integer as _integer, odeint_last, redraw
 from nodecourse.course.tasks.draw import uniform as _uniform
 from nodecourse.course.tasks.spec import (
     Task, Wrong, array, compared, close, describe, field_of, items, judged, likely, max_diff, show,
@@ -131,14 +131,29 @@ def block_judge(answer, ref) -> None:
 
 # --- euler-integrate ------------------------------------------------------------------------------
 
-def integrate_inputs(seed: int) -> dict:
-    g = _gen(seed, 3)
+def _integrate_draw(g: torch.Generator) -> dict:
     h = 2.0 ** -_integer(g, 3, 5)  # exact in binary: every grid point is exact too
     n = _integer(g, 8, 40)
     t0 = h * _integer(g, 0, 8)
     a, b = _uniform(g, 0.5, 1.5), _uniform(g, 0.5, 1.5)
     y0 = torch.randn(_integer(g, 1, 4), generator=g, dtype=F64)
     return {"f": lambda t, y: -y * (a + b * float(t)), "y0": y0, "t0": t0, "t1": t0 + n * h, "n": n, "h": h}
+
+
+# The named mistakes (one step too few or too many, the time not advanced) must land at least this far from
+# the right answer, a million times the judge's tolerance: a draw whose solution has decayed to about 1e-13
+# (t1 up to 6, rates up to 10) cannot tell them apart and is redrawn.
+MISTAKE_GAP = 1e-4
+
+
+def _integrate_decidable(inp: dict) -> bool:
+    ref = integrate_reference(inp)
+    right = ref["y1"]
+    return all(float((ref[k] - right).abs().max()) > MISTAKE_GAP for k in ("fewer", "more", "frozen"))
+
+
+def integrate_inputs(seed: int) -> dict:
+    return redraw(seed, 3, _integrate_draw, _integrate_decidable)
 
 
 def integrate_run(ns, inp) -> dict:
@@ -212,7 +227,9 @@ TASKS = (
          hints=(("does not require grad", "likely cause: the block's output is not connected to z "
                                           "(a detach, .data or torch.no_grad())"),)),
     Task("euler-integrate-matches", ("euler-step", "euler-integrate"), integrate_inputs, integrate_run,
-         integrate_reference, integrate_judge, after=("euler-step",)),
+         integrate_reference, integrate_judge, after=("euler-step",),
+         decidable=f"one step too few, one too many and the time not advanced each land more than {MISTAKE_GAP:g} "
+                   "from the right answer"),
     Task("euler-order", ("euler-step", "euler-integrate"), order_inputs, order_run, order_reference, order_judge,
          after=("euler-step", "euler-integrate-matches")),
 )
