@@ -202,8 +202,13 @@ def breaking_judge(answer, ref) -> None:
 
 # --- directional-derivative -----------------------------------------------------------------------
 
-def directional_inputs(seed: int) -> dict:
-    g = _gen(seed, 93)
+# directional-derivative: the central difference must be within DD_TOL (relative) of autograd's value. A
+# draw is used when the solution's central difference is 10 times inside it and a one-sided difference
+# 10 times outside it, so neither lands near the edge.
+DD_TOL = 1e-6
+
+
+def _directional_draw(g: torch.Generator) -> dict:
     d_in, width = _integer(g, 2, 4), _integer(g, 6, 12)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(_integer(g, 0, 2 ** 31))
@@ -211,6 +216,17 @@ def directional_inputs(seed: int) -> dict:
     x = torch.randn(_integer(g, 3, 8), d_in, generator=g, dtype=F64)
     v = [torch.randn(p.shape, generator=g, dtype=F64) for p in net.parameters()]
     return {"net": net, "x": x, "v": v, "h": 1e-5}
+
+
+def _directional_decidable(inp: dict) -> bool:
+    ref = directional_reference(inp)
+    exact = ref["exact"]
+    return exact != 0 and abs(ref["central"] - exact) < 0.1 * DD_TOL * abs(exact) and \
+        abs(ref["forward"] - exact) > 10 * DD_TOL * abs(exact)
+
+
+def directional_inputs(seed: int) -> dict:
+    return redraw(seed, 93, _directional_draw, _directional_decidable)
 
 
 def directional_run(ns, inp) -> dict:
@@ -231,9 +247,12 @@ def directional_reference(inp) -> dict:
         for p, d in zip(params, v):
             p.add_(h * d)
         up = float(net(x).sum())
+        for p, b, d in zip(params, before, v):
+            p.copy_(b - h * d)
+        down = float(net(x).sum())
         for p, b in zip(params, before):
             p.copy_(b)
-    return {"exact": exact, "forward": (up - base) / h, "before": before, "h": h}
+    return {"exact": exact, "forward": (up - base) / h, "central": (up - down) / (2 * h), "before": before, "h": h}
 
 
 @judged
@@ -242,7 +261,7 @@ def directional_judge(answer, ref) -> None:
     exact = ref["exact"]
     if not isinstance(value, float):
         raise Wrong(f"directional_derivative returned {describe(value)}, not a float (use float(...))")
-    if not abs(value - exact) <= 1e-6 * abs(exact):
+    if not abs(value - exact) <= DD_TOL * abs(exact):
         if exact == 0:
             raise Wrong(f"got {value:.10g}, autograd's exact directional derivative is 0")
         ratio = value / exact
@@ -256,7 +275,7 @@ def directional_judge(answer, ref) -> None:
         elif abs(value - ref["forward"]) <= 1e-9 * abs(exact):
             cause = "likely cause: a one-sided difference (L(theta + h v) - L(theta)) / h, not the central one"
         raise Wrong(f"got {value:.10g}, autograd's exact directional derivative {exact:.10g} (ratio {ratio:.6g}, "
-                    f"relative error {abs(value - exact) / abs(exact):.1e} > 1e-6 at h = {ref['h']:g})"
+                    f"relative error {abs(value - exact) / abs(exact):.1e} > {DD_TOL:g} at h = {ref['h']:g})"
                     + (f"; {cause}" if cause else ""))
     after = items(field_of(answer, "after", "parameters"), len(ref["before"]), "parameters")
     for k, (a, b) in enumerate(zip(after, ref["before"])):
@@ -469,6 +488,8 @@ TASKS = (
                    "previous accuracy answers differently in some case"),
     Task("directional-derivative", ("directional-derivative",), directional_inputs, directional_run,
          directional_reference, directional_judge,
+         decidable=f"the central difference within {0.1 * DD_TOL:g} of autograd's value, a one-sided one "
+                   f"beyond {10 * DD_TOL:g} (relative)",
          hints=(("a leaf Variable that requires grad is being used in an in-place operation",
                  "likely cause: the parameters are changed in place outside torch.no_grad()"),)),
     Task("route-error", ("directional-derivative", "route-error"), route_inputs, route_run, route_reference,
