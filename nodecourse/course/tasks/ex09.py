@@ -138,7 +138,8 @@ def _breaking_draw(g: torch.Generator) -> dict:
 def _breaking_decidable(inp: dict) -> bool:
     """Whether a draw can be judged: no accuracy within half a row of its threshold (so the rule gives
     the same tolerance however a correct answer writes the comparison); some case breaks; and comparing
-    with the previous accuracy gives another answer in some case (so that named mistake fails). Stores each case's accuracies (the reference's measurement)."""
+    with the previous accuracy gives another answer in some case (so that named mistake fails).
+    Stores each case's accuracies (the reference's measurement)."""
     cache: dict = {}
     for c in inp["cases"]:
         c["acc"] = [cache.setdefault((id(c["model"]), t), _accuracy(c["model"], c["x"], c["y"], t)[0])
