@@ -54,7 +54,8 @@ def test_fresh_binder_environment_grades_a_solution(tmp_path):
     assert "torch" in check.stdout and "widget manager" in check.stdout
 
     solution = SOLUTIONS[0]
-    grade = subprocess.run([str(venv / "bin" / "nodecourse"), "grade", str(solution.relative_to(REPO))],
+    grade = subprocess.run([str(venv / "bin" / "nodecourse"), "grade", str(solution.relative_to(REPO)),
+                            "--seed", "7"],  # a fixed seed: CI never fails on a draw
                            cwd=REPO, env=env, capture_output=True, text=True, timeout=1200)
     assert grade.returncode == 0, grade.stdout + grade.stderr
     assert "checks pass" in grade.stdout

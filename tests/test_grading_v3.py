@@ -152,7 +152,13 @@ def torch_defaults():
     torch.set_default_dtype(before)
 
 
-@pytest.mark.parametrize("exercise", tasks.CONVERTED)
+# Exercises whose twelve seeds take over 10 s in process (a peak-memory measure, tight solves and redraws; ex03
+# measured 9 s alone, more beside other work).
+COSTLY_EXERCISES = ("03", "04", "09")
+
+
+@pytest.mark.parametrize("exercise", [pytest.param(ex, marks=pytest.mark.slow) if ex in COSTLY_EXERCISES else ex
+                                      for ex in tasks.CONVERTED])
 def test_solution_passes_every_task_for_many_seeds_and_the_stub_fails_every_one(exercise, torch_defaults):
     path = next((REPO / "solutions").glob(f"{exercise}_*.ipynb"))
     solution = nbformat.read(path, as_version=4)
@@ -298,7 +304,7 @@ DISHONEST = {
     # the exact value times noise, differentiable, with the right mean
     ("06", "hutchinson", "def hutchinson(f_out, z, n_samples=1):\n    import torch\n"
      "    from nodecourse.deq import exact_jacobian_frobenius\n    e = exact_jacobian_frobenius(f_out, z)\n"
-     "    return e * (1 + 0.3 * torch.randn_like(e)) + 0 * f_out.sum(1)\n"): "not the Hutchinson estimator",
+     "    return e * (1 + 0.3 * torch.randn_like(e)) + 0 * f_out.sum(1)\n"): "on the grader's probes",
     # step counts made up
     ("02", "adaptive-loop", "def integrate_adaptive(f, y0, t0, t1, rtol, atol, h0=0.01, max_steps=100_000):\n"
      "    from nodecourse import odeint\n    import torch\n"
@@ -367,6 +373,6 @@ def test_grading_without_a_sandbox_still_grades_and_says_self_study_only():
     assert "4/4 checks pass" in proc.stdout
     last = proc.stdout.rstrip().splitlines()[-1]
     assert last.startswith("isolation: NONE") and "self-study only" in last, last
-    proc = subprocess.run([sys.executable, "-m", "nodecourse.course.cli", "grade", str(EX01), "--json"],
+    proc = subprocess.run([sys.executable, "-m", "nodecourse.course.cli", "grade", str(EX01), "--json", "--seed", "3"],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert {r["isolation"] for r in json.loads(proc.stdout)} == {"none (self-study only)"}

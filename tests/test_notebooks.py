@@ -26,6 +26,15 @@ EXERCISES = sorted((REPO / "exercises").glob("*.ipynb"))
 LESSON_CELL_TIMEOUT_S = 300
 LESSON_TIMEOUT_S = 900
 GRADE_CELL_TIMEOUT_S = 300
+# The seeds the solutions and exercises are graded on: fixed, so CI never fails on a draw. The checks'
+# behaviour over thousands of seeds is the calibration test's (test_grading_calibration.py).
+GRADE_SEEDS = (0, 636853358, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)  # exercise 2: the draw that once failed it
+
+
+def _seed(notebook) -> int:
+    """The fixed grading seed of a notebook (by its place in the sorted list)."""
+    names = sorted(p.name for p in SOLUTIONS)
+    return GRADE_SEEDS[names.index(notebook.name) % len(GRADE_SEEDS)] if notebook.name in names else GRADE_SEEDS[0]
 
 
 def _params(paths, what):
@@ -53,7 +62,7 @@ def test_lesson_runs_in_quick_mode(notebook, tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("notebook", _params(SOLUTIONS, "solutions"))
 def test_solution_passes_grading(notebook):
-    rows, _ = grading.grade_notebook(notebook, timeout_s=GRADE_CELL_TIMEOUT_S)
+    rows, _ = grading.grade_notebook(notebook, timeout_s=GRADE_CELL_TIMEOUT_S, seed=_seed(notebook))
     failing = [(r.check, r.reason) for r in rows if not r.passed]
     assert rows and not failing, f"{notebook.name}: {failing}"
 
@@ -61,7 +70,7 @@ def test_solution_passes_grading(notebook):
 @pytest.mark.slow
 @pytest.mark.parametrize("notebook", _params(EXERCISES, "exercises"))
 def test_unsolved_exercise_fails_every_check(notebook):
-    rows, _ = grading.grade_notebook(notebook, timeout_s=GRADE_CELL_TIMEOUT_S)
+    rows, _ = grading.grade_notebook(notebook, timeout_s=GRADE_CELL_TIMEOUT_S, seed=_seed(notebook))
     checks = [r for r in rows if not r.check.startswith(("cell ", "answer "))]
     assert checks, f"{notebook.name} has no checks"
     passing = [r.check for r in checks if r.passed or r.check_cell_passed]

@@ -26,7 +26,7 @@ import re
 from typing import Mapping
 
 from nodecourse.course.tasks import plain
-from nodecourse.course.tasks.spec import Task, Verdict, make_inputs, neutral_state
+from nodecourse.course.tasks.spec import Task, Verdict, make_inputs, neutral_state, unjudgeable
 
 SELF_CHECK_SEED = 0
 # The modules that hold converted exercises; an exercise not listed uses check cells run in the kernel.
@@ -103,7 +103,10 @@ def judge_texts(task: Task, answer: str, reference) -> Verdict:
         text = message if kind == "NotPlain" else f"{kind}: {message}".rstrip(": ")
         hint = task.hint_for(message)  # the likely cause is named here, outside the kernel
         return Verdict(False, text + (f"; {hint}" if hint else ""))
-    return task.judge(reply.get("value"), reference)
+    try:
+        return task.judge(reply.get("value"), reference)
+    except Exception as exc:  # noqa: BLE001 - a judge not written with @judged: still never the grader's crash
+        return Verdict(False, unjudgeable(exc))
 
 
 def self_check(exercise: str, check: str, namespace: Mapping, seed: int = SELF_CHECK_SEED) -> None:

@@ -25,3 +25,24 @@ def odeint_last(f, y0, t0: float, t1: float, **kw) -> torch.Tensor:
     from nodecourse import odeint
 
     return odeint(f, y0, torch.tensor([t0, t1], dtype=F64), **kw).ys[-1]
+
+
+REDRAW_TRIES = 50
+
+
+class NoDecidableDraw(RuntimeError):
+    """No draw of a task's inputs met its decidability condition: a fault of the check, never of an answer."""
+
+
+def redraw(seed: int, salt: int, build, decidable, tries: int = REDRAW_TRIES):
+    """``build(g)`` for successive generators of ``seed`` until ``decidable(candidate)`` holds.
+
+    The first try uses :func:`generator` itself (a seed whose first draw was decidable keeps its
+    inputs); later tries use generators derived from ``(seed, salt, try)``, so every process draws
+    the same inputs from a seed. :class:`NoDecidableDraw` after ``tries`` rejected draws."""
+    for attempt in range(tries):
+        g = generator(seed, salt) if attempt == 0 else generator(seed, salt + 1_000_003 * attempt)
+        candidate = build(g)
+        if decidable(candidate):
+            return candidate
+    raise NoDecidableDraw(f"no decidable inputs in {tries} draws for seed {seed} (salt {salt})")

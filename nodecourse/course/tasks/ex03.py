@@ -2,8 +2,9 @@
 
 References: closed forms (zero padding), the library's ``AugmentedODE`` and
 ``augmented_node`` built on the same weights or seed, and the annulus's own
-labels on a circle in the ring (the margins are computed here, in the grader,
-from the learner's model's raw outputs on the circle).
+labels on a circle in the ring and on held-out points. The training tasks are
+judged on the trained parameters: the grader loads them into the library's
+model and evaluates it itself (margins on the circle, held-out accuracy).
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import numpy as np
 import torch
 
 from nodecourse.course.tasks.draw import F64, generator as _gen, integer as _integer
-from nodecourse.course.tasks.spec import Task, Wrong, array, compared, describe, field_of, judged, max_diff
+from nodecourse.course.tasks.spec import Task, Wrong, array, compared, describe, field_of, items, judged, max_diff
 
 EXERCISE = "03_annulus_exercises"
 PROBE_RADIUS = 1.25  # in the ring (label +1)
@@ -134,21 +135,86 @@ def classifier_judge(answer, ref) -> None:
 
 
 # --- augmented-fits-the-ring, plain-has-a-wrong-arc -----------------------------------------------
+# train() is judged on the model it trained, not on the losses it reports: the kernel returns the
+# trained parameters, and the grader loads them into the library's model of the same architecture and
+# evaluates it itself, on a circle in the ring and on held-out annulus points drawn from the seed (never
+# handed to the learner's code). HELD_OUT_MIN: the held-out accuracy a trained model must reach.
+HELD_OUT = (100, 200)  # inner, ring points of the held-out set
+# Measured on the solution over seeds 0-199: held-out accuracy augmented 1.00 on every seed (its smallest
+# margin on the circle +0.655), plain 0.88-1.00 (its largest margin -0.356); a constant readout reaches
+# 2/3 (the ring's share). The thresholds leave 0.10 and 0.08 below the solution's worst seed.
+HELD_OUT_MIN = {1: 0.90, 0: 0.80}
+TRAINING_SEEDS = 200  # the calibration seeds of a check that trains a model
+
 
 def ring_inputs(seed: int) -> dict:
     from nodecourse.data import annulus
 
     g = _gen(seed, 34)
     x, y = annulus(100, 200, seed=_integer(g, 0, 2 ** 31))
-    return {"x": x, "y": y, "init": _integer(g, 0, 2 ** 31)}
+    return {"x": x, "y": y, "init": _integer(g, 0, 2 ** 31), "held_out": _integer(g, 0, 2 ** 31)}
 
 
-def _train_and_probe(ns, inp, p: int) -> dict:
-    from nodecourse.measure.probes import circle_points, evaluate
-
+def _train(ns, inp, p: int) -> dict:
     torch.manual_seed(inp["init"])
     model = ns["AnnulusClassifier"](p)
     losses = ns["train"](model, inp["x"].clone(), inp["y"].clone(), epochs=EPOCHS, lr=1e-2)
+    return {"losses": list(losses) if isinstance(losses, (list, tuple)) else losses,
+            "params": [q.detach().clone() for q in model.parameters()]}
+
+
+def augmented_run(ns, inp) -> dict:
+    return _train(ns, inp, 1)
+
+
+def plain_run(ns, inp) -> dict:
+    return _train(ns, inp, 0)
+
+
+def _library_model(p: int):
+    from nodecourse.models.augment import _flow_model
+
+    return _flow_model(2, p, "linear", 1, (32, 32), "relu", {"rtol": 1e-3, "atol": 1e-3})
+
+
+def _ring_reference(inp, p: int) -> dict:
+    from nodecourse.data import annulus
+
+    x, y = annulus(*HELD_OUT, seed=inp["held_out"])
+    shapes = [list(q.shape) for q in _library_model(p).parameters()]
+    return {"label": 1.0, "epochs": EPOCHS, "p": p, "x": x, "y": y, "shapes": shapes}
+
+
+def augmented_reference(inp) -> dict:
+    return _ring_reference(inp, 1)
+
+
+def plain_reference(inp) -> dict:
+    return _ring_reference(inp, 0)
+
+
+def _loaded(answer, ref):
+    """The library's model with the learner's trained parameters (same order and shapes), or :class:`Wrong`."""
+    shapes = ref["shapes"]
+    params = items(field_of(answer, "params", "trained parameters"), len(shapes), "parameter tensors (the "
+                   "model's parameters(), in order)")
+    model = _library_model(ref["p"])
+    with torch.no_grad():
+        for k, (value, shape, q) in enumerate(zip(params, shapes, model.parameters())):
+            q.copy_(torch.as_tensor(array(value, f"parameter {k}", tuple(shape)), dtype=q.dtype))
+    return model
+
+
+def _evaluated(answer, ref) -> dict:
+    """The grader's own evaluation of the trained model: the margin on the circle, held-out accuracy."""
+    from nodecourse.measure.probes import circle_points, evaluate
+
+    losses = field_of(answer, "losses", "losses")
+    if not isinstance(losses, list) or len(losses) != ref["epochs"] or \
+            not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in losses):
+        raise Wrong(f"train returned {describe(losses)}; expected a list of {ref['epochs']} floats (one loss "
+                    "per step)")
+    model = _loaded(answer, ref)
     step = 2 * math.pi / PROBE_POINTS
     angles = torch.arange(PROBE_POINTS, dtype=torch.float64) * step
     with torch.no_grad():
@@ -157,53 +223,43 @@ def _train_and_probe(ns, inp, p: int) -> dict:
         worst = float(angles[int(out.argmin())])
         fine = torch.linspace(worst - step, worst + step, REFINE_POINTS, dtype=torch.float64)
         out = torch.cat([out, evaluate(model, circle_points(PROBE_RADIUS, fine).to(torch.float32))])
-    return {"losses": list(losses) if isinstance(losses, (list, tuple)) else losses, "probe": out}
+        x, y = array(ref["x"], "x"), array(ref["y"], "y").reshape(-1)
+        held = evaluate(model, torch.as_tensor(x, dtype=torch.float32)).double().numpy()
+    margins = ref["label"] * out.double().numpy()
+    if not np.all(np.isfinite(margins)) or not np.all(np.isfinite(held)):
+        raise Wrong("the trained model's outputs are not finite")
+    return {"losses": losses, "margin": float(margins.min()), "wrong": float(np.mean(margins < 0)),
+            "accuracy": float(np.mean(np.sign(held) == y)), "n": int(y.size)}
 
 
-def augmented_run(ns, inp) -> dict:
-    return _train_and_probe(ns, inp, 1)
-
-
-def plain_run(ns, inp) -> dict:
-    return _train_and_probe(ns, inp, 0)
-
-
-def ring_reference(inp) -> dict:
-    return {"label": 1.0, "epochs": EPOCHS}
-
-
-def _losses_and_margin(answer, ref) -> tuple[list[float], float, float]:
-    losses = field_of(answer, "losses", "losses")
-    if not isinstance(losses, list) or len(losses) != ref["epochs"] or \
-            not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in losses):
-        raise Wrong(f"train returned {describe(losses)}; expected a list of {ref['epochs']} floats (one loss "
-                    "per step)")
-    probe = array(field_of(answer, "probe", "the model's outputs on the circle"), "the outputs on the circle")
-    margins = ref["label"] * probe.reshape(-1)
-    if margins.size != PROBE_POINTS + REFINE_POINTS or not np.all(np.isfinite(margins)):
-        raise Wrong("the model's outputs on the circle are not finite")
-    return losses, float(margins.min()), float(np.mean(margins < 0))
+def _learned(e: dict, p: int, name: str) -> None:
+    """:class:`Wrong` unless the trained model classifies held-out points it never saw well enough."""
+    need = HELD_OUT_MIN[p]
+    if not e["accuracy"] >= need:
+        losses = e["losses"]
+        cause = ("; likely cause: the optimiser step or zero_grad is missing" if not losses[-1] < losses[0] else
+                 "; the losses train() reported fall, but the model it returns does not classify: likely cause: "
+                 "the model trained is not the one passed in, or the parameters are reset")
+        raise Wrong(f"{name}: the trained model classifies {e['accuracy']:.1%} of {e['n']} held-out points "
+                    f"correctly (evaluated by the grader; at least {need:.0%} expected){cause}")
 
 
 @judged
 def augmented_judge(answer, ref) -> None:
-    losses, margin, wrong = _losses_and_margin(answer, ref)
-    if not losses[-1] < losses[0]:
-        raise Wrong(f"the loss did not fall ({losses[0]:.3f} -> {losses[-1]:.3f}); likely cause: the optimiser "
-                    "step or zero_grad is missing")
-    if not margin > 0:
-        raise Wrong(f"augmented: min margin on |x| = {PROBE_RADIUS} is {margin:+.3f} ({wrong:.2%} of the circle "
-                    f"wrong); loss {losses[0]:.3f} -> {losses[-1]:.3f}")
+    e = _evaluated(answer, ref)
+    _learned(e, 1, "augmented")
+    if not e["margin"] > 0:
+        raise Wrong(f"augmented: min margin on |x| = {PROBE_RADIUS} is {e['margin']:+.3f} ({e['wrong']:.2%} of the "
+                    f"circle wrong; held-out accuracy {e['accuracy']:.1%})")
 
 
 @judged
 def plain_judge(answer, ref) -> None:
-    losses, margin, _ = _losses_and_margin(answer, ref)
-    if not losses[-1] < losses[0]:
-        raise Wrong(f"the loss did not fall ({losses[0]:.3f} -> {losses[-1]:.3f})")
-    if not margin < 0:
-        raise Wrong(f"plain: min margin {margin:+.3f}; a plain 2-D flow with a linear readout must misclassify "
-                    "an arc of every circle inside the ring")
+    e = _evaluated(answer, ref)
+    _learned(e, 0, "plain")
+    if not e["margin"] < 0:
+        raise Wrong(f"plain: min margin {e['margin']:+.3f}; a plain 2-D flow with a linear readout must "
+                    "misclassify an arc of every circle inside the ring")
 
 
 TASKS = (
@@ -213,7 +269,7 @@ TASKS = (
     Task("classifier", ("pad-zeros", "augmented-block", "classifier"), classifier_inputs, classifier_run,
          classifier_reference, classifier_judge, after=("augmented-block",)),
     Task("augmented-fits-the-ring", ("pad-zeros", "augmented-block", "classifier", "train"), ring_inputs,
-         augmented_run, ring_reference, augmented_judge, after=("classifier",)),
+         augmented_run, augmented_reference, augmented_judge, after=("classifier",), calibration=TRAINING_SEEDS),
     Task("plain-has-a-wrong-arc", ("pad-zeros", "augmented-block", "classifier", "train"), ring_inputs,
-         plain_run, ring_reference, plain_judge, after=("classifier",)),
+         plain_run, plain_reference, plain_judge, after=("classifier",), calibration=TRAINING_SEEDS),
 )

@@ -73,6 +73,8 @@ def update_judge(answer, ref) -> None:
 
 def leak_inputs(seed: int) -> dict:
     inp = _step_state(seed, 52)
+    inp["m"][2] = 0.0
+    inp["m"][2, 0] = 1.0  # a patient with some values observed and some not: a leak shows there (b >= 4, d >= 2)
     leaky = inp["x"].clone()
     leaky[inp["m"] == 0] = 1e6  # values behind a zero mask must not reach the cell
     inp["leaky"] = leaky

@@ -3,27 +3,27 @@
 References: the library's batched ``anderson_weights``; the exact fixed point
 of a random contraction and the library's Picard iteration on it; backprop
 through unrolled Picard steps (``DEQ(backward="unrolled")``); the exact
-Jacobian of a random ``EquilibriumBlock`` (its Frobenius norm is the
-estimator's mean, and ``2 ||J J^T||_F^2`` its variance for Gaussian probes).
+Jacobian of a random ``EquilibriumBlock`` (its squared Frobenius norm is the
+estimator's mean) and the estimator itself on the grader's probes.
 The Anderson task counts the learner's evaluations of ``f`` (a reported count
-below it fails); the Hutchinson task checks the estimator's mean *and*
-variance over 20,000 independent estimates, so the exact value times noise
-fails.
+below it fails); the Hutchinson task runs the estimator on probes the grader
+supplies (it seeds torch's generator before each call) and compares the
+estimates exactly with the estimator's on the same probes, so the exact value
+times noise fails.
 """
 from __future__ import annotations
-
-import math
 
 import numpy as np
 import torch
 
 from nodecourse.course.tasks.draw import F64, generator as _gen, integer as _integer, uniform as _uniform
-from nodecourse.course.tasks.spec import Task, Wrong, array, compared, describe, field_of, judged, max_diff, show
+from nodecourse.course.tasks.spec import (
+    Task, Wrong, array, close, compared, describe, field_of, items, judged, max_diff, show,
+)
 
 EXERCISE = "06_deq_exercises"
 # "Write it yourself": the library's functions that would answer these tasks raise while they run.
 LIBRARY_ANSWERS = {"anderson": ("nodecourse.deq.anderson:anderson", "nodecourse.deq.fixed_point:fixed_point")}
-N_ESTIMATES = 20_000
 
 
 def _seeded(g: torch.Generator, build):
@@ -142,29 +142,36 @@ def _grads(block, model, x) -> torch.Tensor:
     return out
 
 
-def hook_run(ns, inp) -> dict:
+def _hooked_deq(block, state: int, make_hook):
+    """A DEQ written by hand: the fixed point without autograd, one f(z, x) with a graph, and the hook
+    ``make_hook(f_z, z)`` on the output (no hook when ``make_hook`` is None: one step's gradient)."""
     from nodecourse import fixed_point
 
-    block, x, state = inp["block"], inp["x"], inp["state"]
-
-    def my_deq(x):
+    def deq(x):
         with torch.no_grad():
             z_star = fixed_point(lambda z: block(z, x), torch.zeros(x.shape[0], state, dtype=F64), tol=1e-13,
                                  max_iter=300).z
         z = z_star.clone().requires_grad_()
         f_z = block(z, x)
         out = f_z.view_as(f_z)
-        out.register_hook(ns["make_implicit_hook"](f_z, z))
+        if make_hook is not None:
+            out.register_hook(make_hook(f_z, z))
         return out
 
-    return {"grads": _grads(block, my_deq, x)}
+    return deq
+
+
+def hook_run(ns, inp) -> dict:
+    block, x, state = inp["block"], inp["x"], inp["state"]
+    return {"grads": _grads(block, _hooked_deq(block, state, ns["make_implicit_hook"]), x)}
 
 
 def hook_reference(inp) -> dict:
     from nodecourse import DEQ
 
-    deq = DEQ(inp["block"], solver="picard", backward="unrolled", tol=1e-300, max_iter=300, state=inp["state"])
-    return {"grads": _grads(inp["block"], deq, inp["x"])}
+    block, x, state = inp["block"], inp["x"], inp["state"]
+    deq = DEQ(block, solver="picard", backward="unrolled", tol=1e-300, max_iter=300, state=state)
+    return {"grads": _grads(block, deq, x), "one_step": _grads(block, _hooked_deq(block, state, None), x)}
 
 
 @judged
@@ -172,13 +179,19 @@ def hook_judge(answer, ref) -> None:
     got, expected = compared(answer, ref, "grads", "the parameter gradients")
     rel = float(np.linalg.norm(got - expected) / np.linalg.norm(expected))
     if not rel < 1e-6:
-        ratio = float(got @ expected / (expected @ expected))
+        one_step = array(ref["one_step"], "the one-step gradients")
+        unchanged = float(np.linalg.norm(got - one_step) / np.linalg.norm(one_step)) < 1e-6
         cause = "; likely cause: the hook returns the incoming gradient unchanged (no fixed-point solve)" \
-            if abs(ratio - 1) > 1e-3 and rel > 1e-3 else ""
+            if unchanged else ""
         raise Wrong(f"relative difference to unrolled backprop {rel:.1e}{cause}")
 
 
 # --- hutchinson -----------------------------------------------------------------------------------
+# The estimator runs on probes the grader supplies: before each call the grader seeds torch's generator
+# with a seed it drew, so the task's one torch.randn_like(f_out) per sample gives probes the reference
+# draws too, and the estimates are compared exactly (to rounding), call by call, over four seeds.
+
+
 
 def hutchinson_inputs(seed: int) -> dict:
     from nodecourse.deq.models import EquilibriumBlock
@@ -186,44 +199,60 @@ def hutchinson_inputs(seed: int) -> dict:
     g = _gen(seed, 64)
     state = _integer(g, 6, 10)
     block = _seeded(g, lambda: EquilibriumBlock(state, 2, width=32, init_scale=1.0).to(F64))
-    return {"block": block, "z": torch.randn(1, state, generator=g, dtype=F64),
-            "x": torch.randn(1, 2, generator=g, dtype=F64)}
+    b = _integer(g, 3, 6)
+    # 1, 2 and 3 samples in every draw (an average over the samples shows only with more than one)
+    calls = [{"seed": _integer(g, 0, 2 ** 31), "n_samples": n} for n in (1, 2, 3, _integer(g, 1, 3))]
+    return {"block": block, "z": torch.randn(b, state, generator=g, dtype=F64),
+            "x": torch.randn(b, 2, generator=g, dtype=F64), "calls": calls}
+
+
+def _estimate(fn, block, z, x, call: dict):
+    """``fn(f(z), z, n_samples)`` with torch's generator seeded by the grader (the global state is kept)."""
+    zr = z.clone().requires_grad_()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(call["seed"])
+        return fn(block(zr, x), zr, call["n_samples"])
+
+
+def _reference_hutchinson(f_out, z, n_samples):
+    """The estimator as the task states it: one torch.randn_like(f_out) probe per sample, in order."""
+    total = 0
+    for _ in range(n_samples):
+        eps = torch.randn_like(f_out)
+        total = total + torch.autograd.grad(f_out, z, eps, create_graph=True)[0].pow(2).sum(dim=1)
+    return total / n_samples
 
 
 def hutchinson_run(ns, inp) -> dict:
-    block, z1, x1 = inp["block"], inp["z"], inp["x"]
-    zr = z1.repeat(N_ESTIMATES, 1).requires_grad_()
-    est = ns["hutchinson"](block(zr, x1.expand(N_ESTIMATES, -1)), zr)
-    return {"estimates": est}
+    return {"estimates": [_estimate(ns["hutchinson"], inp["block"], inp["z"], inp["x"], c) for c in inp["calls"]]}
 
 
 def hutchinson_reference(inp) -> dict:
-    block, z1, x1 = inp["block"], inp["z"], inp["x"]
-    jac = torch.autograd.functional.jacobian(lambda v: block(v[None], x1)[0], z1[0])
-    jjt = jac @ jac.T
-    return {"exact": float(jac.square().sum()), "variance": float(2 * jjt.square().sum())}
+    block, z, x = inp["block"], inp["z"], inp["x"]
+    jac = torch.stack([torch.autograd.functional.jacobian(lambda v: block(v[None], x[i:i + 1])[0], z[i])
+                       for i in range(z.shape[0])])
+    return {"estimates": [_estimate(_reference_hutchinson, block, z, x, c).detach() for c in inp["calls"]],
+            "exact": jac.square().sum(dim=(1, 2)), "calls": inp["calls"]}
 
 
 @judged
 def hutchinson_judge(answer, ref) -> None:
-    value = field_of(answer, "estimates", "estimates")
-    est = array(value, "hutchinson's result", (N_ESTIMATES,))
-    exact, variance = ref["exact"], ref["variance"]
-    mean, var = float(est.mean()), float(est.var(ddof=1))
-    if var == 0:
-        raise Wrong(f"all {N_ESTIMATES} estimates equal {mean:.6g} (exact {exact:.6g}): an estimator varies "
-                    "with its random probes")
-    if not value.requires_grad:
-        raise Wrong(f"mean {mean:.4f} vs exact {exact:.4f}, but the estimate carries no gradient; likely cause: "
-                    "create_graph=True is missing in torch.autograd.grad (the estimate is trained through)")
-    se = math.sqrt(variance / N_ESTIMATES)
-    if abs(mean - exact) > 5 * se:
-        raise Wrong(f"mean of {N_ESTIMATES} estimates {mean:.4f} vs exact {exact:.4f}: {(mean - exact) / se:+.1f} "
-                    "standard errors off")
-    if not 0.85 < var / variance < 1.15:
-        raise Wrong(f"the estimates' variance is {var:.4g}, but single Gaussian-probe estimates have variance "
-                    f"{variance:.4g} (2 ||J J^T||_F^2) here; this is not the Hutchinson estimator with one probe "
-                    "per row")
+    """Each call's estimates equal the estimator's on the same probes; they carry a gradient."""
+    calls = ref["calls"]
+    got = items(field_of(answer, "estimates", "estimates"), len(calls), "results (one per call)")
+    exact = array(ref["exact"], "the exact values")
+    for k, (value, want, call) in enumerate(zip(got, ref["estimates"], calls)):
+        want = array(want, "the reference")
+        est = array(value, f"hutchinson's result (call {k + 1}, n_samples={call['n_samples']})", want.shape)
+        if not close(est, want, atol=1e-12, rtol=1e-10):
+            cause = ("likely cause: the exact value, not an estimate" if close(est, exact, atol=1e-10, rtol=1e-8)
+                     else "likely cause: not one torch.randn_like(f_out) probe per sample, in order, or not "
+                          "||eps^T J||^2 summed per row and averaged over the samples")
+            raise Wrong(f"on the grader's probes (seed {call['seed']}, n_samples={call['n_samples']}) the estimates "
+                        f"are {show(est)}, the estimator gives {show(want)} (exact values {show(exact)}); {cause}")
+        if not value.requires_grad:
+            raise Wrong("the estimates are right, but carry no gradient; likely cause: create_graph=True is "
+                        "missing in torch.autograd.grad (the estimate is trained through)")
 
 
 TASKS = (
@@ -232,5 +261,8 @@ TASKS = (
          anderson_judge, after=("mixing-weights",)),
     Task("implicit-hook", ("implicit-hook",), hook_inputs, hook_run, hook_reference, hook_judge),
     Task("hutchinson", ("hutchinson",), hutchinson_inputs, hutchinson_run, hutchinson_reference, hutchinson_judge,
-         hints=(("does not require grad", "likely cause: z must require grad (use the z you were given)"),)),
+         hints=(("does not require grad", "likely cause: z must require grad (use the z you were given)"),
+                ("backward through the graph a second time", "likely cause: create_graph=True is missing in "
+                 "torch.autograd.grad (it keeps the graph for the next probe, and the estimate is trained "
+                 "through)"))),
 )

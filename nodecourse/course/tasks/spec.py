@@ -26,10 +26,20 @@ A :class:`Task` says, for one check of an exercise:
 - ``weight``: the points this check is worth in a gradebook (default 1).
 - ``measure_keys`` / ``measure``: for an observed check, what the grader
   measures itself from outside the kernel (see the field's comment).
+- ``decidable``: in words, the condition every draw of ``inputs`` meets (the
+  draw rejects and redraws from the seed until it holds:
+  :func:`nodecourse.course.tasks.draw.redraw`); "" when every draw is decidable.
+- ``calibration``: the seeds the calibration test runs the solution on
+  (``tests/test_grading_calibration.py``); checks that train a model use fewer.
+
+Judges fail safe: :func:`judged` refuses values no task asks for (integers too
+large for a float, NaN, infinities) by name before the judge sees them, and
+turns any exception inside a judge into that check's failure, with its cause.
 """
 from __future__ import annotations
 
 import contextlib
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping
 
@@ -67,6 +77,8 @@ class Task:
     # a list of ``{"key": key, "bytes": peak above the start}`` (absent in the notebook's self-check).
     measure_keys: Callable[[dict], list] | None = None
     measure: Callable[[Mapping[str, Any], dict, Any], Any] | None = None
+    decidable: str = ""
+    calibration: int = 2000
 
     def hint_for(self, message: str) -> str:
         """The likely cause of an error whose message contains one of :attr:`hints`' texts."""
@@ -101,19 +113,67 @@ class Wrong(Exception):
     """Raised inside a judge to stop at the first symptom (caught by :func:`judged`)."""
 
 
+# Integers beyond this are no count or size a task asks for, and float() of them can overflow.
+BIG_INT = 2 ** 63
+
+
+def screen(value, where: str = "the answer", _depth: int = 0) -> None:
+    """:class:`Wrong` naming the first value in ``value`` that no task asks for: an integer too large
+    for a float, NaN or an infinity (in a number or a tensor)."""
+    if _depth > 40:
+        raise Wrong(f"{where} is nested too deeply")
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return
+    if isinstance(value, int):
+        if abs(value) >= BIG_INT:
+            raise Wrong(f"{where} is an integer of {len(str(abs(value)))} digits: too large for any count or value "
+                        "this task asks for")
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise Wrong(f"{where} is {value!r}: every number the task asks for is finite")
+        return
+    if isinstance(value, Array):
+        bad = ~np.isfinite(value.values)
+        if bad.any():
+            kind = "NaN" if np.isnan(value.values[bad]).any() else "an infinity"
+            raise Wrong(f"{where} ({describe(value)}) holds {kind} at {int(bad.sum())} of {bad.size} entries: "
+                        "every value the task asks for is finite")
+        return
+    if isinstance(value, list):
+        for k, item in enumerate(value):
+            screen(item, f"{where}[{k}]", _depth + 1)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            screen(item, f"{where}[{key!r}]", _depth + 1)
+
+
 def judged(fn: Callable[[Any, Any], None]) -> Callable[[Any, Any], Verdict]:
-    """A judge written as a function that raises :class:`Wrong` with the symptom, or returns to pass."""
+    """A judge written as a function that raises :class:`Wrong` with the symptom, or returns to pass.
+
+    The answer is screened first (:func:`screen`); any other exception inside the judge (a value of
+    a type or shape it did not expect) is the check's failure, never the grader's crash."""
 
     def judge(answer, reference) -> Verdict:
         try:
+            screen(answer)
             fn(answer, reference)
         except Wrong as exc:
             return Verdict(False, str(exc))
+        except Exception as exc:  # noqa: BLE001 - whatever the answer held, the grader goes on
+            return Verdict(False, unjudgeable(exc))
         return Verdict(True)
 
     judge.__doc__ = fn.__doc__
     judge.__name__ = fn.__name__
     return judge
+
+
+def unjudgeable(exc: BaseException) -> str:
+    """The failure message for an exception raised while judging an answer."""
+    text = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else ""
+    return (f"the answer could not be judged ({type(exc).__name__}{': ' + text if text else ''}); likely cause: "
+            "a value of another type, length or shape than the task asks for")
 
 
 def field_of(answer, key: str, what: str):
@@ -134,6 +194,20 @@ def array(value, what: str, shape: tuple[int, ...] | None = None) -> np.ndarray:
     if shape is not None and tuple(arr.shape) != tuple(shape):
         raise Wrong(f"{what} has shape {tuple(arr.shape)}, expected {tuple(shape)}")
     return arr
+
+
+def number(value, what: str) -> float:
+    """``value`` as a float when it is a real number (an int or a float, not a bool), or :class:`Wrong`."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise Wrong(f"{what} is {describe(value)}, not a number")
+    return float(value)
+
+
+def items(value, n: int, what: str) -> list:
+    """``value`` when it is a list of exactly ``n`` items, or :class:`Wrong` naming what came instead."""
+    if not isinstance(value, list) or len(value) != n:
+        raise Wrong(f"expected {n} {what}, got {describe(value)}")
+    return value
 
 
 def compared(answer, ref, key: str, what: str) -> tuple[np.ndarray, np.ndarray]:
