@@ -21,7 +21,6 @@ import nbformat
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from grading_attacks import ATTACKS, CHECKS, attacked_notebook  # noqa: E402
-
 from nodecourse.course.exercise_builder import answer_id, build_exercise  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent

@@ -16,3 +16,14 @@ def pytest_collection_modifyitems(config, items):
             continue
         limits = [s for name, s in TIER_TIMEOUT_S.items() if item.get_closest_marker(name)]
         item.add_marker(pytest.mark.timeout(max(limits, default=DEFAULT_TIMEOUT_S)))
+
+
+@pytest.fixture
+def torch_defaults():
+    """An exercise's setup cell sets torch's default dtype (as its own kernel would): undo it after."""
+    import torch
+
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float32)
+    yield
+    torch.set_default_dtype(before)

@@ -503,9 +503,10 @@ def test_check_helpers_compare_plain_values_only():
     """Case 7 inside the checks: close/equal read tensors through the base class's C methods,
     so a subclass's overrides are not called; `same` never calls a learner object's __eq__;
     check() accepts only a real truth value."""
+    from unittest import mock
+
     import numpy as np
     import torch
-    from unittest import mock
 
     from nodecourse.course import checks
 

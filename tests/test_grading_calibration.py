@@ -24,7 +24,6 @@ import torch
 from nodecourse.course import tasks
 from nodecourse.course.tasks import calibration, plain
 from nodecourse.course.tasks.spec import Verdict, judged, make_inputs
-from test_grading_v3 import torch_defaults  # noqa: F401 - the fixture: torch's default dtype as in the grader
 
 FULL = os.environ.get("NODECOURSE_CALIBRATION") == "full"
 # Seeds per check in CI where a seed costs more than about 20 ms (the seconds are one CI run's, measured

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 from nbformat.v4 import new_code_cell
+from test_grading_timeouts import ISOLATION, ScriptedKernel, _answer, _task_check
 
 from nodecourse.course import grading_kernel, grading_run, sandbox
 from nodecourse.course.grading_kernel import CellResult, HeadTail, Kernel
-from test_grading_timeouts import ISOLATION, ScriptedKernel, _answer, _task_check
 
 NEEDS_BWRAP = pytest.mark.skipif(not sandbox.probe().sandboxed,
                                  reason=f"no sandbox on this machine: {sandbox.probe().reason}")

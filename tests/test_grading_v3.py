@@ -141,17 +141,6 @@ def _verdict(exercise, check, seed, ns):
     return tasks.judge_texts(task, tasks.answer_text(exercise, check, seed, ns), reference)
 
 
-@pytest.fixture
-def torch_defaults():
-    """An exercise's setup cell sets torch's default dtype (as its own kernel would): undo it after."""
-    import torch
-
-    before = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float32)
-    yield
-    torch.set_default_dtype(before)
-
-
 # Exercises whose twelve seeds take over 10 s in process (a peak-memory measure, tight solves and redraws; ex03
 # measured 9 s alone, more beside other work).
 COSTLY_EXERCISES = ("03", "04", "09")
@@ -205,8 +194,9 @@ def test_a_typical_mistake_is_named(torch_defaults):
 
 
 def test_plain_data_is_decoded_safely_and_objects_are_refused():
-    import torch
     from unittest import mock
+
+    import torch
 
     value = plain.decode(plain.dumps({"y": torch.ones(2, 3, dtype=torch.float64), "n": 3, "s": ["a", None]}))
     assert value["y"].shape == (2, 3) and value["y"].dtype == "torch.float64" and value["n"] == 3

@@ -47,13 +47,6 @@ CASES = [("01", "euler-step", LIBRARY_EULER, "nodecourse.solvers:odeint"),
          ("10", "heun-inverse", LIBRARY_HEUN, "nodecourse.solvers.reversible:heun_inverse")]
 
 
-@pytest.fixture
-def torch_defaults():
-    before = torch.get_default_dtype()
-    yield
-    torch.set_default_dtype(before)
-
-
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-{c[1]}")
 def test_the_librarys_own_answer_raises_while_the_task_runs(case, torch_defaults):
     exercise, check, source, named = case

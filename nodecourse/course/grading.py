@@ -50,7 +50,7 @@ from nodecourse.course.exercise_builder import (
     check_id,
 )
 from nodecourse.course.grading_run import NBVAL_MARKER as _NBVAL_MARKER
-from nodecourse.course.grading_run import Runner, RunError
+from nodecourse.course.grading_run import RunError, Runner
 from nodecourse.course.references import (  # noqa: F401 (part of the grader's surface)
     COPY_SUFFIX,
     OUTSIDE_PREFIX,

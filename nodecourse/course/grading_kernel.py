@@ -143,9 +143,9 @@ class Kernel:
 
     def __init__(self, isolation: sandbox.Isolation, start_timeout_s: float = KERNEL_START_TIMEOUT_S,
                  limits: sandbox.Limits | None = None):
+        import ipykernel.kernelspec
         from jupyter_client import KernelManager
         from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
-        import ipykernel.kernelspec
 
         self.isolation = isolation
         self.swept: list[str] = []  # what the kernel left in its connection folder, removed

@@ -113,7 +113,6 @@ def self_check(exercise: str, check: str, namespace: Mapping, seed: int = SELF_C
     """The notebook's check: the whole task here, on ``seed``; prints ``PASS <check>`` or raises
     ``CheckFailed`` with the judge's message (an error in the learner's code is raised as it is)."""
     from nodecourse.course.checks import check as report
-
     from nodecourse.course.tasks.kernel_side import disabled
 
     task = get_task(exercise, check)

@@ -11,11 +11,24 @@ import math
 import numpy as np
 import torch
 
-from nodecourse.course.tasks.draw import F64, generator as _gen, integer as _integer, odeint_last, redraw
+from nodecourse.course.tasks.draw import F64, odeint_last, redraw
+from nodecourse.course.tasks.draw import generator as _gen
+from nodecourse.course.tasks.draw import integer as _integer
 from nodecourse.course.tasks.draw import uniform as _uniform
 from nodecourse.course.tasks.plain import Array
 from nodecourse.course.tasks.spec import (
-    Task, Wrong, array, close, compared, describe, field_of, items, judged, likely, max_diff, show,
+    Task,
+    Wrong,
+    array,
+    close,
+    compared,
+    describe,
+    field_of,
+    items,
+    judged,
+    likely,
+    max_diff,
+    show,
 )
 
 EXERCISE = "02_solvers_exercises"

@@ -13,7 +13,9 @@ import math
 import numpy as np
 import torch
 
-from nodecourse.course.tasks.draw import F64, generator as _gen, integer as _integer
+from nodecourse.course.tasks.draw import F64
+from nodecourse.course.tasks.draw import generator as _gen
+from nodecourse.course.tasks.draw import integer as _integer
 from nodecourse.course.tasks.spec import Task, Wrong, array, compared, describe, field_of, items, judged, max_diff
 
 EXERCISE = "03_annulus_exercises"

@@ -14,7 +14,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from nodecourse.course.tasks.draw import F64, generator as _gen, integer as _integer, uniform as _uniform
+from nodecourse.course.tasks.draw import F64
+from nodecourse.course.tasks.draw import generator as _gen
+from nodecourse.course.tasks.draw import integer as _integer
+from nodecourse.course.tasks.draw import uniform as _uniform
 from nodecourse.course.tasks.spec import Task, Wrong, array, describe, field_of, judged, max_diff
 
 EXERCISE = "04_adjoint_exercises"

@@ -16,9 +16,22 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from nodecourse.course.tasks.draw import F64, generator as _gen, integer as _integer, uniform as _uniform
+from nodecourse.course.tasks.draw import F64
+from nodecourse.course.tasks.draw import generator as _gen
+from nodecourse.course.tasks.draw import integer as _integer
+from nodecourse.course.tasks.draw import uniform as _uniform
 from nodecourse.course.tasks.spec import (
-    Task, Wrong, array, close, compared, describe, field_of, items, judged, max_diff, show,
+    Task,
+    Wrong,
+    array,
+    close,
+    compared,
+    describe,
+    field_of,
+    items,
+    judged,
+    max_diff,
+    show,
 )
 
 EXERCISE = "06_deq_exercises"

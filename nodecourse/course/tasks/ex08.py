@@ -11,7 +11,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from nodecourse.course.tasks.draw import F64, generator as _gen, integer as _integer, uniform as _uniform
+from nodecourse.course.tasks.draw import F64
+from nodecourse.course.tasks.draw import generator as _gen
+from nodecourse.course.tasks.draw import integer as _integer
+from nodecourse.course.tasks.draw import uniform as _uniform
 from nodecourse.course.tasks.plain import Array
 from nodecourse.course.tasks.spec import Task, Wrong, array, compared, describe, field_of, items, judged, max_diff
 

@@ -15,7 +15,10 @@ import math
 import numpy as np
 import torch
 
-from nodecourse.course.tasks.draw import F64, generator as _gen, integer as _integer, redraw, uniform as _uniform
+from nodecourse.course.tasks.draw import F64, redraw
+from nodecourse.course.tasks.draw import generator as _gen
+from nodecourse.course.tasks.draw import integer as _integer
+from nodecourse.course.tasks.draw import uniform as _uniform
 from nodecourse.course.tasks.spec import Task, Wrong, array, close, describe, field_of, items, judged
 
 EXERCISE = "09_audit_exercises"

@@ -14,9 +14,22 @@ import math
 
 import torch
 
-from nodecourse.course.tasks.draw import F64, generator as _gen, integer as _integer, uniform as _uniform
+from nodecourse.course.tasks.draw import F64
+from nodecourse.course.tasks.draw import generator as _gen
+from nodecourse.course.tasks.draw import integer as _integer
+from nodecourse.course.tasks.draw import uniform as _uniform
 from nodecourse.course.tasks.spec import (
-    Task, Wrong, array, close, compared, describe, field_of, judged, likely, max_diff, show,
+    Task,
+    Wrong,
+    array,
+    close,
+    compared,
+    describe,
+    field_of,
+    judged,
+    likely,
+    max_diff,
+    show,
 )
 
 EXERCISE = "10_cheaper_and_exact_exercises"
@@ -298,7 +311,6 @@ def inverse_reference(inp) -> dict:
         y, zh, f = heun_inverse(field, t1, h, y1, zh1, f1)
         again = heun_step(field, t1 - h, h, y, zh, f)  # the step from there lands back on (y1, zh1, f1)
         zh_plus = 2 * y1 - zh1 + h * f1
-        f_plus = field(_t(t1 - h), zh_plus)
     return {"out": [y, zh, f], "forward_error": float(max((a - b).abs().max() for a, b in zip(again, (y1, zh1, f1)))),
             "t_new": t1 - h, "t1": t1, "zh_sign": zh_plus, "euler": y1 - h * f1}
 
