@@ -1,4 +1,4 @@
-"""Answers that try to get a pass without a correct answer: the routes of issue 20, on exercise 1.
+"""Answers that try to get a pass without a correct answer, on exercise 1.
 
 Each attack replaces one answer cell of the solution of exercise 1. ``expected``
 is what a grader that holds must report: which of the four checks pass. Used

@@ -5,7 +5,7 @@ Most tests here use a stand-in for the grading of one submission
 gradebook's own rules run in seconds: rows keyed by student id, regrading,
 history, feedback files, weights, warnings, spreadsheet-safe cells, symlinks,
 crashes. The slow tests grade real submissions (class_fixtures.py: a solution,
-an unsolved notebook, half-solved ones, attacks; and the crash routes of issue 28).
+an unsolved notebook, half-solved ones, attacks; and the routes that crashed a gradebook run).
 The 30-submission class the README quotes is the same generator
 (``python tests/class_fixtures.py build/class30``).
 """

@@ -1,4 +1,4 @@
-"""The attack routes of issue 20, each against the grader on exercise 1 (kernels: slow).
+"""Attack routes on the grader, each against the grader on exercise 1 (kernels: slow).
 
 Every route in grading_attacks.py replaces one answer of the solution with a
 wrong answer plus the attack; the grader must report exactly the checks the

@@ -1,5 +1,5 @@
-"""A correct answer is never marked wrong, a named mistake is never marked right (issue 32), and
-judges that fail safe and need the work done (issue 28).
+"""A correct answer is never marked wrong, a named mistake is never marked right, and
+judges that fail safe and need the work done.
 
 - fast: every judge, handed malformed answers (huge integers, NaN, infinities, strings, empty and
   nested values), returns a failure that names the cause and never raises; the judge weaknesses the
@@ -183,7 +183,7 @@ def test_time_not_advanced_gets_its_likely_cause(torch_defaults):
 
 
 def test_training_is_judged_on_the_model_not_the_reported_losses(torch_defaults):
-    """A constant readout and invented falling losses (issue 28) fail: the grader evaluates the model."""
+    """A constant readout and invented falling losses fail: the grader evaluates the model."""
     source = ("def train(model, x, y, epochs, lr):\n    with torch.no_grad():\n"
               "        model.readout.weight.zero_()\n        model.readout.bias.fill_(1.0)\n"
               "    return [1.0 / (k + 1) for k in range(epochs)]\n")

@@ -1,4 +1,4 @@
-"""Nothing in the learner's kernel can decide or carry a verdict (issue 28, item 1).
+"""Nothing in the learner's kernel can decide or carry a verdict.
 
 The generic forged-reply cell below is the same for every exercise: placed at the
 top of the first answer cell of an *unsolved* notebook, it replaces whatever the

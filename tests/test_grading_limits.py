@@ -1,4 +1,4 @@
-"""Resource limits of a grading run (issue 28, item 7): what a learner's code can take, and what the
+"""Resource limits of a grading run: what a learner's code can take, and what the
 grader keeps of what it sends.
 
 - the kernel's memory limit and its size-limited /tmp (a sandboxed process, no kernel needed);

@@ -1,4 +1,4 @@
-"""Exercise 4's flat-memory check, observed from outside the learner's kernel (issue 28, item 2).
+"""Exercise 4's flat-memory check, observed from outside the learner's kernel.
 
 The grader runs one forward + backward per measurement in the kernel (sizes drawn
 per run) and reads the kernel process's peak resident memory itself, from

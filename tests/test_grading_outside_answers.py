@@ -1,4 +1,4 @@
-"""Code outside the answer cells (issue 28, item 10): the grader runs only the answer cells, so a
+"""Code outside the answer cells: the grader runs only the answer cells, so a
 solution typed into a new cell is not graded. It used to score 0 without a word; now the report
 and the gradebook say which cells were left out and what to do.
 """

@@ -1,4 +1,4 @@
-"""Timeouts and restarts in the grader's run loop (issue 20, "Timeouts"), on a scripted kernel.
+"""Timeouts and restarts in the grader's run loop, on a scripted kernel.
 
 :class:`nodecourse.course.grading_run.Runner` is driven here by a fake kernel whose
 cells pass, fail or hang as each test scripts them, so the restart logic is tested

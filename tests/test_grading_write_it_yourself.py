@@ -1,4 +1,4 @@
-"""Tasks that ask the learner to write something themselves (issue 28, item 4).
+"""Tasks that ask the learner to write something themselves.
 
 Each such task lists the library functions that would answer it (``LIBRARY_ANSWERS``
 in its exercise's spec module); while the task runs, in the grader's kernel as in

@@ -251,7 +251,7 @@ def test_a_course_figure_shows_json_and_png_and_falls_back_to_json(monkeypatch):
 
 
 # ---------------------------------------------------------------------------
-# a site a learner finds their way in, offline (issue 30, item 3)
+# a site a learner finds their way in, offline
 # ---------------------------------------------------------------------------
 
 def _soup(path: Path):

@@ -57,7 +57,6 @@ def answer(run, inputs, library_answers, namespace) -> str:
     undo = disabled(library_answers)
     try:
         value = run(namespace, inputs)
-        # Module objects are pickled by name: refer to the functions (pickled by value) instead.
         return dumps({"ok": True, "value": value})
     except NotPlain as exc:
         return dumps({"ok": False, "type": "NotPlain", "message": f"the answer is {exc}"})

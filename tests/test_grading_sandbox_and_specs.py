@@ -1,4 +1,4 @@
-"""Grading v3 (issue 20): the learner's code runs in a sandbox and the verdict is computed outside it.
+"""The learner's code runs in a sandbox and the verdict is computed outside it.
 
 - the sandbox (bubblewrap): what a process inside sees and keeps, and the fallback
   when no sandbox can be made (every report then says "self-study only");
@@ -282,7 +282,7 @@ def _solved(exercise):
 
 
 DISHONEST = {
-    # a memory figure made up from the step count (issue 20)
+    # a memory figure made up from the step count
     ("04", "flat-memory", "def peak_bytes(use_adjoint, n_steps):\n    return 1000 * n_steps * (0 if use_adjoint else 1)"
      " + 2 ** 20\n"): "one forward + backward measured by the grader",
     # backward() left out: the old check passed it
