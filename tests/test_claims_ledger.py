@@ -312,3 +312,46 @@ def test_the_full_report_has_every_row_and_says_when_where_and_how_long():
     for key in ("- date:", "- mode: full", "- machine:", "- software:", "- total time:",
                 "- command: nodecourse claims"):
         assert key in text, key
+
+
+def test_judge_effect_against_the_published_gap():
+    from nodecourse.claims import judge_effect
+
+    # A paired interval below the published gap does not reproduce it, however noisy the seeds.
+    v, iv, why = judge_effect([-0.01, 0.0, -0.02, 0.01, -0.005, -0.012, 0.003, -0.008], 0.015)
+    assert v is ClaimVerdict.DOES_NOT_HOLD and iv.hi < 0.015 and "excludes the published gap" in why
+    assert judge_effect([0.02, 0.01, 0.015, 0.03], 0.015)[0] is ClaimVerdict.HOLDS
+    assert judge_effect([0.05, -0.04, 0.03, -0.02], 0.015)[0] is ClaimVerdict.UNDECIDED
+    assert judge_effect([0.02, 0.03], 0.015)[0] is ClaimVerdict.UNDECIDED  # too few seeds
+    with pytest.raises(ValueError, match="published=-0.1 must be a positive gap"):
+        judge_effect([0.1, 0.2, 0.3], -0.1)
+
+
+def test_median_interval_and_sign_test_are_distribution_free():
+    from scipy import stats
+
+    from nodecourse.claims import judge_median, median_interval, sign_test
+
+    mi = median_interval(range(20))
+    # Order statistics 6 and 15 (1-based): coverage 1 - 2 P(Binomial(20, 1/2) <= 5) = 0.9586.
+    assert (mi.median, mi.lo, mi.hi, mi.n) == (9.5, 5.0, 14.0, 20)
+    assert mi.confidence == pytest.approx(1 - 2 * stats.binom.cdf(5, 20, 0.5))
+    assert median_interval([3.0, 1.0, 2.0]).confidence == pytest.approx(0.75)  # the range, and says so
+    assert sign_test([2, 3, 4, 5, 6], 1) == pytest.approx(0.5 ** 5)
+    assert sign_test([2, 3, 4, 5, 6], 1, above=False) == pytest.approx(1.0)
+    # One huge value moves a mean's t-interval, not the median's.
+    heavy = [0.30, 0.32, 0.35, 0.33, 0.31, 0.34, 0.36, 5.08]
+    assert judge_median(heavy, 0.2)[0] is ClaimVerdict.HOLDS
+    assert judge_median(heavy, 0.5, above=False)[0] is ClaimVerdict.DOES_NOT_HOLD
+    assert judge_median([0.1, 0.3, 0.2, 0.25], 0.2)[0] is ClaimVerdict.UNDECIDED  # fewer than five
+
+
+def test_undecided_is_written_with_its_seed_count():
+    from nodecourse.claims import ClaimResult, Measurement, verdicts_in_markdown
+    from nodecourse.claims.markdown_report import format_markdown
+
+    with pytest.raises(ValueError, match="must say on how many seeds"):
+        Measurement("0.81 vs 0.82", ClaimVerdict.UNDECIDED)
+    r = ClaimResult("x-row", "c", "s", "p", "0.81 vs 0.82", ClaimVerdict.UNDECIDED, 1.0, seeds=8)
+    assert r.verdict_text == "undecided (8 seeds)" and r.as_dict()["seeds"] == 8
+    assert verdicts_in_markdown(format_markdown([r])) == {"x-row": "undecided (8 seeds)"}

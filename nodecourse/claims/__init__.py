@@ -22,7 +22,8 @@ The modules, one job each:
 
 - :mod:`~nodecourse.claims.verdict`: :class:`ClaimVerdict`, :class:`Threshold`, :class:`Measurement`;
 - :mod:`~nodecourse.claims.spread`: :class:`ConfidenceInterval`, :func:`seed_interval`,
-  :func:`judge`, :func:`combine`, :func:`parts_text`;
+  :func:`judge`, :func:`judge_effect`, :func:`judge_median`, :func:`median_interval`, :func:`sign_test`,
+  :func:`combine`, :func:`parts_text`;
 - :mod:`~nodecourse.claims.registry`: :func:`claim`, :data:`REGISTRY`, :func:`load_rows`,
   :class:`ClaimSpec`, :class:`ClaimResult`;
 - :mod:`~nodecourse.claims.runner`: :func:`run_claims`, :func:`show`;
@@ -38,14 +39,26 @@ from nodecourse.claims.markdown_report import escape_markdown_cell, format_markd
 from nodecourse.claims.readme import LEDGER_BEGIN, LEDGER_END, replace_between_markers, verdicts_in_markdown
 from nodecourse.claims.registry import REGISTRY, ClaimResult, ClaimSpec, claim, load_rows
 from nodecourse.claims.runner import run_claims, show
-from nodecourse.claims.spread import ConfidenceInterval, combine, judge, parts_text, seed_interval
+from nodecourse.claims.spread import (
+    ConfidenceInterval,
+    MedianInterval,
+    combine,
+    judge,
+    judge_effect,
+    judge_median,
+    median_interval,
+    parts_text,
+    seed_interval,
+    sign_test,
+)
 from nodecourse.claims.text_report import format_table
-from nodecourse.claims.verdict import THRESHOLD_KINDS, ClaimVerdict, Measurement, Threshold
+from nodecourse.claims.verdict import THRESHOLD_KINDS, ClaimVerdict, Measurement, Threshold, verdict_text
 
 __all__ = [
     "COLUMNS", "LEDGER_BEGIN", "LEDGER_END", "REGISTRY", "THRESHOLD_KINDS",
-    "ClaimResult", "ClaimSpec", "ClaimVerdict", "ConfidenceInterval", "Measurement", "Threshold",
+    "ClaimResult", "ClaimSpec", "ClaimVerdict", "ConfidenceInterval", "Measurement", "MedianInterval", "Threshold",
     "claim", "combine", "escape_markdown_cell", "format_html", "format_markdown", "format_table",
-    "html_table", "judge", "load_rows", "parts_text", "replace_between_markers", "report_header",
-    "run_claims", "seed_interval", "show", "verdict_counts", "verdicts_in_markdown",
+    "html_table", "judge", "judge_effect", "judge_median", "load_rows", "median_interval", "parts_text",
+    "replace_between_markers", "report_header", "run_claims", "seed_interval", "show", "sign_test",
+    "verdict_counts", "verdict_text", "verdicts_in_markdown",
 ]

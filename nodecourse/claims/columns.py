@@ -14,13 +14,14 @@ def _threshold_cell(r: ClaimResult) -> str:
 
 def cells(r: ClaimResult) -> list[str]:
     """The text of one result's cells, in :data:`COLUMNS` order."""
-    return [r.id, r.claim, r.source, r.published, _threshold_cell(r), r.measured, r.verdict.value]
+    return [r.id, r.claim, r.source, r.published, _threshold_cell(r), r.measured, r.verdict_text]
 
 
 def verdict_counts(results: list[ClaimResult]) -> str:
-    """``"12 hold, 3 hold in part, 2 do not hold, 4 not measurable at this scale"`` (zeros left out)."""
+    """``"12 hold, 3 hold in part, 2 do not hold, 3 undecided, 1 not measurable at this scale"`` (zeros left out)."""
     words = {ClaimVerdict.HOLDS: "hold", ClaimVerdict.HOLDS_IN_PART: "hold in part",
-             ClaimVerdict.DOES_NOT_HOLD: "do not hold", ClaimVerdict.NOT_MEASURABLE: "not measurable at this scale",
+             ClaimVerdict.DOES_NOT_HOLD: "do not hold", ClaimVerdict.UNDECIDED: "undecided",
+             ClaimVerdict.NOT_MEASURABLE: "not measurable at this scale",
              ClaimVerdict.ERROR: "raised an error"}
     counts = [(sum(r.verdict is v for r in results), w) for v, w in words.items()]
     return ", ".join(f"{n} {w}" for n, w in counts if n)

@@ -17,7 +17,7 @@ def replace_between_markers(text: str, block: str) -> str:
     return text[: begin + len(LEDGER_BEGIN)] + "\n" + block.rstrip("\n") + "\n" + text[end:]
 
 
-_VERDICT_CELL = re.compile(r"^\|\s*([a-z0-9-]+)\s*\|.*\|\s*\*\*([a-z ]+)\*\*\s*\|\s*$")
+_VERDICT_CELL = re.compile(r"^\|\s*([a-z0-9-]+)\s*\|.*\|\s*\*\*([a-z0-9 ()]+)\*\*\s*\|\s*$")
 
 
 def verdicts_in_markdown(text: str) -> dict[str, str]:

@@ -6,7 +6,7 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from nodecourse.claims.verdict import ClaimVerdict, Measurement, Threshold
+from nodecourse.claims.verdict import ClaimVerdict, Measurement, Threshold, verdict_text
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,12 @@ class ClaimResult:
     seconds: float
     details: dict[str, Any] = field(default_factory=dict)
     threshold: Threshold | None = None
+    seeds: int | None = None
+
+    @property
+    def verdict_text(self) -> str:
+        """The verdict as the reports write it (``"undecided (8 seeds)"``)."""
+        return verdict_text(self.verdict, self.seeds)
 
     def as_dict(self) -> dict[str, Any]:
         """The result as plain data (the ``--json`` report)."""
@@ -48,6 +54,7 @@ class ClaimResult:
             "threshold_kind": None if self.threshold is None else self.threshold.kind,
             "threshold_why": None if self.threshold is None else self.threshold.why,
             "verdict": self.verdict.value,
+            "seeds": self.seeds,
             "seconds": round(self.seconds, 2),
             "details": self.details,
         }

@@ -15,6 +15,10 @@ class ClaimVerdict(str, enum.Enum):
     # claims whose reasonable readings disagree.
     HOLDS_IN_PART = "holds in part"
     DOES_NOT_HOLD = "does not hold"
+    # The interval over seeds contains the threshold, or there are too few seeds: more seeds would
+    # decide it. Reports write it with its count, "undecided (8 seeds)" (``Measurement.seeds``).
+    UNDECIDED = "undecided"
+    # What this machine cannot run at all (ImageNet, WikiText-103): the nearest analogue is reported.
     NOT_MEASURABLE = "not measurable at this scale"
     # Only the runner sets ERROR (a row that raised, with ``keep_going``); a row never returns it.
     ERROR = "error"
@@ -54,8 +58,21 @@ class Threshold:
 
 @dataclass
 class Measurement:
-    """What one row measured: a short human-readable figure, the verdict, raw numbers."""
+    """What one row measured: a short human-readable figure, the verdict, raw numbers, and (for a
+    verdict over seeds) how many seeds it rests on."""
 
     measured: str
     verdict: ClaimVerdict
     details: dict[str, Any] = field(default_factory=dict)
+    seeds: int | None = None
+
+    def __post_init__(self):
+        if self.verdict is ClaimVerdict.UNDECIDED and self.seeds is None:
+            raise ValueError("an undecided Measurement must say on how many seeds (seeds=n): more seeds decide it")
+
+
+def verdict_text(verdict: ClaimVerdict, seeds: int | None) -> str:
+    """The verdict as a report writes it: ``"undecided (8 seeds)"`` for an undecided one, else its value."""
+    if verdict is ClaimVerdict.UNDECIDED and seeds is not None:
+        return f"undecided ({seeds} seed{'s' if seeds != 1 else ''})"
+    return verdict.value
