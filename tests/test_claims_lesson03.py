@@ -12,6 +12,7 @@ import torch
 
 from nodecourse.claims import REGISTRY, ClaimVerdict, Threshold, load_rows, run_claims
 from nodecourse.lessons import lesson03 as L
+from nodecourse.models.augment import plain_node
 
 ROWS = ("annulus", "augmentation-2p", "flow-readout-noninvertible")
 
@@ -50,7 +51,7 @@ def test_rk4_step_is_invertible_below_its_hlip_constant():
     assert 0.69 < c < 0.70
     # A 1-D field scaled so that h * Lip(f) is just below the constant: the RK4 map cannot fold.
     torch.manual_seed(0)
-    model = L.plain_node(1, readout="linear", method="rk4", step_size=0.25)
+    model = plain_node(1, readout="linear", method="rk4", step_size=0.25)
     last = model.flow.field.net[-1]
     with torch.no_grad():
         last.weight.mul_(20.0)  # first a field strong enough to fold the step ...
@@ -78,7 +79,7 @@ def test_clopper_pearson():
 def test_judge_bound_checks_every_seed_and_its_own_error():
     assert L.judge_bound([0.40, 0.38, 0.39], 0.38, 1e-4)[0] is ClaimVerdict.HOLDS
     assert L.judge_bound([0.40, 0.37, 0.39], 0.38, 1e-4)[0] is ClaimVerdict.DOES_NOT_HOLD  # one seed is enough
-    assert L.judge_bound([0.40, 0.39], 0.38, 1e-4)[0] is ClaimVerdict.NOT_MEASURABLE
+    assert L.judge_bound([0.40, 0.39], 0.38, 1e-4)[0] is ClaimVerdict.UNDECIDED  # more seeds decide it
     assert L.judge_bound([0.40, 0.38, 0.39], 0.38, 1e-4, error=1e-3)[0] is ClaimVerdict.NOT_MEASURABLE
 
 
@@ -92,54 +93,80 @@ def _annulus_values(node=-1.0, anode=0.8, resnet=0.8, end=1.3, whole=1.2, n=5):
 
 
 def test_annulus_parts_turn_with_the_evidence():
-    assert L.annulus_parts(_annulus_values())["verdict"] is ClaimVerdict.HOLDS
+    assert L.annulus_parts(_annulus_values()).verdict is ClaimVerdict.HOLDS
     j = L.annulus_parts(_annulus_values(node=+0.5))  # no wrong arc: the theorem's part fails
-    assert j["parts"]["NODE wrong arc"] is ClaimVerdict.DOES_NOT_HOLD and j["verdict"] is ClaimVerdict.HOLDS_IN_PART
+    assert j.parts["NODE wrong arc"] is ClaimVerdict.DOES_NOT_HOLD and j.verdict is ClaimVerdict.HOLDS_IN_PART
     j = L.annulus_parts(_annulus_values(resnet=-0.3))
-    assert j["parts"]["ANODE and ResNet positive margin"] is ClaimVerdict.HOLDS_IN_PART
-    # the two NFE readings disagree: that part says so
-    j = L.annulus_parts(_annulus_values(end=1.3, whole=0.8))
-    assert j["parts"]["NFE NODE >= ANODE"] is ClaimVerdict.HOLDS_IN_PART
-    # an NFE ratio whose interval contains 1 is undecided, not "holds"
+    assert j.parts["ANODE and ResNet positive margin"] is ClaimVerdict.HOLDS_IN_PART
+    # an NFE ratio whose median's interval contains 1 is undecided, not "holds"
     undecided = _annulus_values()
     undecided["NFE ratio (end)"] = {0: 0.8, 1: 1.3, 2: 1.0, 3: 1.2, 4: 0.9}
-    assert L.annulus_parts(undecided)["subparts"]["NFE ratio (end)"] is ClaimVerdict.NOT_MEASURABLE
+    j = L.annulus_parts(undecided)
+    assert j.subparts["NFE ratio (end)"] is ClaimVerdict.UNDECIDED and j.parts["NFE NODE >= ANODE"] is j.subparts[
+        "NFE ratio (end)"]
     # all parts fail: does not hold
     bad = L.annulus_parts(_annulus_values(node=0.5, anode=-0.5, resnet=-0.5, end=0.7, whole=0.7))
-    assert bad["verdict"] is ClaimVerdict.DOES_NOT_HOLD
+    assert bad.verdict is ClaimVerdict.DOES_NOT_HOLD
+
+
+def test_annulus_nfe_end_of_training_reading_decides_and_whole_training_is_shown():
+    j = L.annulus_parts(_annulus_values(end=1.3, whole=0.8))
+    assert j.parts["NFE NODE >= ANODE"] is ClaimVerdict.HOLDS
+    assert j.subparts["NFE ratio (whole)"] is ClaimVerdict.DOES_NOT_HOLD  # reported, deciding nothing
+    j = L.annulus_parts(_annulus_values(end=0.8, whole=1.3))
+    assert j.parts["NFE NODE >= ANODE"] is ClaimVerdict.DOES_NOT_HOLD
+
+
+def test_annulus_nfe_ratio_is_judged_by_its_median_not_a_t_interval():
+    """One seed at 0.00 and one at 5.08 make the t-interval contain 1; the median's interval does not."""
+    from nodecourse.claims import judge
+
+    ratios = [0.0, 1.1, 1.2, 1.25, 1.3, 1.3, 1.35, 1.4, 1.5, 5.08]
+    assert judge(ratios, 1.0)[0] is ClaimVerdict.UNDECIDED
+    values = _annulus_values(n=10)
+    values["NFE ratio (end)"] = dict(enumerate(ratios))
+    j = L.annulus_parts(values)
+    assert j.parts["NFE NODE >= ANODE"] is ClaimVerdict.HOLDS
+    assert j.intervals["NFE ratio (end)"].median == pytest.approx(1.3)
 
 
 def test_annulus_parts_compare_with_the_declared_constants(monkeypatch):
-    monkeypatch.setattr(L, "ANNULUS_NFE_RATIO", 2.0)  # the code reads the declared number, no other
+    monkeypatch.setattr(L.config, "ANNULUS_NFE_RATIO", 2.0)  # the code reads the declared number, no other
     j = L.annulus_parts(_annulus_values(end=1.3, whole=1.2))
-    assert j["parts"]["NFE NODE >= ANODE"] is ClaimVerdict.DOES_NOT_HOLD
+    assert j.parts["NFE NODE >= ANODE"] is ClaimVerdict.DOES_NOT_HOLD
+
+
+def test_annulus_threshold_says_which_reading_decides_and_names_the_condition():
+    text = L.ANNULUS_THRESHOLD.text
+    assert "median" in text and "that reading decides" in text and "decides nothing" in text
+    assert "some point of the disk is classified correctly" in text
 
 
 def test_negation_parts():
     ok = {"1-D flow": [0.379, 0.380, 0.381], "R^2 flow + projection": [1e-4, 2e-4, 3e-4]}
-    assert L.negation_parts(ok, 0.3778)["verdict"] is ClaimVerdict.HOLDS
+    assert L.negation_parts(ok, 0.3778).verdict is ClaimVerdict.HOLDS
     below = dict(ok, **{"1-D flow": [0.379, 0.30, 0.381]})  # a 1-D flow below the floor: not a flow
-    assert L.negation_parts(below, 0.3778)["parts"]["1-D flow cannot"] is ClaimVerdict.DOES_NOT_HOLD
+    assert L.negation_parts(below, 0.3778).parts["1-D flow cannot"] is ClaimVerdict.DOES_NOT_HOLD
     nofit = dict(ok, **{"R^2 flow + projection": [0.2, 0.3, 0.25]})
     j = L.negation_parts(nofit, 0.3778)
-    assert j["parts"]["flow on R^2 fits"] is ClaimVerdict.DOES_NOT_HOLD and j["verdict"] is ClaimVerdict.HOLDS_IN_PART
+    assert j.parts["flow on R^2 fits"] is ClaimVerdict.DOES_NOT_HOLD and j.verdict is ClaimVerdict.HOLDS_IN_PART
 
 
 def test_abs_parts():
     b = L.ABS_MONOTONE_BOUND
     fits, resolved = [1e-6, 3e-6, 5e-6], [0.061, 0.19, 0.17]
     j = L.abs_parts(fits, resolved, [0.0607, 4e-4, 1e-5])
-    assert j["verdict"] is ClaimVerdict.HOLDS and j["below_bound"] == 2
+    assert j.verdict is ClaimVerdict.HOLDS and j.below_bound == 2
     # no seed went below the bound: "can happen" is neither shown nor refuted
     j = L.abs_parts(fits, resolved, [b, b + 0.01, b + 0.02])
-    assert j["parts"]["fixed-step 1-D model learns a non-invertible map"] is ClaimVerdict.NOT_MEASURABLE
-    assert j["verdict"] is ClaimVerdict.HOLDS_IN_PART
+    assert j.parts["fixed-step 1-D model learns a non-invertible map"] is ClaimVerdict.UNDECIDED
+    assert j.verdict is ClaimVerdict.HOLDS_IN_PART
     # a re-solved 1-D flow below the monotone bound would contradict the theorem: the part fails
     j = L.abs_parts(fits, [0.03, 0.19, 0.17], [1e-5, 1e-5, 1e-5])
-    assert j["parts"]["1-D flow + linear cannot"] is ClaimVerdict.DOES_NOT_HOLD
+    assert j.parts["1-D flow + linear cannot"] is ClaimVerdict.DOES_NOT_HOLD
     # the R^2 model not reaching the declared 1e-4
     j = L.abs_parts([2e-3, 3e-3, 4e-3], resolved, [1e-5, 1e-5, 1e-5])
-    assert j["parts"]["flow on R^2 + linear approximates |x|"] is ClaimVerdict.DOES_NOT_HOLD
+    assert j.parts["flow on R^2 + linear approximates |x|"] is ClaimVerdict.DOES_NOT_HOLD
 
 
 def test_rows_declare_their_thresholds_before_running():
@@ -201,33 +228,33 @@ def test_swapping_node_and_anode_runs_breaks_the_row(annulus_runs):
     swapped = [L.AnnulusRun({"NODE": "ANODE", "ANODE": "NODE"}.get(r.model_name, r.model_name), r.seed, r.model,
                             r.log, r.n_parameters, r.sample_accuracy, r.probes) for r in annulus_runs]
     f = L.annulus_findings(swapped)
-    assert not f["holds"]
-    assert f["judged"]["parts"]["NODE wrong arc"] is ClaimVerdict.DOES_NOT_HOLD
+    assert not f.holds
+    assert f.judged.parts["NODE wrong arc"] is ClaimVerdict.DOES_NOT_HOLD
 
 
 @pytest.mark.slow
 def test_negation_flows_resolved():
     f = L.negation_findings(L.negation_study(L.QUICK_NEGATION), L.QUICK_NEGATION.n_points)
     floor = (16 + 1) / (3 * 15)
-    assert f["floor"] == pytest.approx(floor)
-    assert min(f["mse_resolved"]["1-D flow"]) >= floor - L.RESOLVE_SLACK, f["mse_resolved"]
-    assert max(f["mse_resolved"]["R^2 flow + projection"]) < L.NEGATION_FIT_MSE, f["mse_resolved"]
-    assert f["resolve_error"] < L.RESOLVE_SLACK
+    assert f.floor == pytest.approx(floor)
+    assert min(f.mse_resolved["1-D flow"]) >= floor - L.RESOLVE_SLACK, f.mse_resolved
+    assert max(f.mse_resolved["R^2 flow + projection"]) < L.NEGATION_FIT_MSE, f.mse_resolved
+    assert f.resolve_error < L.RESOLVE_SLACK
 
 
 @pytest.mark.slow
 def test_abs_fits_and_the_fixed_step_fold():
     f = L.abs_findings(L.abs_study(L.QUICK_ABS))
-    v = f["values"]
+    v = f.values
     assert max(v["R^2 + linear re-solved"]) < L.ABS_FIT_MSE, v
     # a re-solved 1-D flow + linear readout is monotone: never below the bound (the theorem)
-    assert min(v["1-D + linear re-solved"]) >= f["bound"] - L.RESOLVE_SLACK, v
+    assert min(v["1-D + linear re-solved"]) >= f.bound - L.RESOLVE_SLACK, v
     # a seed fitted below the bound as trained has a folding (non-invertible) RK4 map with h*Lip above
     # the constant that guarantees an invertible step
     for trained, slope, hlip in zip(v["1-D + linear as trained"], v["1-D min slope of the RK4 map"], v["1-D h*Lip(f)"]):
-        if trained < f["bound"]:
-            assert slope < 0 and hlip > f["rk4_invertible_hlip"], (trained, slope, hlip)
-    assert f["judged"]["below_bound"] >= 1
+        if trained < f.bound:
+            assert slope < 0 and hlip > f.rk4_invertible_hlip, (trained, slope, hlip)
+    assert f.judged.below_bound >= 1
 
 
 @pytest.mark.slow
