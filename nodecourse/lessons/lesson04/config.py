@@ -90,6 +90,9 @@ ROTATED_THRESHOLD = Threshold(
 
 @dataclass(frozen=True)
 class ReversalConfig:
+    """The reversal counts: every lam of ``lambdas`` for each fixed-step and adaptive method; the solver checks
+    a counted entry where the count is at most ``verify_up_to`` steps."""
+
     lambdas: tuple[float, ...] = REVERSAL_LAMBDAS
     fixed_methods: tuple[str, ...] = ("euler", "midpoint", "rk4", "implicit_euler", "trapezoid")
     adaptive_methods: tuple[str, ...] = ("dopri5", "trapezoid")
@@ -108,12 +111,16 @@ QUICK_MEMORY = MemoryConfig(steps=(8, 16, 32))
 """Quick mode: batch 256, 64-256-64 MLP, rk4, 8..32 steps (CPU: torch's profiler, exact tensor bytes)."""
 FULL_MEMORY = MemoryConfig(steps=(20, 50, 100, 200, 400))
 """Full mode: the 20..400 steps of the ledger row."""
+
 # ----------------------------------------------------------------------------------------------
 # Gradient error over horizon and tolerance
 
 
 @dataclass(frozen=True)
 class GradientErrorConfig:
+    """The gradient-error sweep: the controlled problem at ``lam``, every horizon T of ``horizons`` and every
+    tolerance (rtol = tol) of ``tolerances``, solved with ``method``."""
+
     lam: float = -10.0
     horizons: tuple[float, ...] = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0)
     tolerances: tuple[float, ...] = (1e-4, 1e-6, 1e-8)
@@ -122,6 +129,8 @@ class GradientErrorConfig:
 
 QUICK_GRADIENT = GradientErrorConfig(horizons=(0.5, 1.5, 3.0), tolerances=(1e-4, 1e-8))
 FULL_GRADIENT = GradientErrorConfig()
+"""Full mode: six horizons and three tolerances (quick mode: three and two)."""
+
 
 @dataclass(frozen=True)
 class ProbeConfig:
