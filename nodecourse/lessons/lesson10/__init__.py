@@ -53,6 +53,7 @@ from nodecourse.lessons.lesson10.findings import (
 from nodecourse.lessons.lesson10.plots import (
     plot_memory,
     plot_nfe_training,
+    plot_seminorm_tasks,
     plot_stability,
     plot_trained_convergence,
 )
@@ -90,6 +91,7 @@ __all__ = [
     "SeminormFindings", "SeminormMoonsReading", "SeminormTask", "SeminormTaskConfig", "SeminormTaskResult",
     "StabilityCase", "StabilityFindings", "TrainedStability", "TrainedStabilityFindings", "TrainingTable",
     "exact_study", "explore", "explorer_grid", "moons", "parasitic_root", "plot_memory", "plot_nfe_training",
-    "plot_stability", "plot_trained_convergence", "reversible_memory_study", "route_table", "seminorm_study",
+    "plot_seminorm_tasks", "plot_stability", "plot_trained_convergence", "reversible_memory_study", "route_table",
+    "seminorm_study",
     "stability_study", "train_moons", "trained_model", "trained_stability", "training_study",
 ]

@@ -1,7 +1,8 @@
 """Lesson 10's figures (matplotlib Figures, closed so a notebook shows each once)."""
 from __future__ import annotations
 
-from nodecourse.lessons.lesson10.studies import MoonsRun, TrainedStability
+from nodecourse.lessons.lesson10.config import SEMINORM_THRESHOLD
+from nodecourse.lessons.lesson10.studies import MoonsRun, SeminormTaskResult, TrainedStability
 from nodecourse.measure.memory import MemorySweep
 from nodecourse.solvers.reversible import amplification
 
@@ -90,6 +91,30 @@ def plot_trained_convergence(rows: tuple[TrainedStability, ...]):
     ax.set_title("the trained moons fields, every seed", fontsize=10)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3, which="both")
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
+def plot_seminorm_tasks(results: tuple[SeminormTaskResult, ...]):
+    """Backward evaluations saved by the seminorm (%), per task: each seed as a dot, the task's mean as a bar,
+    ours and torchdiffeq's side by side, with the published median (40 %) as a line."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    width = 0.38
+    for j, (lib, label) in enumerate((("nodecourse", "ours"), ("torchdiffeq", "torchdiffeq"))):
+        xs = [i + (j - 0.5) * width for i in range(len(results))]
+        ax.bar(xs, [100 * r.reduction(lib) for r in results], width, color=f"C{j}", alpha=0.6, label=label)
+        for x, r in zip(xs, results):
+            ax.plot([x] * len(r.counts), [100 * c.reduction(lib) for c in r.counts], "k.", ms=3)
+    ax.axhline(100 * SEMINORM_THRESHOLD.value, color="C3", ls="--", label="published median (40 %)")
+    ax.axhline(0, color="k", lw=0.8)
+    ax.set_xticks(range(len(results)), [r.task.name for r in results], rotation=30, ha="right", fontsize=7)
+    ax.set_ylabel("backward NFE saved by the seminorm (%)")
+    ax.set_title("one gradient per task and seed (dots: seeds)", fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3, axis="y")
     fig.tight_layout()
     plt.close(fig)
     return fig
