@@ -24,38 +24,64 @@ def test_rows_are_registered_with_their_thresholds():
 
 
 def _runs(setting, nfe_by_seed, acc=0.9, seconds=1.0):
-    return [{"setting": setting, "seed": s, "nfe": nfe, "accuracy": acc, "seconds": seconds, "test_nfe": nfe[-1]}
-            for s, nfe in enumerate(nfe_by_seed)]
+    return tuple(L.MoonsRun(setting, 0.0, 0.0, s, tuple(nfe), acc, nfe[-1], seconds)
+                 for s, nfe in enumerate(nfe_by_seed))
 
 
 def test_growth_verdict_turns_with_the_evidence():
     climbing = _runs("none", [[20] * 10 + [40 + k] * 90 for k in range(4)])
     flat = _runs("none", [[20 + (k % 2)] * 100 for k in range(4)])
-    assert L.growth_findings(climbing)["verdict"] is ClaimVerdict.HOLDS
-    assert L.growth_findings(flat)["verdict"] is ClaimVerdict.DOES_NOT_HOLD
+    assert L.GrowthFindings.from_runs(climbing).verdict is ClaimVerdict.HOLDS
+    assert L.GrowthFindings.from_runs(flat).verdict is ClaimVerdict.DOES_NOT_HOLD
 
 
 def test_regularisation_parts_are_judged_apart():
     base = _runs("none", [[20] * 10 + [50 + k] * 90 for k in range(4)], acc=0.95, seconds=1.0)
     reg = _runs("kinetic+Jacobian", [[20] * 10 + [25 + k] * 90 for k in range(4)], acc=0.95, seconds=2.0)
-    f = L.regularisation_findings(base + reg)
-    assert f["parts"]["fewer NFE"] is ClaimVerdict.HOLDS
-    assert f["parts"]["accuracy within 2 points"] is ClaimVerdict.HOLDS
-    assert list(f["parts"].values())[2] is ClaimVerdict.DOES_NOT_HOLD  # slower, not 2.8x faster
-    assert f["verdict"] is ClaimVerdict.HOLDS_IN_PART
+    f = L.RegularisationFindings.from_runs(base + reg)
+    parts = dict(f.parts)
+    assert parts["fewer NFE"] is ClaimVerdict.HOLDS
+    assert parts["accuracy within 2 points"] is ClaimVerdict.HOLDS
+    assert f.parts[2][1] is ClaimVerdict.DOES_NOT_HOLD  # slower, not 2.8x faster
+    assert f.verdict is ClaimVerdict.HOLDS_IN_PART
+
+
+def _task(name, ours, torchdiffeq):
+    """A seminorm task whose per-seed savings are ``ours`` and ``torchdiffeq`` (backward NFE out of 100)."""
+    counts = tuple(L.SeminormCount(s, 100, round(100 * (1 - a)), 100, round(100 * (1 - b)))
+                   for s, (a, b) in enumerate(zip(ours, torchdiffeq)))
+    return L.SeminormTaskResult(L.SeminormTask(name, "mlp"), counts)
 
 
 def test_seminorm_readings_that_disagree_hold_in_part():
-    rows = [{"nodecourse reduction": 0.5 + 0.01 * k, "torchdiffeq reduction": 0.0 + 0.01 * k} for k in range(4)]
-    f = L.seminorm_findings(rows)
-    assert f["readings"]["nodecourse"] is ClaimVerdict.HOLDS
-    assert f["readings"]["torchdiffeq"] is ClaimVerdict.DOES_NOT_HOLD
-    assert f["verdict"] is ClaimVerdict.HOLDS_IN_PART
+    results = tuple(_task(f"t{k}", [0.5 + 0.01 * k] * 2, [0.01 * k] * 2) for k in range(5))
+    f = L.SeminormFindings.from_results(results)
+    assert dict(f.readings)["nodecourse"] is ClaimVerdict.HOLDS
+    assert dict(f.readings)["torchdiffeq"] is ClaimVerdict.DOES_NOT_HOLD
+    assert f.verdict is ClaimVerdict.HOLDS_IN_PART
+
+
+def test_seminorm_is_judged_by_the_median_over_tasks():
+    # one task far below the threshold does not sink a median that is above it on every other task...
+    mostly = tuple(_task(f"t{k}", [0.45 + 0.01 * k], [0.45 + 0.01 * k]) for k in range(6)) + (
+        _task("outlier", [-0.5], [-0.5]),)
+    f = L.SeminormFindings.from_results(mostly)
+    assert f.medians[0].median == pytest.approx(0.47)
+    # ...but with seven values the median's interval is their range, which contains 0.40: undecided
+    assert f.verdict is ClaimVerdict.UNDECIDED
+    # too few tasks for a median's interval: undecided, whatever the values
+    assert L.SeminormFindings.from_results(mostly[:3]).verdict is ClaimVerdict.UNDECIDED
+
+
+def test_seminorm_threshold_names_its_tasks_and_the_deciding_readings():
+    text = L.SEMINORM_THRESHOLD.text
+    assert "median over tasks" in text and "judge_median" in text and "both deciding" in text
+    assert len(L.QUICK_SEMINORM.tasks) == len(L.FULL_SEMINORM.tasks) == 7
 
 
 def test_exact_row_holds_and_the_adjoint_beside_it_is_not_exact():
     (r,) = run_claims(["reversible-gradient-exact"], quick=True)
-    assert r.verdict is ClaimVerdict.HOLDS
+    assert r.verdict is ClaimVerdict.HOLDS and r.seeds == len(L.QUICK_EXACT.seeds)
     rows = r.details["rows"]
     assert max(x["reversible_error"] for x in rows) < 1e-12
     assert min(x["adjoint_error"] for x in rows) > 1e-10
@@ -70,17 +96,20 @@ def test_memory_row_holds_at_quick_size():
 
 
 def test_route_table_reversible_matches_its_own_finite_differences():
-    table = {row["route"]: row for row in L.route_table(steps=50)}
+    table = {route.name: route for route in L.route_table(steps=50)}
     rev = table["reversible (reversible Heun)"]
-    assert rev["error vs FD of its steps"] < 1e-7  # the gradient of its discretisation
-    assert rev["error vs analytic"] > 1e-6  # not of the ODE: the discretisation's own error stays
-    assert table["backprop (reversible Heun)"]["KiB kept for backward"] > rev["KiB kept for backward"]
-    assert math.isfinite(table["adjoint + seminorm"]["error vs analytic"])
+    assert rev.error_vs_own_fd < 1e-7  # the gradient of its discretisation
+    assert rev.error_vs_closed_form > 1e-6  # not of the ODE: the discretisation's own error stays
+    assert table["backprop (reversible Heun)"].kib_kept > rev.kib_kept
+    assert math.isfinite(table["adjoint + seminorm"].error_vs_closed_form)
 
 
-def test_stability_demo_names_the_parasitic_growth():
-    rows = {r["lam"]: r for r in L.stability_demo(lams=(-5.0, 2j), h=0.1, T=10.0)}
-    assert rows["-5.0"]["max |mu| per step"] > 1.0
-    assert rows["2j"]["max |mu| per step"] == pytest.approx(1.0)
-    assert rows["-5.0"]["reversible_heun rel. error at T=10"] in ("overflow",) or \
-        float(rows["-5.0"]["reversible_heun rel. error at T=10"]) > 1.0
+def test_stability_names_the_parasitic_growth_of_decaying_modes_only():
+    cases = {(c.label, c.h): c for c in L.stability_study(lams=(-5.0, -1.0, 1.0, 2j), hs=(0.1,), T=10.0)}
+    assert cases["-5", 0.1].max_root > 1.0
+    assert cases["2i", 0.1].max_root == pytest.approx(1.0)
+    assert cases["-5", 0.1].heun_error > 1.0  # overflow is inf, also > 1
+    # a decaying mode's parasitic root grows like exp(|lam| T); a growing mode's decays
+    assert cases["-1", 0.1].parasitic_growth == pytest.approx((0.1 + math.sqrt(1.01)) ** 100)  # about e^10
+    assert cases["1", 0.1].parasitic_growth == pytest.approx((math.sqrt(1.01) - 0.1) ** 100)  # about e^-10
+    assert cases["1", 0.1].heun_error < 0.1 < cases["-1", 0.1].heun_error

@@ -6,7 +6,8 @@
 - :mod:`nodecourse.models.latent`: latent ODEs, ODE-RNN, GRU-D and the PhysioNet baselines;
 - :mod:`nodecourse.models.flows`: continuous normalising flows (:class:`CNF`) and trace estimators;
 - :mod:`nodecourse.models.regularised`: kinetic and Jacobian regularisers integrated along the solve
-  (:func:`~nodecourse.models.regularised.regularised_block`).
+  (:func:`~nodecourse.models.regularised.regularised_block`);
+- :mod:`nodecourse.models.moons`: lesson 10's two-moons classifier (:class:`MoonsODE`).
 """
 from nodecourse.models.blocks import (
     MLPField,
@@ -21,8 +22,9 @@ from nodecourse.models.blocks import (
     mlp,
     train_classifier,
 )
+from nodecourse.models.moons import MoonsODE
 
 __all__ = [
-    "MLPField", "ODEBlock", "ODENetClassifier", "ResidualStack", "ResNetClassifier", "accuracy",
+    "MLPField", "MoonsODE", "ODEBlock", "ODENetClassifier", "ResidualStack", "ResNetClassifier", "accuracy",
     "accuracy_vs_steps", "count_parameters", "matched_field_width", "mlp", "train_classifier",
 ]

@@ -29,7 +29,7 @@ from typing import Sequence
 import torch
 from torch import nn
 
-from nodecourse.models import MLPField
+from nodecourse.models.blocks import MLPField
 from nodecourse.solvers import odeint
 from nodecourse.solvers.solve_config import SolveConfig
 from nodecourse.validation import AnyOf, Arg, InstanceOf, Interval, NoneAllowed, Options, check, check_args

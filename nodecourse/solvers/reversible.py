@@ -71,8 +71,9 @@ class ReversibleSpec:
 REVERSIBLE_SOLVERS = MappingProxyType({
     "reversible_heun": ReversibleSpec(
         "reversible_heun", "reversible Heun (Kidger et al. 2021), 1 evaluation per step, exact inverse", 2, 1,
-        "stable only for h*lam on the open segment (-i, i) of the imaginary axis; every decaying or growing "
-        "mode excites a parasitic solution that grows like exp(|Re lam| t)"),
+        "stable only for h*lam on the open segment (-i, i) of the imaginary axis; every decaying mode "
+        "(Re lam < 0) excites a parasitic solution that grows like exp(|Re lam| t); for a growing mode the "
+        "parasitic root (sqrt(1 + x^2) - x < 1 at x = h lam > 0) decays"),
 })
 
 
@@ -134,7 +135,7 @@ def integrate(func, y0: torch.Tensor, ts: list[float], step_size: float, max_ste
         if not (bool(torch.isfinite(y).all()) and bool(torch.isfinite(z).all())):
             return outputs, (y, z, f), stats(), Status.NON_FINITE, (
                 f"the state became NaN/inf between t={ta:.6g} and t={tb:.6g} (reversible Heun is stable only for "
-                f"oscillatory modes: a fast decaying or growing mode excites its parasitic solution; use a smaller "
+                f"oscillatory modes: a fast decaying mode excites a parasitic solution that grows; use a smaller "
                 f"step_size, or method='rk4' with gradient='checkpoint')")
         outputs.append(y)
     return outputs, (y, z, f), stats(), Status.SUCCESS, ""
