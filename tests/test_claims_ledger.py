@@ -227,8 +227,8 @@ def test_a_threshold_must_say_whose_it_is_and_why():
 @pytest.mark.parametrize("values, verdict", [
     ([3.5, 3.6, 3.4, 3.55, 3.45], ClaimVerdict.HOLDS),           # the whole interval above 3
     ([2.0, 2.1, 1.9, 2.05, 1.95], ClaimVerdict.DOES_NOT_HOLD),   # the whole interval below 3
-    ([2.0, 3.3, 2.4, 3.1, 2.6], ClaimVerdict.NOT_MEASURABLE),    # straddles: undecided at 5 seeds
-    ([3.5, 3.6], ClaimVerdict.NOT_MEASURABLE),                   # too few seeds to judge a spread
+    ([2.0, 3.3, 2.4, 3.1, 2.6], ClaimVerdict.UNDECIDED),         # straddles: undecided at 5 seeds
+    ([3.5, 3.6], ClaimVerdict.UNDECIDED),                        # too few seeds to judge a spread
 ])
 def test_judge_compares_the_seed_interval_not_the_mean(values, verdict):
     got, interval, reason = claims.judge(values, 3.0)
@@ -262,6 +262,8 @@ def test_seed_interval_matches_scipy():
     ({"a": ClaimVerdict.DOES_NOT_HOLD, "b": ClaimVerdict.NOT_MEASURABLE}, ClaimVerdict.DOES_NOT_HOLD),
     ({"a": ClaimVerdict.DOES_NOT_HOLD, "b": ClaimVerdict.DOES_NOT_HOLD}, ClaimVerdict.DOES_NOT_HOLD),
     ({"a": ClaimVerdict.NOT_MEASURABLE}, ClaimVerdict.NOT_MEASURABLE),
+    ({"a": ClaimVerdict.UNDECIDED, "b": ClaimVerdict.NOT_MEASURABLE}, ClaimVerdict.UNDECIDED),
+    ({"a": ClaimVerdict.HOLDS, "b": ClaimVerdict.UNDECIDED}, ClaimVerdict.HOLDS_IN_PART),
 ])
 def test_a_two_part_claim_is_judged_on_both_parts(parts, verdict):
     assert claims.combine(parts) is verdict
@@ -342,7 +344,8 @@ def test_median_interval_and_sign_test_are_distribution_free():
     # One huge value moves a mean's t-interval, not the median's.
     heavy = [0.30, 0.32, 0.35, 0.33, 0.31, 0.34, 0.36, 5.08]
     assert judge_median(heavy, 0.2)[0] is ClaimVerdict.HOLDS
-    assert judge_median(heavy, 0.5, above=False)[0] is ClaimVerdict.DOES_NOT_HOLD
+    assert judge_median(heavy, 0.2, above=False)[0] is ClaimVerdict.DOES_NOT_HOLD
+    assert judge_median(heavy, 0.5, above=False)[0] is ClaimVerdict.UNDECIDED  # eight values: the range
     assert judge_median([0.1, 0.3, 0.2, 0.25], 0.2)[0] is ClaimVerdict.UNDECIDED  # fewer than five
 
 
@@ -355,3 +358,5 @@ def test_undecided_is_written_with_its_seed_count():
     r = ClaimResult("x-row", "c", "s", "p", "0.81 vs 0.82", ClaimVerdict.UNDECIDED, 1.0, seeds=8)
     assert r.verdict_text == "undecided (8 seeds)" and r.as_dict()["seeds"] == 8
     assert verdicts_in_markdown(format_markdown([r])) == {"x-row": "undecided (8 seeds)"}
+    tasks = ClaimResult("y-row", "c", "s", "p", "m", ClaimVerdict.UNDECIDED, 1.0, seeds=7, unit="task")
+    assert tasks.verdict_text == "undecided (7 tasks)" and tasks.as_dict()["unit"] == "task"

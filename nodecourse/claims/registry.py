@@ -36,11 +36,12 @@ class ClaimResult:
     details: dict[str, Any] = field(default_factory=dict)
     threshold: Threshold | None = None
     seeds: int | None = None
+    unit: str = "seed"
 
     @property
     def verdict_text(self) -> str:
         """The verdict as the reports write it (``"undecided (8 seeds)"``)."""
-        return verdict_text(self.verdict, self.seeds)
+        return verdict_text(self.verdict, self.seeds, self.unit)
 
     def as_dict(self) -> dict[str, Any]:
         """The result as plain data (the ``--json`` report)."""
@@ -55,6 +56,7 @@ class ClaimResult:
             "threshold_why": None if self.threshold is None else self.threshold.why,
             "verdict": self.verdict.value,
             "seeds": self.seeds,
+            "unit": self.unit,
             "seconds": round(self.seconds, 2),
             "details": self.details,
         }

@@ -57,7 +57,7 @@ def run_claims(
             results.append(
                 ClaimResult(
                     spec.id, spec.claim, spec.source, spec.published, m.measured, m.verdict,
-                    time.perf_counter() - start, m.details, spec.threshold, m.seeds,
+                    time.perf_counter() - start, m.details, spec.threshold, m.seeds, m.unit,
                 )
             )
             if bar is not None:

@@ -59,20 +59,22 @@ class Threshold:
 @dataclass
 class Measurement:
     """What one row measured: a short human-readable figure, the verdict, raw numbers, and (for a
-    verdict over seeds) how many seeds it rests on."""
+    verdict over repeated runs) how many it rests on: ``seeds`` of them, each a ``unit`` ("seed", or
+    "task" for a median over tasks)."""
 
     measured: str
     verdict: ClaimVerdict
     details: dict[str, Any] = field(default_factory=dict)
     seeds: int | None = None
+    unit: str = "seed"
 
     def __post_init__(self):
         if self.verdict is ClaimVerdict.UNDECIDED and self.seeds is None:
             raise ValueError("an undecided Measurement must say on how many seeds (seeds=n): more seeds decide it")
 
 
-def verdict_text(verdict: ClaimVerdict, seeds: int | None) -> str:
+def verdict_text(verdict: ClaimVerdict, seeds: int | None, unit: str = "seed") -> str:
     """The verdict as a report writes it: ``"undecided (8 seeds)"`` for an undecided one, else its value."""
     if verdict is ClaimVerdict.UNDECIDED and seeds is not None:
-        return f"undecided ({seeds} seed{'s' if seeds != 1 else ''})"
+        return f"undecided ({seeds} {unit}{'s' if seeds != 1 else ''})"
     return verdict.value

@@ -104,7 +104,7 @@ def measure_seminorm(quick: bool) -> Measurement:
     details = {"tasks": [{"task": asdict(r.task), "counts": [asdict(c) for c in r.counts],
                           **{f"{lib} reduction": r.reduction(lib) for lib in LIBRARIES}} for r in f.results],
                "readings": {k: v.value for k, v in f.readings}}
-    return Measurement(measured, f.verdict, details, seeds=f.n_tasks)
+    return Measurement(measured, f.verdict, details, seeds=f.n_tasks, unit="task")
 
 
 @claim(
