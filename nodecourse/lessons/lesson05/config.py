@@ -47,7 +47,8 @@ RNN-Δt's closest relative here), and a non-sequential regression on summary sta
 
 AUC_THRESHOLD = Threshold(
     f"(a) ODE-RNN's 95 % seed interval of test AUC >= {ODERNN_FLOOR:.3f} (the published 0.833 minus its "
-    f"published ± 0.009; this reading decides, the stricter >= 0.833 itself is shown beside it, not judged); (b) ahead of each discrete baseline by the published margin, judged on the 95 % "
+    f"published ± 0.009; this reading decides, the stricter >= 0.833 itself is shown beside it, not judged); "
+    f"(b) ahead of each discrete baseline by the published margin, judged on the 95 % "
     f"interval of the per-seed paired difference ODE-RNN − baseline: against GRU-D's published "
     f"+{PUBLISHED_GAPS['gru-d']:.3f} and GRU-Δt against RNN-Δt's +{PUBLISHED_GAPS['gru-dt']:.3f} (an interval "
     f"wholly below the published gap does not hold; wholly above 0 and reaching it holds), the "
