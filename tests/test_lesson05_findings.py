@@ -91,3 +91,30 @@ def test_published_settings_render_their_sources():
 
     text = PUBLISHED._repr_markdown_()
     assert "train_patients" in text and "3200" in text and "parse_datasets.py" in text
+
+
+def test_lesson_studies_share_the_one_cache():
+    from nodecourse.lessons.study import cached_studies
+
+    assert L.auc_study in cached_studies() and L.curve_study in cached_studies()
+    with pytest.raises(TypeError, match="hashable"):
+        L.auc_study({"seeds": [0]})
+
+
+def test_auc_study_merges_only_studies_on_the_same_splits():
+    a = _study({"odernn": [0.8, 0.81, 0.82]})
+    b = _study({"latent-ode": [0.79, 0.8, 0.78]})
+    merged = a.merged(b)
+    assert merged.models == ("odernn", "latent-ode") and merged.aucs("latent-ode") == (0.79, 0.8, 0.78)
+    with pytest.raises(ValueError, match="share seeds"):
+        a.merged(_study({"latent-ode": [0.7]}, config=L.FULL_STUDY))
+
+
+def test_the_curve_command_runs_as_a_module_without_warnings():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-m", "nodecourse.lessons.lesson05.curve",
+                          "--help"], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    assert "--full" in out.stdout

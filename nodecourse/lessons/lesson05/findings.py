@@ -6,12 +6,16 @@ shows one by leaving it as its last expression.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from nodecourse.claims import verdict_text
 from nodecourse.lessons.lesson05.config import BASELINES, FULL_STUDY, NAMES, PUBLISHED, PUBLISHED_PATIENTS
 from nodecourse.lessons.lesson05.judging import GapVerdict, judge_gap
 from nodecourse.lessons.lesson05.studies import AUCStudy, ScalingRow, scaling_study
 from nodecourse.lessons.study import Findings
+
+if TYPE_CHECKING:  # not imported at run time, so that ``python -m nodecourse.lessons.lesson05.curve`` runs cleanly
+    from nodecourse.lessons.lesson05.curve import CurveResult
 
 __all__ = ["DataFindings", "ScalingFindings", "AUCFindings", "ModelAUC", "CurveFindings", "FULL_CURVE_COMMAND"]
 
@@ -145,7 +149,7 @@ class CurveFindings(Findings):
     ``full_measured``: whether ``result`` is the full curve (1,000 / 2,000 / 3,200 patients); when
     False the lesson says the full curve was not run here and gives :data:`FULL_CURVE_COMMAND`."""
 
-    result: object  # a nodecourse.lessons.lesson05.curve.CurveResult
+    result: CurveResult
     mode: str
     full_measured: bool = False
 

@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
 import torch
@@ -81,8 +81,6 @@ class AUCStudy:
 
     def details(self) -> dict:
         """JSON-ready numbers for a ledger row's details."""
-        from dataclasses import asdict
-
         per = {m: [r for r in self.runs if r.model == m] for m in self.models}
         return {"aucs": self.aucs_by_model(), "summary": self.summary(), "source": self.source,
                 "n_set": self.n_set, "config": asdict(self.config),
