@@ -89,9 +89,19 @@ def test_gru_d_is_a_model_choice_and_trains(synthetic_dir, capsys):
     assert physionet_cli.DEFAULT_EPOCHS["gru-d"] == 20
 
 
-def _fake_study(aucs, synthetic=False):
-    return {"source": "synthetic" if synthetic else "shared", "synthetic": synthetic,
-            "runs": {m: [{"auc": a, "seconds": 1.0} for a in v] for m, v in aucs.items()}}
+def _fake_study(aucs, synthetic=False, config=lesson05.FULL_STUDY):
+    """A hand-made AUC study: ``aucs[model]`` per seed, one second a run."""
+    runs = tuple(lesson05.ModelRun(m, seed, a, 1.0, 1.0, 1, 100, 20) for m, v in aucs.items()
+                 for seed, a in enumerate(v))
+    return lesson05.AUCStudy(config, "synthetic" if synthetic else "shared", 4000, runs)
+
+
+@pytest.fixture
+def fresh_auc_study():
+    """The AUC study's cache emptied before and after (a fake study must not outlive its test)."""
+    lesson05.auc_study.clear()
+    yield
+    lesson05.auc_study.clear()
 
 
 def _shifted(base, shift):
@@ -100,6 +110,7 @@ def _shifted(base, shift):
 
 ODE = [0.845, 0.838, 0.850, 0.836, 0.842]  # interval well above 0.824, and above 0.833
 WOBBLE = [0.004, -0.003, 0.002, -0.004, 0.001]
+DT_CLEAR = [0.05, 0.045, 0.048, 0.052, 0.047]  # above RNN-Δt's published +0.046 gap, seed by seed
 
 
 def _aucs(odernn, gaps):
@@ -118,24 +129,28 @@ def test_thresholds_are_the_published_figures_declared_with_the_rows():
     assert "0.824" in auc.text and "0.810" in grud.text and lesson05.AHEAD_MARGIN == 0.0
 
 
-CLEAR = [0.02, 0.025, 0.018, 0.022, 0.02]
+CLEAR = [0.02, 0.025, 0.018, 0.022, 0.02]  # above GRU-D's published +0.015 gap, below RNN-Δt's +0.046
 NOISE = [0.01, -0.012, 0.015, -0.009, 0.004]
 
 
 @pytest.mark.parametrize("aucs, verdict, parts", [
-    # level reached and every baseline clearly behind, seed by seed
-    (_aucs(ODE, {"gru-d": CLEAR, "gru-dt": CLEAR, "summary-logreg": CLEAR}), ClaimVerdict.HOLDS,
+    # level reached and every baseline behind by at least its published gap, seed by seed
+    (_aucs(ODE, {"gru-d": CLEAR, "gru-dt": DT_CLEAR, "summary-logreg": CLEAR}), ClaimVerdict.HOLDS,
      (ClaimVerdict.HOLDS, ClaimVerdict.HOLDS)),
-    # level reached, GRU-D's gap inside the seed noise: (b) holds only in part
-    (_aucs(ODE, {"gru-d": NOISE, "gru-dt": CLEAR, "summary-logreg": CLEAR}), ClaimVerdict.HOLDS_IN_PART,
+    # level reached, GRU-D's gap inside the seed noise (contains 0 and +0.015): (b) holds only in part
+    (_aucs(ODE, {"gru-d": NOISE, "gru-dt": DT_CLEAR, "summary-logreg": CLEAR}), ClaimVerdict.HOLDS_IN_PART,
+     (ClaimVerdict.HOLDS, ClaimVerdict.HOLDS_IN_PART)),
+    # ahead of GRU-Δt, but by less than RNN-Δt's published +0.046: that gap does not reproduce
+    (_aucs(ODE, {"gru-d": CLEAR, "gru-dt": CLEAR, "summary-logreg": CLEAR}), ClaimVerdict.HOLDS_IN_PART,
      (ClaimVerdict.HOLDS, ClaimVerdict.HOLDS_IN_PART)),
     # level missed, and the regression ahead of ODE-RNN on every seed
     (_aucs(_shifted(ODE, -0.05), {"gru-d": NOISE, "gru-dt": NOISE, "summary-logreg": _shifted(CLEAR, -0.05)}),
      ClaimVerdict.DOES_NOT_HOLD, (ClaimVerdict.DOES_NOT_HOLD, ClaimVerdict.DOES_NOT_HOLD)),
-    # set A as once measured (3 seeds): the interval straddles 0.824 and every gap straddles 0
+    # set A as once measured (3 seeds): the level's interval straddles 0.824 (undecided), GRU-D's gap contains
+    # both 0 and +0.015 (undecided), but GRU-Δt's lies wholly below +0.046: (b) does not hold whatever the noise
     ({"odernn": [0.8335, 0.8201, 0.8352], "gru-d": [0.8263, 0.8184, 0.8390], "gru-dt": [0.8263, 0.8184, 0.8390],
-      "summary-logreg": [0.8278, 0.7995, 0.8571]}, ClaimVerdict.NOT_MEASURABLE,
-     (ClaimVerdict.NOT_MEASURABLE, ClaimVerdict.NOT_MEASURABLE)),
+      "summary-logreg": [0.8278, 0.7995, 0.8571]}, ClaimVerdict.DOES_NOT_HOLD,
+     (ClaimVerdict.UNDECIDED, ClaimVerdict.DOES_NOT_HOLD)),
 ])
 def test_auc_claim_judges_both_parts(aucs, verdict, parts):
     got, got_parts, details = lesson05.judge_auc_claim(aucs)
@@ -144,9 +159,9 @@ def test_auc_claim_judges_both_parts(aucs, verdict, parts):
 
 
 def test_gaps_are_paired_per_seed():
-    """A steady +0.01 over seeds whose level moves by ±0.03: unpaired intervals overlap, paired ones do not."""
+    """Steady gaps over seeds whose level moves by ±0.03: unpaired intervals overlap, paired ones do not."""
     swing = [0.80, 0.86, 0.83, 0.81, 0.85]
-    aucs = {"odernn": swing, "gru-d": _shifted(swing, -0.01), "gru-dt": _shifted(swing, -0.01),
+    aucs = {"odernn": swing, "gru-d": _shifted(swing, -0.02), "gru-dt": _shifted(swing, -0.05),
             "summary-logreg": _shifted(swing, -0.01)}
     aucs["gru-d"] = [a + w for a, w in zip(aucs["gru-d"], WOBBLE)]
     assert lesson05.judge_auc_claim(aucs)[1]["(b) ahead of the discrete baselines"] is ClaimVerdict.HOLDS
@@ -156,8 +171,8 @@ def test_gaps_are_paired_per_seed():
 
 def test_level_between_the_floor_and_the_published_mean_holds_and_says_the_stricter_reading(monkeypatch):
     level = [0.828, 0.829, 0.827, 0.8285, 0.8275]  # above 0.824, below 0.833
-    aucs = _aucs(level, {"gru-d": CLEAR, "gru-dt": CLEAR, "summary-logreg": CLEAR})
-    monkeypatch.setattr(lesson05, "auc_study", lambda config, progress=False: _fake_study(aucs))
+    aucs = _aucs(level, {"gru-d": CLEAR, "gru-dt": DT_CLEAR, "summary-logreg": CLEAR})
+    monkeypatch.setattr(lesson05.studies, "auc_study", lambda config, progress=False: _fake_study(aucs))
     m = lesson05.measure_physionet_auc(False)
     assert m.verdict is ClaimVerdict.HOLDS
     assert m.details["strict_reading"]["verdict"] == ClaimVerdict.DOES_NOT_HOLD.value
@@ -178,21 +193,41 @@ def test_grud_claim_judges_level_and_gap(aucs, verdict):
 
 
 @pytest.mark.parametrize("measure", [lesson05.measure_physionet_auc, lesson05.measure_physionet_gru_d])
-@pytest.mark.parametrize("quick, synthetic", [(True, False), (False, True)])
-def test_quick_mode_and_synthetic_data_are_not_measurable(monkeypatch, measure, quick, synthetic):
-    aucs = _aucs(ODE, {"gru-d": CLEAR, "gru-dt": CLEAR, "summary-logreg": CLEAR})
-    monkeypatch.setattr(lesson05, "auc_study", lambda config, progress=False: _fake_study(aucs, synthetic))
+@pytest.mark.parametrize("quick, synthetic, verdict", [(True, False, ClaimVerdict.UNDECIDED),
+                                                       (False, True, ClaimVerdict.NOT_MEASURABLE)])
+def test_quick_mode_is_undecided_and_synthetic_data_not_measurable(monkeypatch, measure, quick, synthetic, verdict):
+    """Quick mode does not decide a claim about 0.01 AUC even when its numbers look decisive (undecided, with
+    its seeds); the synthetic stand-in is not the benchmark at all."""
+    aucs = _aucs(ODE, {"gru-d": CLEAR, "gru-dt": DT_CLEAR, "summary-logreg": CLEAR})
+    monkeypatch.setattr(lesson05.studies, "auc_study",
+                        lambda config, progress=False: _fake_study(aucs, synthetic, config))
     m = measure(quick)
-    assert m.verdict is ClaimVerdict.NOT_MEASURABLE
+    assert m.verdict is verdict
+    assert m.seeds == (len(lesson05.QUICK_STUDY.seeds) if quick else None)
     assert ("synthetic" in m.measured) is synthetic and ("quick mode" in m.measured) is quick
     assert "AUC 0.8" in m.measured and "95 %" in m.measured  # the nearest analogue's numbers are still shown
+    assert "published +0.015" in m.measured
 
 
-def test_both_rows_share_one_study(monkeypatch):
+def test_full_study_gap_wholly_below_the_published_gap_does_not_hold(monkeypatch):
+    """The full run's reading: GRU-D at its level, ODE-RNN − GRU-D in about [-0.024, +0.012] over 8 seeds."""
+    grud = [0.812, 0.826, 0.818, 0.83, 0.81, 0.822, 0.815, 0.827]
+    gaps = [-0.03, 0.01, -0.02, 0.015, -0.025, 0.005, -0.012, 0.009]
+    aucs = {"odernn": [g + d for g, d in zip(grud, gaps)], "gru-d": grud}
+    monkeypatch.setattr(lesson05.studies, "auc_study", lambda config, progress=False: _fake_study(aucs))
+    m = lesson05.measure_physionet_gru_d(False)
+    assert m.verdict is ClaimVerdict.HOLDS_IN_PART and m.seeds is None
+    assert m.details["gap"]["verdict"] == ClaimVerdict.DOES_NOT_HOLD.value
+    assert m.details["gap"]["interval"]["hi"] < 0.015 and m.details["level"]["verdict"] == "holds"
+    assert "(b) behind ODE-RNN: does not hold" in m.measured
+    json.dumps(m.details)
+
+
+def test_both_rows_share_one_study(monkeypatch, fresh_auc_study):
     calls = []
     aucs = _aucs(ODE, {"gru-d": CLEAR, "gru-dt": CLEAR, "summary-logreg": CLEAR})
-    monkeypatch.setattr(lesson05, "_STUDIES", {})
-    monkeypatch.setattr(lesson05, "_run_study", lambda config, progress: calls.append(config) or _fake_study(aucs))
+    monkeypatch.setattr(lesson05.studies, "_run_study",
+                        lambda config, progress: calls.append(config) or _fake_study(aucs))
     lesson05.measure_physionet_auc(False)
     lesson05.measure_physionet_gru_d(False)
     assert calls == [lesson05.FULL_STUDY]

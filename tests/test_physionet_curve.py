@@ -1,4 +1,4 @@
-"""Lesson 5's learning curve (nodecourse.lessons.lesson05_curve) and its plot."""
+"""Lesson 5's learning curve (nodecourse.lessons.lesson05.curve) and its plot."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 from physionet_fixtures import synthetic_set
 
 from nodecourse.data.physionet import sources
-from nodecourse.lessons import lesson05_curve as lc
+from nodecourse.lessons.lesson05 import curve as lc
 from nodecourse.plotting.physionet import plot_learning_curve
 
 needs_real = pytest.mark.skipif(not sources.has_set(sources.SHARED_DIR, "set-a"),

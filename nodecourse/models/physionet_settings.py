@@ -131,6 +131,9 @@ class PhysioNetSettings:
                 f"- *{k}*: {v}" for k, v in self.not_followed.items())
         return out
 
+    def _repr_markdown_(self) -> str:
+        return self.to_markdown()
+
     def quick(self, *, epochs: int) -> "PhysioNetSettings":
         """The same sizes, optimiser and solver with fewer ``epochs`` (quick mode: shapes kept)."""
         return dataclasses.replace(self, epochs=epochs)
@@ -191,7 +194,7 @@ PUBLISHED_SOURCES: dict[str, str] = {
                       "then train_test_split(train_size=0.8, random_state=42): 3,200 of 4,000",
 }
 
-_COURSE_WHY = "the course's own choice (lesson 5 before issue 31)"
+_COURSE_WHY = "the course's own choice (lesson 5's first settings)"
 COURSE_SOURCES: dict[str, str] = {name: _COURSE_WHY for name in PhysioNetSettings.field_names()}
 COURSE_SOURCES.update({
     "name": "this module",
@@ -205,9 +208,9 @@ _SOURCES = {"course": COURSE_SOURCES, "published": PUBLISHED_SOURCES}
 
 #: Published behaviours the course does not follow, and why.
 NOT_FOLLOWED: dict[str, str] = {
-    "set B": "the issue reads 8,000 patients of sets A and B; the published classification code keeps set A "
-             "only (see train_patients). The course trains on set A only (its shared copy); set B is not used "
-             "for training in this course.",
+    "set B": "the paper's table is easily read as 8,000 patients of sets A and B; the published classification "
+             "code keeps set A only (see train_patients). The course trains on set A only (its shared copy); "
+             "set B is not used for training in this course.",
     "normalisation": "published: (x - min) / max over train and test together; the course z-scores with "
                      "training-split statistics only (COURSE.md section 5).",
     "time scale": "published: times divided by each batch's maximum; the course divides by the fixed 48 h.",

@@ -74,7 +74,7 @@ def plot_learning_curve(result, published: dict[str, tuple[float, float]] | None
                         published_patients: int | None = None) -> go.Figure:
     """Mean held-out AUC against training patients, one line per model, 95 % seed intervals as
     error bars (none with one seed); ``published`` (mean, std) drawn as markers at
-    ``published_patients`` when given. ``result``: a :class:`~nodecourse.lessons.lesson05_curve.CurveResult`."""
+    ``published_patients`` when given. ``result``: a :class:`~nodecourse.lessons.lesson05.curve.CurveResult`."""
     fig = figure(f"Learning curve on set A ({result.config.settings} settings, {result.data_source} data)",
                  "training patients (set A)", "held-out AUC (in-hospital mortality)", height=400)
     for model in result.config.models:

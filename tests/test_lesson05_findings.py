@@ -1,0 +1,120 @@
+"""Lesson 5's findings render the numbers and verdicts they hold, built from small hand-made study results."""
+from __future__ import annotations
+
+import pytest
+
+from nodecourse.claims import ClaimVerdict
+from nodecourse.lessons import lesson05 as L
+from nodecourse.lessons.lesson05 import curve
+from nodecourse.lessons.study import Findings
+
+
+def _study(aucs: dict[str, list[float]], source: str = "shared", config=L.QUICK_STUDY) -> L.AUCStudy:
+    runs = tuple(L.ModelRun(m, seed, a, 2.0 + seed, 1.0, 1, 400, 120) for m, v in aucs.items()
+                 for seed, a in enumerate(v))
+    return L.AUCStudy(config, source, 4000, runs)
+
+
+def test_data_findings_quote_counts_variables_and_the_published_scale():
+    f = L.DataFindings("shared", 4000, 554, 1.0, 49, ("HR", "pH"), ("Age", "Gender"))
+    assert isinstance(f, Findings)
+    text = f.markdown()
+    assert "**4,000 patients**" in text and "554" in text and "13.85 %" in text
+    assert "**4 variables**: 2 time series (HR, pH) and 2 descriptors (Age, Gender)" in text
+    assert "trained on 3,200 patients" in text and "3,200 on the training side" in text
+    assert "trains on 2,800 and lets 400 choose the epoch" in text and "parse_datasets.py" in text
+    assert "SYNTHETIC" not in text and f._repr_markdown_() == text
+
+
+def test_data_findings_warn_loudly_on_the_synthetic_stand_in():
+    f = L.DataFindings("synthetic", 300, 40, 1.0, 49, ("HR",), ("Age",))
+    assert f.markdown().startswith("## ⚠ SYNTHETIC DATA") and "240 on the training side" in f.markdown()
+
+
+def test_scaling_findings_table_has_one_row_per_variable():
+    f = L.ScalingFindings((L.ScalingRow("Na", 100.0, 200.0, 0.5, 0.1, 0.2), L.ScalingRow("pH", 1.0, 7.8, 0.872, 0.05,
+                                                                                          0.058)))
+    text = f.markdown()
+    assert "| Na | 100 to 200 | 0.500 | 0.100 | 0.200 |" in text and "| pH | 1 to 7.8 | 0.872 |" in text
+
+
+def test_auc_findings_show_table_gaps_and_verdicts_per_scale():
+    aucs = {"odernn": [0.80, 0.82, 0.81], "gru-d": [0.81, 0.83, 0.825], "gru-dt": [0.70, 0.72, 0.71]}
+    f = L.AUCFindings.of(_study(aucs), "quick")
+    text = f.markdown()
+    assert "quick mode" in text and "600 patients" in text
+    assert "| ODE-RNN | 0.810 ± 0.010 | 3 | 3 | 0.833 ± 0.009 |" in text
+    assert "| GRU-Δt |" in text and "0.787 ± 0.014 (RNN-Δt)" in text
+    gaps = {g.baseline: g for g in f.gaps}
+    # ODE-RNN − GRU-D = [-0.01, -0.01, -0.015]: wholly below the published +0.015
+    assert gaps["gru-d"].verdict is ClaimVerdict.DOES_NOT_HOLD and gaps["gru-d"].published_gap == pytest.approx(0.015)
+    # ODE-RNN − GRU-Δt = +0.10 on every seed: above 0 and above the published +0.046
+    assert gaps["gru-dt"].verdict is ClaimVerdict.HOLDS
+    assert "| GRU-D | -0.012 |" in text and "+0.015 | does not hold |" in text
+    assert "the ledger reports the quick rows as undecided" in text
+
+
+def test_auc_findings_with_one_seed_say_too_few_seeds_and_undecided():
+    f = L.AUCFindings.of(_study({"odernn": [0.8], "gru-d": [0.79]}, config=L.FULL_STUDY), "full")
+    text = f.markdown()
+    assert "too few seeds" in text and "undecided (1 seed)" in text and "4,000 patients" in text
+    assert "| ODE-RNN | 0.800 ± 0.000 | 1 |" in text and "quick rows" not in text
+
+
+def test_auc_findings_without_odernn_show_no_gaps():
+    f = L.AUCFindings.of(_study({"latent-ode": [0.7, 0.75]}, source="synthetic"), "quick")
+    assert f.gaps == () and "synthetic stand-in" in f.markdown() and "paired per seed" not in f.markdown()
+
+
+def _curve_result(sizes=(20, 40)) -> curve.CurveResult:
+    config = curve.CurveConfig(sizes=sizes, seeds=(0, 1), models=("gru-d",), settings="course", epochs=1)
+    points = tuple(curve.CurvePoint("gru-d", n, s, 0.6 + 0.001 * n + 0.01 * s, 50, 1.0) for n in sizes for s in (0, 1))
+    return curve.CurveResult(config, points, "shared", 1.0, "x86_64, Linux, torch threads 1", 12.0)
+
+
+def test_curve_findings_say_quick_sizes_and_that_the_full_curve_is_not_measured():
+    f = L.CurveFindings(_curve_result(), "quick")
+    text = f.markdown()
+    assert "quick-mode sizes" in text and "20, 40 training patients" in text and "course settings" in text
+    assert "| gru-d | 40 | 2 | 0.645 |" in text
+    assert "not measured here" in text and L.FULL_CURVE_COMMAND in text
+    assert "python -m nodecourse.lessons.lesson05.curve --full" in L.FULL_CURVE_COMMAND
+
+
+def test_curve_findings_of_a_full_run_do_not_claim_it_is_missing():
+    text = L.CurveFindings(_curve_result((1000, 2000)), "full", full_measured=True).markdown()
+    assert "1,000, 2,000 training patients" in text and "not measured" not in text
+
+
+def test_published_settings_render_their_sources():
+    from nodecourse.models.physionet_settings import PUBLISHED
+
+    text = PUBLISHED._repr_markdown_()
+    assert "train_patients" in text and "3200" in text and "parse_datasets.py" in text
+
+
+def test_lesson_studies_share_the_one_cache():
+    from nodecourse.lessons.study import cached_studies
+
+    assert L.auc_study in cached_studies() and L.curve_study in cached_studies()
+    with pytest.raises(TypeError, match="hashable"):
+        L.auc_study({"seeds": [0]})
+
+
+def test_auc_study_merges_only_studies_on_the_same_splits():
+    a = _study({"odernn": [0.8, 0.81, 0.82]})
+    b = _study({"latent-ode": [0.79, 0.8, 0.78]})
+    merged = a.merged(b)
+    assert merged.models == ("odernn", "latent-ode") and merged.aucs("latent-ode") == (0.79, 0.8, 0.78)
+    with pytest.raises(ValueError, match="share seeds"):
+        a.merged(_study({"latent-ode": [0.7]}, config=L.FULL_STUDY))
+
+
+def test_the_curve_command_runs_as_a_module_without_warnings():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-m", "nodecourse.lessons.lesson05.curve",
+                          "--help"], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    assert "--full" in out.stdout
