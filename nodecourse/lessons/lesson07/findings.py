@@ -362,7 +362,7 @@ class AdaptiveWork(Findings):
 
     def markdown(self) -> str:
         lo, hi = self.ranges[self.train_tol]
-        varied = [f"{t:g} ({a:.0f}–{b:.0f})" for t, (a, b) in self.ranges.items() if b > a]
+        varied = [f"{t:g} ({a:.0f}–{b:.0f})" for t, (a, b) in self.ranges.items() if b > a and t != self.train_tol]
         text = (f"At the training tolerance {self.train_tol:g} every test input gets "
                 + (f"the same {lo:.0f} NFE: the per-input adaptation the paper names is not there in this model as "
                    "trained" if lo == hi else f"{lo:.0f} to {hi:.0f} NFE"))
