@@ -236,3 +236,11 @@ def test_accuracy_row_is_undecided_with_two_seeds(monkeypatch):
     monkeypatch.setattr(config, "QUICK_CAPSTONE", dataclasses.replace(SMALL, seeds=(0, 1)))
     m = L.measure_accuracy_parity(True)
     assert m.verdict is ClaimVerdict.UNDECIDED and m.seeds == 2 and "seeds" in m.measured
+
+
+def test_deq_cost_is_judged_on_the_median_so_one_slowed_seed_cannot_undecide_it():
+    # one seed's timing slowed twentyfold by another program: a t-interval would span below 3.1x, the median's not
+    f = L.cost_findings(_timings([20, 22, 25, 21, 400], [50, 55, 60, 52, 58]))
+    assert f["parts"]["training >= 3.1x"] is ClaimVerdict.HOLDS and f["train_interval"].median == 22
+    three = L.cost_findings(_timings([20, 22, 25], [50, 55, 60]))
+    assert three["verdict"] is ClaimVerdict.UNDECIDED  # a median's interval needs five seeds

@@ -7,7 +7,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from nodecourse.claims import ClaimVerdict, combine, escape_markdown_cell, judge
+from nodecourse.claims import ClaimVerdict, combine, escape_markdown_cell, judge, judge_median
 from nodecourse.lessons.study import Findings
 
 from .config import MODELS, TRAINED_FLOOR, WORK_UNITS, CapstoneConfig
@@ -240,12 +240,13 @@ def cost_ratios(timings: dict, name: str, base: str = "ResNet") -> dict[str, lis
             "train": [a / b for a, b in zip(timings["train_step_s"][name], timings["train_step_s"][base])]}
 
 
-def cost_findings(timings: dict, *, min_seeds: int = 3) -> dict:
+def cost_findings(timings: dict, *, min_seeds: int = 5) -> dict:
     """Judge :data:`DEQ_COST`: the DEQ's training-step and inference ratios over the ResNet's, per seed,
-    against :data:`DEQ_TRAIN_COST` and :data:`DEQ_INFER_COST` (both parts)."""
+    against :data:`DEQ_TRAIN_COST` and :data:`DEQ_INFER_COST` (both parts), each on the median over seeds
+    (:func:`~nodecourse.claims.judge_median`: timing ratios are heavy-tailed)."""
     ratios = cost_ratios(timings, "DEQ")
-    v_train, iv_train, _ = judge(ratios["train"], DEQ_TRAIN_COST.value, above=True, min_seeds=min_seeds)
-    v_inf, iv_inf, _ = judge(ratios["inference"], DEQ_INFER_COST.value, above=True, min_seeds=min_seeds)
+    v_train, iv_train, _ = judge_median(ratios["train"], DEQ_TRAIN_COST.value, above=True, min_seeds=min_seeds)
+    v_inf, iv_inf, _ = judge_median(ratios["inference"], DEQ_INFER_COST.value, above=True, min_seeds=min_seeds)
     parts = {f"training >= {DEQ_TRAIN_COST.value:g}x": v_train, f"inference >= {DEQ_INFER_COST.value:g}x": v_inf}
     return {"ratios": ratios, "train_interval": iv_train, "inference_interval": iv_inf, "parts": parts,
             "verdict": combine(parts)}

@@ -42,6 +42,11 @@ def _iv(iv, fmt: str = ".2f", unit: str = "") -> str:
     return "n/a" if iv is None else f"{iv.mean:{fmt}}{unit} (95 % interval {iv.lo:{fmt}}–{iv.hi:{fmt}}{unit})"
 
 
+def _median_iv(mi) -> str:
+    """A median with its order-statistic interval, or ``n/a`` when there were too few seeds for one."""
+    return "n/a" if mi is None else f"median {mi.median:.1f}x, {mi.confidence:.0%} interval {mi.lo:.1f}–{mi.hi:.1f}x"
+
+
 def _range(values, fmt: str = ".2f", unit: str = "") -> str:
     return f"{min(values):{fmt}}–{max(values):{fmt}}{unit}"
 
@@ -189,8 +194,8 @@ def measure_deq_cost(quick: bool) -> Measurement:
     iters = statistics.fmean(w for run in runs if run.name == "DEQ" for w in run.work_per_input)
     measured = (f"not measurable at WikiText-103/ImageNet scale; the analogue measured: the trained digits DEQ over "
                 f"the trained ResNet at matched parameters ({len(config.seeds)} seeds, medians of interleaved "
-                f"repeats). Training step {_range(r['train'], '.1f', 'x')} ({_iv(f['train_interval'], '.1f', 'x')}); "
-                f"inference {_range(r['inference'], '.1f', 'x')} ({_iv(f['inference_interval'], '.1f', 'x')}); "
+                f"repeats). Training step {_range(r['train'], '.1f', 'x')} ({_median_iv(f['train_interval'])}); "
+                f"inference {_range(r['inference'], '.1f', 'x')} ({_median_iv(f['inference_interval'])}); "
                 f"{iters:.1f} forward iterations per input. {parts_text(f['parts'])}")
     if len(config.seeds) < 3:
         measured += f"; {len(config.seeds)} seeds cannot give an interval: run full mode"
