@@ -91,7 +91,7 @@ def test_sweep_timings_and_peers_reuse_the_trained_models():
     assert len({len(r["nfe_per_input"]) for r in sweep}) == 1 and len(sweep[0]["nfe_per_input"]) > 0
     assert all(r["nfe"] >= max(r["nfe_per_input"]) - 1e-9 for r in sweep)  # a batch takes its hardest input's steps
     timings = L.timing_study(SMALL, repeats=1)
-    assert all(len(v) == len(SMALL.seeds) and min(v) > 0 for v in timings["inference_s"].values())
+    assert all(len(v) == len(SMALL.seeds) and min(v) > 0 for v in timings.inference_s.values())
     peers = L.reduction_peers(SMALL, depths=(4, 8))
     assert peers["Unrolled 8"]["saved_bytes"] > peers["Unrolled 4"]["saved_bytes"] > 0
 
@@ -203,11 +203,11 @@ def test_dial_needs_a_saving_and_little_accuracy_lost():
     assert L.dial_findings(_sweep({t: v[:2] for t, v in nfe.items()}), 1e-3)["verdict"] is ClaimVerdict.UNDECIDED
 
 
-def _timings(deq_train: list[float], deq_infer: list[float]) -> dict:
+def _timings(deq_train: list[float], deq_infer: list[float]) -> L.Timings:
     n = len(deq_train)
-    base = [0.001 * (1 + 0.01 * i) for i in range(n)]
-    return {"inference_s": {"ResNet": base, "DEQ": [b * r for b, r in zip(base, deq_infer)]},
-            "train_step_s": {"ResNet": base, "DEQ": [b * r for b, r in zip(base, deq_train)]}}
+    base = tuple(0.001 * (1 + 0.01 * i) for i in range(n))
+    return L.Timings(tuple(range(n)), {"ResNet": base, "DEQ": tuple(b * r for b, r in zip(base, deq_infer))},
+                     {"ResNet": base, "DEQ": tuple(b * r for b, r in zip(base, deq_train))}, (450,) * n, 1)
 
 
 def test_deq_cost_is_judged_against_both_published_ratios():

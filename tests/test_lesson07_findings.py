@@ -50,9 +50,9 @@ def test_adaptive_work_sentence_and_its_undecided_readings_with_two_seeds():
 
 
 def test_time_ratios_quote_each_models_range():
-    base, slow = [0.001, 0.002], [0.03, 0.08]
-    timings = {"train_step_s": {n: slow if n == "DEQ" else base for n in L.MODELS},
-               "inference_s": {n: slow if n == "DEQ" else base for n in L.MODELS}}
+    base, slow = (0.001, 0.002), (0.03, 0.08)
+    per_model = {n: slow if n == "DEQ" else base for n in L.MODELS}
+    timings = L.Timings((0, 1), per_model, per_model, (450, 450), 1)
     runs = [_run(n, s, train_seconds=4.0 if n == "DEQ" else 2.0) for s in (0, 1) for n in L.MODELS]
     md = L.TimeRatios.from_studies(timings, runs).markdown()
     assert "| DEQ | 30.0x to 40.0x | 30.0x to 40.0x | 2.0x to 2.0x |" in md

@@ -59,6 +59,7 @@ from .rows import (
 )
 from .studies import (
     CapstoneRun,
+    Timings,
     build_model,
     capstone_study,
     forward_work,
@@ -92,7 +93,7 @@ __all__ = [
     "DIAL_TOLERANCES", "FULL_CAPSTONE", "MODELS", "PARITY", "PARITY_IMAGES", "QUICK_CAPSTONE", "REDUCTION_DEPTHS",
     "ROW_IDS", "TEST_IMAGES", "WORK_UNITS", "AdaptiveWork", "CapstoneConfig", "CapstoneRun", "CapstoneTable",
     "DEQCore", "DepthClassifier", "InjectedBlock", "ODECore", "PeakOrder", "PeerMemoryTable", "PerInputWork",
-    "TimeRatios", "ToleranceTable", "UnrolledCore", "adaptive_findings", "annulus_row", "build_model",
+    "TimeRatios", "Timings", "ToleranceTable", "UnrolledCore", "adaptive_findings", "annulus_row", "build_model",
     "capstone_config", "capstone_study", "cost_findings", "cost_ratios", "dial_findings", "format_summary",
     "forward_work", "matched_resnet_config", "measure_accuracy_parity", "measure_adaptive_compute",
     "measure_deq_cost", "measure_deq_memory", "measure_step_mismatch", "measure_tolerance_dial",

@@ -11,6 +11,7 @@ from nodecourse.claims import ClaimVerdict, combine, escape_markdown_cell, judge
 from nodecourse.lessons.study import Findings
 
 from .config import MODELS, TRAINED_FLOOR, WORK_UNITS, CapstoneConfig
+from .studies import Timings
 from .thresholds import (
     ADAPTIVE,
     CONSTANT_SLACK,
@@ -58,8 +59,8 @@ def summary_table(runs, timings: dict | None = None) -> list[dict]:
         })
         if timings is not None:
             rows[-1]["inference_ms_per_1000"] = 1e6 * statistics.fmean(
-                t / n for t, n in zip(timings["inference_s"][name], timings["n_test"]))
-            rows[-1]["train_step_ms"] = 1000 * statistics.fmean(timings["train_step_s"][name])
+                t / n for t, n in zip(timings.inference_s[name], timings.n_test))
+            rows[-1]["train_step_ms"] = 1000 * statistics.fmean(timings.train_step_s[name])
     return rows
 
 
@@ -234,13 +235,13 @@ def dial_findings(sweep: list[dict], train_tol: float, *, min_seeds: int = 3) ->
     return {"looser": looser, "per_tol": per_tol, "verdict": verdict}
 
 
-def cost_ratios(timings: dict, name: str, base: str = "ResNet") -> dict[str, list[float]]:
+def cost_ratios(timings: Timings, name: str, base: str = "ResNet") -> dict[str, list[float]]:
     """Per seed, ``name``'s time over ``base``'s: ``{"inference": [...], "train": [...]}``."""
-    return {"inference": [a / b for a, b in zip(timings["inference_s"][name], timings["inference_s"][base])],
-            "train": [a / b for a, b in zip(timings["train_step_s"][name], timings["train_step_s"][base])]}
+    return {"inference": [a / b for a, b in zip(timings.inference_s[name], timings.inference_s[base])],
+            "train": [a / b for a, b in zip(timings.train_step_s[name], timings.train_step_s[base])]}
 
 
-def cost_findings(timings: dict, *, min_seeds: int = 5) -> dict:
+def cost_findings(timings: Timings, *, min_seeds: int = 5) -> dict:
     """Judge :data:`DEQ_COST`: the DEQ's training-step and inference ratios over the ResNet's, per seed,
     against :data:`DEQ_TRAIN_COST` and :data:`DEQ_INFER_COST` (both parts), each on the median over seeds
     (:func:`~nodecourse.claims.judge_median`: timing ratios are heavy-tailed)."""

@@ -199,7 +199,7 @@ def measure_deq_cost(quick: bool) -> Measurement:
                 f"{iters:.1f} forward iterations per input. {parts_text(f['parts'])}")
     if len(config.seeds) < 3:
         measured += f"; {len(config.seeds)} seeds cannot give an interval: run full mode"
-    details = {"ratios": r, "timings": {k: v for k, v in timing_study(config).items()},
+    details = {"ratios": r, "timings": timing_study(config).as_dict(),
                "parts": {k: v.value for k, v in f["parts"].items()}, "deq_iterations_per_input": iters}
     return _measurement(measured, f["verdict"], details, len(config.seeds))
 

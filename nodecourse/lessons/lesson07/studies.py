@@ -333,16 +333,33 @@ def ode_tolerance_sweep(config: CapstoneConfig, tolerances: tuple[float, ...] = 
 MIN_SAMPLE_S = 0.02
 
 
+@dataclass(frozen=True)
+class Timings:
+    """Interleaved timings of the trained models: per model, one median per seed (seconds) of inference on
+    the whole test split (``inference_s``) and of one training step (``train_step_s``); ``n_test``: test
+    inputs per seed."""
+
+    seeds: tuple[int, ...]
+    inference_s: dict[str, tuple[float, ...]]
+    train_step_s: dict[str, tuple[float, ...]]
+    n_test: tuple[int, ...]
+    repeats: int
+
+    def as_dict(self) -> dict:
+        """For a row's ``details`` (JSON)."""
+        return {"seeds": list(self.seeds), "inference_s": {k: list(v) for k, v in self.inference_s.items()},
+                "train_step_s": {k: list(v) for k, v in self.train_step_s.items()}, "n_test": list(self.n_test),
+                "repeats": self.repeats}
+
+
 @cached_study
-def timing_study(config: CapstoneConfig, repeats: int = 9) -> dict:
+def timing_study(config: CapstoneConfig, repeats: int = 9) -> Timings:
     """Inference time (whole test split, no grad) and training-step time (forward + backward on one
     batch of ``batch_size``, no optimiser step) of the four trained models of each seed, measured in one
     run: the models interleaved in every repeat (drift and warm-up hit all alike), each figure the median
     of ``repeats`` after one untimed warm-up round; a fast call is repeated within a sample until the sample
     lasts :data:`MIN_SAMPLE_S`, so scheduler jitter does not dominate it.
 
-    Returns ``{"seeds": [...], "inference_s": {model: [median per seed]}, "train_step_s": {model: [...]},
-    "n_test": [test inputs per seed], "repeats": repeats}``.
     """
     runs = capstone_study(config)
     out = {"seeds": list(config.seeds), "inference_s": {n: [] for n in MODELS},
@@ -378,4 +395,5 @@ def timing_study(config: CapstoneConfig, repeats: int = 9) -> dict:
         for name in MODELS:
             out["inference_s"][name].append(statistics.median(samples[name, "inference"]))
             out["train_step_s"][name].append(statistics.median(samples[name, "train"]))
-    return out
+    return Timings(tuple(config.seeds), {n: tuple(v) for n, v in out["inference_s"].items()},
+                   {n: tuple(v) for n, v in out["train_step_s"].items()}, tuple(out["n_test"]), repeats)
