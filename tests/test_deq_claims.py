@@ -11,6 +11,8 @@ import torch
 from nodecourse.claims import ClaimVerdict, Threshold, load_rows, run_claims
 from nodecourse.deq.training import DEQLog, equilibrium_spectral_radius, fit_deq
 from nodecourse.lessons import lesson06 as L
+from nodecourse.lessons.lesson06 import config as lesson06_config
+from nodecourse.lessons.lesson06 import rows as lesson06_rows
 
 ROWS = ("anderson-vs-picard", "hutchinson-unbiased", "deq-iteration-growth", "jacobian-regularization",
         "mdeq-truncation")
@@ -54,25 +56,28 @@ def test_anderson_row_holds_and_reports_each_problem():
 def test_findings_logic_flags_a_slow_anderson():
     from nodecourse.deq.compare import SolverRun
 
-    study = {("linear", 0.9): [SolverRun("nodecourse", "picard", 100, True, 1e-9),
-                               SolverRun("nodecourse", "anderson", 60, True, 1e-9),
-                               SolverRun("torchdeq", "anderson", 50, True, 1e-9)]}
-    f = L.anderson_findings(study)["linear rho=0.9"]
-    assert f["half_of_picard"] is False and f["not_worse_than_torchdeq"] is False
+    study = (L.SolverProblemRuns("linear", 0.9, (SolverRun("nodecourse", "picard", 100, True, 1e-9),
+                                                 SolverRun("nodecourse", "anderson", 60, True, 1e-9),
+                                                 SolverRun("torchdeq", "anderson", 50, True, 1e-9))),)
+    comparison = L.SolverComparison.from_study(study)
+    (f,) = comparison.problems
+    assert f.name == "linear rho=0.9"
+    assert f.half_of_picard is False and f.not_worse_than_torchdeq is False
+    assert comparison.verdict is ClaimVerdict.DOES_NOT_HOLD
 
 
 # --- judging ratios over seeds ---------------------------------------------------------------------
 
 
 def test_judge_ratio_uses_the_interval_on_the_log_scale():
-    assert L.judge_ratio([3.5, 3.6, 3.7, 3.4, 3.55], 3.0)["verdict"] is ClaimVerdict.HOLDS
-    assert L.judge_ratio([1.2, 1.3, 1.25, 1.28], 3.0)["verdict"] is ClaimVerdict.DOES_NOT_HOLD
-    assert L.judge_ratio([2.0, 3.3, 2.4, 3.1, 2.6], 3.0)["verdict"] is ClaimVerdict.NOT_MEASURABLE  # straddles 3x
+    assert L.judge_ratio([3.5, 3.6, 3.7, 3.4, 3.55], 3.0).verdict is ClaimVerdict.HOLDS
+    assert L.judge_ratio([1.2, 1.3, 1.25, 1.28], 3.0).verdict is ClaimVerdict.DOES_NOT_HOLD
+    assert L.judge_ratio([2.0, 3.3, 2.4, 3.1, 2.6], 3.0).verdict is ClaimVerdict.UNDECIDED  # straddles 3x
     two = L.judge_ratio([5.0, 6.0], 3.0)  # two seeds: no interval, whatever the values
-    assert two["verdict"] is ClaimVerdict.NOT_MEASURABLE and two["lo"] is None
+    assert two.verdict is ClaimVerdict.UNDECIDED and two.lo is None and two.seeds == 2
     below = L.judge_ratio([0.3, 0.35, 0.32], 0.4, above=False)
-    assert below["verdict"] is ClaimVerdict.HOLDS and below["hi"] <= 0.4
-    assert L.judge_ratio([0.5, 2.0], 1.0)["geo_mean"] == pytest.approx(1.0)  # 1/2 and 2 balance
+    assert below.verdict is ClaimVerdict.HOLDS and below.hi <= 0.4
+    assert L.judge_ratio([0.5, 2.0], 1.0).geo_mean == pytest.approx(1.0)  # 1/2 and 2 balance
     with pytest.raises(ValueError):
         L.judge_ratio([1.0, 0.0, 2.0], 1.0)
 
@@ -104,8 +109,8 @@ def fake_runs(monkeypatch, per_seed, seeds=(0, 1, 2, 3, 4)):
     config = L.DEQTrainConfig(seeds=tuple(seeds), epochs=EPOCHS, jac_weights=(1.0,))
     runs = tuple(L.TrainRun(v, s, 0.0, fake_log(it, caps, rho), mse, 5, 1e-4)
                  for s in seeds for v, it, caps, mse, rho in per_seed(s))
-    monkeypatch.setattr(L, "QUICK_TRAIN", config)
-    monkeypatch.setattr(L, "training_study", lambda cfg, progress=False: runs)
+    monkeypatch.setattr(lesson06_config, "QUICK_TRAIN", config)
+    monkeypatch.setattr(lesson06_rows, "training_study", lambda cfg, progress=False: runs)
     return config
 
 
@@ -116,7 +121,7 @@ def transient_then_flat(seed):
     return iters, caps
 
 
-def test_growth_that_is_only_against_the_untrained_block_holds_in_part(monkeypatch):
+def test_growth_that_is_only_against_the_untrained_block_does_not_hold(monkeypatch):
     def per_seed(s):
         iters, caps = transient_then_flat(s)
         return [("DEQ", iters, caps, 0.1, 0.6)]
@@ -126,7 +131,8 @@ def test_growth_that_is_only_against_the_untrained_block_holds_in_part(monkeypat
     r = m.details["readings"]
     assert r["first tenth"]["verdict"] == "does not hold"  # end/first tenth is about 0.5x
     assert r["epoch 0"]["verdict"] == "holds"  # 12 over 4: 3x and more on every seed
-    assert m.verdict is ClaimVerdict.HOLDS_IN_PART  # the readings disagree
+    assert m.details["decides"] == "first tenth"
+    assert m.verdict is ClaimVerdict.DOES_NOT_HOLD  # the readings disagree: the paper's figure's start decides
     assert m.details["cap_hits_per_phase"] == {"first tenth": 25, "middle": 0, "last tenth": 0}
     assert m.details["seeds_with_cap_hits_per_phase"]["first tenth"] == 5
     assert len(m.details["curve_by_tenths"]) == 10
@@ -177,10 +183,10 @@ def test_regularisation_with_a_better_fit_holds_in_part(monkeypatch):
 def test_regularisation_much_worse_fit_and_fewer_but_not_by_the_factor(monkeypatch):
     fake_runs(monkeypatch, reg_runs(0.7, 1.6))
     m = L.measure_regularization(True)
-    assert m.details["fewer"]["by the published factor"]["verdict"] == "does not hold"
-    assert m.details["fewer"]["fewer at all"]["verdict"] == "holds"
+    assert m.details["fewer"]["by the published factor"]["verdict"] == "does not hold"  # short of 12/30
+    assert m.details["fewer"]["fewer at all"]["verdict"] == "holds"  # shown beside, does not decide
     assert m.details["worse"]["by no more than the published +3.75 %"]["verdict"] == "does not hold"
-    assert m.details["parts"] == {"fewer iterations": "holds in part", "slightly worse fit": "holds in part"}
+    assert m.details["parts"] == {"fewer iterations": "does not hold", "slightly worse fit": "holds in part"}
     assert m.verdict is ClaimVerdict.HOLDS_IN_PART
 
 
@@ -213,7 +219,8 @@ def test_two_seeds_are_not_enough_to_judge(monkeypatch):
 
     fake_runs(monkeypatch, per_seed, seeds=(0, 1))
     for measure in (L.measure_growth, L.measure_regularization, L.measure_truncation):
-        assert measure(True).verdict is ClaimVerdict.NOT_MEASURABLE
+        m = measure(True)
+        assert m.verdict is ClaimVerdict.UNDECIDED and m.seeds == 2  # "undecided (2 seeds)": more seeds decide
 
 
 # --- the spectral-radius log --------------------------------------------------------------------------
@@ -251,9 +258,9 @@ def test_probes_log_rho_without_changing_training():
 
 
 @pytest.mark.slow
-def test_training_rows_in_quick_mode_cannot_decide_with_two_seeds():
+def test_training_rows_in_quick_mode_are_undecided_with_two_seeds():
     rows = run_claims(["deq-iteration-growth", "jacobian-regularization", "mdeq-truncation"], quick=True)
-    assert all(r.verdict is ClaimVerdict.NOT_MEASURABLE for r in rows)
+    assert all(r.verdict is ClaimVerdict.UNDECIDED and r.seeds == 2 for r in rows)
     growth = rows[0]
     assert set(growth.details["readings"]) == {"first tenth", "first 2 %", "epoch 0"}
     assert all(len(r["values"]) == 2 for r in growth.details["readings"].values())

@@ -2,6 +2,8 @@
 
 - :mod:`nodecourse.models.blocks`: :class:`MLPField`, :class:`ODEBlock`, :class:`ResidualStack`,
   the digit classifiers and their helpers (exported here: ``from nodecourse.models import ODEBlock``);
+- :mod:`nodecourse.models.depth`: the middles of lesson 7's four ways to spend depth (:class:`ODECore`,
+  :class:`DEQCore`, :class:`UnrolledCore`, their shared :class:`InjectedBlock`) in one :class:`DepthClassifier`;
 - :mod:`nodecourse.models.augment`: augmented neural ODEs (:class:`AugmentedODE`);
 - :mod:`nodecourse.models.latent`: latent ODEs, ODE-RNN, GRU-D and the PhysioNet baselines;
 - :mod:`nodecourse.models.flows`: continuous normalising flows (:class:`CNF`) and trace estimators;
@@ -22,9 +24,11 @@ from nodecourse.models.blocks import (
     mlp,
     train_classifier,
 )
+from nodecourse.models.depth import DepthClassifier, DEQCore, InjectedBlock, ODECore, UnrolledCore
 from nodecourse.models.moons import MoonsODE
 
 __all__ = [
-    "MLPField", "MoonsODE", "ODEBlock", "ODENetClassifier", "ResidualStack", "ResNetClassifier", "accuracy",
-    "accuracy_vs_steps", "count_parameters", "matched_field_width", "mlp", "train_classifier",
+    "DEQCore", "DepthClassifier", "InjectedBlock", "MLPField", "MoonsODE", "ODEBlock", "ODECore", "ODENetClassifier",
+    "ResidualStack", "ResNetClassifier", "UnrolledCore", "accuracy", "accuracy_vs_steps", "count_parameters",
+    "matched_field_width", "mlp", "train_classifier",
 ]

@@ -1,0 +1,280 @@
+"""Lesson 7's ledger rows (:data:`ROW_IDS`): thin adapters over its studies and findings, each with its threshold
+(:mod:`.thresholds`), declared before anything runs."""
+from __future__ import annotations
+
+import statistics
+from dataclasses import asdict
+
+from nodecourse.claims import ClaimVerdict, Measurement, claim, parts_text
+
+from .config import MODELS, TRAINED_FLOOR, WORK_UNITS, CapstoneConfig, capstone_config
+from .findings import (
+    adaptive_findings,
+    cost_findings,
+    dial_findings,
+    memory_findings,
+    mismatch_findings,
+    parity_findings,
+    reduction_findings,
+)
+from .studies import (
+    capstone_study,
+    memory_vs_depth,
+    ode_tolerance_sweep,
+    reduction_peers,
+    step_mismatch_study,
+    timing_study,
+)
+from .thresholds import ADAPTIVE, ADAPTIVE_OTHER, DEQ_COST, DIAL, MEMORY_GROWTH, MEMORY_REDUCTION, MISMATCH, PARITY
+
+
+def _measurement(measured: str, verdict: ClaimVerdict, details: dict, seeds: int) -> Measurement:
+    """A row's measurement; an undecided verdict carries its seed count ("undecided (2 seeds)")."""
+    return Measurement(measured, verdict, details, seeds=seeds if verdict is ClaimVerdict.UNDECIDED else None)
+
+
+def _config(quick: bool) -> CapstoneConfig:
+    return capstone_config(quick)
+
+
+def _iv(iv, fmt: str = ".2f", unit: str = "") -> str:
+    """An interval as ``mean (lo–hi)``, or ``n/a`` when there were too few seeds for one."""
+    return "n/a" if iv is None else f"{iv.mean:{fmt}}{unit} (95 % interval {iv.lo:{fmt}}–{iv.hi:{fmt}}{unit})"
+
+
+def _median_iv(mi) -> str:
+    """A median with its order-statistic interval, or ``n/a`` when there were too few seeds for one."""
+    return "n/a" if mi is None else f"median {mi.median:.1f}x, {mi.confidence:.0%} interval {mi.lo:.1f}–{mi.hi:.1f}x"
+
+
+def _range(values, fmt: str = ".2f", unit: str = "") -> str:
+    return f"{min(values):{fmt}}–{max(values):{fmt}}{unit}"
+
+
+@claim(
+    id="capstone-accuracy-parity",
+    claim="At matched parameter count, an explicit ResNet, a neural ODE, a DEQ and an unrolled shared block "
+          "reach about the same test accuracy (digits)",
+    source="Chen et al. 2018 (Neural ODEs), sec. 3 and table 1; Bai et al. 2019 (Deep Equilibrium Models)",
+    published="no matched-size comparison of the four: Chen et al.'s MNIST test errors (ResNet 0.41 %, 0.60 M "
+              "parameters; ODE-Net 0.42 %, 0.22 M) compare unmatched sizes, and no DEQ is in that table",
+    lesson="07",
+    threshold=PARITY,
+)
+def measure_accuracy_parity(quick: bool) -> Measurement:
+    config = _config(quick)
+    runs = capstone_study(config)
+    f = parity_findings(runs)
+    params = [r.n_parameters for r in runs]
+    deficits = "; ".join(
+        f"{n} {_range(d, '+.2f')} ({_iv(f['intervals'][n], '+.2f')})" for n, d in f["deficits"].items())
+    measured = ("test accuracy " + ", ".join(f"{n} {m:.1f}%" for n, m in f["means"].items())
+                + f" ({len(config.seeds)} seeds, {config.epochs} epochs; "
+                f"parameters {min(params):,}–{max(params):,}); "
+                f"deficit to the ResNet in points, per seed: {deficits}. Against {PARITY.value:g} points: "
+                + ", ".join(f"{n} {v.value}" for n, v in f["by_model"].items()))
+    if not f["trained"]:
+        measured += f"; some model is below {100 * TRAINED_FLOOR:.0f} %: under-trained at this scale, run full mode"
+    elif len(config.seeds) < 3:
+        measured += f"; {len(config.seeds)} seeds cannot give an interval: run full mode"
+    details = {"config": asdict(config), "means": f["means"], "deficits": f["deficits"],
+               "by_model": {n: v.value for n, v in f["by_model"].items()}, "trained": f["trained"],
+               "intervals": {n: None if iv is None else asdict(iv) for n, iv in f["intervals"].items()}}
+    return _measurement(measured, f["verdict"], details, f["seeds"])
+
+
+@claim(
+    id="capstone-training-memory",
+    claim="Training memory: the neural ODE (adjoint) and the DEQ (implicit backward) save the same for backward "
+          "whatever their depth (steps, iterations); the ResNet and the unrolled block save more with every block/step",
+    source="Chen et al. 2018, table 1 (O(1) vs O(L) memory); Bai et al. 2019, sec. 3.3",
+    published="ODE-Net O(1) memory, ResNet O(L); DEQ constant memory in its depth",
+    lesson="07",
+    threshold=MEMORY_GROWTH,
+)
+def measure_training_memory(quick: bool) -> Measurement:
+    config = _config(quick)
+    mem = memory_vs_depth(config)
+    f = memory_findings(mem)
+    measured = "; ".join(
+        f"{n}: " + "/".join(f"{w:.0f}" for w in f[n]["work"]) + f" {WORK_UNITS[n]} -> saved "
+        + "/".join(f"{b / 1024:.0f}" for b in f[n]["bytes"]) + " KiB" for n in MODELS)
+    measured += " (bytes set by the graph: the same on every seed and machine)"
+    if not all(f[n]["work_grows"] for n in MODELS):
+        verdict = ClaimVerdict.NOT_MEASURABLE
+        measured += "; a tighter tolerance did not add work for " + ", ".join(
+            n for n in MODELS if not f[n]["work_grows"])
+    else:
+        verdict = ClaimVerdict.HOLDS if all(f[n]["ok"] for n in MODELS) else ClaimVerdict.DOES_NOT_HOLD
+    return Measurement(measured, verdict, {"memory": mem, "findings": f})
+
+
+@claim(
+    id="capstone-step-mismatch",
+    claim="A weight-tied block unrolled k times and trained that way loses accuracy when run with another number "
+          "of steps; a DEQ built from the same block gives the same accuracy with a tighter solve",
+    source="Ott et al. 2021 (ResNet after all? Neural ODEs and their numerical solution); Bai et al. 2019",
+    published="accuracy drops when the test-time discretisation differs from training (Ott et al.); a DEQ's output "
+              "is its fixed point, independent of the solver's path when that fixed point is unique",
+    lesson="07",
+    threshold=MISMATCH,
+)
+def measure_step_mismatch(quick: bool) -> Measurement:
+    config = _config(quick)
+    mm = step_mismatch_study(config)
+    f = mismatch_findings(mm, config)
+    un = f["unrolled_by_steps"]
+    d = mm["deq"]
+    n_in, n_both, n_other = (sum(d[f"random start {k}"]) for k in ("inputs", "both converged", "other point"))
+    measured = (f"unrolled trained with {config.unrolled_steps} steps: "
+                + ", ".join(f"{k} steps {un[k]:.1f}%" for k in config.mismatch_steps)
+                + f"; drop at {f['worst_steps']} steps per seed {_range(f['drops'], '.1f')} points "
+                f"({_iv(f['drop_interval'], '.1f')}); DEQ as trained {f['deq_as_trained']:.1f}%, tol/100 "
+                f"{f['deq_tight']:.1f}% (|change| per seed {_range(f['deq_changes'], '.2f')} points); from a random "
+                f"start (accuracy {_range([100 * a for a in d['random start']], '.1f', '%')}) {n_both} of {n_in} "
+                f"test solves converge from both starts, and {n_other} of those land on another fixed point "
+                + ("(no sign of a second fixed point)" if n_other == 0 else
+                   "(not unique there: the answer depends on the start)")
+                + f". {parts_text(f['parts'])}")
+    if len(config.seeds) < 3:
+        measured += f"; {len(config.seeds)} seeds cannot give an interval: run full mode"
+    details = {"mismatch": {"unrolled": {str(k): v for k, v in mm["unrolled"].items()}, "deq": mm["deq"]},
+               "worst_steps": f["worst_steps"], "drops": f["drops"], "deq_changes": f["deq_changes"],
+               "parts": {k: v.value for k, v in f["parts"].items()}}
+    return _measurement(measured, f["verdict"], details, len(config.seeds))
+
+
+@claim(
+    id="adaptive-compute-per-input",
+    claim="A neural ODE adapts its evaluation strategy to each input: the solver spends different work on "
+          "different inputs",
+    source="Chen et al. 2018 (Neural ODEs), abstract and sec. 3",
+    published="continuous-depth models 'adapt their evaluation strategy to each input'",
+    lesson="07",
+    threshold=ADAPTIVE,
+)
+def measure_adaptive_compute(quick: bool) -> Measurement:
+    config = _config(quick)
+    sweep = ode_tolerance_sweep(config)
+    f = adaptive_findings(sweep, config.ode_tol)
+    lo, hi = f["ranges"][config.ode_tol]
+    others = ", ".join(f"{t:g}: {a:.0f}–{b:.0f}" for t, (a, b) in f["ranges"].items() if t != config.ode_tol)
+    n_inputs = len(sweep[0]["nfe_per_input"])
+    measured = (f"the trained neural ODEs ({len(config.seeds)} seeds, {n_inputs} test inputs each, each input "
+                f"solved on its own) spend {lo:.0f} to {hi:.0f} NFE per input at the training tolerance "
+                f"{config.ode_tol:g}; at other test-time tolerances: {others}. "
+                f"{parts_text(f['readings'])}")
+    if f["readings"]["at the training tolerance"] is ClaimVerdict.DOES_NOT_HOLD:
+        measured += ("; as trained, every input gets the same steps: the adaptation the claim names is not "
+                     "there at this scale")
+    if len(config.seeds) < 3:
+        measured += f"; {len(config.seeds)} seeds cannot give an interval: run full mode"
+    details = {"spread_by_tol": {f"{t:g}": s for t, s in f["spread"].items()},
+               "range_by_tol": {f"{t:g}": r for t, r in f["ranges"].items()},
+               "verdict_by_tol": {f"{t:g}": v.value for t, v in f["verdict_by_tol"].items()},
+               "readings": {k: v.value for k, v in f["readings"].items()},
+               "other_reading": ADAPTIVE_OTHER.describe()}
+    return _measurement(measured, f["verdict"], details, len(config.seeds))
+
+
+@claim(
+    id="deq-inference-cost",
+    claim="A DEQ is several times slower than an explicit network of similar size, in training and at inference",
+    source="Bai et al. 2021 (Stabilizing Equilibrium Models by Jacobian Regularization), table 1 and sec. 3.2",
+    published="DEQ-Transformer: 30 NFE, 3.1x the training time of an 18-layer Transformer-XL (WikiText-103); "
+              "a multiscale DEQ is over 4x slower than ResNet-101 (ImageNet)",
+    lesson="07",
+    threshold=DEQ_COST,
+)
+def measure_deq_cost(quick: bool) -> Measurement:
+    config = _config(quick)
+    runs = capstone_study(config)
+    f = cost_findings(timing_study(config))
+    r = f["ratios"]
+    iters = statistics.fmean(w for run in runs if run.name == "DEQ" for w in run.work_per_input)
+    measured = (f"not measurable at WikiText-103/ImageNet scale; the analogue measured: the trained digits DEQ over "
+                f"the trained ResNet at matched parameters ({len(config.seeds)} seeds, medians of interleaved "
+                f"repeats). Training step {_range(r['train'], '.1f', 'x')} ({_median_iv(f['train_interval'])}); "
+                f"inference {_range(r['inference'], '.1f', 'x')} ({_median_iv(f['inference_interval'])}); "
+                f"{iters:.1f} forward iterations per input. {parts_text(f['parts'])}")
+    if len(config.seeds) < 3:
+        measured += f"; {len(config.seeds)} seeds cannot give an interval: run full mode"
+    details = {"ratios": r, "timings": timing_study(config).as_dict(),
+               "parts": {k: v.value for k, v in f["parts"].items()}, "deq_iterations_per_input": iters}
+    return _measurement(measured, f["verdict"], details, len(config.seeds))
+
+
+@claim(
+    id="deq-memory-reduction",
+    claim="A DEQ trains with much less memory than its explicit peers",
+    source="Bai et al. 2019 (Deep Equilibrium Models), abstract and the memory columns of its tables",
+    published="up to 88 % less training memory than explicit peers (WikiText-103 language models)",
+    lesson="07",
+    threshold=MEMORY_REDUCTION,
+)
+def measure_deq_memory(quick: bool) -> Measurement:
+    config = _config(quick)
+    runs = capstone_study(config)
+    deq = [r for r in runs if r.name == "DEQ"]
+    deq_bytes = {"saved": [r.saved_bytes for r in deq], "peak": [r.peak_bytes for r in deq]}
+    peers = reduction_peers(config)
+    f = reduction_findings(deq_bytes, peers)
+    parts = []
+    for reading, unit in (("saved", "saved for backward"), ("peak", "measured peak")):
+        rd = f["readings"][reading]
+        if "reductions" not in rd:
+            parts.append(f"{unit}: {rd['reason']}")
+            continue
+        at4 = statistics.fmean(rd["reductions"][f"ResNet {config.blocks}"])
+        parts.append(f"{unit}: best {100 * statistics.fmean(rd['reductions'][rd['best_peer']]):.0f} % against "
+                     f"{rd['best_peer']} ({_iv(rd['interval'], '.3f')}); against the capstone's ResNet "
+                     f"({config.blocks} blocks) {100 * at4:.0f} %")
+    measured = ("not measurable at WikiText-103 scale; the analogue measured: one training step on "
+                f"{config.memory_batch} digits, the trained DEQ against explicit peers at 4, 8 and 16 blocks/steps "
+                f"(ResNet with the same parameters, thinner as it deepens; the unrolled block). " + "; ".join(parts)
+                + f". {parts_text(f['parts'])}")
+    details = {"deq_bytes": deq_bytes, "peers": peers,
+               "reductions": {k: v.get("reductions") for k, v in f["readings"].items()},
+               "best_peer": {k: v.get("best_peer") for k, v in f["readings"].items()},
+               "parts": {k: v.value for k, v in f["parts"].items()}}
+    return _measurement(measured, f["verdict"], details, len(config.seeds))
+
+
+@claim(
+    id="tolerance-dial-trained",
+    claim="A trained neural ODE has a precision/speed dial: at test time the tolerance can be loosened to save "
+          "time with little accuracy lost",
+    source="Chen et al. 2018 (Neural ODEs), sec. 3 and fig. 3",
+    published="'tuning the tolerance gives us a trade-off between accuracy and computational cost'; time is "
+              "proportional to NFE (fig. 3b); train accurately, switch to a lower accuracy at test time",
+    lesson="07",
+    threshold=DIAL,
+)
+def measure_tolerance_dial(quick: bool) -> Measurement:
+    config = _config(quick)
+    sweep = ode_tolerance_sweep(config)
+    f = dial_findings(sweep, config.ode_tol)
+    tols = sorted({row["tol"] for row in sweep}, reverse=True)
+    table = "; ".join(
+        f"{t:g}: {100 * statistics.fmean(r['accuracy'] for r in sweep if r['tol'] == t):.1f}% / "
+        f"{statistics.fmean(r['nfe'] for r in sweep if r['tol'] == t):.0f} NFE / "
+        f"{1000 * statistics.fmean(r['seconds'] for r in sweep if r['tol'] == t):.1f} ms" for t in tols)
+    looser = "; ".join(
+        f"at {t:g}: NFE {_range([100 * v for v in p['saving']], '.0f', ' %')} lower, time "
+        f"{_range([100 * v for v in p['time_saving']], '.0f', ' %')} lower, accuracy "
+        f"{_range(p['loss'], '.2f')} points lower ({parts_text(p['parts'])})" for t, p in f["per_tol"].items())
+    measured = (f"trained at {config.ode_tol:g}, {len(config.seeds)} seeds, whole test split in one batch; "
+                f"tolerance: accuracy / NFE / time: {table}. {looser}")
+    if len(config.seeds) < 3:
+        measured += f"; {len(config.seeds)} seeds cannot give an interval: run full mode"
+    details = {"sweep": [{k: v for k, v in row.items() if k != "nfe_per_input"} for row in sweep],
+               "per_tol": {f"{t:g}": {"saving": p["saving"], "time_saving": p["time_saving"], "loss": p["loss"],
+                                      "parts": {k: v.value for k, v in p["parts"].items()}}
+                           for t, p in f["per_tol"].items()}}
+    return _measurement(measured, f["verdict"], details, len(config.seeds))
+
+
+ROW_IDS = ("capstone-accuracy-parity", "capstone-training-memory", "capstone-step-mismatch",
+           "adaptive-compute-per-input", "deq-inference-cost", "deq-memory-reduction", "tolerance-dial-trained")
+
+"""The lesson's ledger rows, in the order the notebook shows them."""

@@ -1,0 +1,127 @@
+"""Lesson 6's findings render their own Markdown: built here from small hand-made study results, each
+checked for its verdict words and the numbers its sentences quote, including undecided verdicts (two seeds)
+and failed solves (seeds stuck at the iteration cap)."""
+import statistics
+
+import pytest
+
+from nodecourse.claims import ClaimVerdict
+from nodecourse.deq.compare import SolverRun
+from nodecourse.deq.training import DEQLog
+from nodecourse.lessons import lesson06 as L
+
+EPOCHS = 100
+
+
+def log(iters, caps=None, rho_end=0.6, rho_max_end=0.9):
+    return DEQLog(forward_iters=list(iters), cap_hits=list(caps or [0] * len(iters)),
+                  spectral=[{"epoch": 0, "rho_mean": 0.1, "rho_max": 0.2, "frac_above_1": 0.0, "converged": 1.0},
+                            {"epoch": EPOCHS, "rho_mean": rho_end, "rho_max": rho_max_end,
+                             "frac_above_1": 0.25, "converged": 1.0}])
+
+
+def runs_for(seeds, *, reg_iters=8.0, reg_mse=0.11, trunc_mse=0.2, plain_end=30.0, stuck_seed=None):
+    config = L.DEQTrainConfig(seeds=tuple(seeds), epochs=EPOCHS, jac_weights=(1.0,), max_iter=40)
+    runs = []
+    for s in seeds:
+        j = 1 + 0.01 * s
+        if s == stuck_seed:  # every solve of the last tenth at the cap: a failed solve
+            plain = log([5.0] * 90 + [40.0] * 10, [0] * 90 + [1] * 10, rho_max_end=1.4)
+        else:
+            plain = log([5.0 * j] * 10 + [10.0] * 80 + [plain_end * j] * 10)
+        regularised = log([reg_iters * j] * EPOCHS, rho_end=0.2)
+        truncated = DEQLog(forward_iters=[5.0] * EPOCHS, cap_hits=[0] * EPOCHS)  # fixed steps: no spectral log
+        runs += [L.TrainRun("DEQ", s, 0.0, plain, 0.10 * j, 20, 1e-4),
+                 L.TrainRun(L.reg_variant(1.0), s, 1.0, regularised, reg_mse * j, 8, 1e-4),
+                 L.TrainRun(L.truncated_variant(config), s, 0.0, truncated, trunc_mse * j, 33, 1e-2)]
+    return config, tuple(runs)
+
+
+def test_growth_findings_quote_the_deciding_reading_and_the_failed_solves():
+    config, runs = runs_for(range(5), stuck_seed=4)
+    plain = [r for r in runs if r.variant == "DEQ"]
+    g = L.GrowthFindings.from_runs(plain, config.max_iter)
+    md = g.markdown()
+    assert g.decisive is g.readings["first tenth"]
+    assert g.seeds_at_cap_at_end == 1 and g.cap_hits["last tenth"] == 10
+    assert "the reading that decides" in md and f"**{g.decisive.verdict.value}**" in md
+    assert "1 seed(s) sit at the cap" in md and "10 in the last tenth" in md
+    assert f"{g.spectral[-1].rho_max:.2f}" in md and "1 of 5 seeds had some input with ρ ≥ 1" in md
+    assert "| vs epoch 0 (untrained) |" in md
+
+
+def test_growth_findings_with_two_seeds_are_undecided_not_judged():
+    config, runs = runs_for((0, 1))
+    g = L.GrowthFindings.from_runs([r for r in runs if r.variant == "DEQ"], config.max_iter)
+    assert g.decisive.verdict is ClaimVerdict.UNDECIDED and g.decisive.lo is None
+    assert "**undecided (2 seeds)**" in g.markdown()
+    assert "95 % interval" not in g.decisive.text()  # no interval to quote from two seeds
+
+
+def test_regularization_findings_decide_fewer_iterations_by_the_published_factor():
+    config, runs = runs_for(range(5), reg_iters=8.0, reg_mse=0.102)  # 8/30 iterations: beyond 12/30
+    f = L.RegularizationFindings.from_runs(runs, config, 1.0)
+    assert f.parts["fewer iterations"] is ClaimVerdict.HOLDS
+    assert f.parts["slightly worse fit"] is ClaimVerdict.HOLDS and f.verdict is ClaimVerdict.HOLDS
+    md = f.markdown()
+    assert f"weight {f.weight:g}" in md and f"{f.iters[0]:.1f} → {f.iters[1]:.1f}" in md
+    assert "12/30 = 0.4 (the reading that decides): holds" in md
+    assert f"{f.rho_end['without'].rho_mean:.2f} without and {f.rho_end['with'].rho_mean:.2f} with" in md
+    assert "It pushed f toward contraction" in md
+
+
+def test_regularization_short_of_the_published_factor_does_not_hold_and_a_better_fit_is_named():
+    config, runs = runs_for(range(5), reg_iters=22.0, reg_mse=0.05)  # 22 of 30: fewer, but not 12/30; the fit better
+    f = L.RegularizationFindings.from_runs(runs, config, 1.0)
+    assert f.fewer["by the published factor"].verdict is ClaimVerdict.DOES_NOT_HOLD
+    assert f.fewer["fewer at all"].verdict is ClaimVerdict.HOLDS
+    assert "by no more than the published +3.75 %" not in f.worse  # a better fit is not "slightly worse"
+    assert f.verdict is ClaimVerdict.DOES_NOT_HOLD
+    assert "better, not worse" in f.markdown()
+
+
+def test_regularization_with_two_seeds_says_undecided_with_its_count():
+    config, runs = runs_for((0, 1))
+    f = L.RegularizationFindings.from_runs(runs, config, 1.0)
+    assert f.verdict is ClaimVerdict.UNDECIDED
+    md = f.markdown()
+    assert "fewer iterations: undecided (2 seeds)" in md and "too few seeds for an interval" in md
+
+
+def test_truncation_findings_against_the_published_direction():
+    config, runs = runs_for(range(5), trunc_mse=0.05)  # the truncated block fits better on every seed
+    t = L.TruncationFindings.from_runs(runs, config)
+    assert t.ratio.verdict is ClaimVerdict.DOES_NOT_HOLD and t.truncated_better_on == 5
+    assert t.parts["ImageNet figure"] is ClaimVerdict.NOT_MEASURABLE
+    md = t.markdown()
+    assert "against the published result" in md and "better than the DEQ on 5 of 5 seeds" in md
+    assert "needs 33 iterations on average (at most 40)" in md
+
+
+def test_published_comparison_and_variant_table_quote_every_variant():
+    config, runs = runs_for((0, 1))
+    growth = L.GrowthFindings.from_runs([r for r in runs if r.variant == "DEQ"], config.max_iter)
+    comparison = L.PublishedComparison(growth, L.RegularizationFindings.from_runs(runs, config, 1.0),
+                                       L.TruncationFindings.from_runs(runs, config))
+    md = comparison.markdown()
+    assert md.count("| undecided (2 seeds) |") == 3 and "**Truncation**" in md and "**The regulariser**" in md
+    table = L.VariantTable.from_runs(runs, config).markdown()
+    assert "| DEQ + Jacobian reg. 1 |" in table and "n/a (5 fixed steps)" in table
+    deq_line = next(line for line in table.splitlines() if line.startswith("| DEQ |"))
+    assert f"| {statistics.median(r.test_mse for r in runs if r.variant == 'DEQ'):.3f} |" in deq_line
+
+
+def test_solver_comparison_marks_unreached_solves_and_quotes_the_ratio():
+    study = (L.SolverProblemRuns("tanh", 0.99, (SolverRun("nodecourse", "picard", 1500, False, 1e-6),
+                                               SolverRun("nodecourse", "anderson", 40, True, 1e-9))),)
+    c = L.SolverComparison.from_study(study)
+    md = c.markdown()
+    assert "| tanh, ρ = 0.99 | >1500 | 40 |" in md
+    assert c.verdict is ClaimVerdict.DOES_NOT_HOLD and "**does not hold**" in md  # Picard never got there
+    assert "0.03-0.03 times" in md
+
+
+@pytest.mark.parametrize("ratios", [[1.0, 0.0], [float("nan"), 1.0]])
+def test_ratios_must_be_positive_and_finite(ratios):
+    with pytest.raises(ValueError):
+        L.judge_ratio_effect(ratios, 0.4)
