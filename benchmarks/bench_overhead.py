@@ -13,7 +13,10 @@ per-step Python; and ``backend="torchdiffeq"`` against calling torchdiffeq direc
 ratio: the wrapper's cost). Runs are interleaved (field alone, nodecourse, torchdiffeq, ...) in one
 process after one untimed warm-up each; every figure is the median over the repeats.
 
-    OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/bench_overhead.py [--repeats 15]
+    OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/bench_overhead.py [--repeats 15] [--short-only]
+
+``--short-only`` runs only the rows of issue 29 (the short solve and its backend row), which take
+seconds where the batch-512 rows take minutes.
 """
 from __future__ import annotations
 
@@ -110,6 +113,8 @@ def main() -> None:
     parser.add_argument("--atol", type=float, default=1e-7)
     parser.add_argument("--grad", action="store_true",
                         help="record the autograd graph (the field's parameters require grad), as in training")
+    parser.add_argument("--short-only", action="store_true",
+                        help="only the short solve's rows (nodecourse, torchdiffeq, backend='torchdiffeq')")
     args = parser.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(0)
@@ -119,7 +124,7 @@ def main() -> None:
             "nodecourse backend=torchdiffeq": run_backend_torchdiffeq}
     per_sample = {"nodecourse per_sample": run_nodecourse_per_sample, "torchode": run_torchode}
     results = []
-    for batch in OVERHEAD_TARGETS:
+    for batch in () if args.short_only else OVERHEAD_TARGETS:
         runners = {**base, **per_sample} if batch == 512 else base
         rows, call_ms = bench(field, torch.randn(batch, 16), t, args.rtol, args.atol, args.repeats, runners,
                               grad=args.grad)
@@ -153,6 +158,8 @@ def main() -> None:
         backend = rows["nodecourse backend=torchdiffeq"][1] / rows["torchdiffeq"][1]
         print(f"  {label}: backend='torchdiffeq' time / torchdiffeq's = {backend:.2f} "
               f"({verdict(backend, BACKEND_TARGET)})")
+    if args.short_only:
+        return
     rows = results[-1][1]
     time_ratio = rows["nodecourse per_sample"][1] / rows["torchode"][1]
     print(f"  batch 512 per_sample: time / torchode's = {time_ratio:.2f} ({verdict(time_ratio, PER_SAMPLE_TARGET)}); "

@@ -137,15 +137,23 @@ class StepControl:
         if self.first_step is not None:
             return self.clip(float(self.first_step)), 0
         with torch.no_grad():
-            scale = y0.detach().abs() * self.rtol + self.atol
-            d0 = float(self.norm(y0.detach() / scale))
-            d1 = float(self.norm(f0.detach() / scale))
+            y0, f0 = y0.detach(), f0.detach()
+            scale = y0.abs().mul_(self.rtol).add_(self.atol)
+            if self.norm is rms:  # both norms in one reduction and one host read
+                both = torch.stack((y0, f0)).div_(scale)
+                d0, d1 = torch.linalg.vector_norm(both.view(2, -1), dim=1).div_(math.sqrt(y0.numel())).tolist()
+            else:
+                d0, d1 = float(self.norm(y0 / scale)), float(self.norm(f0 / scale))
             h0 = 1e-6 if (d0 < 1e-5 or d1 < 1e-5) else 0.01 * d0 / d1
             if not (math.isfinite(h0) and h0 > 0):  # e.g. an atol so small that d1 overflows
                 h0 = 1e-6
-            y1 = y0.detach() + (self.direction * h0) * f0.detach()
+            y1 = torch.add(y0, f0, alpha=self.direction * h0)
             f1 = func(time_tensor(t0 + self.direction * h0, y0), y1)
-            d2 = float(self.norm((f1 - f0.detach()) / scale)) / h0
+            change = (f1 - f0).div_(scale)
+            if self.norm is rms:
+                d2 = float(torch.linalg.vector_norm(change)) / math.sqrt(change.numel()) / h0
+            else:
+                d2 = float(self.norm(change)) / h0
             if not (math.isfinite(d1) and math.isfinite(d2)):
                 h1 = h0
             elif d1 <= 1e-15 and d2 <= 1e-15:

@@ -147,13 +147,28 @@ class RKPlan:
         # Evaluations per step beyond the reused first stage.
         self.new_evals = tab.stages - 1
         self.dense = dense_coefficients(tab, self.fsal)
+        self._matrices: dict = {}  # (dtype, device) -> StageMatrices
+
+    def matrices(self, like: torch.Tensor) -> StageMatrices:
+        """The tableau's coefficients as tensors in ``like``'s dtype and device (built once per pair)."""
+        key = (like.dtype, like.device)
+        found = self._matrices.get(key)
+        if found is None:
+            found = self._matrices[key] = StageMatrices(self.tab, like.dtype, like.device)
+        return found
 
     def step(self, func: Func, t0: float, h: float, y0: torch.Tensor, f0: torch.Tensor):
         """One explicit RK step from ``(t0, y0)`` with slope ``f0 = func(t0, y0)``.
 
         Returns ``(y1, ks)``: the new state (shape of ``y0``) and the stage slopes
         (``ks[0] is f0``; for FSAL tableaux ``ks[-1] = func(t0 + h, y1)``).
+
+        A small state (at most :data:`FUSED_MAX_NUMEL` numbers) makes each stage one matrix product
+        on the slopes so far (:meth:`_fused_step`); a larger one a chain of fused adds, one per
+        nonzero coefficient (memory-bound: stacking the slopes would copy them once more per stage).
         """
+        if y0.numel() <= FUSED_MAX_NUMEL:
+            return self._fused_step(func, t0, h, y0, f0)
         ks = [f0]
         yi = y0
         t1 = t0 + h
@@ -167,15 +182,70 @@ class RKPlan:
         y1 = yi if self.fsal else combine(y0, ks, self.b, h)
         return y1, ks
 
+    def _fused_step(self, func: Func, t0: float, h: float, y0: torch.Tensor, f0: torch.Tensor):
+        """:meth:`step` with stage ``i`` as ``addmm(y0, a_i, K, alpha=h)``: ``a_i`` the row of the tableau
+        (shape ``(1, i)``), ``K`` the slopes so far as rows (shape ``(i, n)``, ``n = y0.numel()``). Two
+        torch calls per stage (the slopes' ``cat``, the product), where the chain of adds makes one per
+        nonzero coefficient (20 for dopri5's six stages). A state of one row ``(1, n)`` is used as it is;
+        any other shape (a 0-d state too) is stacked and viewed as one row around each product."""
+        mats = self.matrices(y0)
+        shape = y0.shape
+        one_row = y0.dim() == 2 and shape[0] == 1
+        y0_row = y0 if one_row else y0.reshape(1, -1)
+        ks = [f0]
+        t1 = t0 + h
+        scalar, dtype, device = torch.scalar_tensor, y0.dtype, y0.device
+        cat, stack, addmm = torch.cat, torch.stack, torch.addmm
+        c = self.c
+        for i, a_i in enumerate(mats.rows, start=1):
+            if one_row:
+                yi = addmm(y0_row, a_i, cat(ks), alpha=h)
+            else:
+                yi = addmm(y0_row, a_i, stack(ks).view(i, -1), alpha=h).view(shape)
+            ci = c[i]
+            ks.append(func(scalar(t1 if ci == 1.0 else t0 + ci * h, dtype=dtype, device=device), yi))
+        if self.fsal:
+            return yi, ks
+        slopes = cat(ks) if one_row else stack(ks).view(len(ks), -1)
+        y1 = addmm(y0_row, mats.b, slopes, alpha=h)
+        return (y1 if one_row else y1.view(shape)), ks
+
     def step_from(self, func: Func, t0: float, h: float, y0: torch.Tensor) -> torch.Tensor:
         """A whole step including the first slope (fixed-step methods); returns ``y1``."""
         return self.step(func, t0, h, y0, func(time_tensor(t0, y0), y0))[0]
 
     def error(self, ks: list[torch.Tensor], h: float) -> torch.Tensor:
         """Local error estimate ``h * sum_j (b_j - b_low_j) k_j`` (shape of the state, no graph:
-        it only steers the step size)."""
+        it only steers the step size). A small state: one matrix product on the detached slopes."""
+        k0 = ks[0]
+        if k0.numel() <= FUSED_MAX_NUMEL:
+            weights = self.matrices(k0).err
+            if k0.dim() == 2 and k0.shape[0] == 1:
+                return torch.mm(weights, torch.cat(ks).detach()).mul_(h)
+            return torch.mm(weights, torch.stack(ks).detach().view(len(ks), -1)).mul_(h).view(k0.shape)
         with torch.no_grad():
             return combine(None, ks, self.err, h)
+
+
+#: States of at most this many numbers take the fused stage combinations of :meth:`RKPlan.step`
+#: (one ``addmm`` per stage); larger ones the chain of adds, whose memory traffic is lower there.
+FUSED_MAX_NUMEL = 2048
+
+
+class StageMatrices:
+    """A tableau's coefficients as tensors of one dtype and device (zeros included):
+    ``rows[i - 1]`` the stage-``i`` row ``a_i`` of shape ``(1, i)``, ``b`` the weights of the new state
+    ``(1, stages)`` and ``err`` the error weights ``b - b_low`` ``(1, stages)`` (adaptive pairs only)."""
+
+    __slots__ = ("rows", "b", "err")
+
+    def __init__(self, tab: ButcherTableau, dtype: torch.dtype, device: torch.device):
+        def row(values) -> torch.Tensor:
+            return torch.tensor([list(values)], dtype=dtype, device=device)
+
+        self.rows = [row((tuple(a) + (0.0,) * i)[:i]) for i, a in enumerate(tab.explicit_rows, start=1)]
+        self.b = row(tab.b)
+        self.err = row(tab.b_err) if tab.adaptive else None
 
 
 @functools.lru_cache(maxsize=32)
