@@ -42,9 +42,14 @@ TINY_STEP = 1e-300
 def all_finite(x: torch.Tensor) -> bool:
     """Whether every entry of ``x`` is finite: one sum and one host read (``isfinite().all()`` is
     several kernels); a sum that overflows from finite entries is checked entry by entry."""
-    if math.isfinite(float(x.detach().sum())):
+    if math.isfinite(float((x.detach() if x.requires_grad else x).sum())):
         return True
     return bool(torch.isfinite(x).all())
+
+
+def _plain(x: torch.Tensor) -> torch.Tensor:
+    """``x`` without its graph: ``x.detach()``, or ``x`` itself when it has none (one call less per read)."""
+    return x.detach() if x.requires_grad else x
 
 
 def rms(x: torch.Tensor) -> torch.Tensor:
@@ -186,7 +191,7 @@ class StepControl:
 
         A ratio <= 1 meets the tolerance (same norm as torchdiffeq); ``options["norm"]`` replaces the RMS.
         """
-        scaled = err.detach() / self._error_scale(y0, y1)
+        scaled = (err.detach() if err.requires_grad else err) / self._error_scale(y0, y1)
         if self.norm is rms:  # the square root of the size on the host: one op less per step
             return float(torch.linalg.vector_norm(scaled)) / math.sqrt(max(scaled.numel(), 1))
         return float(self.norm(scaled))
@@ -194,8 +199,8 @@ class StepControl:
     def _error_scale(self, y0: torch.Tensor, y1: torch.Tensor) -> torch.Tensor:
         """:func:`error_scale`, reusing ``|y1|`` of the previous call when ``y0`` is that ``y1`` (the
         step after an accepted one starts where it ended): one op less per accepted step."""
-        abs0 = self._abs_last if y0 is self._y_last else y0.detach().abs()
-        abs1 = y1.detach().abs()
+        abs0 = self._abs_last if y0 is self._y_last else _plain(y0).abs()
+        abs1 = _plain(y1).abs()
         self._y_last, self._abs_last = y1, abs1
         return torch.maximum(abs0, abs1).mul_(self.rtol).add_(self.atol)
 

@@ -187,7 +187,9 @@ class RKPlan:
         (shape ``(1, i)``), ``K`` the slopes so far as rows (shape ``(i, n)``, ``n = y0.numel()``). Two
         torch calls per stage (the slopes' ``cat``, the product), where the chain of adds makes one per
         nonzero coefficient (20 for dopri5's six stages). A state of one row ``(1, n)`` is used as it is;
-        any other shape (a 0-d state too) is stacked and viewed as one row around each product."""
+        any other shape (a 0-d state too) is stacked and viewed as one row around each product. A stage
+        with fewer terms than that costs in calls (one term: one add, e.g. Euler's and the midpoint rule's
+        steps) stays a chain of adds."""
         mats = self.matrices(y0)
         shape = y0.shape
         one_row = y0.dim() == 2 and shape[0] == 1
@@ -197,8 +199,11 @@ class RKPlan:
         scalar, dtype, device = torch.scalar_tensor, y0.dtype, y0.device
         cat, stack, addmm = torch.cat, torch.stack, torch.addmm
         c = self.c
-        for i, a_i in enumerate(mats.rows, start=1):
-            if one_row:
+        fewest = 2 if one_row else 3  # terms below which the chain of adds makes no more calls
+        for i, (row, a_i) in enumerate(zip(self.rows, mats.rows), start=1):
+            if len(row) < fewest:
+                yi = combine(y0, ks, row, h)
+            elif one_row:
                 yi = addmm(y0_row, a_i, cat(ks), alpha=h)
             else:
                 yi = addmm(y0_row, a_i, stack(ks).view(i, -1), alpha=h).view(shape)
@@ -206,9 +211,11 @@ class RKPlan:
             ks.append(func(scalar(t1 if ci == 1.0 else t0 + ci * h, dtype=dtype, device=device), yi))
         if self.fsal:
             return yi, ks
-        slopes = cat(ks) if one_row else stack(ks).view(len(ks), -1)
-        y1 = addmm(y0_row, mats.b, slopes, alpha=h)
-        return (y1 if one_row else y1.view(shape)), ks
+        if len(self.b) < fewest:
+            return combine(y0, ks, self.b, h), ks
+        if one_row:
+            return addmm(y0_row, mats.b, cat(ks), alpha=h), ks
+        return addmm(y0_row, mats.b, stack(ks).view(len(ks), -1), alpha=h).view(shape), ks
 
     def step_from(self, func: Func, t0: float, h: float, y0: torch.Tensor) -> torch.Tensor:
         """A whole step including the first slope (fixed-step methods); returns ``y1``."""
@@ -218,11 +225,12 @@ class RKPlan:
         """Local error estimate ``h * sum_j (b_j - b_low_j) k_j`` (shape of the state, no graph:
         it only steers the step size). A small state: one matrix product on the detached slopes."""
         k0 = ks[0]
-        if k0.numel() <= FUSED_MAX_NUMEL:
+        if k0.numel() <= FUSED_MAX_NUMEL and len(self.err) > 2:
             weights = self.matrices(k0).err
-            if k0.dim() == 2 and k0.shape[0] == 1:
-                return torch.mm(weights, torch.cat(ks).detach()).mul_(h)
-            return torch.mm(weights, torch.stack(ks).detach().view(len(ks), -1)).mul_(h).view(k0.shape)
+            one_row = k0.dim() == 2 and k0.shape[0] == 1
+            slopes = torch.cat(ks) if one_row else torch.stack(ks).view(len(ks), -1)
+            err = torch.mm(weights, slopes.detach() if slopes.requires_grad else slopes).mul_(h)
+            return err if one_row else err.view(k0.shape)
         with torch.no_grad():
             return combine(None, ks, self.err, h)
 
