@@ -16,8 +16,9 @@ process after one untimed warm-up each; every figure is the median over the repe
     OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/bench_overhead.py [--repeats 15] [--short-only] [--clock cpu]
 
 ``--clock cpu`` reads this process's CPU time instead of wall time (on a shared machine the wall
-clock also counts the time other jobs hold the cores). ``--short-only`` runs only the rows of issue 29 (the short solve and its backend row), which take
-seconds where the batch-512 rows take minutes.
+clock also counts the time other jobs hold the cores). ``--short-only`` runs only the rows of
+issue 29 (the short solve and its backend row), which take seconds where the batch-512 rows take
+minutes.
 """
 from __future__ import annotations
 
