@@ -1,5 +1,6 @@
 """The short solve of ``bench_overhead.py`` with the solvers of an earlier commit and with the working
-tree's, interleaved in one process: the before/after comparison that a loaded machine leaves readable.
+tree's, interleaved in one process: the before/after comparison that a loaded machine leaves readable
+(``--long``: the batch-1 solve of ``bench_overhead.py`` instead).
 
 The package at ``--before`` (a git revision) is extracted into a temporary folder and imported under
 another name (``nodecourse_before``), so both versions run side by side on the same field, the same
@@ -57,13 +58,17 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=200)
     parser.add_argument("--clock", choices=tuple(CLOCKS), default="cpu")
     parser.add_argument("--grad", action="store_true", help="record the autograd graph, as in training")
+    parser.add_argument("--long", action="store_true",
+                        help="bench_overhead's batch-1 solve instead (10 output times on [0, 5], 158 evaluations)")
     args = parser.parse_args()
     clock = CLOCKS[args.clock]
     torch.set_num_threads(1)
     torch.manual_seed(0)
     field = MLPField()
-    y0 = torch.randn(1, 16, generator=torch.Generator().manual_seed(0))  # bench_overhead's short solve
-    t = torch.tensor([0.0, 0.3])
+    if args.long:  # bench_overhead's first draw after seeding, and its output times
+        y0, t = torch.randn(1, 16), torch.linspace(0.0, 5.0, 10)
+    else:  # bench_overhead's short solve
+        y0, t = torch.randn(1, 16, generator=torch.Generator().manual_seed(0)), torch.tensor([0.0, 0.3])
     with tempfile.TemporaryDirectory() as folder:
         before = import_revision(args.before, Path(folder))
         versions = {f"before ({args.before})": before.odeint, "after (working tree)": nodecourse.odeint}
@@ -89,7 +94,8 @@ def main() -> None:
                 time_ratio.append(second / first)
     with open("/proc/loadavg") as f:
         load = f.read().split()[:3]
-    print(f"short solve (dopri5, batch 1, [0, 0.3]), {args.clock} clock, "
+    problem = "10 output times on [0, 5]" if args.long else "[0, 0.3]"
+    print(f"dopri5, batch 1, {problem}, {args.clock} clock, "
           f"{'autograd recording' if args.grad else 'no autograd'}, {args.repeats} interleaved repeats, "
           f"load average {' '.join(load)}, torch {torch.__version__}")
     for name, values in overhead.items():

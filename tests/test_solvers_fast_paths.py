@@ -207,11 +207,12 @@ def _textbook_step(tab, func, t0, h, y0):
     return y1, ks, err
 
 
-@pytest.mark.parametrize("shape", [(), (1, 5), (3, 4), (2, 1, 3)], ids=str)
+@pytest.mark.parametrize("shape", [(1, 5), (1, 1), (), (3, 4), (2, 1, 3)], ids=str)
 @pytest.mark.parametrize("tab", [DOPRI5, BOSH3, HEUN_EULER, SOLVERS["rk4"].tableau], ids=lambda t: t.name)
 def test_fused_stages_and_error_are_the_tableau_sums(tab, shape):
-    """Small states take one ``addmm`` per stage and one product for the error estimate: the same
-    stage states, slopes, new state and error as the tableau's sums term by term (float64 round-off)."""
+    """A state of one row takes one ``addmm`` per stage and one product for the error estimate, other
+    shapes the chain of adds: both give the stage states, slopes, new state and error of the tableau's
+    sums term by term (float64 round-off)."""
     w = torch.randn(3, 3, dtype=F64, generator=torch.Generator().manual_seed(1))
     func = lambda t, y: torch.sin(y * (1 + t)) + y.reshape(-1)[0] * w[0, 0]  # noqa: E731 (couples all entries)
     y0 = torch.randn(shape, dtype=F64, generator=torch.Generator().manual_seed(2))
@@ -229,7 +230,7 @@ def test_fused_stages_and_error_are_the_tableau_sums(tab, shape):
 
 
 def test_fused_and_chained_stages_give_the_same_solve(monkeypatch):
-    """The chain of adds (states above ``FUSED_MAX_NUMEL`` numbers) and the fused products take the same
+    """The chain of adds (rows longer than ``FUSED_MAX_NUMEL``) and the fused products take the same
     steps and reach the same answer on one problem; gradients through either agree."""
     from nodecourse.solvers import rk
 

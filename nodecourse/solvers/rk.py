@@ -163,11 +163,11 @@ class RKPlan:
         Returns ``(y1, ks)``: the new state (shape of ``y0``) and the stage slopes
         (``ks[0] is f0``; for FSAL tableaux ``ks[-1] = func(t0 + h, y1)``).
 
-        A small state (at most :data:`FUSED_MAX_NUMEL` numbers) makes each stage one matrix product
-        on the slopes so far (:meth:`_fused_step`); a larger one a chain of fused adds, one per
-        nonzero coefficient (memory-bound: stacking the slopes would copy them once more per stage).
+        A state of one row ``(1, n)`` with ``n <= FUSED_MAX_NUMEL`` (one trajectory, as in the short
+        solves of an ODE-RNN update) makes each stage one matrix product on the slopes so far
+        (:meth:`_fused_step`); any other state a chain of fused adds, one per nonzero coefficient.
         """
-        if y0.numel() <= FUSED_MAX_NUMEL:
+        if _one_small_row(y0):
             return self._fused_step(func, t0, h, y0, f0)
         ks = [f0]
         yi = y0
@@ -183,39 +183,26 @@ class RKPlan:
         return y1, ks
 
     def _fused_step(self, func: Func, t0: float, h: float, y0: torch.Tensor, f0: torch.Tensor):
-        """:meth:`step` with stage ``i`` as ``addmm(y0, a_i, K, alpha=h)``: ``a_i`` the row of the tableau
-        (shape ``(1, i)``), ``K`` the slopes so far as rows (shape ``(i, n)``, ``n = y0.numel()``). Two
-        torch calls per stage (the slopes' ``cat``, the product), where the chain of adds makes one per
-        nonzero coefficient (20 for dopri5's six stages). A state of one row ``(1, n)`` is used as it is;
-        any other shape (a 0-d state too) is stacked and viewed as one row around each product. A stage
-        with fewer terms than that costs in calls (one term: one add, e.g. Euler's and the midpoint rule's
-        steps) stays a chain of adds."""
+        """:meth:`step` for a state of shape ``(1, n)``, stage ``i`` as ``addmm(y0, a_i, K, alpha=h)``:
+        ``a_i`` the row of the tableau (shape ``(1, i)``), ``K = cat(ks)`` the slopes so far as rows
+        (shape ``(i, n)``). Two torch calls per stage where the chain of adds makes one per nonzero
+        coefficient (20 for dopri5's six stages). A stage of one term stays one add (Euler's, the
+        midpoint rule's first stage). Other shapes would need a stack and two views around each
+        product, which costs more than the adds it saves (measured: 1.2x the solve's time at (50, 20))."""
         mats = self.matrices(y0)
-        shape = y0.shape
-        one_row = y0.dim() == 2 and shape[0] == 1
-        y0_row = y0 if one_row else y0.reshape(1, -1)
         ks = [f0]
         t1 = t0 + h
-        scalar, dtype, device = torch.scalar_tensor, y0.dtype, y0.device
-        cat, stack, addmm = torch.cat, torch.stack, torch.addmm
+        scalar, dtype, device, cat, addmm = torch.scalar_tensor, y0.dtype, y0.device, torch.cat, torch.addmm
         c = self.c
-        fewest = 2 if one_row else 3  # terms below which the chain of adds makes no more calls
         for i, (row, a_i) in enumerate(zip(self.rows, mats.rows), start=1):
-            if len(row) < fewest:
-                yi = combine(y0, ks, row, h)
-            elif one_row:
-                yi = addmm(y0_row, a_i, cat(ks), alpha=h)
-            else:
-                yi = addmm(y0_row, a_i, stack(ks).view(i, -1), alpha=h).view(shape)
+            yi = combine(y0, ks, row, h) if len(row) < 2 else addmm(y0, a_i, cat(ks), alpha=h)
             ci = c[i]
             ks.append(func(scalar(t1 if ci == 1.0 else t0 + ci * h, dtype=dtype, device=device), yi))
         if self.fsal:
             return yi, ks
-        if len(self.b) < fewest:
+        if len(self.b) < 2:
             return combine(y0, ks, self.b, h), ks
-        if one_row:
-            return addmm(y0_row, mats.b, cat(ks), alpha=h), ks
-        return addmm(y0_row, mats.b, stack(ks).view(len(ks), -1), alpha=h).view(shape), ks
+        return addmm(y0, mats.b, cat(ks), alpha=h), ks
 
     def step_from(self, func: Func, t0: float, h: float, y0: torch.Tensor) -> torch.Tensor:
         """A whole step including the first slope (fixed-step methods); returns ``y1``."""
@@ -223,21 +210,23 @@ class RKPlan:
 
     def error(self, ks: list[torch.Tensor], h: float) -> torch.Tensor:
         """Local error estimate ``h * sum_j (b_j - b_low_j) k_j`` (shape of the state, no graph:
-        it only steers the step size). A small state: one matrix product on the detached slopes."""
+        it only steers the step size). A state of one row: one matrix product on the detached slopes."""
         k0 = ks[0]
-        if k0.numel() <= FUSED_MAX_NUMEL and len(self.err) > 2:
-            weights = self.matrices(k0).err
-            one_row = k0.dim() == 2 and k0.shape[0] == 1
-            slopes = torch.cat(ks) if one_row else torch.stack(ks).view(len(ks), -1)
-            err = torch.mm(weights, slopes.detach() if slopes.requires_grad else slopes).mul_(h)
-            return err if one_row else err.view(k0.shape)
+        if len(self.err) > 2 and _one_small_row(k0):
+            slopes = torch.cat(ks)
+            return torch.mm(self.matrices(k0).err, slopes.detach() if slopes.requires_grad else slopes).mul_(h)
         with torch.no_grad():
             return combine(None, ks, self.err, h)
 
 
-#: States of at most this many numbers take the fused stage combinations of :meth:`RKPlan.step`
-#: (one ``addmm`` per stage); larger ones the chain of adds, whose memory traffic is lower there.
+#: States of one row ``(1, n)`` with ``n`` at most this take the fused stage combinations of
+#: :meth:`RKPlan.step` (one ``addmm`` per stage); larger ones the chain of adds, whose memory traffic is
+#: lower there.
 FUSED_MAX_NUMEL = 2048
+
+
+def _one_small_row(y: torch.Tensor) -> bool:
+    return y.dim() == 2 and y.shape[0] == 1 and y.shape[1] <= FUSED_MAX_NUMEL
 
 
 class StageMatrices:
