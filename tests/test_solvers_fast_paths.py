@@ -3,8 +3,9 @@
 Each shortcut taken to cut the per-step overhead is checked against the rule it replaces:
 the dense output written as weights on the slopes (one interpolant for both modes), the
 per-sample controller's short paths (no NaN/inf in a step, no underflow in a step), the
-reuse of ``|y1|`` in the error scale, the shared :class:`RKPlan` per tableau and the
-tableau's ``implicit`` test read from its rows. Speed itself is measured in
+reuse of ``|y1|`` in the error scale, the shared :class:`RKPlan` per tableau, the
+tableau's ``implicit`` test read from its rows, and the stage sums and error estimate of a state of one
+row taken as matrix products. Speed itself is measured in
 ``benchmarks/bench_overhead.py``, never here.
 """
 from __future__ import annotations
