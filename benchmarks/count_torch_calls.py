@@ -16,6 +16,10 @@ import nodecourse
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_dopri5 import MLPField  # noqa: E402 (the benchmarks folder is not a package)
 
+#: Calls that read a tensor's attributes (``shape``, ``dtype``, ``_version``, ... through ``__get__``) and
+#: launch no kernel: counted, but apart from the tensor operations.
+ATTRIBUTE_READS = frozenset({"__get__", "numel", "dim", "is_floating_point"})
+
 
 class CountTorchCalls(TorchFunctionMode):
     """Counts every torch function called inside the ``with`` block, by name."""
@@ -44,8 +48,12 @@ def main() -> None:
             field(t[0], y0)
     by_field = sum(field_calls.calls.values()) * sol.stats["nfe"]
     total = sum(solve_calls.calls.values())
+    per_field = collections.Counter({name: n * sol.stats["nfe"] for name, n in field_calls.calls.items()})
+    solver_calls = solve_calls.calls - per_field
+    kernels = sum(v for k, v in solver_calls.items() if k not in ATTRIBUTE_READS)
     print(f"nfe {sol.stats['nfe']}, torch calls per solve {total}, of which the field's {by_field}, "
-          f"the solver's {total - by_field}; most called: {solve_calls.calls.most_common(40)}")
+          f"the solver's {total - by_field} ({kernels} tensor operations, the rest attribute reads); "
+          f"most called: {solve_calls.calls.most_common(40)}")
 
 
 if __name__ == "__main__":

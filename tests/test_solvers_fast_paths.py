@@ -3,8 +3,9 @@
 Each shortcut taken to cut the per-step overhead is checked against the rule it replaces:
 the dense output written as weights on the slopes (one interpolant for both modes), the
 per-sample controller's short paths (no NaN/inf in a step, no underflow in a step), the
-reuse of ``|y1|`` in the error scale, the shared :class:`RKPlan` per tableau and the
-tableau's ``implicit`` test read from its rows. Speed itself is measured in
+reuse of ``|y1|`` in the error scale, the shared :class:`RKPlan` per tableau, the
+tableau's ``implicit`` test read from its rows, and the stage sums and error estimate of a state of one
+row taken as matrix products. Speed itself is measured in
 ``benchmarks/bench_overhead.py``, never here.
 """
 from __future__ import annotations
@@ -191,3 +192,58 @@ def test_implicit_read_from_the_rows_agrees_with_the_full_matrix():
         full = tab.matrix
         assert tab.implicit == any(full[i][i] != 0.0 for i in range(tab.stages)), tab.name
     assert not diagonal_layout_explicit.implicit and SOLVERS["trapezoid"].tableau.implicit
+
+
+# ---------------------------------------------------------------- fused stage combinations
+
+
+def _textbook_step(tab, func, t0, h, y0):
+    """One explicit step as the Butcher tableau reads: ``y_i = y0 + h sum_j a_ij k_j``, one term at a time."""
+    ks = [func(torch.tensor(t0, dtype=y0.dtype), y0)]
+    for i, row in enumerate(tab.explicit_rows, start=1):
+        yi = y0 + h * sum(a * k for a, k in zip(row, ks))
+        ks.append(func(torch.tensor(t0 + tab.c[i] * h, dtype=y0.dtype), yi))
+    y1 = y0 + h * sum(b * k for b, k in zip(tab.b, ks))
+    err = h * sum(e * k for e, k in zip(tab.b_err, ks)) if tab.adaptive else None
+    return y1, ks, err
+
+
+@pytest.mark.parametrize("shape", [(1, 5), (1, 1), (), (3, 4), (2, 1, 3)], ids=str)
+@pytest.mark.parametrize("tab", [DOPRI5, BOSH3, HEUN_EULER, SOLVERS["rk4"].tableau], ids=lambda t: t.name)
+def test_fused_stages_and_error_are_the_tableau_sums(tab, shape):
+    """A state of one row takes one ``addmm`` per stage and one product for the error estimate, other
+    shapes the chain of adds: both give the stage states, slopes, new state and error of the tableau's
+    sums term by term (float64 round-off)."""
+    w = torch.randn(3, 3, dtype=F64, generator=torch.Generator().manual_seed(1))
+    func = lambda t, y: torch.sin(y * (1 + t)) + y.reshape(-1)[0] * w[0, 0]  # noqa: E731 (couples all entries)
+    y0 = torch.randn(shape, dtype=F64, generator=torch.Generator().manual_seed(2))
+    plan = plan_for(tab)
+    y1, ks = plan.step(func, 0.3, 0.05, y0, func(torch.tensor(0.3, dtype=F64), y0))
+    want_y1, want_ks, want_err = _textbook_step(tab, func, 0.3, 0.05, y0)
+    assert y1.shape == y0.shape and len(ks) == len(want_ks)
+    for k, want in zip(ks, want_ks):
+        assert torch.allclose(k, want, rtol=1e-13, atol=1e-15)
+    assert torch.allclose(y1, want_y1, rtol=1e-13, atol=1e-15)
+    if tab.adaptive:
+        err = plan.error(ks[:tab.stages], 0.05)
+        assert err.shape == y0.shape and not err.requires_grad
+        assert torch.allclose(err, want_err, rtol=1e-10, atol=1e-17)
+
+
+def test_fused_and_chained_stages_give_the_same_solve(monkeypatch):
+    """The chain of adds (rows longer than ``FUSED_MAX_NUMEL``) and the fused products take the same
+    steps and reach the same answer on one problem; gradients through either agree."""
+    from nodecourse.solvers import rk
+
+    w = torch.randn(6, 6, dtype=F64, generator=torch.Generator().manual_seed(4)).requires_grad_()
+    field = lambda t, y: torch.tanh(y @ w)  # noqa: E731
+    y0 = torch.randn(1, 6, dtype=F64, generator=torch.Generator().manual_seed(5))
+    t = torch.linspace(0.0, 2.0, 5, dtype=F64)
+    fused = odeint(field, y0, t, rtol=1e-8, atol=1e-10)
+    (g_fused,) = torch.autograd.grad(fused.ys.square().sum(), w)
+    monkeypatch.setattr(rk, "FUSED_MAX_NUMEL", 0)
+    chained = odeint(field, y0, t, rtol=1e-8, atol=1e-10)
+    (g_chained,) = torch.autograd.grad(chained.ys.square().sum(), w)
+    assert fused.stats == chained.stats
+    assert torch.allclose(fused.ys, chained.ys, rtol=1e-12, atol=1e-14)
+    assert torch.allclose(g_fused, g_chained, rtol=1e-10, atol=1e-12)

@@ -42,9 +42,14 @@ TINY_STEP = 1e-300
 def all_finite(x: torch.Tensor) -> bool:
     """Whether every entry of ``x`` is finite: one sum and one host read (``isfinite().all()`` is
     several kernels); a sum that overflows from finite entries is checked entry by entry."""
-    if math.isfinite(float(x.detach().sum())):
+    if math.isfinite(float((x.detach() if x.requires_grad else x).sum())):
         return True
     return bool(torch.isfinite(x).all())
+
+
+def _plain(x: torch.Tensor) -> torch.Tensor:
+    """``x`` without its graph: ``x.detach()``, or ``x`` itself when it has none (one call less per read)."""
+    return x.detach() if x.requires_grad else x
 
 
 def rms(x: torch.Tensor) -> torch.Tensor:
@@ -137,15 +142,23 @@ class StepControl:
         if self.first_step is not None:
             return self.clip(float(self.first_step)), 0
         with torch.no_grad():
-            scale = y0.detach().abs() * self.rtol + self.atol
-            d0 = float(self.norm(y0.detach() / scale))
-            d1 = float(self.norm(f0.detach() / scale))
+            y0, f0 = y0.detach(), f0.detach()
+            scale = y0.abs().mul_(self.rtol).add_(self.atol)
+            if self.norm is rms:  # both norms in one reduction and one host read
+                both = torch.stack((y0, f0)).div_(scale)
+                d0, d1 = torch.linalg.vector_norm(both.view(2, -1), dim=1).div_(math.sqrt(y0.numel())).tolist()
+            else:
+                d0, d1 = float(self.norm(y0 / scale)), float(self.norm(f0 / scale))
             h0 = 1e-6 if (d0 < 1e-5 or d1 < 1e-5) else 0.01 * d0 / d1
             if not (math.isfinite(h0) and h0 > 0):  # e.g. an atol so small that d1 overflows
                 h0 = 1e-6
-            y1 = y0.detach() + (self.direction * h0) * f0.detach()
+            y1 = torch.add(y0, f0, alpha=self.direction * h0)
             f1 = func(time_tensor(t0 + self.direction * h0, y0), y1)
-            d2 = float(self.norm((f1 - f0.detach()) / scale)) / h0
+            change = (f1 - f0).div_(scale)
+            if self.norm is rms:
+                d2 = float(torch.linalg.vector_norm(change)) / math.sqrt(change.numel()) / h0
+            else:
+                d2 = float(self.norm(change)) / h0
             if not (math.isfinite(d1) and math.isfinite(d2)):
                 h1 = h0
             elif d1 <= 1e-15 and d2 <= 1e-15:
@@ -178,7 +191,7 @@ class StepControl:
 
         A ratio <= 1 meets the tolerance (same norm as torchdiffeq); ``options["norm"]`` replaces the RMS.
         """
-        scaled = err.detach() / self._error_scale(y0, y1)
+        scaled = (err.detach() if err.requires_grad else err) / self._error_scale(y0, y1)
         if self.norm is rms:  # the square root of the size on the host: one op less per step
             return float(torch.linalg.vector_norm(scaled)) / math.sqrt(max(scaled.numel(), 1))
         return float(self.norm(scaled))
@@ -186,8 +199,8 @@ class StepControl:
     def _error_scale(self, y0: torch.Tensor, y1: torch.Tensor) -> torch.Tensor:
         """:func:`error_scale`, reusing ``|y1|`` of the previous call when ``y0`` is that ``y1`` (the
         step after an accepted one starts where it ended): one op less per accepted step."""
-        abs0 = self._abs_last if y0 is self._y_last else y0.detach().abs()
-        abs1 = y1.detach().abs()
+        abs0 = self._abs_last if y0 is self._y_last else _plain(y0).abs()
+        abs1 = _plain(y1).abs()
         self._y_last, self._abs_last = y1, abs1
         return torch.maximum(abs0, abs1).mul_(self.rtol).add_(self.atol)
 

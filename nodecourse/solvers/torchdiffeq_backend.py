@@ -57,7 +57,10 @@ class CountingFunc:
         self.since_accept: list = []  # (t, f) of the evaluations since the last accepted step
 
     def __call__(self, t, y):
-        f = checked_slope(self.func(t, y), y)
+        f = self.func(t, y)
+        # the device once (a device comparison builds two objects); shape and dtype on every call
+        if self.nfe == 0 or type(f) is not torch.Tensor or f.shape != y.shape or f.dtype != y.dtype:
+            checked_slope(f, y)
         self.nfe += 1
         self.since_accept.append((t, f))
         return f
@@ -112,7 +115,8 @@ class AdaptiveCountingFunc(CountingFunc):
 
 def integrate_torchdiffeq(func, y0: torch.Tensor, t: torch.Tensor, spec, *, rtol: float, atol: float,
                           step_size, max_steps: int, options: dict, recorder: Recorder = OFF):
-    """Run torchdiffeq's ``odeint``; returns ``(outputs, stats, status, message)`` (outputs stacked or [y0]).
+    """Run torchdiffeq's ``odeint``; returns ``(outputs, stats, status, message)`` (outputs: torchdiffeq's
+    tensor of shape ``(T, *y0.shape)``, or ``[y0]`` when the solve was stopped).
 
     With ``record_steps`` the record has each step's ``t0``, ``h`` and ``accepted`` from the
     callbacks (``error_ratio`` is NaN: torchdiffeq does not expose it; in a StepEvent ``y1``
@@ -134,9 +138,10 @@ def integrate_torchdiffeq(func, y0: torch.Tensor, t: torch.Tensor, spec, *, rtol
     except _Stop as stop:
         return [y0], _stats(counted, spec), stop.status, f"torchdiffeq stopped: {stop.message}"
     stats = _stats(counted, spec)
-    if not bool(torch.isfinite(ys).all()):
-        return list(ys.unbind(0)), stats, Status.NON_FINITE, "torchdiffeq returned NaN/inf values"
-    return list(ys.unbind(0)), stats, Status.SUCCESS, ""
+    # ys as torchdiffeq stacked it (odeint uses a tensor as it is); one reduction and one host read
+    if not all_finite(ys):
+        return ys, stats, Status.NON_FINITE, "torchdiffeq returned NaN/inf values"
+    return ys, stats, Status.SUCCESS, ""
 
 
 def _stats(counted: CountingFunc, spec) -> dict:

@@ -318,8 +318,10 @@ def check_precision(y0: torch.Tensor, rtol: float, atol: float, spec, step_size,
         return
     eps = torch.finfo(y0.dtype).eps
     limit = eps / RESOLUTION_FACTOR
+    if rtol >= limit:  # resolvable whatever the state's size: no reduction and no host read
+        return
     size = max(1.0, float(y0.detach().abs().max()))
-    if rtol < limit and atol < limit * size:
+    if atol < limit * size:
         dtype = str(y0.dtype).replace("torch.", "")
         raise ValueError(
             f"{names[0]}={rtol!r} and {names[1]}={atol!r} ask for less error per step than {dtype} can resolve "
