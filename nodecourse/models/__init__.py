@@ -6,7 +6,9 @@
 - :mod:`nodecourse.models.latent`: latent ODEs, ODE-RNN, GRU-D and the PhysioNet baselines;
 - :mod:`nodecourse.models.flows`: continuous normalising flows (:class:`CNF`) and trace estimators;
 - :mod:`nodecourse.models.regularised`: kinetic and Jacobian regularisers integrated along the solve
-  (:func:`~nodecourse.models.regularised.regularised_block`).
+  (:func:`~nodecourse.models.regularised.regularised_block`);
+- :mod:`nodecourse.models.linear`: small fields with known answers (:class:`LinearField`,
+  :class:`Rotation`, :class:`AutonomousField`) and the :class:`Readout` frame.
 """
 from nodecourse.models.blocks import (
     MLPField,
@@ -21,8 +23,10 @@ from nodecourse.models.blocks import (
     mlp,
     train_classifier,
 )
+from nodecourse.models.linear import AutonomousField, LinearField, Readout, Rotation
 
 __all__ = [
+    "AutonomousField", "LinearField", "Readout", "Rotation",
     "MLPField", "ODEBlock", "ODENetClassifier", "ResidualStack", "ResNetClassifier", "accuracy",
     "accuracy_vs_steps", "count_parameters", "matched_field_width", "mlp", "train_classifier",
 ]
