@@ -116,7 +116,7 @@ class HutchinsonFindings(Findings):
             (f"**Variance {'falls' if self.slope_ok else 'does not fall'} as 1/M**: fitted slope {s.slope:.2f} "
              f"(within ±{self.slope_slack:g} of −1: {'yes' if self.slope_ok else 'no'})."),
             (f"**The formula {'predicts' if self.formula_ok else 'misses'} the single-probe variance**: measured "
-             f"/ formula = {self.formula_ratio:.2f} (within {self.formula_slack:.0%}: "
+             f"/ formula = {self.formula_ratio:.2f} (within {100 * self.formula_slack:g} %: "
              f"{'yes' if self.formula_ok else 'no'})."),
         ]
         return head + " ".join(parts)

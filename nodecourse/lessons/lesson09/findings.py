@@ -101,15 +101,18 @@ class WorkFindings(Findings):
                 f"In that arithmetic {b.longer} of the grid's {b.gaps} gaps between observation times are longer "
                 "than one step")
         if extra > 0:
-            return (f"{head}: {extra:.0f} more. {grid}, and each costs a second, sliver-sized step: extra work no one "
+            return (f"{head}: {extra:.0f} more. {grid}; splitting each gap into whole steps gives {b.naive} steps, "
+                    f"the library's rule {b.by_rule}. Each extra step is a second, sliver-sized one: work no one "
                     "asked for, visible only in a per-input log.")
         if extra < 0:
             return (f"{head}: {-extra:.0f} fewer, so the solve stops short of the horizon or skips steps; read the "
                     "step log before trusting the model's times.")
         if b.longer:
-            return (f"{head}: no extra steps. {grid}, yet the log shows no sliver steps: the solver absorbed them.")
-        return (f"{head}: no extra steps. {grid}: none is, so no gap costs a sliver step here (a grid with gaps "
-                "that round past one step would show extra work in this log, and only here).")
+            return (f"{head}: no extra steps. {grid}, by a rounding sliver: splitting each gap into "
+                    f"`ceil(gap / step)` steps would take {b.naive}. The library's fixed-step rule counts a gap "
+                    f"within float32 rounding of a whole number of steps as that number ({b.by_rule} steps), and "
+                    "the log confirms the solver took no sliver steps.")
+        return (f"{head}: no extra steps. {grid}: none is, so no gap could cost a sliver-sized second step here.")
 
 
 @dataclass(frozen=True)
