@@ -7,8 +7,7 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-from nodecourse.audit import audit
-from nodecourse.audit import step3_tolerance, step5_gradients
+from nodecourse.audit import audit, step3_tolerance, step5_gradients
 from nodecourse.models import LinearField, ODEBlock, Readout
 
 torch.set_num_threads(1)
