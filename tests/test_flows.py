@@ -1,6 +1,7 @@
 """Continuous normalising flows (nodecourse.models.flows) and lesson 8's studies."""
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import pytest
@@ -65,12 +66,12 @@ def test_probe_statistics():
 
 def test_linear_flow_matches_closed_form_and_the_baseline_does_not():
     r = lesson08.linear_flow_check()
-    assert r["max_error"] < 1e-5 and r["max_error_without_volume_term"] > 0.1 and r["nfe"] > 0
+    assert r.max_error < 1e-5 and r.max_error_without_volume_term > 0.1 and r.nfe > 0
 
 
 def test_integrated_trace_equals_logdet_of_the_solved_map():
     r = lesson08.trace_vs_logdet(n=3)
-    assert r["max_diff"] < 1e-6 and r["mean_abs_logdet"] > 0.01
+    assert r.max_diff < 1e-6 and r.mean_abs_logdet > 0.01
 
 
 def test_cnf_density_integrates_to_one():
@@ -126,11 +127,11 @@ def test_bad_arguments_name_themselves():
 
 def test_hutchinson_findings_fail_on_a_biased_study():
     study = lesson08.trace_estimator_study(lesson08.TraceStudyConfig(repeats=500, probes=(1, 4, 16)))
-    assert lesson08.hutchinson_findings(study)["holds"]
-    biased = {**study, "rows": [{**r, "bias_z": 9.0} for r in study["rows"]]}
-    assert not lesson08.hutchinson_findings(biased)["holds"]
-    flat = {**study, "slope": -0.5}
-    assert not lesson08.hutchinson_findings(flat)["holds"]
+    assert lesson08.hutchinson_findings(study).holds
+    biased = dataclasses.replace(study, rows=tuple(dataclasses.replace(r, bias_z=9.0) for r in study.rows))
+    assert not lesson08.hutchinson_findings(biased).holds
+    flat = dataclasses.replace(study, slope=-0.5)
+    assert not lesson08.hutchinson_findings(flat).holds
 
 
 def test_ledger_row_holds_in_quick_mode():

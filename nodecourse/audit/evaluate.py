@@ -176,12 +176,14 @@ def per_input(model, cores: list[Core], x, rows: list[int], *, progress: bool = 
     from tqdm.auto import tqdm
 
     out = []
-    for i in tqdm(rows, desc=desc or "one input at a time", disable=not progress, leave=False):
-        r = run(model, cores, I.take(x, slice(i, i + 1)), chunk=1)
-        out.append({**r.work, "ok": r.failed_rows == 0 and not r.errors,
-                    "status": r.errors[0] if r.errors else "success",
-                    "residual": max(r.residuals) if r.residuals else None, "seconds": r.seconds,
-                    "output": r.outputs[0], "by_solve": {site: w["nfe"] for site, w in r.by_solve.items()}})
+    # closed when the loop ends, even by an exception, so no bar outlives its step
+    with tqdm(rows, desc=desc or "one input at a time", disable=not progress, leave=False) as bar:
+        for i in bar:
+            r = run(model, cores, I.take(x, slice(i, i + 1)), chunk=1)
+            out.append({**r.work, "ok": r.failed_rows == 0 and not r.errors,
+                        "status": r.errors[0] if r.errors else "success",
+                        "residual": max(r.residuals) if r.residuals else None, "seconds": r.seconds,
+                        "output": r.outputs[0], "by_solve": {site: w["nfe"] for site, w in r.by_solve.items()}})
     return out
 
 

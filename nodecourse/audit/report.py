@@ -3,7 +3,8 @@
 :class:`AuditReport` serialises to JSON (:meth:`~AuditReport.to_json`), Markdown
 (:meth:`~AuditReport.to_markdown`) and one self-contained HTML file (:meth:`~AuditReport.save`:
 figures embedded as PNG, no script, no network), and shows itself as a rich report in JupyterLab
-(``_repr_html_``). Figures are drawn with matplotlib on its Agg canvas (no pyplot state, so an
+(``_repr_html_``; ``_repr_markdown_`` where a front end prefers Markdown; a :class:`StepResult` shows
+its verdict and sentence). Figures are drawn with matplotlib on its Agg canvas (no pyplot state, so an
 audit never changes the notebook's own figures).
 """
 from __future__ import annotations
@@ -86,6 +87,14 @@ class StepResult:
             for entry, f in zip(out["figures"], self.figures):
                 entry["png_base64"] = base64.b64encode(f.png).decode("ascii")
         return out
+
+    def markdown(self) -> str:
+        """The step as Markdown: its verdict, its sentence, and each reason behind a warning or a problem."""
+        reasons = "".join(f"\n- {r}" for r in self.reasons)
+        return f"**Step {self.step}. {self.name}: {self.verdict}.** {self.summary}{reasons}"
+
+    def _repr_markdown_(self) -> str:  # a notebook cell shows a step in one line: `report.step(2)`
+        return self.markdown()
 
 
 def verdict_of(problems: list[str], warnings: list[str]) -> tuple[str, list[str]]:
@@ -196,6 +205,9 @@ class AuditReport:
 
     def _repr_html_(self) -> str:
         return self._html_body()
+
+    def _repr_markdown_(self) -> str:  # for front ends that show Markdown rather than HTML
+        return self.to_markdown()
 
     def to_html(self) -> str:
         """One self-contained HTML page (figures embedded as PNG data, no scripts)."""

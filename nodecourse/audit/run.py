@@ -173,6 +173,11 @@ def _run_one(module, ctx: AuditContext, number: int, progress: bool) -> StepResu
                             {"error": cause, "where": f"{where.filename}:{where.lineno}"},
                             reasons=[cause], seconds=time.perf_counter() - t0)
     if progress:
-        print(f"audit: step {number}/{len(STEPS)} ({module.NAME}): {result.verdict}, {result.seconds:.1f} s",
-              file=sys.stderr, flush=True)
+        from tqdm.auto import tqdm
+
+        # tqdm.write: in a terminal it prints above any bar still drawn (never through one), and every
+        # bar of this step has been closed by now, so the step's line follows its bars in order.
+        tqdm.write(f"audit: step {number}/{len(STEPS)} ({module.NAME}): {result.verdict}, {result.seconds:.1f} s",
+                   file=sys.stderr)
+        sys.stderr.flush()
     return result

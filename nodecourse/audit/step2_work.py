@@ -90,8 +90,37 @@ def run_step(ctx: AuditContext) -> StepResult:
              "rows": [[label, f(work)] + ([f([e["n_rejected"] for e in each])] if "rejected_mean" in stats else [])
                       for label, f in (("min", min), ("median", statistics.median), ("max", max))]}
     data = {**stats, "rows": rows, "work": work, "loss": losses, "ok": ok, "table": table}
-    return StepResult(2, NAME, verdict, summary, data, [_figure(work, losses, ok, unit, ctx.task)], reasons,
-                      time.perf_counter() - start)
+    seconds = [float(e["seconds"]) for e in each]
+    data["seconds"] = seconds
+    figure = (_figure(work, losses, ok, unit, ctx.task) if max(work) > min(work) else
+              _constant_work_figure(work[0], seconds, losses, ok, unit, ctx.task))
+    return StepResult(2, NAME, verdict, summary, data, [figure], reasons, time.perf_counter() - start)
+
+
+LOSS_NAMES = {"classification": "loss (cross-entropy, nats)", "regression": "squared error",
+              "density": "-log p (nats)"}
+
+
+def _constant_work_figure(work: float, seconds, losses, ok, unit, task):
+    """Every input cost the same work (a fixed-step solve): a histogram of one bar says nothing, so the
+    figure shows what does vary, the wall time per input, and the loss against it."""
+    fig, (ax1, ax2) = new_figure(2, width=3.8)
+    ms = [1e3 * s for s in seconds]
+    ax1.hist(ms, bins=20, color="#4c72b0")
+    ax1.set(xlabel="milliseconds for one input (wall time)", ylabel="test inputs",
+            title=f"Every input: {work:.0f} {unit}")
+    good = [(t, l) for t, l, g in zip(ms, losses, ok) if g and math.isfinite(l)]
+    bad = [(t, l) for t, l, g in zip(ms, losses, ok) if not g and math.isfinite(l)]
+    if good:
+        ax2.scatter([t for t, _ in good], [l for _, l in good], s=10, label="solved")
+    if bad:
+        ax2.scatter([t for t, _ in bad], [l for _, l in bad], s=14, color="#cf222e", marker="x", label="failed")
+        ax2.legend(fontsize=8)
+    ax2.set(xlabel="milliseconds for one input (wall time)", ylabel=LOSS_NAMES[task], title="Time against difficulty")
+    return render(fig, "Work per input",
+                  f"each sampled test input solved on its own took the same {work:.0f} {unit}; what varies is its "
+                  "wall time in milliseconds (left, a histogram) and its loss (right, against the wall time); "
+                  "red crosses: solves that failed")
 
 
 def _figure(work, losses, ok, unit, task):
@@ -106,8 +135,7 @@ def _figure(work, losses, ok, unit, task):
         ax2.scatter([w for w, _ in good], [l for _, l in good], s=10, label="solved")
     if bad:
         ax2.scatter([w for w, _ in bad], [l for _, l in bad], s=14, color="#cf222e", marker="x", label="failed")
-    loss_name = {"classification": "loss (cross-entropy, nats)", "regression": "squared error",
-                 "density": "-log p (nats)"}[task]
+    loss_name = LOSS_NAMES[task]
     ax2.set(xlabel=f"{unit} for one input", ylabel=loss_name, title="Work against difficulty")
     if bad:
         ax2.legend(fontsize=8)

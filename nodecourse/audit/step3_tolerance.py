@@ -47,18 +47,11 @@ def scaled(cores, factor: float):
         yield
 
 
-def run_step(ctx: AuditContext) -> StepResult:
-    from tqdm.auto import tqdm
-
-    start = time.perf_counter()
+def _sweep(ctx: AuditContext, factors, primary, deployed, key: str, n_chunks: int):
+    """The trained model at each factor of ``factors`` (an iterable, the progress bar): ``(points, runs, skipped)``."""
     metric, y = ctx.metric, ctx.y_test
-    key, unit = work_unit(ctx.cores)
-    primary = ctx.cores[0]
-    deployed = ctx.test_run()
-    n_chunks = -(-deployed.n_rows // ctx.sizes.chunk)
-    factors = sorted(set(ctx.sizes.sweep) | {1.0}, reverse=True)  # loosest first
     points, runs, skipped = [], {}, []
-    for f in tqdm(factors, desc="step 3: tolerance sweep", disable=not ctx.progress, leave=False):
+    for f in factors:
         _, label = scaled_settings(primary, f)
         if f == 1.0:
             r = deployed
@@ -77,6 +70,22 @@ def run_step(ctx: AuditContext) -> StepResult:
         points.append({"factor": f, "setting": label, "quality": d["a"], "vs_deployed": d,
                        "work_per_pass": r.work[key] / n_chunks, "seconds": r.seconds, "failed_rows": r.failed_rows,
                        "errors": sorted(set(r.errors))})
+    return points, runs, skipped
+
+
+def run_step(ctx: AuditContext) -> StepResult:
+    from tqdm.auto import tqdm
+
+    start = time.perf_counter()
+    metric, y = ctx.metric, ctx.y_test
+    key, unit = work_unit(ctx.cores)
+    primary = ctx.cores[0]
+    deployed = ctx.test_run()
+    n_chunks = -(-deployed.n_rows // ctx.sizes.chunk)
+    factors = sorted(set(ctx.sizes.sweep) | {1.0}, reverse=True)  # loosest first
+    # The bar is closed when the sweep ends, even by an exception, before the audit prints the step's line.
+    with tqdm(factors, desc="step 3: tolerance sweep", disable=not ctx.progress, leave=False) as bar:
+        points, runs, skipped = _sweep(ctx, bar, primary, deployed, key, n_chunks)
     by = {p["factor"]: p for p in points}
     sweep = factors  # as asked, for each solve alone below (a point skipped for all may run for one)
     factors = [f for f in factors if f in by]

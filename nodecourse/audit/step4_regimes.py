@@ -147,6 +147,13 @@ def _shift_work(ctx, x, n) -> float:
 def run_step(ctx: AuditContext) -> StepResult:
     from tqdm.auto import tqdm
 
+    jobs = len(ctx.sizes.noise_levels) + 2 + bool(ctx.shift)  # noise levels, horizon, stiffness, shift
+    # The bar is closed when the step ends, even by an exception, before the audit prints the step's line.
+    with tqdm(total=jobs, desc="step 4: regimes", disable=not ctx.progress, leave=False) as bar:
+        return _measure(ctx, bar)
+
+
+def _measure(ctx: AuditContext, bar) -> StepResult:
     start = time.perf_counter()
     metric, y = ctx.metric, ctx.y_test
     key, unit = work_unit(ctx.cores)
@@ -156,8 +163,6 @@ def run_step(ctx: AuditContext) -> StepResult:
     regimes = [{"regime": "test set", "quality": Q.score(metric, clean.outputs, y), "work_per_pass": clean_work,
                 "failed_rows": clean.failed_rows}]
     problems, warnings = [], []
-    jobs = ["noise"] * len(ctx.sizes.noise_levels) + ["horizon", "stiffness"] + (["shift"] if ctx.shift else [])
-    bar = tqdm(total=len(jobs), desc="step 4: regimes", disable=not ctx.progress, leave=False)
     scale = I.feature_scale(ctx.train[0])
     noise = []
     for k, sigma in enumerate(ctx.sizes.noise_levels):
@@ -218,7 +223,6 @@ def run_step(ctx: AuditContext) -> StepResult:
             warnings.append(f"the shifted inputs need {w_shift / w_test:.2g}x the work per input ({w_shift:.3g} "
                             f"against {w_test:.3g} {unit})")
         bar.update()
-    bar.close()
     verdict, reasons = verdict_of(problems, warnings)
     summary = _summary(metric, unit, regimes, noise, horizon, stiffs, shift)
     table = {"columns": ["regime", metric.name, f"{unit} per pass", "failed rows"],

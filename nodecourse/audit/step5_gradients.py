@@ -262,8 +262,9 @@ def _check(ctx: AuditContext, x, rows, dtype, precision: str, start: float) -> S
                    if noisy else f"the interval straddles a threshold (ok at or below {ok_max:.0e}, problem above "
                                  f"{PROBLEM:g})")
             reasons.append(f"undecided: {interval}; {why}")
-    others = ", ".join(f"{e['route']} {e['median']:.1e}" if e.get("median") is not None else f"{e['route']} n/a"
-                       for e in entries[1:])
+    # A route the solver refuses says why where it is named (not "n/a" with the cause elsewhere).
+    others = ", ".join(f"{e['route']} {e['median']:.1e}" if e.get("median") is not None else
+                       f"{e['route']} not run ({e.get('failed', 'no gradient')})" for e in entries[1:])
     ref_text = ("the deployed fixed steps" if primary.kind == "ode" and primary.fixed_step
                 else f"solves at rtol/tol {ref_rtol:g}")
     own = (f"median {used['median']:.2g} (95 % interval {used['low']:.2g} to {used['high']:.2g})"
@@ -275,7 +276,7 @@ def _check(ctx: AuditContext, x, rows, dtype, precision: str, start: float) -> S
                f"their own noise {fd_noise:.1e}); ok at or below {ok_max:.0e} ({why_ok}), problem above "
                f"{PROBLEM:g}" + (f"; routes it could switch to: {others}" if others else "") + ".")
     table = {"columns": ["route", "median error", "95 % low", "95 % high", "used by the model"],
-             "rows": [[e["route"], _num(e.get("median")), _num(e.get("low")), _num(e.get("high")),
+             "rows": [[e["route"], _num(e.get("median"), e.get("failed")), _num(e.get("low")), _num(e.get("high")),
                        "yes" if e["used"] else "alternative"] for e in entries]}
     data = {"routes": entries, "ok_threshold": ok_max, "allowed": ok_max, "allowed_why": why_ok,
             "problem_threshold": PROBLEM, "fd": fd, "fd_noise": fd_noise, "fd_step": h, "reference": ref_text,
@@ -286,8 +287,10 @@ def _check(ctx: AuditContext, x, rows, dtype, precision: str, start: float) -> S
                       time.perf_counter() - start)
 
 
-def _num(v):
-    return "n/a" if v is None else v
+def _num(v, failed: str | None = None):
+    if v is None:
+        return f"not run: {failed}" if failed else "n/a"
+    return v
 
 
 def _route_entry(route, used, cores, changes, loss, params, directions, fd, rms, seed) -> dict:
@@ -336,7 +339,8 @@ def _figure(entries, ok_max, fd_noise):
             ax.errorbar([k], [max(e["median"], 1e-17)], yerr=[[max(e["median"] - e["low"], 0)],
                                                               [max(e["high"] - e["median"], 0)]],
                         fmt="o", color="black", capsize=4)
-    ax.set_xticks(range(len(entries)), [e["route"] + ("" if e["used"] else " (alt.)") for e in entries],
+    ax.set_xticks(range(len(entries)), [e["route"] + ("" if e["used"] else " (alt.)")
+                                        + ("\n(not run)" if e.get("failed") else "") for e in entries],
                   fontsize=7, rotation=15)
     ax.axhline(ok_max, color="#1a7f37", ls="--", label=f"ok at or below {ok_max:.0e}")
     ax.axhline(PROBLEM, color="#cf222e", ls="--", label=f"problem above {PROBLEM:g}")

@@ -88,6 +88,19 @@ def _torch_items() -> list[Item]:
     return items
 
 
+#: The lessons that load PhysioNet 2012 set A, and so run on the synthetic stand-in when it is not found
+#: (lesson 5 trains on it; lesson 9 audits an ODE-RNN trained on it). ``tests/test_check_standin.py``
+#: checks this against the lesson notebooks' code.
+PHYSIONET_LESSONS = ("5", "9")
+
+
+def standin_note() -> str:
+    """What runs on the synthetic stand-in when set A is not found: every lesson that loads it, by number."""
+    *rest, last = PHYSIONET_LESSONS
+    lessons = f"lessons {', '.join(rest)} and {last}" if rest else f"lesson {last}"
+    return f"not found: {lessons} (and their ledger rows) use the synthetic stand-in"
+
+
 def _data_item() -> Item:
     try:
         from nodecourse.data import physionet
@@ -106,7 +119,7 @@ def _data_item() -> Item:
         label = f"{getattr(where, 'set_name', '')} found at {directory}".strip()
         kind = getattr(where, "kind", None)
         return Item("PhysioNet 2012", label + (f" ({kind})" if kind else ""), True, False)
-    return Item("PhysioNet 2012", "not found: lesson 5 uses the synthetic stand-in", True, False,
+    return Item("PhysioNet 2012", standin_note(), True, False,
                 "set NODECOURSE_DATA to a folder with set-a/ (see the lesson) for the real data")
 
 

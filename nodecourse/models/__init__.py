@@ -9,7 +9,9 @@
 - :mod:`nodecourse.models.flows`: continuous normalising flows (:class:`CNF`) and trace estimators;
 - :mod:`nodecourse.models.regularised`: kinetic and Jacobian regularisers integrated along the solve
   (:func:`~nodecourse.models.regularised.regularised_block`);
-- :mod:`nodecourse.models.moons`: lesson 10's two-moons classifier (:class:`MoonsODE`).
+- :mod:`nodecourse.models.moons`: lesson 10's two-moons classifier (:class:`MoonsODE`);
+- :mod:`nodecourse.models.linear`: small fields with known answers (:class:`LinearField`,
+  :class:`Rotation`, :class:`AutonomousField`) and the :class:`Readout` frame.
 """
 from nodecourse.models.blocks import (
     MLPField,
@@ -25,10 +27,12 @@ from nodecourse.models.blocks import (
     train_classifier,
 )
 from nodecourse.models.depth import DepthClassifier, DEQCore, InjectedBlock, ODECore, UnrolledCore
+from nodecourse.models.linear import AutonomousField, LinearField, Readout, Rotation
 from nodecourse.models.moons import MoonsODE
 
 __all__ = [
-    "DEQCore", "DepthClassifier", "InjectedBlock", "MLPField", "MoonsODE", "ODEBlock", "ODECore", "ODENetClassifier",
-    "ResidualStack", "ResNetClassifier", "UnrolledCore", "accuracy", "accuracy_vs_steps", "count_parameters",
-    "matched_field_width", "mlp", "train_classifier",
+    "AutonomousField", "DEQCore", "DepthClassifier", "InjectedBlock", "LinearField", "MLPField", "MoonsODE",
+    "ODEBlock", "ODECore", "ODENetClassifier", "Readout", "ResidualStack", "ResNetClassifier", "Rotation",
+    "UnrolledCore", "accuracy", "accuracy_vs_steps", "count_parameters", "matched_field_width", "mlp",
+    "train_classifier",
 ]
