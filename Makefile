@@ -3,7 +3,7 @@
 #   make test        set everything up and run the whole test suite (what CI runs)
 # For contributors:
 #   make test-fast   library, grader and builder tests only: no kernels, browser or fresh environments (< 2 min)
-#   make lint        ruff check (rules in pyproject.toml's [tool.ruff]); CI runs it before make test
+#   make lint        ruff check and ruff format --check (pyproject.toml's [tool.ruff]); CI runs it before make test
 #   make notebooks   re-execute every lesson in quick mode and strip volatile output, before committing
 #   make lock        write constraints.txt (the lock) from .venv, after the notebooks and tests passed there
 #   make site        the course as a static website in site/, from the committed notebooks (offline)
@@ -32,6 +32,7 @@ test-fast: setup
 
 lint: setup
 	$(VENV)/bin/ruff check nodecourse tests scripts benchmarks
+	$(VENV)/bin/ruff format --check nodecourse tests scripts benchmarks
 
 notebooks: setup
 	$(VENV)/bin/python scripts/execute_notebooks.py

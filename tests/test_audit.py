@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from nodecourse.audit import (
-    VERDICTS,
+    AUDIT_VERDICTS,
     CoreNotFoundError,
     SharedInputs,
     TorchdiffeqBlock,
@@ -297,7 +297,7 @@ def test_the_report_has_five_steps_with_verdicts_sentences_data_figures_and_time
     assert [s.step for s in steps] == [1, 2, 3, 4, 5]
     assert len({s.name for s in steps}) == 5
     for s in steps:
-        assert s.verdict in VERDICTS
+        assert s.verdict in AUDIT_VERDICTS
         assert re.search(r"\d", s.summary) and s.summary.endswith(".")
         assert s.data and s.seconds > 0
         assert s.figures and all(f.png.startswith(b"\x89PNG") for f in s.figures)
@@ -307,7 +307,7 @@ def test_the_report_has_five_steps_with_verdicts_sentences_data_figures_and_time
 def test_the_report_serialises_to_json_markdown_and_one_self_contained_html(healthy_report, tmp_path):
     doc = json.loads(healthy_report.to_json())
     assert [s["step"] for s in doc["steps"]] == [1, 2, 3, 4, 5]
-    assert set(doc["verdicts"].values()) <= set(VERDICTS)
+    assert set(doc["verdicts"].values()) <= set(AUDIT_VERDICTS)
     assert all(isinstance(s["seconds"], float) for s in doc["steps"])
     assert "png_base64" not in json.dumps(doc) and "png_base64" in healthy_report.to_json(figures=True)
     md = healthy_report.to_markdown()
@@ -341,7 +341,7 @@ def test_cli_prints_one_json_document_with_five_steps(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     doc = json.loads(proc.stdout)  # the whole of stdout is one document
     assert [s["step"] for s in doc["steps"]] == [1, 2, 3, 4, 5]
-    assert all(s["verdict"] in VERDICTS and s["summary"] for s in doc["steps"])
+    assert all(s["verdict"] in AUDIT_VERDICTS and s["summary"] for s in doc["steps"])
     assert doc["setup"]["mode"] == "quick" and doc["model"]["name"] == "digits-ode"
     assert out.read_text(encoding="utf-8").count("data:image/png;base64,") >= 5
 

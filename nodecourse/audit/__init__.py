@@ -28,9 +28,9 @@ from nodecourse.audit.baseline import discrete_counterpart, train
 from nodecourse.audit.discovery import LOOKED_FOR, Core, CoreNotFoundError, find_cores
 from nodecourse.audit.hook import SolveCall, SolveHook
 from nodecourse.audit.observed import ObservedCore
-from nodecourse.audit.report import VERDICTS, AuditReport, StepResult
+from nodecourse.audit.report import AUDIT_VERDICTS, AuditReport, StepResult
 from nodecourse.audit.run import audit
 
 __all__ = ["AuditReport", "Core", "CoreNotFoundError", "LOOKED_FOR", "ObservedCore", "SharedInputs", "SolveCall",
-           "SolveHook", "StepResult", "TorchdiffeqBlock", "VERDICTS", "audit", "discrete_counterpart", "find_cores",
+           "SolveHook", "StepResult", "TorchdiffeqBlock", "AUDIT_VERDICTS", "audit", "discrete_counterpart", "find_cores",
            "train"]

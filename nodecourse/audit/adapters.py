@@ -23,7 +23,7 @@ from nodecourse.models import ODEBlock
 from nodecourse.solvers import odeint
 from nodecourse.solvers.solve_config import SolveConfig
 
-BACKENDS = ("torchdiffeq", "nodecourse")
+ODEINT_LIBRARIES = ("torchdiffeq", "nodecourse")
 TORCHDIFFEQ_DEFAULTS = {"method": "dopri5", "rtol": 1e-7, "atol": 1e-9}
 
 
@@ -41,8 +41,8 @@ class TorchdiffeqBlock(ODEBlock):
 
     def __init__(self, func: nn.Module, t1: float = 1.0, *, backend: str = "torchdiffeq",
                  solver: SolveConfig | None = None, **options):
-        if backend not in BACKENDS:
-            raise ValueError(f"backend={backend!r} is not one of {BACKENDS}")
+        if backend not in ODEINT_LIBRARIES:
+            raise ValueError(f"backend={backend!r} is not one of {ODEINT_LIBRARIES}")
         if solver is None:  # torchdiffeq's defaults, not the library's: the same model as before adapting
             for key, value in TORCHDIFFEQ_DEFAULTS.items():
                 options.setdefault(key, value)

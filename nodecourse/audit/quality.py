@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from torch import nn
 
-TASKS = ("classification", "regression", "density")
+AUDIT_TASKS = ("classification", "regression", "density")
 
 # The audit's "practical difference", per metric: below this no one would call two models
 # different, whatever the interval says. Course thresholds (nothing published): one point of
@@ -66,8 +66,8 @@ class Metric:
 
 
 def check_task(task) -> str:
-    if task not in TASKS:
-        raise ValueError(f"task={task!r} is not one of {TASKS}: 'classification' (logits, class or 0/1 labels), "
+    if task not in AUDIT_TASKS:
+        raise ValueError(f"task={task!r} is not one of {AUDIT_TASKS}: 'classification' (logits, class or 0/1 labels), "
                          "'regression' (targets, mean squared error) or 'density' (the model returns log p(x))")
     return task
 

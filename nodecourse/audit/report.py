@@ -16,11 +16,12 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+
+from nodecourse.measure.tables import json_safe
 
 #: ``undecided``: the interval straddles a threshold (step 5); ``not measured``: the step has nothing
 #: to measure for this model's shape, and says why; ``failed``: the step raised, its cause is named.
-VERDICTS = ("ok", "warning", "problem", "undecided", "not measured", "failed")
+AUDIT_VERDICTS = ("ok", "warning", "problem", "undecided", "not measured", "failed")
 _COLOURS = {"ok": "#1a7f37", "warning": "#9a6700", "problem": "#cf222e", "undecided": "#6e7781",
             "not measured": "#6e7781", "failed": "#8250df"}
 
@@ -61,7 +62,7 @@ def new_figure(n_axes: int = 1, width: float = 5.2, height: float = 3.0):
 class StepResult:
     """One step of the audit.
 
-    ``step`` (1-5), ``name``, ``verdict`` (one of :data:`VERDICTS`), ``summary`` (one
+    ``step`` (1-5), ``name``, ``verdict`` (one of :data:`AUDIT_VERDICTS`), ``summary`` (one
     sentence with its numbers), ``reasons`` (each finding behind a warning or a problem), ``data`` (the
     measurements, plain JSON values), ``figures`` and ``seconds`` (the step's wall time).
     """
@@ -76,12 +77,12 @@ class StepResult:
     seconds: float = 0.0
 
     def __post_init__(self):
-        if self.verdict not in VERDICTS:
-            raise ValueError(f"verdict={self.verdict!r} is not one of {VERDICTS}")
+        if self.verdict not in AUDIT_VERDICTS:
+            raise ValueError(f"verdict={self.verdict!r} is not one of {AUDIT_VERDICTS}")
 
     def as_dict(self, figures: bool = False) -> dict:
         out = {"step": self.step, "name": self.name, "verdict": self.verdict, "summary": self.summary,
-               "reasons": list(self.reasons), "seconds": round(self.seconds, 3), "data": jsonable(self.data),
+               "reasons": list(self.reasons), "seconds": round(self.seconds, 3), "data": json_safe(self.data),
                "figures": [{"title": f.title, "caption": f.caption} for f in self.figures]}
         if figures:
             for entry, f in zip(out["figures"], self.figures):
@@ -106,23 +107,6 @@ def verdict_of(problems: list[str], warnings: list[str]) -> tuple[str, list[str]
     return "ok", []
 
 
-def jsonable(value: Any) -> Any:
-    """``value`` with tensors, numpy values, enums and non-finite floats made JSON-safe (NaN -> None)."""
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    if isinstance(value, bool) or value is None or isinstance(value, (str, int)):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if hasattr(value, "tolist"):
-        return jsonable(value.tolist())
-    if hasattr(value, "value") and isinstance(value.value, (str, int, float)):
-        return value.value
-    return str(value)
-
-
 @dataclass
 class AuditReport:
     """What :func:`nodecourse.audit.audit` found. ``steps``: the five :class:`StepResult` in order;
@@ -142,7 +126,7 @@ class AuditReport:
         return next(s for s in self.steps if s.step == number)
 
     def as_dict(self, figures: bool = False) -> dict:
-        return {"model": jsonable(self.model), "setup": jsonable(self.setup), "seconds": round(self.seconds, 2),
+        return {"model": json_safe(self.model), "setup": json_safe(self.setup), "seconds": round(self.seconds, 2),
                 "verdicts": {str(k): v for k, v in self.verdicts.items()},
                 "steps": [s.as_dict(figures) for s in self.steps]}
 

@@ -22,11 +22,11 @@ from nodecourse.models import count_parameters
 from nodecourse.validation import AnyOf, Arg, Flag, Interval, NoneAllowed, Options, check_args
 
 STEPS = (step1_baseline, step2_work, step3_tolerance, step4_regimes, step5_gradients)
-DEFAULT_EPOCHS = {"quick": 5, "full": 30}  # the capstone's budgets (lesson 7)
+AUDIT_EPOCHS = {"quick": 5, "full": 30}  # the capstone's budgets (lesson 7)
 
 #: The plain arguments of :func:`audit`, declared (nodecourse.validation words the refusals).
 AUDIT_ARGS = {
-    "task": Arg(Options(Q.TASKS), fix="'classification' (logits), 'regression' (targets) or 'density' (log p)"),
+    "task": Arg(Options(Q.AUDIT_TASKS), fix="'classification' (logits), 'regression' (targets) or 'density' (log p)"),
     "quick": Arg(Flag(), fix="nodecourse.config.quick_mode() reads the course's switch"),
     "epochs": Arg(AnyOf((Interval(int, 0, None), NoneAllowed())),
                   fix="the baseline's training budget: the epochs your model was trained for"),
@@ -88,7 +88,7 @@ def audit(model: nn.Module, train, test, *, task: str = "classification", baseli
         I.check_finite(split, pair)
     train, test, shift = splits["train"], splits["test"], splits.get("shift")
     mode = "quick" if quick else "full"
-    epochs = DEFAULT_EPOCHS[mode] if epochs is None else epochs
+    epochs = AUDIT_EPOCHS[mode] if epochs is None else epochs
 
     start = time.perf_counter()
     with kept_as_found(model), SolveHook() as hook:

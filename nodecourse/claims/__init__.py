@@ -15,7 +15,7 @@ runs the rows and prints one table (wrapped, never truncated), one JSON
 document, or an escaped Markdown/HTML report; a lesson shows its own rows with
 ``show(["annulus"])``.
 
-Rows live in ``nodecourse/lessons/lessonNN.py`` (one module per lesson);
+Rows live in ``nodecourse/lessons/lessonNN/`` (one package per lesson, its ``rows`` module);
 :func:`load_rows` imports them, which registers their rows.
 
 The modules, one job each:

@@ -64,7 +64,7 @@ class ClaimResult:
 
 REGISTRY: dict[str, ClaimSpec] = {}
 
-# Rows live in the lesson modules (nodecourse/lessons/lessonNN.py), found by
+# Rows live in the lesson packages (nodecourse/lessons/lessonNN/rows.py), found by
 # name at run time: the ledger machinery never imports lesson code statically,
 # and a new lesson's rows join the ledger without an edit here.
 _ROW_PACKAGE = "nodecourse.lessons"

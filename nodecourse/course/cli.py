@@ -287,21 +287,6 @@ def run_build(args: argparse.Namespace) -> int:
     return 1 if report.kept else 0  # a learner's notebook was left as it is: say so in the status
 
 
-def _jsonable(value):
-    """Make a claim's details printable as JSON (numbers, tensors, arrays, enums)."""
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        return value
-    if hasattr(value, "tolist"):  # numpy arrays and scalars, torch tensors
-        return _jsonable(value.tolist())
-    if hasattr(value, "value") and isinstance(getattr(value, "value"), (str, int, float)):
-        return value.value  # enums
-    return str(value)
-
-
 def run_claims(args: argparse.Namespace) -> int:
     from nodecourse import claims
     from nodecourse.config import quick_mode
@@ -342,7 +327,9 @@ def run_claims(args: argparse.Namespace) -> int:
         path.write_text(text, encoding="utf-8")
         print(f"wrote the ledger table into {path} ({claims.verdict_counts(results)})", file=sys.stderr)
     elif fmt == "json":
-        print(json.dumps([_jsonable(r.as_dict()) for r in results], indent=1, ensure_ascii=False))
+        from nodecourse.measure.tables import json_safe
+
+        print(json.dumps([json_safe(r.as_dict()) for r in results], indent=1, ensure_ascii=False))
     elif fmt == "markdown":
         print(claims.format_markdown(results, header), end="")
     elif fmt == "html":

@@ -1,8 +1,13 @@
-"""The code each lesson notebook calls, one module per lesson, with its claims-ledger rows.
+"""The code each lesson notebook calls, one package per lesson, with its claims-ledger rows.
+
+A lesson's package has small modules: ``config`` (frozen quick/full settings), ``studies`` (what
+measures, each a :func:`~nodecourse.lessons.study.cached_study` returning frozen results),
+``findings`` (:class:`~nodecourse.lessons.study.Findings` that render themselves in the notebook)
+and ``rows`` (the ledger rows, thin adapters over studies and findings).
 
 Notebooks import their lesson as ``from nodecourse.lessons import lesson03 as L``.
-Importing a module registers its rows with :mod:`nodecourse.claims`.
+Importing a lesson's package registers its rows with :mod:`nodecourse.claims`.
 """
 
-# Each lessonNN module is imported by name (the ledger finds them at run time): nothing here.
+# Each lessonNN package is imported by name (the ledger finds them at run time): nothing here.
 __all__: list[str] = []

@@ -1,12 +1,32 @@
-"""The one table formatter of the package: plain text for terminals, Markdown (GFM) for documents.
+"""The one table formatter of the package: plain text for terminals, Markdown (GFM) for documents,
+and :func:`json_safe` for the JSON reports.
 
 Every report (solver-work logs, tolerance sweeps, the grader's result, the claims ledger) lays
 its rows out here, so column widths, wrapping and rules behave the same everywhere.
 """
 from __future__ import annotations
 
+import math
 import textwrap
-from typing import Sequence
+from typing import Any, Sequence
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with tensors, numpy values, enums and non-finite floats made JSON-safe (NaN and
+    infinities become None: ``json.dumps`` would otherwise write ``NaN``, which is not JSON)."""
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if isinstance(value, bool) or value is None or isinstance(value, (str, int)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if hasattr(value, "tolist"):  # numpy arrays and scalars, torch tensors
+        return json_safe(value.tolist())
+    if hasattr(value, "value") and isinstance(value.value, (str, int, float)):
+        return value.value  # enums
+    return str(value)
 
 
 def text_table(headers: Sequence[str], rows: Sequence[Sequence[object]], *,
