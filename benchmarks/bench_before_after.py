@@ -13,6 +13,7 @@ autograd graph, as in training.
 
     OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/bench_before_after.py --before 1853a1f [--repeats 200]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -58,8 +59,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=200)
     parser.add_argument("--clock", choices=tuple(CLOCKS), default="cpu")
     parser.add_argument("--grad", action="store_true", help="record the autograd graph, as in training")
-    parser.add_argument("--long", action="store_true",
-                        help="bench_overhead's batch-1 solve instead (10 output times on [0, 5], 158 evaluations)")
+    parser.add_argument(
+        "--long",
+        action="store_true",
+        help="bench_overhead's batch-1 solve instead (10 output times on [0, 5], 158 evaluations)",
+    )
     args = parser.parse_args()
     clock = CLOCKS[args.clock]
     torch.set_num_threads(1)
@@ -96,9 +100,11 @@ def main() -> None:
     with open("/proc/loadavg") as f:
         load = f.read().split()[:3]
     problem = "10 output times on [0, 5]" if args.long else "[0, 0.3]"
-    print(f"dopri5, batch 1, {problem}, {args.clock} clock, "
-          f"{'autograd recording' if args.grad else 'no autograd'}, {args.repeats} interleaved repeats, "
-          f"load average {' '.join(load)}, torch {torch.__version__}")
+    print(
+        f"dopri5, batch 1, {problem}, {args.clock} clock, "
+        f"{'autograd recording' if args.grad else 'no autograd'}, {args.repeats} interleaved repeats, "
+        f"load average {' '.join(load)}, torch {torch.__version__}"
+    )
     for name, values in overhead.items():
         print(f"  {name}: NFE {nfe[name]}, overhead = time / (NFE x call) {quartiles(values)}")
     print(f"  time after / before: {quartiles(time_ratio)}")

@@ -9,6 +9,7 @@ reported, with NFE and ratios to torchdiffeq.
 
     OMP_NUM_THREADS=1 python benchmarks/bench_dopri5.py [--repeats 15]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,13 +33,17 @@ class MLPField(torch.nn.Module):
 
     def __init__(self, dim: int = 16, hidden: int = 64, gain: float = 2.0):
         super().__init__()
-        self.net = torch.nn.Sequential(torch.nn.Linear(dim, hidden), torch.nn.Tanh(),
-                                       torch.nn.Linear(hidden, hidden), torch.nn.Tanh(),
-                                       torch.nn.Linear(hidden, dim))
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(dim, hidden),
+            torch.nn.Tanh(),
+            torch.nn.Linear(hidden, hidden),
+            torch.nn.Tanh(),
+            torch.nn.Linear(hidden, dim),
+        )
         with torch.no_grad():
             for layer in self.net:
                 if isinstance(layer, torch.nn.Linear):
-                    layer.weight.normal_(0.0, gain / layer.in_features ** 0.5)
+                    layer.weight.normal_(0.0, gain / layer.in_features**0.5)
         self.nfe = 0
 
     def forward(self, t, z):
@@ -71,8 +76,7 @@ def run_torchode(field, y0, t, rtol, atol):
 
 
 def run_nodecourse_per_sample(field, y0, t, rtol, atol):
-    sol = nodecourse.odeint(lambda tt, z: field(tt, z), y0, t, method="dopri5", rtol=rtol, atol=atol,
-                            per_sample=True)
+    sol = nodecourse.odeint(lambda tt, z: field(tt, z), y0, t, method="dopri5", rtol=rtol, atol=atol, per_sample=True)
     # NFE as torchode counts it: calls of func on the batch.
     return sol.ys, sol.stats["nfe"]
 
@@ -130,11 +134,21 @@ def main() -> None:
     field = MLPField().to(dtype)
     t = torch.linspace(0.0, 5.0, 10, dtype=dtype)
     rows = bench("(a) single 16-d", field, torch.randn(16, dtype=dtype), t, args.rtol, args.atol, args.repeats)
-    rows += bench("(b) batch 512x16", field, torch.randn(512, 16, dtype=dtype), t, args.rtol, args.atol,
-                  args.repeats, runners=BATCH_RUNNERS)
-    print(f"dopri5, rtol={args.rtol:g} atol={args.atol:g}, {args.dtype}, 10 output times on [0, 5], "
-          f"median of {args.repeats} interleaved runs, torch threads={torch.get_num_threads()}, "
-          f"torch {torch.__version__}, torchdiffeq {torchdiffeq.__version__}")
+    rows += bench(
+        "(b) batch 512x16",
+        field,
+        torch.randn(512, 16, dtype=dtype),
+        t,
+        args.rtol,
+        args.atol,
+        args.repeats,
+        runners=BATCH_RUNNERS,
+    )
+    print(
+        f"dopri5, rtol={args.rtol:g} atol={args.atol:g}, {args.dtype}, 10 output times on [0, 5], "
+        f"median of {args.repeats} interleaved runs, torch threads={torch.get_num_threads()}, "
+        f"torch {torch.__version__}, torchdiffeq {torchdiffeq.__version__}"
+    )
     print("| problem | library | NFE | median ms | time / torchdiffeq | max err vs float64 rtol=1e-10 |")
     print("|---|---|---|---|---|---|")
     for problem, lib, n, ms, ratio, e in rows:

@@ -9,6 +9,7 @@ as a second Anderson row, with lam=1e-10 (closer to our relative regularisation)
 
     OMP_NUM_THREADS=1 python benchmarks/bench_fixed_point.py [--dim 50] [--tol 1e-8]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,8 +36,10 @@ def main() -> None:
     cols = ["nodecourse picard", "nodecourse anderson", "nodecourse broyden"]
     if have_ref:
         cols += ["torchdeq picard", "torchdeq anderson", "torchdeq anderson lam=1e-10", "torchdeq broyden"]
-    print(f"evaluations of f to relative residual {args.tol:g} (dim {args.dim}, batch 4, float64, "
-          f"torch {torch.__version__}); '>N' = not reached in N\n")
+    print(
+        f"evaluations of f to relative residual {args.tol:g} (dim {args.dim}, batch 4, float64, "
+        f"torch {torch.__version__}); '>N' = not reached in N\n"
+    )
     print("| problem | " + " | ".join(cols) + " | anderson / picard |")
     print("|---|" + "---|" * (len(cols) + 1))
     start = time.perf_counter()
@@ -46,8 +49,12 @@ def main() -> None:
             kw = dict(tol=args.tol, max_iter=args.max_iter)
             runs = [run_nodecourse(p, m, **kw) for m in ("picard", "anderson", "broyden")]
             if have_ref:
-                runs += [run_torchdeq(p, "picard", **kw), run_torchdeq(p, "anderson", **kw),
-                         run_torchdeq(p, "anderson", lam=1e-10, **kw), run_torchdeq(p, "broyden", **kw)]
+                runs += [
+                    run_torchdeq(p, "picard", **kw),
+                    run_torchdeq(p, "anderson", **kw),
+                    run_torchdeq(p, "anderson", lam=1e-10, **kw),
+                    run_torchdeq(p, "broyden", **kw),
+                ]
             cells = [str(r.n_evals) if r.reached else f">{r.n_evals}" for r in runs]
             ratio = runs[1].n_evals / runs[0].n_evals
             print(f"| {kind}, rho={rho:g} | " + " | ".join(cells) + f" | {ratio:.2f} |")

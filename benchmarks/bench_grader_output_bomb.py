@@ -8,6 +8,7 @@ processes and are not counted).
 
     .venv/bin/python benchmarks/bench_grader_output_bomb.py [--megabytes 600] [--timeout 300]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,7 +47,7 @@ def main(argv: list[str]) -> int:
         before = peak_mb()
         bomb = copy.deepcopy(solution)
         cell = next(c for c in bomb.cells if answer_id(c) == "euler-step")
-        cell.source = (f"for _ in range({args.megabytes}):\n    print('x' * (2 ** 20 - 1))\n" + cell.source)
+        cell.source = f"for _ in range({args.megabytes}):\n    print('x' * (2 ** 20 - 1))\n" + cell.source
         path = Path(tmp) / "bomb" / SOLUTION.name
         path.parent.mkdir()
         nbformat.write(bomb, path)
@@ -54,8 +55,10 @@ def main(argv: list[str]) -> int:
         rows, _ = grading.grade_notebook(path, seed=1, timeout_s=args.timeout)
         seconds = time.monotonic() - start
     print(f"grader peak RSS after grading the solution: {before:.0f} MB")
-    print(f"grader peak RSS after grading a {args.megabytes} MB output bomb: {peak_mb():.0f} MB "
-          f"({seconds:.0f} s; checks passed {sum(r.passed for r in rows)}/{len(rows)})")
+    print(
+        f"grader peak RSS after grading a {args.megabytes} MB output bomb: {peak_mb():.0f} MB "
+        f"({seconds:.0f} s; checks passed {sum(r.passed for r in rows)}/{len(rows)})"
+    )
     return 0
 
 

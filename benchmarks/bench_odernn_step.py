@@ -4,6 +4,7 @@ interleaved; the median of 7 steps each after one untimed step.
 
     OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/bench_odernn_step.py [BATCH]   # default 32
 """
+
 import statistics
 import sys
 import time
@@ -57,9 +58,11 @@ def main(batch: int) -> None:
                 print(name, model.encoder.solver_stats)
     RecurrentEncoder.evolve = OURS
     median = {name: statistics.median(s[1:]) for name, s in seconds.items()}  # the first is untimed
-    print(f"batch {batch}, {N_TIMES} grid times, dopri5 rtol={CONFIG.rtol} atol={CONFIG.atol}: training step "
-          f"median nodecourse {median['nodecourse'] * 1e3:.0f} ms, torchdiffeq {median['torchdiffeq'] * 1e3:.0f} ms, "
-          f"ratio {median['nodecourse'] / median['torchdiffeq']:.2f}")
+    print(
+        f"batch {batch}, {N_TIMES} grid times, dopri5 rtol={CONFIG.rtol} atol={CONFIG.atol}: training step "
+        f"median nodecourse {median['nodecourse'] * 1e3:.0f} ms, torchdiffeq {median['torchdiffeq'] * 1e3:.0f} ms, "
+        f"ratio {median['nodecourse'] / median['torchdiffeq']:.2f}"
+    )
 
 
 if __name__ == "__main__":

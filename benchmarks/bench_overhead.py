@@ -20,6 +20,7 @@ clock also counts the time other jobs hold the cores). ``--short-only`` runs onl
 issue 29 (the short solve and its backend row), which take seconds where the batch-512 rows take
 minutes.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -105,8 +106,7 @@ def bench(field, y0, t, rtol, atol, repeats, runners, grad=False):
                 times[key].append(elapsed)
                 ratios[key].append(elapsed / (n * call))
                 nfe[key] = n
-    rows = {key: (nfe[key], statistics.median(times[key]) * 1e3, statistics.median(ratios[key]))
-            for key in runners}
+    rows = {key: (nfe[key], statistics.median(times[key]) * 1e3, statistics.median(ratios[key])) for key in runners}
     return rows, statistics.median(call_times) * 1e3
 
 
@@ -119,12 +119,22 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--rtol", type=float, default=1e-5)
     parser.add_argument("--atol", type=float, default=1e-7)
-    parser.add_argument("--grad", action="store_true",
-                        help="record the autograd graph (the field's parameters require grad), as in training")
-    parser.add_argument("--short-only", action="store_true",
-                        help="only the short solve's rows (nodecourse, torchdiffeq, backend='torchdiffeq')")
-    parser.add_argument("--clock", choices=tuple(CLOCKS), default="wall",
-                        help="wall time, or this process's CPU time (steadier on a machine shared with other jobs)")
+    parser.add_argument(
+        "--grad",
+        action="store_true",
+        help="record the autograd graph (the field's parameters require grad), as in training",
+    )
+    parser.add_argument(
+        "--short-only",
+        action="store_true",
+        help="only the short solve's rows (nodecourse, torchdiffeq, backend='torchdiffeq')",
+    )
+    parser.add_argument(
+        "--clock",
+        choices=tuple(CLOCKS),
+        default="wall",
+        help="wall time, or this process's CPU time (steadier on a machine shared with other jobs)",
+    )
     args = parser.parse_args()
     global clock
     clock = CLOCKS[args.clock]
@@ -132,24 +142,29 @@ def main() -> None:
     torch.manual_seed(0)
     field = MLPField()
     t = torch.linspace(0.0, 5.0, 10)
-    base = {"nodecourse": run_nodecourse, "torchdiffeq": run_torchdiffeq,
-            "nodecourse backend=torchdiffeq": run_backend_torchdiffeq}
+    base = {
+        "nodecourse": run_nodecourse,
+        "torchdiffeq": run_torchdiffeq,
+        "nodecourse backend=torchdiffeq": run_backend_torchdiffeq,
+    }
     per_sample = {"nodecourse per_sample": run_nodecourse_per_sample, "torchode": run_torchode}
     results = []
     for batch in () if args.short_only else OVERHEAD_TARGETS:
         runners = {**base, **per_sample} if batch == 512 else base
-        rows, call_ms = bench(field, torch.randn(batch, 16), t, args.rtol, args.atol, args.repeats, runners,
-                              grad=args.grad)
+        rows, call_ms = bench(
+            field, torch.randn(batch, 16), t, args.rtol, args.atol, args.repeats, runners, grad=args.grad
+        )
         results.append((batch, rows, call_ms))
     short_t = torch.tensor([0.0, SHORT_T1])
     short_y0 = torch.randn(1, 16, generator=torch.Generator().manual_seed(0))  # its own draw: 26 evaluations
-    short, short_call_ms = bench(field, short_y0, short_t, args.rtol, args.atol, 4 * args.repeats, base,
-                                 grad=args.grad)
+    short, short_call_ms = bench(field, short_y0, short_t, args.rtol, args.atol, 4 * args.repeats, base, grad=args.grad)
 
-    print(f"dopri5, rtol={args.rtol:g} atol={args.atol:g}, float32, 10 output times on [0, 5], "
-          f"{'autograd recording' if args.grad else 'no autograd'}, {args.clock} clock, "
-          f"median of {args.repeats} interleaved runs, torch threads={torch.get_num_threads()}, "
-          f"torch {torch.__version__}, torchdiffeq {torchdiffeq.__version__}")
+    print(
+        f"dopri5, rtol={args.rtol:g} atol={args.atol:g}, float32, 10 output times on [0, 5], "
+        f"{'autograd recording' if args.grad else 'no autograd'}, {args.clock} clock, "
+        f"median of {args.repeats} interleaved runs, torch threads={torch.get_num_threads()}, "
+        f"torch {torch.__version__}, torchdiffeq {torchdiffeq.__version__}"
+    )
     print("| batch | library | NFE | median ms | one field call ms | overhead = time / (NFE x call) |")
     print("|---|---|---|---|---|---|")
     for batch, rows, call_ms in results:
@@ -161,21 +176,29 @@ def main() -> None:
     print("targets:")
     for batch, rows, _ in results:
         ratio = rows["nodecourse"][2]
-        print(f"  batch {batch}: nodecourse overhead {ratio:.2f} ({verdict(ratio, OVERHEAD_TARGETS[batch])}); "
-              f"torchdiffeq {rows['torchdiffeq'][2]:.2f}")
+        print(
+            f"  batch {batch}: nodecourse overhead {ratio:.2f} ({verdict(ratio, OVERHEAD_TARGETS[batch])}); "
+            f"torchdiffeq {rows['torchdiffeq'][2]:.2f}"
+        )
     ratio = short["nodecourse"][2]
-    print(f"  batch 1, short solve ({short['nodecourse'][0]} evaluations): nodecourse overhead {ratio:.2f} "
-          f"({verdict(ratio, SHORT_TARGET)}); torchdiffeq {short['torchdiffeq'][2]:.2f}")
+    print(
+        f"  batch 1, short solve ({short['nodecourse'][0]} evaluations): nodecourse overhead {ratio:.2f} "
+        f"({verdict(ratio, SHORT_TARGET)}); torchdiffeq {short['torchdiffeq'][2]:.2f}"
+    )
     for label, rows in [(f"batch {b}", r) for b, r, _ in results] + [("batch 1, short", short)]:
         backend = rows["nodecourse backend=torchdiffeq"][1] / rows["torchdiffeq"][1]
-        print(f"  {label}: backend='torchdiffeq' time / torchdiffeq's = {backend:.2f} "
-              f"({verdict(backend, BACKEND_TARGET)})")
+        print(
+            f"  {label}: backend='torchdiffeq' time / torchdiffeq's = {backend:.2f} "
+            f"({verdict(backend, BACKEND_TARGET)})"
+        )
     if args.short_only:
         return
     rows = results[-1][1]
     time_ratio = rows["nodecourse per_sample"][1] / rows["torchode"][1]
-    print(f"  batch 512 per_sample: time / torchode's = {time_ratio:.2f} ({verdict(time_ratio, PER_SAMPLE_TARGET)}); "
-          f"NFE {rows['nodecourse per_sample'][0]} vs {rows['torchode'][0]}")
+    print(
+        f"  batch 512 per_sample: time / torchode's = {time_ratio:.2f} ({verdict(time_ratio, PER_SAMPLE_TARGET)}); "
+        f"NFE {rows['nodecourse per_sample'][0]} vs {rows['torchode'][0]}"
+    )
 
 
 if __name__ == "__main__":

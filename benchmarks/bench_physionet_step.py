@@ -20,6 +20,7 @@ backward is not split). The three ways give the same states up to rounding (test
 
 On a shared machine wall time overstates the cost; the CPU column is this process's own time.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -68,7 +69,7 @@ def measure(data, way: str, batch_size: int, seed: int) -> dict:
     steps, cpu_steps, forward_s, field_s = [], [], 0.0, 0.0
     epoch_wall, epoch_cpu = time.perf_counter(), time.process_time()
     for i in range(0, len(data), batch_size):
-        idx = order[i:i + batch_size]
+        idx = order[i : i + batch_size]
         wall, cpu = time.perf_counter(), time.process_time()
         timed.seconds = 0.0
         logits = model(data.times, data.values[idx], data.mask[idx], data.static[idx], data.static_mask[idx])
@@ -82,11 +83,16 @@ def measure(data, way: str, batch_size: int, seed: int) -> dict:
         steps.append(time.perf_counter() - wall)
         cpu_steps.append(time.process_time() - cpu)
     n_batches = len(steps)
-    return {"way": way, "step_s": statistics.median(steps), "step_cpu_s": statistics.median(cpu_steps),
-            "epoch_s": time.perf_counter() - epoch_wall, "epoch_cpu_s": time.process_time() - epoch_cpu,
-            "nfe_per_batch": enc.solver_stats["nfe"] / n_batches,
-            "solves_per_batch": enc.solver_stats["n_solves"] / n_batches,
-            "outside_field_forward": 1.0 - field_s / forward_s}
+    return {
+        "way": way,
+        "step_s": statistics.median(steps),
+        "step_cpu_s": statistics.median(cpu_steps),
+        "epoch_s": time.perf_counter() - epoch_wall,
+        "epoch_cpu_s": time.process_time() - epoch_cpu,
+        "nfe_per_batch": enc.solver_stats["nfe"] / n_batches,
+        "solves_per_batch": enc.solver_stats["n_solves"] / n_batches,
+        "outside_field_forward": 1.0 - field_s / forward_s,
+    }
 
 
 def main() -> None:
@@ -98,17 +104,24 @@ def main() -> None:
     parser.add_argument("--grids", nargs="+", default=["hour", "minute"], choices=["hour", "minute"])
     args = parser.parse_args()
     torch.set_num_threads(1)
-    print(f"ODE-RNN at PUBLISHED sizes, {args.patients} patients of set A, batches of {args.batch_size}, "
-          f"{torch.get_num_threads()} torch thread(s)")
-    print(f"{'grid':>6} {'way':>11} {'step s':>8} {'step CPU s':>10} {'epoch s':>8} {'epoch CPU s':>11} "
-          f"{'NFE/batch':>9} {'solves/batch':>12} {'outside field (fwd)':>19}")
+    print(
+        f"ODE-RNN at PUBLISHED sizes, {args.patients} patients of set A, batches of {args.batch_size}, "
+        f"{torch.get_num_threads()} torch thread(s)"
+    )
+    print(
+        f"{'grid':>6} {'way':>11} {'step s':>8} {'step CPU s':>10} {'epoch s':>8} {'epoch CPU s':>11} "
+        f"{'NFE/batch':>9} {'solves/batch':>12} {'outside field (fwd)':>19}"
+    )
     for grid in args.grids:
         data = load(1.0 if grid == "hour" else 1 / 60, args.patients, args.seed)
         for way in args.ways:
             r = measure(data, way, args.batch_size, args.seed)
-            print(f"{grid:>6} {way:>11} {r['step_s']:8.3f} {r['step_cpu_s']:10.3f} {r['epoch_s']:8.2f} "
-                  f"{r['epoch_cpu_s']:11.2f} {r['nfe_per_batch']:9.0f} {r['solves_per_batch']:12.0f} "
-                  f"{r['outside_field_forward']:19.0%}", flush=True)
+            print(
+                f"{grid:>6} {way:>11} {r['step_s']:8.3f} {r['step_cpu_s']:10.3f} {r['epoch_s']:8.2f} "
+                f"{r['epoch_cpu_s']:11.2f} {r['nfe_per_batch']:9.0f} {r['solves_per_batch']:12.0f} "
+                f"{r['outside_field_forward']:19.0%}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ evaluations), the field's and the solver's: a count, so it does not depend on th
 
     PYTHONPATH=. python benchmarks/count_torch_calls.py
 """
+
 import collections
 import sys
 from pathlib import Path
@@ -51,9 +52,11 @@ def main() -> None:
     per_field = collections.Counter({name: n * sol.stats["nfe"] for name, n in field_calls.calls.items()})
     solver_calls = solve_calls.calls - per_field
     kernels = sum(v for k, v in solver_calls.items() if k not in ATTRIBUTE_READS)
-    print(f"nfe {sol.stats['nfe']}, torch calls per solve {total}, of which the field's {by_field}, "
-          f"the solver's {total - by_field} ({kernels} tensor operations, the rest attribute reads); "
-          f"most called: {solve_calls.calls.most_common(40)}")
+    print(
+        f"nfe {sol.stats['nfe']}, torch calls per solve {total}, of which the field's {by_field}, "
+        f"the solver's {total - by_field} ({kernels} tensor operations, the rest attribute reads); "
+        f"most called: {solve_calls.calls.most_common(40)}"
+    )
 
 
 if __name__ == "__main__":

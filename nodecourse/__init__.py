@@ -9,6 +9,7 @@ Public surface (see README.md and the lessons):
 - :mod:`nodecourse.data`: toy sets, digits, PhysioNet 2012
 - :func:`fixed_point`, :class:`DEQ`, :func:`jacobian_regularizer` (:mod:`nodecourse.deq`): deep equilibrium models
 """
+
 import importlib
 
 from nodecourse.config import pick, quick_mode
@@ -18,10 +19,15 @@ from nodecourse.config import pick, quick_mode
 # second). ``from nodecourse import odeint`` and ``nodecourse.odeint`` work as before.
 _LAZY = {
     "SolveConfig": "nodecourse.solvers.solve_config",
-    "SOLVERS": "nodecourse.solvers", "Solution": "nodecourse.solvers", "SolverError": "nodecourse.solvers",
-    "Status": "nodecourse.solvers", "odeint": "nodecourse.solvers",
+    "SOLVERS": "nodecourse.solvers",
+    "Solution": "nodecourse.solvers",
+    "SolverError": "nodecourse.solvers",
+    "Status": "nodecourse.solvers",
+    "odeint": "nodecourse.solvers",
     "AugmentedODE": "nodecourse.models.augment",
-    "DEQ": "nodecourse.deq", "fixed_point": "nodecourse.deq", "jacobian_regularizer": "nodecourse.deq",
+    "DEQ": "nodecourse.deq",
+    "fixed_point": "nodecourse.deq",
+    "jacobian_regularizer": "nodecourse.deq",
 }
 
 

@@ -9,6 +9,7 @@ Every notebook's first code cell, the ``nodecourse`` command and the grader's
 kernels call :func:`use_course_threads`, the one place that picks torch's CPU
 thread count (see :func:`thread_choice` for the rule and why).
 """
+
 from __future__ import annotations
 
 import math
@@ -84,13 +85,10 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
     try:
         dev = torch.device(device)
     except (RuntimeError, TypeError) as exc:
-        raise ValueError(
-            f"device={device!r} is not a device; use one of {available_devices()} or 'auto'"
-        ) from exc
+        raise ValueError(f"device={device!r} is not a device; use one of {available_devices()} or 'auto'") from exc
     if dev.type not in available_devices():
         raise ValueError(
-            f"device={device!r} is not available on this machine; "
-            f"available: {available_devices()} (or 'auto')"
+            f"device={device!r} is not available on this machine; available: {available_devices()} (or 'auto')"
         )
     return dev
 
@@ -267,8 +265,9 @@ def thread_choice(
         value = _positive_int(omp)
         if value is not None:
             return ThreadChoice(value, f"OMP_NUM_THREADS={omp}", cpus, detail)
-        warnings.warn(f"OMP_NUM_THREADS={omp!r} is not a positive integer; ignored "
-                      f"(set it to e.g. 1, or unset it)", stacklevel=2)
+        warnings.warn(
+            f"OMP_NUM_THREADS={omp!r} is not a positive integer; ignored (set it to e.g. 1, or unset it)", stacklevel=2
+        )
     return ThreadChoice(min(SMALL_MODEL_THREADS, cpus), "course default", cpus, detail)
 
 
@@ -290,6 +289,20 @@ def use_course_threads(**kwargs) -> int:
     return n
 
 
-__all__ = ["QUICK_ENV", "SMALL_MODEL_THREADS", "THREADS_ENV", "ThreadChoice", "available_devices", "cgroup_cpu_quota",
-           "course_threads", "default_device", "mode_name", "pick", "quick_mode", "resolve_device",
-           "thread_choice", "use_course_threads", "usable_cpus"]
+__all__ = [
+    "QUICK_ENV",
+    "SMALL_MODEL_THREADS",
+    "THREADS_ENV",
+    "ThreadChoice",
+    "available_devices",
+    "cgroup_cpu_quota",
+    "course_threads",
+    "default_device",
+    "mode_name",
+    "pick",
+    "quick_mode",
+    "resolve_device",
+    "thread_choice",
+    "use_course_threads",
+    "usable_cpus",
+]

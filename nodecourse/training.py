@@ -21,6 +21,7 @@ the rows seen), ``n_rows``, and the sum over the epoch of every number the
 loss function logged. ``on_epoch(row, model)`` may add keys to the row (a
 validation score, solver work) before it is kept and shown on the bar.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -32,8 +33,9 @@ from torch import nn
 LossOnBatch = Callable[[torch.Tensor], "tuple[torch.Tensor, dict[str, float]]"]
 
 
-def seeded_batches(n: int, batch_size: int | None, *, seed: int = 0,
-                   device: torch.device | str = "cpu") -> Callable[[], Iterator[torch.Tensor]]:
+def seeded_batches(
+    n: int, batch_size: int | None, *, seed: int = 0, device: torch.device | str = "cpu"
+) -> Callable[[], Iterator[torch.Tensor]]:
     """Shuffled index batches, a new permutation each epoch from one seeded generator.
 
     Returns a function that yields ``(batch,)`` int64 index tensors on ``device``
@@ -49,7 +51,7 @@ def seeded_batches(n: int, batch_size: int | None, *, seed: int = 0,
     def epoch() -> Iterator[torch.Tensor]:
         perm = torch.randperm(n, generator=gen).to(device)
         for i in range(0, n, size):
-            yield perm[i:i + size]
+            yield perm[i : i + size]
 
     return epoch
 

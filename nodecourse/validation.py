@@ -33,6 +33,7 @@ it at the boundary (``check_args``/``check``), once per call, never per step; th
 parametrised test in ``tests/test_validation.py`` then feeds it every value
 :func:`invalid_values` generates.
 """
+
 from __future__ import annotations
 
 import abc
@@ -43,9 +44,23 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 __all__ = [
-    "Constraint", "Interval", "Options", "Flag", "InstanceOf", "IsCallable", "NoneAllowed", "AnyOf", "Arg",
-    "WrongTypeError", "UnknownNameError",
-    "check", "check_args", "check_options", "argparse_type", "invalid_values", "short_repr",
+    "Constraint",
+    "Interval",
+    "Options",
+    "Flag",
+    "InstanceOf",
+    "IsCallable",
+    "NoneAllowed",
+    "AnyOf",
+    "Arg",
+    "WrongTypeError",
+    "UnknownNameError",
+    "check",
+    "check_args",
+    "check_options",
+    "argparse_type",
+    "invalid_values",
+    "short_repr",
 ]
 __all__ += ["SecondDerivativeError"]
 
@@ -377,13 +392,15 @@ def check(name: str, value: Any, constraint: Constraint | Arg, *, fix: str = "",
     fix = fix or declared_fix
     tail = (f" (default {default!r})" if default is not ... else "") + (f"; {fix}" if fix else "")
     if not constraint.type_ok(value):
-        raise WrongTypeError(f"{name}={short_repr(value)} must be {constraint.describe()}, "
-                             f"not {type(value).__name__}{tail}")
+        raise WrongTypeError(
+            f"{name}={short_repr(value)} must be {constraint.describe()}, not {type(value).__name__}{tail}"
+        )
     raise ValueError(f"{name}={short_repr(value)} {constraint.refusal(value)}{tail}")
 
 
-def check_args(values: Mapping[str, Any], spec: Mapping[str, Constraint | Arg], *,
-               defaults: Mapping[str, Any] | None = None) -> dict:
+def check_args(
+    values: Mapping[str, Any], spec: Mapping[str, Constraint | Arg], *, defaults: Mapping[str, Any] | None = None
+) -> dict:
     """Each of ``values`` (keyword name -> value) checked against ``spec[name]`` (in the order
     of ``values``); returns the converted values. Every name must be declared in ``spec``
     (a missing declaration is a bug of the entry point, so it raises ``KeyError``)."""
@@ -391,8 +408,15 @@ def check_args(values: Mapping[str, Any], spec: Mapping[str, Constraint | Arg], 
     return {key: check(key, value, spec[key], default=defaults.get(key, ...)) for key, value in values.items()}
 
 
-def check_options(options: Mapping | None, spec: Mapping[str, Constraint | Arg], defaults: Mapping[str, Any], *,
-                  name: str = "options", owner: str = "", as_keywords: bool = False) -> dict:
+def check_options(
+    options: Mapping | None,
+    spec: Mapping[str, Constraint | Arg],
+    defaults: Mapping[str, Any],
+    *,
+    name: str = "options",
+    owner: str = "",
+    as_keywords: bool = False,
+) -> dict:
     """``defaults`` updated with ``options``, each value checked against ``spec``.
 
     An unknown key raises :class:`UnknownNameError` listing the known ones (``owner`` says

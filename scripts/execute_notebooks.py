@@ -6,6 +6,7 @@
 Exits 1 when a saved notebook is still not clean (too large, a machine path
 in an output, ...); the message names the cell.
 """
+
 from __future__ import annotations
 
 import sys
@@ -24,8 +25,10 @@ def main(argv: list[str]) -> int:
         start = time.perf_counter()
         found = execute(path)
         status = "clean" if not found else "NOT CLEAN: " + "; ".join(found)
-        print(f"{path.name}: {time.perf_counter() - start:5.1f} s, {path.stat().st_size / 1e3:.0f} kB, {status}",
-              flush=True)
+        print(
+            f"{path.name}: {time.perf_counter() - start:5.1f} s, {path.stat().st_size / 1e3:.0f} kB, {status}",
+            flush=True,
+        )
         bad += bool(found)
     return 1 if bad else 0
 

@@ -9,6 +9,7 @@ copies its result to the host). It also runs ``nodecourse physionet --device cud
 ``--device cpu`` for each model (quick mode) and records the AUC and the time. Exits 1 when CUDA
 is not available.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,8 +37,19 @@ def solver_rows(devices):
             try:
                 run_solver(PROBLEMS[problem], method, rtol, rtol * 1e-2, 0.01, dev)  # warm-up
                 r = run_solver(PROBLEMS[problem], method, rtol, rtol * 1e-2, 0.01, dev)
-                rows.append([problem, method, dev, r.status, r.nfe, r.n_accepted, r.n_rejected,
-                             f"{r.max_error:.2e}", f"{1e3 * r.seconds:.1f}"])
+                rows.append(
+                    [
+                        problem,
+                        method,
+                        dev,
+                        r.status,
+                        r.nfe,
+                        r.n_accepted,
+                        r.n_rejected,
+                        f"{r.max_error:.2e}",
+                        f"{1e3 * r.seconds:.1f}",
+                    ]
+                )
             except Exception as exc:  # noqa: BLE001 - the report names what failed
                 rows.append([problem, method, dev, f"ERROR {type(exc).__name__}: {exc}"[:120], "", "", "", "", ""])
     return ["problem", "method", "device", "status", "NFE", "accepted", "rejected", "max error", "ms"], rows
@@ -52,9 +64,18 @@ def adjoint_rows(devices):
             try:
                 start = time.perf_counter()
                 r = run_gradient(-10.0, 2.0, 1e-6, mode, dev)
-                rows.append([mode, dev, r.status, f"{r.rel_error:.2e}", r.nfe, r.nfe_backward,
-                             "n/a" if r.peak_bytes is None else f"{r.peak_bytes / 2**20:.2f}",
-                             f"{time.perf_counter() - start:.2f}"])
+                rows.append(
+                    [
+                        mode,
+                        dev,
+                        r.status,
+                        f"{r.rel_error:.2e}",
+                        r.nfe,
+                        r.nfe_backward,
+                        "n/a" if r.peak_bytes is None else f"{r.peak_bytes / 2**20:.2f}",
+                        f"{time.perf_counter() - start:.2f}",
+                    ]
+                )
             except Exception as exc:  # noqa: BLE001
                 rows.append([mode, dev, f"ERROR {type(exc).__name__}: {exc}"[:120], "", "", "", "", ""])
     return ["gradient", "device", "status", "rel. error", "NFE fwd", "NFE bwd", "peak MiB", "s (incl. all modes)"], rows
@@ -80,8 +101,22 @@ def physionet_rows(devices, patients: int, epochs: int):
     rows = []
     for model in ("odernn", "latent-ode", "gru-dt", "gru-d", "summary-logreg"):
         for dev in devices:
-            cmd = [sys.executable, "-m", "nodecourse.course.cli", "physionet", "--model", model, "--device", dev,
-                   "--quick", "--patients", str(patients), "--epochs", str(epochs), "--json"]
+            cmd = [
+                sys.executable,
+                "-m",
+                "nodecourse.course.cli",
+                "physionet",
+                "--model",
+                model,
+                "--device",
+                dev,
+                "--quick",
+                "--patients",
+                str(patients),
+                "--epochs",
+                str(epochs),
+                "--json",
+            ]
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
             if proc.returncode != 0:
                 rows.append([model, dev, f"ERROR rc={proc.returncode}: {proc.stderr.strip()[-200:]}", "", "", ""])
@@ -106,23 +141,30 @@ def main(argv=None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     devices = ["cpu", "cuda"]
-    header = (f"Measured {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC on {torch.cuda.get_device_name(0)} "
-              f"(host {platform.processor() or platform.machine()}, {torch.get_num_threads()} CPU threads), "
-              f"torch {torch.__version__}, CUDA {torch.version.cuda}.")
+    header = (
+        f"Measured {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC on {torch.cuda.get_device_name(0)} "
+        f"(host {platform.processor() or platform.machine()}, {torch.get_num_threads()} CPU threads), "
+        f"torch {torch.__version__}, CUDA {torch.version.cuda}."
+    )
     sections = {
         "Solver explorer (lesson 2)": solver_rows(devices),
         "Adjoint explorer (lesson 4), lam=-10, T=2, tol=1e-6": adjoint_rows(devices),
         "DEQ explorer (lesson 6), tol=1e-6": deq_rows(devices),
         f"nodecourse physionet, {args.patients} patients, {args.epochs} epochs": physionet_rows(
-            devices, args.patients, args.epochs),
+            devices, args.patients, args.epochs
+        ),
     }
     lines = ["# Device check: CPU and CUDA side by side", "", header, ""]
     for title, (head, rows) in sections.items():
         lines += [f"## {title}", "", _row(head), _row(["---"] * len(head)), *(_row(r) for r in rows), ""]
     (out / "report.md").write_text("\n".join(lines))
-    (out / "report.json").write_text(json.dumps({"header": header, **{k: {"columns": h, "rows": r}
-                                                                      for k, (h, r) in sections.items()}},
-                                                indent=1, default=str))
+    (out / "report.json").write_text(
+        json.dumps(
+            {"header": header, **{k: {"columns": h, "rows": r} for k, (h, r) in sections.items()}},
+            indent=1,
+            default=str,
+        )
+    )
     print("\n".join(lines))
     failed = any("ERROR" in str(c) for _, rows in sections.values() for r in rows for c in r)
     return 1 if failed else 0

@@ -26,6 +26,7 @@ process may use), so a bigger machine stands in for a two-core one. The
 figures are wall-clock seconds of one run each (``--repeat`` for the median
 of several); they are only meaningful on an otherwise quiet machine.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -67,15 +68,27 @@ def discover_tasks() -> list[Task]:
         tasks.append(Task(f"lesson{nb.name[:2]}", f"lesson {nb.stem} (quick)", ["lesson", str(nb)]))
     for sol in sorted((ROOT / "solutions").glob("[0-9][0-9]_*.ipynb")):
         # A long per-cell limit: the table measures the work, which the grader's own limit would cut.
-        tasks.append(Task(f"grade{sol.name[:2]}", f"nodecourse grade {sol.stem}",
-                          [str(BIN / "nodecourse"), "grade", "--timeout", "3600", str(sol)]))
+        tasks.append(
+            Task(
+                f"grade{sol.name[:2]}",
+                f"nodecourse grade {sol.stem}",
+                [str(BIN / "nodecourse"), "grade", "--timeout", "3600", str(sol)],
+            )
+        )
     tasks.append(Task("claims", "nodecourse claims --quick", [str(BIN / "nodecourse"), "claims", "--quick"]))
     return tasks
 
 
 def _probe(code: str, env: dict, cpus: set[int]) -> int:
-    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True,
-                         check=True, preexec_fn=lambda: os.sched_setaffinity(0, cpus))
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        preexec_fn=lambda: os.sched_setaffinity(0, cpus),
+    )
     return int(out.stdout.strip())
 
 
@@ -102,22 +115,44 @@ def command_for(task: Task, workdir: Path) -> list[str]:
         return task.argv
     notebook = Path(task.argv[1])
     # The lesson runs from its own folder (relative paths in it), saved to a temporary copy.
-    return [sys.executable, "-m", "jupyter", "nbconvert", "--to", "notebook", "--execute",
-            "--ExecutePreprocessor.timeout=-1", "--ExecutePreprocessor.kernel_name=python3",
-            "--output-dir", str(workdir), "--output", notebook.stem + "-timed", str(notebook)]
+    return [
+        sys.executable,
+        "-m",
+        "jupyter",
+        "nbconvert",
+        "--to",
+        "notebook",
+        "--execute",
+        "--ExecutePreprocessor.timeout=-1",
+        "--ExecutePreprocessor.kernel_name=python3",
+        "--output-dir",
+        str(workdir),
+        "--output",
+        notebook.stem + "-timed",
+        str(notebook),
+    ]
 
 
 def start_busy(cpu: int) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", "while True: pass"],
-                            preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
+    return subprocess.Popen(
+        [sys.executable, "-c", "while True: pass"], preexec_fn=lambda: os.sched_setaffinity(0, {cpu})
+    )
 
 
 def run_once(cmd: list[str], env: dict, cpus: set[int], timeout: float) -> tuple[float | None, str]:
     """Run ``cmd`` on ``cpus``; (wall seconds, "" or why it failed). The run gets its own session,
     so a timeout or an interrupted script also stops its kernels."""
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True, preexec_fn=lambda: os.sched_setaffinity(0, cpus))
+    proc = subprocess.Popen(
+        cmd,
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        preexec_fn=lambda: os.sched_setaffinity(0, cpus),
+    )
     try:
         output, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -172,14 +207,28 @@ def _interrupt(signum, frame):
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--busy", action="store_true",
-                        help="also time each task with a busy-loop process on one of the measured CPUs")
-    parser.add_argument("--tasks", nargs="+", default=None, metavar="TASK",
-                        help="only these (lessonNN, gradeNN, claims; default every task)")
-    parser.add_argument("--settings", nargs="+", default=["before", "after"], choices=["before", "after"],
-                        help="thread settings to time (default both)")
-    parser.add_argument("--cpus", default=None,
-                        help="comma-separated CPU ids the measured processes run on (default: the first two usable)")
+    parser.add_argument(
+        "--busy", action="store_true", help="also time each task with a busy-loop process on one of the measured CPUs"
+    )
+    parser.add_argument(
+        "--tasks",
+        nargs="+",
+        default=None,
+        metavar="TASK",
+        help="only these (lessonNN, gradeNN, claims; default every task)",
+    )
+    parser.add_argument(
+        "--settings",
+        nargs="+",
+        default=["before", "after"],
+        choices=["before", "after"],
+        help="thread settings to time (default both)",
+    )
+    parser.add_argument(
+        "--cpus",
+        default=None,
+        help="comma-separated CPU ids the measured processes run on (default: the first two usable)",
+    )
     parser.add_argument("--repeat", type=int, default=1, help="runs per cell of the table; the median is shown")
     parser.add_argument("--timeout", type=float, default=3600, help="seconds before a run counts as failed")
     parser.add_argument("--markdown", default=None, help="also write the table to this file")
@@ -206,8 +255,11 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--tasks {unknown}: not a task here; choose from {sorted(known)}")
         tasks = [t for t in tasks if t.name in args.tasks]
     conditions = ["idle", "loaded"] if args.busy else ["idle"]
-    print(f"CPUs {cpus}; threads before: {before_threads} (torch's default), after: {after_threads} "
-          f"(the course's choice); {'idle and loaded' if args.busy else 'idle only'}", file=sys.stderr)
+    print(
+        f"CPUs {cpus}; threads before: {before_threads} (torch's default), after: {after_threads} "
+        f"(the course's choice); {'idle and loaded' if args.busy else 'idle only'}",
+        file=sys.stderr,
+    )
 
     rows = []
     with tempfile.TemporaryDirectory(prefix="nodecourse-timing-") as tmp:
@@ -233,8 +285,12 @@ def main(argv: list[str] | None = None) -> int:
                         times.append(seconds)
                     key = f"{setting}/{condition}"
                     row.seconds[key] = statistics.median(times) if times else None
-                    print(f"  {task.name:10s} {setting:6s} {condition:6s} {fmt(row.seconds[key], key in row.failures)}"
-                          + (f"  ({row.failures[key]})" if key in row.failures else ""), file=sys.stderr, flush=True)
+                    print(
+                        f"  {task.name:10s} {setting:6s} {condition:6s} {fmt(row.seconds[key], key in row.failures)}"
+                        + (f"  ({row.failures[key]})" if key in row.failures else ""),
+                        file=sys.stderr,
+                        flush=True,
+                    )
             rows.append(row)
 
     text = table(rows, args.busy, args.settings)
@@ -243,9 +299,16 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.markdown).write_text(text + "\n", encoding="utf-8")
     if args.json:
         Path(args.json).write_text(json.dumps([asdict(r) for r in rows], indent=1) + "\n", encoding="utf-8")
-    over = [r.task for r in rows for s in args.settings if s == "after" and args.busy
-            and r.seconds.get("after/idle") and r.seconds.get("after/loaded")
-            and r.seconds["after/loaded"] > LIMIT * r.seconds["after/idle"]]
+    over = [
+        r.task
+        for r in rows
+        for s in args.settings
+        if s == "after"
+        and args.busy
+        and r.seconds.get("after/idle")
+        and r.seconds.get("after/loaded")
+        and r.seconds["after/loaded"] > LIMIT * r.seconds["after/idle"]
+    ]
     failed = [r.task for r in rows if r.failures]
     if failed:
         print(f"runs that exited non-zero (timed all the same): {failed}", file=sys.stderr)

@@ -23,6 +23,7 @@ only when something asks for that package. Left out on purpose:
 ``--check`` writes nothing and exits 1 when constraints.txt differs from what
 would be written (the environment and the lock have drifted apart).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -78,17 +79,24 @@ def installed_closure(roots: list[Requirement]) -> dict[str, metadata.Distributi
         try:
             dist = found.get(name) or metadata.distribution(req.name)
         except metadata.PackageNotFoundError:
-            raise SystemExit(f"[lock] {asked_by} requires {req}, which is not installed in {sys.prefix}; "
-                             "run `make test` (installs the course and its test extra) first") from None
+            raise SystemExit(
+                f"[lock] {asked_by} requires {req}, which is not installed in {sys.prefix}; "
+                "run `make test` (installs the course and its test extra) first"
+            ) from None
         if not req.specifier.contains(dist.version, prereleases=True):
-            raise SystemExit(f"[lock] {asked_by} requires {req}, but {dist.version} is installed; "
-                             "install a matching version into the environment, then lock again")
+            raise SystemExit(
+                f"[lock] {asked_by} requires {req}, but {dist.version} is installed; "
+                "install a matching version into the environment, then lock again"
+            )
         extras = extras_seen.get(name, frozenset()) | frozenset(req.extras)
         if name in found and extras == extras_seen.get(name):
             continue
         found[name], extras_seen[name] = dist, extras
-        todo.extend((Requirement(line), dist.metadata["Name"]) for line in dist.requires or []
-                    if _applies(Requirement(line), extras))
+        todo.extend(
+            (Requirement(line), dist.metadata["Name"])
+            for line in dist.requires or []
+            if _applies(Requirement(line), extras)
+        )
     found.pop(PROJECT, None)
     return found
 
@@ -129,19 +137,24 @@ def lock_text(closure: dict[str, metadata.Distribution]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true",
-                        help="write nothing; exit 1 if constraints.txt differs from this environment")
+    parser.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 if constraints.txt differs from this environment"
+    )
     args = parser.parse_args(argv)
     closure = installed_closure(project_requirements())
     text = lock_text(closure)
-    strays = sorted({canonicalize_name(d.metadata["Name"]) for d in metadata.distributions()}
-                    - set(closure) - {PROJECT, "pip"})
+    strays = sorted(
+        {canonicalize_name(d.metadata["Name"]) for d in metadata.distributions()} - set(closure) - {PROJECT, "pip"}
+    )
     if args.check:
         if LOCK.read_text() == text:
             print(f"[lock] {LOCK.name} matches this environment ({len(closure)} packages)")
             return 0
-        print(f"[lock] {LOCK.name} differs from this environment: run `make lock` "
-              "(or `make setup` to bring the environment back to the lock)", file=sys.stderr)
+        print(
+            f"[lock] {LOCK.name} differs from this environment: run `make lock` "
+            "(or `make setup` to bring the environment back to the lock)",
+            file=sys.stderr,
+        )
         return 1
     LOCK.write_text(text)
     pins = sum(1 for line in text.splitlines() if line and not line.startswith("#"))

@@ -5,6 +5,7 @@ learner does (open a notebook, Run All, pick a dropdown entry, type a slider val
 Everything here is plain functions and context managers; tests/test_browser.py holds the
 fixtures and the assertions.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,13 @@ from notebook_fixtures import REPO, SUBPROCESS_ENV
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-    "--disable-sync", "--disable-quic", "--no-first-run",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+    "--no-first-run",
 ]
 ARTIFACTS = REPO / "test-artifacts" / "browser"
 SERVER_START_TIMEOUT_S = 120
@@ -38,7 +44,8 @@ SERVER_START_TIMEOUT_S = 120
 # explorers further down a notebook can be found.
 LAB_SETTINGS = {
     "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
-        "fetchNews": "false", "checkForUpdates": False,
+        "fetchNews": "false",
+        "checkForUpdates": False,
     },
     "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
     "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none", "kernelShutdown": True},
@@ -115,11 +122,26 @@ def lab_server(root: Path, workdir: Path, *, quick: bool = True) -> Iterator[Lab
     opened = workdir / "opened-url.txt"
     browser = f"/bin/sh -c 'echo \"$0\" > {opened}' %s"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "nodecourse.course.cli", "lab", "--root", str(root),
-         "--ip", "127.0.0.1", "--port", str(port), "--",
-         f"--IdentityProvider.token={token}", "--ServerApp.port_retries=0",
-         f"--ServerApp.browser={browser}"],
-        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "nodecourse.course.cli",
+            "lab",
+            "--root",
+            str(root),
+            "--ip",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--",
+            f"--IdentityProvider.token={token}",
+            "--ServerApp.port_retries=0",
+            f"--ServerApp.browser={browser}",
+        ],
+        cwd=root,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
         start_new_session=True,  # its own process group: stopping it stops its kernels too
     )
     server = LabServer(f"http://127.0.0.1:{port}", token, root, log_path, proc, opened)
@@ -135,8 +157,7 @@ def lab_server(root: Path, workdir: Path, *, quick: bool = True) -> Iterator[Lab
             except OSError:
                 pass
             if time.monotonic() > deadline:
-                raise RuntimeError(f"JupyterLab did not answer within {SERVER_START_TIMEOUT_S} s:\n"
-                                   f"{server.log_tail()}")
+                raise RuntimeError(f"JupyterLab did not answer within {SERVER_START_TIMEOUT_S} s:\n{server.log_tail()}")
             time.sleep(0.5)
         yield server
     finally:
@@ -148,8 +169,9 @@ def shutdown_kernels(server: LabServer) -> None:
     """Delete every session and kernel of the server (between tests: one lesson's kernel at a time)."""
     headers = {"Authorization": f"token {server.token}"}
     for kind in ("sessions", "kernels"):
-        with urllib.request.urlopen(urllib.request.Request(f"{server.url}/api/{kind}", headers=headers),
-                                    timeout=30) as r:
+        with urllib.request.urlopen(
+            urllib.request.Request(f"{server.url}/api/{kind}", headers=headers), timeout=30
+        ) as r:
             items = json.load(r)
         for item in items:
             req = urllib.request.Request(f"{server.url}/api/{kind}/{item['id']}", headers=headers, method="DELETE")
@@ -180,7 +202,10 @@ def chromium(profile: Path) -> Iterator[object]:
 
     with sync_playwright() as p:
         context = p.chromium.launch_persistent_context(
-            str(profile), executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True,
+            str(profile),
+            executable_path=str(CHROMIUM),
+            args=CHROMIUM_ARGS,
+            headless=True,
             viewport={"width": 1400, "height": 900},
         )
         try:
@@ -192,6 +217,7 @@ def chromium(profile: Path) -> Iterator[object]:
 # ---------------------------------------------------------------------------
 # page actions
 # ---------------------------------------------------------------------------
+
 
 def open_notebook(page, server: LabServer, rel_path: str) -> None:
     """Open ``rel_path`` (relative to the course root) in JupyterLab and wait for its kernel."""
@@ -216,9 +242,11 @@ def active_panel(page):
 
 
 def wait_kernel_idle(page, timeout_ms: int = 120_000) -> None:
-    page.wait_for_selector(".jp-NotebookPanel:not(.lm-mod-hidden) "
-                           ".jp-Notebook-ExecutionIndicator[data-status='idle']",
-                           state="attached", timeout=timeout_ms)
+    page.wait_for_selector(
+        ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook-ExecutionIndicator[data-status='idle']",
+        state="attached",
+        timeout=timeout_ms,
+    )
 
 
 _CURRENT_TAB = "#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel"
@@ -234,7 +262,10 @@ def wait_current_tab(page, name: str, timeout_ms: int = 60_000) -> None:
         f"""name => {{
             const tab = document.querySelector({_CURRENT_TAB!r});
             return tab && tab.textContent.trim() === name;
-        }}""", arg=name, timeout=timeout_ms)
+        }}""",
+        arg=name,
+        timeout=timeout_ms,
+    )
 
 
 def activate_tab(page, name: str) -> None:
@@ -287,15 +318,19 @@ def run_all_cells(page, timeout_ms: int) -> None:
             const prompts = [...panel.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
             return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
         }""",
-        timeout=timeout_ms, polling=500,
+        timeout=timeout_ms,
+        polling=500,
     )
     wait_kernel_idle(page, timeout_ms)
 
 
 def error_outputs(page) -> list[str]:
     """Texts of the tracebacks shown in the active notebook (an error in any cell)."""
-    return active_panel(page).locator(
-        ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.error']").all_inner_texts()
+    return (
+        active_panel(page)
+        .locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.error']")
+        .all_inner_texts()
+    )
 
 
 def explorer(page, class_name: str):
@@ -378,7 +413,9 @@ def wait_status_change(page, box, before: str, timeout_ms: int) -> str:
             const t = el.innerText.trim();
             return t && t !== before && !/…|\\.\\.\\.$/.test(t);
         }""",
-        arg=[handle, before], timeout=timeout_ms, polling=250,
+        arg=[handle, before],
+        timeout=timeout_ms,
+        polling=250,
     )
     return status_text(box)
 

@@ -9,6 +9,7 @@ Run as a script to make the 30-submission class the gradebook was measured on::
     .venv/bin/python tests/class_fixtures.py build/class30
     time .venv/bin/nodecourse grade build/class30/*.ipynb --gradebook build/class30.csv --timeout 60
 """
+
 from __future__ import annotations
 
 import copy
@@ -39,8 +40,13 @@ def _kinds(solution) -> list[tuple[str, object, int]]:
             cell.source = sol.source
     noted = copy.deepcopy(solution)
     noted.cells[0].source += "\n\nMy notes: done on a Tuesday."
-    kinds = [("solution", solution, 4), ("unsolved", unsolved, 0), ("half-step-and-block", step_and_block, 2),
-             ("solution-with-notes", noted, 4), ("half-step-only", step_only, 1)]
+    kinds = [
+        ("solution", solution, 4),
+        ("unsolved", unsolved, 0),
+        ("half-step-and-block", step_and_block, 2),
+        ("solution-with-notes", noted, 4),
+        ("half-step-only", step_only, 1),
+    ]
     kinds += [(f"attack-{name}", attacked_notebook(solution, name), len(a.passes)) for name, a in ATTACKS.items()]
     return kinds
 

@@ -2,6 +2,7 @@
 
 pytest-timeout only stops a hang; no test asserts on wall-clock time.
 """
+
 from __future__ import annotations
 
 import pytest

@@ -17,6 +17,7 @@ Tensors of unknown origin (autograd's gradients) are neutral: they take the kind
 meet. The checks run through a ``TorchFunctionMode``, so they see every torch call the code
 under test makes, in the library or in a lesson.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -34,8 +35,12 @@ _TAG = "_nodecourse_fake_device"  # "cuda" or "cpu" on tensors whose origin is k
 # Real CUDA lets these take host tensors beside device tensors (copies and indexing).
 # (Property accessors are new method-wrapper objects at each access: compare with ==, not is.)
 _MIXING_ALLOWED = (
-    torch.Tensor.copy_, torch.Tensor.__setitem__, torch.Tensor.__getitem__,
-    torch.Tensor.data.__set__, torch.Tensor.grad.__set__, torch._has_compatible_shallow_copy_type,
+    torch.Tensor.copy_,
+    torch.Tensor.__setitem__,
+    torch.Tensor.__getitem__,
+    torch.Tensor.data.__set__,
+    torch.Tensor.grad.__set__,
+    torch._has_compatible_shallow_copy_type,
 )
 
 
@@ -107,8 +112,10 @@ class FakeCudaMode(TorchFunctionMode):
         if func == torch.Tensor.get_device:
             return 0 if self_kind == "cuda" else -1
         if func in (torch.Tensor.numpy, torch.Tensor.__array__) and self_kind == "cuda":
-            raise TypeError("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the "
-                            "tensor to host memory first. (fake CUDA device: a .numpy() on a device tensor)")
+            raise TypeError(
+                "can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the "
+                "tensor to host memory first. (fake CUDA device: a .numpy() on a device tensor)"
+            )
         if func == torch.Tensor.grad.__get__:
             out = func(*args)
             return _tag(out, self_kind) if out is not None and self_kind and kind(out) is None else out
@@ -152,7 +159,8 @@ class FakeCudaMode(TorchFunctionMode):
                 name = getattr(func, "__qualname__", getattr(func, "__name__", repr(func)))
                 raise RuntimeError(
                     f"Expected all tensors to be on the same device, but found at least two devices, cuda:0 and "
-                    f"cpu! (fake CUDA device: {name} got a host tensor of shape {tuple(host[0].shape)})")
+                    f"cpu! (fake CUDA device: {name} got a host tensor of shape {tuple(host[0].shape)})"
+                )
         out = func(*args, **kwargs)
         if func == torch.Tensor.__setitem__ or func == torch.Tensor.copy_:
             return out

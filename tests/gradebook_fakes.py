@@ -11,6 +11,7 @@ its notebook metadata ``{"fake": {...}}``:
 - ``weights``: ``{check: weight}`` (default 1);
 - ``exercise`` and ``checks``: another exercise's file name and check ids (default exercise 1's).
 """
+
 from __future__ import annotations
 
 import builtins
@@ -32,16 +33,32 @@ def write_submission(path: Path, **fake) -> Path:
 def fake_grade(job: tuple) -> dict:
     path, _reference, _timeout, seed, _notebook_timeout, _limits = job
     fake = json.loads(Path(path).read_text(encoding="utf-8"))["metadata"]["fake"]
-    result = {"path": path, "rows": [], "warnings": list(fake.get("warnings", [])), "error": "", "seed": seed,
-              "isolation": "fake", "time_s": 0.0}
+    result = {
+        "path": path,
+        "rows": [],
+        "warnings": list(fake.get("warnings", [])),
+        "error": "",
+        "seed": seed,
+        "isolation": "fake",
+        "time_s": 0.0,
+    }
     if fake.get("raise"):
         raise getattr(builtins, fake["raise"])("raised by the fake grading")
     weights = fake.get("weights", {})
     exercise = fake.get("exercise", EXERCISE)
     for check in fake.get("checks", CHECKS):
         passed = check in fake.get("passed", ())
-        result["rows"].append({"notebook": path, "exercise": exercise, "check": check, "passed": passed,
-                               "reason": "" if passed else f"{check} differs; likely cause: a fake mistake",
-                               "check_cell_passed": passed, "isolation": "fake", "seed": seed,
-                               "weight": float(weights.get(check, 1.0))})
+        result["rows"].append(
+            {
+                "notebook": path,
+                "exercise": exercise,
+                "check": check,
+                "passed": passed,
+                "reason": "" if passed else f"{check} differs; likely cause: a fake mistake",
+                "check_cell_passed": passed,
+                "isolation": "fake",
+                "seed": seed,
+                "weight": float(weights.get(check, 1.0)),
+            }
+        )
     return result

@@ -4,6 +4,7 @@ The fixture solution has two tasks (``double`` and ``square``), each an answer
 cell followed by a check cell, plus a setup cell, as CONTRIBUTING.md describes.
 Check-cell outputs are what :func:`nodecourse.course.checks.check` prints on success.
 """
+
 from __future__ import annotations
 
 import os
@@ -79,5 +80,9 @@ def run_cli(*args: str, cwd: Path | None = None, timeout: float = 300) -> subpro
     """Run ``python -m nodecourse.cli ARGS`` with this checkout on the path."""
     return subprocess.run(
         [sys.executable, "-m", "nodecourse.course.cli", *args],
-        cwd=cwd or REPO, env=SUBPROCESS_ENV, capture_output=True, text=True, timeout=timeout,
+        cwd=cwd or REPO,
+        env=SUBPROCESS_ENV,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )

@@ -4,6 +4,7 @@ cnf.py, odenet_mnist.py, torchdeq's get_deq), shrunk to seconds, for the audit's
 Nothing here imports nodecourse: the audit must take these as they are. Each ``build_*`` returns
 ``(model, train, test, task)`` like the ``build()`` of ``nodecourse audit --model file.py:build``.
 """
+
 from __future__ import annotations
 
 import math
@@ -33,7 +34,7 @@ class ODEFunc(nn.Module):
                 nn.init.constant_(m.bias, val=0)
 
     def forward(self, t, y):
-        return self.net(y ** 3)
+        return self.net(y**3)
 
 
 class TrajectoryModel(nn.Module):
@@ -52,7 +53,7 @@ class TrajectoryModel(nn.Module):
 def _spiral_targets(y0: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
     """The true dynamics dy/dt = (y^3) A of ode_demo.py, solved tightly: ``(N, T, 2)``."""
     with torch.no_grad():
-        return odeint(lambda t, y: torch.mm(y ** 3, TRUE_A), y0, t, rtol=1e-7, atol=1e-9).permute(1, 0, 2)
+        return odeint(lambda t, y: torch.mm(y**3, TRUE_A), y0, t, rtol=1e-7, atol=1e-9).permute(1, 0, 2)
 
 
 def build_trajectory(n: int = 40, steps: int = 30, seed: int = 0):
@@ -62,7 +63,7 @@ def build_trajectory(n: int = 40, steps: int = 30, seed: int = 0):
     y0 = torch.tensor([[2.0, 0.0]]) + 0.3 * torch.randn(n, 2, generator=g)
     y = _spiral_targets(y0, model.t)
     _fit(model, y0[: n // 2], y[: n // 2], steps, lambda out, tgt: (out - tgt).abs().mean())
-    return model, (y0[: n // 2], y[: n // 2]), (y0[n // 2:], y[n // 2:]), "regression"
+    return model, (y0[: n // 2], y[: n // 2]), (y0[n // 2 :], y[n // 2 :]), "regression"
 
 
 # --- latent_ode.py: a GRU encoder, an ODE decoder -------------------------------------------------
@@ -113,7 +114,7 @@ def build_latent(n: int = 40, steps: int = 20, seed: int = 0):
     x = torch.stack([torch.cos(3 * t + phase), torch.sin(3 * t + phase)], dim=-1)
     x = x + 0.05 * torch.randn(x.shape, generator=g)
     _fit(model, x[: n // 2], x[: n // 2], steps, lambda out, tgt: (out - tgt).pow(2).mean())
-    return model, (x[: n // 2], x[: n // 2]), (x[n // 2:], x[n // 2:]), "regression"
+    return model, (x[: n // 2], x[: n // 2]), (x[n // 2 :], x[n // 2 :]), "regression"
 
 
 # --- cnf.py: a continuous normalising flow with a tuple state -----------------------------------
@@ -145,10 +146,11 @@ class CNF(nn.Module):
 
     def forward(self, x):
         logp_diff_t1 = torch.zeros(x.shape[0], 1, dtype=x.dtype, device=x.device)
-        z_t, logp_diff_t = odeint(self.func, (x, logp_diff_t1), torch.tensor([self.t1, self.t0]).to(x),
-                                  atol=1e-5, rtol=1e-5, method="dopri5")
+        z_t, logp_diff_t = odeint(
+            self.func, (x, logp_diff_t1), torch.tensor([self.t1, self.t0]).to(x), atol=1e-5, rtol=1e-5, method="dopri5"
+        )
         z_t0, logp_diff_t0 = z_t[-1], logp_diff_t[-1]
-        base = -0.5 * (z_t0 ** 2).sum(-1) - math.log(2 * math.pi)
+        base = -0.5 * (z_t0**2).sum(-1) - math.log(2 * math.pi)
         return base - logp_diff_t0.reshape(-1)
 
 
@@ -156,7 +158,8 @@ def two_circles(n: int, generator: torch.Generator) -> torch.Tensor:
     angle = 2 * math.pi * torch.rand(n, generator=generator)
     radius = torch.where(torch.rand(n, generator=generator) < 0.5, 0.5, 1.5)
     return torch.stack([radius * torch.cos(angle), radius * torch.sin(angle)], 1) + 0.05 * torch.randn(
-        n, 2, generator=generator)
+        n, 2, generator=generator
+    )
 
 
 def build_cnf(n: int = 48, steps: int = 10, seed: int = 0):
@@ -165,7 +168,7 @@ def build_cnf(n: int = 48, steps: int = 10, seed: int = 0):
     model = CNF()
     x = two_circles(n, g)
     _fit(model, x[: n // 2], None, steps, lambda out, _: -out.mean())
-    return model, (x[: n // 2], None), (x[n // 2:], None), "density"
+    return model, (x[: n // 2], None), (x[n // 2 :], None), "density"
 
 
 # --- odenet_mnist.py: a conv classifier through odeint_adjoint ------------------------------------
@@ -236,7 +239,7 @@ def build_conv_classifier(n: int = 120, steps: int = 10, seed: int = 0):
     model = ODENet()
     x, y = digits(n, seed)
     _fit(model, x[: n // 2], y[: n // 2], steps, lambda out, tgt: nn.functional.cross_entropy(out, tgt))
-    return model, (x[: n // 2], y[: n // 2]), (x[n // 2:], y[n // 2:]), "classification"
+    return model, (x[: n // 2], y[: n // 2]), (x[n // 2 :], y[n // 2 :]), "classification"
 
 
 # --- torchdeq's get_deq ---------------------------------------------------------------------------
@@ -271,7 +274,7 @@ def build_deq(n: int = 80, steps: int = 15, seed: int = 0):
     x = torch.randn(n, 4, generator=g)
     y = (x[:, 0] > 0).long() + (x[:, 1] > 0.5).long()
     _fit(model, x[: n // 2], y[: n // 2], steps, lambda out, tgt: nn.functional.cross_entropy(out, tgt))
-    return model, (x[: n // 2], y[: n // 2]), (x[n // 2:], y[n // 2:]), "classification"
+    return model, (x[: n // 2], y[: n // 2]), (x[n // 2 :], y[n // 2 :]), "classification"
 
 
 # --- planted faults ------------------------------------------------------------------------------
@@ -313,7 +316,7 @@ def build_adjoint_fault(n: int = 48, seed: int = 0, **kwargs):
     x = torch.randn(n, 2, generator=g, dtype=torch.float64)
     with torch.no_grad():
         y = model(x) + 0.01 * torch.randn(n, 1, generator=g, dtype=torch.float64)
-    return model, (x[: n // 2], y[: n // 2]), (x[n // 2:], y[n // 2:]), "regression"
+    return model, (x[: n // 2], y[: n // 2]), (x[n // 2 :], y[n // 2 :]), "regression"
 
 
 class ScaledFunc(nn.Module):
@@ -346,7 +349,7 @@ def build_float32(n: int = 48, seed: int = 0):
     model = Float32Defaults()
     x = torch.randn(n, 3, generator=g)
     y = (x[:, 0] > 0).long()
-    return model, (x[: n // 2], y[: n // 2]), (x[n // 2:], y[n // 2:]), "classification"
+    return model, (x[: n // 2], y[: n // 2]), (x[n // 2 :], y[n // 2 :]), "classification"
 
 
 def _fit(model, x, y, steps, loss_fn, lr=1e-2):

@@ -1,4 +1,5 @@
 """Small synthetic PhysioNet sets for the tests (written by the tests, never the real data)."""
+
 from __future__ import annotations
 
 import warnings

@@ -1,5 +1,6 @@
 """gradient="adjoint" and gradient="checkpoint" against backprop and finite differences, for every
 solver family; gradients with respect to y0, nn.Module parameters and output times; bad input."""
+
 from __future__ import annotations
 
 import math
@@ -115,8 +116,9 @@ def test_implicit_euler_adjoint_matches_backprop_to_its_order():
 
 def test_unknown_gradient_mode_lists_the_valid_ones():
     y0 = torch.ones(2)
-    with pytest.raises(ValueError,
-                       match=r"gradient='adjiont' is not one of \['backprop', 'adjoint', 'checkpoint', 'reversible'\]"):
+    with pytest.raises(
+        ValueError, match=r"gradient='adjiont' is not one of \['backprop', 'adjoint', 'checkpoint', 'reversible'\]"
+    ):
         odeint(lambda t, y: -y, y0, torch.tensor([0.0, 1.0]), gradient="adjiont")
 
 
@@ -136,7 +138,7 @@ def test_plain_function_without_parameters_gives_y0_gradients():
     grads = {}
     for mode in ("backprop", "adjoint", "checkpoint"):
         sol = odeint(f, y0, t, gradient=mode, rtol=1e-10, atol=1e-10)
-        grads[mode], = torch.autograd.grad(sol.ys[-1].sum(), y0)
+        (grads[mode],) = torch.autograd.grad(sol.ys[-1].sum(), y0)
     assert _rel(grads["adjoint"], grads["backprop"]) < 1e-7
     assert _rel(grads["checkpoint"], grads["backprop"]) < 1e-12
 
@@ -163,15 +165,16 @@ def test_a_failing_backward_solve_raises_or_reports_never_silent():
         sol.ys[-1].sum().backward()
     assert sol.stats["backward_status"] is Status.MAX_STEPS
     sol = odeint(field, y0, t, gradient="adjoint", adjoint_options={"max_steps": 2}, throw=False)
-    g, = torch.autograd.grad(sol.ys[-1].sum(), y0)
+    (g,) = torch.autograd.grad(sol.ys[-1].sum(), y0)
     assert torch.isnan(g).all() and sol.stats["backward_status"] is Status.MAX_STEPS
 
 
 def test_adjoint_backward_uses_its_own_method_and_tolerances():
     y0 = torch.tensor([1.0, 0.5], dtype=F64, requires_grad=True)
     t = torch.tensor([0.0, 1.0], dtype=F64)
-    loose = odeint(Field(), y0, t, gradient="adjoint", rtol=1e-10, atol=1e-10,
-                   adjoint_options={"rtol": 1e-4, "atol": 1e-4})
+    loose = odeint(
+        Field(), y0, t, gradient="adjoint", rtol=1e-10, atol=1e-10, adjoint_options={"rtol": 1e-4, "atol": 1e-4}
+    )
     loose.ys[-1].sum().backward()
     tight = odeint(Field(), y0, t, gradient="adjoint", rtol=1e-10, atol=1e-10)
     tight.ys[-1].sum().backward()
@@ -186,8 +189,13 @@ def test_gradient_table_finds_the_drift():
 
     easy = gradient_table(-1.0, 1.0, rtol=1e-8, atol=1e-8)
     assert all(r.rel_error < 1e-6 for r in easy.rows), str(easy)
-    hard = gradient_table(-10.0, 3.0, rtol=1e-6, atol=1e-6,
-                          routes=("analytic", "backprop", "adjoint", "checkpoint", "torchdiffeq_adjoint"))
+    hard = gradient_table(
+        -10.0,
+        3.0,
+        rtol=1e-6,
+        atol=1e-6,
+        routes=("analytic", "backprop", "adjoint", "checkpoint", "torchdiffeq_adjoint"),
+    )
     assert hard.row("checkpoint").rel_error < 1e-5 and hard.row("backprop").rel_error < 1e-5
     assert hard.row("adjoint").rel_error > 1.0 and hard.row("torchdiffeq_adjoint").rel_error > 1.0
     with pytest.raises(ValueError, match="valid routes"):

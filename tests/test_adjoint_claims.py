@@ -1,5 +1,6 @@
 """Ledger rows of lesson 4: thresholds declared with the rows, verdicts computed from what was measured
 (and able to fail), the atol finding on the axis-aligned problem and the rotated problem's finding."""
+
 from __future__ import annotations
 
 import math
@@ -28,7 +29,7 @@ def test_reversal_row_names_the_seed_figure_as_unlocated_and_judges_the_derived_
     spec = load_rows()["reversal-steps"]
     assert "source unlocated" in spec.source and "200,000" in spec.source
     assert "500,000" in spec.threshold.text and "decides nothing" in spec.threshold.text
-    assert L.DERIVED_REVERSAL_STEPS == 50 * 100 ** 2 == L.derived_reversal_steps(-100.0)
+    assert L.DERIVED_REVERSAL_STEPS == 50 * 100**2 == L.derived_reversal_steps(-100.0)
 
 
 def _e(x: float) -> str:
@@ -38,17 +39,26 @@ def _e(x: float) -> str:
 
 def test_rotated_threshold_names_the_probe_it_is_judged_on():
     text, p = L.ROTATED_THRESHOLD.text, L.PROBE
-    for number in (f"rtol {_e(p.rtol)}", f"atol {_e(p.tight_atol)}", f"T = {p.T:g}", f"{p.angle:g} rad",
-                   f"lam = {p.lam:g}", f"> {_e(L.ROTATED_THRESHOLD.value)}"):
+    for number in (
+        f"rtol {_e(p.rtol)}",
+        f"atol {_e(p.tight_atol)}",
+        f"T = {p.T:g}",
+        f"{p.angle:g} rad",
+        f"lam = {p.lam:g}",
+        f"> {_e(L.ROTATED_THRESHOLD.value)}",
+    ):
         assert number in text, number
 
 
 # --- reversal-steps: two readings of "about", and the underflow ---------------------------------
 
+
 def _reversal_rows(euler, implicit, verified=True):
-    return (L.ReversalCount("euler", -100.0, euler, "amplification factor", verified),
-            L.ReversalCount("implicit_euler", -100.0, implicit, "amplification factor", None),
-            L.ReversalCount("midpoint", -100.0, 7_000, "amplification factor", None))
+    return (
+        L.ReversalCount("euler", -100.0, euler, "amplification factor", verified),
+        L.ReversalCount("implicit_euler", -100.0, implicit, "amplification factor", None),
+        L.ReversalCount("midpoint", -100.0, 7_000, "amplification factor", None),
+    )
 
 
 GONE = L.UnderflowCase(-1e4, 0.0, 0, 0.0)
@@ -58,8 +68,12 @@ COUNT_PARTS = ("forward Euler within 10 % of 50 lam^2", "backward Euler within 1
 
 def test_reversal_holds_at_the_measured_counts():
     f = L.reversal_findings(_reversal_rows(497_430, 502_563), GONE)
-    assert f.parts == {COUNT_PARTS[0]: ClaimVerdict.HOLDS, COUNT_PARTS[1]: ClaimVerdict.HOLDS,
-                       "solver confirms the counts": ClaimVerdict.HOLDS, "e^-1e4 underflows": ClaimVerdict.HOLDS}
+    assert f.parts == {
+        COUNT_PARTS[0]: ClaimVerdict.HOLDS,
+        COUNT_PARTS[1]: ClaimVerdict.HOLDS,
+        "solver confirms the counts": ClaimVerdict.HOLDS,
+        "e^-1e4 underflows": ClaimVerdict.HOLDS,
+    }
     assert f.verdict is ClaimVerdict.HOLDS
     assert f.ratio("euler") == pytest.approx(497_430 / 500_000)
 
@@ -102,10 +116,14 @@ def test_reversal_counts_are_the_lessons_table():
 
 # --- adjoint-memory: three parts ------------------------------------------------------------------
 
+
 def _sweep(backprop, checkpoint, adjoint):
     peaks = {"backprop": backprop, "checkpoint": checkpoint, "adjoint": adjoint}
-    return SimpleNamespace(config=SimpleNamespace(modes=tuple(peaks), steps=(8, 16, 32)), peaks=lambda m: peaks[m],
-                           growth=lambda m: peaks[m][-1] / peaks[m][0])
+    return SimpleNamespace(
+        config=SimpleNamespace(modes=tuple(peaks), steps=(8, 16, 32)),
+        peaks=lambda m: peaks[m],
+        growth=lambda m: peaks[m][-1] / peaks[m][0],
+    )
 
 
 def test_memory_holds_on_linear_backprop_and_flat_adjoint():
@@ -129,8 +147,11 @@ CFG = L.GradientErrorConfig(horizons=(0.5, 3.0), tolerances=(1e-6,))
 
 
 def _grad_rows(adj_short, adj_long, ck=1e-7):
-    return [{"T": T, "tol": 1e-6, "route": route, "rel_error": e}
-            for T, a in ((0.5, adj_short), (3.0, adj_long)) for route, e in (("adjoint", a), ("checkpoint", ck))]
+    return [
+        {"T": T, "tol": 1e-6, "route": route, "rel_error": e}
+        for T, a in ((0.5, adj_short), (3.0, adj_long))
+        for route, e in (("adjoint", a), ("checkpoint", ck))
+    ]
 
 
 def test_gradient_error_holds_on_growth_and_accurate_checkpoint():
@@ -156,17 +177,23 @@ def test_axis_aligned_error_comes_from_the_absolute_tolerance():
 
 # --- adjoint-error-rotated -------------------------------------------------------------------------
 
+
 def test_rotation_keeps_the_gradient_backprop_matches_the_closed_form():
     t = gradient_table(-10.0, 1.0, rtol=1e-9, atol=1e-12, routes=("backprop",), angle=0.7)
     assert t.row("backprop").rel_error < 1e-6
-    assert t.settings["angle"] == 0.7 and analytic_gradient(-10.0, 1.0, 1.0) == gradient_table(
-        -10.0, 1.0, routes=("analytic",), angle=0.7).row("analytic").grad
+    assert (
+        t.settings["angle"] == 0.7
+        and analytic_gradient(-10.0, 1.0, 1.0)
+        == gradient_table(-10.0, 1.0, routes=("analytic",), angle=0.7).row("analytic").grad
+    )
 
 
 def _probe_rows(adj, ck):
     p = L.PROBE
-    return [L.ProbeResult(p.tight_atol, p.angle, "adjoint", adj, adj, 100, 200, "success"),
-            L.ProbeResult(p.tight_atol, p.angle, "checkpoint", ck, ck, 100, 100, "success")]
+    return [
+        L.ProbeResult(p.tight_atol, p.angle, "adjoint", adj, adj, 100, 200, "success"),
+        L.ProbeResult(p.tight_atol, p.angle, "checkpoint", ck, ck, 100, 100, "success"),
+    ]
 
 
 def test_rotated_verdicts_follow_both_parts():
@@ -182,13 +209,17 @@ def test_rotated_adjoint_stays_wrong_with_tight_atol():
 
 # --- the rows themselves in quick mode -------------------------------------------------------------
 
+
 @pytest.mark.slow
-@pytest.mark.parametrize("cid,needle,verdict", [
-    ("reversal-steps", "forward Euler 497,430", ClaimVerdict.HOLDS),
-    ("adjoint-memory", "peak MiB backprop", ClaimVerdict.HOLDS),
-    ("adjoint-gradient-error", "atol = 1e-20", ClaimVerdict.HOLDS_IN_PART),
-    ("adjoint-error-rotated", "rotated 0.7 rad", ClaimVerdict.HOLDS),
-])
+@pytest.mark.parametrize(
+    "cid,needle,verdict",
+    [
+        ("reversal-steps", "forward Euler 497,430", ClaimVerdict.HOLDS),
+        ("adjoint-memory", "peak MiB backprop", ClaimVerdict.HOLDS),
+        ("adjoint-gradient-error", "atol = 1e-20", ClaimVerdict.HOLDS_IN_PART),
+        ("adjoint-error-rotated", "rotated 0.7 rad", ClaimVerdict.HOLDS),
+    ],
+)
 def test_lesson04_rows_in_quick_mode(cid, needle, verdict):
     (res,) = run_claims([cid], quick=True)
     assert needle in res.measured, res.measured

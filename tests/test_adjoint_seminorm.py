@@ -1,5 +1,6 @@
 """adjoint_options={'norm': 'seminorm'}: the backward error norm leaves out the parameter-gradient
 channels; fewer backward evaluations, the same gradient to the tolerance, as torchdiffeq's."""
+
 from __future__ import annotations
 
 import pytest
@@ -53,16 +54,19 @@ def test_seminorm_against_torchdiffeq_where_they_overlap():
 
     counting = Counting()
     field.zero_grad(set_to_none=True)
-    out = torchdiffeq.odeint_adjoint(counting, y0, T01, rtol=1e-6, atol=1e-6, method="dopri5",
-                                     adjoint_options=dict(norm="seminorm"))
+    out = torchdiffeq.odeint_adjoint(
+        counting, y0, T01, rtol=1e-6, atol=1e-6, method="dopri5", adjoint_options=dict(norm="seminorm")
+    )
     forward_calls = calls["n"]
     out[-1].pow(2).sum().backward()
     g_td = torch.cat([p.grad.flatten() for p in field.parameters()])
     backward_calls = calls["n"] - forward_calls
     assert float((g_ours - g_td).norm() / g_td.norm()) < 1e-4
     # another error estimator (see SOLVERS['dopri5']): counts agree within a third, not exactly
-    assert abs(s_ours["nfe_backward"] - backward_calls) <= 0.35 * backward_calls, (s_ours["nfe_backward"],
-                                                                                  backward_calls)
+    assert abs(s_ours["nfe_backward"] - backward_calls) <= 0.35 * backward_calls, (
+        s_ours["nfe_backward"],
+        backward_calls,
+    )
 
 
 def test_seminorm_with_a_forward_norm_measures_state_and_adjoint_with_it():
@@ -73,12 +77,15 @@ def test_seminorm_with_a_forward_norm_measures_state_and_adjoint_with_it():
     assert s_semi["nfe_backward"] <= s_full["nfe_backward"]
 
 
-@pytest.mark.parametrize("adjoint_options,pattern", [
-    ({"norm": "semi"}, r"adjoint_options\['norm'\]='semi' is not valid"),
-    ({"norm": 2}, r"adjoint_options\['norm'\]=2 must be"),
-    ({"norm": "seminorm", "method": "rk4", "step_size": 0.1}, r"has none"),
-    ({"norm": "seminorm", "options": {"norm": lambda x: x.abs().max()}}, r"give one of them"),
-])
+@pytest.mark.parametrize(
+    "adjoint_options,pattern",
+    [
+        ({"norm": "semi"}, r"adjoint_options\['norm'\]='semi' is not valid"),
+        ({"norm": 2}, r"adjoint_options\['norm'\]=2 must be"),
+        ({"norm": "seminorm", "method": "rk4", "step_size": 0.1}, r"has none"),
+        ({"norm": "seminorm", "options": {"norm": lambda x: x.abs().max()}}, r"give one of them"),
+    ],
+)
 def test_bad_norm_settings_are_named(adjoint_options, pattern):
     field, y0 = _setup(0)
     with pytest.raises((TypeError, ValueError), match=pattern):

@@ -6,6 +6,7 @@ fast decaying mode rotated into every coordinate (the adjoint is wrong; checkpoi
 a fast rotation classified by the side it ends on (accuracy collapses when the solve is loosened).
 Each fault test has a control that differs in the one setting that plants the fault.
 """
+
 from __future__ import annotations
 
 import json
@@ -41,9 +42,22 @@ def _context(model, train, test, *, task="classification", shift=None) -> AuditC
     model.eval()
     with torch.no_grad():
         metric = Q.metric_for(task, model(test[0][:2]))
-    return AuditContext(model=model, cores=find_cores(model), task=task, metric=metric, train=train, test=test,
-                        shift=shift, baseline="auto", sizes=QUICK, epochs=2, lr=3e-3, batch_size=64, seed=0,
-                        progress=False)
+    return AuditContext(
+        model=model,
+        cores=find_cores(model),
+        task=task,
+        metric=metric,
+        train=train,
+        test=test,
+        shift=shift,
+        baseline="auto",
+        sizes=QUICK,
+        epochs=2,
+        lr=3e-3,
+        batch_size=64,
+        seed=0,
+        progress=False,
+    )
 
 
 def _sign_classifier(seed=0, n=240):
@@ -143,8 +157,17 @@ def test_a_model_without_a_core_is_refused_naming_what_was_looked_for():
     with pytest.raises(CoreNotFoundError) as err:
         audit(mlp, (x, torch.zeros(10, dtype=torch.long)), (x, torch.zeros(10, dtype=torch.long)), quick=True)
     text = str(err.value)
-    for name in ("torchdiffeq.odeint_adjoint", "nodecourse.odeint", "torchdeq", "ODEBlock", "RecurrentEncoder",
-                 "LatentODE", "CNF", "DEQ", "TorchdiffeqBlock"):
+    for name in (
+        "torchdiffeq.odeint_adjoint",
+        "nodecourse.odeint",
+        "torchdeq",
+        "ODEBlock",
+        "RecurrentEncoder",
+        "LatentODE",
+        "CNF",
+        "DEQ",
+        "TorchdiffeqBlock",
+    ):
         assert name in text, name
 
 
@@ -197,7 +220,9 @@ def test_cores_are_found_inside_the_course_models():
     rnn = SharedInputs(ODERNN(3, 2, hidden_dim=4, ode_hidden=4), torch.arange(5.0))
     assert [(c.label, c.path) for c in find_cores(rnn)] == [("ODE-RNN encoder", "model.encoder")]
     assert [c.label for c in find_cores(LatentODE(3, 2, latent_dim=2, hidden_dim=4))] == [
-        "latent ODE decoder", "latent ODE encoder"]
+        "latent ODE decoder",
+        "latent ODE encoder",
+    ]
 
 
 def test_the_discrete_counterparts_match_the_core_in_parameters():
@@ -231,8 +256,15 @@ def test_the_audit_runs_on_a_device_without_hidden_host_tensors():
     with fake_cuda_device() as device:
         model, (xa, ya), (xb, yb) = _sign_classifier()
         model.to(device)
-        report = audit(model, (xa.to(device), ya.to(device)), (xb.to(device), yb.to(device)),
-                       shift=(xb.to(device), yb.to(device)), quick=True, progress=False, epochs=1)
+        report = audit(
+            model,
+            (xa.to(device), ya.to(device)),
+            (xb.to(device), yb.to(device)),
+            shift=(xb.to(device), yb.to(device)),
+            quick=True,
+            progress=False,
+            epochs=1,
+        )
         assert next(model.parameters()).device.type == "cuda"
     assert [s.step for s in report.steps] == [1, 2, 3, 4, 5]
 
@@ -336,8 +368,9 @@ def test_non_finite_numbers_become_null_in_json():
 @pytest.mark.slow
 def test_cli_prints_one_json_document_with_five_steps(tmp_path):
     out = tmp_path / "audit.html"
-    proc = run_cli("audit", "--model", "digits-ode", "--quick", "--json", "--no-progress", "--out", str(out),
-                   timeout=600)
+    proc = run_cli(
+        "audit", "--model", "digits-ode", "--quick", "--json", "--no-progress", "--out", str(out), timeout=600
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     doc = json.loads(proc.stdout)  # the whole of stdout is one document
     assert [s["step"] for s in doc["steps"]] == [1, 2, 3, 4, 5]

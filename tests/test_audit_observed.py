@@ -3,6 +3,7 @@ with no change to their code: the solves are found by watching a forward pass, n
 through the same hook. For each model at least one number per step is recomputed here directly,
 outside the audit; planted faults get their verdicts; bad arguments are refused before any training.
 """
+
 from __future__ import annotations
 
 import math
@@ -57,7 +58,7 @@ def _check_step5_numbers(step5):
     """The step's median and interval recomputed from its own per-direction measurements."""
     used = next(r for r in step5.data["routes"] if r["used"])
     fd = np.array(step5.data["fd"])
-    rms = math.sqrt(float(np.mean(fd ** 2)))
+    rms = math.sqrt(float(np.mean(fd**2)))
     errors = np.abs(np.array(used["directional"]) - fd) / rms
     assert len(errors) >= 8
     assert math.isclose(float(np.median(errors)), used["median"], rel_tol=1e-9)
@@ -73,7 +74,8 @@ def test_trajectory_on_a_grid():
     model, train, test, task, report = _audit(O.build_trajectory)
     (core,) = report.model["settings"]
     assert core["entry"] == "torchdiffeq.odeint" and core["site"] == (
-        f"{SOURCE}:{_line_of('pred = odeint(self.func, y0, self.t')} (TrajectoryModel.forward)")
+        f"{SOURCE}:{_line_of('pred = odeint(self.func, y0, self.t')} (TrajectoryModel.forward)"
+    )
     assert core["rtol"] == 1e-4 and core["method"] == "dopri5" and core["gradient"] == "backprop"
     assert "10 times from 0 to 2" in core["grid"]
     assert all(s.verdict != "failed" for s in report.steps), str(report)
@@ -86,7 +88,7 @@ def test_trajectory_on_a_grid():
     # step 2: one input's NFE, counted on the field directly
     s2 = report.step(2).data
     row = s2["rows"][0]
-    assert s2["work"][0] == _count_calls(model.func, lambda: model(x[row:row + 1]))
+    assert s2["work"][0] == _count_calls(model.func, lambda: model(x[row : row + 1]))
     # step 3: the swept tolerance's quality equals a direct solve at that tolerance
     p = _point(report.step(3), 10.0)
     with torch.no_grad():
@@ -96,8 +98,7 @@ def test_trajectory_on_a_grid():
     h = report.step(4).data["horizon"]
     assert h["measured"] and not h["quality_measured"] and h["work_per_pass"] != h["clean_work_per_pass"]
     with torch.no_grad():
-        n_long = _count_calls(model.func, lambda: torchdiffeq.odeint(model.func, x, 2 * model.t, rtol=1e-4,
-                                                                    atol=1e-6))
+        n_long = _count_calls(model.func, lambda: torchdiffeq.odeint(model.func, x, 2 * model.t, rtol=1e-4, atol=1e-6))
     assert h["work_per_pass"] == n_long
     assert "quality not measured" in report.step(4).summary
     _check_step5_numbers(report.step(5))
@@ -114,7 +115,7 @@ def test_latent_ode_with_a_gru_encoder():
     assert math.isclose(report.step(1).data["quality"]["a"], direct, rel_tol=1e-6)
     s2 = report.step(2).data
     row = s2["rows"][1]
-    assert s2["work"][1] == _count_calls(model.func, lambda: model(x[row:row + 1]))
+    assert s2["work"][1] == _count_calls(model.func, lambda: model(x[row : row + 1]))
     # step 3 at 100x looser: the decoder solved at rtol 1e-5 by hand
     p = _point(report.step(3), 100.0)
 
@@ -143,19 +144,21 @@ def test_cnf_with_a_tuple_state_gets_no_false_baseline_problem():
     x, _ = test
     p = _point(report.step(3), 10.0)
     with torch.no_grad():
-        z, logp = torchdiffeq.odeint(model.func, (x, torch.zeros(len(x), 1)), torch.tensor([1.0, 0.0]),
-                                     rtol=1e-4, atol=1e-4, method="dopri5")
+        z, logp = torchdiffeq.odeint(
+            model.func, (x, torch.zeros(len(x), 1)), torch.tensor([1.0, 0.0]), rtol=1e-4, atol=1e-4, method="dopri5"
+        )
         direct = float((-0.5 * (z[-1] ** 2).sum(-1) - math.log(2 * math.pi) - logp[-1].reshape(-1)).mean())
     assert math.isclose(p["quality"], direct, rel_tol=1e-6)
     s2 = report.step(2).data
     row = s2["rows"][0]
-    assert s2["work"][0] == _count_calls(model.func, lambda: model(x[row:row + 1]))
+    assert s2["work"][0] == _count_calls(model.func, lambda: model(x[row : row + 1]))
     stiff = report.step(4).data["stiffness"]
     assert not stiff["measured"] and "tuple state" in stiff["why"]
     h = report.step(4).data["horizon"]
     with torch.no_grad():
-        z, logp = torchdiffeq.odeint(model.func, (x, torch.zeros(len(x), 1)), torch.tensor([1.0, -1.0]),
-                                     rtol=1e-5, atol=1e-5, method="dopri5")
+        z, logp = torchdiffeq.odeint(
+            model.func, (x, torch.zeros(len(x), 1)), torch.tensor([1.0, -1.0]), rtol=1e-5, atol=1e-5, method="dopri5"
+        )
         longer = float((-0.5 * (z[-1] ** 2).sum(-1) - math.log(2 * math.pi) - logp[-1].reshape(-1)).mean())
     assert math.isclose(h["quality"], longer, rel_tol=1e-6)
     _check_step5_numbers(report.step(5))
@@ -178,7 +181,7 @@ def test_conv_classifier_through_odeint_adjoint_is_judged_on_the_adjoint():
     assert math.isclose(_point(report.step(3), 10.0)["quality"], direct)
     s2 = report.step(2).data
     row = s2["rows"][0]
-    assert s2["work"][0] == _count_calls(model.block.odefunc, lambda: model(x[row:row + 1]))
+    assert s2["work"][0] == _count_calls(model.block.odefunc, lambda: model(x[row : row + 1]))
     assert report.step(4).data["stiffness"]["measured"] is False  # a (B, C, H, W) state: said, not faked
     used = _check_step5_numbers(report.step(5))
     assert used["route"] == "as written (adjoint)"
@@ -202,7 +205,7 @@ def test_torchdeq_get_deq_model():
     row = s2["rows"][0]
     try:
         with torch.no_grad():
-            model(x[row:row + 1])
+            model(x[row : row + 1])
     finally:
         handle.remove()
     assert s2["work"][0] == seen[0]
@@ -347,19 +350,30 @@ def _bad_cases():
     nan_x = xb.clone()
     nan_x[3, 1] = float("nan")
     return model, [
-        ("classifier as regression", dict(train=train, test=test, task="regression"),
-         r"task='regression' needs targets shaped like the model's output \(2,\)"),
-        ("label out of range", dict(train=(xa, ya), test=(xb, torch.where(yb == 1, 7, yb)), task="classification"),
-         r"test: label 7 at row \d+.*labels are 0 to 1"),
-        ("shift of the wrong width", dict(train=train, test=test, shift=(torch.randn(10, 5), yb[:10])),
-         r"shift: the model fails on the first two rows of shift's x \(shapes \[\(10, 5\)\]\)"),
-        ("targets for a density", dict(train=train, test=test, task="density"),
-         r"task='density' takes no targets"),
+        (
+            "classifier as regression",
+            dict(train=train, test=test, task="regression"),
+            r"task='regression' needs targets shaped like the model's output \(2,\)",
+        ),
+        (
+            "label out of range",
+            dict(train=(xa, ya), test=(xb, torch.where(yb == 1, 7, yb)), task="classification"),
+            r"test: label 7 at row \d+.*labels are 0 to 1",
+        ),
+        (
+            "shift of the wrong width",
+            dict(train=train, test=test, shift=(torch.randn(10, 5), yb[:10])),
+            r"shift: the model fails on the first two rows of shift's x \(shapes \[\(10, 5\)\]\)",
+        ),
+        ("targets for a density", dict(train=train, test=test, task="density"), r"task='density' takes no targets"),
         ("NaN in the test inputs", dict(train=train, test=(nan_x, yb)), r"test: x contains NaN at row 3"),
-        ("missing output folder", dict(train=train, test=test, out="/nonexistent-folder/a.html"),
-         r"out='/nonexistent-folder/a.html': the folder '/nonexistent-folder' does not exist"),
+        (
+            "missing output folder",
+            dict(train=train, test=test, out="/nonexistent-folder/a.html"),
+            r"out='/nonexistent-folder/a.html': the folder '/nonexistent-folder' does not exist",
+        ),
         ("seed out of range", dict(train=train, test=test, seed=-1), r"seed"),
-        ("seed too large", dict(train=train, test=test, seed=2 ** 40), r"seed"),
+        ("seed too large", dict(train=train, test=test, seed=2**40), r"seed"),
     ]
 
 
@@ -382,8 +396,11 @@ def test_every_bad_argument_is_named_before_any_training(case, monkeypatch):
 def test_regression_targets_of_another_shape_and_inf_are_named():
     model, train, test, _ = O.build_trajectory(n=8, steps=0)
     x, y = test
-    with pytest.raises(ValueError, match=r"test: task='regression' needs targets shaped like the model's output "
-                                         r"\(10, 2\) per row; y has \(10, 3\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"test: task='regression' needs targets shaped like the model's output "
+        r"\(10, 2\) per row; y has \(10, 3\)",
+    ):
         audit(model, train, (x, torch.zeros(len(x), 10, 3)), task="regression", progress=False)
     bad = y.clone()
     bad[2, 0, 0] = float("inf")
@@ -397,9 +414,12 @@ if __name__ == "__main__":  # measured figures: quick audit time per fixture and
     print(f"torch threads: {torch.get_num_threads()}")
     for name in ("trajectory", "latent", "cnf", "conv_classifier", "deq", "adjoint_fault", "float32"):
         _, _, _, _, r = _audit(getattr(O, f"build_{name}"))
-        print(f"{name:16s} audit {r.seconds:6.1f} s, step 5 {r.step(5).seconds:5.1f} s "
-              f"({100 * r.step(5).seconds / r.seconds:.0f} %), verdicts {[s.verdict for s in r.steps]}",
-              file=sys.stdout, flush=True)
+        print(
+            f"{name:16s} audit {r.seconds:6.1f} s, step 5 {r.step(5).seconds:5.1f} s "
+            f"({100 * r.step(5).seconds / r.seconds:.0f} %), verdicts {[s.verdict for s in r.steps]}",
+            file=sys.stdout,
+            flush=True,
+        )
 
 
 @pytest.mark.slow
@@ -419,8 +439,11 @@ def test_cli_audits_your_own_file_and_refuses_bad_arguments_before_work(tmp_path
     assert [line.split()[2] for line in lines] == ["1/5", "2/5", "3/5", "4/5", "5/5"], proc.stderr[-1000:]
     assert out.exists() and out.with_suffix(".html").exists() and out.with_suffix(".json").exists()
     missing_folder = str(tmp_path / "none" / "a.html")
-    for bad, words in ((["--seed", "-1"], "out of range"), (["--out", missing_folder], "does not exist"),
-                       (["--model", "nofile.py:build"], "no file")):
+    for bad, words in (
+        (["--seed", "-1"], "out of range"),
+        (["--out", missing_folder], "does not exist"),
+        (["--model", "nofile.py:build"], "no file"),
+    ):
         args = ["audit", "--model", spec, *bad] if bad[0] != "--model" else ["audit", *bad]
         proc = run_cli(*args)
         assert proc.returncode == 2 and words in proc.stderr, (bad, proc.stderr[-500:])

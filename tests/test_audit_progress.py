@@ -1,5 +1,6 @@
 """The audit's progress: each step's bars close before its line prints, in step order; and two things a
 reader of a step sees (step 2 when every input costs the same work, step 5 naming why a route did not run)."""
+
 import re
 
 import pytest
@@ -25,7 +26,7 @@ def _classifier(n=160, **solver):
     x = torch.randn(n, 2, generator=g)
     x[:, 0] = x[:, 0].sign() * (x[:, 0].abs() + 0.3)
     y = (x[:, 0] < 0).long()
-    return model, (x[: n // 2], y[: n // 2]), (x[n // 2:], y[n // 2:])
+    return model, (x[: n // 2], y[: n // 2]), (x[n // 2 :], y[n // 2 :])
 
 
 @pytest.fixture(scope="module")
@@ -44,9 +45,20 @@ def test_each_steps_line_follows_its_bars_in_step_order(fixed_step_run, capsys):
     err = capsys.readouterr().err
     lines = [m.group(1) for m in re.finditer(r"audit: step (\d)/5", err)]
     assert lines == ["1", "2", "3", "4", "5"]
-    order = _positions(err, ["baseline, seed", "audit: step 1/5", "step 2: one input at a time", "audit: step 2/5",
-                             "step 3: tolerance sweep", "audit: step 3/5", "step 4: regimes", "audit: step 4/5",
-                             "audit: step 5/5"])
+    order = _positions(
+        err,
+        [
+            "baseline, seed",
+            "audit: step 1/5",
+            "step 2: one input at a time",
+            "audit: step 2/5",
+            "step 3: tolerance sweep",
+            "audit: step 3/5",
+            "step 4: regimes",
+            "audit: step 4/5",
+            "audit: step 5/5",
+        ],
+    )
     assert order == sorted(order), err
     assert not tqdm._instances  # every bar the audit opened is closed
 
@@ -77,5 +89,6 @@ def test_constant_work_shows_wall_time_per_input(fixed_step_run):
 
 def test_a_route_that_did_not_run_says_why_where_it_is_named():
     assert step5_gradients._num(None, "ValueError: the adjoint needs an nn.Module") == (
-        "not run: ValueError: the adjoint needs an nn.Module")
+        "not run: ValueError: the adjoint needs an nn.Module"
+    )
     assert step5_gradients._num(None) == "n/a" and step5_gradients._num(0.5) == 0.5

@@ -1,5 +1,6 @@
 """Augmented flows, readouts and the lesson-3 models: shapes, errors, parameter matching, NFE
 bookkeeping, and the 1-D theorem (a flow cannot swap two points; both repairs can)."""
+
 import pytest
 import torch
 

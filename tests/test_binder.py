@@ -12,6 +12,7 @@ other indexes and find-links it is configured with; ``PIP_RETRIES=0`` keeps it
 from retrying the unreachable index for every package (which would take
 many minutes), without changing what is installed.
 """
+
 from __future__ import annotations
 
 import json
@@ -41,22 +42,46 @@ def test_fresh_binder_environment_grades_a_solution(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV"}}
     env.update({"PIP_RETRIES": "0", "OMP_NUM_THREADS": "1"})
     install = subprocess.run(
-        [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q",
-         "-r", str(REPO / "binder" / "requirements.txt")],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S,
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "--disable-pip-version-check",
+            "-q",
+            "-r",
+            str(REPO / "binder" / "requirements.txt"),
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=INSTALL_TIMEOUT_S,
     )
     assert install.returncode == 0, install.stdout[-3000:] + install.stderr[-3000:]
     _assert_installed_the_lock(python, env)
 
-    check = subprocess.run([str(venv / "bin" / "nodecourse"), "check"], cwd=REPO, env=env,
-                           capture_output=True, text=True, timeout=300)
+    check = subprocess.run(
+        [str(venv / "bin" / "nodecourse"), "check"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
+    )
     assert check.returncode == 0, check.stdout + check.stderr
     assert "torch" in check.stdout and "widget manager" in check.stdout
 
     solution = SOLUTIONS[0]
-    grade = subprocess.run([str(venv / "bin" / "nodecourse"), "grade", str(solution.relative_to(REPO)),
-                            "--seed", "7"],  # a fixed seed: CI never fails on a draw
-                           cwd=REPO, env=env, capture_output=True, text=True, timeout=1200)
+    grade = subprocess.run(
+        [
+            str(venv / "bin" / "nodecourse"),
+            "grade",
+            str(solution.relative_to(REPO)),
+            "--seed",
+            "7",
+        ],  # a fixed seed: CI never fails on a draw
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert grade.returncode == 0, grade.stdout + grade.stderr
     assert "checks pass" in grade.stdout
 
@@ -64,8 +89,14 @@ def test_fresh_binder_environment_grades_a_solution(tmp_path):
 def _assert_installed_the_lock(python, env) -> None:
     """Every package the Binder install brought is at its locked version; none is outside the lock
     or only for the tests."""
-    listed = subprocess.run([str(python), "-m", "pip", "list", "--format=json", "--disable-pip-version-check"],
-                            env=env, capture_output=True, text=True, timeout=120, check=True).stdout
+    listed = subprocess.run(
+        [str(python), "-m", "pip", "list", "--format=json", "--disable-pip-version-check"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
     installed = {canonicalize_name(p["name"]): Version(p["version"]).public for p in json.loads(listed)}
     lock = locked_versions()
     drift = {n: f"installed {v}, locked {lock[n]}" for n, v in installed.items() if n in lock and v != lock[n]}

@@ -16,6 +16,7 @@ Adding a lesson's explorer: one ``ExplorerCase`` in ``EXPLORERS`` (its notebook,
 settings the notebook builds it with, the changes to make, and how to compute the expected
 numbers with the library). ``test_every_explorer_in_the_lessons_is_driven`` fails until it exists.
 """
+
 from __future__ import annotations
 
 import math
@@ -35,7 +36,7 @@ from notebook_fixtures import REPO
 CI = os.environ.get("CI", "").lower() == "true"
 # one lesson, quick mode, on a loaded 2-core CI machine (NODECOURSE_BROWSER_RUN_ALL_S overrides)
 RUN_ALL_TIMEOUT_MS = int(float(os.environ.get("NODECOURSE_BROWSER_RUN_ALL_S", 420)) * 1000)
-UPDATE_TIMEOUT_MS = 180_000    # one explorer update (the annulus explorer retrains)
+UPDATE_TIMEOUT_MS = 180_000  # one explorer update (the annulus explorer retrains)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(1500)]
 
@@ -59,20 +60,20 @@ class Change:
     """Set control ``control`` (``nc-control-<control>`` in the page) to ``value``."""
 
     control: str
-    kind: str        # "select" (a Dropdown: str(value) is the option label), "slider" (text typed in the
-                     # readout) or "keys" (text = the key pressed on the slider's handle, e.g. a SelectionSlider)
-    value: object    # the Python value the control must end with
-    text: str = ""   # what to type or press; default str(value)
+    kind: str  # "select" (a Dropdown: str(value) is the option label), "slider" (text typed in the
+    # readout) or "keys" (text = the key pressed on the slider's handle, e.g. a SelectionSlider)
+    value: object  # the Python value the control must end with
+    text: str = ""  # what to type or press; default str(value)
 
 
 @dataclass(frozen=True)
 class ExplorerCase:
-    notebook: str                       # file in notebooks/
-    cls: str                            # the explorer's class name (CSS class nc-explorer-<cls>)
-    initial: Settings                   # the settings the notebook builds it with (quick mode)
+    notebook: str  # file in notebooks/
+    cls: str  # the explorer's class name (CSS class nc-explorer-<cls>)
+    initial: Settings  # the settings the notebook builds it with (quick mode)
     steps: tuple[tuple[Change, ...], ...]  # groups of changes; numbers and figure are checked after each
     expected: Callable[[Settings], "Expected"]  # the library's numbers for these settings
-    parse: Callable[[str], dict]        # the numbers in the explorer's result line
+    parse: Callable[[str], dict]  # the numbers in the explorer's result line
     plotly_check: Callable[[dict, Settings], None] | None = None  # compare the page's plot data
 
     @property
@@ -82,12 +83,13 @@ class ExplorerCase:
 
 @dataclass
 class Expected:
-    numbers: dict         # the same keys ``parse`` returns
-    summary: str          # the library's result line (timings masked before comparing)
+    numbers: dict  # the same keys ``parse`` returns
+    summary: str  # the library's result line (timings masked before comparing)
 
 
 def _single_thread(fn):
     """Compute expected values with one torch thread, as the lesson kernels run (OMP_NUM_THREADS=1)."""
+
     def wrapped(*args):
         import torch
 
@@ -97,6 +99,7 @@ def _single_thread(fn):
             return fn(*args)
         finally:
             torch.set_num_threads(before)
+
     return wrapped
 
 
@@ -104,15 +107,22 @@ def _single_thread(fn):
 
 _SOLVER_RE = re.compile(
     r"(?P<method>\S+) on (?P<device>\w+) \((?P<dtype>\w+)\)(?:, h=(?P<h>[\d.e+-]+))?: status (?P<status>\w+), "
-    r"NFE (?P<nfe>\d+), accepted (?P<accepted>\d+), rejected (?P<rejected>\d+), max error (?P<error>\S+),")
+    r"NFE (?P<nfe>\d+), accepted (?P<accepted>\d+), rejected (?P<rejected>\d+), max error (?P<error>\S+),"
+)
 
 
 def _parse_solver(text: str) -> dict:
     m = _SOLVER_RE.search(text)
     assert m, f"the solver explorer's result line has an unexpected form: {text!r}"
     d = m.groupdict()
-    return {"method": d["method"], "status": d["status"], "nfe": int(d["nfe"]), "accepted": int(d["accepted"]),
-            "rejected": int(d["rejected"]), "max_error": d["error"]}
+    return {
+        "method": d["method"],
+        "status": d["status"],
+        "nfe": int(d["nfe"]),
+        "accepted": int(d["accepted"]),
+        "rejected": int(d["rejected"]),
+        "max_error": d["error"],
+    }
 
 
 @_single_thread
@@ -120,8 +130,17 @@ def _expected_solver(s: Settings) -> Expected:
     from nodecourse.widgets.solver_explorer import PROBLEMS, run_solver
 
     r = run_solver(PROBLEMS[s["problem"]], s["method"], s["rtol"], s["atol"], s["step_size"], "cpu")
-    return Expected({"method": r.method, "status": r.status, "nfe": r.nfe, "accepted": r.n_accepted,
-                     "rejected": r.n_rejected, "max_error": f"{r.max_error:.2e}"}, r.summary())
+    return Expected(
+        {
+            "method": r.method,
+            "status": r.status,
+            "nfe": r.nfe,
+            "accepted": r.n_accepted,
+            "rejected": r.n_rejected,
+            "max_error": f"{r.max_error:.2e}",
+        },
+        r.summary(),
+    )
 
 
 def _check_solver_plot(traces: dict, s: Settings) -> None:
@@ -135,33 +154,48 @@ def _check_solver_plot(traces: dict, s: Settings) -> None:
     for i, label in enumerate(problem.labels):
         name = f"{label} ({s['method']})"
         assert name in traces, f"no trace {name!r} in the page's figure; traces: {list(traces)}"
-        np.testing.assert_allclose(np.array(traces[name], dtype=float), r.ys[:, i], rtol=1e-9, atol=1e-12,
-                                   err_msg=f"page trace {name!r} differs from the library's solution")
+        np.testing.assert_allclose(
+            np.array(traces[name], dtype=float),
+            r.ys[:, i],
+            rtol=1e-9,
+            atol=1e-12,
+            err_msg=f"page trace {name!r} differs from the library's solution",
+        )
 
 
-SOLVER_INITIAL = dict(problem="van der pol (μ=2)", method="dopri5", rtol=1e-6, atol=1e-8, step_size=0.1,
-                      device="cpu")
+SOLVER_INITIAL = dict(problem="van der pol (μ=2)", method="dopri5", rtol=1e-6, atol=1e-8, step_size=0.1, device="cpu")
 
 # -- lesson 3: AnnulusExplorer --------------------------------------------
 
-_ANNULUS_HEAD = (r"(?P<kind>plain NODE|ANODE \(\+\d+ zero dims\)), (?P<epochs>\d+) epochs, seed (?P<seed>\d+), "
-                 r"(?P<params>\d+) parameters: ")
+_ANNULUS_HEAD = (
+    r"(?P<kind>plain NODE|ANODE \(\+\d+ zero dims\)), (?P<epochs>\d+) epochs, seed (?P<seed>\d+), "
+    r"(?P<params>\d+) parameters: "
+)
 _ANNULUS_RE = re.compile(
     _ANNULUS_HEAD + r"sample accuracy (?P<acc>[\d.]+)%; on \|x\| = [\d.]+: wrong (?P<wrong>[\d.]+)% "
-    r"of the circle, min margin (?P<margin>[+-][\d.]+); forward NFE at the last epoch (?P<nfe>\d+)")
+    r"of the circle, min margin (?P<margin>[+-][\d.]+); forward NFE at the last epoch (?P<nfe>\d+)"
+)
 # a model that gives one class to every point: the line says so instead of the circle probe's numbers
 _ANNULUS_ONE_CLASS_RE = re.compile(
     _ANNULUS_HEAD + r"not fitted: it predicts one class, the (?P<one>ring \(\+1\)|disk \(-1\)), everywhere "
-    r"on the grid; its sample accuracy (?P<acc>[\d.]+)% .*forward NFE at the last epoch (?P<nfe>\d+)")
+    r"on the grid; its sample accuracy (?P<acc>[\d.]+)% .*forward NFE at the last epoch (?P<nfe>\d+)"
+)
 
 
 def _parse_annulus(text: str) -> dict:
     m = _ANNULUS_RE.search(text) or _ANNULUS_ONE_CLASS_RE.search(text)
     assert m, f"the annulus explorer's result line has an unexpected form: {text!r}"
     d = m.groupdict()
-    return {"kind": d["kind"], "epochs": int(d["epochs"]), "parameters": int(d["params"]),
-            "sample_accuracy": d["acc"], "wrong": d.get("wrong"), "min_margin": d.get("margin"),
-            "one_class": d.get("one"), "nfe": int(d["nfe"])}
+    return {
+        "kind": d["kind"],
+        "epochs": int(d["epochs"]),
+        "parameters": int(d["params"]),
+        "sample_accuracy": d["acc"],
+        "wrong": d.get("wrong"),
+        "min_margin": d.get("margin"),
+        "one_class": d.get("one"),
+        "nfe": int(d["nfe"]),
+    }
 
 
 @_single_thread
@@ -176,15 +210,21 @@ def _expected_annulus(s: Settings) -> Expected:
 
 _ADJOINT_RE = re.compile(
     r"(?P<mode>\w+) on (?P<device>\w+): gradient error (?P<error>\S+), NFE forward (?P<nfe>\d+), "
-    r"backward (?P<nfe_b>\d+), peak memory .*?, backward status (?P<status>\w+)")
+    r"backward (?P<nfe_b>\d+), peak memory .*?, backward status (?P<status>\w+)"
+)
 
 
 def _parse_adjoint(text: str) -> dict:
     m = _ADJOINT_RE.search(text)
     assert m, f"the adjoint explorer's result line has an unexpected form: {text!r}"
     d = m.groupdict()
-    return {"mode": d["mode"], "error": d["error"], "nfe": int(d["nfe"]), "nfe_backward": int(d["nfe_b"]),
-            "status": d["status"]}
+    return {
+        "mode": d["mode"],
+        "error": d["error"],
+        "nfe": int(d["nfe"]),
+        "nfe_backward": int(d["nfe_b"]),
+        "status": d["status"],
+    }
 
 
 @_single_thread
@@ -199,15 +239,22 @@ def _expected_adjoint(s: Settings) -> Expected:
 
 _DEQ_RE = re.compile(
     r"(?P<solver>\w+), tol (?P<tol>\S+), trained with Jacobian weight (?P<w>[\d.]+), (?P<device>\w+): "
-    r"(?P<status>\w+), (?P<iters>\d+) iterations, final relative residual (?P<res>\S+),")
+    r"(?P<status>\w+), (?P<iters>\d+) iterations, final relative residual (?P<res>\S+),"
+)
 
 
 def _parse_deq(text: str) -> dict:
     m = _DEQ_RE.search(text)
     assert m, f"the DEQ explorer's result line has an unexpected form: {text!r}"
     d = m.groupdict()
-    return {"solver": d["solver"], "tol": d["tol"], "jac_weight": d["w"], "status": d["status"],
-            "iterations": int(d["iters"]), "residual": d["res"]}
+    return {
+        "solver": d["solver"],
+        "tol": d["tol"],
+        "jac_weight": d["w"],
+        "status": d["status"],
+        "iterations": int(d["iters"]),
+        "residual": d["res"],
+    }
 
 
 @_single_thread
@@ -227,8 +274,12 @@ def _check_deq_plot(traces: dict, s: Settings) -> None:
 
     r = run_deq(s["solver"], s["tol"], s["jac_weight"], "cpu")
     assert s["solver"] in traces, f"no trace {s['solver']!r} in the page's figure; traces: {list(traces)}"
-    np.testing.assert_allclose(np.array(traces[s["solver"]], dtype=float), np.array(r.residuals, dtype=float),
-                               rtol=1e-6, err_msg="page residual trace differs from the library's")
+    np.testing.assert_allclose(
+        np.array(traces[s["solver"]], dtype=float),
+        np.array(r.residuals, dtype=float),
+        rtol=1e-6,
+        err_msg="page residual trace differs from the library's",
+    )
 
 
 # -- lesson 10: CheaperExplorer -------------------------------------------
@@ -236,15 +287,24 @@ def _check_deq_plot(traces: dict, s: Settings) -> None:
 _CHEAPER_RE = re.compile(
     r"weight (?P<w>[\d.]+), (?P<route>[^:]+): test NFE (?P<test_nfe>\d+), test accuracy (?P<acc>[\d.]+)%; gradient "
     r"NFE forward (?P<nfe>\d+), backward (?P<nfe_b>\d+); gradient error (?P<err>\S+) against an accurate solve, "
-    r"(?P<own>\S+) against backprop through its own steps")
+    r"(?P<own>\S+) against backprop through its own steps"
+)
 
 
 def _parse_cheaper(text: str) -> dict:
     m = _CHEAPER_RE.search(text)
     assert m, f"the lesson 10 explorer's result line has an unexpected form: {text!r}"
     d = m.groupdict()
-    return {"weight": d["w"], "route": d["route"], "test_nfe": int(d["test_nfe"]), "accuracy": d["acc"],
-            "nfe": int(d["nfe"]), "nfe_backward": int(d["nfe_b"]), "error": d["err"], "error_own": d["own"]}
+    return {
+        "weight": d["w"],
+        "route": d["route"],
+        "test_nfe": int(d["test_nfe"]),
+        "accuracy": d["acc"],
+        "nfe": int(d["nfe"]),
+        "nfe_backward": int(d["nfe_b"]),
+        "error": d["err"],
+        "error_own": d["own"],
+    }
 
 
 @_single_thread
@@ -261,44 +321,67 @@ def _expected_cheaper(s: Settings) -> Expected:
 
 EXPLORERS: tuple[ExplorerCase, ...] = (
     ExplorerCase(
-        "02_solvers_and_tolerance.ipynb", "SolverExplorer", SOLVER_INITIAL,
+        "02_solvers_and_tolerance.ipynb",
+        "SolverExplorer",
+        SOLVER_INITIAL,
         steps=(
             (Change("method", "select", "bosh3"), Change("rtol", "slider", 1e-3, "1e-3")),
             (Change("method", "select", "rk4"), Change("step_size", "slider", 0.01, "0.01")),
-            (Change("problem", "select", "stiff: y' = -1000 (y - cos t)"), Change("method", "select", "dopri5"),
-             Change("atol", "slider", 1e-6, "1e-6")),
+            (
+                Change("problem", "select", "stiff: y' = -1000 (y - cos t)"),
+                Change("method", "select", "dopri5"),
+                Change("atol", "slider", 1e-6, "1e-6"),
+            ),
         ),
-        expected=_expected_solver, parse=_parse_solver, plotly_check=_check_solver_plot,
+        expected=_expected_solver,
+        parse=_parse_solver,
+        plotly_check=_check_solver_plot,
     ),
     ExplorerCase(
-        "03_annulus.ipynb", "AnnulusExplorer", dict(augment_dim=0, epochs=30, seed=0),
+        "03_annulus.ipynb",
+        "AnnulusExplorer",
+        dict(augment_dim=0, epochs=30, seed=0),
         steps=((Change("augment_dim", "slider", 1, "1"), Change("epochs", "slider", 10, "10")),),
-        expected=_expected_annulus, parse=_parse_annulus,
+        expected=_expected_annulus,
+        parse=_parse_annulus,
     ),
     ExplorerCase(
-        "04_adjoint.ipynb", "AdjointExplorer", dict(lam=-10.0, T=1.0, tol=1e-6, mode="adjoint", device="cpu"),
+        "04_adjoint.ipynb",
+        "AdjointExplorer",
+        dict(lam=-10.0, T=1.0, tol=1e-6, mode="adjoint", device="cpu"),
         steps=(
             (Change("mode", "select", "checkpoint"), Change("tol", "slider", 1e-4, "1e-4")),
-            (Change("mode", "select", "adjoint"), Change("lam", "slider", -20.0, "-20"),
-             Change("T", "slider", 2.0, "2")),
+            (
+                Change("mode", "select", "adjoint"),
+                Change("lam", "slider", -20.0, "-20"),
+                Change("T", "slider", 2.0, "2"),
+            ),
         ),
-        expected=_expected_adjoint, parse=_parse_adjoint,
+        expected=_expected_adjoint,
+        parse=_parse_adjoint,
     ),
     ExplorerCase(
-        "06_deq.ipynb", "DEQExplorer", dict(solver="anderson", tol=1e-4, jac_weight=0.0, device="cpu"),
+        "06_deq.ipynb",
+        "DEQExplorer",
+        dict(solver="anderson", tol=1e-4, jac_weight=0.0, device="cpu"),
         steps=(
             (Change("solver", "select", "picard"), Change("tol", "keys", 1e-6, "ArrowRight")),
             (Change("jac_weight", "select", 1.0),),
         ),
-        expected=_expected_deq, parse=_parse_deq, plotly_check=_check_deq_plot,
+        expected=_expected_deq,
+        parse=_parse_deq,
+        plotly_check=_check_deq_plot,
     ),
     ExplorerCase(
-        "10_cheaper_and_exact.ipynb", "CheaperExplorer", dict(weight=0.01, route="reversible"),
+        "10_cheaper_and_exact.ipynb",
+        "CheaperExplorer",
+        dict(weight=0.01, route="reversible"),
         steps=(
             (Change("route", "select", "adjoint"),),
             (Change("weight", "select", 0.1), Change("route", "select", "backprop")),
         ),
-        expected=_expected_cheaper, parse=_parse_cheaper,
+        expected=_expected_cheaper,
+        parse=_parse_cheaper,
     ),
 )
 
@@ -331,13 +414,15 @@ def _settings_shown(box, case: ExplorerCase, settings: Settings) -> None:
             assert shown == str(value), f"{case.id}: control {name} shows {shown!r}, expected {value!r}"
         elif control.locator(".widget-readout").count() and isinstance(value, (int, float)):
             shown = B.slider_readout(box, name)
-            assert math.isclose(float(shown), float(value), rel_tol=0.06), \
+            assert math.isclose(float(shown), float(value), rel_tol=0.06), (
                 f"{case.id}: slider {name} reads {shown!r}, expected {value!r}"
+            )
 
 
 # ---------------------------------------------------------------------------
 # fixtures: one server and one browser for the module
 # ---------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def lab():
@@ -398,10 +483,13 @@ def test_lab_opens_at_the_course_map_and_every_lesson_link_works(lab, page):
     for i in range(links.count()):
         href = links.nth(i).get_attribute("href") or ""
         if href.startswith(files_prefix):
-            rel = urllib.parse.unquote(href[len(files_prefix):].split("?")[0].split("#")[0])
+            rel = urllib.parse.unquote(href[len(files_prefix) :].split("?")[0].split("#")[0])
             targets.append((i, rel))
-    lessons = sorted(f"notebooks/{p.name}" for p in (REPO / "notebooks").glob("*.ipynb")
-                     if LESSON_FILE.match(p.name) and not p.name.startswith("00_"))
+    lessons = sorted(
+        f"notebooks/{p.name}"
+        for p in (REPO / "notebooks").glob("*.ipynb")
+        if LESSON_FILE.match(p.name) and not p.name.startswith("00_")
+    )
     linked = {rel for _, rel in targets}
     missing = sorted(set(lessons) - linked)
     assert not missing, f"lessons in notebooks/ that the course map does not link: {missing}"
@@ -419,8 +507,9 @@ def test_lab_opens_at_the_course_map_and_every_lesson_link_works(lab, page):
             title.wait_for(state="visible")
             if rel.startswith("notebooks/"):
                 number = int(name[:2])
-                assert title.inner_text().strip().startswith(f"{number} "), \
+                assert title.inner_text().strip().startswith(f"{number} "), (
                     f"{rel} opened, but its title is {title.inner_text()!r}"
+                )
         # and back to the course map: close the tab (a notebook's kernel shuts down with it) and
         # click the course map's tab
         B.close_current_tab(page)
@@ -433,6 +522,7 @@ def test_lab_opens_at_the_course_map_and_every_lesson_link_works(lab, page):
 # ---------------------------------------------------------------------------
 # the explorers
 # ---------------------------------------------------------------------------
+
 
 def test_every_explorer_in_the_lessons_is_driven():
     """A lesson that displays an explorer class has a table entry here (so it is driven in the page)."""

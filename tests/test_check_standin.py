@@ -1,4 +1,5 @@
 """`nodecourse check` names every lesson that runs on the synthetic PhysioNet stand-in when set A is missing."""
+
 import json
 import re
 from pathlib import Path

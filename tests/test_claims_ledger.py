@@ -1,5 +1,6 @@
 """The ledger machinery: progress bar, wrapped table, one JSON document, escaped reports,
 and the complete list of rows the course promises."""
+
 from __future__ import annotations
 
 import json
@@ -17,17 +18,38 @@ from notebook_fixtures import run_cli
 # (lesson 7) and the flow lesson's row (lesson 8). Lessons land one at a time; a missing id
 # fails here by name.
 REQUIRED_IDS = (
-    "resnet-euler", "convergence-order", "tolerance-nfe", "reversal-steps", "adjoint-memory",
-    "adjoint-gradient-error", "annulus", "augmentation-2p", "anderson-vs-picard", "deq-iteration-growth",
-    "jacobian-regularization", "physionet-auc", "hutchinson-unbiased",
-    "capstone-accuracy-parity", "capstone-training-memory", "capstone-step-mismatch",
+    "resnet-euler",
+    "convergence-order",
+    "tolerance-nfe",
+    "reversal-steps",
+    "adjoint-memory",
+    "adjoint-gradient-error",
+    "annulus",
+    "augmentation-2p",
+    "anderson-vs-picard",
+    "deq-iteration-growth",
+    "jacobian-regularization",
+    "physionet-auc",
+    "hutchinson-unbiased",
+    "capstone-accuracy-parity",
+    "capstone-training-memory",
+    "capstone-step-mismatch",
     "cnf-hutchinson-variance",
     # the honest ledger: results that go against a claim, both halves of two-part claims,
     # and the nearest analogues of figures measured on hardware we do not have
-    "mdeq-truncation", "adaptive-compute-per-input", "deq-inference-cost", "adjoint-error-rotated",
-    "flow-readout-noninvertible", "tolerance-dial-trained", "deq-memory-reduction", "physionet-gru-d",
+    "mdeq-truncation",
+    "adaptive-compute-per-input",
+    "deq-inference-cost",
+    "adjoint-error-rotated",
+    "flow-readout-noninvertible",
+    "tolerance-dial-trained",
+    "deq-memory-reduction",
+    "physionet-gru-d",
     # lesson 10: cheaper dynamics, the seminorm adjoint, reversible Heun
-    "ode-nfe-growth", "kinetic-regularization-nfe", "seminorm-backward-nfe", "reversible-gradient-exact",
+    "ode-nfe-growth",
+    "kinetic-regularization-nfe",
+    "seminorm-backward-nfe",
+    "reversible-gradient-exact",
     "reversible-memory-flat",
 )
 
@@ -45,11 +67,15 @@ def _fake_rows(monkeypatch, rows: dict):
     """Register ``rows`` (id -> measure) for one test only."""
     claims.load_rows()  # the real rows first, so the fakes are not overwritten by a later import
     for cid, measure in rows.items():
-        monkeypatch.setitem(claims.REGISTRY, cid, ClaimSpec(cid, f"claim {cid}", "src", "pub", "99", measure,
-                                                                 claims.Threshold("x >= 1", "published")))
+        monkeypatch.setitem(
+            claims.REGISTRY,
+            cid,
+            ClaimSpec(cid, f"claim {cid}", "src", "pub", "99", measure, claims.Threshold("x >= 1", "published")),
+        )
 
 
 # --- text table ---------------------------------------------------------------------------------
+
 
 def test_text_table_wraps_long_cells_and_cuts_nothing():
     long_words = " ".join(f"word{i:03d}" for i in range(120))
@@ -69,6 +95,7 @@ def test_text_table_separates_rows_with_a_rule():
 
 
 # --- escaped reports ----------------------------------------------------------------------------
+
 
 def test_markdown_escapes_pipes_and_markup():
     md = claims.format_markdown([_result("x", NASTY)], {"mode": "quick"})
@@ -92,6 +119,7 @@ def test_html_report_escapes_every_cell():
 
 
 # --- runner -------------------------------------------------------------------------------------
+
 
 def test_progress_bar_names_the_row_running(monkeypatch, capsys):
     seen = []
@@ -129,6 +157,7 @@ def test_a_row_may_not_return_a_plain_string_verdict(monkeypatch):
 
 
 # --- CLI ----------------------------------------------------------------------------------------
+
 
 def test_json_is_exactly_one_document_even_when_rows_print(monkeypatch, capfd):
     def noisy(quick):
@@ -174,6 +203,7 @@ def test_json_and_another_format_conflict(capsys):
 
 # --- the complete ledger ------------------------------------------------------------------------
 
+
 def test_every_promised_row_is_registered():
     missing = [cid for cid in REQUIRED_IDS if cid not in claims.load_rows()]
     assert not missing, f"ledger rows not registered yet: {missing}"
@@ -199,11 +229,13 @@ def test_quick_ledger_json_lists_every_promised_row():
     with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
         readme = claims.verdicts_in_markdown(f.read())
     fresh = {cid: r["verdict"] for cid, r in by_id.items()}
-    assert readme == fresh, {cid: (readme.get(cid), fresh.get(cid)) for cid in set(readme) | set(fresh)
-                             if readme.get(cid) != fresh.get(cid)}
+    assert readme == fresh, {
+        cid: (readme.get(cid), fresh.get(cid)) for cid in set(readme) | set(fresh) if readme.get(cid) != fresh.get(cid)
+    }
 
 
 # --- thresholds and verdicts ----------------------------------------------------------------------
+
 
 def test_every_row_declares_its_threshold_and_whose_it_is():
     for cid, spec in claims.load_rows().items():
@@ -224,12 +256,15 @@ def test_a_threshold_must_say_whose_it_is_and_why():
     assert "course threshold" in t.describe() and "digits is small" in t.describe()
 
 
-@pytest.mark.parametrize("values, verdict", [
-    ([3.5, 3.6, 3.4, 3.55, 3.45], ClaimVerdict.HOLDS),           # the whole interval above 3
-    ([2.0, 2.1, 1.9, 2.05, 1.95], ClaimVerdict.DOES_NOT_HOLD),   # the whole interval below 3
-    ([2.0, 3.3, 2.4, 3.1, 2.6], ClaimVerdict.UNDECIDED),         # straddles: undecided at 5 seeds
-    ([3.5, 3.6], ClaimVerdict.UNDECIDED),                        # too few seeds to judge a spread
-])
+@pytest.mark.parametrize(
+    "values, verdict",
+    [
+        ([3.5, 3.6, 3.4, 3.55, 3.45], ClaimVerdict.HOLDS),  # the whole interval above 3
+        ([2.0, 2.1, 1.9, 2.05, 1.95], ClaimVerdict.DOES_NOT_HOLD),  # the whole interval below 3
+        ([2.0, 3.3, 2.4, 3.1, 2.6], ClaimVerdict.UNDECIDED),  # straddles: undecided at 5 seeds
+        ([3.5, 3.6], ClaimVerdict.UNDECIDED),  # too few seeds to judge a spread
+    ],
+)
 def test_judge_compares_the_seed_interval_not_the_mean(values, verdict):
     got, interval, reason = claims.judge(values, 3.0)
     assert got is verdict, (values, reason)
@@ -255,16 +290,19 @@ def test_seed_interval_matches_scipy():
         claims.seed_interval([1.0])
 
 
-@pytest.mark.parametrize("parts, verdict", [
-    ({"a": ClaimVerdict.HOLDS, "b": ClaimVerdict.HOLDS}, ClaimVerdict.HOLDS),
-    ({"a": ClaimVerdict.HOLDS, "b": ClaimVerdict.DOES_NOT_HOLD}, ClaimVerdict.HOLDS_IN_PART),
-    ({"a": ClaimVerdict.HOLDS, "b": ClaimVerdict.NOT_MEASURABLE}, ClaimVerdict.HOLDS_IN_PART),
-    ({"a": ClaimVerdict.DOES_NOT_HOLD, "b": ClaimVerdict.NOT_MEASURABLE}, ClaimVerdict.DOES_NOT_HOLD),
-    ({"a": ClaimVerdict.DOES_NOT_HOLD, "b": ClaimVerdict.DOES_NOT_HOLD}, ClaimVerdict.DOES_NOT_HOLD),
-    ({"a": ClaimVerdict.NOT_MEASURABLE}, ClaimVerdict.NOT_MEASURABLE),
-    ({"a": ClaimVerdict.UNDECIDED, "b": ClaimVerdict.NOT_MEASURABLE}, ClaimVerdict.UNDECIDED),
-    ({"a": ClaimVerdict.HOLDS, "b": ClaimVerdict.UNDECIDED}, ClaimVerdict.HOLDS_IN_PART),
-])
+@pytest.mark.parametrize(
+    "parts, verdict",
+    [
+        ({"a": ClaimVerdict.HOLDS, "b": ClaimVerdict.HOLDS}, ClaimVerdict.HOLDS),
+        ({"a": ClaimVerdict.HOLDS, "b": ClaimVerdict.DOES_NOT_HOLD}, ClaimVerdict.HOLDS_IN_PART),
+        ({"a": ClaimVerdict.HOLDS, "b": ClaimVerdict.NOT_MEASURABLE}, ClaimVerdict.HOLDS_IN_PART),
+        ({"a": ClaimVerdict.DOES_NOT_HOLD, "b": ClaimVerdict.NOT_MEASURABLE}, ClaimVerdict.DOES_NOT_HOLD),
+        ({"a": ClaimVerdict.DOES_NOT_HOLD, "b": ClaimVerdict.DOES_NOT_HOLD}, ClaimVerdict.DOES_NOT_HOLD),
+        ({"a": ClaimVerdict.NOT_MEASURABLE}, ClaimVerdict.NOT_MEASURABLE),
+        ({"a": ClaimVerdict.UNDECIDED, "b": ClaimVerdict.NOT_MEASURABLE}, ClaimVerdict.UNDECIDED),
+        ({"a": ClaimVerdict.HOLDS, "b": ClaimVerdict.UNDECIDED}, ClaimVerdict.HOLDS_IN_PART),
+    ],
+)
 def test_a_two_part_claim_is_judged_on_both_parts(parts, verdict):
     assert claims.combine(parts) is verdict
 
@@ -277,12 +315,21 @@ def test_json_carries_threshold_and_its_kind(monkeypatch, capfd):
 
 
 def test_update_writes_the_table_between_markers_and_reads_back(monkeypatch, tmp_path, capfd):
-    _fake_rows(monkeypatch, {"fake-a": lambda quick: Measurement("1 | 2", ClaimVerdict.HOLDS_IN_PART),
-                             "fake-b": lambda quick: Measurement("3", ClaimVerdict.DOES_NOT_HOLD)})
+    _fake_rows(
+        monkeypatch,
+        {
+            "fake-a": lambda quick: Measurement("1 | 2", ClaimVerdict.HOLDS_IN_PART),
+            "fake-b": lambda quick: Measurement("3", ClaimVerdict.DOES_NOT_HOLD),
+        },
+    )
     readme = tmp_path / "README.md"
     readme.write_text(f"intro\n{claims.LEDGER_BEGIN}\nold table\n{claims.LEDGER_END}\nafter\n")
-    assert cli.main(["claims", "--only", "fake-a", "fake-b", "--format", "markdown", "--update", str(readme),
-                     "--no-progress"]) == 0
+    assert (
+        cli.main(
+            ["claims", "--only", "fake-a", "fake-b", "--format", "markdown", "--update", str(readme), "--no-progress"]
+        )
+        == 0
+    )
     text = readme.read_text()
     assert "old table" not in text and text.startswith("intro\n") and text.endswith("after\n")
     assert "- machine:" in text and "- software:" in text and "- date:" in text
@@ -290,8 +337,9 @@ def test_update_writes_the_table_between_markers_and_reads_back(monkeypatch, tmp
     # without markers the file is left alone and the error says what to add
     plain = tmp_path / "plain.md"
     plain.write_text("no markers here\n")
-    assert cli.main(["claims", "--only", "fake-a", "--format", "markdown", "--update", str(plain),
-                     "--no-progress"]) == 2
+    assert (
+        cli.main(["claims", "--only", "fake-a", "--format", "markdown", "--update", str(plain), "--no-progress"]) == 2
+    )
     assert plain.read_text() == "no markers here\n" and "ledger:begin" in capfd.readouterr().err
 
 
@@ -316,8 +364,14 @@ def test_the_full_report_has_every_row_and_says_when_where_and_how_long():
     found = claims.verdicts_in_markdown(text)
     assert set(found) == set(claims.load_rows()), sorted(set(found) ^ set(claims.load_rows()))
     assert {_bare(v) for v in found.values()} <= VERDICTS
-    for key in ("- date:", "- mode: full", "- machine:", "- software:", "- total time:",
-                "- command: nodecourse claims"):
+    for key in (
+        "- date:",
+        "- mode: full",
+        "- machine:",
+        "- software:",
+        "- total time:",
+        "- command: nodecourse claims",
+    ):
         assert key in text, key
 
 
@@ -344,7 +398,7 @@ def test_median_interval_and_sign_test_are_distribution_free():
     assert (mi.median, mi.lo, mi.hi, mi.n) == (9.5, 5.0, 14.0, 20)
     assert mi.confidence == pytest.approx(1 - 2 * stats.binom.cdf(5, 20, 0.5))
     assert median_interval([3.0, 1.0, 2.0]).confidence == pytest.approx(0.75)  # the range, and says so
-    assert sign_test([2, 3, 4, 5, 6], 1) == pytest.approx(0.5 ** 5)
+    assert sign_test([2, 3, 4, 5, 6], 1) == pytest.approx(0.5**5)
     assert sign_test([2, 3, 4, 5, 6], 1, above=False) == pytest.approx(1.0)
     # One huge value moves a mean's t-interval, not the median's.
     heavy = [0.30, 0.32, 0.35, 0.33, 0.31, 0.34, 0.36, 5.08]

@@ -1,4 +1,5 @@
 """Ledger rows of lessons 1 and 2: they hold on the real solvers, and their verdicts can fail."""
+
 import math
 
 import pytest
@@ -28,7 +29,7 @@ def test_resnet_euler_agrees_to_float_precision_and_baseline_differs():
 
 def test_fit_slope_recovers_a_power_law():
     hs = [0.1, 0.05, 0.025]
-    assert lesson02.fit_slope(hs, [3 * h ** 4 for h in hs]) == pytest.approx(4.0)
+    assert lesson02.fit_slope(hs, [3 * h**4 for h in hs]) == pytest.approx(4.0)
 
 
 def test_order_steps_derive_from_the_registry():
@@ -57,6 +58,7 @@ def test_tolerance_sweep_rows_report_work():
 
 
 # --- the verdicts are computed: a broken solver turns them into "does not hold" ---------------
+
 
 def _wrap_odeint(monkeypatch, transform):
     real = nodecourse.odeint

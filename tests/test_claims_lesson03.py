@@ -4,6 +4,7 @@ quick-mode size (slow): the annulus across seeds, h(x) = -x three ways, h(x) = |
 The fast tests check that each row's verdict is computed from its declared threshold and turns
 when the evidence does; the slow ones check the lesson's "must show" statements on real runs.
 """
+
 import math
 
 import numpy as np
@@ -19,6 +20,7 @@ ROWS = ("annulus", "augmentation-2p", "flow-readout-noninvertible")
 
 # --- bounds and constants -------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("n", [2, 16, 33, 64])
 def test_best_increasing_fit_of_minus_x_is_the_mean_of_x_squared(n):
     x = np.linspace(-1, 1, n)
@@ -32,7 +34,7 @@ def test_best_monotone_fit_of_abs_x():
     # on the row's 32-point grid (the figure quoted in the lesson) and towards the continuum
     assert L.ABS_MONOTONE_BOUND == pytest.approx(0.060693, abs=1e-6)
     a = math.sqrt(2) - 1  # the pooled block [-1, a] has mean a: a^2 + 2a - 1 = 0
-    continuum = (1 / 3 - a + a * a + a ** 3 / 3) / 2
+    continuum = (1 / 3 - a + a * a + a**3 / 3) / 2
     fine = np.abs(np.linspace(-1, 1, 20001))
     assert L.best_monotone_mse(fine, increasing=None) == pytest.approx(continuum, rel=1e-3)
     # no monotone sequence does better: random sorted candidates, near the optimum and far from it
@@ -47,7 +49,7 @@ def test_best_monotone_fit_of_abs_x():
 
 def test_rk4_step_is_invertible_below_its_hlip_constant():
     c = L.rk4_invertible_hlip()
-    assert c + c ** 2 / 2 + c ** 3 / 6 + c ** 4 / 24 == pytest.approx(1.0)
+    assert c + c**2 / 2 + c**3 / 6 + c**4 / 24 == pytest.approx(1.0)
     assert 0.69 < c < 0.70
     # A 1-D field scaled so that h * Lip(f) is just below the constant: the RK4 map cannot fold.
     torch.manual_seed(0)
@@ -76,6 +78,7 @@ def test_clopper_pearson():
 
 # --- judging on fake values -----------------------------------------------------------------------
 
+
 def test_judge_bound_checks_every_seed_and_its_own_error():
     assert L.judge_bound([0.40, 0.38, 0.39], 0.38, 1e-4)[0] is ClaimVerdict.HOLDS
     assert L.judge_bound([0.40, 0.37, 0.39], 0.38, 1e-4)[0] is ClaimVerdict.DOES_NOT_HOLD  # one seed is enough
@@ -85,11 +88,13 @@ def test_judge_bound_checks_every_seed_and_its_own_error():
 
 def _annulus_values(node=-1.0, anode=0.8, resnet=0.8, end=1.3, whole=1.2, n=5):
     wobble = [0.01 * i for i in range(n)]  # a spread, so the intervals have a width
-    return {"NODE margin": {i: node + w for i, w in enumerate(wobble)},
-            "ANODE margin": {i: anode + w for i, w in enumerate(wobble)},
-            "ResNet margin": {i: resnet + w for i, w in enumerate(wobble)},
-            "NFE ratio (end)": {i: end + w for i, w in enumerate(wobble)},
-            "NFE ratio (whole)": {i: whole + w for i, w in enumerate(wobble)}}
+    return {
+        "NODE margin": {i: node + w for i, w in enumerate(wobble)},
+        "ANODE margin": {i: anode + w for i, w in enumerate(wobble)},
+        "ResNet margin": {i: resnet + w for i, w in enumerate(wobble)},
+        "NFE ratio (end)": {i: end + w for i, w in enumerate(wobble)},
+        "NFE ratio (whole)": {i: whole + w for i, w in enumerate(wobble)},
+    }
 
 
 def test_annulus_parts_turn_with_the_evidence():
@@ -102,8 +107,10 @@ def test_annulus_parts_turn_with_the_evidence():
     undecided = _annulus_values()
     undecided["NFE ratio (end)"] = {0: 0.8, 1: 1.3, 2: 1.0, 3: 1.2, 4: 0.9}
     j = L.annulus_parts(undecided)
-    assert j.subparts["NFE ratio (end)"] is ClaimVerdict.UNDECIDED and j.parts["NFE NODE >= ANODE"] is j.subparts[
-        "NFE ratio (end)"]
+    assert (
+        j.subparts["NFE ratio (end)"] is ClaimVerdict.UNDECIDED
+        and j.parts["NFE NODE >= ANODE"] is j.subparts["NFE ratio (end)"]
+    )
     # all parts fail: does not hold
     bad = L.annulus_parts(_annulus_values(node=0.5, anode=-0.5, resnet=-0.5, end=0.7, whole=0.7))
     assert bad.verdict is ClaimVerdict.DOES_NOT_HOLD
@@ -195,6 +202,7 @@ def test_unknown_model_names_raise():
 
 # --- the studies at quick size (slow) ---------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def annulus_runs():
     return L.annulus_study(L.QUICK_ANNULUS)
@@ -225,8 +233,18 @@ def test_models_are_matched_in_size(annulus_runs):
 
 @pytest.mark.slow
 def test_swapping_node_and_anode_runs_breaks_the_row(annulus_runs):
-    swapped = [L.AnnulusRun({"NODE": "ANODE", "ANODE": "NODE"}.get(r.model_name, r.model_name), r.seed, r.model,
-                            r.log, r.n_parameters, r.sample_accuracy, r.probes) for r in annulus_runs]
+    swapped = [
+        L.AnnulusRun(
+            {"NODE": "ANODE", "ANODE": "NODE"}.get(r.model_name, r.model_name),
+            r.seed,
+            r.model,
+            r.log,
+            r.n_parameters,
+            r.sample_accuracy,
+            r.probes,
+        )
+        for r in annulus_runs
+    ]
     f = L.annulus_findings(swapped)
     assert not f.holds
     assert f.judged.parts["NODE wrong arc"] is ClaimVerdict.DOES_NOT_HOLD

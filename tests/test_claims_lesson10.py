@@ -1,5 +1,6 @@
 """Lesson 10's ledger rows: the judging logic on fake inputs (fast), and the cheap rows at quick-mode
 size: reversible Heun's gradient against backprop, memory flat in the steps, the route table."""
+
 from __future__ import annotations
 
 import math
@@ -9,8 +10,13 @@ import pytest
 from nodecourse.claims import REGISTRY, ClaimVerdict, load_rows, run_claims
 from nodecourse.lessons import lesson10 as L
 
-ROWS = ("ode-nfe-growth", "kinetic-regularization-nfe", "seminorm-backward-nfe", "reversible-gradient-exact",
-        "reversible-memory-flat")
+ROWS = (
+    "ode-nfe-growth",
+    "kinetic-regularization-nfe",
+    "seminorm-backward-nfe",
+    "reversible-gradient-exact",
+    "reversible-memory-flat",
+)
 
 
 def test_rows_are_registered_with_their_thresholds():
@@ -24,8 +30,9 @@ def test_rows_are_registered_with_their_thresholds():
 
 
 def _runs(setting, nfe_by_seed, acc=0.9, seconds=1.0):
-    return tuple(L.MoonsRun(setting, 0.0, 0.0, s, tuple(nfe), acc, nfe[-1], seconds)
-                 for s, nfe in enumerate(nfe_by_seed))
+    return tuple(
+        L.MoonsRun(setting, 0.0, 0.0, s, tuple(nfe), acc, nfe[-1], seconds) for s, nfe in enumerate(nfe_by_seed)
+    )
 
 
 def test_growth_verdict_turns_with_the_evidence():
@@ -48,8 +55,10 @@ def test_regularisation_parts_are_judged_apart():
 
 def _task(name, ours, torchdiffeq):
     """A seminorm task whose per-seed savings are ``ours`` and ``torchdiffeq`` (backward NFE out of 100)."""
-    counts = tuple(L.SeminormCount(s, 100, round(100 * (1 - a)), 100, round(100 * (1 - b)))
-                   for s, (a, b) in enumerate(zip(ours, torchdiffeq)))
+    counts = tuple(
+        L.SeminormCount(s, 100, round(100 * (1 - a)), 100, round(100 * (1 - b)))
+        for s, (a, b) in enumerate(zip(ours, torchdiffeq))
+    )
     return L.SeminormTaskResult(L.SeminormTask(name, "mlp"), counts)
 
 
@@ -64,7 +73,8 @@ def test_seminorm_readings_that_disagree_hold_in_part():
 def test_seminorm_is_judged_by_the_median_over_tasks():
     # one task far below the threshold does not sink a median that is above it on every other task...
     mostly = tuple(_task(f"t{k}", [0.45 + 0.01 * k], [0.45 + 0.01 * k]) for k in range(6)) + (
-        _task("outlier", [-0.5], [-0.5]),)
+        _task("outlier", [-0.5], [-0.5]),
+    )
     f = L.SeminormFindings.from_results(mostly)
     assert f.medians[0].median == pytest.approx(0.47)
     # ...but with seven values the median's interval is their range, which contains 0.40: undecided

@@ -1,4 +1,5 @@
 """The `nodecourse` command: check, claims, lab, physionet, argument errors."""
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,16 @@ def test_check_reports_the_environment_and_exits_zero():
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout
     assert "torch" in out and torch.__version__ in out
-    for item in ("devices", "cpu", "ipywidgets", "jupyterlab_widgets", "widget manager", "course folder",
-                 "PhysioNet 2012", "mode"):
+    for item in (
+        "devices",
+        "cpu",
+        "ipywidgets",
+        "jupyterlab_widgets",
+        "widget manager",
+        "course folder",
+        "PhysioNet 2012",
+        "mode",
+    ):
         assert item in out, f"{item!r} missing from:\n{out}"
     assert "environment ready" in out
 
@@ -39,8 +48,12 @@ def test_check_reports_quick_mode(monkeypatch):
 
 
 def test_lab_command_line(capsys):
-    assert cli.main(["lab", "--dry-run", "--port", "8899", "--ip", "127.0.0.1", "--no-browser",
-                     "--", "--ServerApp.token=abc"]) == 0
+    assert (
+        cli.main(
+            ["lab", "--dry-run", "--port", "8899", "--ip", "127.0.0.1", "--no-browser", "--", "--ServerApp.token=abc"]
+        )
+        == 0
+    )
     cmd = capsys.readouterr().out.split()
     assert cmd[1:3] == ["-m", "jupyterlab"]
     assert f"--ServerApp.root_dir={REPO}" in cmd
@@ -111,18 +124,30 @@ def test_claims_only_one_row_as_json():
     assert rows[0]["measured"]
 
 
-@pytest.mark.parametrize("argv", [
-    ["--ip="], ["--ip", "0.0.0.0"], ["--ip=::"], ["--ip", "192.168.1.5"], ["--ip=example.org"],
-    ["--", "--ServerApp.ip=0.0.0.0"], ["--", "--ip", ""],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--ip="],
+        ["--ip", "0.0.0.0"],
+        ["--ip=::"],
+        ["--ip", "192.168.1.5"],
+        ["--ip=example.org"],
+        ["--", "--ServerApp.ip=0.0.0.0"],
+        ["--", "--ip", ""],
+    ],
+)
 def test_lab_refuses_a_network_address_without_allow_remote(argv, capsys):
     """An empty or non-loopback address exposes a code-running server: exit 2, say so on stderr."""
     assert cli.main(["lab", "--dry-run", *argv]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""  # no command printed: nothing would start
     err = captured.err
-    for words in ("runs any code as this user", "token is the only protection", "--allow-remote",
-                  "127.0.0.0/8, ::1 or localhost"):
+    for words in (
+        "runs any code as this user",
+        "token is the only protection",
+        "--allow-remote",
+        "127.0.0.0/8, ::1 or localhost",
+    ):
         assert words in err, err
 
 

@@ -1,5 +1,6 @@
 """The ``nodecourse`` command parses its arguments and checks its output paths before importing torch
 or doing any work: a usage error comes back at once (checked by what is imported, not by a clock)."""
+
 from __future__ import annotations
 
 import subprocess
@@ -24,15 +25,18 @@ def run_cli(*argv: str) -> tuple[str, str]:
     return done.stdout.strip(), done.stderr
 
 
-@pytest.mark.parametrize("argv, message", [
-    (("grade", "--timeout", "-1", "x.ipynb"), "--timeout"),
-    (("physionet", "--model", "nope"), "--model"),
-    (("no-such-command",), "invalid choice"),
-    (("grade", "x.ipynb", "--gradebook", "missing-folder/class.csv"), "--gradebook missing-folder/class.csv"),
-    (("grade", "x.ipynb", "--keep", "missing-folder/keep"), "--keep"),
-    (("claims", "--format", "markdown", "--update", "no-such-file.md"), "--update"),
-    (("site", "--out", "missing-folder/site"), "--out"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (("grade", "--timeout", "-1", "x.ipynb"), "--timeout"),
+        (("physionet", "--model", "nope"), "--model"),
+        (("no-such-command",), "invalid choice"),
+        (("grade", "x.ipynb", "--gradebook", "missing-folder/class.csv"), "--gradebook missing-folder/class.csv"),
+        (("grade", "x.ipynb", "--keep", "missing-folder/keep"), "--keep"),
+        (("claims", "--format", "markdown", "--update", "no-such-file.md"), "--update"),
+        (("site", "--out", "missing-folder/site"), "--out"),
+    ],
+)
 def test_a_usage_error_exits_2_before_torch_is_imported(argv, message, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     out, err = run_cli(*argv)

@@ -4,6 +4,7 @@ Order: NODECOURSE_THREADS, then OMP_NUM_THREADS, then one thread (the course's s
 models) capped by the CPUs the process may use: its affinity and the container's
 cgroup quota (v2 cpu.max, v1 cpu.cfs_quota_us / cpu.cfs_period_us).
 """
+
 from __future__ import annotations
 
 import os
@@ -116,12 +117,14 @@ def test_use_course_threads_sets_torch_and_the_environment_of_child_processes():
     )
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "NODECOURSE_THREADS")}
     env["PYTHONPATH"] = str(REPO)
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         timeout=120, check=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, check=True
+    ).stdout.split()
     assert out == ["1", "1", "1"], out
     env["NODECOURSE_THREADS"] = "2"
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         timeout=120, check=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, check=True
+    ).stdout.split()
     assert out == ["2", "2", "2"], out
 
 
@@ -137,8 +140,11 @@ def test_nodecourse_check_shows_the_choice():
 def test_every_lesson_and_exercise_applies_the_course_threads_in_its_first_code_cell():
     import nbformat
 
-    notebooks = sorted((REPO / "notebooks").glob("*.ipynb")) + sorted((REPO / "solutions").glob("*.ipynb")) \
+    notebooks = (
+        sorted((REPO / "notebooks").glob("*.ipynb"))
+        + sorted((REPO / "solutions").glob("*.ipynb"))
         + sorted((REPO / "exercises").glob("*.ipynb"))
+    )
     missing = []
     for path in notebooks:
         nb = nbformat.read(path, as_version=4)
@@ -146,7 +152,6 @@ def test_every_lesson_and_exercise_applies_the_course_threads_in_its_first_code_
         if "use_course_threads()" not in first.source or "set_num_threads" in first.source:
             missing.append(str(path.relative_to(REPO)))
     assert not missing, f"first code cell does not call use_course_threads() (or pins threads itself): {missing}"
-
 
 
 @pytest.mark.slow
@@ -162,8 +167,13 @@ def test_the_nodecourse_command_applies_the_course_threads():
     )
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "NODECOURSE_THREADS")}
     env["PYTHONPATH"] = str(REPO)
-    proc = subprocess.run([sys.executable, "-c", code, str(REPO / "solutions"), str(REPO / "exercises")],
-                          env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(REPO / "solutions"), str(REPO / "exercises")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     line = [ln for ln in proc.stdout.splitlines() if ln.startswith("threads ")]
     assert line, proc.stdout + proc.stderr
     _, default, applied, omp = line[0].split()

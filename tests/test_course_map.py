@@ -1,4 +1,5 @@
 """Lesson 0's course map and the README list exactly the lessons that exist, each a working link."""
+
 from __future__ import annotations
 
 import re
@@ -18,10 +19,13 @@ def _start_here_markdown() -> str:
     return "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
 
 
-@pytest.mark.parametrize("name, text, base", [
-    ("lesson 0", _start_here_markdown(), REPO / "notebooks"),
-    ("README", (REPO / "README.md").read_text(encoding="utf-8"), REPO),
-])
+@pytest.mark.parametrize(
+    "name, text, base",
+    [
+        ("lesson 0", _start_here_markdown(), REPO / "notebooks"),
+        ("README", (REPO / "README.md").read_text(encoding="utf-8"), REPO),
+    ],
+)
 def test_every_link_resolves_and_every_lesson_and_exercise_is_linked(name, text, base):
     targets = [t for t in LINK.findall(text) if not t.startswith(("http://", "https://"))]
     missing = [t for t in targets if not (base / t).exists()]

@@ -3,6 +3,7 @@
 The judging logic is tested on small fake training logs (fast); the real quick-mode studies run
 only under ``-m slow``.
 """
+
 import math
 
 import pytest
@@ -14,8 +15,13 @@ from nodecourse.lessons import lesson06 as L
 from nodecourse.lessons.lesson06 import config as lesson06_config
 from nodecourse.lessons.lesson06 import rows as lesson06_rows
 
-ROWS = ("anderson-vs-picard", "hutchinson-unbiased", "deq-iteration-growth", "jacobian-regularization",
-        "mdeq-truncation")
+ROWS = (
+    "anderson-vs-picard",
+    "hutchinson-unbiased",
+    "deq-iteration-growth",
+    "jacobian-regularization",
+    "mdeq-truncation",
+)
 
 
 def test_rows_are_registered_for_lesson_06_with_thresholds():
@@ -23,9 +29,13 @@ def test_rows_are_registered_for_lesson_06_with_thresholds():
     assert all(registry[r].lesson == "06" for r in ROWS)
     kinds = {r: registry[r].threshold.kind for r in ROWS}
     assert all(isinstance(registry[r].threshold, Threshold) for r in ROWS)
-    assert kinds == {"anderson-vs-picard": "course", "hutchinson-unbiased": "course",
-                     "deq-iteration-growth": "published", "jacobian-regularization": "published",
-                     "mdeq-truncation": "course"}
+    assert kinds == {
+        "anderson-vs-picard": "course",
+        "hutchinson-unbiased": "course",
+        "deq-iteration-growth": "published",
+        "jacobian-regularization": "published",
+        "mdeq-truncation": "course",
+    }
     # the published figures themselves: "more than 3x" is 3x; 12 of 30 NFE; perplexity 24.9 over 24.0
     assert registry["deq-iteration-growth"].threshold.value == 3.0
     assert registry["jacobian-regularization"].threshold.value == pytest.approx(0.4)
@@ -56,9 +66,17 @@ def test_anderson_row_holds_and_reports_each_problem():
 def test_findings_logic_flags_a_slow_anderson():
     from nodecourse.deq.compare import SolverRun
 
-    study = (L.SolverProblemRuns("linear", 0.9, (SolverRun("nodecourse", "picard", 100, True, 1e-9),
-                                                 SolverRun("nodecourse", "anderson", 60, True, 1e-9),
-                                                 SolverRun("torchdeq", "anderson", 50, True, 1e-9))),)
+    study = (
+        L.SolverProblemRuns(
+            "linear",
+            0.9,
+            (
+                SolverRun("nodecourse", "picard", 100, True, 1e-9),
+                SolverRun("nodecourse", "anderson", 60, True, 1e-9),
+                SolverRun("torchdeq", "anderson", 50, True, 1e-9),
+            ),
+        ),
+    )
     comparison = L.SolverComparison.from_study(study)
     (f,) = comparison.problems
     assert f.name == "linear rho=0.9"
@@ -98,17 +116,24 @@ EPOCHS = 100
 
 
 def fake_log(iters, caps=None, rho_end=0.6):
-    return DEQLog(forward_iters=list(iters), cap_hits=list(caps or [0] * len(iters)),
-                  spectral=[{"epoch": 0, "rho_mean": 0.1, "rho_max": 0.2, "frac_above_1": 0.0, "converged": 1.0},
-                            {"epoch": EPOCHS, "rho_mean": rho_end, "rho_max": rho_end + 0.3,
-                             "frac_above_1": 0.1, "converged": 1.0}])
+    return DEQLog(
+        forward_iters=list(iters),
+        cap_hits=list(caps or [0] * len(iters)),
+        spectral=[
+            {"epoch": 0, "rho_mean": 0.1, "rho_max": 0.2, "frac_above_1": 0.0, "converged": 1.0},
+            {"epoch": EPOCHS, "rho_mean": rho_end, "rho_max": rho_end + 0.3, "frac_above_1": 0.1, "converged": 1.0},
+        ],
+    )
 
 
 def fake_runs(monkeypatch, per_seed, seeds=(0, 1, 2, 3, 4)):
     """Install fake runs: ``per_seed(seed) -> [(variant, iters, caps, test_mse, rho_end)]``."""
     config = L.DEQTrainConfig(seeds=tuple(seeds), epochs=EPOCHS, jac_weights=(1.0,))
-    runs = tuple(L.TrainRun(v, s, 0.0, fake_log(it, caps, rho), mse, 5, 1e-4)
-                 for s in seeds for v, it, caps, mse, rho in per_seed(s))
+    runs = tuple(
+        L.TrainRun(v, s, 0.0, fake_log(it, caps, rho), mse, 5, 1e-4)
+        for s in seeds
+        for v, it, caps, mse, rho in per_seed(s)
+    )
     monkeypatch.setattr(lesson06_config, "QUICK_TRAIN", config)
     monkeypatch.setattr(lesson06_rows, "training_study", lambda cfg, progress=False: runs)
     return config
@@ -157,9 +182,12 @@ def test_growth_below_3x_on_every_reading_does_not_hold(monkeypatch):
 def reg_runs(iter_ratio, mse_ratio):
     def per_seed(s):
         jitter = 1 + 0.003 * s
-        return [("DEQ", [20.0] * EPOCHS, None, 0.1, 0.7),
-                (L.reg_variant(1.0), [20.0 * iter_ratio * jitter] * EPOCHS, None, 0.1 * mse_ratio * jitter, 0.1),
-                ("truncated, 5 unrolled steps", [5.0] * EPOCHS, None, 0.2, 0.0)]
+        return [
+            ("DEQ", [20.0] * EPOCHS, None, 0.1, 0.7),
+            (L.reg_variant(1.0), [20.0 * iter_ratio * jitter] * EPOCHS, None, 0.1 * mse_ratio * jitter, 0.1),
+            ("truncated, 5 unrolled steps", [5.0] * EPOCHS, None, 0.2, 0.0),
+        ]
+
     return per_seed
 
 
@@ -192,8 +220,10 @@ def test_regularisation_much_worse_fit_and_fewer_but_not_by_the_factor(monkeypat
 
 def test_truncation_better_than_the_deq_does_not_hold(monkeypatch):
     def per_seed(s):
-        return [("DEQ", [12.0] * EPOCHS, None, 0.15 + 0.01 * s, 0.6),
-                ("truncated, 5 unrolled steps", [5.0] * EPOCHS, None, 0.09 + 0.005 * s, 0.0)]
+        return [
+            ("DEQ", [12.0] * EPOCHS, None, 0.15 + 0.01 * s, 0.6),
+            ("truncated, 5 unrolled steps", [5.0] * EPOCHS, None, 0.09 + 0.005 * s, 0.0),
+        ]
 
     fake_runs(monkeypatch, per_seed)
     m = L.measure_truncation(True)
@@ -204,8 +234,10 @@ def test_truncation_better_than_the_deq_does_not_hold(monkeypatch):
 
 def test_truncation_worse_than_the_deq_holds_only_in_part(monkeypatch):
     def per_seed(s):
-        return [("DEQ", [12.0] * EPOCHS, None, 0.10 + 0.01 * s, 0.6),
-                ("truncated, 5 unrolled steps", [5.0] * EPOCHS, None, 0.15 + 0.01 * s, 0.0)]
+        return [
+            ("DEQ", [12.0] * EPOCHS, None, 0.10 + 0.01 * s, 0.6),
+            ("truncated, 5 unrolled steps", [5.0] * EPOCHS, None, 0.15 + 0.01 * s, 0.0),
+        ]
 
     fake_runs(monkeypatch, per_seed)
     assert L.measure_truncation(True).verdict is ClaimVerdict.HOLDS_IN_PART  # the ImageNet part is never decided
@@ -214,8 +246,11 @@ def test_truncation_worse_than_the_deq_holds_only_in_part(monkeypatch):
 def test_two_seeds_are_not_enough_to_judge(monkeypatch):
     def per_seed(s):
         iters, caps = transient_then_flat(s)
-        return [("DEQ", iters, caps, 0.1, 0.6), (L.reg_variant(1.0), [5.0] * EPOCHS, None, 0.2, 0.1),
-                ("truncated, 5 unrolled steps", [5.0] * EPOCHS, None, 0.5, 0.0)]
+        return [
+            ("DEQ", iters, caps, 0.1, 0.6),
+            (L.reg_variant(1.0), [5.0] * EPOCHS, None, 0.2, 0.1),
+            ("truncated, 5 unrolled steps", [5.0] * EPOCHS, None, 0.5, 0.0),
+        ]
 
     fake_runs(monkeypatch, per_seed, seeds=(0, 1))
     for measure in (L.measure_growth, L.measure_regularization, L.measure_truncation):

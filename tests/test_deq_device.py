@@ -1,5 +1,6 @@
 """The DEQ package on a device (strict fake CUDA, see tests/fake_cuda.py): no hidden host tensors
 in the solvers, the implicit backward, the regulariser, the spectral radius or training."""
+
 import pytest
 import torch
 

@@ -2,6 +2,7 @@
 inputs of the wrong shape or dtype, backward passes through unconverged solves, run-away iterates
 and the spectral radius of a non-normal Jacobian. Each case ends in a named error, a warning or
 the right answer."""
+
 from __future__ import annotations
 
 import math
@@ -22,17 +23,21 @@ F64 = torch.float64
 
 def _counted(f):
     """``f`` with a call counter (``wrapped.calls``)."""
+
     def wrapped(z):
         wrapped.calls += 1
         return f(z, wrapped.calls)
+
     wrapped.calls = 0
     return wrapped
 
 
 def _rows(batch: int, dim: int) -> torch.Tensor:
     """Distinct rows, so the samples of a batch converge at different iterations."""
-    return torch.arange(float(batch * dim), dtype=F64).reshape(batch, dim) * torch.arange(1.0, batch + 1,
-                                                                                           dtype=F64)[:, None]
+    return (
+        torch.arange(float(batch * dim), dtype=F64).reshape(batch, dim)
+        * torch.arange(1.0, batch + 1, dtype=F64)[:, None]
+    )
 
 
 # --- case 1: the map's shape, every call --------------------------------------------------------------
@@ -113,9 +118,11 @@ def test_what_the_check_prevents_a_mixing_map_solved_per_sample_ends_above_tol()
 def test_the_probe_sees_mixing_of_several_kinds(mix):
     batch = 256 if mix == "mean over 256" else 5
     x = torch.randn(batch, 3, dtype=F64)
-    maps = {"mean over 256": lambda z: 0.5 * z.mean(0, keepdim=True) + x,
-            "roll": lambda z: 0.5 * z.roll(1, dims=0) + x,
-            "sum": lambda z: 0.1 * torch.tanh(z.sum(0)) + x}
+    maps = {
+        "mean over 256": lambda z: 0.5 * z.mean(0, keepdim=True) + x,
+        "roll": lambda z: 0.5 * z.roll(1, dims=0) + x,
+        "sum": lambda z: 0.1 * torch.tanh(z.sum(0)) + x,
+    }
     with pytest.raises(FixedPointBatchMixingError):
         fixed_point(maps[mix], torch.zeros(batch, 3, dtype=F64))
 
@@ -207,8 +214,9 @@ def test_an_error_inside_a_plain_callable_carries_the_shapes():
 # --- case 6: dtypes -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("module_dtype, input_dtype, fix", [(torch.float32, F64, "x.float()"),
-                                                             (F64, torch.float32, "x.double()")])
+@pytest.mark.parametrize(
+    "module_dtype, input_dtype, fix", [(torch.float32, F64, "x.float()"), (F64, torch.float32, "x.double()")]
+)
 def test_an_input_in_another_dtype_than_the_parameters_is_named(module_dtype, input_dtype, fix):
     deq = _deq(module_dtype)
     with pytest.raises(DEQDtypeError, match=rf"x has dtype {input_dtype}.*parameters are {module_dtype}") as info:
@@ -243,7 +251,7 @@ def test_backward_through_an_unconverged_forward_warns_by_default_and_is_far_off
         out = deq(x)  # forward only: quiet by default (the status is in stats)
     assert deq.stats["forward_status"] == "max_iter"
     with pytest.warns(DEQGradientWarning, match="forward solve ended MAX_ITER"):
-        (out ** 2).mean().backward()
+        (out**2).mean().backward()
     assert deq.stats["backward_status"] == "success"  # the backward solve converged: the forward is the cause
     with pytest.warns(DEQGradientWarning):
         implicit = grads(DEQ(block, max_iter=50, state=8))
@@ -317,7 +325,7 @@ def test_spectral_radius_is_exact_for_a_non_normal_complex_pair():
 @pytest.mark.parametrize("dim", [5, 16])
 def test_spectral_radius_per_sample_matches_eigenvalues(dim):
     torch.manual_seed(dim)
-    A = torch.randn(3, dim, dim, dtype=F64) / dim ** 0.5  # one non-symmetric matrix per sample
+    A = torch.randn(3, dim, dim, dtype=F64) / dim**0.5  # one non-symmetric matrix per sample
     z = torch.randn(3, dim, dtype=F64, requires_grad=True)
     rho = spectral_radius(torch.einsum("bij,bj->bi", A, z), z, n_iter=30)
     torch.testing.assert_close(rho, torch.linalg.eigvals(A).abs().amax(dim=1), rtol=1e-9, atol=0)
@@ -343,6 +351,8 @@ def test_spectral_radius_below_the_dimension_is_an_estimate_that_improves():
     A = Q @ D @ Q.T
     z = torch.randn(1, dim, dtype=F64, requires_grad=True)
     f_out = z @ A.T
-    errors = [abs(float(spectral_radius(f_out, z, n_iter=m, generator=torch.Generator().manual_seed(1))) - 0.95)
-              for m in (5, 20, 60)]
+    errors = [
+        abs(float(spectral_radius(f_out, z, n_iter=m, generator=torch.Generator().manual_seed(1))) - 0.95)
+        for m in (5, 20, 60)
+    ]
     assert errors[-1] < 1e-10 and errors[1] < 1e-3 and errors[0] >= errors[1]

@@ -1,4 +1,5 @@
 """The DEQ layer: implicit gradients against unrolled backprop, memory, stats, the regulariser."""
+
 from __future__ import annotations
 
 import pytest
@@ -103,8 +104,7 @@ def test_hutchinson_mean_within_two_percent_of_exact():
     torch.testing.assert_close(exact, ref.pow(2).sum())
     for noise in ("gaussian", "rademacher"):
         zr = z.repeat(20_000, 1).requires_grad_()
-        est = jacobian_regularizer(block(zr, x.expand(20_000, -1)), zr, reduction="none", noise=noise,
-                                   generator=gen)
+        est = jacobian_regularizer(block(zr, x.expand(20_000, -1)), zr, reduction="none", noise=noise, generator=gen)
         assert abs(float(est.detach().mean()) - float(exact)) <= 0.02 * float(exact)
 
 

@@ -1,5 +1,6 @@
 """Fixed-point solvers: statuses, the stopping criterion, batching, and iteration counts
 against Picard and torchdeq on contractions with spectral radius 0.9-0.99."""
+
 from __future__ import annotations
 
 import warnings
@@ -49,7 +50,7 @@ def test_batch_samples_are_independent():
     p = contraction("tanh", 0.9, dim=8, batch=5)
     together = fixed_point(p.f, p.z0, method="anderson", tol=1e-10)
     for b in range(5):
-        alone = fixed_point(lambda z: p.f(z.expand(5, -1))[b:b + 1], p.z0[b:b + 1], method="anderson", tol=1e-10)
+        alone = fixed_point(lambda z: p.f(z.expand(5, -1))[b : b + 1], p.z0[b : b + 1], method="anderson", tol=1e-10)
         torch.testing.assert_close(alone.z[0], together.z[b], rtol=1e-8, atol=1e-10)
 
 
@@ -146,8 +147,10 @@ def test_anderson_needs_no_more_iterations_than_torchdeq(kind, rho):
     assert ours.reached
     assert not ref.reached or ours.n_evals <= ref.n_evals, (ours.n_evals, ref.n_evals)
     # same map, same counting: torchdeq's Picard needs exactly our Picard's evaluations
-    assert run_torchdeq(p, "picard", tol=1e-8, max_iter=5000).n_evals == \
-        run_nodecourse(p, "picard", tol=1e-8, max_iter=5000).n_evals
+    assert (
+        run_torchdeq(p, "picard", tol=1e-8, max_iter=5000).n_evals
+        == run_nodecourse(p, "picard", tol=1e-8, max_iter=5000).n_evals
+    )
 
 
 @pytest.mark.skipif(not torchdeq_available(), reason="torchdeq does not import here")

@@ -1,4 +1,5 @@
 """The DEQ explorer, driven headless: set a control's .value, read the result it updated."""
+
 import pytest
 
 from nodecourse.widgets.deq_explorer import DEQExplorer, result_figure

@@ -7,6 +7,7 @@ tensor. Every explorer's compute and figure path, the lessons' device-aware help
 anything about a GPU; ``NODECOURSE_DEVICE_TESTS=real`` runs the same tests on a real one
 (scripts/gpu_check.sh).
 """
+
 from __future__ import annotations
 
 import json
@@ -36,6 +37,7 @@ def cuda():
 # ---------------------------------------------------------------------------
 # the fake device itself catches what a GPU would reject
 # ---------------------------------------------------------------------------
+
 
 @pytest.mark.skipif(REAL_CUDA, reason="checks the fake device itself")
 def test_fake_cuda_rejects_hidden_host_tensors_and_numpy(cuda):
@@ -67,6 +69,7 @@ def test_fake_cuda_rejects_hidden_host_tensors_and_numpy(cuda):
 # ---------------------------------------------------------------------------
 # lesson 2: every solver, the explorer and its figure
 # ---------------------------------------------------------------------------
+
 
 def test_every_solver_runs_on_the_device(cuda):
     from dataclasses import replace
@@ -111,6 +114,7 @@ def test_solver_lesson_helpers_on_the_device(cuda):
 # lesson 3: the annulus explorer (training, probes, figure)
 # ---------------------------------------------------------------------------
 
+
 def test_annulus_explorer_trains_probes_and_draws_on_the_device(cuda):
     from nodecourse.widgets.annulus import AnnulusExplorer
 
@@ -134,6 +138,7 @@ def test_annulus_lesson_training_on_the_device(cuda):
 # lesson 5: `nodecourse physionet --device cuda`
 # ---------------------------------------------------------------------------
 
+
 @pytest.mark.slow
 @pytest.mark.parametrize("model", ["odernn", "latent-ode", "gru-dt", "gru-d", "summary-logreg"])
 def test_physionet_cli_trains_on_the_device(cuda, model, capsys, monkeypatch):
@@ -148,8 +153,9 @@ def test_physionet_cli_trains_on_the_device(cuda, model, capsys, monkeypatch):
         return real_fit(name, train, *args, **kwargs)
 
     monkeypatch.setattr(latent, "fit", recording_fit)
-    rc = main(["physionet", "--model", model, "--device", "cuda", "--quick", "--epochs", "1",
-               "--patients", "120", "--json"])
+    rc = main(
+        ["physionet", "--model", model, "--device", "cuda", "--quick", "--epochs", "1", "--patients", "120", "--json"]
+    )
     out = capsys.readouterr()
     assert rc == 0, out.err[-2000:]
     result = json.loads(out.out.strip().splitlines()[-1])
@@ -160,6 +166,7 @@ def test_physionet_cli_trains_on_the_device(cuda, model, capsys, monkeypatch):
 # ---------------------------------------------------------------------------
 # lesson 4: the adjoint explorer (every gradient mode) and its figure
 # ---------------------------------------------------------------------------
+
 
 def test_adjoint_explorer_every_mode_on_the_device(cuda):
     from nodecourse.widgets.adjoint_explorer import MODES, AdjointExplorer, result_figure, run_gradient
@@ -176,6 +183,7 @@ def test_adjoint_explorer_every_mode_on_the_device(cuda):
 # lesson 6: the DEQ explorer (every fixed-point solver) and its figure
 # ---------------------------------------------------------------------------
 
+
 def test_deq_explorer_every_solver_on_the_device(cuda):
     from nodecourse.deq import METHODS
     from nodecourse.widgets.deq_explorer import DEQExplorer, result_figure, run_deq
@@ -191,6 +199,7 @@ def test_deq_explorer_every_solver_on_the_device(cuda):
 # ---------------------------------------------------------------------------
 # lessons 4 and 7: the memory sweep and the four models of the capstone
 # ---------------------------------------------------------------------------
+
 
 @pytest.mark.slow
 def test_adjoint_memory_study_on_the_device(cuda):

@@ -1,4 +1,5 @@
 """Tolerance sweep and solver-work log."""
+
 from __future__ import annotations
 
 import math
@@ -33,23 +34,28 @@ def test_sweep_other_backend_and_fixed_atol():
     assert rows[0].atol == 1e-9 and rows[0].nfe > 0 and rows[0].status == "SUCCESS"
 
 
-@pytest.mark.parametrize("kwargs,pattern", [
-    ({"rtols": []}, r"rtols=\[\] must be a non-empty list"),
-    ({"rtols": [1e-3, -1.0]}, r"rtols contains -1.0"),
-    ({"rtols": [1e-3], "repeats": 0}, r"repeats=0 must be an int >= 1"),
-    ({"rtols": [1e-3], "method": "rk4"}, r"method='rk4' is fixed-step"),
-    ({"rtols": [1e-3], "method": "ode45"}, r"method='ode45' is not a registered solver"),
-    ({"rtols": [1e-3], "atol": 0.0}, r"atol=0.0 must be a number > 0"),
-    ({"rtols": [1e-3], "reference": torch.zeros(3, 2)}, r"reference has shape \(3, 2\).*\(4, 2\)"),
-])
+@pytest.mark.parametrize(
+    "kwargs,pattern",
+    [
+        ({"rtols": []}, r"rtols=\[\] must be a non-empty list"),
+        ({"rtols": [1e-3, -1.0]}, r"rtols contains -1.0"),
+        ({"rtols": [1e-3], "repeats": 0}, r"repeats=0 must be an int >= 1"),
+        ({"rtols": [1e-3], "method": "rk4"}, r"method='rk4' is fixed-step"),
+        ({"rtols": [1e-3], "method": "ode45"}, r"method='ode45' is not a registered solver"),
+        ({"rtols": [1e-3], "atol": 0.0}, r"atol=0.0 must be a number > 0"),
+        ({"rtols": [1e-3], "reference": torch.zeros(3, 2)}, r"reference has shape \(3, 2\).*\(4, 2\)"),
+    ],
+)
 def test_sweep_bad_arguments(kwargs, pattern):
     with pytest.raises(ValueError, match=pattern):
         tolerance_sweep(f, Y0, T, **kwargs)
 
 
 def test_columns_and_table():
-    rows = [SweepRow(1e-3, 1e-5, 2e-4, 38, 5, 1, 0.01, "SUCCESS"),
-            SweepRow(1e-6, 1e-8, 3e-7, 80, 11, 0, 0.02, "SUCCESS")]
+    rows = [
+        SweepRow(1e-3, 1e-5, 2e-4, 38, 5, 1, 0.01, "SUCCESS"),
+        SweepRow(1e-6, 1e-8, 3e-7, 80, 11, 0, 0.02, "SUCCESS"),
+    ]
     cols = rows_to_columns(rows)
     assert cols["nfe"] == [38, 80] and list(cols)[0] == "rtol"
     table = rows_to_markdown(rows).splitlines()

@@ -1,4 +1,5 @@
 """The digits loader: seeded stratified split, training-only scaling, device and dtype."""
+
 import pytest
 import torch
 

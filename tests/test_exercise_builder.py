@@ -1,6 +1,7 @@
 """The exercise builder: stubs, no outputs (the reference holds the checks' PASS lines), a
 learner's answers never overwritten, clear errors, byte-for-byte determinism, and the
 committed exercises equal a fresh build of the committed solutions."""
+
 from __future__ import annotations
 
 import copy
@@ -23,15 +24,17 @@ def test_solution_regions_become_stubs_at_their_indentation():
     double, square = _cells(exercise, "answer")
     assert double.source == (
         'def double(x):\n    """Twice x."""\n'
-        '    raise NotImplementedError("task \'double\': replace this line with your code")'
+        "    raise NotImplementedError(\"task 'double': replace this line with your code\")"
     )
     assert "x * x" not in square.source and square.source.count("NotImplementedError") == 1
     assert all(c.outputs == [] and c.execution_count is None for c in _cells(exercise, "answer"))
 
 
 def test_top_level_and_multiple_regions():
-    src = "a = 1\n### BEGIN SOLUTION\nb = 2\n### END SOLUTION\nfor i in range(2):\n" \
-          "        ### BEGIN SOLUTION extra words are fine\n        pass\n        ### END SOLUTION"
+    src = (
+        "a = 1\n### BEGIN SOLUTION\nb = 2\n### END SOLUTION\nfor i in range(2):\n"
+        "        ### BEGIN SOLUTION extra words are fine\n        pass\n        ### END SOLUTION"
+    )
     out = eb.strip_solutions(src, task="t", where="w")
     assert out.split("\n") == [
         "a = 1",
@@ -44,9 +47,11 @@ def test_top_level_and_multiple_regions():
 def test_exercise_has_no_outputs_even_when_the_solution_was_saved_run():
     solution = solution_notebook()
     # a saved solution may split a line into several stream chunks and carry a warning
-    solution.cells[3].outputs = [new_output("stream", name="stdout", text="PASS dou"),
-                                 new_output("stream", name="stderr", text="UserWarning: noise\n"),
-                                 new_output("stream", name="stdout", text="ble\n")]
+    solution.cells[3].outputs = [
+        new_output("stream", name="stdout", text="PASS dou"),
+        new_output("stream", name="stderr", text="UserWarning: noise\n"),
+        new_output("stream", name="stdout", text="ble\n"),
+    ]
     unrun = copy.deepcopy(solution)
     for cell in _cells(unrun, "check"):
         cell.outputs, cell.execution_count = [], None
@@ -195,35 +200,55 @@ def _replace(nb, i, cell):
 
 BROKEN = {
     "markers without an answer id": (
-        _with_cell(new_code_cell("### BEGIN SOLUTION\nx = 1\n### END SOLUTION")), "but no answer id"),
-    "BEGIN never closed": (
-        _with_cell(answer_cell("t", "### BEGIN SOLUTION\nx = 1")), "never closed"),
-    "END without BEGIN": (
-        _with_cell(answer_cell("t", "x = 1\n### END SOLUTION")), "without a matching"),
+        _with_cell(new_code_cell("### BEGIN SOLUTION\nx = 1\n### END SOLUTION")),
+        "but no answer id",
+    ),
+    "BEGIN never closed": (_with_cell(answer_cell("t", "### BEGIN SOLUTION\nx = 1")), "never closed"),
+    "END without BEGIN": (_with_cell(answer_cell("t", "x = 1\n### END SOLUTION")), "without a matching"),
     "nested BEGIN": (
         _with_cell(answer_cell("t", "### BEGIN SOLUTION\n### BEGIN SOLUTION\n### END SOLUTION")),
-        "is not closed"),
+        "is not closed",
+    ),
     "answer without a region": (_with_cell(answer_cell("t", "x = 1")), "would ship the solution"),
-    "duplicate answer id": (_with_cell(answer_cell("double", "### BEGIN SOLUTION\n### END SOLUTION"), 4),
-                            "already used"),
+    "duplicate answer id": (
+        _with_cell(answer_cell("double", "### BEGIN SOLUTION\n### END SOLUTION"), 4),
+        "already used",
+    ),
     "check named differently from its id": (
         _replace(solution_notebook(), 3, check_cell("double", "check('twice', True)", passed_output=False)),
-        "must call check('double', ...)"),
+        "must call check('double', ...)",
+    ),
     "check that printed more than its PASS line": (
-        _replace(solution_notebook(), 3, new_code_cell(
-            "# NBVAL_CHECK_OUTPUT\nprint(42)\ncheck('double', True)", metadata={"nodecourse": {"check": "double"}},
-            outputs=[new_output("stream", name="stdout", text="42\nPASS double\n")])),
-        "expects exactly 'PASS double' on stdout"),
+        _replace(
+            solution_notebook(),
+            3,
+            new_code_cell(
+                "# NBVAL_CHECK_OUTPUT\nprint(42)\ncheck('double', True)",
+                metadata={"nodecourse": {"check": "double"}},
+                outputs=[new_output("stream", name="stdout", text="42\nPASS double\n")],
+            ),
+        ),
+        "expects exactly 'PASS double' on stdout",
+    ),
     "check without the nbval marker": (
-        _replace(solution_notebook(), 3, new_code_cell(
-            "check('double', True)", metadata={"nodecourse": {"check": "double"}})),
-        "must start with the line '# NBVAL_CHECK_OUTPUT'"),
+        _replace(
+            solution_notebook(), 3, new_code_cell("check('double', True)", metadata={"nodecourse": {"check": "double"}})
+        ),
+        "must start with the line '# NBVAL_CHECK_OUTPUT'",
+    ),
     "check before any answer": (_with_cell(check_cell("early", "check('early', True)"), 1), "before any answer"),
     "check that failed in the solution": (
-        _replace(solution_notebook(), 3, new_code_cell(
-            "# NBVAL_CHECK_OUTPUT\ncheck('double', False)", metadata={"nodecourse": {"check": "double"}},
-            outputs=[new_output("error", ename="CheckFailed", evalue="FAIL double", traceback=[])])),
-        "failed when the solution was run (CheckFailed: FAIL double)"),
+        _replace(
+            solution_notebook(),
+            3,
+            new_code_cell(
+                "# NBVAL_CHECK_OUTPUT\ncheck('double', False)",
+                metadata={"nodecourse": {"check": "double"}},
+                outputs=[new_output("error", ename="CheckFailed", evalue="FAIL double", traceback=[])],
+            ),
+        ),
+        "failed when the solution was run (CheckFailed: FAIL double)",
+    ),
     "marker in markdown": (_with_cell(new_markdown_cell("### BEGIN SOLUTION")), "markdown cell contains"),
 }
 
@@ -301,7 +326,9 @@ def test_any_change_is_the_learners_work_notes_and_setup_helpers_included(tmp_pa
     del legacy.metadata["nodecourse"]
     write(legacy, ex_dir / "fx.ipynb")
     assert eb.build(sol_dir, ex_dir, check=True).kept[ex_dir / "fx.ipynb"] == [
-        "markdown cell 0 edited", "setup cell 1 edited"]
+        "markdown cell 0 edited",
+        "setup cell 1 edited",
+    ]
 
 
 def test_a_build_records_each_cell_so_an_untouched_older_build_is_stale():

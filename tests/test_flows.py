@@ -1,4 +1,5 @@
 """Continuous normalising flows (nodecourse.models.flows) and lesson 8's studies."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -19,8 +20,9 @@ def _field_and_point(dim=3, batch=4, dtype=torch.float64, seed=0):
 
 
 def _jacobian_traces(field, z):
-    return torch.stack([torch.trace(torch.autograd.functional.jacobian(lambda v: field(None, v[None])[0], zb))
-                        for zb in z.detach()])
+    return torch.stack(
+        [torch.trace(torch.autograd.functional.jacobian(lambda v: field(None, v[None])[0], zb)) for zb in z.detach()]
+    )
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])

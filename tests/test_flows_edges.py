@@ -1,5 +1,6 @@
 """Continuous normalising flows at their edges: fields that mix the batch, 1-D states,
 and data in another dtype than the model. Each ends in a named error or the right answer."""
+
 from __future__ import annotations
 
 import math
@@ -54,8 +55,9 @@ def test_a_per_sample_field_passes_the_check_with_the_exact_trace(dtype, batch):
     z = torch.randn(batch, 4, dtype=dtype, requires_grad=True)
     f_out = field(None, z)
     div = divergence_exact(f_out, z)
-    jac = torch.stack([torch.autograd.functional.jacobian(lambda v: field(None, v[None])[0], z[b].detach())
-                       for b in range(batch)])
+    jac = torch.stack(
+        [torch.autograd.functional.jacobian(lambda v: field(None, v[None])[0], z[b].detach()) for b in range(batch)]
+    )
     torch.testing.assert_close(div, torch.diagonal(jac, dim1=1, dim2=2).sum(-1))
 
 
@@ -124,10 +126,13 @@ def test_cnf_log_prob_of_a_1d_input_says_x_none():
 # --- case 6 (CNF): data in another dtype than the model -----------------------------------------------
 
 
-@pytest.mark.parametrize("model_dtype, data_dtype, fixes", [
-    (torch.float32, F64, ("x.float()", "cnf.double()")),
-    (F64, torch.float32, ("x.double()", "cnf.float()")),
-])
+@pytest.mark.parametrize(
+    "model_dtype, data_dtype, fixes",
+    [
+        (torch.float32, F64, ("x.float()", "cnf.double()")),
+        (F64, torch.float32, ("x.double()", "cnf.float()")),
+    ],
+)
 def test_data_in_another_dtype_is_named(model_dtype, data_dtype, fixes):
     cnf = CNF(2, (8,)).to(model_dtype)
     with pytest.raises(FlowDtypeError, match=rf"x has dtype {data_dtype}.*parameters are {model_dtype}") as info:

@@ -9,6 +9,7 @@ an unsolved notebook, half-solved ones, attacks; and the routes that crashed a g
 The 30-submission class the README quotes is the same generator
 (``python tests/class_fixtures.py build/class30``).
 """
+
 from __future__ import annotations
 
 import csv
@@ -37,8 +38,7 @@ def _by_student(path):
 
 
 def _grade(files, book, **kw):
-    return gradebook.grade_class([str(f) for f in files], book, timeout_s=10, jobs=1, seed=5, grader=fake_grade,
-                                 **kw)
+    return gradebook.grade_class([str(f) for f in files], book, timeout_s=10, jobs=1, seed=5, grader=fake_grade, **kw)
 
 
 @pytest.mark.slow
@@ -95,6 +95,7 @@ def test_gradebook_errors_name_the_argument(tmp_path, capsys):
 # Student ids
 # ---------------------------------------------------------------------------
 
+
 def test_student_ids_come_from_lms_download_names_by_the_documented_rule(tmp_path):
     names = [EXERCISE, "02_solvers_exercises.ipynb"]
     sid = lambda name: gradebook.student_id(tmp_path / name, names)  # noqa: E731
@@ -127,9 +128,12 @@ def test_lms_download_names_are_graded_against_their_exercise(tmp_path):
 # Rows: added or replaced, never dropped
 # ---------------------------------------------------------------------------
 
+
 def test_grading_one_student_keeps_every_other_row_and_regrade_replaces_only_theirs(tmp_path):
-    files = [write_submission(tmp_path / f"{s}-{EXERCISE}", passed=list(FAKE_CHECKS[:k]))
-             for k, s in enumerate(["ann", "bob", "cat", "dan"])]
+    files = [
+        write_submission(tmp_path / f"{s}-{EXERCISE}", passed=list(FAKE_CHECKS[:k]))
+        for k, s in enumerate(["ann", "bob", "cat", "dan"])
+    ]
     book = tmp_path / "grades.csv"
     _grade(files, book)
     before = _by_student(book)
@@ -170,9 +174,11 @@ def test_an_lms_second_download_replaces_the_students_row(tmp_path):
 def test_two_exercises_in_one_gradebook_each_with_its_own_denominators(tmp_path):
     ex02 = "02_solvers_exercises.ipynb"
     other = {"exercise": ex02, "checks": ["rk4-step-matches", "rk4-order"]}
-    files = [write_submission(tmp_path / f"ann-{EXERCISE}", passed=["euler-step"]),
-             write_submission(tmp_path / f"bob-{EXERCISE}", passed=[]),
-             write_submission(tmp_path / f"ann-{ex02}", passed=["rk4-order"], **other)]
+    files = [
+        write_submission(tmp_path / f"ann-{EXERCISE}", passed=["euler-step"]),
+        write_submission(tmp_path / f"bob-{EXERCISE}", passed=[]),
+        write_submission(tmp_path / f"ann-{ex02}", passed=["rk4-order"], **other),
+    ]
     book = tmp_path / "grades.csv"
     _grade(files[:2], book)
     summary = _grade(files[2:], book)  # one student, another exercise: added beside the others
@@ -186,8 +192,11 @@ def test_two_exercises_in_one_gradebook_each_with_its_own_denominators(tmp_path)
 
 
 def test_weights_and_totals_are_numbers(tmp_path):
-    path = write_submission(tmp_path / f"gus-{EXERCISE}", passed=["euler-step", "euler-order"],
-                            weights={"euler-step": 2, "euler-order": 0.5, "residual-block": 3})
+    path = write_submission(
+        tmp_path / f"gus-{EXERCISE}",
+        passed=["euler-step", "euler-order"],
+        weights={"euler-step": 2, "euler-order": 0.5, "residual-block": 3},
+    )
     book = tmp_path / "grades.csv"
     _grade([path], book)
     (row,) = _rows(book)
@@ -217,9 +226,13 @@ def test_a_feedback_file_per_student_with_reasons_and_seed(tmp_path):
 
 
 def test_code_outside_answer_cells_and_review_flags_have_their_own_columns(tmp_path):
-    path = write_submission(tmp_path / f"jay-{EXERCISE}", warnings=[
-        "code outside the answer cells: 1 code cell(s) (cell 9) are not answer cells and are not graded",
-        "review: answer 'euler-step' reaches into the interpreter (gc)"])
+    path = write_submission(
+        tmp_path / f"jay-{EXERCISE}",
+        warnings=[
+            "code outside the answer cells: 1 code cell(s) (cell 9) are not answer cells and are not graded",
+            "review: answer 'euler-step' reaches into the interpreter (gc)",
+        ],
+    )
     book = tmp_path / "grades.csv"
     _grade([path], book)
     (row,) = _rows(book)
@@ -230,10 +243,17 @@ def test_code_outside_answer_cells_and_review_flags_have_their_own_columns(tmp_p
 # A gradebook one submission cannot break
 # ---------------------------------------------------------------------------
 
+
 def test_a_submission_whose_grading_crashes_gets_a_row_and_the_others_go_on(tmp_path):
-    files = [write_submission(tmp_path / f"{s}-{EXERCISE}", **kw) for s, kw in
-             [("kim", {"raise": "OverflowError"}), ("lee", {"passed": ["euler-step"]}),
-              ("max", {"raise": "MemoryError"}), ("ned", {"raise": "TypeError"})]]
+    files = [
+        write_submission(tmp_path / f"{s}-{EXERCISE}", **kw)
+        for s, kw in [
+            ("kim", {"raise": "OverflowError"}),
+            ("lee", {"passed": ["euler-step"]}),
+            ("max", {"raise": "MemoryError"}),
+            ("ned", {"raise": "TypeError"}),
+        ]
+    ]
     (tmp_path / f"oli-{EXERCISE}").write_text("not a notebook", encoding="utf-8")
     book = tmp_path / "grades.csv"
     summary = _grade([*files, tmp_path / f"oli-{EXERCISE}"], book)
@@ -267,7 +287,7 @@ def test_a_symlinked_submission_is_refused_by_name(tmp_path):
 
 
 def test_cells_are_safe_in_a_spreadsheet(tmp_path):
-    for raw in ("=HYPERLINK(\"http://x\")", "+1", "-1+2", "@SUM(A1)", "\tx", "\rx"):
+    for raw in ('=HYPERLINK("http://x")', "+1", "-1+2", "@SUM(A1)", "\tx", "\rx"):
         assert gradebook.cell_text(raw).startswith("'"), raw
     assert gradebook.cell_text("a\nb\x1b[2J") == "a\\nb\\x1b[2J"
     assert gradebook.cell_text("alice") == "alice" and gradebook.cell_text(2.5) == "2.5"
@@ -293,9 +313,11 @@ def test_real_crash_routes_each_get_a_row_and_the_others_are_graded(tmp_path):
     from nodecourse.course.exercise_builder import answer_id
 
     solution = nbformat.read(SOLUTION, as_version=4)
-    answers = {"big-int": "def euler_step(f, t, y, h):\n    return 10 ** 400\n",
-               "string": "def euler_step(f, t, y, h):\n    return 'a tensor'\n",
-               "huge-expression": "x = " + "-" * 110_000 + "1\n"}
+    answers = {
+        "big-int": "def euler_step(f, t, y, h):\n    return 10 ** 400\n",
+        "string": "def euler_step(f, t, y, h):\n    return 'a tensor'\n",
+        "huge-expression": "x = " + "-" * 110_000 + "1\n",
+    }
     files = []
     for name, source in answers.items():
         nb = nbformat.from_dict(solution)

@@ -8,6 +8,7 @@ the numbered cases are that path's (the design before CONTRIBUTING.md's
 20 are in test_grading_attacks.py). Cases that run the real grader (a kernel)
 are marked slow.
 """
+
 from __future__ import annotations
 
 import copy
@@ -172,8 +173,7 @@ def test_cli_grade_reports_a_wrong_answer_and_exits_nonzero(course):
     assert rows["square"]["passed"] is False
     assert rows["square"]["reason"] == "FAIL square: square(4) = 8"
 
-    table = run_cli("grade", str(course["dir"] / "learner" / "half.ipynb"),
-                    "--reference", str(course["reference"]))
+    table = run_cli("grade", str(course["dir"] / "learner" / "half.ipynb"), "--reference", str(course["reference"]))
     assert table.returncode == 1
     assert re.search(r"square\s*\|\s*FAIL", table.stdout), table.stdout
     assert "1/2 checks pass" in table.stdout, table.stdout
@@ -237,25 +237,35 @@ def test_learner_working_inside_exercises_cannot_tamper_with_the_reference(tmp_p
 # The trust model's cases: answer code that tries to write its own grade
 # ---------------------------------------------------------------------------
 
+
 def _attack_solution(tasks):
     """A solution notebook with one task per name: ``f_<name>(x)`` returns 2x, its check
     compares with torch.allclose; task "count" returns 6, checked with ``same``."""
     nb = solution_notebook()
     setup = nbformat.v4.new_code_cell(
-        "import torch\nfrom nodecourse.course.checks import check, close, same\nx = torch.tensor([1.0, -2.0, 3.5])")
+        "import torch\nfrom nodecourse.course.checks import check, close, same\nx = torch.tensor([1.0, -2.0, 3.5])"
+    )
     cells = [nb.cells[0], setup]
     for name in tasks:
         if name == "count":
-            cells.append(answer_cell("count",
-                                     "def count():\n    ### BEGIN SOLUTION\n    return 6\n    ### END SOLUTION"))
-            cells.append(nbformat.v4.new_code_cell('# NBVAL_CHECK_OUTPUT\ncheck("count", same(count(), 6), "wrong")',
-                                                   metadata={"nodecourse": {"check": "count"}}))
+            cells.append(
+                answer_cell("count", "def count():\n    ### BEGIN SOLUTION\n    return 6\n    ### END SOLUTION")
+            )
+            cells.append(
+                nbformat.v4.new_code_cell(
+                    '# NBVAL_CHECK_OUTPUT\ncheck("count", same(count(), 6), "wrong")',
+                    metadata={"nodecourse": {"check": "count"}},
+                )
+            )
             continue
         fn = "f_" + name.replace("-", "_")
         cells.append(answer_cell(name, f"def {fn}(x):\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION"))
-        cells.append(nbformat.v4.new_code_cell(
-            f'# NBVAL_CHECK_OUTPUT\ncheck("{name}", torch.allclose({fn}(x), 2 * x), "wrong")',
-            metadata={"nodecourse": {"check": name}}))
+        cells.append(
+            nbformat.v4.new_code_cell(
+                f'# NBVAL_CHECK_OUTPUT\ncheck("{name}", torch.allclose({fn}(x), 2 * x), "wrong")',
+                metadata={"nodecourse": {"check": name}},
+            )
+        )
     nb.cells = cells
     return nb
 
@@ -323,7 +333,9 @@ def check(name, passed, detail=""):
     print(f"PASS {name}")
 _checks.check = check
 """,
-    "tensor-subclass": "import torch\n" + FORGED_TENSOR_CLASS + """_real = {fn}
+    "tensor-subclass": "import torch\n"
+    + FORGED_TENSOR_CLASS
+    + """_real = {fn}
 def {fn}(x):
     return _real(x).as_subclass(Yes)
 """,
@@ -360,9 +372,12 @@ def _attack_notebook(reference):
         fn = "f_" + name.replace("-", "_")
         _replace_answer(nb, name, _WRONG.format(fn=fn) + attack.replace("{fn}", fn))
     # case 3: a marker that only str.splitlines sees: the answer raises after defining a right f
-    _replace_answer(nb, "nbval-marker-u2028",
-                    "def f_nbval_marker_u2028(x):\n    return 2 * x\n"
-                    "# \u2028# NBVAL_RAISES_EXCEPTION\nraise RuntimeError('this answer raises')")
+    _replace_answer(
+        nb,
+        "nbval-marker-u2028",
+        "def f_nbval_marker_u2028(x):\n    return 2 * x\n"
+        "# \u2028# NBVAL_RAISES_EXCEPTION\nraise RuntimeError('this answer raises')",
+    )
     # case 7: an object whose __eq__ always says True, from the standard library
     _replace_answer(nb, "count", "from unittest import mock\ndef count():\n    return mock.ANY")
     _replace_answer(nb, "honest", "def f_honest(x):\n    return x + x")
@@ -372,8 +387,13 @@ def _attack_notebook(reference):
 # The attacks that define a forging class come last: from then on every check in the
 # kernel is refused, so the honest task (which must pass) comes before them.
 _CLASS_ATTACKS = ["subclass-made-during-check", "tensor-subclass", "torch-function-mode"]
-ATTACK_TASKS = [*(a for a in ATTACKS if a not in _CLASS_ATTACKS), "nbval-marker-u2028", "honest", "count",
-                *_CLASS_ATTACKS]
+ATTACK_TASKS = [
+    *(a for a in ATTACKS if a not in _CLASS_ATTACKS),
+    "nbval-marker-u2028",
+    "honest",
+    "count",
+    *_CLASS_ATTACKS,
+]
 
 
 @pytest.mark.slow

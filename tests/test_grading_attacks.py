@@ -8,6 +8,7 @@ wrong answer, the kernel's words escaped, the JSON report out of the kernel's
 reach, and a shadow package planted before a timeout absent after the restart.
 The trust model in CONTRIBUTING.md names these tests.
 """
+
 from __future__ import annotations
 
 import copy
@@ -28,8 +29,10 @@ from notebook_fixtures import REPO, SUBPROCESS_ENV, write
 SOLUTION = REPO / "solutions" / "01_resnet_as_euler_exercises.ipynb"
 NAME = SOLUTION.name
 SEED = 20
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(not sandbox.probe().sandboxed,
-                                                   reason=f"no sandbox here: {sandbox.probe().reason}")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not sandbox.probe().sandboxed, reason=f"no sandbox here: {sandbox.probe().reason}"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -58,8 +61,13 @@ def _grade(nb, tmp_path, **kw):
 
 
 def _cli(args, env=None):
-    return subprocess.run([sys.executable, "-m", "nodecourse.course.cli", *args], cwd=REPO, capture_output=True,
-                          env={**SUBPROCESS_ENV, **(env or {})}, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "nodecourse.course.cli", *args],
+        cwd=REPO,
+        capture_output=True,
+        env={**SUBPROCESS_ENV, **(env or {})},
+        timeout=300,
+    )
 
 
 @pytest.mark.parametrize("name", list(ATTACKS))
@@ -122,13 +130,16 @@ def test_a_package_planted_before_a_timeout_is_gone_after_the_restart(solution, 
     nb = copy.deepcopy(solution)
     for cell in nb.cells:
         if answer_id(cell) == "residual-block":
-            cell.source = ("import os\nos.makedirs('nodecourse', exist_ok=True)\n"
-                           "open('nodecourse/__init__.py', 'w').write('raise ImportError(\"shadow\")')\n"
-                           "while True:\n    pass\n")
+            cell.source = (
+                "import os\nos.makedirs('nodecourse', exist_ok=True)\n"
+                "open('nodecourse/__init__.py', 'w').write('raise ImportError(\"shadow\")')\n"
+                "while True:\n    pass\n"
+            )
         elif answer_id(cell) == "euler-integrate":
             cell.source = "import os\nassert not os.path.exists('nodecourse'), 'the shadow survived'\n" + cell.source
     rows, warnings = _grade(nb, tmp_path, timeout_s=30)
-    assert rows["residual-block"].reason == ("not run: needs answer 'residual-block', whose cell timed out after "
-                                             "30 s (its code did not finish)"), rows["residual-block"]
+    assert rows["residual-block"].reason == (
+        "not run: needs answer 'residual-block', whose cell timed out after 30 s (its code did not finish)"
+    ), rows["residual-block"]
     assert rows["euler-step"].passed and rows["euler-integrate-matches"].passed and rows["euler-order"].passed, rows
     assert any("restarted the kernel" in w for w in warnings), warnings

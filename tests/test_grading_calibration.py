@@ -13,6 +13,7 @@ The seeds are fixed, so these tests cannot fail on a draw. In CI the costly chec
 (:data:`CI_SEEDS`, with the cost that sets each); ``NODECOURSE_CALIBRATION=full`` runs every check on
 its spec's full count (``Task.calibration``: 2,000, or 200 for checks that train a model).
 """
+
 from __future__ import annotations
 
 import math
@@ -73,14 +74,32 @@ def _solution(exercise: str) -> dict:
 # ---------------------------------------------------------------------------
 
 MALFORMED = {
-    "huge int": 10 ** 400, "huge negative int": -10 ** 400, "string": "0.5", "NaN": math.nan, "infinity": math.inf,
-    "None": None, "empty list": [], "empty dict": {}, "nested list": [[1.0, [2.0]], [3.0]], "bool": True,
-    "NaN tensor": torch.tensor([1.0, math.nan]), "empty tensor": torch.zeros(0, 3), "list of strings": ["a", "b"],
+    "huge int": 10**400,
+    "huge negative int": -(10**400),
+    "string": "0.5",
+    "NaN": math.nan,
+    "infinity": math.inf,
+    "None": None,
+    "empty list": [],
+    "empty dict": {},
+    "nested list": [[1.0, [2.0]], [3.0]],
+    "bool": True,
+    "NaN tensor": torch.tensor([1.0, math.nan]),
+    "empty tensor": torch.zeros(0, 3),
+    "list of strings": ["a", "b"],
 }
 # Checks whose solution answer costs seconds: the whole answer is replaced, not each field.
-COSTLY = {("03", "augmented-fits-the-ring"), ("03", "plain-has-a-wrong-arc"), ("04", "flat-memory"),
-          ("09", "breaking-tolerance"), ("09", "route-error"), ("09", "wrong-route"), ("06", "anderson"),
-          ("06", "implicit-hook"), ("09", "accuracy-at")}
+COSTLY = {
+    ("03", "augmented-fits-the-ring"),
+    ("03", "plain-has-a-wrong-arc"),
+    ("04", "flat-memory"),
+    ("09", "breaking-tolerance"),
+    ("09", "route-error"),
+    ("09", "wrong-route"),
+    ("06", "anderson"),
+    ("06", "implicit-hook"),
+    ("09", "accuracy-at"),
+}
 _REFERENCES: dict = {}
 
 
@@ -121,8 +140,10 @@ def test_every_judge_fails_safe_on_malformed_answers(exercise, check, torch_defa
         assert isinstance(verdict, Verdict) and not verdict.passed and verdict.detail, (check, name, verdict)
 
 
-@pytest.mark.parametrize("value,words", [(10 ** 400, "401 digits"), (math.nan, "nan"), (-math.inf, "-inf"),
-                                         (torch.tensor([[1.0, math.inf]]), "an infinity")])
+@pytest.mark.parametrize(
+    "value,words",
+    [(10**400, "401 digits"), (math.nan, "nan"), (-math.inf, "-inf"), (torch.tensor([[1.0, math.inf]]), "an infinity")],
+)
 def test_huge_integers_nan_and_infinities_are_refused_by_name(value, words):
     verdict = _judge("02", "error-norm", {"norms": [0.5, value, 0.1, 0.2, 0.3, 0.4]})
     assert not verdict.passed and words in verdict.detail and "['norms'][1]" in verdict.detail, verdict
@@ -142,6 +163,7 @@ def test_an_exception_inside_a_judge_is_the_checks_failure_with_its_cause():
 # Judges that need the work done, and messages that point at the mistake
 # ---------------------------------------------------------------------------
 
+
 def _with(exercise: str, source: str) -> dict:
     ns = dict(_solution(exercise))
     exec(source, ns)
@@ -160,33 +182,41 @@ def test_accuracy_at_refuses_an_empty_or_short_list(torch_defaults):
 
 def test_an_accuracy_computed_in_float32_passes(torch_defaults):
     """The newcomer's `(pred == y).float().mean()`: within half a row of the library's."""
-    source = ("def accuracy_at(model, x, y, tol):\n    with torch.no_grad():\n"
-              "        sol = model.block.solve(x, rtol=tol, atol=tol)\n"
-              "        pred = model.readout(sol.ys[-1]).argmax(dim=1)\n"
-              "    return float((pred == y).float().mean()), int(sol.stats['nfe'])\n")
+    source = (
+        "def accuracy_at(model, x, y, tol):\n    with torch.no_grad():\n"
+        "        sol = model.block.solve(x, rtol=tol, atol=tol)\n"
+        "        pred = model.readout(sol.ys[-1]).argmax(dim=1)\n"
+        "    return float((pred == y).float().mean()), int(sol.stats['nfe'])\n"
+    )
     for seed in range(3):
         assert _verdict("09", "accuracy-at", seed, _with("09", source)).passed
 
 
 def test_a_residual_block_that_does_not_call_euler_step_fails(torch_defaults):
-    source = ("class EulerResidualBlock(nn.Module):\n    def __init__(self, field):\n        super().__init__()\n"
-              "        self.field = field\n\n    def forward(self, z):\n        return z + self.field(0.0, z)\n")
+    source = (
+        "class EulerResidualBlock(nn.Module):\n    def __init__(self, field):\n        super().__init__()\n"
+        "        self.field = field\n\n    def forward(self, z):\n        return z + self.field(0.0, z)\n"
+    )
     verdict = _verdict("01", "residual-block", 1, _with("01", source))
     assert not verdict.passed and "called euler_step 0 times" in verdict.detail, verdict
 
 
 def test_time_not_advanced_gets_its_likely_cause(torch_defaults):
-    source = ("def euler_integrate(f, y0, t0, t1, n_steps):\n    h = (t1 - t0) / n_steps\n    y = y0\n"
-              "    for _ in range(n_steps):\n        y = euler_step(f, t0, y, h)\n    return y\n")
+    source = (
+        "def euler_integrate(f, y0, t0, t1, n_steps):\n    h = (t1 - t0) / n_steps\n    y = y0\n"
+        "    for _ in range(n_steps):\n        y = euler_step(f, t0, y, h)\n    return y\n"
+    )
     verdict = _verdict("01", "euler-integrate-matches", 2, _with("01", source))
     assert not verdict.passed and "the time is not advanced" in verdict.detail, verdict
 
 
 def test_training_is_judged_on_the_model_not_the_reported_losses(torch_defaults):
     """A constant readout and invented falling losses fail: the grader evaluates the model."""
-    source = ("def train(model, x, y, epochs, lr):\n    with torch.no_grad():\n"
-              "        model.readout.weight.zero_()\n        model.readout.bias.fill_(1.0)\n"
-              "    return [1.0 / (k + 1) for k in range(epochs)]\n")
+    source = (
+        "def train(model, x, y, epochs, lr):\n    with torch.no_grad():\n"
+        "        model.readout.weight.zero_()\n        model.readout.bias.fill_(1.0)\n"
+        "    return [1.0 / (k + 1) for k in range(epochs)]\n"
+    )
     ns = _with("03", source)
     for check in ("augmented-fits-the-ring", "plain-has-a-wrong-arc"):
         verdict = _verdict("03", check, 0, ns)
@@ -196,13 +226,17 @@ def test_training_is_judged_on_the_model_not_the_reported_losses(torch_defaults)
 
 def test_hutchinson_is_compared_on_the_graders_probes(torch_defaults):
     """The exact value times noise of the right variance fails; so does an estimator with its own probes."""
-    noisy = ("def hutchinson(f_out, z, n_samples=1):\n    e = exact_jacobian_frobenius(f_out, z)\n"
-             "    return e * (1 + 0.3 * torch.randn_like(e)) + 0 * f_out.sum(1)\n")
-    own = ("def hutchinson(f_out, z, n_samples=1):\n    g = torch.Generator().manual_seed(1)\n    total = 0\n"
-           "    for _ in range(n_samples):\n"
-           "        eps = torch.randn(f_out.shape, generator=g, dtype=f_out.dtype)\n"
-           "        total = total + torch.autograd.grad(f_out, z, eps, create_graph=True)[0].pow(2).sum(1)\n"
-           "    return total / n_samples\n")
+    noisy = (
+        "def hutchinson(f_out, z, n_samples=1):\n    e = exact_jacobian_frobenius(f_out, z)\n"
+        "    return e * (1 + 0.3 * torch.randn_like(e)) + 0 * f_out.sum(1)\n"
+    )
+    own = (
+        "def hutchinson(f_out, z, n_samples=1):\n    g = torch.Generator().manual_seed(1)\n    total = 0\n"
+        "    for _ in range(n_samples):\n"
+        "        eps = torch.randn(f_out.shape, generator=g, dtype=f_out.dtype)\n"
+        "        total = total + torch.autograd.grad(f_out, z, eps, create_graph=True)[0].pow(2).sum(1)\n"
+        "    return total / n_samples\n"
+    )
     for source in (noisy, own):
         verdict = _verdict("06", "hutchinson", 3, _with("06", source))
         assert not verdict.passed and "on the grader's probes" in verdict.detail, verdict
@@ -223,19 +257,22 @@ def test_rk4_order_draws_leave_a_margin_to_the_window():
 def test_a_draw_with_no_decidable_candidate_says_so():
     from nodecourse.course.tasks.draw import NoDecidableDraw, integer, redraw
 
-    assert redraw(5, 1, lambda g: integer(g, 0, 9), lambda v: v >= 0) == redraw(5, 1, lambda g: integer(g, 0, 9),
-                                                                                 lambda v: v >= 0)
+    assert redraw(5, 1, lambda g: integer(g, 0, 9), lambda v: v >= 0) == redraw(
+        5, 1, lambda g: integer(g, 0, 9), lambda v: v >= 0
+    )
     with pytest.raises(NoDecidableDraw, match="no decidable inputs in 3 draws for seed 5"):
         redraw(5, 1, lambda g: integer(g, 0, 9), lambda v: False, tries=3)
 
 
 def test_directional_derivative_restoration_is_judged_within_the_stated_tolerance(torch_defaults):
     """Adding and subtracting h v again (rounding of about 1e-17) passes; not restoring fails."""
-    again = ("def directional_derivative(loss_fn, params, direction, h):\n    with torch.no_grad():\n"
-             "        for p, v in zip(params, direction):\n            p.add_(h * v)\n        up = float(loss_fn())\n"
-             "        for p, v in zip(params, direction):\n            p.sub_(2 * h * v)\n"
-             "        down = float(loss_fn())\n        for p, v in zip(params, direction):\n"
-             "            p.add_(h * v)\n    return (up - down) / (2 * h)\n")
+    again = (
+        "def directional_derivative(loss_fn, params, direction, h):\n    with torch.no_grad():\n"
+        "        for p, v in zip(params, direction):\n            p.add_(h * v)\n        up = float(loss_fn())\n"
+        "        for p, v in zip(params, direction):\n            p.sub_(2 * h * v)\n"
+        "        down = float(loss_fn())\n        for p, v in zip(params, direction):\n"
+        "            p.add_(h * v)\n    return (up - down) / (2 * h)\n"
+    )
     ns = _with("09", again)
     assert all(_verdict("09", "directional-derivative", seed, ns).passed for seed in range(30))
 
@@ -243,6 +280,7 @@ def test_directional_derivative_restoration_is_judged_within_the_stated_toleranc
 # ---------------------------------------------------------------------------
 # Calibration (slow)
 # ---------------------------------------------------------------------------
+
 
 @pytest.mark.slow
 @pytest.mark.parametrize("exercise,check", _all_checks(), ids=lambda v: str(v))
@@ -255,8 +293,9 @@ def test_the_solution_passes_on_every_calibration_seed(exercise, check, torch_de
 @pytest.mark.slow
 @pytest.mark.parametrize("wrong", calibration.CATALOGUE, ids=lambda w: w.id)
 def test_every_named_mistake_fails_on_every_seed_with_its_cause(wrong, torch_defaults):
-    seeds = range(min(WRONG_SEEDS_CI if not FULL else calibration.WRONG_SEEDS, len(_seeds(wrong.exercise,
-                                                                                          wrong.check))))
+    seeds = range(
+        min(WRONG_SEEDS_CI if not FULL else calibration.WRONG_SEEDS, len(_seeds(wrong.exercise, wrong.check)))
+    )
     ns = calibration.namespace(wrong.exercise, wrong)
     missed = []
     for seed in seeds:

@@ -8,6 +8,7 @@ reference from the task specs. In the grader's sandbox the task specs are not
 there, so it earns nothing; without a sandbox (self-study) the same cell does
 forge the replies, which shows the test can fail and why the sandbox matters.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,10 +24,11 @@ from notebook_fixtures import REPO, write
 
 EX01 = REPO / "solutions" / "01_resnet_as_euler_exercises.ipynb"
 CHECKS = ("euler-step", "residual-block", "euler-integrate-matches", "euler-order")
-NEEDS_BWRAP = pytest.mark.skipif(not sandbox.probe().sandboxed,
-                                 reason=f"no sandbox on this machine: {sandbox.probe().reason}")
+NEEDS_BWRAP = pytest.mark.skipif(
+    not sandbox.probe().sandboxed, reason=f"no sandbox on this machine: {sandbox.probe().reason}"
+)
 
-FORGED_REPLY = '''
+FORGED_REPLY = """
 try:
     import pickle as _pickle, functools as _functools
     import nodecourse.course.tasks as _T
@@ -56,7 +58,7 @@ try:
     FORGED = "installed"
 except ImportError as exc:
     FORGED = f"not installed: {exc}"
-'''
+"""
 
 
 def forged_unsolved_notebook(solution=EX01):
@@ -73,22 +75,29 @@ def test_the_learners_kernel_cannot_import_task_specs_or_grader_modules():
     isolation = sandbox.probe()
     if not isolation.sandboxed:
         pytest.skip(f"no sandbox here: {isolation.reason}")
-    probe = ("import importlib, json\nout = {}\n"
-             "for name in ('nodecourse.course.tasks', 'nodecourse.course.tasks.ex01', 'nodecourse.course.grading',"
-             " 'nodecourse.course.gradebook', 'nodecourse.course.checks', 'nodecourse.course.kernel_guard',"
-             " 'nodecourse.solvers', 'nodecourse.models'):\n"
-             "    try:\n        importlib.import_module(name); out[name] = 'ok'\n"
-             "    except ImportError as exc:\n        out[name] = 'ImportError'\n"
-             "print(json.dumps(out))\n")
-    argv, env = sandbox.wrap(isolation, [sys.executable, "-c", probe], {"PYTHONPATH": str(REPO)},
-                             hide_grader=True)
+    probe = (
+        "import importlib, json\nout = {}\n"
+        "for name in ('nodecourse.course.tasks', 'nodecourse.course.tasks.ex01', 'nodecourse.course.grading',"
+        " 'nodecourse.course.gradebook', 'nodecourse.course.checks', 'nodecourse.course.kernel_guard',"
+        " 'nodecourse.solvers', 'nodecourse.models'):\n"
+        "    try:\n        importlib.import_module(name); out[name] = 'ok'\n"
+        "    except ImportError as exc:\n        out[name] = 'ImportError'\n"
+        "print(json.dumps(out))\n"
+    )
+    argv, env = sandbox.wrap(isolation, [sys.executable, "-c", probe], {"PYTHONPATH": str(REPO)}, hide_grader=True)
     proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     seen = json.loads(proc.stdout)
-    assert seen == {"nodecourse.course.tasks": "ImportError", "nodecourse.course.tasks.ex01": "ImportError",
-                    "nodecourse.course.grading": "ImportError", "nodecourse.course.gradebook": "ImportError",
-                    "nodecourse.course.checks": "ok", "nodecourse.course.kernel_guard": "ok",
-                    "nodecourse.solvers": "ok", "nodecourse.models": "ok"}, seen
+    assert seen == {
+        "nodecourse.course.tasks": "ImportError",
+        "nodecourse.course.tasks.ex01": "ImportError",
+        "nodecourse.course.grading": "ImportError",
+        "nodecourse.course.gradebook": "ImportError",
+        "nodecourse.course.checks": "ok",
+        "nodecourse.course.kernel_guard": "ok",
+        "nodecourse.solvers": "ok",
+        "nodecourse.models": "ok",
+    }, seen
 
 
 @pytest.mark.slow

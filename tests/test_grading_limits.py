@@ -11,6 +11,7 @@ grader keeps of what it sends.
 
 Sizes are small and timeouts short; nothing asserts a duration.
 """
+
 from __future__ import annotations
 
 import os
@@ -26,8 +27,9 @@ from test_grading_timeouts import ISOLATION, ScriptedKernel, _answer, _task_chec
 from nodecourse.course import grading_kernel, grading_run, sandbox
 from nodecourse.course.grading_kernel import CellResult, HeadTail, Kernel
 
-NEEDS_BWRAP = pytest.mark.skipif(not sandbox.probe().sandboxed,
-                                 reason=f"no sandbox on this machine: {sandbox.probe().reason}")
+NEEDS_BWRAP = pytest.mark.skipif(
+    not sandbox.probe().sandboxed, reason=f"no sandbox on this machine: {sandbox.probe().reason}"
+)
 
 
 def _inside(code: str, limits: sandbox.Limits) -> subprocess.CompletedProcess:
@@ -37,18 +39,22 @@ def _inside(code: str, limits: sandbox.Limits) -> subprocess.CompletedProcess:
 
 @NEEDS_BWRAP
 def test_a_sandboxed_process_cannot_allocate_past_its_memory_limit():
-    code = ("try:\n    b = bytearray(600 * 2 ** 20)\n    print('allocated')\n"
-            "except MemoryError:\n    print('MemoryError')\n")
+    code = (
+        "try:\n    b = bytearray(600 * 2 ** 20)\n    print('allocated')\n"
+        "except MemoryError:\n    print('MemoryError')\n"
+    )
     assert _inside(code, sandbox.Limits(memory_mb=256)).stdout.strip() == "MemoryError"
     assert _inside(code, sandbox.Limits(memory_mb=2048)).stdout.strip() == "allocated"  # the limit decides
 
 
 @NEEDS_BWRAP
 def test_the_sandboxs_tmp_and_home_are_size_limited():
-    code = ("import os\nfor where in ('/tmp', os.environ['HOME']):\n"
-            "    try:\n        open(os.path.join(where, 'big'), 'wb').write(b'x' * (48 * 2 ** 20))\n"
-            "        print(where, 'written')\n"
-            "    except OSError as exc:\n        print(where, exc.errno)\n")
+    code = (
+        "import os\nfor where in ('/tmp', os.environ['HOME']):\n"
+        "    try:\n        open(os.path.join(where, 'big'), 'wb').write(b'x' * (48 * 2 ** 20))\n"
+        "        print(where, 'written')\n"
+        "    except OSError as exc:\n        print(where, exc.errno)\n"
+    )
     out = _inside(code, sandbox.Limits(tmp_mb=32)).stdout.split("\n")
     assert all(line.endswith(("28", "27")) for line in out if line), out  # ENOSPC or EFBIG
     out = _inside(code, sandbox.Limits(tmp_mb=128)).stdout
@@ -87,7 +93,7 @@ def test_an_output_bomb_is_cut_and_a_reply_over_the_bound_is_not_read(kernel, mo
     res = kernel.execute("for _ in range(300):\n    print('y' * 100_000)\nprint('END')", 60)
     assert res.ok and res.stdout.rstrip().endswith("END") and "cut by the grader" in res.stdout, res.status
     assert len(res.stdout) < 3 * grading_kernel.STDOUT_KEEP_CHARS
-    monkeypatch.setattr(grading_kernel, "MAX_MESSAGE_BYTES", 2 ** 20)
+    monkeypatch.setattr(grading_kernel, "MAX_MESSAGE_BYTES", 2**20)
     small = Kernel(sandbox.probe())  # its sockets refuse messages over 1 MiB
     try:
         assert small.evaluate("'x' * 1000", 30).ok
@@ -106,7 +112,9 @@ def test_the_connection_folder_keeps_sockets_only_and_no_process_outlives_the_ke
         "folder = os.path.dirname(get_connection_file())\n"
         "open(os.path.join(folder, 'planted.bin'), 'wb').write(b'x' * 1000)\n"
         "os.mkdir(os.path.join(folder, 'planted-dir'))\n"
-        f"subprocess.Popen(['sleep', '{marker}'], start_new_session=True)\n", 60)
+        f"subprocess.Popen(['sleep', '{marker}'], start_new_session=True)\n",
+        60,
+    )
     assert res.ok, res
     assert sorted(kernel.swept) == ["planted-dir", "planted.bin"]
     kept = {e.name for e in os.scandir(kernel._conn)}
@@ -141,6 +149,7 @@ def test_a_write_past_the_file_size_limit_fails_in_the_kernel(kernel):
 
 # --- the run loop (scripted kernel) -------------------------------------------------------------------
 
+
 class HangingTasks(ScriptedKernel):
     """A kernel whose every task call hangs (the learner's function never returns)."""
 
@@ -155,8 +164,14 @@ def test_a_hanging_answer_costs_one_timeout_not_one_per_check(monkeypatch):
     HangingTasks.asked = 0
     monkeypatch.setattr(grading_run, "Kernel", HangingTasks)
     monkeypatch.setattr(grading_run.kernel_side, "request", lambda task, inputs: f"ask {task.check}")
-    cells = [new_code_cell("# ok"), _answer("euler-step", "# ok"), _task_check("euler-step"),
-             _answer("euler-integrate", "# ok"), _task_check("euler-integrate-matches"), _task_check("euler-order")]
+    cells = [
+        new_code_cell("# ok"),
+        _answer("euler-step", "# ok"),
+        _task_check("euler-step"),
+        _answer("euler-integrate", "# ok"),
+        _task_check("euler-integrate-matches"),
+        _task_check("euler-order"),
+    ]
     specs = {2: ("01", "euler-step"), 4: ("01", "euler-integrate-matches"), 5: ("01", "euler-order")}
     needs = {2: ("euler-step",), 4: ("euler-step", "euler-integrate"), 5: ("euler-step", "euler-integrate")}
     runner = grading_run.Runner(cells, specs, timeout_s=3, isolation=ISOLATION, seed=1, guard=False, needs=needs)
@@ -177,8 +192,9 @@ class SlowCells(ScriptedKernel):
 def test_the_notebooks_time_limit_stops_the_run_and_says_so(monkeypatch):
     monkeypatch.setattr(grading_run, "Kernel", SlowCells)
     cells = [new_code_cell("# slow"), new_code_cell("# ok"), new_code_cell("# ok")]
-    runner = grading_run.Runner(cells, {}, timeout_s=30, isolation=ISOLATION, seed=1, guard=False, needs={},
-                                notebook_timeout_s=0.1)
+    runner = grading_run.Runner(
+        cells, {}, timeout_s=30, isolation=ISOLATION, seed=1, guard=False, needs={}, notebook_timeout_s=0.1
+    )
     outcomes, _ = runner.run()
     assert outcomes[0]["outcome"] == "passed"  # it started in time
     for num in (1, 2):

@@ -5,6 +5,7 @@ per run) and reads the kernel process's peak resident memory itself, from
 ``/proc/<pid>/status`` after resetting it through ``/proc/<pid>/clear_refs``; the
 judge decides flatness on those numbers, whatever the kernel's reply says.
 """
+
 from __future__ import annotations
 
 import copy
@@ -18,9 +19,10 @@ from nodecourse.course.exercise_builder import answer_id
 from notebook_fixtures import REPO, write
 
 EX04 = REPO / "solutions" / "04_adjoint_exercises.ipynb"
-MIB = 2 ** 20
-NEEDS_BWRAP = pytest.mark.skipif(not sandbox.probe().sandboxed,
-                                 reason=f"no sandbox on this machine: {sandbox.probe().reason}")
+MIB = 2**20
+NEEDS_BWRAP = pytest.mark.skipif(
+    not sandbox.probe().sandboxed, reason=f"no sandbox on this machine: {sandbox.probe().reason}"
+)
 
 
 def _reply(own_adjoint, own_backprop, steps=(8, 32)):
@@ -58,8 +60,9 @@ def test_flatness_is_decided_on_the_graders_own_measurement():
 @NEEDS_BWRAP
 def test_the_grader_measures_the_kernel_from_outside_and_a_kept_graph_fails(tmp_path):
     solution = nbformat.read(EX04, as_version=4)
-    rows, _ = grading.grade_notebook(write(solution, tmp_path / "ok" / EX04.name), seed=7, timeout_s=120,
-                                     keep_dir=tmp_path / "keep")
+    rows, _ = grading.grade_notebook(
+        write(solution, tmp_path / "ok" / EX04.name), seed=7, timeout_s=120, keep_dir=tmp_path / "keep"
+    )
     assert all(r.passed for r in rows), [(r.check, r.reason) for r in rows]
     cells = json.loads((tmp_path / "keep" / "outcomes.json").read_text())["cells"]
     (measured,) = [c["measured"] for c in cells.values() if c.get("measured")]
@@ -70,10 +73,11 @@ def test_the_grader_measures_the_kernel_from_outside_and_a_kept_graph_fails(tmp_
     for cell in kept.cells:
         if answer_id(cell) == "learner-adjoint":
             cell.source = cell.source.replace(
-                "        with torch.no_grad():\n            z1 = odeint(func, y0, t, method=\"rk4\", "
+                '        with torch.no_grad():\n            z1 = odeint(func, y0, t, method="rk4", '
                 "step_size=t1 / n_steps).ys[-1]\n",
                 "        with torch.enable_grad():\n            kept = odeint(func, y0.detach().requires_grad_(), t, "
-                "method=\"rk4\", step_size=t1 / n_steps).ys[-1]\n        ctx.kept = kept\n        z1 = kept.detach()\n")
+                'method="rk4", step_size=t1 / n_steps).ys[-1]\n        ctx.kept = kept\n        z1 = kept.detach()\n',
+            )
             assert "ctx.kept" in cell.source
     rows, _ = grading.grade_notebook(write(kept, tmp_path / "kept" / EX04.name), seed=7, timeout_s=120)
     by = {r.check: r for r in rows}

@@ -2,6 +2,7 @@
 solution typed into a new cell is not graded. It used to score 0 without a word; now the report
 and the gradebook say which cells were left out and what to do.
 """
+
 from __future__ import annotations
 
 import csv

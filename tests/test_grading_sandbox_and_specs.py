@@ -11,6 +11,7 @@
 The attack routes of the issue are in test_grading_attacks.py. Tests that start
 kernels are marked slow.
 """
+
 from __future__ import annotations
 
 import copy
@@ -29,15 +30,16 @@ from notebook_fixtures import REPO, SUBPROCESS_ENV, run_cli, write
 
 EX01 = REPO / "solutions" / "01_resnet_as_euler_exercises.ipynb"
 EX01_CHECKS = ["euler-step", "residual-block", "euler-integrate-matches", "euler-order"]
-NEEDS_BWRAP = pytest.mark.skipif(not sandbox.probe().sandboxed,
-                                 reason=f"no sandbox on this machine: {sandbox.probe().reason}")
+NEEDS_BWRAP = pytest.mark.skipif(
+    not sandbox.probe().sandboxed, reason=f"no sandbox on this machine: {sandbox.probe().reason}"
+)
 
 
 # ---------------------------------------------------------------------------
 # The sandbox
 # ---------------------------------------------------------------------------
 
-_INSIDE = r'''
+_INSIDE = r"""
 import json, os, socket, sys, sysconfig
 facts = {"home": os.environ.get("HOME"), "cwd": os.getcwd(), "pid": os.getpid(),
          "env": sorted(os.environ), "procs": sorted(p for p in os.listdir("/proc") if p.isdigit())}
@@ -66,15 +68,15 @@ try:
 except OSError as exc:
     facts["tty"] = type(exc).__name__
 print(json.dumps(facts))
-'''
+"""
 
 
 def _inside(isolation) -> dict:
     package = os.path.dirname(os.path.abspath(grading.__file__)).rsplit(os.sep, 1)[0]
-    argv, env = sandbox.wrap(isolation, [sys.executable, "-c", _INSIDE, str(REPO), package],
-                             {"NODECOURSE_QUICK": "1"})
-    proc = subprocess.run(argv, env={**env, "NODECOURSE_GRADE_SECRET": "x"}, capture_output=True, text=True,
-                          timeout=120)
+    argv, env = sandbox.wrap(isolation, [sys.executable, "-c", _INSIDE, str(REPO), package], {"NODECOURSE_QUICK": "1"})
+    proc = subprocess.run(
+        argv, env={**env, "NODECOURSE_GRADE_SECRET": "x"}, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -109,8 +111,14 @@ def test_without_a_sandbox_every_report_says_self_study(monkeypatch):
     assert "self-study only" in isolation.describe() and "not for marks" in isolation.describe()
     monkeypatch.setenv(sandbox.BWRAP_ENV, "/nonexistent/bwrap")
     assert "could not run" in sandbox.probe().reason
-    check = subprocess.run([sys.executable, "-m", "nodecourse.course.cli", "check"], cwd=REPO, capture_output=True,
-                           text=True, env={**SUBPROCESS_ENV, sandbox.BWRAP_ENV: "/bin/false"}, timeout=300)
+    check = subprocess.run(
+        [sys.executable, "-m", "nodecourse.course.cli", "check"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**SUBPROCESS_ENV, sandbox.BWRAP_ENV: "/bin/false"},
+        timeout=300,
+    )
     line = next(x for x in check.stdout.splitlines() if "grading isolation" in x)
     assert line.startswith("[warn]") and "self-study only" in line, line
 
@@ -125,6 +133,7 @@ def test_nodecourse_check_shows_the_isolation_in_force():
 # ---------------------------------------------------------------------------
 # Task specs, without a kernel
 # ---------------------------------------------------------------------------
+
 
 def _namespace(nb) -> dict:
     """The namespace a notebook's code cells (not its check cells) make, run here."""
@@ -146,8 +155,9 @@ def _verdict(exercise, check, seed, ns):
 COSTLY_EXERCISES = ("03", "04", "09")
 
 
-@pytest.mark.parametrize("exercise", [pytest.param(ex, marks=pytest.mark.slow) if ex in COSTLY_EXERCISES else ex
-                                      for ex in tasks.CONVERTED])
+@pytest.mark.parametrize(
+    "exercise", [pytest.param(ex, marks=pytest.mark.slow) if ex in COSTLY_EXERCISES else ex for ex in tasks.CONVERTED]
+)
 def test_solution_passes_every_task_for_many_seeds_and_the_stub_fails_every_one(exercise, torch_defaults):
     path = next((REPO / "solutions").glob(f"{exercise}_*.ipynb"))
     solution = nbformat.read(path, as_version=4)
@@ -186,8 +196,11 @@ def test_a_typical_mistake_is_named(torch_defaults):
     exec("def euler_step(f, t, y, h):\n    return y - h * f(t, y)\n", ns)
     verdict = _verdict("01", "euler-step", 3, ns)
     assert not verdict.passed and "wrong sign" in verdict.detail, verdict
-    exec("def euler_integrate(f, y0, t0, t1, n_steps):\n    h = (t1 - t0) / n_steps\n    y, t = y0, t0\n"
-         "    for _ in range(n_steps - 1):\n        y, t = euler_step(f, t, y, h), t + h\n    return y\n", ns)
+    exec(
+        "def euler_integrate(f, y0, t0, t1, n_steps):\n    h = (t1 - t0) / n_steps\n    y, t = y0, t0\n"
+        "    for _ in range(n_steps - 1):\n        y, t = euler_step(f, t, y, h), t + h\n    return y\n",
+        ns,
+    )
     exec("def euler_step(f, t, y, h):\n    return y + h * f(t, y)\n", ns)
     verdict = _verdict("01", "euler-integrate-matches", 3, ns)
     assert not verdict.passed and "one step too few" in verdict.detail, verdict
@@ -202,8 +215,13 @@ def test_plain_data_is_decoded_safely_and_objects_are_refused():
     assert value["y"].shape == (2, 3) and value["y"].dtype == "torch.float64" and value["n"] == 3
     with pytest.raises(plain.NotPlain, match="unittest.mock.MagicMock"):
         plain.encode(mock.MagicMock())
-    for text in ('{"__array__": [1, 2], "shape": [3], "dtype": "x", "requires_grad": false}',
-                 "[" * 100 + "]" * 100, b"{}", "cos(1)", "x" * (plain.MAX_TEXT + 1)):
+    for text in (
+        '{"__array__": [1, 2], "shape": [3], "dtype": "x", "requires_grad": false}',
+        "[" * 100 + "]" * 100,
+        b"{}",
+        "cos(1)",
+        "x" * (plain.MAX_TEXT + 1),
+    ):
         with pytest.raises(plain.NotPlain):
             plain.decode(text)
     assert plain.decode("[NaN, Infinity]")[1] == float("inf")
@@ -223,6 +241,7 @@ def test_self_check_prints_pass_or_raises_with_the_judges_message(capsys, torch_
 # ---------------------------------------------------------------------------
 # The grader on exercise 1
 # ---------------------------------------------------------------------------
+
 
 def _replace(nb, task, source):
     nb = copy.deepcopy(nb)
@@ -272,6 +291,7 @@ def test_exercise1_through_the_cli_states_the_isolation_in_text_and_json(tmp_pat
 # Checks that dishonest numbers fail, and checks that point at the mistake
 # ---------------------------------------------------------------------------
 
+
 def _answer_source(path, task):
     nb = nbformat.read(path, as_version=4)
     return next(c.source for c in nb.cells if answer_id(c) == task)
@@ -283,23 +303,38 @@ def _solved(exercise):
 
 DISHONEST = {
     # a memory figure made up from the step count
-    ("04", "flat-memory", "def peak_bytes(use_adjoint, n_steps):\n    return 1000 * n_steps * (0 if use_adjoint else 1)"
-     " + 2 ** 20\n"): "one forward + backward measured by the grader",
+    (
+        "04",
+        "flat-memory",
+        "def peak_bytes(use_adjoint, n_steps):\n    return 1000 * n_steps * (0 if use_adjoint else 1) + 2 ** 20\n",
+    ): "one forward + backward measured by the grader",
     # backward() left out: the old check passed it
     ("04", "flat-memory", None): "backward() is left out",
     # Picard iteration reporting 1 iteration
-    ("06", "anderson", "def anderson(f, z0, m=6, tol=1e-8, max_iter=1000):\n    z = z0\n    for _ in range(max_iter):\n"
-     "        fz = f(z)\n        if (fz - z).norm() <= tol * fz.norm():\n            return z, 1\n        z = fz\n"
-     "    return z, 1\n"): "reported 1 evaluations but called f",
+    (
+        "06",
+        "anderson",
+        "def anderson(f, z0, m=6, tol=1e-8, max_iter=1000):\n    z = z0\n    for _ in range(max_iter):\n"
+        "        fz = f(z)\n        if (fz - z).norm() <= tol * fz.norm():\n            return z, 1\n        z = fz\n"
+        "    return z, 1\n",
+    ): "reported 1 evaluations but called f",
     # the exact value times noise, differentiable, with the right mean
-    ("06", "hutchinson", "def hutchinson(f_out, z, n_samples=1):\n    import torch\n"
-     "    from nodecourse.deq import exact_jacobian_frobenius\n    e = exact_jacobian_frobenius(f_out, z)\n"
-     "    return e * (1 + 0.3 * torch.randn_like(e)) + 0 * f_out.sum(1)\n"): "on the grader's probes",
+    (
+        "06",
+        "hutchinson",
+        "def hutchinson(f_out, z, n_samples=1):\n    import torch\n"
+        "    from nodecourse.deq import exact_jacobian_frobenius\n    e = exact_jacobian_frobenius(f_out, z)\n"
+        "    return e * (1 + 0.3 * torch.randn_like(e)) + 0 * f_out.sum(1)\n",
+    ): "on the grader's probes",
     # step counts made up
-    ("02", "adaptive-loop", "def integrate_adaptive(f, y0, t0, t1, rtol, atol, h0=0.01, max_steps=100_000):\n"
-     "    from nodecourse import odeint\n    import torch\n"
-     "    y = odeint(f, y0, torch.tensor([t0, t1]), rtol=rtol, atol=atol).ys[-1]\n"
-     "    return y, int(1 / rtol ** 0.3), 1\n"): "the counts do not match the work done",
+    (
+        "02",
+        "adaptive-loop",
+        "def integrate_adaptive(f, y0, t0, t1, rtol, atol, h0=0.01, max_steps=100_000):\n"
+        "    from nodecourse import odeint\n    import torch\n"
+        "    y = odeint(f, y0, torch.tensor([t0, t1]), rtol=rtol, atol=atol).ys[-1]\n"
+        "    return y, int(1 / rtol ** 0.3), 1\n",
+    ): "the counts do not match the work done",
 }
 
 
@@ -317,14 +352,12 @@ def test_dishonest_numbers_fail(case, torch_defaults):
 
 MISTAKES = {
     ("04", "adjoint-dynamics", "adjoint-dynamics", ("da = -vjps[0]", "da = vjps[0]")): "likely cause: the sign",
-    ("04", "adjoint-dynamics", "adjoint-dynamics", ("with torch.enable_grad():", "if True:")):
-        "no torch.enable_grad()",
+    ("04", "adjoint-dynamics", "adjoint-dynamics", ("with torch.enable_grad():", "if True:")): "no torch.enable_grad()",
     ("06", "hutchinson", "hutchinson", ("create_graph=True", "create_graph=False")): "create_graph=True is missing",
     ("06", "mixing-weights", "mixing-weights", ("lam * s *", "lam *")): "not scaled by s",
     ("08", "hutchinson", "hutchinson", ("create_graph=True", "create_graph=False")): "create_graph=True is missing",
     ("08", "dynamics", "dynamics", ("with torch.enable_grad():", "if True:")): "no torch.enable_grad()",
-    ("01", "euler-integrate-matches", "euler-integrate", ("range(n_steps)", "range(n_steps + 1)")):
-        "one step too many",
+    ("01", "euler-integrate-matches", "euler-integrate", ("range(n_steps)", "range(n_steps + 1)")): "one step too many",
 }
 
 
@@ -343,10 +376,26 @@ def test_a_typical_mistake_gets_its_likely_cause(case, torch_defaults):
 @pytest.mark.slow
 def test_the_notebooks_self_check_under_nbval_passes_solved_and_fails_unsolved():
     """The learner's self-check (README): `pytest --nbval exercises/NN_….ipynb` runs the same specs."""
+
     def nbval(path):
-        return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval",
-                               "--nbval-current-env", str(path)], cwd=REPO, env=SUBPROCESS_ENV, capture_output=True,
-                              text=True, timeout=300)
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "--nbval",
+                "--nbval-current-env",
+                str(path),
+            ],
+            cwd=REPO,
+            env=SUBPROCESS_ENV,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
 
     solved = nbval(EX01)  # saved outputs: each check cell's "PASS <id>", compared by nbval
     assert solved.returncode == 0, solved.stdout[-2000:]
@@ -357,12 +406,24 @@ def test_the_notebooks_self_check_under_nbval_passes_solved_and_fails_unsolved()
 @pytest.mark.slow
 def test_grading_without_a_sandbox_still_grades_and_says_self_study_only():
     env = {**SUBPROCESS_ENV, sandbox.BWRAP_ENV: "/bin/false"}
-    proc = subprocess.run([sys.executable, "-m", "nodecourse.course.cli", "grade", str(EX01), "--seed", "2"],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "nodecourse.course.cli", "grade", str(EX01), "--seed", "2"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "4/4 checks pass" in proc.stdout
     last = proc.stdout.rstrip().splitlines()[-1]
     assert last.startswith("isolation: NONE") and "self-study only" in last, last
-    proc = subprocess.run([sys.executable, "-m", "nodecourse.course.cli", "grade", str(EX01), "--json", "--seed", "3"],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "nodecourse.course.cli", "grade", str(EX01), "--json", "--seed", "3"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert {r["isolation"] for r in json.loads(proc.stdout)} == {"none (self-study only)"}

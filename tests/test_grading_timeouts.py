@@ -5,6 +5,7 @@ cells pass, fail or hang as each test scripts them, so the restart logic is test
 exactly and in milliseconds. The same logic on a real kernel is in
 test_grading_attacks.py (a looping answer, then a fresh working folder).
 """
+
 from __future__ import annotations
 
 import json
@@ -69,29 +70,58 @@ def test_a_replay_that_times_out_restarts_the_kernel_and_later_tasks_say_what_th
     """Issue 20: after a replay timed out, the grader went on with the stuck kernel, so every later
     task timed out too. Now the kernel is restarted again without that cell, and a task that needs it
     says so (not a NameError, not a timeout of its own)."""
-    cells = [new_code_cell("# ok\nimport math"), _answer("a", "# hang-on-replay"), _answer("b", "# hang"),
-             _task_check("euler-step"), _task_check("residual-block")]
-    runner = grading_run.Runner(cells, {3: ("01", "euler-step"), 4: ("01", "residual-block")}, timeout_s=5,
-                                isolation=ISOLATION, seed=1, guard=False,
-                                needs={3: ("a",), 4: ("a", "b")})
+    cells = [
+        new_code_cell("# ok\nimport math"),
+        _answer("a", "# hang-on-replay"),
+        _answer("b", "# hang"),
+        _task_check("euler-step"),
+        _task_check("residual-block"),
+    ]
+    runner = grading_run.Runner(
+        cells,
+        {3: ("01", "euler-step"), 4: ("01", "residual-block")},
+        timeout_s=5,
+        isolation=ISOLATION,
+        seed=1,
+        guard=False,
+        needs={3: ("a",), 4: ("a", "b")},
+    )
     outcomes, notes = runner.run()
     assert scripted.started == 3  # the first kernel, the one lost on replay, the one that finished
     assert outcomes[2]["reason"] == "timed out after 5 s"
-    assert outcomes[3] == {"outcome": "failed", "stdout": "", "reason": (
-        "not run: needs answer 'a', whose cell passed, then timed out after 5 s (its code did not finish) "
-        "when replayed after a restart")}
+    assert outcomes[3] == {
+        "outcome": "failed",
+        "stdout": "",
+        "reason": (
+            "not run: needs answer 'a', whose cell passed, then timed out after 5 s (its code did not finish) "
+            "when replayed after a restart"
+        ),
+    }
     assert outcomes[4]["reason"].startswith("not run: needs answer 'a'"), outcomes[4]
     assert len(notes) == 1 and "on replay these failed: cell 1 (timed out after 5 s)" in notes[0], notes
 
 
 def test_a_task_that_needs_a_timed_out_answer_says_so(scripted):
-    cells = [new_code_cell("# ok"), _answer("a", "# hang"), _task_check("euler-step"), _answer("c", "# ok"),
-             _task_check("residual-block")]
-    runner = grading_run.Runner(cells, {2: ("01", "euler-step"), 4: ("01", "residual-block")}, timeout_s=7,
-                                isolation=ISOLATION, seed=1, guard=False, needs={2: ("a",), 4: ("c",)})
+    cells = [
+        new_code_cell("# ok"),
+        _answer("a", "# hang"),
+        _task_check("euler-step"),
+        _answer("c", "# ok"),
+        _task_check("residual-block"),
+    ]
+    runner = grading_run.Runner(
+        cells,
+        {2: ("01", "euler-step"), 4: ("01", "residual-block")},
+        timeout_s=7,
+        isolation=ISOLATION,
+        seed=1,
+        guard=False,
+        needs={2: ("a",), 4: ("c",)},
+    )
     outcomes, _ = runner.run()
-    assert outcomes[2]["reason"] == ("not run: needs answer 'a', whose cell timed out after 7 s "
-                                     "(its code did not finish)")
+    assert outcomes[2]["reason"] == (
+        "not run: needs answer 'a', whose cell timed out after 7 s (its code did not finish)"
+    )
     assert outcomes[4]["outcome"] == "answered"  # the next task, on the restarted kernel, is still asked
 
 
@@ -101,8 +131,9 @@ def test_a_check_cell_whose_answer_timed_out_names_it_instead_of_a_name_error(sc
     cells = [new_code_cell("# ok"), _answer("a", "# hang"), _answer("b", "# ok"), _check("c", "# name-error a")]
     runner = grading_run.Runner(cells, {}, timeout_s=3, isolation=ISOLATION, seed=1, guard=False, needs={})
     outcomes, _ = runner.run()
-    assert outcomes[3]["reason"] == ("not run: needs answer 'a' (it defines a), whose cell timed out after 3 s "
-                                     "(its code did not finish)")
+    assert outcomes[3]["reason"] == (
+        "not run: needs answer 'a' (it defines a), whose cell timed out after 3 s (its code did not finish)"
+    )
 
 
 def test_an_observed_task_runs_alone_in_a_fresh_kernel_and_the_main_one_goes_on(scripted, monkeypatch):
@@ -118,9 +149,16 @@ def test_an_observed_task_runs_alone_in_a_fresh_kernel_and_the_main_one_goes_on(
 
     monkeypatch.setattr(grading_run, "Kernel", Watching)
     monkeypatch.setattr(grading_run.kernel_side, "request", lambda task, inputs: f"ask {task.check!r}")
-    runner = grading_run.Runner(cells, {2: ("01", "euler-step"), 3: ("01", "residual-block")}, timeout_s=5,
-                                isolation=ISOLATION, seed=1, guard=False, needs={2: ("a",), 3: ("a",)},
-                                observed=frozenset({2}))
+    runner = grading_run.Runner(
+        cells,
+        {2: ("01", "euler-step"), 3: ("01", "residual-block")},
+        timeout_s=5,
+        isolation=ISOLATION,
+        seed=1,
+        guard=False,
+        needs={2: ("a",), 3: ("a",)},
+        observed=frozenset({2}),
+    )
     outcomes, notes = runner.run()
     assert asked == [(2, "'euler-step'"), (1, "'residual-block'")]  # kernel 2 for the observed task only
     assert outcomes[2]["outcome"] == outcomes[3]["outcome"] == "answered" and notes == []

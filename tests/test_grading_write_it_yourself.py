@@ -6,6 +6,7 @@ the notebook's self-check, they raise "this task asks you to write it (...)". Th
 function object itself is changed, so a renamed import does not get around it;
 it is restored afterwards (the rest of the notebook uses the library as usual).
 """
+
 from __future__ import annotations
 
 import pytest
@@ -14,7 +15,7 @@ import torch
 from nodecourse.course import tasks
 from nodecourse.course.tasks import plain
 
-LIBRARY_EULER = '''
+LIBRARY_EULER = """
 import torch
 from nodecourse.solvers import odeint as solve  # a renamed import
 def euler_step(f, t, y, h):
@@ -23,28 +24,30 @@ def euler_step(f, t, y, h):
 def euler_integrate(f, y0, t0, t1, n):
     ts = torch.tensor([t0, t1], dtype=torch.float64)
     return solve(f, y0, ts, method="euler", step_size=(t1 - t0) / n).ys[-1]
-'''
+"""
 
-LIBRARY_ANDERSON = '''
+LIBRARY_ANDERSON = """
 from nodecourse import fixed_point
 def anderson(f, z0, m=6, tol=1e-8, max_iter=3000):
     result = fixed_point(lambda z: f(z), z0, method="anderson", tol=tol, max_iter=max_iter)
     return result.z, result.n_iter
-'''
+"""
 
-LIBRARY_HEUN = '''
+LIBRARY_HEUN = """
 from nodecourse.solvers.reversible import heun_step, heun_inverse
 def reversible_heun_step(func, t, h, y, z, f):
     return heun_step(func, t, h, y, z, f)
 def reversible_heun_inverse(func, t1, h, y1, z1, f1):
     return heun_inverse(func, t1, h, y1, z1, f1)
-'''
+"""
 
-CASES = [("01", "euler-step", LIBRARY_EULER, "nodecourse.solvers:odeint"),
-         ("01", "euler-integrate-matches", LIBRARY_EULER, "nodecourse.solvers:odeint"),
-         ("06", "anderson", LIBRARY_ANDERSON, "fixed_point"),
-         ("10", "heun-step", LIBRARY_HEUN, "nodecourse.solvers.reversible:heun_step"),
-         ("10", "heun-inverse", LIBRARY_HEUN, "nodecourse.solvers.reversible:heun_inverse")]
+CASES = [
+    ("01", "euler-step", LIBRARY_EULER, "nodecourse.solvers:odeint"),
+    ("01", "euler-integrate-matches", LIBRARY_EULER, "nodecourse.solvers:odeint"),
+    ("06", "anderson", LIBRARY_ANDERSON, "fixed_point"),
+    ("10", "heun-step", LIBRARY_HEUN, "nodecourse.solvers.reversible:heun_step"),
+    ("10", "heun-inverse", LIBRARY_HEUN, "nodecourse.solvers.reversible:heun_inverse"),
+]
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-{c[1]}")
@@ -69,8 +72,13 @@ def test_the_library_works_again_after_the_task(torch_defaults):
     ns: dict = {}
     exec(compile(LIBRARY_EULER, "<answer>", "exec"), ns)
     tasks.answer_text("01", "euler-step", 1, ns)
-    sol = odeint(lambda t, y: -y, torch.ones(1, dtype=torch.float64), torch.tensor([0.0, 1.0], dtype=torch.float64),
-                 method="euler", step_size=0.5)
+    sol = odeint(
+        lambda t, y: -y,
+        torch.ones(1, dtype=torch.float64),
+        torch.tensor([0.0, 1.0], dtype=torch.float64),
+        method="euler",
+        step_size=0.5,
+    )
     assert float(sol.ys[-1]) == pytest.approx(0.25)
 
 
@@ -106,7 +114,9 @@ def test_routes_around_a_plain_import_are_flagged_for_review():
     from nodecourse.course import grading
 
     assert grading.machinery_used("import pkgutil\nf = pkgutil.resolve_name('nodecourse:odeint')") == [
-        "pkgutil", "resolve_name"]
+        "pkgutil",
+        "resolve_name",
+    ]
     assert grading.machinery_used("import runpy\nrunpy.run_module('nodecourse.solvers')") == ["runpy"]
     assert grading.machinery_used("import sys\nm = vars(sys)['modules']") == ["modules"]
     assert grading.machinery_used("from importlib import reload\nreload(solvers)") == ["importlib", "reload"]

@@ -1,5 +1,6 @@
 """`nodecourse lab` puts the course's own bin folder first on the PATH of JupyterLab and its
 terminals, so `nodecourse grade exercises/...` (as lessons and exercises spell it) works there."""
+
 from __future__ import annotations
 
 import json
@@ -37,8 +38,11 @@ def test_lab_terminals_are_not_login_shells(capsys):
     cmd = cli.lab_command(cli.build_parser().parse_args(["lab"]), [])
     setting = next(c for c in cmd if c.startswith("--ServerApp.terminado_settings="))
     shell = json.loads(setting.split("=", 1)[1])["shell_command"]
-    assert len(shell) == 1 and "-l" not in shell and os.path.basename(shell[0]) in ("bash", "sh", "zsh", "fish",
-                                                                                    "dash", "ksh")
+    assert (
+        len(shell) == 1
+        and "-l" not in shell
+        and os.path.basename(shell[0]) in ("bash", "sh", "zsh", "fish", "dash", "ksh")
+    )
     mine = "--ServerApp.terminado_settings={'shell_command': ['zsh', '-l']}"
     cmd = cli.lab_command(cli.build_parser().parse_args(["lab"]), [mine])
     assert [c for c in cmd if "terminado_settings" in c] == [mine]
@@ -53,7 +57,7 @@ def test_lessons_and_exercises_spell_the_grade_command_one_way():
             for cell in nbformat.read(path, as_version=4).cells:
                 for match in GRADE.finditer(cell.source):
                     spellings.add(match.group(1))
-                    rest = cell.source[match.end():].split()[0]
+                    rest = cell.source[match.end() :].split()[0]
                     assert rest.startswith(("exercises/", "--")), f"{path.name}: grade {rest}"
     assert spellings <= {"nodecourse"}, spellings
 
@@ -82,9 +86,26 @@ def test_nodecourse_is_found_in_a_jupyterlab_terminal(tmp_path):
     env["JUPYTER_RUNTIME_DIR"] = str(tmp_path / "runtime")
     env["PYTHONPATH"] = str(REPO)
     server = subprocess.Popen(
-        [sys.executable, "-m", "nodecourse.course.cli", "lab", "--no-browser", "--port", str(port),
-         "--ip", "127.0.0.1", "--root", str(REPO), "--", f"--IdentityProvider.token={token}"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "nodecourse.course.cli",
+            "lab",
+            "--no-browser",
+            "--port",
+            str(port),
+            "--ip",
+            "127.0.0.1",
+            "--root",
+            str(REPO),
+            "--",
+            f"--IdentityProvider.token={token}",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
     )
     base = f"http://127.0.0.1:{port}"
     headers = {"Authorization": f"token {token}"}
@@ -99,14 +120,16 @@ def test_nodecourse_is_found_in_a_jupyterlab_terminal(tmp_path):
                     output = server.stdout.read() if server.poll() is not None else ""
                     pytest.fail(f"JupyterLab did not start: {output}")
                 time.sleep(1)
-        req = urllib.request.Request(f"{base}/api/terminals", data=b"{}", method="POST",
-                                     headers={**headers, "Content-Type": "application/json"})
+        req = urllib.request.Request(
+            f"{base}/api/terminals", data=b"{}", method="POST", headers={**headers, "Content-Type": "application/json"}
+        )
         name = json.loads(urllib.request.urlopen(req, timeout=30).read())["name"]
 
         async def ask() -> str:
-            ws = await websocket_connect(HTTPRequest(f"ws://127.0.0.1:{port}/terminals/websocket/{name}",
-                                                     headers=headers))
-            await ws.write_message(json.dumps(["stdin", "echo WHERE\"\"=$(command -v nodecourse)=END\r"]))
+            ws = await websocket_connect(
+                HTTPRequest(f"ws://127.0.0.1:{port}/terminals/websocket/{name}", headers=headers)
+            )
+            await ws.write_message(json.dumps(["stdin", 'echo WHERE""=$(command -v nodecourse)=END\r']))
             seen = ""
             end = time.monotonic() + 60
             while time.monotonic() < end:
@@ -171,23 +194,46 @@ def test_the_printed_url_opens_lesson_0_without_a_local_browser(tmp_path):
 
     if not B.CHROMIUM.exists():
         (pytest.fail if os.environ.get("CI", "").lower() == "true" else pytest.skip)(
-            f"{B.CHROMIUM} not found (apt-get install chromium)")
+            f"{B.CHROMIUM} not found (apt-get install chromium)"
+        )
     pytest.importorskip("playwright.sync_api")
     port = _free_port()
     settings = tmp_path / "lab-settings"
     for rel, values in B.LAB_SETTINGS.items():
         (settings / rel).parent.mkdir(parents=True, exist_ok=True)
         (settings / rel).write_text(json.dumps(values))
-    env = {**os.environ, "HOME": str(tmp_path), "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
-           "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"), "JUPYTERLAB_SETTINGS_DIR": str(settings),
-           "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces"), "PYTHONPATH": str(REPO)}
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path),
+        "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
+        "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+        "JUPYTERLAB_SETTINGS_DIR": str(settings),
+        "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces"),
+        "PYTHONPATH": str(REPO),
+    }
     env.pop("JUPYTER_TOKEN", None)  # the token JupyterLab generates is the one it prints in full
     log_path = tmp_path / "lab.log"
     with open(log_path, "w") as log:
         server = subprocess.Popen(
-            [sys.executable, "-m", "nodecourse.course.cli", "lab", "--no-browser", "--port", str(port),
-             "--ip", "127.0.0.1", "--root", str(REPO), "--", "--ServerApp.port_retries=0"],
-            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            [
+                sys.executable,
+                "-m",
+                "nodecourse.course.cli",
+                "lab",
+                "--no-browser",
+                "--port",
+                str(port),
+                "--ip",
+                "127.0.0.1",
+                "--root",
+                str(REPO),
+                "--",
+                "--ServerApp.port_retries=0",
+            ],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
     try:
         deadline = time.monotonic() + B.SERVER_START_TIMEOUT_S

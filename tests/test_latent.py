@@ -1,4 +1,5 @@
 """ODE-RNN, GRU-Δt, latent ODE and the summary-statistics baseline (nodecourse.models.latent)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -51,7 +52,7 @@ def test_odernn_batch_equals_patients_one_at_a_time(small):
     v, m = train.values[idx].double(), train.mask[idx]
     m = m.double()
     together = model.encoder(train.times, v, m).h_final
-    alone = torch.cat([model.encoder(train.times, v[i:i + 1], m[i:i + 1]).h_final for i in range(6)])
+    alone = torch.cat([model.encoder(train.times, v[i : i + 1], m[i : i + 1]).h_final for i in range(6)])
     torch.testing.assert_close(together, alone, rtol=1e-10, atol=1e-10)
     assert model.solver_stats["nfe"] > 0 and model.solver_stats["n_solves"] > 0
 
@@ -86,6 +87,7 @@ def test_summary_features_by_hand():
         mask = torch.tensor([[[1.0, 0.0], [1.0, 1.0], [1.0, 0.0]]])
         static = torch.tensor([[60.0]])
         static_mask = torch.tensor([[1.0]])
+
     f = latent.summary_features(D)
     # mean, min, max, last, count for variables 0 and 1, then the descriptor
     np.testing.assert_allclose(f[0], [2.0, 5.0, 1.0, 5.0, 3.0, 5.0, 2.0, 5.0, 3.0, 1.0, 60.0])
@@ -151,6 +153,7 @@ def test_bad_arguments_are_named(small):
 
 
 # ---------------------------------------------------------------- GRU-D
+
 
 def test_time_since_observed_by_hand():
     """δ of Che et al. (eq. 2): time since the variable's last observation strictly before now;
@@ -226,11 +229,13 @@ def test_grud_masks_unobserved_values_and_patients(small):
     h = model.encoder(train.times, v, m).h_final
     leaky = v + 1e3 * (1 - m)  # values behind a zero mask must not reach the model
     torch.testing.assert_close(model.encoder(train.times, leaky, m).h_final, h)
-    alone = torch.cat([model.encoder(train.times, v[i:i + 1], m[i:i + 1]).h_final for i in range(6)])
+    alone = torch.cat([model.encoder(train.times, v[i : i + 1], m[i : i + 1]).h_final for i in range(6)])
     torch.testing.assert_close(h, alone, rtol=1e-10, atol=1e-10)  # batching changes no patient's state
     empty = torch.zeros_like(m[:1])
-    assert torch.equal(model.encoder(train.times, v[:1] * 0, empty).h_final, torch.zeros(1, model.encoder.hidden_dim,
-                                                                                          dtype=torch.float64))
+    assert torch.equal(
+        model.encoder(train.times, v[:1] * 0, empty).h_final,
+        torch.zeros(1, model.encoder.hidden_dim, dtype=torch.float64),
+    )
 
 
 def test_grud_one_training_step_moves_the_decay_parameters(small):

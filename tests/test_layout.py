@@ -8,6 +8,7 @@ The library never imports the lessons or the course machinery; lesson code
 never imports the course machinery. The ledger finds lesson rows by name at
 run time (nodecourse.claims.load_rows), never by a static import.
 """
+
 from __future__ import annotations
 
 import ast
@@ -71,8 +72,12 @@ SOURCES = sorted(PACKAGE.rglob("*.py"))
 
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_imports_point_toward_the_library(path):
-    bad = [m for m in _imported_modules(path)
-           for prefix in FORBIDDEN[_wing(path)] if m == prefix or m.startswith(prefix + ".")]
+    bad = [
+        m
+        for m in _imported_modules(path)
+        for prefix in FORBIDDEN[_wing(path)]
+        if m == prefix or m.startswith(prefix + ".")
+    ]
     assert not bad, f"{path.relative_to(PACKAGE.parent)} ({_wing(path)}) imports {sorted(set(bad))}"
 
 
@@ -98,6 +103,7 @@ def test_no_module_at_the_package_root_belongs_to_another_wing():
 
 
 # --- the parts of the package and the arrows between them ------------------------------------
+
 
 def _part(module: str) -> str | None:
     """The top-level part of ``nodecourse.x.y`` (``x``: a root module or a subpackage)."""
@@ -133,7 +139,7 @@ def _cycle(arrows: dict[str, set[str]]) -> list[str] | None:
         stack.append(node)
         for nxt in sorted(arrows.get(node, ())):
             if state.get(nxt) == 1:
-                return stack[stack.index(nxt):] + [nxt]
+                return stack[stack.index(nxt) :] + [nxt]
             if nxt not in state and (found := visit(nxt)):
                 return found
         state[node] = 2
@@ -157,6 +163,7 @@ def test_the_cycle_check_can_fail():
 
 
 # --- the files of the package and the arrows between them -------------------------------------
+
 
 def _file_of(module: str) -> Path | None:
     """The source file that defines ``module`` (a module file or a package's ``__init__.py``)."""
@@ -183,6 +190,7 @@ def _imported_files(path: Path, package: list[str] | None = None) -> set[Path]:
 
 def _file_graph() -> dict[str, set[str]]:
     """Arrows between the package's files, named by their path under ``nodecourse/``."""
+
     def name(p: Path) -> str:
         return str(p.relative_to(PACKAGE))
 
@@ -199,8 +207,11 @@ FILE_CYCLE_CASES = sorted({_part_of_file(str(p.relative_to(PACKAGE))) for p in S
 
 @pytest.mark.parametrize("part", FILE_CYCLE_CASES)
 def test_no_import_cycle_between_the_files_of_a_part(part):
-    arrows = {src: {dst for dst in dsts if _part_of_file(dst) == part}
-              for src, dsts in _file_graph().items() if _part_of_file(src) == part}
+    arrows = {
+        src: {dst for dst in dsts if _part_of_file(dst) == part}
+        for src, dsts in _file_graph().items()
+        if _part_of_file(src) == part
+    }
     cycle = _cycle(arrows)
     assert cycle is None, f"import cycle between the files of {part}: {' -> '.join(cycle)}"
 
@@ -209,8 +220,9 @@ def test_the_file_check_sees_deferred_and_package_imports(tmp_path):
     # An import inside a function counts; "from package import module" points at the module's
     # file, "from package import name" at the package's __init__.py.
     fake = tmp_path / "bad.py"
-    fake.write_text("def later():\n    from nodecourse.course.cli import main\n"
-                    "from nodecourse.solvers import odeint, SOLVERS\n")
+    fake.write_text(
+        "def later():\n    from nodecourse.course.cli import main\nfrom nodecourse.solvers import odeint, SOLVERS\n"
+    )
     found = {str(p.relative_to(PACKAGE)) for p in _imported_files(fake, package=["nodecourse", "course"])}
     assert found == {"course/cli.py", "solvers/odeint.py", "solvers/__init__.py"}
 
@@ -223,7 +235,6 @@ def test_the_package_root_is_grouped_into_parts_a_reader_can_name():
     unnamed = [p for p in sorted(parts) if f"`{p}" not in contributing]
     assert not unnamed, f"parts missing from CONTRIBUTING.md's map: {unnamed}"
     assert len(loose) <= 4, f"loose modules at the package root: {loose}; group them into a subpackage"
-
 
 
 # --- the public surface: what each package's __init__ exports, listed in the README ----------
@@ -258,8 +269,11 @@ def test_every_package_declares_its_surface_and_every_name_exists(path):
 
     module = importlib.import_module(_dotted(path))
     assert isinstance(getattr(module, "__all__", None), list), f"{_dotted(path)} has no __all__"
-    missing = [n for n in module.__all__
-               if not hasattr(module, n) and importlib.util.find_spec(f"{module.__name__}.{n}") is None]
+    missing = [
+        n
+        for n in module.__all__
+        if not hasattr(module, n) and importlib.util.find_spec(f"{module.__name__}.{n}") is None
+    ]
     assert not missing, f"{_dotted(path)}.__all__ names what it does not have: {missing}"
 
 

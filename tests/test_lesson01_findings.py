@@ -1,4 +1,5 @@
 """Lesson 1's findings render the numbers and the verdict they were built from (hand-made comparisons)."""
+
 from nodecourse.claims import ClaimVerdict
 from nodecourse.lessons import lesson01 as L
 

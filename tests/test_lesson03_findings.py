@@ -1,5 +1,6 @@
 """Lesson 3's findings classes: markdown() built from small hand-made results carries the verdict words and
 the numbers, including the edge cases (an undecided part, no seed that folds, the disk condition missed)."""
+
 import dataclasses
 
 import pytest
@@ -10,11 +11,16 @@ from nodecourse.lessons import lesson03 as L
 
 def _annulus_values(n=5, disk_right=1.0, end=1.3):
     seeds = range(n)
-    return {"NODE margin": {s: -1.0 - 0.01 * s for s in seeds}, "ANODE margin": {s: 0.8 + 0.01 * s for s in seeds},
-            "ResNet margin": {s: 0.7 + 0.01 * s for s in seeds}, "NFE ratio (end)": {s: end + 0.01 * s for s in seeds},
-            "NFE ratio (whole)": {s: 0.9 + 0.01 * s for s in seeds},
-            "NODE sample accuracy": {s: 0.98 for s in seeds}, "NODE wrong fraction": {s: 0.02 for s in seeds},
-            "NODE disk right fraction": {s: disk_right if s else 0.0 for s in seeds}}
+    return {
+        "NODE margin": {s: -1.0 - 0.01 * s for s in seeds},
+        "ANODE margin": {s: 0.8 + 0.01 * s for s in seeds},
+        "ResNet margin": {s: 0.7 + 0.01 * s for s in seeds},
+        "NFE ratio (end)": {s: end + 0.01 * s for s in seeds},
+        "NFE ratio (whole)": {s: 0.9 + 0.01 * s for s in seeds},
+        "NODE sample accuracy": {s: 0.98 for s in seeds},
+        "NODE wrong fraction": {s: 0.02 for s in seeds},
+        "NODE disk right fraction": {s: disk_right if s else 0.0 for s in seeds},
+    }
 
 
 def _annulus(values):
@@ -39,8 +45,11 @@ def test_annulus_markdown_when_the_nfe_part_is_undecided():
 
 
 def test_negation_markdown_and_table():
-    resolved = {"1-D flow": [0.379, 0.380, 0.381], "R^2 flow + projection": [1e-4, 2e-4, 3e-4],
-                "1-D flow + linear": [1e-4, 1e-4, 2e-4]}
+    resolved = {
+        "1-D flow": [0.379, 0.380, 0.381],
+        "R^2 flow + projection": [1e-4, 2e-4, 3e-4],
+        "1-D flow + linear": [1e-4, 1e-4, 2e-4],
+    }
     f = L.NegationFindings((0, 1, 2), resolved, resolved, 0.3778, 1e-7, L.negation_parts(resolved, 0.3778))
     text = f.markdown()
     assert "0.3790-0.3810" in text and "0.3778" in text and "0.0001-0.0003" in text and "**holds**" in text
@@ -48,9 +57,14 @@ def test_negation_markdown_and_table():
 
 
 def _abs(trained, resolved=(0.07, 0.19, 0.17), two=(1e-6, 3e-6, 5e-6)):
-    values = {"R^2 + linear re-solved": list(two), "R^2 + linear as trained": list(two),
-              "1-D + linear re-solved": list(resolved), "1-D + linear as trained": list(trained),
-              "1-D min slope of the RK4 map": [-0.5, 0.2, 0.1], "1-D h*Lip(f)": [3.1, 0.4, 0.5]}
+    values = {
+        "R^2 + linear re-solved": list(two),
+        "R^2 + linear as trained": list(two),
+        "1-D + linear re-solved": list(resolved),
+        "1-D + linear as trained": list(trained),
+        "1-D min slope of the RK4 map": [-0.5, 0.2, 0.1],
+        "1-D h*Lip(f)": [3.1, 0.4, 0.5],
+    }
     judged = L.abs_parts(values["R^2 + linear re-solved"], values["1-D + linear re-solved"], list(trained))
     return L.AbsFindings((0, 1, 2), values, judged, L.ABS_MONOTONE_BOUND, 1e-8, L.rk4_invertible_hlip(), 0.25)
 

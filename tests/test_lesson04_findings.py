@@ -1,5 +1,6 @@
 """Lesson 4's findings classes: markdown() built from small hand-made study results carries the verdict
 words and the numbers, including the edge cases (a failed solve, a count that is missing, no underflow)."""
+
 import math
 
 import pytest
@@ -11,16 +12,28 @@ GONE = L.UnderflowCase(-1e4, 0.0, 0, 0.0)
 
 
 def _counts(euler, implicit, verified=True):
-    return (L.ReversalCount("euler", -100.0, euler, "amplification factor", verified),
-            L.ReversalCount("implicit_euler", -100.0, implicit, "amplification factor"),
-            L.ReversalCount("midpoint", -100.0, 7_072, "amplification factor"),
-            L.ReversalCount("trapezoid", -100.0, 5_001, "amplification factor"))
+    return (
+        L.ReversalCount("euler", -100.0, euler, "amplification factor", verified),
+        L.ReversalCount("implicit_euler", -100.0, implicit, "amplification factor"),
+        L.ReversalCount("midpoint", -100.0, 7_072, "amplification factor"),
+        L.ReversalCount("trapezoid", -100.0, 5_001, "amplification factor"),
+    )
 
 
 def test_reversal_markdown_quotes_counts_derived_figure_and_the_unlocated_one():
     text = L.reversal_findings(_counts(497_430, 502_563), GONE).markdown()
-    for needle in ("497,430", "502,563", "500,000", "450,000 to 550,000", "200,000", "source unlocated",
-                   "5,001 to 7,072", "Solver runs confirm 1 of 1", "**holds**", "z(0) = 0"):
+    for needle in (
+        "497,430",
+        "502,563",
+        "500,000",
+        "450,000 to 550,000",
+        "200,000",
+        "source unlocated",
+        "5,001 to 7,072",
+        "Solver runs confirm 1 of 1",
+        "**holds**",
+        "z(0) = 0",
+    ):
         assert needle in text, needle
     # the error the seed figure would leave: forward Euler under-amplifies, backward Euler over-amplifies
     assert "-2.5%" in text and "+2.5%" in text
@@ -49,11 +62,30 @@ def _sweep(long_at_1e8=1e-7, atol=None):
     for tol, (short, long) in ((1e-4, (2e-4, 2e7)), (1e-8, (1e-8, long_at_1e8))):
         for T, err in ((0.5, short), (3.0, long)):
             failed = not math.isfinite(err)
-            rows.append({"T": T, "tol": tol, "atol": tol if atol is None else atol, "angle": 0.0, "route": "adjoint",
-                         "rel_error": err, "status": "failed" if failed else "success",
-                         "note": "backward status STEP_UNDERFLOW" if failed else ""})
-            rows.append({"T": T, "tol": tol, "atol": tol if atol is None else atol, "angle": 0.0,
-                         "route": "checkpoint", "rel_error": tol / 10, "status": "success", "note": ""})
+            rows.append(
+                {
+                    "T": T,
+                    "tol": tol,
+                    "atol": tol if atol is None else atol,
+                    "angle": 0.0,
+                    "route": "adjoint",
+                    "rel_error": err,
+                    "status": "failed" if failed else "success",
+                    "note": "backward status STEP_UNDERFLOW" if failed else "",
+                }
+            )
+            rows.append(
+                {
+                    "T": T,
+                    "tol": tol,
+                    "atol": tol if atol is None else atol,
+                    "angle": 0.0,
+                    "route": "checkpoint",
+                    "rel_error": tol / 10,
+                    "status": "success",
+                    "note": "",
+                }
+            )
     return rows
 
 
@@ -74,10 +106,12 @@ def test_gradient_error_markdown_names_a_failed_solve_instead_of_a_number():
 
 def _probe(adj_loose, adj_tight, ck, angle=0.0):
     p = L.PROBE
-    return (L.ProbeResult(p.rtol, angle, "adjoint", adj_loose, adj_loose, 100, 300, "success"),
-            L.ProbeResult(p.rtol, angle, "checkpoint", ck, ck, 100, 100, "success"),
-            L.ProbeResult(p.tight_atol, angle, "adjoint", adj_tight, adj_tight, 150, 400, "success"),
-            L.ProbeResult(p.tight_atol, angle, "checkpoint", ck, ck, 150, 150, "success"))
+    return (
+        L.ProbeResult(p.rtol, angle, "adjoint", adj_loose, adj_loose, 100, 300, "success"),
+        L.ProbeResult(p.rtol, angle, "checkpoint", ck, ck, 100, 100, "success"),
+        L.ProbeResult(p.tight_atol, angle, "adjoint", adj_tight, adj_tight, 150, 400, "success"),
+        L.ProbeResult(p.tight_atol, angle, "checkpoint", ck, ck, 150, 150, "success"),
+    )
 
 
 def test_probe_markdown_says_whether_the_error_falls():
@@ -101,14 +135,17 @@ def test_underflow_case_prints_its_bits_and_the_reversal():
 
 
 def test_nfe_table_keeps_one_tolerance():
-    rows = [{"T": 0.5, "tol": 1e-8, "route": "adjoint", "nfe": 20, "nfe_backward": 40},
-            {"T": 0.5, "tol": 1e-4, "route": "adjoint", "nfe": 8, "nfe_backward": 9}]
+    rows = [
+        {"T": 0.5, "tol": 1e-8, "route": "adjoint", "nfe": 20, "nfe_backward": 40},
+        {"T": 0.5, "tol": 1e-4, "route": "adjoint", "nfe": 8, "nfe_backward": 9},
+    ]
     table = L.nfe_table(rows, tol=1e-8)
     assert "tolerance 1e-08" in table and "40" in table and " 9\n" not in table + "\n"
 
 
-@pytest.mark.parametrize("cls", [L.ReversalFindings, L.MemoryFindings, L.GradientErrorFindings, L.ProbeFindings,
-                                 L.RotatedFindings])
+@pytest.mark.parametrize(
+    "cls", [L.ReversalFindings, L.MemoryFindings, L.GradientErrorFindings, L.ProbeFindings, L.RotatedFindings]
+)
 def test_findings_are_frozen(cls):
     import dataclasses
 

@@ -1,4 +1,5 @@
 """Lesson 5's findings render the numbers and verdicts they hold, built from small hand-made study results."""
+
 from __future__ import annotations
 
 import pytest
@@ -10,8 +11,9 @@ from nodecourse.lessons.study import Findings
 
 
 def _study(aucs: dict[str, list[float]], source: str = "shared", config=L.QUICK_STUDY) -> L.AUCStudy:
-    runs = tuple(L.ModelRun(m, seed, a, 2.0 + seed, 1.0, 1, 400, 120) for m, v in aucs.items()
-                 for seed, a in enumerate(v))
+    runs = tuple(
+        L.ModelRun(m, seed, a, 2.0 + seed, 1.0, 1, 400, 120) for m, v in aucs.items() for seed, a in enumerate(v)
+    )
     return L.AUCStudy(config, source, 4000, runs)
 
 
@@ -32,8 +34,9 @@ def test_data_findings_warn_loudly_on_the_synthetic_stand_in():
 
 
 def test_scaling_findings_table_has_one_row_per_variable():
-    f = L.ScalingFindings((L.ScalingRow("Na", 100.0, 200.0, 0.5, 0.1, 0.2), L.ScalingRow("pH", 1.0, 7.8, 0.872, 0.05,
-                                                                                          0.058)))
+    f = L.ScalingFindings(
+        (L.ScalingRow("Na", 100.0, 200.0, 0.5, 0.1, 0.2), L.ScalingRow("pH", 1.0, 7.8, 0.872, 0.05, 0.058))
+    )
     text = f.markdown()
     assert "| Na | 100 to 200 | 0.500 | 0.100 | 0.200 |" in text and "| pH | 1 to 7.8 | 0.872 |" in text
 
@@ -114,7 +117,11 @@ def test_the_curve_command_runs_as_a_module_without_warnings():
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-m", "nodecourse.lessons.lesson05.curve",
-                          "--help"], capture_output=True, text=True, check=False)
+    out = subprocess.run(
+        [sys.executable, "-W", "error::RuntimeWarning", "-m", "nodecourse.lessons.lesson05.curve", "--help"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert out.returncode == 0, out.stderr
     assert "--full" in out.stdout

@@ -1,6 +1,7 @@
 """Lesson 6's findings render their own Markdown: built here from small hand-made study results, each
 checked for its verdict words and the numbers its sentences quote, including undecided verdicts (two seeds)
 and failed solves (seeds stuck at the iteration cap)."""
+
 import statistics
 
 import pytest
@@ -14,10 +15,14 @@ EPOCHS = 100
 
 
 def log(iters, caps=None, rho_end=0.6, rho_max_end=0.9):
-    return DEQLog(forward_iters=list(iters), cap_hits=list(caps or [0] * len(iters)),
-                  spectral=[{"epoch": 0, "rho_mean": 0.1, "rho_max": 0.2, "frac_above_1": 0.0, "converged": 1.0},
-                            {"epoch": EPOCHS, "rho_mean": rho_end, "rho_max": rho_max_end,
-                             "frac_above_1": 0.25, "converged": 1.0}])
+    return DEQLog(
+        forward_iters=list(iters),
+        cap_hits=list(caps or [0] * len(iters)),
+        spectral=[
+            {"epoch": 0, "rho_mean": 0.1, "rho_max": 0.2, "frac_above_1": 0.0, "converged": 1.0},
+            {"epoch": EPOCHS, "rho_mean": rho_end, "rho_max": rho_max_end, "frac_above_1": 0.25, "converged": 1.0},
+        ],
+    )
 
 
 def runs_for(seeds, *, reg_iters=8.0, reg_mse=0.11, trunc_mse=0.2, plain_end=30.0, stuck_seed=None):
@@ -31,9 +36,11 @@ def runs_for(seeds, *, reg_iters=8.0, reg_mse=0.11, trunc_mse=0.2, plain_end=30.
             plain = log([5.0 * j] * 10 + [10.0] * 80 + [plain_end * j] * 10)
         regularised = log([reg_iters * j] * EPOCHS, rho_end=0.2)
         truncated = DEQLog(forward_iters=[5.0] * EPOCHS, cap_hits=[0] * EPOCHS)  # fixed steps: no spectral log
-        runs += [L.TrainRun("DEQ", s, 0.0, plain, 0.10 * j, 20, 1e-4),
-                 L.TrainRun(L.reg_variant(1.0), s, 1.0, regularised, reg_mse * j, 8, 1e-4),
-                 L.TrainRun(L.truncated_variant(config), s, 0.0, truncated, trunc_mse * j, 33, 1e-2)]
+        runs += [
+            L.TrainRun("DEQ", s, 0.0, plain, 0.10 * j, 20, 1e-4),
+            L.TrainRun(L.reg_variant(1.0), s, 1.0, regularised, reg_mse * j, 8, 1e-4),
+            L.TrainRun(L.truncated_variant(config), s, 0.0, truncated, trunc_mse * j, 33, 1e-2),
+        ]
     return config, tuple(runs)
 
 
@@ -101,8 +108,9 @@ def test_truncation_findings_against_the_published_direction():
 def test_published_comparison_and_variant_table_quote_every_variant():
     config, runs = runs_for((0, 1))
     growth = L.GrowthFindings.from_runs([r for r in runs if r.variant == "DEQ"], config.max_iter)
-    comparison = L.PublishedComparison(growth, L.RegularizationFindings.from_runs(runs, config, 1.0),
-                                       L.TruncationFindings.from_runs(runs, config))
+    comparison = L.PublishedComparison(
+        growth, L.RegularizationFindings.from_runs(runs, config, 1.0), L.TruncationFindings.from_runs(runs, config)
+    )
     md = comparison.markdown()
     assert md.count("| undecided (2 seeds) |") == 3 and "**Truncation**" in md and "**The regulariser**" in md
     table = L.VariantTable.from_runs(runs, config).markdown()
@@ -112,8 +120,13 @@ def test_published_comparison_and_variant_table_quote_every_variant():
 
 
 def test_solver_comparison_marks_unreached_solves_and_quotes_the_ratio():
-    study = (L.SolverProblemRuns("tanh", 0.99, (SolverRun("nodecourse", "picard", 1500, False, 1e-6),
-                                               SolverRun("nodecourse", "anderson", 40, True, 1e-9))),)
+    study = (
+        L.SolverProblemRuns(
+            "tanh",
+            0.99,
+            (SolverRun("nodecourse", "picard", 1500, False, 1e-6), SolverRun("nodecourse", "anderson", 40, True, 1e-9)),
+        ),
+    )
     c = L.SolverComparison.from_study(study)
     md = c.markdown()
     assert "| tanh, ρ = 0.99 | >1500 | 40 |" in md

@@ -1,4 +1,5 @@
 """Lesson 7 (capstone): the four models, their measurements, and verdicts that can fail."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -11,12 +12,12 @@ from nodecourse.claims import REGISTRY, ClaimVerdict, load_rows
 from nodecourse.lessons import lesson07 as L
 from nodecourse.models import count_parameters
 
-SMALL = dataclasses.replace(L.QUICK_CAPSTONE, seeds=(0,), epochs=1, n_samples=300, per_input_samples=5,
-                            memory_batch=32)
+SMALL = dataclasses.replace(L.QUICK_CAPSTONE, seeds=(0,), epochs=1, n_samples=300, per_input_samples=5, memory_batch=32)
 SEEDS = (0, 1, 2, 3, 4)
 
 
 # --- models and measurements ---------------------------------------------------------------------
+
 
 def test_parameter_counts_match_within_one_percent():
     counts = {}
@@ -98,6 +99,7 @@ def test_sweep_timings_and_peers_reuse_the_trained_models():
 
 # --- thresholds, declared with the rows ----------------------------------------------------------
 
+
 def test_every_row_is_registered_with_its_threshold():
     load_rows()
     for rid in L.ROW_IDS:
@@ -116,9 +118,11 @@ def test_every_row_is_registered_with_its_threshold():
 
 # --- judging functions on small fake inputs ------------------------------------------------------
 
+
 def _runs(acc_by_model: dict[str, list[float]]):
-    return [SimpleNamespace(name=n, seed=s, accuracy=a) for n, accs in acc_by_model.items()
-            for s, a in zip(SEEDS, accs)]
+    return [
+        SimpleNamespace(name=n, seed=s, accuracy=a) for n, accs in acc_by_model.items() for s, a in zip(SEEDS, accs)
+    ]
 
 
 def test_the_parity_margin_is_a_whole_number_of_test_images():
@@ -132,8 +136,10 @@ def test_parity_holds_when_every_deficit_is_within_the_margin():
     same = _runs({n: [0.95, 0.96, 0.94, 0.95, 0.97] for n in L.MODELS})
     assert L.parity_findings(same)["verdict"] is ClaimVerdict.HOLDS
     res = [0.96, 0.97, 0.95, 0.96, 0.97]  # one point (4-5 images) behind on every seed: about the same
-    accs = {"ResNet": res, **{n: [a - d for a, d in zip(res, (0.010, 0.008, 0.012, 0.009, 0.011))]
-                              for n in L.MODELS[1:]}}
+    accs = {
+        "ResNet": res,
+        **{n: [a - d for a, d in zip(res, (0.010, 0.008, 0.012, 0.009, 0.011))] for n in L.MODELS[1:]},
+    }
     assert L.parity_findings(_runs(accs))["verdict"] is ClaimVerdict.HOLDS
 
 
@@ -142,8 +148,12 @@ def test_parity_fails_on_a_large_gap_and_is_undecided_when_undertrained_or_with_
     accs = {"ResNet": res, "Neural ODE": res, "DEQ": [a - 0.06 for a in res], "Unrolled": res}
     f = L.parity_findings(_runs(accs))
     assert f["by_model"]["DEQ"] is ClaimVerdict.DOES_NOT_HOLD and f["verdict"] is ClaimVerdict.HOLDS_IN_PART
-    straddles = {"ResNet": res, "Neural ODE": res, "Unrolled": res,
-                 "DEQ": [a - d for a, d in zip(res, (0.0, 0.04, 0.01, 0.035, 0.005))]}  # interval contains 2 points
+    straddles = {
+        "ResNet": res,
+        "Neural ODE": res,
+        "Unrolled": res,
+        "DEQ": [a - d for a, d in zip(res, (0.0, 0.04, 0.01, 0.035, 0.005))],
+    }  # interval contains 2 points
     assert L.parity_findings(_runs(straddles))["by_model"]["DEQ"] is ClaimVerdict.UNDECIDED
     low = {n: [0.6] * 5 for n in L.MODELS}
     assert L.parity_findings(_runs(low))["verdict"] is ClaimVerdict.UNDECIDED
@@ -154,10 +164,16 @@ def test_parity_fails_on_a_large_gap_and_is_undecided_when_undertrained_or_with_
 def _mismatch(drop: float, deq_change: float, n: int = 5) -> dict:
     cfg = L.QUICK_CAPSTONE
     noise = [0.001 * i for i in range(n)]
-    return {"unrolled": {k: [0.95 + e if k == cfg.unrolled_steps else 0.95 - drop / 100 + e for e in noise]
-                         for k in cfg.mismatch_steps},
-            "deq": {"as trained": [0.93 + e for e in noise],
-                    "tol / 100, 4x iterations": [0.93 + e + deq_change / 100 for e in noise]}}
+    return {
+        "unrolled": {
+            k: [0.95 + e if k == cfg.unrolled_steps else 0.95 - drop / 100 + e for e in noise]
+            for k in cfg.mismatch_steps
+        },
+        "deq": {
+            "as trained": [0.93 + e for e in noise],
+            "tol / 100, 4x iterations": [0.93 + e + deq_change / 100 for e in noise],
+        },
+    }
 
 
 def test_mismatch_is_judged_on_both_parts():
@@ -170,14 +186,24 @@ def test_mismatch_is_judged_on_both_parts():
     assert L.mismatch_findings(_mismatch(10, 0, n=2), cfg)["verdict"] is ClaimVerdict.UNDECIDED
 
 
-def _sweep(nfe_each: dict[float, list[list[float]]], acc: dict[float, float] | None = None,
-           nfe_batch: dict[float, float] | None = None) -> list[dict]:
+def _sweep(
+    nfe_each: dict[float, list[list[float]]],
+    acc: dict[float, float] | None = None,
+    nfe_batch: dict[float, float] | None = None,
+) -> list[dict]:
     rows = []
     for tol, per_seed in nfe_each.items():
         for seed, each in zip(SEEDS, per_seed):
-            rows.append({"seed": seed, "tol": tol, "nfe_per_input": each,
-                         "nfe": (nfe_batch or {}).get(tol, max(each)),
-                         "accuracy": (acc or {}).get(tol, 0.95), "seconds": 0.001 * max(each)})
+            rows.append(
+                {
+                    "seed": seed,
+                    "tol": tol,
+                    "nfe_per_input": each,
+                    "nfe": (nfe_batch or {}).get(tol, max(each)),
+                    "accuracy": (acc or {}).get(tol, 0.95),
+                    "seconds": 0.001 * max(each),
+                }
+            )
     return rows
 
 
@@ -206,8 +232,13 @@ def test_dial_needs_a_saving_and_little_accuracy_lost():
 def _timings(deq_train: list[float], deq_infer: list[float]) -> L.Timings:
     n = len(deq_train)
     base = tuple(0.001 * (1 + 0.01 * i) for i in range(n))
-    return L.Timings(tuple(range(n)), {"ResNet": base, "DEQ": tuple(b * r for b, r in zip(base, deq_infer))},
-                     {"ResNet": base, "DEQ": tuple(b * r for b, r in zip(base, deq_train))}, (450,) * n, 1)
+    return L.Timings(
+        tuple(range(n)),
+        {"ResNet": base, "DEQ": tuple(b * r for b, r in zip(base, deq_infer))},
+        {"ResNet": base, "DEQ": tuple(b * r for b, r in zip(base, deq_train))},
+        (450,) * n,
+        1,
+    )
 
 
 def test_deq_cost_is_judged_against_both_published_ratios():
@@ -219,8 +250,10 @@ def test_deq_cost_is_judged_against_both_published_ratios():
 
 
 def test_memory_reduction_takes_the_best_peer_and_both_readings():
-    peers = {"ResNet 4": {"saved_bytes": 1000, "peak_bytes": 500},
-             "Unrolled 16": {"saved_bytes": 10000, "peak_bytes": 5000}}
+    peers = {
+        "ResNet 4": {"saved_bytes": 1000, "peak_bytes": 500},
+        "Unrolled 16": {"saved_bytes": 10000, "peak_bytes": 5000},
+    }
     f = L.reduction_findings({"saved": [1000, 1000], "peak": [1000, 1000]}, peers)
     assert f["readings"]["saved"]["best_peer"] == "Unrolled 16"
     assert f["parts"] == {"saved bytes": ClaimVerdict.HOLDS, "peak bytes": ClaimVerdict.DOES_NOT_HOLD}

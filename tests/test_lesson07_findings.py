@@ -1,6 +1,7 @@
 """Lesson 7's findings render their own Markdown: built here from small hand-made study results, each
 checked for the numbers and words its sentences quote, including edge cases (no measurable peak, a
 neural ODE that spends the same work on every input)."""
+
 from types import SimpleNamespace
 
 from nodecourse.claims import ClaimVerdict
@@ -8,8 +9,9 @@ from nodecourse.lessons import lesson07 as L
 
 
 def _run(name, seed, *, work=(10.0,), train_seconds=1.0, saved=1000, peak=None):
-    return SimpleNamespace(name=name, seed=seed, work_per_input=list(work), train_seconds=train_seconds,
-                           saved_bytes=saved, peak_bytes=peak)
+    return SimpleNamespace(
+        name=name, seed=seed, work_per_input=list(work), train_seconds=train_seconds, saved_bytes=saved, peak_bytes=peak
+    )
 
 
 def test_per_input_work_quotes_both_ranges_and_names_a_flat_ode():
@@ -25,8 +27,9 @@ def _sweep():
     rows = []
     for seed in (0, 1):
         for tol, nfe, acc, each in ((1e-1, 14, 0.95, [14, 14]), (1e-3, 20, 0.96, [20, 26])):
-            rows.append({"seed": seed, "tol": tol, "nfe": nfe, "accuracy": acc, "nfe_per_input": each,
-                         "seconds": 0.01 * nfe})
+            rows.append(
+                {"seed": seed, "tol": tol, "nfe": nfe, "accuracy": acc, "nfe_per_input": each, "seconds": 0.01 * nfe}
+            )
     return rows
 
 
@@ -45,8 +48,10 @@ def test_adaptive_work_sentence_and_its_undecided_readings_with_two_seeds():
     assert "At the training tolerance 0.001 every test input gets 20 to 26 NFE" in md
     assert "Inputs differ at other tolerances" not in md  # at 0.1 every input got 14
     flat = [dict(r, nfe_per_input=[20, 20]) for r in _sweep()]
-    assert "the same 20 NFE: the per-input adaptation the paper names is not there" in \
-        L.AdaptiveWork.from_sweep(flat, 1e-3).markdown()
+    assert (
+        "the same 20 NFE: the per-input adaptation the paper names is not there"
+        in L.AdaptiveWork.from_sweep(flat, 1e-3).markdown()
+    )
 
 
 def test_time_ratios_quote_each_models_range():
@@ -69,8 +74,10 @@ def test_peak_order_highest_first_or_says_it_cannot_be_measured():
 
 
 def test_peer_memory_table_reductions_and_a_missing_peak():
-    peers = {"ResNet 4": {"parameters": 19_000, "saved_bytes": 4096, "peak_bytes": None},
-             "Unrolled 16": {"parameters": 19_100, "saved_bytes": 10240, "peak_bytes": 2 * 2**20}}
+    peers = {
+        "ResNet 4": {"parameters": 19_000, "saved_bytes": 4096, "peak_bytes": None},
+        "Unrolled 16": {"parameters": 19_100, "saved_bytes": 10240, "peak_bytes": 2 * 2**20},
+    }
     runs = [_run("DEQ", s, saved=1024, peak=2**20) for s in (0, 1)]
     table = L.PeerMemoryTable.from_studies(peers, runs)
     md = table.markdown()
@@ -82,9 +89,20 @@ def test_peer_memory_table_reductions_and_a_missing_peak():
 
 
 def test_capstone_table_renders_the_summary_with_the_annulus_column():
-    row = {"model": "DEQ", "accuracy_mean": 0.94, "accuracy_sd": 0.01, "seeds": 5, "parameters": 19_147,
-           "saved_kib": 678.0, "peak_mib": None, "work_mean": 17.3, "work_min": 9.0, "work_max": 40.0,
-           "train_s": 12.0, "inference_ms_per_1000": 80.0}
+    row = {
+        "model": "DEQ",
+        "accuracy_mean": 0.94,
+        "accuracy_sd": 0.01,
+        "seeds": 5,
+        "parameters": 19_147,
+        "saved_kib": 678.0,
+        "peak_mib": None,
+        "work_mean": 17.3,
+        "work_min": 9.0,
+        "work_max": 40.0,
+        "train_s": 12.0,
+        "inference_ms_per_1000": 80.0,
+    }
     md = L.CapstoneTable((row,), {"DEQ": "not measured (lesson 3 trained the flows and a ResNet only)"}).markdown()
     assert "| DEQ | 94.0 ± 1.0 % (5 seeds) | 19,147 | 678 | n/a | 17.3 iterations (9–40)" in md
     assert md.rstrip().endswith("| not measured (lesson 3 trained the flows and a ResNet only) |")

@@ -1,14 +1,17 @@
 """Lesson 8's findings, built from small hand-made study results: the sentence follows the numbers."""
+
 import torch
 
 from nodecourse.lessons import lesson08 as L
 
 
-def _study(bias_z=(0.5, -1.0, 0.2), variances=(0.8, 0.4, 0.2), predicted_single=0.8, slope=-1.0,
-           noise="rademacher") -> L.TraceStudy:
+def _study(
+    bias_z=(0.5, -1.0, 0.2), variances=(0.8, 0.4, 0.2), predicted_single=0.8, slope=-1.0, noise="rademacher"
+) -> L.TraceStudy:
     ms = (1, 2, 4)
-    rows = tuple(L.ProbeRow(m, -0.2, v, (v / 100) ** 0.5, z, predicted_single / m)
-                 for m, v, z in zip(ms, variances, bias_z))
+    rows = tuple(
+        L.ProbeRow(m, -0.2, v, (v / 100) ** 0.5, z, predicted_single / m) for m, v, z in zip(ms, variances, bias_z)
+    )
     config = L.TraceStudyConfig(repeats=100, probes=ms, noise=noise)
     return L.TraceStudy(config, -0.21, rows, slope, predicted_single)
 
@@ -59,8 +62,18 @@ def test_probe_noise_findings_either_way():
 
 def _run(test_nll, gaussian, nfe=(20, 26, 32), iterations=3) -> L.FlowRun:
     config = L.FlowConfig(iterations=iterations, batch=8)
-    return L.FlowRun(config, "adjoint", model=torch.nn.Linear(1, 1), losses=[2.0, 1.9, 1.8], nfe_forward=list(nfe),
-                     nfe_backward=[30, 31, 33], seconds=2.0, test_nll=test_nll, gaussian_test_nll=gaussian, test_nfe=20)
+    return L.FlowRun(
+        config,
+        "adjoint",
+        model=torch.nn.Linear(1, 1),
+        losses=[2.0, 1.9, 1.8],
+        nfe_forward=list(nfe),
+        nfe_backward=[30, 31, 33],
+        seconds=2.0,
+        test_nll=test_nll,
+        gaussian_test_nll=gaussian,
+        test_nfe=20,
+    )
 
 
 def test_flow_findings_beat_or_not():

@@ -1,4 +1,5 @@
 """Lesson 9's findings, built from small hand-made measurements: each sentence follows its numbers."""
+
 import math
 
 import pytest
@@ -9,11 +10,19 @@ from nodecourse.lessons import lesson09 as L
 
 
 def _model(synthetic: bool, unconverged: int = 0) -> L.CourseModel:
-    info = {"synthetic": synthetic, "n_train": 480, "n_test": 120, "n_shift": 200, "shift_unit": "medical",
-            "train_units": ["coronary care", "surgical"], "epochs": 3,
-            "mortality": {"train": 0.11, "test": 0.108, "shift": 0.18}}
-    return L.CourseModel("physionet-odernn", torch.nn.Linear(1, 1), "classification", (), (), None, 3, 1e-3, 64,
-                         info, 1.2, unconverged)
+    info = {
+        "synthetic": synthetic,
+        "n_train": 480,
+        "n_test": 120,
+        "n_shift": 200,
+        "shift_unit": "medical",
+        "train_units": ["coronary care", "surgical"],
+        "epochs": 3,
+        "mortality": {"train": 0.11, "test": 0.108, "shift": 0.18},
+    }
+    return L.CourseModel(
+        "physionet-odernn", torch.nn.Linear(1, 1), "classification", (), (), None, 3, 1e-3, 64, info, 1.2, unconverged
+    )
 
 
 def _step(number, verdict="ok", summary="a sentence", data=None, reasons=()):
@@ -21,9 +30,12 @@ def _step(number, verdict="ok", summary="a sentence", data=None, reasons=()):
 
 
 def _report(steps, metric="AUC", name="m") -> AuditReport:
-    return AuditReport({"name": name, "parameters": 10, "cores": ["c"], "settings": []},
-                       {"metric": metric, "mode": "quick", "task": "classification", "n_train": 1, "n_test": 1},
-                       steps, 3.0)
+    return AuditReport(
+        {"name": name, "parameters": 10, "cores": ["c"], "settings": []},
+        {"metric": metric, "mode": "quick", "task": "classification", "n_train": 1, "n_test": 1},
+        steps,
+        3.0,
+    )
 
 
 def test_data_findings_warn_first_on_the_stand_in():
@@ -32,8 +44,15 @@ def test_data_findings_warn_first_on_the_stand_in():
     assert "Synthetic" not in L.DataFindings(_model(False)).markdown()
 
 
-@pytest.mark.parametrize("low, high, words", [(0.01, 0.1, "model is better"), (-0.1, -0.01, "counterpart is better"),
-                                              (-0.02, 0.12, "cannot tell"), (math.nan, math.nan, "too few")])
+@pytest.mark.parametrize(
+    "low, high, words",
+    [
+        (0.01, 0.1, "model is better"),
+        (-0.1, -0.01, "counterpart is better"),
+        (-0.02, 0.12, "cannot tell"),
+        (math.nan, math.nan, "too few"),
+    ],
+)
 def test_baseline_findings_read_the_interval(low, high, words):
     step = _step(1, data={"quality": {"metric": "AUC", "diff": 0.033, "low": low, "high": high}, "time_ratio": 4 / 3})
     text = L.BaselineFindings.of(step).markdown()
@@ -46,8 +65,9 @@ def test_baseline_findings_speak_points_for_accuracy():
 
 
 def _budget(longer=0, by_rule=48):
-    return L.StepBudget(ideal=48, longer=longer, gaps=120, naive=48 + longer, by_rule=by_rule, step=1 / 48,
-                        horizon_hours=48.0)
+    return L.StepBudget(
+        ideal=48, longer=longer, gaps=120, naive=48 + longer, by_rule=by_rule, step=1 / 48, horizon_hours=48.0
+    )
 
 
 def test_work_findings_no_extra_steps_says_why():
@@ -69,8 +89,9 @@ def test_work_findings_fewer_steps_and_slivers_the_rule_absorbs():
 
 
 def _shift_report(diff, low, high):
-    step4 = _step(4, data={"shift": {"vs_test": {"a": 0.633 + diff, "b": 0.633, "diff": diff, "low": low,
-                                                 "high": high}}})
+    step4 = _step(
+        4, data={"shift": {"vs_test": {"a": 0.633 + diff, "b": 0.633, "diff": diff, "low": low, "high": high}}}
+    )
     return _report([step4])
 
 
@@ -81,8 +102,10 @@ def test_shift_findings_call_a_rise_a_rise():
 
 
 def test_shift_findings_drop_decided_or_not():
-    assert "The whole interval is below zero: the drop is real" in L.ShiftFindings.of(
-        _shift_report(-0.2, -0.3, -0.05), "medical").markdown()
+    assert (
+        "The whole interval is below zero: the drop is real"
+        in L.ShiftFindings.of(_shift_report(-0.2, -0.3, -0.05), "medical").markdown()
+    )
     assert "a drop of -0.106" in L.ShiftFindings.of(_shift_report(-0.106, -0.352, 0.109), "medical").markdown()
     assert "scored better" in L.ShiftFindings.of(_shift_report(0.1, 0.02, 0.2), "medical").markdown()
     assert "nothing is decided" in L.ShiftFindings.of(_shift_report(0.0, math.nan, math.nan), "medical").markdown()
@@ -104,10 +127,19 @@ def test_step_summaries_carry_reasons_and_the_unconverged_note():
 
 
 def test_route_findings_say_why_a_route_did_not_run():
-    step = _step(5, "problem", data={"ok_threshold": 1e-4, "route_used": "adjoint", "routes": [
-        {"route": "as written (adjoint)", "used": True, "median": 1e4, "high": 2e4},
-        {"route": "backprop", "used": False, "median": 3e-7, "high": 5e-7},
-        {"route": "checkpoint", "used": False, "median": None, "failed": "ValueError: not for this solve"}]})
+    step = _step(
+        5,
+        "problem",
+        data={
+            "ok_threshold": 1e-4,
+            "route_used": "adjoint",
+            "routes": [
+                {"route": "as written (adjoint)", "used": True, "median": 1e4, "high": 2e4},
+                {"route": "backprop", "used": False, "median": 3e-7, "high": 5e-7},
+                {"route": "checkpoint", "used": False, "median": None, "failed": "ValueError: not for this solve"},
+            ],
+        },
+    )
     text = L.RouteFindings.of(step).markdown()
     assert "step 5: problem; trains with adjoint" in text
     assert "as written (adjoint) (judged): not within the ok threshold" in text
@@ -124,9 +156,18 @@ def test_verdict_table_has_a_column_per_model():
 
 def test_found_solve_names_the_call():
     report = _report([_step(1)])
-    report.model["settings"] = [{"entry": "torchdiffeq.odeint_adjoint", "state": [96, 2], "dtype": "float64",
-                                 "grid": [0.0, 3.0], "rtol": 1e-6, "atol": 1e-6, "method": "dopri5",
-                                 "gradient": "adjoint"}]
+    report.model["settings"] = [
+        {
+            "entry": "torchdiffeq.odeint_adjoint",
+            "state": [96, 2],
+            "dtype": "float64",
+            "grid": [0.0, 3.0],
+            "rtol": 1e-6,
+            "atol": 1e-6,
+            "method": "dopri5",
+            "gradient": "adjoint",
+        }
+    ]
     text = L.FoundSolve.of(report).markdown()
     assert "`torchdiffeq.odeint_adjoint`" in text and "state (2,)" in text and "**adjoint**" in text
 

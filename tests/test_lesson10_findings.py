@@ -1,6 +1,7 @@
 """Lesson 10's findings render what the lesson's paragraphs say, from small hand-made study results:
 the verdict words and the numbers are in the Markdown, and the edge cases (too few seeds, an undecided
 reading, an overflowing solve, a seminorm that costs steps) say so in words."""
+
 from __future__ import annotations
 
 import math
@@ -12,8 +13,9 @@ from nodecourse.lessons import lesson10 as L
 
 
 def _runs(setting, nfe_by_seed, acc=0.9, seconds=1.0):
-    return tuple(L.MoonsRun(setting, 0.0, 0.0, s, tuple(nfe), acc, nfe[-1], seconds)
-                 for s, nfe in enumerate(nfe_by_seed))
+    return tuple(
+        L.MoonsRun(setting, 0.0, 0.0, s, tuple(nfe), acc, nfe[-1], seconds) for s, nfe in enumerate(nfe_by_seed)
+    )
 
 
 CLIMBING = _runs("none", [[20] * 10 + [40 + k] * 90 for k in range(4)], acc=0.95, seconds=1.0)
@@ -47,13 +49,27 @@ def test_regulariser_check_from_tensors():
     ts = torch.linspace(0.0, 1.0, 5, dtype=torch.float64)
     slopes = torch.ones(5, 3, 2, dtype=torch.float64)  # |f|^2 = 2 at every time: kinetic energy 2
     frob2 = torch.full((5, 3), 4.0, dtype=torch.float64)
-    check = L.RegulariserCheck.measure(torch.full((3,), 2.0, dtype=torch.float64),
-                                       torch.tensor([3.0, 4.0, 5.0], dtype=torch.float64), slopes, frob2, ts, 26, 26)
+    check = L.RegulariserCheck.measure(
+        torch.full((3,), 2.0, dtype=torch.float64),
+        torch.tensor([3.0, 4.0, 5.0], dtype=torch.float64),
+        slopes,
+        frob2,
+        ts,
+        26,
+        26,
+    )
     assert check.kinetic_error == 0.0 and check.trapezoid_error == 0.0 and check.batch_error == 0.0
     text = check.markdown()
     assert "from -25% to +25%" in text and "here they added no steps" in text and "on 5 times" in text
-    more = L.RegulariserCheck.measure(torch.full((3,), 2.0, dtype=torch.float64),
-                                      torch.tensor([3.0, 4.0, 5.0], dtype=torch.float64), slopes, frob2, ts, 32, 26)
+    more = L.RegulariserCheck.measure(
+        torch.full((3,), 2.0, dtype=torch.float64),
+        torch.tensor([3.0, 4.0, 5.0], dtype=torch.float64),
+        slopes,
+        frob2,
+        ts,
+        32,
+        26,
+    )
     assert "changed the work by +6 evaluations" in more.markdown()
 
 
@@ -61,9 +77,13 @@ def _route(name, closed=1e-8, fd=1e-9, fwd=68, bwd=68, kib=0.1):
     return L.Route(name, closed, fd, fwd, bwd, kib, 0.01)
 
 
-ROUTES = (_route("backprop (dopri5)", bwd=0, kib=1.1), _route("adjoint (dopri5)", bwd=68),
-          _route("adjoint + seminorm", bwd=51), _route("backprop (reversible Heun)", 7.8e-6, 1.4e-10, 101, 0, 1.6),
-          _route("reversible (reversible Heun)", 7.8e-6, 1.4e-10, 101, 101, 0.1))
+ROUTES = (
+    _route("backprop (dopri5)", bwd=0, kib=1.1),
+    _route("adjoint (dopri5)", bwd=68),
+    _route("adjoint + seminorm", bwd=51),
+    _route("backprop (reversible Heun)", 7.8e-6, 1.4e-10, 101, 0, 1.6),
+    _route("reversible (reversible Heun)", 7.8e-6, 1.4e-10, 101, 101, 0.1),
+)
 
 
 def test_controlled_seminorm_and_route_table():
@@ -75,8 +95,10 @@ def test_controlled_seminorm_and_route_table():
 
 
 def _task(name, ours, torchdiffeq, kind="mlp", full=100):
-    counts = tuple(L.SeminormCount(s, full, round(full * (1 - a)), full, round(full * (1 - b)))
-                   for s, (a, b) in enumerate(zip(ours, torchdiffeq)))
+    counts = tuple(
+        L.SeminormCount(s, full, round(full * (1 - a)), full, round(full * (1 - b)))
+        for s, (a, b) in enumerate(zip(ours, torchdiffeq))
+    )
     return L.SeminormTaskResult(L.SeminormTask(name, kind), counts)
 
 
@@ -98,8 +120,10 @@ def test_seminorm_that_saves_everywhere_holds_and_too_few_tasks_say_so():
 
 
 def test_seminorm_moons_reading_names_the_seeds_that_cost_steps():
-    costly = L.SeminormTaskResult(L.SeminormTask("two moons, mean loss", "moons"),
-                                  (L.SeminormCount(0, 57, 61, 60, 60), L.SeminormCount(1, 57, 57, 60, 60)))
+    costly = L.SeminormTaskResult(
+        L.SeminormTask("two moons, mean loss", "moons"),
+        (L.SeminormCount(0, 57, 61, 60, 60), L.SeminormCount(1, 57, 57, 60, 60)),
+    )
     text = L.SeminormMoonsReading(costly, n_state=288, n_params=227).markdown()
     assert "seed 0 needed 61 backward evaluations with the seminorm against 57 without" in text
     assert "identical counts on every seed" in text and "227 in $g$" in text
@@ -119,9 +143,14 @@ def test_round_trip_and_exactness():
 
 
 def test_memory_findings():
-    f = L.MemoryFindings((8, 16, 64), (("backprop", 5.7), ("reversible", 1.0)),
-                         (("backprop grows", ClaimVerdict.HOLDS), ("reversible flat", ClaimVerdict.HOLDS)),
-                         ClaimVerdict.HOLDS, 256, (2, 64, 2))
+    f = L.MemoryFindings(
+        (8, 16, 64),
+        (("backprop", 5.7), ("reversible", 1.0)),
+        (("backprop grows", ClaimVerdict.HOLDS), ("reversible flat", ClaimVerdict.HOLDS)),
+        ClaimVerdict.HOLDS,
+        256,
+        (2, 64, 2),
+    )
     text = f.markdown()
     assert "From 8 to 64 steps (8x more)" in text and "grows 5.7x" in text and "1.00x" in text
     assert "MLP 2-64-2" in text
@@ -132,10 +161,16 @@ def _case(lam, h, growth, heun, rk4, size):
 
 
 def test_stability_says_what_the_error_is_relative_to_and_names_an_overflow():
-    cases = (_case(-1, 0.1, 2.2e4, 3e3, 9e-6, 4.5e-5), _case(1, 0.1, 4.6e-5, 1.6e-2, 8e-6, 2.2e4),
-             _case(-5, 0.1, 7.9e20, math.inf, 4e-2, 1.9e-22), _case(2j, 0.1, 1.0, 0.14, 2.7e-4, 1.0),
-             _case(-1, 0.01, 2.2e4, 0.3, 8e-10, 4.5e-5), _case(1, 0.01, 4.5e-5, 1.7e-4, 8e-10, 2.2e4),
-             _case(-5, 0.01, 5e21, 1e37, 2.7e-6, 1.9e-22), _case(2j, 0.01, 1.0, 1.3e-3, 2.7e-8, 1.0))
+    cases = (
+        _case(-1, 0.1, 2.2e4, 3e3, 9e-6, 4.5e-5),
+        _case(1, 0.1, 4.6e-5, 1.6e-2, 8e-6, 2.2e4),
+        _case(-5, 0.1, 7.9e20, math.inf, 4e-2, 1.9e-22),
+        _case(2j, 0.1, 1.0, 0.14, 2.7e-4, 1.0),
+        _case(-1, 0.01, 2.2e4, 0.3, 8e-10, 4.5e-5),
+        _case(1, 0.01, 4.5e-5, 1.7e-4, 8e-10, 2.2e4),
+        _case(-5, 0.01, 5e21, 1e37, 2.7e-6, 1.9e-22),
+        _case(2j, 0.01, 1.0, 1.3e-3, 2.7e-8, 1.0),
+    )
     f = L.StabilityFindings(cases)
     table = f.table()
     assert "| -5 | 0.1 | 1.1000 | 7.9e+20 | overflow |" in table
@@ -148,8 +183,11 @@ def test_stability_says_what_the_error_is_relative_to_and_names_an_overflow():
 
 
 def test_trained_stability_table_has_a_clean_header():
-    rows = tuple(L.TrainedStability(setting, s, -1.5 - s, 0.3, (10, 160), (1e-3 * (1 + s), 4e-6))
-                 for setting in ("none", "kinetic+Jacobian") for s in range(2))
+    rows = tuple(
+        L.TrainedStability(setting, s, -1.5 - s, 0.3, (10, 160), (1e-3 * (1 + s), 4e-6))
+        for setting in ("none", "kinetic+Jacobian")
+        for s in range(2)
+    )
     f = L.TrainedStabilityFindings(rows)
     header = f.table().splitlines()[0]
     assert header.count("|") == 6  # five columns, no pipe inside a header
@@ -159,21 +197,38 @@ def test_trained_stability_table_has_a_clean_header():
 
 
 def test_explorer_and_closing_findings():
-    grid = {(w, r): {"test NFE": 20 + int(100 * w), "accuracy": 0.9, "NFE fwd": 20, "NFE bwd": 20,
-                     "error vs accurate": 1e-4, "error vs own steps": 1e-15, "peak KiB": 100.0}
-            for w in (0.0, 0.1) for r in L.EXPLORER_ROUTES}
+    grid = {
+        (w, r): {
+            "test NFE": 20 + int(100 * w),
+            "accuracy": 0.9,
+            "NFE fwd": 20,
+            "NFE bwd": 20,
+            "error vs accurate": 1e-4,
+            "error vs own steps": 1e-15,
+            "peak KiB": 100.0,
+        }
+        for w in (0.0, 0.1)
+        for r in L.EXPLORER_ROUTES
+    }
     text = L.ExplorerFindings.from_grid(grid).markdown()
     assert "test NFE 20 → 30" in text and "(1e-15 at most)" in text and "backprop 100" in text
     runs = CLIMBING + REGULARISED
     seminorm = L.SeminormFindings.from_results(tuple(_task(f"t{k}", [0.2], [0.3]) for k in range(5)))
     exact = L.ExactFindings.from_rows(tuple(L.ExactRow(s, 1e-16, 1e-7, 101, 300) for s in range(3)), 1e-6, 50)
     memory = L.MemoryFindings((8, 64), (("backprop", 5.7), ("reversible", 1.0)), (), ClaimVerdict.HOLDS, 256, (2, 2))
-    results = tuple(ClaimResult(cid, "", "", "", "", verdict, 0.0, seeds=5) for cid, verdict in (
-        ("ode-nfe-growth", ClaimVerdict.HOLDS), ("kinetic-regularization-nfe", ClaimVerdict.HOLDS_IN_PART),
-        ("seminorm-backward-nfe", ClaimVerdict.DOES_NOT_HOLD), ("reversible-gradient-exact", ClaimVerdict.HOLDS),
-        ("reversible-memory-flat", ClaimVerdict.UNDECIDED)))
-    closing = L.ClosingFindings(results, L.GrowthFindings.from_runs(runs), L.RegularisationFindings.from_runs(runs),
-                                seminorm, exact, memory).markdown()
+    results = tuple(
+        ClaimResult(cid, "", "", "", "", verdict, 0.0, seeds=5)
+        for cid, verdict in (
+            ("ode-nfe-growth", ClaimVerdict.HOLDS),
+            ("kinetic-regularization-nfe", ClaimVerdict.HOLDS_IN_PART),
+            ("seminorm-backward-nfe", ClaimVerdict.DOES_NOT_HOLD),
+            ("reversible-gradient-exact", ClaimVerdict.HOLDS),
+            ("reversible-memory-flat", ClaimVerdict.UNDECIDED),
+        )
+    )
+    closing = L.ClosingFindings(
+        results, L.GrowthFindings.from_runs(runs), L.RegularisationFindings.from_runs(runs), seminorm, exact, memory
+    ).markdown()
     assert "over 5 tasks, ours +20% to +20%" in closing
     assert "`seminorm-backward-nfe` (does not hold)" in closing and "undecided (5 seeds)" in closing
     assert "training is slower (mean speed-up 0.50x)" in closing

@@ -28,8 +28,9 @@ def _code_cells(path: Path):
 
 
 def _is_key_lookup(node: ast.AST) -> bool:
-    return (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant)
-            and isinstance(node.slice.value, str))
+    return (
+        isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str)
+    )
 
 
 def _lookups_in_fstrings(source: str) -> tuple[list[str], list[str]]:
@@ -58,8 +59,9 @@ def _problems(path: Path) -> list[str]:
         lookups, nested = _lookups_in_fstrings(source)
         if nested or len(lookups) > MAX_LOOKUPS:
             shown = ", ".join((nested or lookups)[:3])
-            problems.append(f"cell {index}: f-strings read {len(lookups)} values by key ({shown}; move the prose "
-                            "into findings)")
+            problems.append(
+                f"cell {index}: f-strings read {len(lookups)} values by key ({shown}; move the prose into findings)"
+            )
     return problems
 
 
@@ -76,5 +78,7 @@ def test_lesson_cells_show_science_not_string_assembly(path):
 def test_the_check_catches_what_it_names():
     assert _lookups_in_fstrings("x = f'{run[\"rho\"]:.2f} and {a}'") == (["run['rho']"], [])
     assert _lookups_in_fstrings("x = f'{runs[0]:.2f}'") == ([], [])
-    assert _lookups_in_fstrings("%matplotlib inline\nprint(f'{ro[\"with\"][\"rho\"]}')") == (
-        ["ro['with']['rho']", "ro['with']"], ["ro['with']['rho']"])
+    assert _lookups_in_fstrings('%matplotlib inline\nprint(f\'{ro["with"]["rho"]}\')') == (
+        ["ro['with']['rho']", "ro['with']"],
+        ["ro['with']['rho']"],
+    )

@@ -1,4 +1,5 @@
 """Peak memory of forward + backward: the measurement itself, and its shape in the number of steps."""
+
 from __future__ import annotations
 
 import pytest
@@ -10,21 +11,21 @@ needs_peak = pytest.mark.skipif(not cpu_peak_supported(), reason="CPU peak memor
 
 
 def _hold_64_mib():
-    x = torch.ones(16 * 2 ** 20)  # 64 MiB of float32, freed on return
+    x = torch.ones(16 * 2**20)  # 64 MiB of float32, freed on return
     y = x * 2  # a second 64 MiB while x is alive: the peak is 128 MiB
     return float(y[0])
 
 
 def test_profiler_peak_is_exact():
-    assert abs(measure_peak(_hold_64_mib) - 128 * 2 ** 20) < 1024  # the two tensors, plus a few scalar bytes
+    assert abs(measure_peak(_hold_64_mib) - 128 * 2**20) < 1024  # the two tensors, plus a few scalar bytes
     assert measure_peak(lambda: None) == 0
 
 
 @needs_peak
 def test_rss_peak_sees_a_temporary_allocation():
     peak = measure_peak(_hold_64_mib, cpu_method="rss")
-    assert 120 * 2 ** 20 <= peak <= 140 * 2 ** 20, peak / 2 ** 20
-    assert measure_peak(lambda: None, cpu_method="rss") < 4 * 2 ** 20
+    assert 120 * 2**20 <= peak <= 140 * 2**20, peak / 2**20
+    assert measure_peak(lambda: None, cpu_method="rss") < 4 * 2**20
     with pytest.raises(ValueError, match="cpu_method='vmstat' must be 'profiler' or 'rss'"):
         measure_peak(lambda: None, cpu_method="vmstat")
 

@@ -1,4 +1,5 @@
 """Lesson-1 models: matched parameter counts, step-count evaluation, activation memory, training."""
+
 import pytest
 import torch
 

@@ -1,5 +1,6 @@
 """Inputs that used to fail deep inside torch with a raw error now fail at the boundary with an error
 that names the argument and the fix."""
+
 from __future__ import annotations
 
 import pytest
@@ -28,16 +29,21 @@ def test_a_per_sample_field_failing_for_another_reason_keeps_its_error():
     assert not isinstance(info.value, PerSampleTimeError)
 
 
-@pytest.mark.parametrize("t1, match", [("1", "t1='1' must be a real number > 0"), (0.0, "t1=0.0"),
-                                       (-1, "t1=-1")])
+@pytest.mark.parametrize("t1, match", [("1", "t1='1' must be a real number > 0"), (0.0, "t1=0.0"), (-1, "t1=-1")])
 def test_odeblock_t1_is_checked_by_name(t1, match):
     with pytest.raises((TypeError, ValueError), match=match):
         ODEBlock(MLPField(2), t1=t1)
 
 
-@pytest.mark.parametrize("kw, match", [(dict(dim=True), "dim=True"), (dict(dim=0), "dim=0"),
-                                       (dict(dim=2, hidden=(32, True)), "hidden="),
-                                       (dict(dim=2, time_dependent="yes"), "time_dependent")])
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        (dict(dim=True), "dim=True"),
+        (dict(dim=0), "dim=0"),
+        (dict(dim=2, hidden=(32, True)), "hidden="),
+        (dict(dim=2, time_dependent="yes"), "time_dependent"),
+    ],
+)
 def test_mlpfield_arguments_are_checked_by_name(kw, match):
     with pytest.raises((TypeError, ValueError), match=match):
         MLPField(**kw)
@@ -59,11 +65,14 @@ class Field(nn.Module):
         return torch.tanh(self.lin(z) + x)
 
 
-@pytest.mark.parametrize("state, match", [
-    (lambda x: torch.zeros(x.shape[0], 5), r"state callable \(shape \(2, 5\)"),  # f cannot take it
-    (lambda x: torch.zeros(7, 3), r"state callable returned shape \(7, 3\)"),  # wrong batch
-    (lambda x: [0.0], "state callable returned list"),
-])
+@pytest.mark.parametrize(
+    "state, match",
+    [
+        (lambda x: torch.zeros(x.shape[0], 5), r"state callable \(shape \(2, 5\)"),  # f cannot take it
+        (lambda x: torch.zeros(7, 3), r"state callable returned shape \(7, 3\)"),  # wrong batch
+        (lambda x: [0.0], "state callable returned list"),
+    ],
+)
 def test_a_deq_state_callable_of_the_wrong_shape_is_named(state, match):
     with pytest.raises(DEQInputError, match=match):
         DEQ(Field(), state=state)(torch.ones(2, 3))

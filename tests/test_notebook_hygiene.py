@@ -3,6 +3,7 @@
 The outputs of ``# NBVAL_CHECK_OUTPUT`` cells are compared with a fresh run by
 tests/test_notebooks.py (nbval); this file checks what is stored.
 """
+
 from __future__ import annotations
 
 import nbformat
@@ -30,6 +31,7 @@ def test_committed_lesson_was_executed(path):
 
 def _tqdm_notebook():
     """A notebook as nbclient leaves it after a tqdm.notebook bar ran to 3/3 and an explorer was shown."""
+
     def model(name, **state):
         return {"model_name": name, "state": {"_model_name": name, **state}}
 
@@ -42,8 +44,13 @@ def _tqdm_notebook():
     }
     nb = new_notebook()
     nb.metadata["widgets"] = {hygiene.WIDGET_STATE: {"state": state, "version_major": 2, "version_minor": 0}}
-    view = lambda mid: new_output("display_data", data={  # noqa: E731
-        "text/plain": "  0%|          | 0/3 [00:00<?, ?it/s]", hygiene.WIDGET_VIEW: {"model_id": mid}})
+    view = lambda mid: new_output(
+        "display_data",
+        data={  # noqa: E731
+            "text/plain": "  0%|          | 0/3 [00:00<?, ?it/s]",
+            hygiene.WIDGET_VIEW: {"model_id": mid},
+        },
+    )
     cell = new_code_cell("train()", outputs=[view("box"), view("explorer")], execution_count=1)
     cell.metadata["execution"] = {"iopub.execute_input": "2026-01-01T00:00:00Z"}
     nb.cells = [cell]

@@ -8,6 +8,7 @@
 Each notebook runs in its own subprocess with a timeout, so nothing hangs.
 The committed-exercises-equal-a-fresh-build test is in test_exercise_builder.py.
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -47,9 +48,17 @@ def _params(paths, what):
 @pytest.mark.parametrize("notebook", _params(LESSONS, "lessons"))
 def test_lesson_runs_in_quick_mode(notebook, tmp_path):
     cmd = [
-        sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-current-env",
-        f"--nbval-cell-timeout={LESSON_CELL_TIMEOUT_S}", "-p", "no:cacheprovider",
-        "-q", "--color=no", str(notebook),
+        sys.executable,
+        "-m",
+        "pytest",
+        "--nbval-lax",
+        "--nbval-current-env",
+        f"--nbval-cell-timeout={LESSON_CELL_TIMEOUT_S}",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "--color=no",
+        str(notebook),
     ]
     env = {**SUBPROCESS_ENV, "NODECOURSE_QUICK": "1"}
     try:

@@ -5,6 +5,7 @@ dependency at the version that executed the committed notebooks. These tests
 check that it is complete and current, that `make course`, `make test` and
 Binder install from it, and that `make course` brings no test-only tool.
 """
+
 from __future__ import annotations
 
 import ast
@@ -79,7 +80,8 @@ def test_lock_pins_every_dependency_pyproject_names():
         name = canonicalize_name(req.name)
         assert name in pins, f"pyproject.toml requires {req} but the lock does not pin it: run `make lock`"
         assert req.specifier.contains(pins[name], prereleases=True), (
-            f"the lock pins {name}=={pins[name]}, outside pyproject.toml's {req}")
+            f"the lock pins {name}=={pins[name]}, outside pyproject.toml's {req}"
+        )
 
 
 def test_lock_is_closed_under_the_requirements_of_what_it_pins():
@@ -111,13 +113,20 @@ def test_lock_matches_the_installed_environment():
         installed = Version(metadata.version(name)).public
         if installed != pinned:
             drift[name] = f"installed {installed}, locked {pinned}"
-    assert not drift, (f"this environment differs from constraints.txt: {drift}; `make setup` installs the "
-                       "lock, `make lock` records the environment")
+    assert not drift, (
+        f"this environment differs from constraints.txt: {drift}; `make setup` installs the "
+        "lock, `make lock` records the environment"
+    )
 
 
 def test_lock_writer_reproduces_the_committedlocked_versions():
-    out = subprocess.run([sys.executable, str(REPO / "scripts" / "write_lock.py"), "--check"], cwd=REPO,
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "write_lock.py"), "--check"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
 
 
@@ -135,8 +144,9 @@ def test_lock_writer_refuses_an_environment_that_lacks_a_dependency(tmp_path):
 def test_lock_leaves_the_torch_build_to_the_setup_script():
     """No build tag (+cpu) and nothing only a CUDA build brings: the lock installs on a GPU or a Mac too."""
     text = LOCK.read_text()
-    assert "+" not in "".join(l for l in text.splitlines() if not l.startswith("#")), \
+    assert "+" not in "".join(l for l in text.splitlines() if not l.startswith("#")), (
         "a pin carries a build tag (+cpu, +cu121): write the public version"
+    )
     assert not [n for n in locked_versions() if CUDA_ONLY.match(n)], "the lock pins a CUDA-only package"
     _torch_version_from_lock()
 
@@ -153,7 +163,8 @@ def test_lock_names_the_python_it_needs_and_binder_runs_it():
         spec = metadata.distribution(dist).metadata["Requires-Python"]
         if spec:
             assert SpecifierSet(spec).contains(needed, prereleases=True), (
-                f"{dist} needs Python {spec}, but the lock says {needed} is enough")
+                f"{dist} needs Python {spec}, but the lock says {needed} is enough"
+            )
 
 
 # ---------------------------------------------------------------- what each install line installs
@@ -212,10 +223,16 @@ def test_lessons_and_library_import_only_course_dependencies():
 
 
 def test_every_test_dependency_is_used():
-    used_by = {"pytest-timeout": "timeout", "torchode": "torchode", "playwright": "playwright",
-               "ruff": "bin/ruff check"}
-    sources = "\n".join(p.read_text() for p in [*REPO.glob("tests/*.py"), *REPO.glob("benchmarks/*.py"),
-                                                 REPO / "pyproject.toml", REPO / "Makefile"])
+    used_by = {
+        "pytest-timeout": "timeout",
+        "torchode": "torchode",
+        "playwright": "playwright",
+        "ruff": "bin/ruff check",
+    }
+    sources = "\n".join(
+        p.read_text()
+        for p in [*REPO.glob("tests/*.py"), *REPO.glob("benchmarks/*.py"), REPO / "pyproject.toml", REPO / "Makefile"]
+    )
     for req in PROJECT["optional-dependencies"]["test"]:
         name = re.split(r"[<>=~ ]", req)[0]
         assert name in used_by, f"test dependency {name} is not known to this test; add where it is used"
@@ -233,13 +250,13 @@ def _fake_venv(tmp_path):
     return venv, log
 
 
-@pytest.mark.parametrize("target, extra", [("course", ""), ("test", "[test]"), ("test-fast", "[test]"),
-                                           ("lint", "[test]")])
+@pytest.mark.parametrize(
+    "target, extra", [("course", ""), ("test", "[test]"), ("test-fast", "[test]"), ("lint", "[test]")]
+)
 def test_make_targets_install_from_the_lock(tmp_path, target, extra):
     """`make course` installs `.` (no test extra) with the lock; the test targets install `.[test]`."""
     venv, log = _fake_venv(tmp_path)
-    out = subprocess.run(["make", "-s", target, f"VENV={venv}"], cwd=REPO, capture_output=True, text=True,
-                         timeout=120)
+    out = subprocess.run(["make", "-s", target, f"VENV={venv}"], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
     installs = [l for l in log.read_text().splitlines() if "-m pip install" in l]
     assert len(installs) == 1, installs
@@ -252,30 +269,40 @@ def test_setup_script_refuses_a_python_older_than_the_lock_needs(tmp_path):
     # A python that answers the version check "too old" (exit 1) and everything else with success.
     (venv / "bin" / "python").write_text(
         f'#!/usr/bin/env bash\necho "python $*" >> "{log}"\n'
-        'case "$*" in *version_info*) exit 1;; *python_version*) echo 3.9.0;; esac\n')
-    out = subprocess.run(["bash", "scripts/setup_env.sh"], cwd=REPO, env={"VENV": str(venv), "PATH": "/usr/bin:/bin"},
-                         capture_output=True, text=True, timeout=60)
+        'case "$*" in *version_info*) exit 1;; *python_version*) echo 3.9.0;; esac\n'
+    )
+    out = subprocess.run(
+        ["bash", "scripts/setup_env.sh"],
+        cwd=REPO,
+        env={"VENV": str(venv), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 1
     assert "runs Python 3.9.0, older than the" in out.stderr and _lock_header("requires-python")[2:] in out.stderr
     assert "-m pip install" not in log.read_text()
 
 
 def test_setup_script_refuses_an_unknown_extra():
-    out = subprocess.run(["bash", "scripts/setup_env.sh", "docs"], cwd=REPO, capture_output=True, text=True,
-                         timeout=60)
+    out = subprocess.run(["bash", "scripts/setup_env.sh", "docs"], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "unknown extra 'docs'" in out.stderr
 
 
 def test_binder_installs_the_course_from_thelocked_versions():
-    lines = [l.strip() for l in (REPO / "binder" / "requirements.txt").read_text().splitlines()
-             if l.strip() and not l.startswith("#")]
+    lines = [
+        l.strip()
+        for l in (REPO / "binder" / "requirements.txt").read_text().splitlines()
+        if l.strip() and not l.startswith("#")
+    ]
     constraints = [l.split(None, 1)[1] for l in lines if l.startswith("-c ")]
     # pip reads a -c path inside a requirements file relative to that file.
     assert [(REPO / "binder" / c).resolve() for c in constraints] == [LOCK], constraints
     requirements = [l for l in lines if not l.startswith("-")]
     assert sorted(requirements) == [".", "torch"], (
         f"binder/requirements.txt installs {requirements}: it should install torch and the course "
-        "(`.`, no test extra), every version from the lock")
+        "(`.`, no test extra), every version from the lock"
+    )
 
 
 # ---------------------------------------------------------------- versions and licence
@@ -296,8 +323,13 @@ def test_setup_script_reads_the_version_it_installs():
     # The same sed expression the script runs, on the real file.
     script = (REPO / "scripts" / "setup_env.sh").read_text().splitlines()
     lines = [l for l in script if l.startswith(("LOCK=", "TORCH_VERSION="))]
-    out = subprocess.run(["bash", "-c", "\n".join(lines) + '\necho "$TORCH_VERSION"'], cwd=REPO,
-                         capture_output=True, text=True, check=True).stdout.strip()
+    out = subprocess.run(
+        ["bash", "-c", "\n".join(lines) + '\necho "$TORCH_VERSION"'],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     assert out == _torch_version_from_lock()
 
 
@@ -324,10 +356,10 @@ def test_built_metadata_carries_the_licence_expression(tmp_path):
     (project / "nodecourse").mkdir(parents=True)
     for name in ("pyproject.toml", "README.md", "LICENSE", "nodecourse/__init__.py"):
         (project / name).write_bytes((REPO / name).read_bytes())
-    code = ("import sys, setuptools.build_meta as b; "
-            "print(b.prepare_metadata_for_build_wheel(sys.argv[1]))")
-    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], cwd=project, capture_output=True,
-                         text=True, timeout=120)
+    code = "import sys, setuptools.build_meta as b; print(b.prepare_metadata_for_build_wheel(sys.argv[1]))"
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)], cwd=project, capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     meta = (tmp_path / out.stdout.strip().splitlines()[-1] / "METADATA").read_text()
     assert "License-Expression: MIT" in meta and "License-File: LICENSE" in meta

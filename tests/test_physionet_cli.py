@@ -1,5 +1,6 @@
 """`nodecourse physionet` (nodecourse.course.physionet_cmd) and the ledger rows `physionet-auc`,
 `physionet-gru-d`."""
+
 from __future__ import annotations
 
 import argparse
@@ -57,19 +58,25 @@ def test_unknown_eval_set_is_refused_by_the_parser(synthetic_dir, capsys):
     assert info.value.code == 2 and "--eval: invalid choice: 'set-c'" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--eval", "set-a"], "is the training set"),
-    (["--test-fraction", "0.5", "--val-fraction", "0.5"], "--val-fraction 0.5 with --test-fraction 0.5 leaves no"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--eval", "set-a"], "is the training set"),
+        (["--test-fraction", "0.5", "--val-fraction", "0.5"], "--val-fraction 0.5 with --test-fraction 0.5 leaves no"),
+    ],
+)
 def test_bad_options_name_the_option(synthetic_dir, capsys, argv, message):
     rc = run(["--data", str(synthetic_dir), "--model", "odernn", *argv])
     assert rc == 2 and message in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--test-fraction", "1.5"], "argument --test-fraction: 1.5 is out of range: it must be in (0, 1)"),
-    (["--threads", "0"], "argument --threads: 0 is out of range: it must be >= 1"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--test-fraction", "1.5"], "argument --test-fraction: 1.5 is out of range: it must be in (0, 1)"),
+        (["--threads", "0"], "argument --threads: 0 is out of range: it must be >= 1"),
+    ],
+)
 def test_out_of_range_flags_are_refused_by_the_parser(synthetic_dir, capsys, argv, message):
     with pytest.raises(SystemExit) as info:
         run(["--data", str(synthetic_dir), "--model", "odernn", *argv])
@@ -91,8 +98,9 @@ def test_gru_d_is_a_model_choice_and_trains(synthetic_dir, capsys):
 
 def _fake_study(aucs, synthetic=False, config=lesson05.FULL_STUDY):
     """A hand-made AUC study: ``aucs[model]`` per seed, one second a run."""
-    runs = tuple(lesson05.ModelRun(m, seed, a, 1.0, 1.0, 1, 100, 20) for m, v in aucs.items()
-                 for seed, a in enumerate(v))
+    runs = tuple(
+        lesson05.ModelRun(m, seed, a, 1.0, 1.0, 1, 100, 20) for m, v in aucs.items() for seed, a in enumerate(v)
+    )
     return lesson05.AUCStudy(config, "synthetic" if synthetic else "shared", 4000, runs)
 
 
@@ -133,25 +141,47 @@ CLEAR = [0.02, 0.025, 0.018, 0.022, 0.02]  # above GRU-D's published +0.015 gap,
 NOISE = [0.01, -0.012, 0.015, -0.009, 0.004]
 
 
-@pytest.mark.parametrize("aucs, verdict, parts", [
-    # level reached and every baseline behind by at least its published gap, seed by seed
-    (_aucs(ODE, {"gru-d": CLEAR, "gru-dt": DT_CLEAR, "summary-logreg": CLEAR}), ClaimVerdict.HOLDS,
-     (ClaimVerdict.HOLDS, ClaimVerdict.HOLDS)),
-    # level reached, GRU-D's gap inside the seed noise (contains 0 and +0.015): (b) holds only in part
-    (_aucs(ODE, {"gru-d": NOISE, "gru-dt": DT_CLEAR, "summary-logreg": CLEAR}), ClaimVerdict.HOLDS_IN_PART,
-     (ClaimVerdict.HOLDS, ClaimVerdict.HOLDS_IN_PART)),
-    # ahead of GRU-Δt, but by less than RNN-Δt's published +0.046: that gap does not reproduce
-    (_aucs(ODE, {"gru-d": CLEAR, "gru-dt": CLEAR, "summary-logreg": CLEAR}), ClaimVerdict.HOLDS_IN_PART,
-     (ClaimVerdict.HOLDS, ClaimVerdict.HOLDS_IN_PART)),
-    # level missed, and the regression ahead of ODE-RNN on every seed
-    (_aucs(_shifted(ODE, -0.05), {"gru-d": NOISE, "gru-dt": NOISE, "summary-logreg": _shifted(CLEAR, -0.05)}),
-     ClaimVerdict.DOES_NOT_HOLD, (ClaimVerdict.DOES_NOT_HOLD, ClaimVerdict.DOES_NOT_HOLD)),
-    # set A as once measured (3 seeds): the level's interval straddles 0.824 (undecided), GRU-D's gap contains
-    # both 0 and +0.015 (undecided), but GRU-Δt's lies wholly below +0.046: (b) does not hold whatever the noise
-    ({"odernn": [0.8335, 0.8201, 0.8352], "gru-d": [0.8263, 0.8184, 0.8390], "gru-dt": [0.8263, 0.8184, 0.8390],
-      "summary-logreg": [0.8278, 0.7995, 0.8571]}, ClaimVerdict.DOES_NOT_HOLD,
-     (ClaimVerdict.UNDECIDED, ClaimVerdict.DOES_NOT_HOLD)),
-])
+@pytest.mark.parametrize(
+    "aucs, verdict, parts",
+    [
+        # level reached and every baseline behind by at least its published gap, seed by seed
+        (
+            _aucs(ODE, {"gru-d": CLEAR, "gru-dt": DT_CLEAR, "summary-logreg": CLEAR}),
+            ClaimVerdict.HOLDS,
+            (ClaimVerdict.HOLDS, ClaimVerdict.HOLDS),
+        ),
+        # level reached, GRU-D's gap inside the seed noise (contains 0 and +0.015): (b) holds only in part
+        (
+            _aucs(ODE, {"gru-d": NOISE, "gru-dt": DT_CLEAR, "summary-logreg": CLEAR}),
+            ClaimVerdict.HOLDS_IN_PART,
+            (ClaimVerdict.HOLDS, ClaimVerdict.HOLDS_IN_PART),
+        ),
+        # ahead of GRU-Δt, but by less than RNN-Δt's published +0.046: that gap does not reproduce
+        (
+            _aucs(ODE, {"gru-d": CLEAR, "gru-dt": CLEAR, "summary-logreg": CLEAR}),
+            ClaimVerdict.HOLDS_IN_PART,
+            (ClaimVerdict.HOLDS, ClaimVerdict.HOLDS_IN_PART),
+        ),
+        # level missed, and the regression ahead of ODE-RNN on every seed
+        (
+            _aucs(_shifted(ODE, -0.05), {"gru-d": NOISE, "gru-dt": NOISE, "summary-logreg": _shifted(CLEAR, -0.05)}),
+            ClaimVerdict.DOES_NOT_HOLD,
+            (ClaimVerdict.DOES_NOT_HOLD, ClaimVerdict.DOES_NOT_HOLD),
+        ),
+        # set A as once measured (3 seeds): the level's interval straddles 0.824 (undecided), GRU-D's gap contains
+        # both 0 and +0.015 (undecided), but GRU-Δt's lies wholly below +0.046: (b) does not hold whatever the noise
+        (
+            {
+                "odernn": [0.8335, 0.8201, 0.8352],
+                "gru-d": [0.8263, 0.8184, 0.8390],
+                "gru-dt": [0.8263, 0.8184, 0.8390],
+                "summary-logreg": [0.8278, 0.7995, 0.8571],
+            },
+            ClaimVerdict.DOES_NOT_HOLD,
+            (ClaimVerdict.UNDECIDED, ClaimVerdict.DOES_NOT_HOLD),
+        ),
+    ],
+)
 def test_auc_claim_judges_both_parts(aucs, verdict, parts):
     got, got_parts, details = lesson05.judge_auc_claim(aucs)
     assert got is verdict and tuple(got_parts.values()) == parts
@@ -161,8 +191,12 @@ def test_auc_claim_judges_both_parts(aucs, verdict, parts):
 def test_gaps_are_paired_per_seed():
     """Steady gaps over seeds whose level moves by ±0.03: unpaired intervals overlap, paired ones do not."""
     swing = [0.80, 0.86, 0.83, 0.81, 0.85]
-    aucs = {"odernn": swing, "gru-d": _shifted(swing, -0.02), "gru-dt": _shifted(swing, -0.05),
-            "summary-logreg": _shifted(swing, -0.01)}
+    aucs = {
+        "odernn": swing,
+        "gru-d": _shifted(swing, -0.02),
+        "gru-dt": _shifted(swing, -0.05),
+        "summary-logreg": _shifted(swing, -0.01),
+    }
     aucs["gru-d"] = [a + w for a, w in zip(aucs["gru-d"], WOBBLE)]
     assert lesson05.judge_auc_claim(aucs)[1]["(b) ahead of the discrete baselines"] is ClaimVerdict.HOLDS
     with pytest.raises(ValueError, match="same seeds"):
@@ -180,12 +214,15 @@ def test_level_between_the_floor_and_the_published_mean_holds_and_says_the_stric
     json.dumps(m.details)  # the ledger's --json must be able to carry it
 
 
-@pytest.mark.parametrize("aucs, verdict", [
-    (_aucs(_shifted(ODE, 0.0), {"gru-d": CLEAR}), ClaimVerdict.HOLDS),  # GRU-D about 0.82, 0.02 behind
-    (_aucs(_shifted(ODE, 0.0), {"gru-d": NOISE}), ClaimVerdict.HOLDS_IN_PART),  # level reached, no gap to ODE-RNN
-    # GRU-D about 0.79 (below 0.810) and ahead of ODE-RNN on every seed
-    (_aucs(_shifted(ODE, -0.06), {"gru-d": _shifted(CLEAR, -0.03)}), ClaimVerdict.DOES_NOT_HOLD),
-])
+@pytest.mark.parametrize(
+    "aucs, verdict",
+    [
+        (_aucs(_shifted(ODE, 0.0), {"gru-d": CLEAR}), ClaimVerdict.HOLDS),  # GRU-D about 0.82, 0.02 behind
+        (_aucs(_shifted(ODE, 0.0), {"gru-d": NOISE}), ClaimVerdict.HOLDS_IN_PART),  # level reached, no gap to ODE-RNN
+        # GRU-D about 0.79 (below 0.810) and ahead of ODE-RNN on every seed
+        (_aucs(_shifted(ODE, -0.06), {"gru-d": _shifted(CLEAR, -0.03)}), ClaimVerdict.DOES_NOT_HOLD),
+    ],
+)
 def test_grud_claim_judges_level_and_gap(aucs, verdict):
     got, parts, details = lesson05.judge_grud_claim(aucs)
     assert got is verdict
@@ -193,14 +230,16 @@ def test_grud_claim_judges_level_and_gap(aucs, verdict):
 
 
 @pytest.mark.parametrize("measure", [lesson05.measure_physionet_auc, lesson05.measure_physionet_gru_d])
-@pytest.mark.parametrize("quick, synthetic, verdict", [(True, False, ClaimVerdict.UNDECIDED),
-                                                       (False, True, ClaimVerdict.NOT_MEASURABLE)])
+@pytest.mark.parametrize(
+    "quick, synthetic, verdict", [(True, False, ClaimVerdict.UNDECIDED), (False, True, ClaimVerdict.NOT_MEASURABLE)]
+)
 def test_quick_mode_is_undecided_and_synthetic_data_not_measurable(monkeypatch, measure, quick, synthetic, verdict):
     """Quick mode does not decide a claim about 0.01 AUC even when its numbers look decisive (undecided, with
     its seeds); the synthetic stand-in is not the benchmark at all."""
     aucs = _aucs(ODE, {"gru-d": CLEAR, "gru-dt": DT_CLEAR, "summary-logreg": CLEAR})
-    monkeypatch.setattr(lesson05.studies, "auc_study",
-                        lambda config, progress=False: _fake_study(aucs, synthetic, config))
+    monkeypatch.setattr(
+        lesson05.studies, "auc_study", lambda config, progress=False: _fake_study(aucs, synthetic, config)
+    )
     m = measure(quick)
     assert m.verdict is verdict
     assert m.seeds == (len(lesson05.QUICK_STUDY.seeds) if quick else None)
@@ -226,13 +265,15 @@ def test_full_study_gap_wholly_below_the_published_gap_does_not_hold(monkeypatch
 def test_both_rows_share_one_study(monkeypatch, fresh_auc_study):
     calls = []
     aucs = _aucs(ODE, {"gru-d": CLEAR, "gru-dt": CLEAR, "summary-logreg": CLEAR})
-    monkeypatch.setattr(lesson05.studies, "_run_study",
-                        lambda config, progress: calls.append(config) or _fake_study(aucs))
+    monkeypatch.setattr(
+        lesson05.studies, "_run_study", lambda config, progress: calls.append(config) or _fake_study(aucs)
+    )
     lesson05.measure_physionet_auc(False)
     lesson05.measure_physionet_gru_d(False)
     assert calls == [lesson05.FULL_STUDY]
     assert len(lesson05.FULL_STUDY.seeds) >= 3 and {"odernn", "gru-d", *lesson05.BASELINES} <= set(
-        lesson05.FULL_STUDY.models)
+        lesson05.FULL_STUDY.models
+    )
     assert lesson05.FULL_STUDY.n_patients is None  # full mode: all of set A
 
 

@@ -1,4 +1,5 @@
 """Lesson 5's learning curve (nodecourse.lessons.lesson05.curve) and its plot."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -9,8 +10,9 @@ from nodecourse.data.physionet import sources
 from nodecourse.lessons.lesson05 import curve as lc
 from nodecourse.plotting.physionet import plot_learning_curve
 
-needs_real = pytest.mark.skipif(not sources.has_set(sources.SHARED_DIR, "set-a"),
-                                reason="../shared/physionet2012 not present")
+needs_real = pytest.mark.skipif(
+    not sources.has_set(sources.SHARED_DIR, "set-a"), reason="../shared/physionet2012 not present"
+)
 
 
 @pytest.fixture(scope="module")
@@ -30,10 +32,15 @@ def test_split_is_nested_stratified_and_disjoint():
         lc.draw_split(100, labels, 100, seed=0)
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"sizes": (40, 20)}, "increasing"), ({"sizes": (1,)}, "integers >= 2"),
-    ({"models": ("lstm",)}, "not models"), ({"seeds": ()}, "at least one seed"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"sizes": (40, 20)}, "increasing"),
+        ({"sizes": (1,)}, "integers >= 2"),
+        ({"models": ("lstm",)}, "not models"),
+        ({"seeds": ()}, "at least one seed"),
+    ],
+)
 def test_bad_configs_are_named(kwargs, message):
     with pytest.raises(ValueError, match=message):
         lc.CurveConfig(**kwargs)
@@ -47,7 +54,11 @@ def test_curve_points_summary_and_plot(raw):
     assert all(0.0 <= p.auc <= 1.0 for p in result.points)
     rows = result.summary()
     assert [(s.model, s.n_train, s.n_seeds) for s in rows] == [
-        ("gru-d", 20, 2), ("gru-d", 40, 2), ("summary-logreg", 20, 2), ("summary-logreg", 40, 2)]
+        ("gru-d", 20, 2),
+        ("gru-d", 40, 2),
+        ("summary-logreg", 20, 2),
+        ("summary-logreg", 40, 2),
+    ]
     assert all(s.low <= s.mean <= s.high for s in rows)
     assert "| gru-d | 40 | 2 |" in result.to_markdown()
     fig = plot_learning_curve(result, published={"gru-d": (0.818, 0.008)}, published_patients=3200)

@@ -2,6 +2,7 @@
 
 Fixture files are written by the tests; the real set A is used when ../shared/physionet2012 exists.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -47,8 +48,9 @@ BAD = {
 }
 
 
-def write_fixture(directory: Path, n_good: int = 6, bad: tuple[str, ...] = tuple(BAD), tar: bool = False,
-                  set_name: str = "set-a") -> Path:
+def write_fixture(
+    directory: Path, n_good: int = 6, bad: tuple[str, ...] = tuple(BAD), tar: bool = False, set_name: str = "set-a"
+) -> Path:
     """Write n_good good records (alternating deaths) and one bad record per reason."""
     folder = directory / set_name
     folder.mkdir(parents=True)
@@ -82,6 +84,7 @@ def load_quiet(**kw):
 
 
 # ------------------------------------------------------------------ parsing
+
 
 def test_parse_good_record_descriptors_repeats_and_missing():
     rec = records.parse_record(GOOD.format(rid=7), "7.txt")
@@ -129,6 +132,7 @@ def test_record_without_outcome_is_skipped(tmp_path):
 
 
 # ------------------------------------------------------------------ grid, split, normalisation
+
 
 def test_quantization_grid_and_merging(tmp_path):
     write_fixture(tmp_path, n_good=2, bad=())
@@ -194,6 +198,7 @@ def test_minmax_uses_range_not_max():
 
 # ------------------------------------------------------------------ sources, cache, synthetic
 
+
 def test_tar_and_folder_give_the_same_tensors(tmp_path):
     a = write_fixture(tmp_path / "a", bad=("empty file",))
     b = write_fixture(tmp_path / "b", bad=("empty file",), tar=True)
@@ -258,6 +263,7 @@ def _sums(payload: dict) -> bytes:
 
 def _opener(payload: dict, broken: str | None = None):
     """A fake urlopen serving ``payload`` by file name; ``broken`` breaks mid-transfer."""
+
     class Response(io.BytesIO):
         def __init__(self, name, data):
             super().__init__(data)
@@ -316,8 +322,9 @@ def test_set_b_download_is_checked_and_nothing_partial_is_left(tmp_path, monkeyp
     assert not (dl / "Outcomes-b.txt").exists()
     # interrupted mid-transfer: a named error, no .part file
     shutil.rmtree(dl)
-    monkeypatch.setattr(sources.urllib.request, "urlopen",
-                        _opener({**payload, "SHA256SUMS.txt": sums}, broken="set-b.tar.gz"))
+    monkeypatch.setattr(
+        sources.urllib.request, "urlopen", _opener({**payload, "SHA256SUMS.txt": sums}, broken="set-b.tar.gz")
+    )
     with pytest.raises(physionet.DownloadError, match="set-b.tar.gz was interrupted.*IncompleteRead"):
         sources.fetch("set-b", dl)
     assert not list(dl.glob("*.part")) and not (dl / "set-b.tar.gz").exists()
@@ -379,6 +386,7 @@ def test_a_download_that_matches_pinned_sums_is_verified_until_it_changes(tmp_pa
 
 # ------------------------------------------------------------------ damaged data (cases 8-11)
 
+
 def _tar_bytes(folder: Path, set_name: str = "set-a") -> bytes:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tf:
@@ -394,9 +402,12 @@ def test_a_damaged_archive_is_a_named_error(tmp_path, damage):
     raw = _tar_bytes(tmp_path / "set-a")
     shutil.rmtree(tmp_path / "set-a")
     packed = gzip.compress(raw)
-    data = {"truncated gzip": packed[: len(packed) // 2], "garbage": b"\x1f\x8b" + bytes(range(256)) * 8,
-            "not gzip": b"this is not an archive\n" * 40,
-            "cut inside a member": gzip.compress(raw[: len(raw) // 2 + 100])}[damage]
+    data = {
+        "truncated gzip": packed[: len(packed) // 2],
+        "garbage": b"\x1f\x8b" + bytes(range(256)) * 8,
+        "not gzip": b"this is not an archive\n" * 40,
+        "cut inside a member": gzip.compress(raw[: len(raw) // 2 + 100]),
+    }[damage]
     (tmp_path / "set-a.tar.gz").write_bytes(data)
     with pytest.raises(physionet.DamagedArchive, match="set-a.tar.gz is damaged.*pass a good copy"):
         load_quiet(path=tmp_path)
@@ -510,5 +521,10 @@ def test_corrupted_copy_of_real_records_loads_the_good_ones(tmp_path):
     with pytest.warns(physionet.BadRecordWarning):
         data = physionet.load(path=tmp_path, progress=False, verbose=False)
     assert data.report.n_files == 60 and len(data) == 55 and data.report.n_skipped == 5
-    assert set(data.report.skipped_by_reason) == {"empty file", "no header", "bad time stamp",
-                                                  "unknown parameter", "non-numeric value"}
+    assert set(data.report.skipped_by_reason) == {
+        "empty file",
+        "no header",
+        "bad time stamp",
+        "unknown parameter",
+        "non-numeric value",
+    }

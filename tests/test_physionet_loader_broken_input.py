@@ -12,6 +12,7 @@ Each test names its case:
 
 Fixture files are written under ``tmp_path``; nothing is ever read from outside it.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -47,8 +48,12 @@ def record(rid: int, hr: str = "60", extra: str = "") -> str:
     return RECORD.format(rid=rid, hr=hr) + extra
 
 
-def write_set(directory: Path, texts: dict[str, str], outcomes: dict[int, int] | None = None,
-              extra_outcome_rows: tuple[str, ...] = ()) -> Path:
+def write_set(
+    directory: Path,
+    texts: dict[str, str],
+    outcomes: dict[int, int] | None = None,
+    extra_outcome_rows: tuple[str, ...] = (),
+) -> Path:
     """``texts``: file name -> content under ``directory/set-a``; outcomes default to one row per
     file whose stem is a number (label = stem % 2)."""
     folder = directory / "set-a"
@@ -67,8 +72,7 @@ def good_set(directory: Path, n: int = 3, **kw) -> Path:
     return write_set(directory, {f"{140000 + i}.txt": record(140000 + i) for i in range(n)}, **kw)
 
 
-def tar_set(directory: Path, members: list[tarfile.TarInfo | tuple[str, str]],
-            outcomes: dict[int, int]) -> Path:
+def tar_set(directory: Path, members: list[tarfile.TarInfo | tuple[str, str]], outcomes: dict[int, int]) -> Path:
     """An archive ``set-a.tar.gz`` built member by member (deterministic bytes), plus outcomes."""
     directory.mkdir(parents=True, exist_ok=True)
     buf = io.BytesIO()
@@ -105,6 +109,7 @@ def load_quiet(path, **kw):
 
 
 # ------------------------------------------------------------------ case 1: float32 range
+
 
 @pytest.mark.parametrize("row", ["47:59,HR,1e308", "47:59,HR,-3.5e38", "47:59,HR,1e999", "00:00,Age,1e300"])
 def test_case1_a_value_outside_float32_range_skips_the_record(tmp_path, row):
@@ -151,17 +156,23 @@ def test_cases1_and_5_bad_values_inside_an_archive_are_counted_the_same_way(tmp_
 
 # ------------------------------------------------------------------ case 2: conflicting outcomes
 
+
 @pytest.mark.parametrize("tar", [False, True])
 def test_case2_conflicting_outcome_rows_are_an_error_naming_the_record_and_the_file(tmp_path, tar):
     if tar:
-        tar_set(tmp_path, [(f"set-a/{140000 + i}.txt", record(140000 + i)) for i in range(3)],
-                {140000: 0, 140001: 1, 140002: 0})
+        tar_set(
+            tmp_path,
+            [(f"set-a/{140000 + i}.txt", record(140000 + i)) for i in range(3)],
+            {140000: 0, 140001: 1, 140002: 0},
+        )
         out = tmp_path / "Outcomes-a.txt"
         out.write_text(out.read_text() + "140001,1,1,1,-1,0\n")
     else:
         good_set(tmp_path, extra_outcome_rows=("140001,1,1,1,-1,0",))  # 140001 was written with label 1
-    with pytest.raises(physionet.ConflictingOutcomes,
-                       match=r"Outcomes-a\.txt.*RecordID 140001.*In-hospital_death 1 \(line 3\) and 0 \(line 5\)"):
+    with pytest.raises(
+        physionet.ConflictingOutcomes,
+        match=r"Outcomes-a\.txt.*RecordID 140001.*In-hospital_death 1 \(line 3\) and 0 \(line 5\)",
+    ):
         load_quiet(tmp_path)
     with pytest.raises(physionet.ConflictingOutcomes, match="RecordID 140001"):
         records.parse_outcomes((tmp_path / "Outcomes-a.txt").read_text(), "Outcomes-a.txt")
@@ -178,12 +189,14 @@ def test_case2_identical_duplicate_outcome_rows_are_accepted(tmp_path):
 
 # ------------------------------------------------------------------ case 3: one id, two files
 
+
 def test_case3_one_record_id_in_two_files_skips_both_and_names_them(tmp_path):
     texts = {f"{140000 + i}.txt": record(140000 + i) for i in range(5)}
     texts["140099.txt"] = record(140001, hr="99")  # a second file claiming patient 140001
     write_set(tmp_path, texts, outcomes={140000: 0, 140001: 1, 140002: 0, 140003: 1, 140004: 1, 140099: 0})
-    with pytest.warns(physionet.BadRecordWarning,
-                      match=r"duplicate record id.*RecordID 140001.*140001\.txt.*140099\.txt"):
+    with pytest.warns(
+        physionet.BadRecordWarning, match=r"duplicate record id.*RecordID 140001.*140001\.txt.*140099\.txt"
+    ):
         data = load(tmp_path)
     assert sorted(data.record_ids.tolist()) == [140000, 140002, 140003, 140004]
     assert data.report.skipped_by_reason == {"duplicate record id": 2}
@@ -208,6 +221,7 @@ def test_case3_duplicate_ids_in_an_archive_are_skipped_too(tmp_path):
 
 
 # ------------------------------------------------------------------ case 4: cache by content
+
 
 def test_case4_an_edit_that_keeps_size_and_mtime_is_seen(tmp_path):
     good_set(tmp_path)
@@ -244,6 +258,7 @@ def test_case4_the_archive_is_keyed_by_content_too(tmp_path, monkeypatch):
 
 # ------------------------------------------------------------------ case 5: strict numbers
 
+
 @pytest.mark.parametrize("text", ["1_000", "7_3", "\u0667\u0663", "\uff17\uff13", "infinity", "nan", "0x49", "73.0.1"])
 def test_case5_a_value_that_is_not_a_plain_decimal_is_a_bad_value(tmp_path, text):
     """float() accepts '1_000' and Arabic-Indic or full-width digits; the record format does not."""
@@ -254,15 +269,24 @@ def test_case5_a_value_that_is_not_a_plain_decimal_is_a_bad_value(tmp_path, text
     assert data.report.skipped_by_reason == {"non-numeric value": 1}
 
 
-@pytest.mark.parametrize("text, value", [("61", 61.0), ("+61", 61.0), ("61.", 61.0), (".5", 0.5),
-                                         ("6.1e1", 61.0), ("610E-1", 61.0), (" 61 ", 61.0)])
+@pytest.mark.parametrize(
+    "text, value",
+    [("61", 61.0), ("+61", 61.0), ("61.", 61.0), (".5", 0.5), ("6.1e1", 61.0), ("610E-1", 61.0), (" 61 ", 61.0)],
+)
 def test_case5_plain_decimals_still_parse(text, value):
     rec = records.parse_record(record(1, hr=text), "1.txt")
     assert rec.values[-1, HR] == pytest.approx(value)
 
 
-@pytest.mark.parametrize("rid_text, why", [("140001.5", "not a whole number"), ("1e30", "not a whole number"),
-                                           ("-1", "not a whole number"), ("99999999999999999999", "too large")])
+@pytest.mark.parametrize(
+    "rid_text, why",
+    [
+        ("140001.5", "not a whole number"),
+        ("1e30", "not a whole number"),
+        ("-1", "not a whole number"),
+        ("99999999999999999999", "too large"),
+    ],
+)
 def test_case5_a_record_id_must_be_a_plain_integer(rid_text, why):
     """Today 140001.5 is truncated to 140001 and 1e30 overflows int64 deep in torch."""
     with pytest.raises(records.BadRecord, match=rf"bad record id.*RecordID='{rid_text}'.*{why}"):
@@ -281,6 +305,7 @@ def test_case5_time_stamps_are_ascii_digits():
 
 
 # ------------------------------------------------------------------ case 6: links, FIFOs, devices, size
+
 
 def test_case6_a_symlink_leaving_the_data_folder_is_a_counted_skip(tmp_path):
     data_dir = tmp_path / "data"
@@ -395,8 +420,11 @@ def test_a_clean_set_reads_the_same_from_a_tar_and_a_folder(tmp_path):
     """The refusals live beside the reading, not instead of it: a clean set reads the same both ways."""
     texts = {f"{140000 + i}.txt": record(140000 + i, hr=str(60 + i)) for i in range(5)}
     write_set(tmp_path / "folder", texts)
-    tar_set(tmp_path / "tar", [(f"set-a/{k}", v) for k, v in texts.items()],
-            {int(Path(k).stem): int(Path(k).stem) % 2 for k in texts})
+    tar_set(
+        tmp_path / "tar",
+        [(f"set-a/{k}", v) for k, v in texts.items()],
+        {int(Path(k).stem): int(Path(k).stem) % 2 for k in texts},
+    )
     a, b = load(tmp_path / "folder"), load(tmp_path / "tar")
     assert torch.equal(a.values, b.values) and torch.equal(a.labels, b.labels)
     np.testing.assert_array_equal(a.record_ids.numpy(), np.arange(140000, 140005))

@@ -1,5 +1,6 @@
 """The published and course settings for lesson 5 (nodecourse.models.physionet_settings), the models
 they build, the fast ODE-RNN pass, and `nodecourse physionet --settings published`."""
+
 from __future__ import annotations
 
 import argparse
@@ -34,6 +35,7 @@ def hourly(tmp_path_factory):
 
 
 # ------------------------------------------------------------------ the config
+
 
 @pytest.mark.parametrize("settings", [ps.PUBLISHED, ps.COURSE], ids=["published", "course"])
 def test_every_value_carries_a_source(settings):
@@ -82,6 +84,7 @@ def test_quick_keeps_everything_but_the_epochs():
 
 # ------------------------------------------------------------------ models and schedule built from it
 
+
 def test_published_models_have_the_published_shapes(hourly):
     ode = latent.build_model("odernn", hourly, settings=ps.PUBLISHED)
     enc = ode.encoder
@@ -106,7 +109,7 @@ def test_adamax_decays_per_batch_to_a_tenth(hourly):
     for _ in range(10):
         opt.step()
         per_step.step()
-    assert opt.param_groups[0]["lr"] == pytest.approx(1e-2 * 0.999 ** 10)
+    assert opt.param_groups[0]["lr"] == pytest.approx(1e-2 * 0.999**10)
     for _ in range(5000):
         per_step.step()
     assert opt.param_groups[0]["lr"] == pytest.approx(1e-3)
@@ -115,10 +118,11 @@ def test_adamax_decays_per_batch_to_a_tenth(hourly):
 def test_kl_weight_follows_the_published_warm_up():
     assert latent.kl_weight(None, 0) == 1.0 and latent.kl_weight(ps.COURSE, 0) == 1.0
     assert latent.kl_weight(ps.PUBLISHED, 49) == 0.0
-    assert latent.kl_weight(ps.PUBLISHED, 60) == pytest.approx(1 - 0.993 ** 10)
+    assert latent.kl_weight(ps.PUBLISHED, 60) == pytest.approx(1 - 0.993**10)
 
 
 # ------------------------------------------------------------------ the fast pass is the same computation
+
 
 @pytest.mark.parametrize("settings", [ps.PUBLISHED, ps.COURSE], ids=["published", "course"])
 @pytest.mark.parametrize("reverse", [False, True])
@@ -135,8 +139,9 @@ def test_fast_pass_equals_the_solver_loop_with_its_gradients(hourly, settings, r
         enc.solver_stats = latent._stats_zero()
         out = enc(hourly.times, v, m, reverse=reverse, keep_states=True)
         (out.h_final.sum() + out.h_before.pow(2).sum()).backward()
-        results.append((out.h_final.detach(), out.h_before.detach(), enc.func.net[0].weight.grad.clone(),
-                        dict(enc.solver_stats)))
+        results.append(
+            (out.h_final.detach(), out.h_before.detach(), enc.func.net[0].weight.grad.clone(), dict(enc.solver_stats))
+        )
     (h1, s1, g1, st1), (h2, s2, g2, st2) = results
     torch.testing.assert_close(h1, h2, rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(s1, s2, rtol=1e-12, atol=1e-12)
@@ -160,11 +165,24 @@ def test_latent_decoder_outputs_at_the_union_only(hourly):
 
 # ------------------------------------------------------------------ the CLI
 
+
 def test_cli_published_quick_reports_the_config(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("NODECOURSE_CACHE", str(tmp_path / "cache"))
     src = physionet.synthetic(40, seed=5, directory=tmp_path / "data")
-    rc = run(["--data", str(src.directory), "--model", "odernn", "--settings", "published", "--quick",
-              "--quantization", "1.0", "--json"])
+    rc = run(
+        [
+            "--data",
+            str(src.directory),
+            "--model",
+            "odernn",
+            "--settings",
+            "published",
+            "--quick",
+            "--quantization",
+            "1.0",
+            "--json",
+        ]
+    )
     out = json.loads(capsys.readouterr().out)
     assert rc == 0 and out["mode"] == "quick" and out["epochs"] == physionet_cmd.QUICK_PUBLISHED_EPOCHS
     reported = out["settings"]

@@ -1,4 +1,5 @@
 """The circle probe and the decision grid, checked on models whose answers are known exactly."""
+
 import math
 
 import pytest

@@ -2,6 +2,7 @@
 solve reproduce the forward's random numbers (checkpoint, reversible), so their gradient equals
 backprop's from the same seed; the adjoint, which cannot, refuses by name. CPU and the fake CUDA
 device (whose generator is the CPU's; tests/fake_cuda.py)."""
+
 from __future__ import annotations
 
 import pytest

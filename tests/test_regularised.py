@@ -1,4 +1,5 @@
 """Kinetic and Jacobian regularisers integrated as extra state (RegularisedBlock)."""
+
 from __future__ import annotations
 
 import pytest
@@ -32,8 +33,9 @@ def test_kinetic_term_equals_a_quadrature_of_the_squared_speed():
     z1 = block(z0)
     ref = _quadrature(field, z0, lambda t, y: field(t, y).pow(2).sum(1).detach())
     assert torch.allclose(block.kinetic, ref, rtol=1e-6)
-    assert torch.allclose(z1, odeint(field, z0, torch.tensor([0.0, 1.0], dtype=F64), rtol=1e-10, atol=1e-10).ys[-1],
-                          atol=1e-8)
+    assert torch.allclose(
+        z1, odeint(field, z0, torch.tensor([0.0, 1.0], dtype=F64), rtol=1e-10, atol=1e-10).ys[-1], atol=1e-8
+    )
     assert bool((block.jacobian == 0).all())
 
 
@@ -47,8 +49,13 @@ def test_jacobian_term_is_unbiased_for_the_integrated_frobenius_norm():
             return exact_jacobian_frobenius(field(t, y), y)
 
     ref = _quadrature(field, z0, frob, n=401)
-    block = RegularisedBlock(ODEBlock(field, rtol=1e-8, atol=1e-8), kinetic=False, n_probes=400,
-                             noise="gaussian", generator=torch.Generator().manual_seed(0))
+    block = RegularisedBlock(
+        ODEBlock(field, rtol=1e-8, atol=1e-8),
+        kinetic=False,
+        n_probes=400,
+        noise="gaussian",
+        generator=torch.Generator().manual_seed(0),
+    )
     with torch.no_grad():
         block(z0)
     # 400 Gaussian probes: the relative standard error of the mean is about sqrt(2 / 400) = 7 %
@@ -59,8 +66,9 @@ def test_jacobian_term_is_unbiased_for_the_integrated_frobenius_norm():
 def test_regularisers_train_through_every_gradient_mode(gradient):
     field = _field(2)
     z0 = torch.randn(4, 2, dtype=F64)
-    block = regularised_block(ODEBlock(field, rtol=1e-7, atol=1e-7, gradient=gradient),
-                              generator=torch.Generator().manual_seed(3))
+    block = regularised_block(
+        ODEBlock(field, rtol=1e-7, atol=1e-7, gradient=gradient), generator=torch.Generator().manual_seed(3)
+    )
     z1 = block(z0)
     (z1.sum() + block.kinetic.mean() + block.jacobian.mean()).backward()
     grads = [p.grad for p in field.parameters()]
@@ -74,19 +82,23 @@ def test_kinetic_gradient_matches_backprop_through_the_same_probes():
     out = {}
     for gradient in ("backprop", "checkpoint"):
         field.zero_grad(set_to_none=True)
-        block = regularised_block(ODEBlock(field, rtol=1e-9, atol=1e-9, gradient=gradient),
-                                  generator=torch.Generator().manual_seed(5))
+        block = regularised_block(
+            ODEBlock(field, rtol=1e-9, atol=1e-9, gradient=gradient), generator=torch.Generator().manual_seed(5)
+        )
         block(z0)
         (block.kinetic.sum() + block.jacobian.sum()).backward()
         out[gradient] = torch.cat([p.grad.flatten() for p in field.parameters()])
     assert torch.allclose(out["backprop"], out["checkpoint"], rtol=1e-6, atol=1e-9)
 
 
-@pytest.mark.parametrize("kwargs,pattern", [
-    (dict(n_probes=0), r"n_probes=0 is out of range"),
-    (dict(noise="uniform"), r"noise='uniform' is not one of"),
-    (dict(kinetic=1), r"kinetic=1 must be True or False"),
-])
+@pytest.mark.parametrize(
+    "kwargs,pattern",
+    [
+        (dict(n_probes=0), r"n_probes=0 is out of range"),
+        (dict(noise="uniform"), r"noise='uniform' is not one of"),
+        (dict(kinetic=1), r"kinetic=1 must be True or False"),
+    ],
+)
 def test_bad_settings_are_named(kwargs, pattern):
     with pytest.raises((TypeError, ValueError), match=pattern):
         regularised_block(ODEBlock(_field()), **kwargs)

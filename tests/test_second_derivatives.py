@@ -4,6 +4,7 @@ backward call (never a hang, never a gradient whose graph is silently missing).
 The problem: dy/dt = -theta * y, y(0) = y0, so y(T) = y0 exp(-theta T),
 dy(T)/dtheta = -T y(T) and d2y(T)/dtheta2 = T^2 y(T).
 """
+
 from __future__ import annotations
 
 import math
@@ -74,15 +75,25 @@ def test_a_gradient_penalty_adds_its_share(route):
     y0 = torch.tensor([Y0], dtype=torch.float64)
     yT = odeint(f, y0, torch.tensor([0.0, T], dtype=torch.float64), **ROUTES[route]).ys[-1].sum()
     (g,) = torch.autograd.grad(yT, f.theta, create_graph=True)
-    (yT + g ** 2).backward()
+    (yT + g**2).backward()
     assert float(f.theta.grad) == pytest.approx(dy + 2 * dy * d2y, rel=1e-5)
 
 
 def test_hessian_with_respect_to_y0_through_checkpoint():
     # dy/dt = -y^2: y(T) = y0 / (1 + y0 T), d2y(T)/dy0^2 = -2T / (1 + y0 T)^3
     y0 = torch.tensor([0.5], dtype=torch.float64, requires_grad=True)
-    yT = odeint(lambda t, y: -y * y, y0, torch.tensor([0.0, T], dtype=torch.float64), rtol=1e-10, atol=1e-12,
-                gradient="checkpoint").ys[-1].sum()
+    yT = (
+        odeint(
+            lambda t, y: -y * y,
+            y0,
+            torch.tensor([0.0, T], dtype=torch.float64),
+            rtol=1e-10,
+            atol=1e-12,
+            gradient="checkpoint",
+        )
+        .ys[-1]
+        .sum()
+    )
     (g,) = torch.autograd.grad(yT, y0, create_graph=True)
     (h,) = torch.autograd.grad(g, y0)
     assert float(g.detach()) == pytest.approx(1 / (1 + 0.5 * T) ** 2, rel=1e-7)

@@ -4,6 +4,7 @@ setting, and the static image beside every plotly figure of the committed lesson
 The site is built once into a temporary folder (about 20 s: the tests that read it are marked
 slow); the browser test (tests/test_site_browser.py) opens it in Chromium.
 """
+
 from __future__ import annotations
 
 import base64
@@ -52,22 +53,27 @@ class _Collect(logging.Handler):
 # Binder: one setting
 # ---------------------------------------------------------------------------
 
+
 def test_the_readme_badge_is_made_from_pyprojects_repository_url():
     repo = site.repository_url(REPO)
     assert re.fullmatch(r"https://\S+", repo), repo
     assert site.readme_badge(REPO) == site.binder_badge(REPO), (
         "README.md's Binder badge differs from pyproject.toml's [project.urls] Repository: "
-        "run `nodecourse site --update-readme`")
+        "run `nodecourse site --update-readme`"
+    )
     assert "labpath=notebooks%2F00_start_here.ipynb" in site.binder_badge(REPO)
 
 
 def test_binder_urls_for_github_gitlab_and_any_git_host():
     assert site.binder_url("https://github.com/me/fork", "notebooks/03_annulus.ipynb") == (
-        "https://mybinder.org/v2/gh/me/fork/HEAD?labpath=notebooks%2F03_annulus.ipynb")
+        "https://mybinder.org/v2/gh/me/fork/HEAD?labpath=notebooks%2F03_annulus.ipynb"
+    )
     assert site.binder_url("https://gitlab.com/group/sub/course") == (
-        "https://mybinder.org/v2/gl/group%2Fsub%2Fcourse/HEAD")
+        "https://mybinder.org/v2/gl/group%2Fsub%2Fcourse/HEAD"
+    )
     assert site.binder_url("https://git.example.org/course") == (
-        "https://mybinder.org/v2/git/https%3A%2F%2Fgit.example.org%2Fcourse/HEAD")
+        "https://mybinder.org/v2/git/https%3A%2F%2Fgit.example.org%2Fcourse/HEAD"
+    )
 
 
 def test_a_fork_changes_one_line_and_the_badge_follows(tmp_path):
@@ -79,8 +85,10 @@ def test_a_fork_changes_one_line_and_the_badge_follows(tmp_path):
     pyproject.write_text(text.replace(site.repository_url(REPO), "https://github.com/learner/nodecourse-fork"))
     assert site.update_readme_badge(tmp_path) is True
     badge = site.readme_badge(tmp_path)
-    assert badge == ("[![Binder](https://mybinder.org/badge_logo.svg)](https://mybinder.org/v2/gh/learner/"
-                     "nodecourse-fork/HEAD?labpath=notebooks%2F00_start_here.ipynb)")
+    assert badge == (
+        "[![Binder](https://mybinder.org/badge_logo.svg)](https://mybinder.org/v2/gh/learner/"
+        "nodecourse-fork/HEAD?labpath=notebooks%2F00_start_here.ipynb)"
+    )
     readme_before = (REPO / "README.md").read_text().splitlines()
     readme_after = (tmp_path / "README.md").read_text().splitlines()
     assert [a for a, b in zip(readme_before, readme_after) if a != b] == [site.readme_badge(REPO)]
@@ -96,6 +104,7 @@ def test_the_readme_says_how_to_point_binder_at_a_fork():
 # the site
 # ---------------------------------------------------------------------------
 
+
 @pytest.mark.slow  # uses the site built once for this module (about 20 s)
 def test_the_site_builds_without_warnings_and_its_internal_links_resolve(built):
     out, warned, logged = built
@@ -103,16 +112,24 @@ def test_the_site_builds_without_warnings_and_its_internal_links_resolve(built):
     assert not logged, logged
     assert site.broken_links(out) == []
     pages = {p.name for p in out.glob("*.html")}
-    expected = {f"{p.stem}.html" for p in site.lesson_notebooks(REPO)} | {
-        f"{p.stem}.html" for p in site.exercise_notebooks(REPO)} | {"index.html", "setup.html", "ledger.html"}
+    expected = (
+        {f"{p.stem}.html" for p in site.lesson_notebooks(REPO)}
+        | {f"{p.stem}.html" for p in site.exercise_notebooks(REPO)}
+        | {"index.html", "setup.html", "ledger.html"}
+    )
     assert pages == expected
 
 
 def test_broken_links_finds_a_missing_page_and_a_missing_anchor(tmp_path):
-    (tmp_path / "a.html").write_text('<a href="b.html">b</a><a href="a.html#here">x</a><h1 id="there">t</h1>'
-                                     '<img src="_static/none.png"><a href="https://example.org/x">out</a>')
-    assert site.broken_links(tmp_path) == ["a.html: b.html", "a.html: a.html#here (no such anchor)",
-                                           "a.html: _static/none.png"]
+    (tmp_path / "a.html").write_text(
+        '<a href="b.html">b</a><a href="a.html#here">x</a><h1 id="there">t</h1>'
+        '<img src="_static/none.png"><a href="https://example.org/x">out</a>'
+    )
+    assert site.broken_links(tmp_path) == [
+        "a.html: b.html",
+        "a.html: a.html#here (no such anchor)",
+        "a.html: _static/none.png",
+    ]
 
 
 @pytest.mark.slow  # uses the site built once for this module (about 20 s)
@@ -164,8 +181,12 @@ def test_exercise_pages_hold_the_tasks_and_no_solution(built):
         given = "\n".join(c.source for c in exercise.cells)  # what the exercise itself says
         solution = REPO / "solutions" / path.name
         assert solution.is_file(), f"{path.name} has no solution in solutions/"
-        solved = [ln.strip() for c in nbformat.read(solution, as_version=4).cells
-                  if c.get("metadata", {}).get("nodecourse", {}).get("answer") for ln in c.source.splitlines()]
+        solved = [
+            ln.strip()
+            for c in nbformat.read(solution, as_version=4).cells
+            if c.get("metadata", {}).get("nodecourse", {}).get("answer")
+            for ln in c.source.splitlines()
+        ]
         shown = [ln for ln in solved if len(ln) > 20 and ln not in given and ln in text]
         assert not shown, f"{path.stem}.html shows lines of the solution: {shown}"
 
@@ -205,6 +226,7 @@ def test_each_plotly_figure_is_a_live_box_over_its_static_image(built):
 # static fallbacks
 # ---------------------------------------------------------------------------
 
+
 def test_every_plotly_figure_in_the_committed_lessons_carries_a_static_image():
     """nbconvert, the website and GitHub's viewer show a plotly figure only through its PNG."""
     missing = []
@@ -217,8 +239,10 @@ def test_every_plotly_figure_in_the_committed_lessons_carries_a_static_image():
                     png = data.get("image/png", "")
                     if not png or not base64.b64decode(png).startswith(b"\x89PNG"):
                         missing.append(f"{path.name} cell {i}")
-    assert not missing, ("plotly outputs without a static PNG (re-execute the lesson with kaleido and "
-                         f"Chrome/Chromium installed): {missing}")
+    assert not missing, (
+        "plotly outputs without a static PNG (re-execute the lesson with kaleido and "
+        f"Chrome/Chromium installed): {missing}"
+    )
 
 
 def test_a_course_figure_shows_json_and_png_and_falls_back_to_json(monkeypatch):
@@ -254,6 +278,7 @@ def test_a_course_figure_shows_json_and_png_and_falls_back_to_json(monkeypatch):
 # a site a learner finds their way in, offline
 # ---------------------------------------------------------------------------
 
+
 def _soup(path: Path):
     from bs4 import BeautifulSoup
 
@@ -274,8 +299,11 @@ def _formulas(nb) -> list[str]:
         block_math = inline_math
 
     for cell in nb.cells:
-        sources = [cell.source] if cell.cell_type == "markdown" else [
-            o.get("data", {}).get("text/markdown", "") for o in cell.get("outputs", [])]
+        sources = (
+            [cell.source]
+            if cell.cell_type == "markdown"
+            else [o.get("data", {}).get("text/markdown", "") for o in cell.get("outputs", [])]
+        )
         for source in filter(None, sources):
             MarkdownWithMath(renderer=Collect(escape=False)).render(source)
     return found
@@ -286,8 +314,11 @@ def test_no_page_loads_anything_from_another_host(built):
     out, _, _ = built
     for page in sorted(out.glob("*.html")):
         soup = _soup(page)
-        remote = [t.get("src") or t.get("href") for t in soup.find_all(["script", "link", "img", "iframe"])
-                  if re.match(r"(https?:)?//", t.get("src") or t.get("href") or "")]
+        remote = [
+            t.get("src") or t.get("href")
+            for t in soup.find_all(["script", "link", "img", "iframe"])
+            if re.match(r"(https?:)?//", t.get("src") or t.get("href") or "")
+        ]
         assert not remote, f"{page.name} loads {remote}"
         assert "mathjax" not in page.read_text().lower(), page.name
 
@@ -325,18 +356,24 @@ def test_tex_to_mathml_reads_the_course_notation_and_keeps_what_it_cannot_read()
 def test_no_formula_of_the_course_draws_tex_as_text():
     """latex2mathml leaves what it does not know as text (``\\Big\\|`` drew "\\|"): no drawn token
     of any formula in the lessons and exercises holds a backslash."""
-    formulas = [f for path in site.lesson_notebooks(REPO) + site.exercise_notebooks(REPO)
-                for f in _formulas(nbformat.read(path, as_version=4))]
+    formulas = [
+        f
+        for path in site.lesson_notebooks(REPO) + site.exercise_notebooks(REPO)
+        for f in _formulas(nbformat.read(path, as_version=4))
+    ]
     assert len(formulas) > 300
-    drawn = {f: re.findall(r">([^<]*\\[^<]*)<", site_markdown.tex_to_mathml(f).split("<annotation")[0])
-             for f in formulas}
+    drawn = {
+        f: re.findall(r">([^<]*\\[^<]*)<", site_markdown.tex_to_mathml(f).split("<annotation")[0]) for f in formulas
+    }
     assert not {f: d for f, d in drawn.items() if d}
     assert "min_factor" in site_markdown.tex_to_mathml(r"\text{min\_factor}")
 
 
 def test_a_pipe_inside_a_table_cell_keeps_the_table_a_table():
-    md = ("| setting | largest exp(|c| T) | error |\n|---|---|---|\n| none | 7.9 | 3.6e-03 |\n"
-          "| a\\|b | 1 | 2 |\n\n```\n| x |c| y |\n|---|---|\n```\n")
+    md = (
+        "| setting | largest exp(|c| T) | error |\n|---|---|---|\n| none | 7.9 | 3.6e-03 |\n"
+        "| a\\|b | 1 | 2 |\n\n```\n| x |c| y |\n|---|---|\n```\n"
+    )
     fixed = site_markdown.repair_table_pipes(md)
     assert "largest exp(\\|c\\| T)" in fixed
     assert "| a\\|b | 1 | 2 |" in fixed  # a row that fits its table is left alone
@@ -369,8 +406,10 @@ def test_test_markers_and_progress_bars_leave_the_pages(built):
 
 
 def test_progress_bars_are_told_from_output_that_only_mentions_percent():
-    bar = {"output_type": "display_data",
-           "data": {"text/plain": "baseline:\u2007\u200780%|█████ |\u20074/5 [00:00<00:00]"}}
+    bar = {
+        "output_type": "display_data",
+        "data": {"text/plain": "baseline:\u2007\u200780%|█████ |\u20074/5 [00:00<00:00]"},
+    }
     stream = {"output_type": "stream", "name": "stderr", "text": "runs:  50%|█   | 1/2\rruns: 100%|██| 2/2\n"}
     table = {"output_type": "stream", "name": "stdout", "text": "accuracy 97%|loss 0.1\nseed 1/5 done\n"}
     mixed = {"output_type": "stream", "name": "stdout", "text": "runs: 100%|██| 2/2\nresult: 0.83\n"}
@@ -397,19 +436,29 @@ def test_explorers_are_described_with_a_launch_link_and_no_made_up_picture(built
             assert not box.find("img")
     lesson2 = _soup(out / "02_solvers_and_tolerance.html").select_one(".nc-explorer-static").get_text()
     assert "solver work" in lesson2 and "Run lesson 2 on Binder" not in lesson2 and "run lesson 2 on Binder" in lesson2
-    assert set(site_notebook.explorer_descriptions()) >= {"SolverExplorer", "AnnulusExplorer", "AdjointExplorer",
-                                                          "DEQExplorer", "CheaperExplorer"}
+    assert set(site_notebook.explorer_descriptions()) >= {
+        "SolverExplorer",
+        "AnnulusExplorer",
+        "AdjointExplorer",
+        "DEQExplorer",
+        "CheaperExplorer",
+    }
 
 
 def test_a_figures_description_comes_from_its_titles_its_comment_or_its_section():
     alt = site_notebook.image_alt
     assert alt('ax.set_title(f"loss at {n} steps")\nfig.suptitle("training")', "S", "lesson 1") == (
-        "Figure: loss at … steps; training")
+        "Figure: loss at … steps; training"
+    )
     assert alt("# the decision boundary on a grid\nshow(grid)", "S", "lesson 3") == (
-        "Figure (lesson 3): the decision boundary on a grid")
-    assert alt("fig = P.circle_probe_figure(probes)\nax.plot(x)", "The circle probe", "lesson 3",
-               "<Figure size 900x300 with 3 Axes>") == (
-        "Figure from lesson 3, section “The circle probe”: circle probe figure (3 panels)")
+        "Figure (lesson 3): the decision boundary on a grid"
+    )
+    assert alt(
+        "fig = P.circle_probe_figure(probes)\nax.plot(x)",
+        "The circle probe",
+        "lesson 3",
+        "<Figure size 900x300 with 3 Axes>",
+    ) == ("Figure from lesson 3, section “The circle probe”: circle probe figure (3 panels)")
     assert alt("plt.show()", "", "lesson 6", "<Figure size 640x480 with 1 Axes>") == "Figure from lesson 6"
 
 
@@ -422,8 +471,13 @@ def test_the_fold_rule():
     assert not site_notebook.folds(code("x = 1"))
     assert site_notebook.folds(code("setup()", metadata={"tags": ["hide-input"]}))
     assert not site_notebook.folds(nbformat.v4.new_markdown_cell("# title"))
-    nb = nbformat.v4.new_notebook(cells=[code("show(findings)", outputs=[markdown_out]),
-                                         code("setup()", metadata={"tags": ["hide-input"]}), code("plot()")])
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            code("show(findings)", outputs=[markdown_out]),
+            code("setup()", metadata={"tags": ["hide-input"]}),
+            code("plot()"),
+        ]
+    )
     site_notebook.prepare_notebook(nb)
     assert [c.metadata.get("nc_fold") for c in nb.cells] == ["Show the code that prints this", "Show the code", None]
 
@@ -494,7 +548,7 @@ def test_accessibility_markup(built):
 def _luminance(colour: str) -> float:
     c = colour.lstrip("#")
     c = "".join(ch * 2 for ch in c) if len(c) == 3 else c
-    rgb = [int(c[i:i + 2], 16) / 255 for i in (0, 2, 4)]
+    rgb = [int(c[i : i + 2], 16) / 255 for i in (0, 2, 4)]
     lin = [v / 12.92 if v <= 0.04045 else ((v + 0.055) / 1.055) ** 2.4 for v in rgb]
     return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
 
@@ -511,8 +565,13 @@ def test_each_figure_is_a_file_the_page_links_to_at_full_size(built):
     out, _, _ = built
     for path in site.lesson_notebooks(REPO):
         nb = nbformat.read(path, as_version=4)
-        pngs = [o["data"]["image/png"] for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
-                if "image/png" in o.get("data", {}) and PLOTLY not in o["data"]]
+        pngs = [
+            o["data"]["image/png"]
+            for c in nb.cells
+            if c.cell_type == "code"
+            for o in c.get("outputs", [])
+            if "image/png" in o.get("data", {}) and PLOTLY not in o["data"]
+        ]
         links = _soup(out / f"{path.stem}.html").select("a.nc-figure-link")
         assert len(links) == len(pngs), path.name
         for link, png in zip(links, pngs):
@@ -525,8 +584,11 @@ def test_each_figure_is_a_file_the_page_links_to_at_full_size(built):
 def test_code_colours_reach_4_5_to_1_on_the_code_background(built):
     out, _, _ = built
     assert contrast("#408080", "#f5f5f5") < 4.5  # nbconvert's comment colour, which the site replaces
-    low = {n: round(contrast(c, site_assets.CODE_BACKGROUND), 2) for n, c in site_assets.CODE_COLOURS.items()
-           if contrast(c, site_assets.CODE_BACKGROUND) < 4.5}
+    low = {
+        n: round(contrast(c, site_assets.CODE_BACKGROUND), 2)
+        for n, c in site_assets.CODE_COLOURS.items()
+        if contrast(c, site_assets.CODE_BACKGROUND) < 4.5
+    }
     assert not low, low
     css = (out / "_static" / "site.css").read_text()
     assert all(f"--jp-mirror-editor-{n}-color: {c};" in css for n, c in site_assets.CODE_COLOURS.items())

@@ -18,6 +18,7 @@ as a learner reads the site:
 
 Screenshots of every page go to test-artifacts/site/ (git-ignored).
 """
+
 from __future__ import annotations
 
 import functools
@@ -127,9 +128,9 @@ def test_every_internal_link_resolves_and_every_lesson_shows_its_figures(served)
                 problems.append(f"{path}: HTTP {response.status if response else 'no response'}")
                 continue
         if anchor:
-            found = page.evaluate("a => !!(document.getElementById(a) || "
-                                  "document.getElementById(decodeURIComponent(a)))",
-                                  anchor)
+            found = page.evaluate(
+                "a => !!(document.getElementById(a) || document.getElementById(decodeURIComponent(a)))", anchor
+            )
             if not found:
                 problems.append(f"{url}: no element #{anchor}")
         if path in seen_pages:
@@ -137,7 +138,7 @@ def test_every_internal_link_resolves_and_every_lesson_shows_its_figures(served)
         seen_pages.add(path)
         if page.locator("nav.nc-site-nav").evaluate("el => getComputedStyle(el).display") != "flex":
             problems.append(f"{path}: the site's stylesheet is not applied")
-        name = path[len(base):]
+        name = path[len(base) :]
         if LESSON_PAGE.match(name) and "_exercises" not in name:
             lesson_pages.append(name)
             problems += _figures_shown(page, name)
@@ -150,7 +151,7 @@ def test_every_internal_link_resolves_and_every_lesson_shows_its_figures(served)
     expected_lessons = {f"{p.stem}.html" for p in site.lesson_notebooks(REPO)}
     assert set(lesson_pages) == expected_lessons, "a lesson page is not reachable from the index"
     expected_pages = {p.name for p in out.glob("*.html")}
-    assert {p[len(base):] for p in seen_pages} == expected_pages, "a page is not reachable from the index"
+    assert {p[len(base) :] for p in seen_pages} == expected_pages, "a page is not reachable from the index"
     assert any(f.endswith(".ipynb") for f in checked_files), "no download link was followed"
 
 
@@ -160,7 +161,8 @@ def _figures_shown(page, name: str) -> list[str]:
     if boxes.count():
         page.wait_for_function(
             "() => [...document.querySelectorAll('.nc-plotly')].every(b => b.classList.contains('nc-plotly-drawn'))",
-            timeout=60_000)
+            timeout=60_000,
+        )
     problems = []
     for i in range(boxes.count()):
         box = boxes.nth(i)
@@ -175,7 +177,8 @@ def _figures_shown(page, name: str) -> list[str]:
         """() => [...document.querySelectorAll('img')]
                  .filter(img => !img.closest('.nc-plotly-drawn'))
                  .filter(img => !(img.complete && img.naturalWidth > 0))
-                 .map(img => img.alt || img.src.slice(0, 60))""")
+                 .map(img => img.alt || img.src.slice(0, 60))"""
+    )
     problems += [f"{name}: broken image {alt!r}" for alt in broken]
     return problems
 
@@ -220,7 +223,9 @@ def test_lesson_10s_formulas_render_with_every_other_host_blocked(served):
     stacked = page.evaluate("""() => [...document.querySelectorAll('main mfrac')].map(f => {
         const [num, den] = f.children; return num.getBoundingClientRect().bottom <= den.getBoundingClientRect().top + 1; })""")
     assert stacked and all(stacked), "a fraction's numerator is drawn above its denominator"
-    prose = page.evaluate("() => [...document.querySelectorAll('main .jp-RenderedMarkdown')].map(e => e.innerText).join(' ')")
+    prose = page.evaluate(
+        "() => [...document.querySelectorAll('main .jp-RenderedMarkdown')].map(e => e.innerText).join(' ')"
+    )
     assert not re.search(r"\\(frac|partial|int|lambda|mathrm)|\$", prose), "TeX source shows on the page"
     page.locator("main math[display=block], main mfrac").first.scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "10_cheaper_and_exact-maths-offline.png"))
@@ -298,16 +303,23 @@ def test_navigation_contents_previous_next_exercise_copy_and_search(served):
 def test_at_a_phones_width_no_page_scrolls_sideways(served):
     out, base, browser = served
     context = browser.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True, has_touch=True)
-    context.route("**/*", lambda route: route.continue_() if route.request.url.startswith(base)
-                  or route.request.url.startswith("data:") else route.abort())
+    context.route(
+        "**/*",
+        lambda route: (
+            route.continue_()
+            if route.request.url.startswith(base) or route.request.url.startswith("data:")
+            else route.abort()
+        ),
+    )
     page = context.new_page()
     page.set_default_timeout(60_000)
     problems = []
     for path in sorted(out.glob("*.html")):
         page.goto(base + path.name, wait_until="load")
         if page.locator(".nc-plotly").count():
-            page.wait_for_function("() => [...document.querySelectorAll('.nc-plotly')]"
-                                   ".every(b => b.classList.contains('nc-plotly-drawn'))")
+            page.wait_for_function(
+                "() => [...document.querySelectorAll('.nc-plotly')].every(b => b.classList.contains('nc-plotly-drawn'))"
+            )
         width = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
         if width[0] > width[1]:
             problems.append(f"{path.name}: {width[0]} px wide in a {width[1]} px window")
@@ -321,8 +333,10 @@ def test_at_a_phones_width_no_page_scrolls_sideways(served):
             page.screenshot(path=str(ARTIFACTS / f"{path.stem}-phone.png"))
     ledger_scrolls = None
     page.goto(base + "ledger.html", wait_until="load")
-    ledger_scrolls = page.evaluate("() => { const b = document.querySelector('.nc-scroll'); "
-                                   "return b.scrollWidth > b.clientWidth && getComputedStyle(b).overflowX === 'auto'; }")
+    ledger_scrolls = page.evaluate(
+        "() => { const b = document.querySelector('.nc-scroll'); "
+        "return b.scrollWidth > b.clientWidth && getComputedStyle(b).overflowX === 'auto'; }"
+    )
     context.close()
     assert not problems, "\n".join(problems)
     assert ledger_scrolls, "the ledger's table scrolls inside its own box on a phone"

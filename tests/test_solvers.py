@@ -1,4 +1,5 @@
 """Solvers against references: exact solutions, scipy's DOP853, torchdiffeq, analytic gradients."""
+
 from __future__ import annotations
 
 import math
@@ -69,8 +70,16 @@ def test_fixed_and_implicit_methods_converge_at_declared_order(name):
     y0 = torch.ones(1, dtype=F64)
 
     def final(h, t1):
-        sol = odeint(exp_sin, y0, torch.tensor([0.0, t1], dtype=F64), method=name, step_size=h,
-                     rtol=1e-6, atol=1e-8, options={"newton_tol": 1e-5} if SOLVERS[name].kind == IMPLICIT else None)
+        sol = odeint(
+            exp_sin,
+            y0,
+            torch.tensor([0.0, t1], dtype=F64),
+            method=name,
+            step_size=h,
+            rtol=1e-6,
+            atol=1e-8,
+            options={"newton_tol": 1e-5} if SOLVERS[name].kind == IMPLICIT else None,
+        )
         return float(sol.ys[-1, 0])
 
     orders = _observed_orders(hs, _fixed_step_errors(final, hs))
@@ -106,8 +115,15 @@ def test_dopri5_agrees_with_scipy_dop853():
     y0 = torch.tensor([2.0, 0.0], dtype=F64)
     t = torch.linspace(0.0, 6.0, 13, dtype=F64)
     ours = odeint(van_der_pol, y0, t, rtol=1e-7, atol=1e-9)
-    ref = solve_ivp(lambda tt, y: [y[1], (1 - y[0] ** 2) * y[1] - y[0]], (0.0, 6.0), y0.numpy(),
-                    method="DOP853", t_eval=t.numpy(), rtol=1e-12, atol=1e-14)
+    ref = solve_ivp(
+        lambda tt, y: [y[1], (1 - y[0] ** 2) * y[1] - y[0]],
+        (0.0, 6.0),
+        y0.numpy(),
+        method="DOP853",
+        t_eval=t.numpy(),
+        rtol=1e-12,
+        atol=1e-14,
+    )
     assert ref.success
     err = np.abs(ours.ys.numpy() - ref.y.T).max()
     assert err < 1e-5, f"max |dopri5 - DOP853| = {err:.2e}"
@@ -136,8 +152,14 @@ def test_torchdiffeq_backend_counts_work():
     assert sol.stats["nfe"] == len(calls) > 0
     assert sol.stats["n_accepted"] > 0 and sol.stats["n_steps"] == sol.stats["n_accepted"] + sol.stats["n_rejected"]
     assert torch.allclose(sol.ys[-1], torch.full((3,), math.exp(-1), dtype=F64), atol=1e-7)
-    fixed = odeint(f, torch.ones(3, dtype=F64), torch.tensor([0.0, 1.0], dtype=F64), method="euler",
-                   step_size=0.1, backend="torchdiffeq")
+    fixed = odeint(
+        f,
+        torch.ones(3, dtype=F64),
+        torch.tensor([0.0, 1.0], dtype=F64),
+        method="euler",
+        step_size=0.1,
+        backend="torchdiffeq",
+    )
     assert fixed.stats["n_steps"] == 10 and fixed.stats["nfe"] == 10
 
 
@@ -160,8 +182,9 @@ def test_stiff_problem_needs_orders_of_magnitude_fewer_implicit_steps():
 
 def test_implicit_euler_damps_stiff_transient():
     f = lambda t, y: -1e4 * (y - torch.cos(t))
-    sol = odeint(f, torch.zeros(1, dtype=F64), torch.tensor([0.0, 1.0], dtype=F64), method="implicit_euler",
-                 step_size=0.1)
+    sol = odeint(
+        f, torch.zeros(1, dtype=F64), torch.tensor([0.0, 1.0], dtype=F64), method="implicit_euler", step_size=0.1
+    )
     assert sol.stats["n_steps"] == 10
     assert abs(float(sol.ys[-1, 0]) - math.cos(1.0)) < 1e-2
 
@@ -197,8 +220,9 @@ def test_per_sample_gradients_flow():
 # ---------------------------------------------------------------- gradients, dtypes, direction
 
 
-@pytest.mark.parametrize("method,kw", [("dopri5", {}), ("bosh3", {}), ("rk4", {"step_size": 0.01}),
-                                       ("trapezoid", {"step_size": 0.01})])
+@pytest.mark.parametrize(
+    "method,kw", [("dopri5", {}), ("bosh3", {}), ("rk4", {"step_size": 0.01}), ("trapezoid", {"step_size": 0.01})]
+)
 def test_backprop_gradients_match_analytic(method, kw):
     y0 = torch.tensor([1.5], dtype=F64, requires_grad=True)
     k = torch.tensor(0.7, dtype=F64, requires_grad=True)
@@ -260,12 +284,20 @@ def test_nan_from_func_is_a_status_not_a_hang():
 
 
 def test_max_steps_status_and_partial_solution():
-    sol = odeint(lambda t, y: -y, torch.ones(1, dtype=F64), torch.linspace(0, 10, 11, dtype=F64),
-                 method="rk4", step_size=0.01, max_steps=250, throw=False)
+    sol = odeint(
+        lambda t, y: -y,
+        torch.ones(1, dtype=F64),
+        torch.linspace(0, 10, 11, dtype=F64),
+        method="rk4",
+        step_size=0.01,
+        max_steps=250,
+        throw=False,
+    )
     assert sol.status is Status.MAX_STEPS and sol.stats["n_steps"] == 250
     assert torch.isfinite(sol.ys[:3]).all() and torch.isnan(sol.ys[4:]).all()
-    sol = odeint(lambda t, y: -y, torch.ones(1, dtype=F64), torch.linspace(0, 10, 11, dtype=F64),
-                 max_steps=3, throw=False)
+    sol = odeint(
+        lambda t, y: -y, torch.ones(1, dtype=F64), torch.linspace(0, 10, 11, dtype=F64), max_steps=3, throw=False
+    )
     assert sol.status is Status.MAX_STEPS and sol.stats["n_steps"] == 3
 
 
@@ -295,14 +327,22 @@ def test_public_names_and_registry():
 
 
 @pytest.mark.parametrize("device", nodecourse.config.available_devices())
-@pytest.mark.parametrize("method,kw", [("dopri5", {}), ("rk4", {"step_size": 0.1}), ("trapezoid", {}),
-                                       ("dopri5", {"per_sample": True})])
+@pytest.mark.parametrize(
+    "method,kw", [("dopri5", {}), ("rk4", {"step_size": 0.1}), ("trapezoid", {}), ("dopri5", {"per_sample": True})]
+)
 def test_runs_on_every_available_device(device, method, kw):
     """Results live on y0's device; nothing assumes CPU (CUDA/MPS run where present)."""
     y0 = torch.ones(3, 2, device=device)
     t = torch.linspace(0.0, 1.0, 3, device=device)
-    sol = odeint(lambda tt, y: -y * torch.cos(tt)[..., None] if tt.dim() else -y * torch.cos(tt), y0, t,
-                 method=method, rtol=1e-5, atol=1e-7, **kw)
+    sol = odeint(
+        lambda tt, y: -y * torch.cos(tt)[..., None] if tt.dim() else -y * torch.cos(tt),
+        y0,
+        t,
+        method=method,
+        rtol=1e-5,
+        atol=1e-7,
+        **kw,
+    )
     assert sol.ys.device == y0.device and sol.ys.dtype == torch.float32
     exact = torch.exp(-torch.sin(t))[:, None, None].expand(3, 3, 2)
     assert torch.allclose(sol.ys, exact, atol=1e-3 if method == "trapezoid" else 1e-4)
@@ -315,8 +355,16 @@ def test_max_step_equal_to_interval_over_n_takes_exactly_n_steps(method, per_sam
     for n in (3, 7, 10, 13, 100):
         for t in (torch.tensor([0.0, 2.0], dtype=F64), torch.tensor([2.0, 0.0], dtype=F64)):
             h = 2.0 / n
-            sol = odeint(lambda tt, y: -y, torch.ones(2, 1, dtype=F64), t, method=method, rtol=0.5, atol=1e6,
-                         per_sample=per_sample, options={"first_step": h, "max_step": h})
+            sol = odeint(
+                lambda tt, y: -y,
+                torch.ones(2, 1, dtype=F64),
+                t,
+                method=method,
+                rtol=0.5,
+                atol=1e6,
+                per_sample=per_sample,
+                options={"first_step": h, "max_step": h},
+            )
             assert sol.stats["n_rejected"] == 0
             if per_sample:
                 assert sol.stats["n_accepted_per_sample"].tolist() == [n, n]
@@ -326,6 +374,7 @@ def test_max_step_equal_to_interval_over_n_takes_exactly_n_steps(method, per_sam
 
 def test_per_sample_failure_is_per_element():
     """One element whose slope is NaN fails alone; the others finish and keep their values."""
+
     def f(t, y):
         out = -y
         return torch.cat([out[:1] * float("nan"), out[1:]])
@@ -336,16 +385,28 @@ def test_per_sample_failure_is_per_element():
     assert sol.status_per_sample.tolist() == [Status.NON_FINITE.code, 0, 0]
     assert torch.isnan(sol.ys[-1, 0]).all()
     assert torch.allclose(sol.ys[-1, 1:], torch.full((2, 2), math.exp(-1), dtype=F64), atol=1e-7)
-    stiff = odeint(lambda t, y: -torch.tensor([[1.0], [1e4]], dtype=F64) * y, torch.ones(2, 1, dtype=F64),
-                   torch.tensor([0.0, 1.0], dtype=F64), per_sample=True, max_steps=50, throw=False)
+    stiff = odeint(
+        lambda t, y: -torch.tensor([[1.0], [1e4]], dtype=F64) * y,
+        torch.ones(2, 1, dtype=F64),
+        torch.tensor([0.0, 1.0], dtype=F64),
+        per_sample=True,
+        max_steps=50,
+        throw=False,
+    )
     assert stiff.sample_statuses() == [Status.SUCCESS, Status.MAX_STEPS]
     assert stiff.status is Status.MAX_STEPS
 
 
 def test_implicit_nan_is_a_status():
     f = lambda t, y: torch.where(t > 0.3, torch.full_like(y, float("nan")), -y)
-    sol = odeint(f, torch.ones(2, dtype=F64), torch.tensor([0.0, 1.0], dtype=F64), method="trapezoid", throw=False,
-                 options={"max_nonfinite_retries": 2})
+    sol = odeint(
+        f,
+        torch.ones(2, dtype=F64),
+        torch.tensor([0.0, 1.0], dtype=F64),
+        method="trapezoid",
+        throw=False,
+        options={"max_nonfinite_retries": 2},
+    )
     assert sol.status is Status.NON_FINITE and sol.stats["n_newton_failures"] >= 3 and "NaN" in sol.message
     assert torch.isfinite(sol.ys[0]).all() and torch.isnan(sol.ys[-1]).all()
 
@@ -366,8 +427,11 @@ def test_solvers_is_a_read_only_mapping():
     with pytest.raises(UnknownSolverError) as info:  # a ValueError (the library's bad value) and a KeyError
         SOLVERS["rk45"]
     assert isinstance(info.value, ValueError) and isinstance(info.value, KeyError)
-    assert str(info.value) == ("method='rk45' is not a registered solver; valid names: " + ", ".join(SOLVERS)
-                               + " (or pass a nodecourse.solvers.ButcherTableau)")
+    assert str(info.value) == (
+        "method='rk45' is not a registered solver; valid names: "
+        + ", ".join(SOLVERS)
+        + " (or pass a nodecourse.solvers.ButcherTableau)"
+    )
     with pytest.raises(TypeError):  # read-only
         SOLVERS["mine"] = SOLVERS["rk4"]
     with pytest.raises(TypeError):

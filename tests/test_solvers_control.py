@@ -1,6 +1,7 @@
 """Solver library v2: the shared step control, the step record, checked tableaux and options,
 precision, per-evaluation shape checks, failure diagnoses, per-sample status and the
 torchdiffeq backend's status. Each reproduction from the issue is a test here."""
+
 from __future__ import annotations
 
 import math
@@ -30,8 +31,16 @@ def _time_in(message: str) -> float:
 @pytest.mark.parametrize("method,kw", ALL_METHODS)
 def test_step_record_matches_stats_and_chains(method, kw):
     t = torch.linspace(0.0, 2.0, 5, dtype=F64)
-    sol = odeint(lambda tt, y: -2.0 * y + torch.sin(5 * tt), torch.ones(2, dtype=F64), t, method=method,
-                 rtol=1e-6, atol=1e-8, record_steps=True, **kw)
+    sol = odeint(
+        lambda tt, y: -2.0 * y + torch.sin(5 * tt),
+        torch.ones(2, dtype=F64),
+        t,
+        method=method,
+        rtol=1e-6,
+        atol=1e-8,
+        record_steps=True,
+        **kw,
+    )
     rec = sol.steps
     assert len(rec) == sol.stats["n_steps"]
     assert (rec.n_accepted, rec.n_rejected) == (sol.stats["n_accepted"], sol.stats["n_rejected"])
@@ -64,8 +73,16 @@ def test_step_record_off_by_default_and_states_on_request():
 
 def test_on_step_sees_every_attempt_live():
     events = []
-    sol = odeint(lambda t, y: -50 * y, torch.ones(1, dtype=F64), T01, rtol=1e-8, atol=1e-10,
-                 on_step=events.append, record_steps=True, options={"first_step": 0.5})
+    sol = odeint(
+        lambda t, y: -50 * y,
+        torch.ones(1, dtype=F64),
+        T01,
+        rtol=1e-8,
+        atol=1e-10,
+        on_step=events.append,
+        record_steps=True,
+        options={"first_step": 0.5},
+    )
     assert len(events) == sol.stats["n_steps"] and sol.stats["n_rejected"] > 0
     assert [e.t0 for e in events] == sol.steps.t0 and [e.accepted for e in events] == sol.steps.accepted
     rejected = next(e for e in events if not e.accepted)
@@ -74,8 +91,9 @@ def test_on_step_sees_every_attempt_live():
 
 def test_step_record_per_sample_and_torchdiffeq():
     y0 = torch.tensor([[1.0], [30.0]], dtype=F64)
-    sol = odeint(lambda t, y: -y * torch.tensor([[1.0], [30.0]], dtype=F64), y0, T01, per_sample=True,
-                 record_steps=True)
+    sol = odeint(
+        lambda t, y: -y * torch.tensor([[1.0], [30.0]], dtype=F64), y0, T01, per_sample=True, record_steps=True
+    )
     cols = sol.steps.as_tensors()
     assert cols["accepted"].shape == (sol.stats["n_batch_steps"], 2)
     assert torch.equal((cols["accepted"]).sum(0), sol.stats["n_accepted_per_sample"])
@@ -112,8 +130,7 @@ def test_per_sample_takes_the_scalar_controllers_steps():
     t = torch.linspace(0, 5, 4, dtype=F64)
     for method in ("dopri5", "bosh3"):
         one = odeint(f, y0, t, method=method, rtol=1e-7, atol=1e-9, record_steps=True)
-        batch = odeint(f, y0[None], t, method=method, rtol=1e-7, atol=1e-9,
-                       per_sample=True, record_steps=True)
+        batch = odeint(f, y0[None], t, method=method, rtol=1e-7, atol=1e-9, per_sample=True, record_steps=True)
         cols = batch.steps.as_tensors()
         # Same sequence up to round-off (the batched stage sums associate differently).
         assert cols["h"][:, 0].tolist() == pytest.approx(one.steps.h, rel=1e-6)
@@ -140,8 +157,7 @@ def test_equal_weights_rk4_is_rejected():
 
 def test_order_conditions_checked_for_embedded_weights_too():
     with pytest.raises(ValueError, match=r"declared embedded_order=2 but sum\(b_low_i c_i\)"):
-        ButcherTableau(name="bad", c=(0.0, 1.0), a=((1.0,),), b=(0.5, 0.5), order=2, b_low=(1.0, 0.0),
-                       embedded_order=2)
+        ButcherTableau(name="bad", c=(0.0, 1.0), a=((1.0,),), b=(0.5, 0.5), order=2, b_low=(1.0, 0.0), embedded_order=2)
 
 
 @pytest.mark.parametrize("name", list(SOLVERS))
@@ -166,14 +182,17 @@ def test_our_rk38_is_torchdiffeqs_rk4_and_our_rk4_is_not():
 
 
 def test_method_accepts_a_tableau():
-    heun = ButcherTableau(name="heun", c=(0.0, 1.0), a=((1.0,),), b=(0.5, 0.5), order=2, b_low=(1.0, 0.0),
-                          embedded_order=1)
+    heun = ButcherTableau(
+        name="heun", c=(0.0, 1.0), a=((1.0,),), b=(0.5, 0.5), order=2, b_low=(1.0, 0.0), embedded_order=1
+    )
     sol = odeint(DECAY, torch.ones(1, dtype=F64), T01, method=heun, rtol=1e-6, atol=1e-9)
     assert sol.method == "heun" and sol.stats["n_rejected"] >= 0
     assert abs(float(sol.ys[-1, 0]) - math.exp(-1)) < 1e-5
     fixed = ButcherTableau(name="heun_fixed", c=(0.0, 1.0), a=((1.0,),), b=(0.5, 0.5), order=2)
-    errs = [abs(float(odeint(DECAY, torch.ones(1, dtype=F64), T01, method=fixed, step_size=h).ys[-1, 0])
-                - math.exp(-1)) for h in (0.1, 0.05)]
+    errs = [
+        abs(float(odeint(DECAY, torch.ones(1, dtype=F64), T01, method=fixed, step_size=h).ys[-1, 0]) - math.exp(-1))
+        for h in (0.1, 0.05)
+    ]
     assert math.log2(errs[0] / errs[1]) == pytest.approx(2.0, abs=0.1)
     theta = ButcherTableau(name="theta07", c=(0.0, 1.0), a=((0.0,), (0.3, 0.7)), b=(0.3, 0.7), order=1)
     sol = odeint(DECAY, torch.ones(1, dtype=F64), T01, method=theta, step_size=0.01)
@@ -187,10 +206,19 @@ def test_method_accepts_a_tableau():
 # ---------------------------------------------------------------- options with ranges
 
 
-@pytest.mark.parametrize("key,value,words", [
-    ("ifactor", 0.5, r">= 1"), ("safety", 3, r"in \(0, 1\]"), ("safety", 0.0, r"in \(0, 1\]"),
-    ("dfactor", 5, r"in \(0, 1\)"), ("dfactor", 1.0, r"in \(0, 1\)"), ("first_step", 0.0, "> 0"),
-    ("max_step", -1.0, "> 0"), ("max_nonfinite_retries", 0, ">= 1")])
+@pytest.mark.parametrize(
+    "key,value,words",
+    [
+        ("ifactor", 0.5, r">= 1"),
+        ("safety", 3, r"in \(0, 1\]"),
+        ("safety", 0.0, r"in \(0, 1\]"),
+        ("dfactor", 5, r"in \(0, 1\)"),
+        ("dfactor", 1.0, r"in \(0, 1\)"),
+        ("first_step", 0.0, "> 0"),
+        ("max_step", -1.0, "> 0"),
+        ("max_nonfinite_retries", 0, ">= 1"),
+    ],
+)
 @pytest.mark.parametrize("method", ["dopri5", "trapezoid"])
 def test_options_out_of_range_are_named(method, key, value, words):
     pattern = rf"options\['{key}'\]={re.escape(repr(type(value)(value) if key != 'max_nonfinite_retries' else value))}"
@@ -221,8 +249,11 @@ def test_tolerances_below_resolution_fail_before_solving():
         calls.append(1)
         return -y
 
-    with pytest.raises(ValueError, match=r"rtol=1e-300 and atol=1e-300 ask for less error per step than "
-                                         r"float64 can resolve"):
+    with pytest.raises(
+        ValueError,
+        match=r"rtol=1e-300 and atol=1e-300 ask for less error per step than "
+        r"float64 can resolve",
+    ):
         odeint(f, torch.ones(2, dtype=F64), T01, rtol=1e-300, atol=1e-300)
     with pytest.raises(ValueError, match=r"float32 can resolve.*y0.double\(\)"):
         odeint(f, torch.ones(2), torch.tensor([0.0, 1.0]), rtol=1e-10, atol=1e-12)
@@ -234,16 +265,23 @@ def test_tolerances_below_resolution_fail_before_solving():
 
 def test_tiny_atol_with_zero_component_is_not_called_non_finite():
     """A ratio that overflows with finite values is a large error, not NaN from func."""
-    sol = odeint(lambda t, y: torch.stack([-y[0], 1e-3 * torch.ones_like(y[1])]),
-                 torch.tensor([1.0, 0.0], dtype=F64), T01, rtol=1e-8, atol=1e-310, throw=False)
+    sol = odeint(
+        lambda t, y: torch.stack([-y[0], 1e-3 * torch.ones_like(y[1])]),
+        torch.tensor([1.0, 0.0], dtype=F64),
+        T01,
+        rtol=1e-8,
+        atol=1e-310,
+        throw=False,
+    )
     assert sol.status is not Status.NON_FINITE
 
 
 # ---------------------------------------------------------------- every evaluation shape-checked
 
 
-@pytest.mark.parametrize("method,kw", ALL_METHODS + [("dopri5", {"per_sample": True}),
-                                                     ("dopri5", {"backend": "torchdiffeq"})])
+@pytest.mark.parametrize(
+    "method,kw", ALL_METHODS + [("dopri5", {"per_sample": True}), ("dopri5", {"backend": "torchdiffeq"})]
+)
 def test_shape_change_after_first_call_is_caught_at_once(method, kw):
     calls = []
     y0 = torch.ones(2, dtype=F64) if not kw.get("per_sample") else torch.ones(2, 2, dtype=F64)
@@ -286,8 +324,13 @@ def test_per_sample_status_tensor_and_stats_tensors():
     assert sol.status is Status.NON_FINITE and "1 of 3 batch elements failed" in sol.message
     assert sol.status_per_sample.shape == (3,) and sol.status_per_sample.dtype == torch.long
     assert sol.sample_statuses() == [Status.SUCCESS, Status.NON_FINITE, Status.SUCCESS]
-    for key in ("nfe_per_sample", "n_steps_per_sample", "n_accepted_per_sample", "n_rejected_per_sample",
-                "t_reached_per_sample"):
+    for key in (
+        "nfe_per_sample",
+        "n_steps_per_sample",
+        "n_accepted_per_sample",
+        "n_rejected_per_sample",
+        "t_reached_per_sample",
+    ):
         assert sol.stats[key].shape == (3,), key
     assert sol.stats["t_reached_per_sample"].tolist() == [1.0, 0.0, 1.0]
     assert torch.isnan(sol.ys[-1, 1]).all() and torch.isfinite(sol.ys[-1, 0]).all()
@@ -305,8 +348,7 @@ def test_torchdiffeq_backend_does_not_read_exception_text():
 
 
 def test_torchdiffeq_backend_statuses_from_callbacks():
-    sol = odeint(lambda t, y: -1e4 * y, torch.ones(1, dtype=F64), T01, backend="torchdiffeq", max_steps=20,
-                 throw=False)
+    sol = odeint(lambda t, y: -1e4 * y, torch.ones(1, dtype=F64), T01, backend="torchdiffeq", max_steps=20, throw=False)
     assert sol.status is Status.MAX_STEPS and sol.stats["n_steps"] == 20
     nan = odeint(_nan_after_half, torch.ones(1, dtype=F64), T01, backend="torchdiffeq", throw=False)
     assert nan.status is Status.NON_FINITE and 0.5 < _time_in(nan.message) < 1.0, nan.message
@@ -315,8 +357,14 @@ def test_torchdiffeq_backend_statuses_from_callbacks():
 @pytest.mark.parametrize("method,kw", [("dopri5", {}), ("rk4", {"step_size": 0.1})])
 def test_torchdiffeq_backend_shape_errors_read_like_ours(method, kw):
     with pytest.raises(ValueError, match=r"func\(t, y\) returned shape \(3, 3\) for y of shape \(3, 1\)"):
-        odeint(lambda t, y: y * torch.ones(3), torch.ones(3, 1), torch.tensor([0.0, 1.0]), method=method,
-               backend="torchdiffeq", **kw)
+        odeint(
+            lambda t, y: y * torch.ones(3),
+            torch.ones(3, 1),
+            torch.tensor([0.0, 1.0]),
+            method=method,
+            backend="torchdiffeq",
+            **kw,
+        )
 
 
 # ---------------------------------------------------------------- stats that models keep
@@ -338,8 +386,7 @@ def test_odeblock_last_stats_nfe_backward_true_after_backward():
     from nodecourse.models import MLPField, ODEBlock
 
     torch.manual_seed(0)
-    block = ODEBlock(MLPField(2, hidden=(8,)).double(), method="dopri5", rtol=1e-4, atol=1e-6,
-                     gradient="checkpoint")
+    block = ODEBlock(MLPField(2, hidden=(8,)).double(), method="dopri5", rtol=1e-4, atol=1e-6, gradient="checkpoint")
     sol = block.solve(torch.randn(4, 2, dtype=F64))
     assert block.last_stats["nfe_backward"] == 0
     sol.ys[-1].sum().backward()

@@ -8,6 +8,7 @@ tableau's ``implicit`` test read from its rows, and the stage sums and error est
 row taken as matrix products. Speed itself is measured in
 ``benchmarks/bench_overhead.py``, never here.
 """
+
 from __future__ import annotations
 
 import math
@@ -24,8 +25,9 @@ from nodecourse.solvers.tableaux import BOSH3, DOPRI5
 
 F64 = torch.float64
 #: Heun's method with Euler embedded: adaptive, no FSAL, no mid weights (cubic Hermite, end slope appended).
-HEUN_EULER = ButcherTableau(name="heun_euler", c=(0.0, 1.0), a=((1.0,),), b=(0.5, 0.5), order=2,
-                            b_low=(1.0, 0.0), embedded_order=1)
+HEUN_EULER = ButcherTableau(
+    name="heun_euler", c=(0.0, 1.0), a=((1.0,),), b=(0.5, 0.5), order=2, b_low=(1.0, 0.0), embedded_order=1
+)
 
 
 def _textbook_interpolant(tab, y0, ks, h, x):
@@ -36,12 +38,12 @@ def _textbook_interpolant(tab, y0, ks, h, x):
     if tab.mid is None:
         c = 3 * (y1 - y0) - h * (2 * f0 + f1)
         b = 2 * (y0 - y1) + h * (f0 + f1)
-        return y0 + x * h * f0 + x ** 2 * c + x ** 3 * b
+        return y0 + x * h * f0 + x**2 * c + x**3 * b
     y_mid = y0 + h * sum(m * k for m, k in zip(tab.mid, ks))
     c = -11 * y0 - 5 * y1 + 16 * y_mid + h * (f1 - 4 * f0)
     b = 18 * y0 + 14 * y1 - 32 * y_mid + h * (5 * f0 - 3 * f1)
     a = -8 * (y1 + y0) + 16 * y_mid + 2 * h * (f1 - f0)
-    return y0 + x * h * f0 + x ** 2 * c + x ** 3 * b + x ** 4 * a
+    return y0 + x * h * f0 + x**2 * c + x**3 * b + x**4 * a
 
 
 def _slopes(tab, shape, seed=0):
@@ -89,14 +91,25 @@ def test_per_sample_dense_output_is_the_scalar_one_row_by_row(tab):
 
 
 def _batch_control(B=6, **opts):
-    return BatchStepControl(rtol=1e-6, atol=1e-8, error_order=5, options={**CONTROL_OPTIONS, **opts}, t_start=0.0,
-                            t_end=1.0, max_steps=100, batch=B, device=torch.device("cpu"), t_dtype=F64)
+    return BatchStepControl(
+        rtol=1e-6,
+        atol=1e-8,
+        error_order=5,
+        options={**CONTROL_OPTIONS, **opts},
+        t_start=0.0,
+        t_end=1.0,
+        max_steps=100,
+        batch=B,
+        device=torch.device("cpu"),
+        t_dtype=F64,
+    )
 
 
 def test_batch_factor_is_the_scalar_factor_elementwise():
     ratios = [0.0, 1e-320, 1e-300, 1e-8, 0.3, 1.0, 1.0 + 1e-12, 7.0, 1e300, math.inf, math.nan]
-    scalar = StepControl(rtol=1e-6, atol=1e-8, error_order=5, options=CONTROL_OPTIONS, t_start=0.0, t_end=1.0,
-                         max_steps=100)
+    scalar = StepControl(
+        rtol=1e-6, atol=1e-8, error_order=5, options=CONTROL_OPTIONS, t_start=0.0, t_end=1.0, max_steps=100
+    )
     batch = _batch_control(len(ratios))
     got = batch.factor(torch.tensor(ratios, dtype=F64)).tolist()
     assert got == pytest.approx([scalar.factor(r) for r in ratios], rel=1e-12)
@@ -138,8 +151,14 @@ def test_one_element_blowing_up_ends_alone_with_the_scalar_status():
 def test_per_sample_nfe_per_element_counts_the_steps_it_took_part_in():
     rates = torch.tensor([[0.5], [3.0], [40.0]], dtype=F64)
     for method, evals in (("dopri5", 6), ("bosh3", 3)):
-        sol = odeint(lambda tt, y: -rates * y, torch.ones(3, 1, dtype=F64), torch.linspace(0, 1, 4, dtype=F64),
-                     method=method, per_sample=True, record_steps=True)
+        sol = odeint(
+            lambda tt, y: -rates * y,
+            torch.ones(3, 1, dtype=F64),
+            torch.linspace(0, 1, 4, dtype=F64),
+            method=method,
+            per_sample=True,
+            record_steps=True,
+        )
         took_part = torch.stack(sol.steps.active).long().sum(0)
         assert torch.equal(sol.stats["n_steps_per_sample"], took_part)
         assert torch.equal(sol.stats["nfe_per_sample"], 2 + evals * took_part)  # f(t0, y0), the first-step probe
@@ -153,8 +172,9 @@ def test_per_sample_gradients_through_dense_outputs_match_the_scalar_solves():
     field = lambda tt, y: torch.tanh(y @ w.T)  # noqa: E731
     batch = odeint(field, y0, t, per_sample=True, rtol=1e-10, atol=1e-12)
     (g_batch,) = torch.autograd.grad(batch.ys.square().sum(), w)
-    g_rows = sum(torch.autograd.grad(odeint(field, y0[r], t, rtol=1e-10, atol=1e-12).ys.square().sum(), w)[0]
-                 for r in range(2))
+    g_rows = sum(
+        torch.autograd.grad(odeint(field, y0[r], t, rtol=1e-10, atol=1e-12).ys.square().sum(), w)[0] for r in range(2)
+    )
     assert torch.allclose(g_batch, g_rows, rtol=1e-6, atol=1e-9)
 
 
@@ -162,8 +182,9 @@ def test_per_sample_gradients_through_dense_outputs_match_the_scalar_solves():
 
 
 def test_error_ratio_reusing_abs_y1_equals_the_plain_formula():
-    ctl = StepControl(rtol=1e-5, atol=1e-7, error_order=5, options=CONTROL_OPTIONS, t_start=0.0, t_end=1.0,
-                      max_steps=100)
+    ctl = StepControl(
+        rtol=1e-5, atol=1e-7, error_order=5, options=CONTROL_OPTIONS, t_start=0.0, t_end=1.0, max_steps=100
+    )
     g = torch.Generator().manual_seed(3)
     y = torch.randn(4, dtype=F64, generator=g)
     for accepted in (True, False, False, True, True):
@@ -178,15 +199,23 @@ def test_error_ratio_reusing_abs_y1_equals_the_plain_formula():
 
 def test_plans_are_built_once_per_tableau():
     assert plan_for(DOPRI5) is plan_for(DOPRI5)
-    twin = ButcherTableau(name=BOSH3.name, c=BOSH3.c, a=BOSH3.a, b=BOSH3.b, order=BOSH3.order, b_low=BOSH3.b_low,
-                          embedded_order=BOSH3.embedded_order)
+    twin = ButcherTableau(
+        name=BOSH3.name,
+        c=BOSH3.c,
+        a=BOSH3.a,
+        b=BOSH3.b,
+        order=BOSH3.order,
+        b_low=BOSH3.b_low,
+        embedded_order=BOSH3.embedded_order,
+    )
     assert plan_for(twin) is plan_for(BOSH3)
     assert isinstance(plan_for(HEUN_EULER), RKPlan) and plan_for(HEUN_EULER).tab == HEUN_EULER
 
 
 def test_implicit_read_from_the_rows_agrees_with_the_full_matrix():
-    diagonal_layout_explicit = ButcherTableau(name="euler_diag", c=(0.0, 1.0), a=((0.0,), (1.0, 0.0)),
-                                              b=(0.5, 0.5), order=2)
+    diagonal_layout_explicit = ButcherTableau(
+        name="euler_diag", c=(0.0, 1.0), a=((0.0,), (1.0, 0.0)), b=(0.5, 0.5), order=2
+    )
     tableaux = [s.tableau for s in SOLVERS.values()] + [HEUN_EULER, diagonal_layout_explicit]
     for tab in tableaux:
         full = tab.matrix
@@ -225,7 +254,7 @@ def test_fused_stages_and_error_are_the_tableau_sums(tab, shape):
         assert torch.allclose(k, want, rtol=1e-13, atol=1e-15)
     assert torch.allclose(y1, want_y1, rtol=1e-13, atol=1e-15)
     if tab.adaptive:
-        err = plan.error(ks[:tab.stages], 0.05)
+        err = plan.error(ks[: tab.stages], 0.05)
         assert err.shape == y0.shape and not err.requires_grad
         assert torch.allclose(err, want_err, rtol=1e-10, atol=1e-17)
 

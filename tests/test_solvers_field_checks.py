@@ -1,6 +1,7 @@
 """Fields that used to give a silent wrong answer or a raw traceback: an update of ``y``
 in place, a field that mixes the batch rows in per-sample mode, a field whose tensors have another
 dtype than ``y0``, and a field that does not depend on ``y`` in every gradient mode."""
+
 import math
 
 import pytest
@@ -19,10 +20,18 @@ from nodecourse.solvers.field_checks import (
 F64 = torch.float64
 T = torch.linspace(0.0, 1.0, 5, dtype=F64)
 
-MODES = [("dopri5", {}), ("bosh3", {}), ("rk4", {"step_size": 0.1}), ("euler", {"step_size": 0.1}),
-         ("implicit_euler", {}), ("trapezoid", {"step_size": 0.1}), ("dopri5", {"per_sample": True}),
-         ("dopri5", {"gradient": "adjoint"}), ("dopri5", {"gradient": "checkpoint"}),
-         ("rk4", {"step_size": 0.1, "gradient": "checkpoint"})]
+MODES = [
+    ("dopri5", {}),
+    ("bosh3", {}),
+    ("rk4", {"step_size": 0.1}),
+    ("euler", {"step_size": 0.1}),
+    ("implicit_euler", {}),
+    ("trapezoid", {"step_size": 0.1}),
+    ("dopri5", {"per_sample": True}),
+    ("dopri5", {"gradient": "adjoint"}),
+    ("dopri5", {"gradient": "checkpoint"}),
+    ("rk4", {"step_size": 0.1, "gradient": "checkpoint"}),
+]
 
 
 # ---------------------------------------------------------------- in place
@@ -174,8 +183,13 @@ def test_per_sample_with_one_row_needs_no_probe():
 
 
 @pytest.mark.parametrize("gradient", ["backprop", "adjoint", "checkpoint"])
-@pytest.mark.parametrize("module_dtype,y0_dtype,fix", [(torch.float32, F64, r"y0\.float\(\) or func\.double\(\)"),
-                                                       (F64, torch.float32, r"y0\.double\(\) or func\.float\(\)")])
+@pytest.mark.parametrize(
+    "module_dtype,y0_dtype,fix",
+    [
+        (torch.float32, F64, r"y0\.float\(\) or func\.double\(\)"),
+        (F64, torch.float32, r"y0\.double\(\) or func\.float\(\)"),
+    ],
+)
 def test_a_module_in_another_dtype_than_y0_is_named(gradient, module_dtype, y0_dtype, fix):
     class Field(nn.Module):
         def __init__(self):
@@ -186,8 +200,7 @@ def test_a_module_in_another_dtype_than_y0_is_named(gradient, module_dtype, y0_d
             return self.lin(y)
 
     y0 = torch.ones(2, dtype=y0_dtype, requires_grad=True)
-    with pytest.raises(FieldMismatchError, match=rf"parameter 'lin.weight'\) has dtype {module_dtype}.*{fix}") \
-            as info:
+    with pytest.raises(FieldMismatchError, match=rf"parameter 'lin.weight'\) has dtype {module_dtype}.*{fix}") as info:
         odeint(Field(), y0, T.to(y0_dtype), gradient=gradient)
     assert isinstance(info.value, TypeError) and isinstance(info.value, RuntimeError)  # RuntimeError: what it was
 
@@ -202,8 +215,11 @@ def test_a_function_that_uses_a_module_in_another_dtype_names_that_module():
 def test_a_module_on_another_device_than_y0_is_named():
     lin = nn.Linear(2, 2, device="meta")  # another device, on any machine
 
-    with pytest.raises(FieldMismatchError, match=r"lin \(parameter 'weight'\) .* on meta, but y0 .* on cpu.*"
-                                                 r"lin\.to\('cpu'\)"):
+    with pytest.raises(
+        FieldMismatchError,
+        match=r"lin \(parameter 'weight'\) .* on meta, but y0 .* on cpu.*"
+        r"lin\.to\('cpu'\)",
+    ):
         odeint(lambda t, y: lin(y), torch.ones(2), torch.tensor([0.0, 1.0]))
 
 

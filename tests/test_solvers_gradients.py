@@ -1,4 +1,5 @@
 """gradient="checkpoint": same gradients as backprop, checked by finite differences, less memory."""
+
 from __future__ import annotations
 
 import pytest
@@ -25,13 +26,20 @@ def _grads(gradient, method, **kw):
     y0 = torch.tensor([0.5, -0.3, 0.2], dtype=F64, requires_grad=True)
     t = torch.tensor([0.0, 0.7, 2.0], dtype=F64)
     sol = odeint(field, y0, t, method=method, gradient=gradient, **kw)
-    loss = (sol.ys ** 2).sum()
+    loss = (sol.ys**2).sum()
     params = [y0, *field.parameters()]
     return sol, torch.autograd.grad(loss, params)
 
 
-@pytest.mark.parametrize("method,kw", [("dopri5", {"rtol": 1e-5, "atol": 1e-7}), ("bosh3", {"rtol": 1e-5, "atol": 1e-7}),
-                                       ("rk4", {"step_size": 0.05}), ("euler", {"step_size": 0.05})])
+@pytest.mark.parametrize(
+    "method,kw",
+    [
+        ("dopri5", {"rtol": 1e-5, "atol": 1e-7}),
+        ("bosh3", {"rtol": 1e-5, "atol": 1e-7}),
+        ("rk4", {"step_size": 0.05}),
+        ("euler", {"step_size": 0.05}),
+    ],
+)
 def test_checkpoint_gradients_equal_backprop(method, kw):
     sol_b, g_b = _grads("backprop", method, **kw)
     sol_c, g_c = _grads("checkpoint", method, **kw)
@@ -77,8 +85,9 @@ def test_checkpoint_memory_grows_by_one_state_per_step():
     must be measured: 40 more rk4 steps cost checkpoint 40 states (64 x 8 doubles each), while
     backprop keeps every stage's hidden (64 x 256) activations."""
     state_bytes = 64 * 8 * 8
-    sweep = memory_sweep(steps=(20, 60), batch=64, dims=(8, 256, 8), modes=("backprop", "checkpoint"),
-                         method="rk4", dtype="float64")
+    sweep = memory_sweep(
+        steps=(20, 60), batch=64, dims=(8, 256, 8), modes=("backprop", "checkpoint"), method="rk4", dtype="float64"
+    )
     (back20, back60), (ck20, ck60) = sweep.peaks("backprop"), sweep.peaks("checkpoint")
     assert abs((ck60 - ck20) - 40 * state_bytes) <= 4 * state_bytes, sweep.rows
     assert back60 - back20 > 40 * (64 * 256 * 8), sweep.rows  # at least one hidden layer per step

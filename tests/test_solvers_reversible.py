@@ -1,6 +1,7 @@
 """Reversible Heun and gradient='reversible': the gradient of the discrete solve (backprop's, to
 rounding; finite differences; gradcheck), memory flat in the steps, its stability region, and the
 argument checks."""
+
 from __future__ import annotations
 
 import math
@@ -27,7 +28,7 @@ def _grads(field, y0, t, gradient, step_size=0.05):
     field.zero_grad(set_to_none=True)
     y = y0.clone().requires_grad_(True)
     sol = odeint(field, y, t, method="reversible_heun", step_size=step_size, gradient=gradient)
-    (sol.ys ** 2).sum().backward()  # every output time enters the loss
+    (sol.ys**2).sum().backward()  # every output time enters the loss
     return torch.cat([y.grad.flatten()] + [p.grad.flatten() for p in field.parameters()]), sol
 
 
@@ -73,13 +74,22 @@ def test_reversible_gradient_matches_finite_differences():
 def test_gradcheck_through_the_reversible_route():
     field = _field(d=2)
     y0 = torch.randn(3, 2, dtype=F64, requires_grad=True)
-    assert torch.autograd.gradcheck(lambda y: odeint(field, y, T01, method="reversible_heun", step_size=0.1,
-                                                     gradient="reversible").ys[-1], (y0,))
+    assert torch.autograd.gradcheck(
+        lambda y: odeint(field, y, T01, method="reversible_heun", step_size=0.1, gradient="reversible").ys[-1], (y0,)
+    )
     # parameters: a closed-over tensor is found and differentiated too
     W = torch.randn(2, 2, dtype=F64, requires_grad=True)
-    assert torch.autograd.gradcheck(lambda W_: odeint(lambda t, y: torch.tanh(y @ W_), y0.detach(), T01,
-                                                      method="reversible_heun", step_size=0.1,
-                                                      gradient="reversible").ys[-1], (W,))
+    assert torch.autograd.gradcheck(
+        lambda W_: odeint(
+            lambda t, y: torch.tanh(y @ W_),
+            y0.detach(),
+            T01,
+            method="reversible_heun",
+            step_size=0.1,
+            gradient="reversible",
+        ).ys[-1],
+        (W,),
+    )
 
 
 def test_one_step_is_undone_exactly_by_its_inverse():
@@ -98,9 +108,10 @@ def test_saved_memory_is_flat_in_the_steps_and_backprop_grows():
     y0 = torch.randn(16, 8, dtype=F64, requires_grad=True)
 
     def saved(gradient, h):
-        return saved_tensor_bytes(lambda: odeint(field, y0, T01, method="reversible_heun", step_size=h,
-                                                 gradient=gradient).ys[-1].sum(),
-                                  exclude=tuple(field.parameters()))
+        return saved_tensor_bytes(
+            lambda: odeint(field, y0, T01, method="reversible_heun", step_size=h, gradient=gradient).ys[-1].sum(),
+            exclude=tuple(field.parameters()),
+        )
 
     bp = [saved("backprop", h) for h in (0.1, 0.025)]
     rev = [saved("reversible", h) for h in (0.1, 0.025)]
@@ -125,8 +136,10 @@ def test_order_two_on_an_oscillation():
     A = torch.tensor([[0.0, 1.0], [-1.0, 0.0]], dtype=F64)
     y0 = torch.tensor([1.0, 0.0], dtype=F64)
     exact = torch.tensor([math.cos(1.0), -math.sin(1.0)], dtype=F64)
-    errs = [float((odeint(lambda t, y: A @ y, y0, T01, method="reversible_heun", step_size=h).ys[-1] - exact).norm())
-            for h in (0.02, 0.01)]
+    errs = [
+        float((odeint(lambda t, y: A @ y, y0, T01, method="reversible_heun", step_size=h).ys[-1] - exact).norm())
+        for h in (0.02, 0.01)
+    ]
     assert 3.5 < errs[0] / errs[1] < 4.5
 
 
@@ -136,8 +149,14 @@ def test_stability_region_is_the_imaginary_segment():
     assert amplification(0.05) > 1.04
     assert amplification(1.2j) > 1.5
     # measured: y' = -y over T = 40 with h = 0.1 blows up (the exact solution decays to e^-40)
-    sol = odeint(lambda t, y: -y, torch.ones(1, dtype=F64), torch.tensor([0.0, 40.0], dtype=F64),
-                 method="reversible_heun", step_size=0.1, throw=False)
+    sol = odeint(
+        lambda t, y: -y,
+        torch.ones(1, dtype=F64),
+        torch.tensor([0.0, 40.0], dtype=F64),
+        method="reversible_heun",
+        step_size=0.1,
+        throw=False,
+    )
     assert not bool(torch.isfinite(sol.ys[-1]).all()) or float(sol.ys[-1].abs()) > 1.0
     assert "stable only" in REVERSIBLE_SOLVERS["reversible_heun"].stability
 
@@ -150,17 +169,23 @@ def test_block_and_config_take_the_reversible_route():
     assert block.last_stats["nfe_backward"] == block.last_stats["nfe"] == 11
 
 
-@pytest.mark.parametrize("kwargs,pattern", [
-    (dict(method="dopri5", gradient="reversible"), r"gradient='reversible' undoes the steps .* method='dopri5'"),
-    (dict(method="rk4", step_size=0.1, gradient="reversible"), r"method='reversible_heun'"),
-    (dict(method="reversible_heun", gradient="reversible"), r"method='reversible_heun' takes fixed steps and needs step_size"),
-    (dict(method="reversible_heun", step_size=0.1, gradient="adjoint"), r"not gradient='adjoint'"),
-    (dict(method="reversible_heun", step_size=0.1, gradient="checkpoint"), r"not gradient='checkpoint'"),
-    (dict(method="reversible_heun", step_size=0.1, backend="torchdiffeq"), r"no torchdiffeq counterpart"),
-    (dict(method="reversible_heun", step_size=0.1, record_steps=True), r"record_steps/on_step are not available"),
-    (dict(method="reversible_heun", step_size=0.1, per_sample=True), r"per_sample=True"),
-    (dict(method="reversible_heun", step_size=0.1, options={"safety": 0.9}), r"not understood"),
-])
+@pytest.mark.parametrize(
+    "kwargs,pattern",
+    [
+        (dict(method="dopri5", gradient="reversible"), r"gradient='reversible' undoes the steps .* method='dopri5'"),
+        (dict(method="rk4", step_size=0.1, gradient="reversible"), r"method='reversible_heun'"),
+        (
+            dict(method="reversible_heun", gradient="reversible"),
+            r"method='reversible_heun' takes fixed steps and needs step_size",
+        ),
+        (dict(method="reversible_heun", step_size=0.1, gradient="adjoint"), r"not gradient='adjoint'"),
+        (dict(method="reversible_heun", step_size=0.1, gradient="checkpoint"), r"not gradient='checkpoint'"),
+        (dict(method="reversible_heun", step_size=0.1, backend="torchdiffeq"), r"no torchdiffeq counterpart"),
+        (dict(method="reversible_heun", step_size=0.1, record_steps=True), r"record_steps/on_step are not available"),
+        (dict(method="reversible_heun", step_size=0.1, per_sample=True), r"per_sample=True"),
+        (dict(method="reversible_heun", step_size=0.1, options={"safety": 0.9}), r"not understood"),
+    ],
+)
 def test_reversible_combinations_are_checked(kwargs, pattern):
     with pytest.raises((TypeError, ValueError), match=pattern):
         odeint(lambda t, y: -y, torch.ones(2, dtype=F64), T01, **kwargs)
@@ -176,10 +201,24 @@ def test_solve_config_refuses_the_reversible_route_for_other_methods():
 def test_failed_forward_solve_is_named_and_gives_no_silent_gradient():
     y0 = torch.ones(1, dtype=F64, requires_grad=True)
     with pytest.raises(SolverError, match="NON_FINITE|non_finite|NaN"):
-        odeint(lambda t, y: -50 * y, y0, torch.tensor([0.0, 100.0], dtype=F64), method="reversible_heun",
-               step_size=0.1, gradient="reversible")
-    sol = odeint(lambda t, y: -y, y0, T01, method="reversible_heun", step_size=0.1, max_steps=3,
-                 gradient="reversible", throw=False)
+        odeint(
+            lambda t, y: -50 * y,
+            y0,
+            torch.tensor([0.0, 100.0], dtype=F64),
+            method="reversible_heun",
+            step_size=0.1,
+            gradient="reversible",
+        )
+    sol = odeint(
+        lambda t, y: -y,
+        y0,
+        T01,
+        method="reversible_heun",
+        step_size=0.1,
+        max_steps=3,
+        gradient="reversible",
+        throw=False,
+    )
     sol.ys[-1].sum().backward()
     assert sol.stats["backward_status"].value == "max_steps"
     assert bool(torch.isnan(y0.grad).all())

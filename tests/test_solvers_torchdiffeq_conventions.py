@@ -6,6 +6,7 @@ The first tests are the equivalents of the subtests of torchdiffeq's own suite
 only because the state was a tuple, on torchdiffeq's ``ConstantODE`` problem
 (``dy/dt = a + (y - (a t + b))**5``, exact solution ``a t + b``).
 """
+
 import math
 
 import pytest
@@ -102,8 +103,11 @@ def test_tuple_state_is_the_flat_solve_split_back():
     """One rule: a tuple state is solved as the concatenation of its flattened parts (same steps)."""
     field, a0, b0, t = _two_part_problem()
     sol = odeint(field, (a0, b0), t)
-    flat = odeint(lambda tt, y: torch.cat([p.reshape(-1) for p in field(tt, (y[0], y[1:].view(3, 2)))]),
-                  torch.cat([a0.reshape(-1), b0.reshape(-1)]), t)
+    flat = odeint(
+        lambda tt, y: torch.cat([p.reshape(-1) for p in field(tt, (y[0], y[1:].view(3, 2)))]),
+        torch.cat([a0.reshape(-1), b0.reshape(-1)]),
+        t,
+    )
     assert sol.stats["nfe"] == flat.stats["nfe"]
     assert torch.equal(sol.ys[0], flat.ys[:, 0]) and torch.equal(sol.ys[1], flat.ys[:, 1:].reshape(6, 3, 2))
 
@@ -111,6 +115,7 @@ def test_tuple_state_is_the_flat_solve_split_back():
 @pytest.mark.parametrize("gradient", ["backprop", "adjoint", "checkpoint"])
 def test_tuple_state_gradients_reach_every_part_in_every_mode(gradient):
     """Gradients for both parts of y0, the parameters and the times, against torchdiffeq's backprop."""
+
     def grads(solve):
         field, a0, b0, t = _two_part_problem()
         a0.requires_grad_(True)
@@ -153,31 +158,43 @@ def test_tuple_state_with_the_torchdiffeq_backend():
         assert torch.allclose(a, b, atol=1e-8)
 
 
-@pytest.mark.parametrize("y0,kw,exc,pattern", [
-    ([torch.ones(2), torch.ones(3)], {}, TypeError, r"y0 is a list .* pass a tuple"),
-    ((), {}, ValueError, r"empty tuple"),
-    ((torch.ones(2), 1.0), {}, TypeError, r"y0\[1\] is float.*each part must be a tensor"),
-    ((torch.ones(2), torch.ones(2, dtype=F64)), {}, TypeError, r"y0\[1\] has dtype torch.float64.*one floating"),
-    ((torch.ones(2), torch.ones(2, dtype=torch.long)), {}, TypeError, r"y0\[1\] has dtype torch.int64"),
-    ((torch.ones(3, 2), torch.ones(2, 2)), {"per_sample": True}, ValueError, r"batch first, with one batch size"),
-])
+@pytest.mark.parametrize(
+    "y0,kw,exc,pattern",
+    [
+        ([torch.ones(2), torch.ones(3)], {}, TypeError, r"y0 is a list .* pass a tuple"),
+        ((), {}, ValueError, r"empty tuple"),
+        ((torch.ones(2), 1.0), {}, TypeError, r"y0\[1\] is float.*each part must be a tensor"),
+        ((torch.ones(2), torch.ones(2, dtype=F64)), {}, TypeError, r"y0\[1\] has dtype torch.float64.*one floating"),
+        ((torch.ones(2), torch.ones(2, dtype=torch.long)), {}, TypeError, r"y0\[1\] has dtype torch.int64"),
+        ((torch.ones(3, 2), torch.ones(2, 2)), {"per_sample": True}, ValueError, r"batch first, with one batch size"),
+    ],
+)
 def test_bad_tuple_states_are_named(y0, kw, exc, pattern):
     with pytest.raises(exc, match=pattern):
         odeint(lambda t, y: y, y0, torch.tensor([0.0, 1.0]), **kw)
 
 
-@pytest.mark.parametrize("returned,exc,pattern", [
-    (lambda y: y[0], TypeError, r"returned Tensor for a tuple state of 2 parts"),
-    (lambda y: (y[0],), TypeError, r"returned tuple of length 1 for a tuple state of 2 parts"),
-    (lambda y: (y[0], y[1].reshape(3, 2)), ValueError,
-     r"func\(t, y\)\[1\] returned shape \(3, 2\).*must have shape \(2, 3\)"),
-    (lambda y: (y[0], y[1].float()), ValueError, r"func\(t, y\)\[1\] returned shape \(2, 3\), dtype torch.float32"),
-])
+@pytest.mark.parametrize(
+    "returned,exc,pattern",
+    [
+        (lambda y: y[0], TypeError, r"returned Tensor for a tuple state of 2 parts"),
+        (lambda y: (y[0],), TypeError, r"returned tuple of length 1 for a tuple state of 2 parts"),
+        (
+            lambda y: (y[0], y[1].reshape(3, 2)),
+            ValueError,
+            r"func\(t, y\)\[1\] returned shape \(3, 2\).*must have shape \(2, 3\)",
+        ),
+        (lambda y: (y[0], y[1].float()), ValueError, r"func\(t, y\)\[1\] returned shape \(2, 3\), dtype torch.float32"),
+    ],
+)
 def test_a_field_returning_the_wrong_parts_is_named(returned, exc, pattern):
     """The flat size alone would let a part of the wrong shape through (3 x 2 = 2 x 3)."""
     with pytest.raises(exc, match=pattern):
-        odeint(lambda t, y: returned(y), (torch.ones(4, dtype=F64), torch.ones(2, 3, dtype=F64)),
-               torch.tensor([0.0, 1.0], dtype=F64))
+        odeint(
+            lambda t, y: returned(y),
+            (torch.ones(4, dtype=F64), torch.ones(2, 3, dtype=F64)),
+            torch.tensor([0.0, 1.0], dtype=F64),
+        )
 
 
 # ---------------------------------------------------------------- options={"norm": callable}
@@ -228,8 +245,10 @@ def test_norm_steers_the_steps_as_in_torchdiffeq(method):
         return len(calls), ys
 
     ours = {n: work(lambda g, nm: odeint(g, x0, t, method=method, options={"norm": nm}).ys, n) for n in (linf, large)}
-    theirs = {n: work(lambda g, nm: torchdiffeq.odeint(g, x0, t, method=method, options={"norm": nm}), n)
-              for n in (linf, large)}
+    theirs = {
+        n: work(lambda g, nm: torchdiffeq.odeint(g, x0, t, method=method, options={"norm": nm}), n)
+        for n in (linf, large)
+    }
     assert ours[linf][0] < ours[large][0] and theirs[linf][0] < theirs[large][0]
     for n in (linf, large):
         assert torch.allclose(ours[n][1], theirs[n][1], atol=1e-5)
@@ -333,30 +352,57 @@ def test_a_norm_in_the_backward_solves_own_options_sees_its_flat_state():
 
 def test_an_adjoint_norm_and_a_backward_options_norm_together_are_refused():
     with pytest.raises(ValueError, match="both set the backward error norm"):
-        odeint(lambda t, y: -y, torch.ones(2, requires_grad=True), torch.tensor([0.0, 1.0]), gradient="adjoint",
-               adjoint_options={"norm": lambda s: s[1].abs().max(), "options": {"norm": lambda x: x.abs().max()}})
+        odeint(
+            lambda t, y: -y,
+            torch.ones(2, requires_grad=True),
+            torch.tensor([0.0, 1.0]),
+            gradient="adjoint",
+            adjoint_options={"norm": lambda s: s[1].abs().max(), "options": {"norm": lambda x: x.abs().max()}},
+        )
 
 
-@pytest.mark.parametrize("options,kw,exc,pattern", [
-    ({"norm": "rms"}, {}, TypeError, r"options\['norm'\]='rms' must be a callable"),
-    ({"norm": lambda x: x.abs()}, {}, TypeError, r"options\['norm'\] returned \(2,\).*one number"),
-    ({"norm": lambda x: x.abs().max()}, {"per_sample": True}, ValueError, r"not available with per_sample=True"),
-    ({"norm": lambda x: x.abs().max()}, {"method": "rk4", "step_size": 0.1}, TypeError, r"norm"),
-])
+@pytest.mark.parametrize(
+    "options,kw,exc,pattern",
+    [
+        ({"norm": "rms"}, {}, TypeError, r"options\['norm'\]='rms' must be a callable"),
+        ({"norm": lambda x: x.abs()}, {}, TypeError, r"options\['norm'\] returned \(2,\).*one number"),
+        ({"norm": lambda x: x.abs().max()}, {"per_sample": True}, ValueError, r"not available with per_sample=True"),
+        ({"norm": lambda x: x.abs().max()}, {"method": "rk4", "step_size": 0.1}, TypeError, r"norm"),
+    ],
+)
 def test_bad_norms_are_named(options, kw, exc, pattern):
     with pytest.raises(exc, match=pattern):
-        odeint(lambda t, y: -y, torch.ones(3, 2) if kw.get("per_sample") else torch.ones(2),
-               torch.tensor([0.0, 1.0]), options=options, **kw)
+        odeint(
+            lambda t, y: -y,
+            torch.ones(3, 2) if kw.get("per_sample") else torch.ones(2),
+            torch.tensor([0.0, 1.0]),
+            options=options,
+            **kw,
+        )
 
 
 def test_norm_keeps_the_default_error_when_it_is_the_rms():
-    sol = odeint(lambda t, y: -y, torch.ones(2, dtype=F64), torch.tensor([0.0, 1.0], dtype=F64),
-                 options={"norm": lambda x: x.pow(2).mean().sqrt()}, rtol=1e-9, atol=1e-11)
+    sol = odeint(
+        lambda t, y: -y,
+        torch.ones(2, dtype=F64),
+        torch.tensor([0.0, 1.0], dtype=F64),
+        options={"norm": lambda x: x.pow(2).mean().sqrt()},
+        rtol=1e-9,
+        atol=1e-11,
+    )
     assert math.isclose(float(sol.ys[-1, 0]), math.exp(-1.0), rel_tol=1e-8)
 
 
-@pytest.mark.parametrize("method,kw", [("rk4", {"step_size": 0.1}), ("euler", {"step_size": 0.1}),
-                                       ("midpoint", {"step_size": 0.1}), ("dopri5", {}), ("bosh3", {})])
+@pytest.mark.parametrize(
+    "method,kw",
+    [
+        ("rk4", {"step_size": 0.1}),
+        ("euler", {"step_size": 0.1}),
+        ("midpoint", {"step_size": 0.1}),
+        ("dopri5", {}),
+        ("bosh3", {}),
+    ],
+)
 def test_the_torchdiffeq_backend_leaks_no_warning(method, kw):
     """torchdiffeq warns "does not support callbacks" when a fixed-step solver is given the
     accept/reject callbacks; the backend gives those only to the adaptive solvers."""

@@ -1,4 +1,5 @@
 """Every bad argument to odeint raises a clear error naming the argument, the value and the fix."""
+
 from __future__ import annotations
 
 import pytest
@@ -28,26 +29,62 @@ CASES = [
     ({"method": "rk45"}, ValueError, r"method='rk45' is not a registered solver; valid names: euler, midpoint, rk4"),
     ({"method": "rk4"}, ValueError, r"method='rk4' is a fixed-step method and needs step_size"),
     ({"step_size": 0.1}, ValueError, r"step_size=0.1 is only for fixed-step.*first_step"),
-    ({"method": "euler", "step_size": -0.1}, ValueError, r"step_size=-0.1 is out of range: it must be > 0 \(the largest step\) or None.*e.g. step_size=0.01"),
+    (
+        {"method": "euler", "step_size": -0.1},
+        ValueError,
+        r"step_size=-0.1 is out of range: it must be > 0 \(the largest step\) or None.*e.g. step_size=0.01",
+    ),
     ({"rtol": 0.0}, ValueError, r"rtol=0.0 is out of range: it must be in \(0, 1\) \(default 1e-07\); e.g. rtol=1e-6"),
     ({"atol": -1e-9}, ValueError, r"atol=-1e-09 is out of range: it must be > 0 \(default 1e-09\); e.g. atol=1e-8"),
     ({"rtol": "1e-3"}, TypeError, r"rtol='1e-3' must be a real number in \(0, 1\), not str"),
-    ({"max_steps": 0}, ValueError, r"max_steps=0 is out of range: it must be >= 1 \(default 10000\); e.g. max_steps=10_000"),
+    (
+        {"max_steps": 0},
+        ValueError,
+        r"max_steps=0 is out of range: it must be >= 1 \(default 10000\); e.g. max_steps=10_000",
+    ),
     ({"max_steps": 10.5}, TypeError, r"max_steps=10.5 must be an int"),
     ({"gradient": "checkpoint", "per_sample": True, "y0": torch.ones(2, 1)}, ValueError, r"per_sample=True"),
     ({"gradient": "checkpoint", "backend": "torchdiffeq"}, ValueError, r"backend='torchdiffeq'"),
-    ({"gradient": "magic"}, ValueError, r"gradient='magic' is not one of \['backprop', 'adjoint', 'checkpoint', 'reversible'\]"),
+    (
+        {"gradient": "magic"},
+        ValueError,
+        r"gradient='magic' is not one of \['backprop', 'adjoint', 'checkpoint', 'reversible'\]",
+    ),
     ({"backend": "scipy"}, ValueError, r"backend='scipy' is not one of \['nodecourse', 'torchdiffeq'\]"),
     ({"throw": "yes"}, TypeError, r"throw='yes' must be True or False"),
-    ({"per_sample": True, "method": "rk4", "step_size": 0.1}, ValueError, r"per_sample=True works with the adaptive methods"),
+    (
+        {"per_sample": True, "method": "rk4", "step_size": 0.1},
+        ValueError,
+        r"per_sample=True works with the adaptive methods",
+    ),
     ({"per_sample": True, "y0": torch.tensor(1.0)}, ValueError, r"per_sample=True needs y0 with a batch dimension"),
     ({"per_sample": True, "backend": "torchdiffeq"}, ValueError, r"per_sample=True needs backend='nodecourse'"),
-    ({"options": {"safty": 0.8}}, TypeError, r"options keys \['safty'\] are not understood by method='dopri5'; known keys: safety"),
-    ({"method": "euler", "step_size": 0.1, "options": {"safety": 0.8}}, TypeError, r"options keys \['safety'\] are not understood by method='euler'; known keys: none"),
-    ({"options": {"safety": -1}}, ValueError, r"options\['safety'\]=-1 is out of range: it must be in \(0, 1\] \(default 0.9\)"),
+    (
+        {"options": {"safty": 0.8}},
+        TypeError,
+        r"options keys \['safty'\] are not understood by method='dopri5'; known keys: safety",
+    ),
+    (
+        {"method": "euler", "step_size": 0.1, "options": {"safety": 0.8}},
+        TypeError,
+        r"options keys \['safety'\] are not understood by method='euler'; known keys: none",
+    ),
+    (
+        {"options": {"safety": -1}},
+        ValueError,
+        r"options\['safety'\]=-1 is out of range: it must be in \(0, 1\] \(default 0.9\)",
+    ),
     ({"options": "fast"}, TypeError, r"options='fast' must be a dict"),
-    ({"method": "trapezoid", "options": {"max_newton_iters": 0}}, ValueError, r"options\['max_newton_iters'\]=0 is out of range: it must be >= 1"),
-    ({"method": "trapezoid", "backend": "torchdiffeq"}, ValueError, r"method='trapezoid' has no torchdiffeq counterpart"),
+    (
+        {"method": "trapezoid", "options": {"max_newton_iters": 0}},
+        ValueError,
+        r"options\['max_newton_iters'\]=0 is out of range: it must be >= 1",
+    ),
+    (
+        {"method": "trapezoid", "backend": "torchdiffeq"},
+        ValueError,
+        r"method='trapezoid' has no torchdiffeq counterpart",
+    ),
 ]
 
 
@@ -70,8 +107,9 @@ def test_single_time_returns_initial_state():
     assert sol.ys.shape == (1, 2) and torch.equal(sol.ys[0], Y0) and sol.success
 
 
-@pytest.mark.parametrize("method,kw", [("dopri5", {}), ("rk4", {"step_size": 0.1}), ("trapezoid", {}),
-                                       ("dopri5", {"per_sample": True})])
+@pytest.mark.parametrize(
+    "method,kw", [("dopri5", {}), ("rk4", {"step_size": 0.1}), ("trapezoid", {}), ("dopri5", {"per_sample": True})]
+)
 def test_func_output_of_wrong_shape_is_named(method, kw):
     y0 = torch.ones(3, 1)
     bad = lambda t, y: y * torch.ones(3)  # (3, 1) * (3,) broadcasts to (3, 3)

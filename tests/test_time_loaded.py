@@ -1,4 +1,5 @@
 """scripts/time_loaded.py, the loaded-machine timing table: its tasks, its table, and one real run."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -30,8 +31,12 @@ def test_every_lesson_every_exercise_and_the_claims_are_tasks():
 
 def test_the_table_flags_a_loaded_run_over_the_limit():
     tl = _module()
-    row = tl.Row("grade03", "nodecourse grade 03", threads={"before": 2, "after": 1},
-                 seconds={"before/idle": 30.0, "before/loaded": 120.0, "after/idle": 27.0, "after/loaded": 30.0})
+    row = tl.Row(
+        "grade03",
+        "nodecourse grade 03",
+        threads={"before": 2, "after": 1},
+        seconds={"before/idle": 30.0, "before/loaded": 120.0, "after/idle": 27.0, "after/loaded": 30.0},
+    )
     text = tl.table([row], busy=True, settings=["before", "after"])
     assert "before (2 thr) idle" in text and "after (1 thr) idle" in text
     assert "4.00x (> 1.5x)" in text and "1.11x" in text and "1.11x (>" not in text
@@ -39,8 +44,14 @@ def test_the_table_flags_a_loaded_run_over_the_limit():
 
 @pytest.mark.slow
 def test_a_real_run_prints_the_table():
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--tasks", "lesson00", "--settings", "after"],
-                          cwd=REPO, env=SUBPROCESS_ENV, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--tasks", "lesson00", "--settings", "after"],
+        cwd=REPO,
+        env=SUBPROCESS_ENV,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.strip().splitlines()
     assert lines[0].startswith("| task | after (1 thr) idle |") and "00_start_here" in lines[2], proc.stdout

@@ -1,5 +1,6 @@
 """Times finer than the state's dtype: refused by name when the cast to that dtype would move them
 (the field reads t in y0's dtype); accepted when the rounding is below the state's precision."""
+
 from __future__ import annotations
 
 import math
@@ -28,8 +29,13 @@ def test_the_suggested_fixes_give_the_right_answer():
     in_float64 = odeint(cos_t, torch.zeros(1, dtype=torch.float64), t, rtol=1e-10, atol=1e-12).ys[-1]
     assert float(in_float64) == pytest.approx(exact, abs=1e-6)
     # shifted: the float32 field reads s = t - t0 in [0, 1] and adds t0 back in float64
-    shifted = odeint(lambda s, y: torch.cos(s.double() + t0).to(y.dtype).expand_as(y), torch.zeros(1),
-                     (t - t0).float(), rtol=1e-6, atol=1e-7).ys[-1]
+    shifted = odeint(
+        lambda s, y: torch.cos(s.double() + t0).to(y.dtype).expand_as(y),
+        torch.zeros(1),
+        (t - t0).float(),
+        rtol=1e-6,
+        atol=1e-7,
+    ).ys[-1]
     assert float(shifted) == pytest.approx(exact, abs=1e-5)
 
 

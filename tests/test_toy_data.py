@@ -1,4 +1,5 @@
 """The toy data of lesson 3: shapes, labels, radii, seeding, dtype/device, argument errors."""
+
 import math
 
 import pytest

@@ -1,4 +1,5 @@
 """One solver-settings object (SolveConfig) and one training loop (nodecourse.training)."""
+
 from __future__ import annotations
 
 import pytest
@@ -18,8 +19,17 @@ def test_solve_config_replace_and_unknown_names():
     with pytest.raises(TypeError, match="give a nodecourse.SolveConfig"):
         SolveConfig.of({"method": "rk4"})
     kwargs = cfg.odeint_kwargs()
-    assert set(kwargs) == {"method", "rtol", "atol", "step_size", "max_steps", "gradient", "per_sample", "options",
-                           "adjoint_options"}
+    assert set(kwargs) == {
+        "method",
+        "rtol",
+        "atol",
+        "step_size",
+        "max_steps",
+        "gradient",
+        "per_sample",
+        "options",
+        "adjoint_options",
+    }
 
 
 def test_block_takes_a_config_or_its_fields_and_solves_the_same():
@@ -60,8 +70,14 @@ def test_training_loop_is_seeded_logs_sums_and_runs_hooks():
             row["weight_norm"] = float(m.weight.detach().norm())
             seen.append(row["epoch"])
 
-        history = train_epochs(model, loss_on_batch, seeded_batches(64, 16, seed=3), epochs=3,
-                               optimizer=torch.optim.SGD(model.parameters(), lr=0.5), on_epoch=on_epoch)
+        history = train_epochs(
+            model,
+            loss_on_batch,
+            seeded_batches(64, 16, seed=3),
+            epochs=3,
+            optimizer=torch.optim.SGD(model.parameters(), lr=0.5),
+            on_epoch=on_epoch,
+        )
         return history, seen, model
 
     h1, seen, model = run()

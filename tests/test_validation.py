@@ -1,6 +1,7 @@
 """One declarative validation system (nodecourse.validation) and every entry point that declares its
 arguments through it: odeint (and its options, adjoint_options), SolveConfig, fixed_point and its
 methods, DEQ and its models, CNF, and the command line's numeric flags."""
+
 from __future__ import annotations
 
 import argparse
@@ -47,11 +48,19 @@ F64 = torch.float64
 # ---------------------------------------------------------------------------------------------- core
 
 CORE_CONSTRAINTS = [
-    Interval(float, 0, 1, "neither"), Interval(float, 0, 1, "right"), Interval(float, 0, None, "neither"),
-    Interval(float, 1, math.inf, "both"), Interval(float, 1, math.inf, "right"), Interval(int, 1, None),
-    Interval(int, 0, 10), Interval(float, None, 0, "left"), Options(("a", "b")),
+    Interval(float, 0, 1, "neither"),
+    Interval(float, 0, 1, "right"),
+    Interval(float, 0, None, "neither"),
+    Interval(float, 1, math.inf, "both"),
+    Interval(float, 1, math.inf, "right"),
+    Interval(int, 1, None),
+    Interval(int, 0, 10),
+    Interval(float, None, 0, "left"),
+    Options(("a", "b")),
     Options((False, True, "s"), (bool, str)),
-    Flag(), InstanceOf(dict, "a dict"), IsCallable("a callable f(x)"),
+    Flag(),
+    InstanceOf(dict, "a dict"),
+    IsCallable("a callable f(x)"),
     AnyOf((Interval(float, 0, None, "neither"), NoneAllowed())),
     AnyOf((Interval(int, 1, None), IsCallable("a callable"), NoneAllowed())),
 ]
@@ -81,8 +90,11 @@ def test_every_generated_invalid_value_is_refused(constraint):
 
 def test_messages_are_generated_from_the_constraint():
     rtol = Interval(float, 0, 1, "neither")
-    with pytest.raises(ValueError, match=r"^rtol=2.0 is out of range: it must be in \(0, 1\) \(default 0.1\); "
-                                         r"use less$"):
+    with pytest.raises(
+        ValueError,
+        match=r"^rtol=2.0 is out of range: it must be in \(0, 1\) \(default 0.1\); "
+        r"use less$",
+    ):
         check("rtol", 2.0, rtol, default=0.1, fix="use less")
     with pytest.raises(TypeError, match=r"^rtol='x' must be a real number in \(0, 1\), not str$"):
         check("rtol", "x", rtol)
@@ -153,6 +165,7 @@ def test_argparse_type_uses_the_same_words():
 
 # ------------------------------------------------------------------- every entry point, every bad value
 
+
 class CountingField(nn.Module):
     """``f(t, y) = w * y`` (w = -1) that counts its calls."""
 
@@ -196,6 +209,7 @@ def _fixed_point(name, value):
 def _fixed_point_option(method):
     def call(name, value):
         return fixed_point(lambda z: 0.5 * z + 1, torch.zeros(2, 3, dtype=F64), method=method, **{name: value})
+
     return call
 
 
@@ -205,6 +219,7 @@ def _method_direct(fn):
         tracker = Tracker(2, tol=1e-8, stop_mode="rel", divergence_factor=1e6, dtype=F64, device=z0.device)
         kwargs = {"max_iter": 10, name: value} if name != "max_iter" else {"max_iter": value}
         return fn(lambda z: 0.5 * z + 1, z0, tracker, **kwargs)
+
     return call
 
 
@@ -246,32 +261,58 @@ ENTRY_POINTS = [
     #  how the message names the argument)
     ("odeint", v.ODEINT_ARGS, list(v.ODEINT_ARGS), _odeint, "{}="),
     ("odeint options", v.OPTION_RANGES, list(v.OPTION_RANGES), _odeint_option, "options['{}']="),
-    ("odeint adjoint_options", v.ADJOINT_OPTION_ARGS, list(v.ADJOINT_OPTION_ARGS), _odeint_adjoint_option,
-     "adjoint_options['{}']="),
-    ("SolveConfig", v.ODEINT_ARGS, ["rtol", "atol", "step_size", "max_steps", "gradient", "per_sample", "options",
-                                    "adjoint_options"], _solve_config, "{}="),
+    (
+        "odeint adjoint_options",
+        v.ADJOINT_OPTION_ARGS,
+        list(v.ADJOINT_OPTION_ARGS),
+        _odeint_adjoint_option,
+        "adjoint_options['{}']=",
+    ),
+    (
+        "SolveConfig",
+        v.ODEINT_ARGS,
+        ["rtol", "atol", "step_size", "max_steps", "gradient", "per_sample", "options", "adjoint_options"],
+        _solve_config,
+        "{}=",
+    ),
     ("fixed_point", deq_settings.FIXED_POINT_ARGS, list(deq_settings.FIXED_POINT_ARGS), _fixed_point, "{}="),
     ("fixed_point(method='rel' tol)", {"tol": deq_settings.REL_TOL}, ["tol"], _fixed_point, "{}="),
-    *[(f"fixed_point(method={m!r}) options", deq_settings.METHOD_OPTION_ARGS, list(OPTIONS[m]),
-       _fixed_point_option(m), "{}=") for m in METHODS],
-    *[(f"{fn.__name__}()", {**deq_settings.METHOD_OPTION_ARGS, "max_iter": deq_settings.MAX_ITER},
-       [*OPTIONS[fn.__name__], "max_iter"], _method_direct(fn), "{}=") for fn in (picard, anderson, broyden)],
+    *[
+        (
+            f"fixed_point(method={m!r}) options",
+            deq_settings.METHOD_OPTION_ARGS,
+            list(OPTIONS[m]),
+            _fixed_point_option(m),
+            "{}=",
+        )
+        for m in METHODS
+    ],
+    *[
+        (
+            f"{fn.__name__}()",
+            {**deq_settings.METHOD_OPTION_ARGS, "max_iter": deq_settings.MAX_ITER},
+            [*OPTIONS[fn.__name__], "max_iter"],
+            _method_direct(fn),
+            "{}=",
+        )
+        for fn in (picard, anderson, broyden)
+    ],
     ("DEQ", deq_settings.DEQ_ARGS, list(deq_settings.DEQ_ARGS), _deq, "{}="),
     ("DEQModel", deq_settings.DEQ_MODEL_ARGS, list(deq_settings.DEQ_MODEL_ARGS), _deq_model, "{}="),
-    ("EquilibriumBlock", deq_settings.DEQ_MODEL_ARGS, ["state_dim", "input_dim", "width", "init_scale"], _block,
-     "{}="),
+    ("EquilibriumBlock", deq_settings.DEQ_MODEL_ARGS, ["state_dim", "input_dim", "width", "init_scale"], _block, "{}="),
     ("CNF", flows.CNF_ARGS, list(flows.CNF_ARGS), _cnf, "{}="),
     ("CNFDynamics", flows.CNF_ARGS, ["trace", "n_probes", "noise"], _cnf_dynamics, "{}="),
 ]
 
-CASES = [(entry, name, value, call, label)
-         for entry, spec, names, call, label in ENTRY_POINTS
-         for name in names
-         for value in invalid_values(spec[name])]
+CASES = [
+    (entry, name, value, call, label)
+    for entry, spec, names, call, label in ENTRY_POINTS
+    for name in names
+    for value in invalid_values(spec[name])
+]
 
 
-@pytest.mark.parametrize("entry,name,value,call,label", CASES,
-                         ids=[f"{c[0]}-{c[1]}-{c[2]!r}" for c in CASES])
+@pytest.mark.parametrize("entry,name,value,call,label", CASES, ids=[f"{c[0]}-{c[1]}-{c[2]!r}" for c in CASES])
 def test_each_declared_argument_refuses_each_invalid_value(entry, name, value, call, label):
     with pytest.raises((TypeError, ValueError)) as info:
         call(name, value)
@@ -283,8 +324,11 @@ def test_every_entry_point_declares_every_argument_it_checks():
     import inspect
 
     def keywords(fn, skip=()):
-        return {n for n, p in inspect.signature(fn).parameters.items()
-                if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and n not in skip}
+        return {
+            n
+            for n, p in inspect.signature(fn).parameters.items()
+            if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and n not in skip
+        }
 
     assert keywords(odeint, {"y0", "t", "method"}) <= set(v.ODEINT_ARGS)
     assert keywords(fixed_point, {"z0"}) <= set(deq_settings.FIXED_POINT_ARGS)
@@ -298,8 +342,9 @@ def test_every_entry_point_declares_every_argument_it_checks():
 def test_parser_flags_refuse_each_invalid_number():
     parser = cli.build_parser()
     flags = [("physionet", flag, arg, ["--model", "odernn"]) for flag, arg in physionet_cmd.FLAGS.items()]
-    flags += [(command, flag, arg, ["nb.ipynb"] if command == "grade" else []) for (command, flag), arg in
-              cli.FLAGS.items()]
+    flags += [
+        (command, flag, arg, ["nb.ipynb"] if command == "grade" else []) for (command, flag), arg in cli.FLAGS.items()
+    ]
     for command, flag, arg, rest in flags:
         texts = [str(x) for x in invalid_values(arg) if isinstance(x, (int, float)) and not isinstance(x, bool)]
         for text in [*texts, "x"]:
@@ -309,6 +354,7 @@ def test_parser_flags_refuse_each_invalid_number():
 
 
 # ---------------------------------------------------------------------------- the cases of the issue
+
 
 def test_rtol_of_one_or_more_is_refused():
     """``rtol=1e6`` returned 176 (exact 4.5e-5) with SUCCESS: a relative tolerance >= 1 allows an error
@@ -321,18 +367,27 @@ def test_rtol_of_one_or_more_is_refused():
     assert abs(float(sol.ys[-1, 0]) - math.exp(-10)) < 1e-8
 
 
-@pytest.mark.parametrize("adjoint_options,pattern", [
-    ({"method": "rk4"}, r"adjoint_options\['method'\]='rk4' is a fixed-step method and needs "
-                        r"adjoint_options\['step_size'\]"),
-    ({"rtol": 2.0}, r"adjoint_options\['rtol'\]=2.0 is out of range"),
-    ({"max_steps": 0}, r"adjoint_options\['max_steps'\]=0 is out of range"),
-    ({"options": {"safty": 0.5}}, r"adjoint_options\['options'\] keys \['safty'\] are not understood"),
-    ({"method": "dopri5", "step_size": 0.1}, r"adjoint_options\['step_size'\]=0.1 is only for fixed-step"),
-    ({"params": [torch.ones(1)]}, r"adjoint_options\['params'\]\[0\] must be a tensor that requires grad"),
-    ({"method": "nope"}, r"method='nope' is not a registered solver"),
-    ({"tol": 1e-3}, r"adjoint_options keys \['tol'\] are not understood; known keys"),
-    ({"rtol": 1e-300, "atol": 1e-300}, r"adjoint_options\['rtol'\]=1e-300 and adjoint_options\['atol'\]=1e-300 ask"),
-])
+@pytest.mark.parametrize(
+    "adjoint_options,pattern",
+    [
+        (
+            {"method": "rk4"},
+            r"adjoint_options\['method'\]='rk4' is a fixed-step method and needs "
+            r"adjoint_options\['step_size'\]",
+        ),
+        ({"rtol": 2.0}, r"adjoint_options\['rtol'\]=2.0 is out of range"),
+        ({"max_steps": 0}, r"adjoint_options\['max_steps'\]=0 is out of range"),
+        ({"options": {"safty": 0.5}}, r"adjoint_options\['options'\] keys \['safty'\] are not understood"),
+        ({"method": "dopri5", "step_size": 0.1}, r"adjoint_options\['step_size'\]=0.1 is only for fixed-step"),
+        ({"params": [torch.ones(1)]}, r"adjoint_options\['params'\]\[0\] must be a tensor that requires grad"),
+        ({"method": "nope"}, r"method='nope' is not a registered solver"),
+        ({"tol": 1e-3}, r"adjoint_options keys \['tol'\] are not understood; known keys"),
+        (
+            {"rtol": 1e-300, "atol": 1e-300},
+            r"adjoint_options\['rtol'\]=1e-300 and adjoint_options\['atol'\]=1e-300 ask",
+        ),
+    ],
+)
 def test_adjoint_options_are_checked_before_the_forward_solve(adjoint_options, pattern):
     field = CountingField()
     with pytest.raises((TypeError, ValueError), match=pattern):
@@ -358,14 +413,17 @@ def test_fixed_point_tol_inf_is_refused_and_a_numpy_tol_accepted():
     assert float((r.z - 2.0).abs().max()) < 1e-5
 
 
-@pytest.mark.parametrize("kwargs,exc,pattern", [
-    ({"lam": -5}, ValueError, r"lam=-5 is out of range: it must be > 0 or None"),
-    ({"lam": "x"}, TypeError, r"lam='x' must be a real number > 0 or None, not str"),
-    ({"safeguard": 0}, ValueError, r"safeguard=0 is out of range: it must be >= 1"),
-    ({"damping": 0}, ValueError, r"damping=0 is out of range: it must be in \(0, 1\]"),
-    ({"m": 0}, ValueError, r"m=0 is out of range: it must be >= 1"),
-    ({"divergence_factor": 1}, ValueError, r"divergence_factor=1 is out of range: it must be > 1"),
-])
+@pytest.mark.parametrize(
+    "kwargs,exc,pattern",
+    [
+        ({"lam": -5}, ValueError, r"lam=-5 is out of range: it must be > 0 or None"),
+        ({"lam": "x"}, TypeError, r"lam='x' must be a real number > 0 or None, not str"),
+        ({"safeguard": 0}, ValueError, r"safeguard=0 is out of range: it must be >= 1"),
+        ({"damping": 0}, ValueError, r"damping=0 is out of range: it must be in \(0, 1\]"),
+        ({"m": 0}, ValueError, r"m=0 is out of range: it must be >= 1"),
+        ({"divergence_factor": 1}, ValueError, r"divergence_factor=1 is out of range: it must be > 1"),
+    ],
+)
 def test_fixed_point_method_options_are_checked(kwargs, exc, pattern):
     with pytest.raises(exc, match=pattern):
         fixed_point(lambda z: 0.5 * z + 1, torch.zeros(2, 3, dtype=F64), method="anderson", **kwargs)
@@ -383,8 +441,11 @@ def test_anderson_called_directly_checks_lam(lam, exc):
 
 
 def test_unknown_fixed_point_option_is_a_type_error():
-    with pytest.raises(TypeError, match=r"options keys \['m'\] are not understood by method='picard'; known keys: "
-                                        r"damping"):
+    with pytest.raises(
+        TypeError,
+        match=r"options keys \['m'\] are not understood by method='picard'; known keys: "
+        r"damping",
+    ):
         fixed_point(lambda z: 0.5 * z, torch.zeros(1, 2), method="picard", m=3)
     # the same error was a ValueError before: it still is one, for callers that caught that
     with pytest.raises(ValueError):
@@ -394,10 +455,12 @@ def test_unknown_fixed_point_option_is_a_type_error():
 
 
 def test_solve_config_carries_options_and_adjoint_options():
-    cfg = SolveConfig(options={"max_step": 0.05}, gradient="adjoint",
-                      adjoint_options={"method": "rk4", "step_size": 0.1})
-    assert hash(cfg) == hash(SolveConfig(options={"max_step": 0.05}, gradient="adjoint",
-                                         adjoint_options={"method": "rk4", "step_size": 0.1}))
+    cfg = SolveConfig(
+        options={"max_step": 0.05}, gradient="adjoint", adjoint_options={"method": "rk4", "step_size": 0.1}
+    )
+    assert hash(cfg) == hash(
+        SolveConfig(options={"max_step": 0.05}, gradient="adjoint", adjoint_options={"method": "rk4", "step_size": 0.1})
+    )
     with pytest.raises(TypeError):
         cfg.options["max_step"] = 1.0  # read-only: checked once, cannot change afterwards
     kwargs = cfg.odeint_kwargs()
@@ -414,19 +477,25 @@ def test_solve_config_carries_options_and_adjoint_options():
     assert block.last_stats["backward_n_steps"] == 10  # the backward solve ran rk4 at step 0.1
 
 
-@pytest.mark.parametrize("kwargs,exc,pattern", [
-    ({"rtol": 2.0}, ValueError, r"rtol=2.0 is out of range: it must be in \(0, 1\) \(default 0.001\)"),
-    ({"max_steps": 0}, ValueError, r"max_steps=0 is out of range"),
-    ({"method": "rk4"}, ValueError, r"method='rk4' is a fixed-step method and needs step_size"),
-    ({"method": "euler", "step_size": -1.0}, ValueError, r"step_size=-1.0 is out of range"),
-    ({"options": {"safty": 0.5}}, TypeError, r"options keys \['safty'\] are not understood by method='dopri5'"),
-    ({"options": {"safety": 2}}, ValueError, r"options\['safety'\]=2 is out of range"),
-    ({"adjoint_options": {"method": "rk4"}}, ValueError, r"adjoint_options are for gradient='adjoint'"),
-    ({"gradient": "adjoint", "adjoint_options": {"method": "rk4"}}, ValueError,
-     r"adjoint_options\['method'\]='rk4' is a fixed-step method"),
-    ({"gradient": "checkpoint", "per_sample": True}, ValueError, r"gradient='checkpoint' replays"),
-    ({"per_sample": 1}, TypeError, r"per_sample=1 must be True or False"),
-])
+@pytest.mark.parametrize(
+    "kwargs,exc,pattern",
+    [
+        ({"rtol": 2.0}, ValueError, r"rtol=2.0 is out of range: it must be in \(0, 1\) \(default 0.001\)"),
+        ({"max_steps": 0}, ValueError, r"max_steps=0 is out of range"),
+        ({"method": "rk4"}, ValueError, r"method='rk4' is a fixed-step method and needs step_size"),
+        ({"method": "euler", "step_size": -1.0}, ValueError, r"step_size=-1.0 is out of range"),
+        ({"options": {"safty": 0.5}}, TypeError, r"options keys \['safty'\] are not understood by method='dopri5'"),
+        ({"options": {"safety": 2}}, ValueError, r"options\['safety'\]=2 is out of range"),
+        ({"adjoint_options": {"method": "rk4"}}, ValueError, r"adjoint_options are for gradient='adjoint'"),
+        (
+            {"gradient": "adjoint", "adjoint_options": {"method": "rk4"}},
+            ValueError,
+            r"adjoint_options\['method'\]='rk4' is a fixed-step method",
+        ),
+        ({"gradient": "checkpoint", "per_sample": True}, ValueError, r"gradient='checkpoint' replays"),
+        ({"per_sample": 1}, TypeError, r"per_sample=1 must be True or False"),
+    ],
+)
 def test_solve_config_checks_its_values_at_construction(kwargs, exc, pattern):
     with pytest.raises(exc, match=pattern):
         SolveConfig(**kwargs)
@@ -447,12 +516,15 @@ def test_models_check_their_solver_settings_when_built():
     assert type(cfg.rtol) is float  # canonical values are stored
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["--batch-size", "0"], "argument --batch-size: 0 is out of range: it must be >= 1"),
-    (["--epochs", "-1"], "argument --epochs: -1 is out of range: it must be >= 0"),
-    (["--quantization", "0"], "argument --quantization: 0 is out of range: it must be in [0.0166667, 48]"),
-    (["--seed", "-3"], "argument --seed: -3 is out of range"),
-])
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--batch-size", "0"], "argument --batch-size: 0 is out of range: it must be >= 1"),
+        (["--epochs", "-1"], "argument --epochs: -1 is out of range: it must be >= 0"),
+        (["--quantization", "0"], "argument --quantization: 0 is out of range: it must be in [0.0166667, 48]"),
+        (["--seed", "-3"], "argument --seed: -3 is out of range"),
+    ],
+)
 def test_physionet_numeric_flags_are_refused_by_the_parser(capsys, argv, message):
     """``--batch-size 0`` and ``--epochs -1`` gave raw tracebacks from inside training."""
     with pytest.raises(SystemExit) as info:

@@ -1,4 +1,5 @@
 """The lesson-3 explorer, driven headless: set a control's value, read the result."""
+
 import dataclasses
 
 import pytest
@@ -62,8 +63,9 @@ def test_single_class_reads_the_sign_of_the_whole_grid():
 
     axis = torch.linspace(-1.75, 1.75, 5)
     probe = CircleProbe(1.25, 1.0, 4, 0.0, 0.05, 0.0, torch.zeros(4), torch.full((4,), 0.05))
-    base = AnnulusResult(0, 10, 0, 100, 2 / 3, FitLog(nfe_per_forward=[20.0]), probe,
-                         DecisionGrid(axis, axis, torch.full((5, 5), 0.3)))
+    base = AnnulusResult(
+        0, 10, 0, 100, 2 / 3, FitLog(nfe_per_forward=[20.0]), probe, DecisionGrid(axis, axis, torch.full((5, 5), 0.3))
+    )
     assert base.single_class == 1
     assert "predicts one class, the ring (+1), everywhere" in base.summary()
     disk = _result_with_grid(torch.full((5, 5), -0.2), base)

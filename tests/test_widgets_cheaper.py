@@ -1,5 +1,6 @@
 """Lesson 10's explorer (nodecourse/widgets/cheaper_explorer.py), driven headless: set a control's
 .value, read the result it updated; the grid it shows, computed by the lesson's code."""
+
 import math
 import re
 
@@ -14,9 +15,15 @@ WEIGHTS = (0.0, 0.01)
 def _entry(weight, route):
     # distinct numbers per pair, so that a lookup of the wrong pair shows
     k = ROUTES.index(route)
-    return {"test NFE": 20 + int(100 * weight), "accuracy": 0.9 - weight, "NFE fwd": 20 + k,
-            "NFE bwd": 0 if route == "backprop" else 20 + k, "error vs accurate": 10.0 ** (-3 - k),
-            "error vs own steps": 0.0 if route != "adjoint" else 1e-4, "peak KiB": 100.0 * (3 - k)}
+    return {
+        "test NFE": 20 + int(100 * weight),
+        "accuracy": 0.9 - weight,
+        "NFE fwd": 20 + k,
+        "NFE bwd": 0 if route == "backprop" else 20 + k,
+        "error vs accurate": 10.0 ** (-3 - k),
+        "error vs own steps": 0.0 if route != "adjoint" else 1e-4,
+        "peak KiB": 100.0 * (3 - k),
+    }
 
 
 @pytest.fixture
@@ -46,8 +53,9 @@ def test_figure_has_three_labelled_panels(grid):
     assert [t.get_text() for t in mem.get_xticklabels()] == list(ROUTES)
 
 
-@pytest.mark.parametrize("arg,value,words", [("weight", 0.5, "valid: [0.0, 0.01]"),
-                                             ("route", "symbolic", "valid: ['backprop'")])
+@pytest.mark.parametrize(
+    "arg,value,words", [("weight", 0.5, "valid: [0.0, 0.01]"), ("route", "symbolic", "valid: ['backprop'")]
+)
 def test_a_value_the_grid_lacks_is_refused_by_name(grid, arg, value, words):
     with pytest.raises(ValueError) as info:
         CheaperExplorer(grid, **{arg: value}, render=False)

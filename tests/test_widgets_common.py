@@ -1,4 +1,5 @@
 """What every explorer shares (nodecourse/widgets/common.py): the device check and the layout."""
+
 import pytest
 
 from nodecourse.widgets.adjoint_explorer import AdjointExplorer
@@ -27,15 +28,31 @@ def test_layout_and_status_line():
 # One rule for every explorer (nodecourse.widgets.base.check_control_value): a constructor value
 # outside its control's range is refused by name, never clamped. (argument, value, words of the range)
 OUT_OF_RANGE = {
-    "SolverExplorer": [("rtol", 1e-12, "[1e-10, 0.1]"), ("atol", 1.0, "[1e-12, 0.1]"),
-                       ("step_size", 2.0, "[0.0001, 1]"), ("method", "rk5", "valid: ["),
-                       ("problem", "lorenz", "valid: [")],
-    "AdjointExplorer": [("lam", -40.0, "[-30, -0.5]"), ("T", 5.0, "[0.25, 4]"), ("tol", 1e-12, "[1e-10, 0.001]"),
-                        ("mode", "symbolic", "valid: ['backprop'")],
-    "DEQExplorer": [("solver", "newton", "valid: ["), ("tol", 1e-5, "valid: [0.01"),
-                    ("jac_weight", 0.5, "valid: [0.0, 0.3")],
-    "AnnulusExplorer": [("augment_dim", 5, "[0, 3]"), ("epochs", 2, "[5, 150]"), ("epochs", 200, "raise max_epochs"),
-                        ("seed", 9, "[0, 4]"), ("epochs", 10.5, "not an integer")],
+    "SolverExplorer": [
+        ("rtol", 1e-12, "[1e-10, 0.1]"),
+        ("atol", 1.0, "[1e-12, 0.1]"),
+        ("step_size", 2.0, "[0.0001, 1]"),
+        ("method", "rk5", "valid: ["),
+        ("problem", "lorenz", "valid: ["),
+    ],
+    "AdjointExplorer": [
+        ("lam", -40.0, "[-30, -0.5]"),
+        ("T", 5.0, "[0.25, 4]"),
+        ("tol", 1e-12, "[1e-10, 0.001]"),
+        ("mode", "symbolic", "valid: ['backprop'"),
+    ],
+    "DEQExplorer": [
+        ("solver", "newton", "valid: ["),
+        ("tol", 1e-5, "valid: [0.01"),
+        ("jac_weight", 0.5, "valid: [0.0, 0.3"),
+    ],
+    "AnnulusExplorer": [
+        ("augment_dim", 5, "[0, 3]"),
+        ("epochs", 2, "[5, 150]"),
+        ("epochs", 200, "raise max_epochs"),
+        ("seed", 9, "[0, 4]"),
+        ("epochs", 10.5, "not an integer"),
+    ],
 }
 
 
@@ -45,8 +62,9 @@ def _explorers():
     return {cls.__name__: cls for cls in (SolverExplorer, AdjointExplorer, DEQExplorer, AnnulusExplorer)}
 
 
-@pytest.mark.parametrize("name,arg,value,words",
-                         [(n, a, v, w) for n, cases in OUT_OF_RANGE.items() for a, v, w in cases])
+@pytest.mark.parametrize(
+    "name,arg,value,words", [(n, a, v, w) for n, cases in OUT_OF_RANGE.items() for a, v, w in cases]
+)
 def test_explorers_refuse_an_out_of_range_value_by_name(name, arg, value, words, monkeypatch):
     import re
 
@@ -68,8 +86,9 @@ def test_every_explorer_builds_its_value_controls_through_the_one_rule(monkeypat
     for cls in _explorers().values():
         source = inspect.getsource(cls.__init__)
         assert "self._control(" in source, cls.__name__
-        assert "w.FloatSlider(" not in source and "w.IntSlider(" not in source and "w.Dropdown(" not in source, \
+        assert "w.FloatSlider(" not in source and "w.IntSlider(" not in source and "w.Dropdown(" not in source, (
             cls.__name__
+        )
 
 
 @pytest.mark.parametrize("name", ["SolverExplorer", "AdjointExplorer", "DEQExplorer", "AnnulusExplorer"])

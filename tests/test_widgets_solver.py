@@ -1,4 +1,5 @@
 """The solver explorer, driven headless: set a control's .value, read the result it updated."""
+
 import math
 import re
 
@@ -38,11 +39,11 @@ def test_tolerance_slider_changes_work_and_error(explorer):
 def test_fixed_step_solver_uses_the_step_slider(explorer):
     explorer.method.value = "rk4"
     assert explorer.step_size.disabled is False and explorer.rtol.disabled is True
-    explorer.step_size.value = 10 ** -2.5
+    explorer.step_size.value = 10**-2.5
     fine = explorer.result
-    explorer.step_size.value = 10 ** -1.5  # below the output spacing (10 / 199), so it is the step used
+    explorer.step_size.value = 10**-1.5  # below the output spacing (10 / 199), so it is the step used
     coarse = explorer.result
-    assert coarse.step_size == pytest.approx(10 ** -1.5) and coarse.n_rejected == 0
+    assert coarse.step_size == pytest.approx(10**-1.5) and coarse.n_rejected == 0
     # Steps are cut to land on the 200 output times, so NFE grows about (not exactly) 10x.
     assert 5 < fine.nfe / coarse.nfe < 15
     # Fourth order: about 10x smaller steps give a much smaller error (a wide band: 1e2 .. 1e6).
@@ -53,8 +54,11 @@ def test_stiff_problem_explicit_blows_up_implicit_copes(explorer):
     explorer.problem.value = "stiff: y' = -1000 (y - cos t)"
     explorer.method.value = "euler"
     explorer.step_size.value = 0.01  # beyond Euler's stability limit 2/1000
-    assert explorer.result.status != "SUCCESS" or not math.isfinite(explorer.result.max_error) \
+    assert (
+        explorer.result.status != "SUCCESS"
+        or not math.isfinite(explorer.result.max_error)
         or explorer.result.max_error > 1.0
+    )
     explorer.method.value = "implicit_euler"
     assert explorer.rtol.disabled is False  # implicit methods are adaptive here: tolerances apply
     implicit = explorer.result
@@ -164,6 +168,7 @@ def test_bad_arguments_name_the_argument():
 
 # --- solver figures (nodecourse.plotting.solvers) ---------------------------------------------
 
+
 def test_step_trace_is_the_solvers_record_and_covers_the_interval():
     from nodecourse.plotting.solvers import plot_step_sizes, trace_steps
 
@@ -212,8 +217,9 @@ def test_plots_take_measured_rows():
 
     fig = plot_convergence([convergence("rk4", (8, 16, 32))])
     assert "slope 4" in fig.data[0].name or "slope 3.9" in fig.data[0].name
-    rows = tolerance_sweep(lambda t, y: -y, torch.ones(1, dtype=torch.float64),
-                           torch.tensor([0.0, 1.0], dtype=torch.float64), [1e-3, 1e-6])
+    rows = tolerance_sweep(
+        lambda t, y: -y, torch.ones(1, dtype=torch.float64), torch.tensor([0.0, 1.0], dtype=torch.float64), [1e-3, 1e-6]
+    )
     fig = plot_tolerance_sweep({"dopri5": rows, "dict rows": [{"rtol": 1e-3, "error": 1e-4, "nfe": 20}]})
     assert len(fig.data) == 3 + 2  # three panels for SweepRows (with time), two for dicts without time
     fig = plot_work_per_input(["a", "b"], [10, 10], [3, 10])
@@ -226,9 +232,11 @@ def test_importing_plotting_leaves_plotlys_renderer_unchanged():
     import subprocess
     import sys
 
-    code = ("import plotly.io as pio; pio.renderers.default = 'json'; import nodecourse.plotting, "
-            "nodecourse.plotting.solvers, nodecourse.plotting.annulus, nodecourse.plotting.physionet; "
-            "print(repr(pio.renderers.default))")
+    code = (
+        "import plotly.io as pio; pio.renderers.default = 'json'; import nodecourse.plotting, "
+        "nodecourse.plotting.solvers, nodecourse.plotting.annulus, nodecourse.plotting.physionet; "
+        "print(repr(pio.renderers.default))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "'json'"
@@ -246,9 +254,12 @@ def test_course_figures_show_with_the_mimetype_renderer_and_a_modest_matplotlib_
     shown = []
     monkeypatch.setattr(pio, "show", lambda fig, *a, **kw: shown.append((a, kw.get("renderer"))))
     monkeypatch.setattr(pio.renderers, "default", "browser")  # a global choice must not matter
-    figures = [plotting.figure("t", "x", "y"), plotting.course_subplots(rows=1, cols=2),
-               plot_work_per_input(["a"], [1], [1]),
-               plot_tolerance_sweep({"dict rows": [{"rtol": 1e-3, "error": 1e-4, "nfe": 20}]})]
+    figures = [
+        plotting.figure("t", "x", "y"),
+        plotting.course_subplots(rows=1, cols=2),
+        plot_work_per_input(["a"], [1], [1]),
+        plot_tolerance_sweep({"dict rows": [{"rtol": 1e-3, "error": 1e-4, "nfe": 20}]}),
+    ]
     for fig in figures:
         assert isinstance(fig, plotting.CourseFigure)
         fig.show()

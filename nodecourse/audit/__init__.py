@@ -23,6 +23,7 @@ a model is audited as written, its solves changed on their calls and restored af
 shared time grid goes through :class:`SharedInputs` (:mod:`~nodecourse.audit.adapters`). Each
 verdict's rule and threshold is written in its step's module docstring.
 """
+
 from nodecourse.audit.adapters import SharedInputs, TorchdiffeqBlock
 from nodecourse.audit.baseline import discrete_counterpart, train
 from nodecourse.audit.discovery import LOOKED_FOR, Core, CoreNotFoundError, find_cores
@@ -31,6 +32,20 @@ from nodecourse.audit.observed import ObservedCore
 from nodecourse.audit.report import AUDIT_VERDICTS, AuditReport, StepResult
 from nodecourse.audit.run import audit
 
-__all__ = ["AuditReport", "Core", "CoreNotFoundError", "LOOKED_FOR", "ObservedCore", "SharedInputs", "SolveCall",
-           "SolveHook", "StepResult", "TorchdiffeqBlock", "AUDIT_VERDICTS", "audit", "discrete_counterpart", "find_cores",
-           "train"]
+__all__ = [
+    "AuditReport",
+    "Core",
+    "CoreNotFoundError",
+    "LOOKED_FOR",
+    "ObservedCore",
+    "SharedInputs",
+    "SolveCall",
+    "SolveHook",
+    "StepResult",
+    "TorchdiffeqBlock",
+    "AUDIT_VERDICTS",
+    "audit",
+    "discrete_counterpart",
+    "find_cores",
+    "train",
+]

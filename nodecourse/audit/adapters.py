@@ -14,6 +14,7 @@
   model's shared time grid first, then per-row tensors) keeps the shared ones and takes only the
   per-row ones, so the audit can slice its rows.
 """
+
 from __future__ import annotations
 
 import torch
@@ -39,8 +40,15 @@ class TorchdiffeqBlock(ODEBlock):
     adapted model solves as the original did.
     """
 
-    def __init__(self, func: nn.Module, t1: float = 1.0, *, backend: str = "torchdiffeq",
-                 solver: SolveConfig | None = None, **options):
+    def __init__(
+        self,
+        func: nn.Module,
+        t1: float = 1.0,
+        *,
+        backend: str = "torchdiffeq",
+        solver: SolveConfig | None = None,
+        **options,
+    ):
         if backend not in ODEINT_LIBRARIES:
             raise ValueError(f"backend={backend!r} is not one of {ODEINT_LIBRARIES}")
         if solver is None:  # torchdiffeq's defaults, not the library's: the same model as before adapting

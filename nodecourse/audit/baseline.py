@@ -28,6 +28,7 @@ A density model (a CNF) has no automatic counterpart (a discrete flow needs its 
 log-determinant at matched parameters): step 1 says so and measures nothing, rather than compare
 with a model that is not a density; pass ``baseline=`` your own model.
 """
+
 from __future__ import annotations
 
 import copy
@@ -49,9 +50,19 @@ EULER_BLOCKS = 4  # the course's residual stacks (lessons 1 and 7) have four blo
 UNROLLED_STEPS = 5  # Bai et al. 2020 truncated MDEQ to 5 unrolled layers (77.5 % -> 75.9 % on ImageNet)
 
 
-def train(model: nn.Module, data, *, task: str, epochs: int, lr: float = 3e-3, batch_size: int = 64,
-          seed: int = 0, clip_grad_norm: float | None = 5.0, progress: bool = False,
-          desc: str | None = None) -> list[dict]:
+def train(
+    model: nn.Module,
+    data,
+    *,
+    task: str,
+    epochs: int,
+    lr: float = 3e-3,
+    batch_size: int = 64,
+    seed: int = 0,
+    clip_grad_norm: float | None = 5.0,
+    progress: bool = False,
+    desc: str | None = None,
+) -> list[dict]:
     """Train ``model`` on ``data = (x, y)`` with Adam and the task's loss (cross-entropy, binary
     cross-entropy on one logit, squared error, or -log p): :func:`nodecourse.training.train_epochs`
     with seeded shuffling and gradient clipping. Returns the history (one dict per epoch).
@@ -69,9 +80,16 @@ def train(model: nn.Module, data, *, task: str, epochs: int, lr: float = 3e-3, b
         out = I.call(model, I.take(x, idx))
         return per_row_loss(task, out, None if y is None else y[idx]).mean(), {}
 
-    return train_epochs(model, loss_on_batch, seeded_batches(I.n_rows(x), batch_size, seed=seed, device=device),
-                        epochs=epochs, optimizer=torch.optim.Adam(model.parameters(), lr=lr),
-                        clip_grad_norm=clip_grad_norm, progress=progress, desc=desc)
+    return train_epochs(
+        model,
+        loss_on_batch,
+        seeded_batches(I.n_rows(x), batch_size, seed=seed, device=device),
+        epochs=epochs,
+        optimizer=torch.optim.Adam(model.parameters(), lr=lr),
+        clip_grad_norm=clip_grad_norm,
+        progress=progress,
+        desc=desc,
+    )
 
 
 @torch.no_grad()
@@ -143,8 +161,7 @@ def matched_stack(dim: int, n_parameters: int, t1: float, activation: str) -> Re
     a block ``dim -> h -> dim`` has ``h (2 dim + 1) + dim`` of them."""
     per_block = n_parameters / EULER_BLOCKS
     hidden = max(1, round((per_block - dim) / (2 * dim + 1)))
-    return ResidualStack(dim, n_blocks=EULER_BLOCKS, hidden=(hidden,), activation=activation,
-                         step=t1 / EULER_BLOCKS)
+    return ResidualStack(dim, n_blocks=EULER_BLOCKS, hidden=(hidden,), activation=activation, step=t1 / EULER_BLOCKS)
 
 
 def discrete_counterpart(model: nn.Module, x, *, seed: int = 0) -> tuple[nn.Module, str]:
@@ -154,8 +171,10 @@ def discrete_counterpart(model: nn.Module, x, *, seed: int = 0) -> tuple[nn.Modu
     cores = find_cores(model)
     primary = cores[0]
     if isinstance(primary.module, CNF):
-        raise ValueError("a CNF has no automatic discrete counterpart (a discrete flow needs its own "
-                         "log-determinant): pass baseline= a model of your own (a RealNVP, a residual flow)")
+        raise ValueError(
+            "a CNF has no automatic discrete counterpart (a discrete flow needs its own "
+            "log-determinant): pass baseline= a model of your own (a RealNVP, a residual flow)"
+        )
     shape = _state_shape(model, primary, x) if isinstance(primary.module, ODEBlock) else None
     baseline = reinitialise(copy.deepcopy(model), seed=seed)
     twin = find_cores(baseline)
@@ -165,8 +184,10 @@ def discrete_counterpart(model: nn.Module, x, *, seed: int = 0) -> tuple[nn.Modu
             raise ValueError("the model is itself a DEQ: wrap it (with its readout) so its core can be replaced")
         deq: DEQ = first.module
         replace_module(baseline, first.path, UnrolledBlock(deq.f, UNROLLED_STEPS, deq.initial_state))
-        return baseline, (f"the DEQ's block unrolled {UNROLLED_STEPS} times from its starting state (weight-tied, "
-                          "backprop through every step), fresh weights")
+        return baseline, (
+            f"the DEQ's block unrolled {UNROLLED_STEPS} times from its starting state (weight-tied, "
+            "backprop through every step), fresh weights"
+        )
     if isinstance(first.module, ODEBlock) and shape is not None and len(shape) == 2 and first.path:
         field_params = count_parameters(first.field)
         stack = matched_stack(int(shape[-1]), field_params, first.module.t1, _activation_name(first.field))
@@ -174,15 +195,19 @@ def discrete_counterpart(model: nn.Module, x, *, seed: int = 0) -> tuple[nn.Modu
         replace_module(baseline, first.path, stack)
         hidden = stack.fields[0].net[0].out_features
         step = first.module.t1 / EULER_BLOCKS
-        return baseline, (f"a residual stack of {EULER_BLOCKS} untied Euler blocks z <- z + {step:g}"
-                          f" f_k(z), each an MLP {shape[-1]}-{hidden}-{shape[-1]} ({count_parameters(stack):,} "
-                          f"parameters for the field's {field_params:,}), fresh weights")
+        return baseline, (
+            f"a residual stack of {EULER_BLOCKS} untied Euler blocks z <- z + {step:g}"
+            f" f_k(z), each an MLP {shape[-1]}-{hidden}-{shape[-1]} ({count_parameters(stack):,} "
+            f"parameters for the field's {field_params:,}), fresh weights"
+        )
     ode = [c for c in twin if c.kind == "ode"]
     for c in ode:
         span = c.horizon or 1.0
         c.module.solver = c.module.solver.replace(method="euler", step_size=span)
-    return baseline, ("the same model with one Euler step per solve (h <- h + Δt f(h) across each interval: "
-                      "a residual update with the time gap as its step), same parameters, fresh weights")
+    return baseline, (
+        "the same model with one Euler step per solve (h <- h + Δt f(h) across each interval: "
+        "a residual update with the time gap as its step), same parameters, fresh weights"
+    )
 
 
 class Overridden(nn.Module):
@@ -214,17 +239,22 @@ def observed_counterpart(model: nn.Module, cores, *, seed: int = 0) -> tuple[nn.
     for c in cores:
         if c.kind == "deq":
             changes[c.key] = {"unroll": UNROLLED_STEPS}
-            parts.append(f"{c.label} at {c.path}: its block unrolled {UNROLLED_STEPS} times from the initial state "
-                         "(backprop through every application)")
+            parts.append(
+                f"{c.label} at {c.path}: its block unrolled {UNROLLED_STEPS} times from the initial state "
+                "(backprop through every application)"
+            )
             continue
         intervals = max(1, len(c.call.grid) - 1)
         per_interval = (c.call.nfe or 4.0) / intervals
         k = max(1, round(per_interval / 4))
         changes[c.key] = {"unroll_steps": k, "route": "backprop"}
-        parts.append(f"{c.label} at {c.path}: {k} fixed RK4 step{'s' if k > 1 else ''} per output interval "
-                     f"({4 * k} evaluations; the model's solve made {per_interval:.3g} per interval), backprop")
-    return Overridden(baseline, changes, "; ".join(parts)), ("the same architecture with fresh weights, "
-                                                             + "; ".join(parts))
+        parts.append(
+            f"{c.label} at {c.path}: {k} fixed RK4 step{'s' if k > 1 else ''} per output interval "
+            f"({4 * k} evaluations; the model's solve made {per_interval:.3g} per interval), backprop"
+        )
+    return Overridden(baseline, changes, "; ".join(parts)), (
+        "the same architecture with fresh weights, " + "; ".join(parts)
+    )
 
 
 def forward_seconds(model: nn.Module, x, *, repeats: int = 3) -> float:
@@ -239,5 +269,15 @@ def forward_seconds(model: nn.Module, x, *, repeats: int = 3) -> float:
     return sorted(times)[len(times) // 2]
 
 
-__all__ = ["EULER_BLOCKS", "Overridden", "UNROLLED_STEPS", "UnrolledBlock", "discrete_counterpart",
-           "forward_seconds", "matched_stack", "observed_counterpart", "reinitialise", "train"]
+__all__ = [
+    "EULER_BLOCKS",
+    "Overridden",
+    "UNROLLED_STEPS",
+    "UnrolledBlock",
+    "discrete_counterpart",
+    "forward_seconds",
+    "matched_stack",
+    "observed_counterpart",
+    "reinitialise",
+    "train",
+]

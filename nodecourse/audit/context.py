@@ -1,4 +1,5 @@
 """What every step of an audit reads: the model, its cores, the data, the task and the sizes."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -30,10 +31,30 @@ class Sizes:
     chunk: int = 256  # rows per forward pass when a whole set is evaluated
 
 
-QUICK = Sizes(per_input=60, noise_levels=(0.1, 0.3), stiffness_inputs=8, stiffness_states=32, grad_batch=4,
-              directions=8, n_boot=200, seeds=2, shift_inputs=30, sweep=(100.0, 10.0, 1.0, 0.1))
-FULL = Sizes(per_input=1000, noise_levels=(0.05, 0.1, 0.3), stiffness_inputs=32, stiffness_states=128,
-             grad_batch=16, directions=16, n_boot=1000, seeds=3, shift_inputs=200, sweep=(100.0, 10.0, 1.0, 0.1, 0.01))
+QUICK = Sizes(
+    per_input=60,
+    noise_levels=(0.1, 0.3),
+    stiffness_inputs=8,
+    stiffness_states=32,
+    grad_batch=4,
+    directions=8,
+    n_boot=200,
+    seeds=2,
+    shift_inputs=30,
+    sweep=(100.0, 10.0, 1.0, 0.1),
+)
+FULL = Sizes(
+    per_input=1000,
+    noise_levels=(0.05, 0.1, 0.3),
+    stiffness_inputs=32,
+    stiffness_states=128,
+    grad_batch=16,
+    directions=16,
+    n_boot=1000,
+    seeds=3,
+    shift_inputs=200,
+    sweep=(100.0, 10.0, 1.0, 0.1, 0.01),
+)
 
 
 @dataclass

@@ -13,6 +13,7 @@ Each ODE core holds one :class:`~nodecourse.SolveConfig` (``core.solver``) and p
 ``odeint``, so the audit changes a setting by replacing that config (:func:`solver_settings`) and
 changes nothing else. A DEQ's settings are its attributes (``tol``, ``max_iter``, ``backward``).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -98,9 +99,15 @@ class Core:
         """The solver settings, as plain values (echoed in the report)."""
         m = self.module
         if self.kind == "deq":
-            return {"solver": m.solver, "tol": m.tol, "max_iter": m.max_iter, "backward": m.backward,
-                    "backward_tol": m.backward_tol, "backward_max_iter": m.backward_max_iter,
-                    "stop_mode": m.stop_mode}
+            return {
+                "solver": m.solver,
+                "tol": m.tol,
+                "max_iter": m.max_iter,
+                "backward": m.backward,
+                "backward_tol": m.backward_tol,
+                "backward_max_iter": m.backward_max_iter,
+                "stop_mode": m.stop_mode,
+            }
         s = m.solver
         method = s.method if isinstance(s.method, str) else getattr(s.method, "name", repr(s.method))
         out = {"method": method, "gradient": s.gradient, "horizon": self.horizon}
@@ -163,7 +170,8 @@ def no_core_found(model: nn.Module, watched: bool) -> CoreNotFoundError:
         f"no solve found in {type(model).__name__}{how}: looked for {looked}. A solve reached only through "
         "a name the audit cannot see (an attribute such as self.solve = odeint, set before the audit) "
         "can be passed through nodecourse.audit.TorchdiffeqBlock (torchdiffeq's defaults); a model that "
-        "makes no solve has nothing for this audit to measure")
+        "makes no solve has nothing for this audit to measure"
+    )
 
 
 def find_cores(model: nn.Module) -> list[Core]:
@@ -287,7 +295,7 @@ RESOLVABLE = 10.0  # a relative tolerance under 10 machine epsilons asks for dig
 
 def _observed_scaled(core, factor: float) -> tuple[dict | None, str]:
     s = core.call.settings
-    eps = torch.finfo(core.dtype).eps if core.dtype.is_floating_point else 2.0 ** -52
+    eps = torch.finfo(core.dtype).eps if core.dtype.is_floating_point else 2.0**-52
     if core.kind == "deq":
         tol = s["tol"] * factor
         extra = 1 if factor >= 1 else 4
@@ -310,5 +318,16 @@ def replace_module(model: nn.Module, path: str, new: nn.Module) -> None:
     setattr(parent, attr, new)
 
 
-__all__ = ["Core", "CoreNotFoundError", "LOOKED_FOR", "core_parameters", "find_cores", "horizon_scaled",
-           "module_cores", "no_core_found", "replace_module", "scaled_settings", "solver_settings"]
+__all__ = [
+    "Core",
+    "CoreNotFoundError",
+    "LOOKED_FOR",
+    "core_parameters",
+    "find_cores",
+    "horizon_scaled",
+    "module_cores",
+    "no_core_found",
+    "replace_module",
+    "scaled_settings",
+    "solver_settings",
+]

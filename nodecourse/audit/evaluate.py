@@ -6,6 +6,7 @@ each DEQ forward (a forward hook reading ``DEQ.stats``: iterations, final residu
 which samples converged). :func:`run` evaluates a set in chunks of rows without gradients and
 :func:`per_input` one row at a time, so each input's own work is seen.
 """
+
 from __future__ import annotations
 
 import math
@@ -76,10 +77,15 @@ class WorkMeter:
         # nodecourse.odeint called directly is in the library's own log already
         ode = [c for c in self._observed("ode") if c.entry != "nodecourse.odeint"]
         deq = self._observed("deq")
-        return {"nfe": t["nfe"] + sum(c.nfe or 0 for c in ode), "n_steps": t["n_steps"],
-                "n_accepted": t["n_accepted"], "n_rejected": t["n_rejected"], "solves": t["solves"] + len(ode),
-                "iterations": sum(int(c["forward_iters"]) for c in self.deq_calls) + sum(c.nfe or 0 for c in deq),
-                "fixed_point_solves": len(self.deq_calls) + len(deq)}
+        return {
+            "nfe": t["nfe"] + sum(c.nfe or 0 for c in ode),
+            "n_steps": t["n_steps"],
+            "n_accepted": t["n_accepted"],
+            "n_rejected": t["n_rejected"],
+            "solves": t["solves"] + len(ode),
+            "iterations": sum(int(c["forward_iters"]) for c in self.deq_calls) + sum(c.nfe or 0 for c in deq),
+            "fixed_point_solves": len(self.deq_calls) + len(deq),
+        }
 
     def by_solve(self) -> dict[str, dict]:
         """Observed solves' work by call site: ``{site: {"calls", "nfe", "state_max"}}`` (``state_max``:
@@ -97,8 +103,7 @@ class WorkMeter:
     def failures(self) -> list[tuple[str, str]]:
         out = [("odeint", r.status) for r in self.log.failures]
         out += [("DEQ", c["forward_status"]) for c in self.deq_calls if c["forward_status"] != "success"]
-        out += [(c.entry, c.status) for c in self.observed
-                if c.status != "success" and c.entry != "nodecourse.odeint"]
+        out += [(c.entry, c.status) for c in self.observed if c.status != "success" and c.entry != "nodecourse.odeint"]
         return out
 
     @property
@@ -163,8 +168,9 @@ def run(model, cores: list[Core], x, *, chunk: int = 256) -> Run:
         if out is not None:
             full[rows] = out.reshape(rows.stop - rows.start, *shape)
     errors += [status for _, status in meter.failures]
-    return Run(full, seconds, meter.totals(), failed + meter.unconverged_rows, errors, meter.residuals,
-               meter.by_solve())
+    return Run(
+        full, seconds, meter.totals(), failed + meter.unconverged_rows, errors, meter.residuals, meter.by_solve()
+    )
 
 
 @torch.no_grad()
@@ -180,10 +186,17 @@ def per_input(model, cores: list[Core], x, rows: list[int], *, progress: bool = 
     with tqdm(rows, desc=desc or "one input at a time", disable=not progress, leave=False) as bar:
         for i in bar:
             r = run(model, cores, I.take(x, slice(i, i + 1)), chunk=1)
-            out.append({**r.work, "ok": r.failed_rows == 0 and not r.errors,
-                        "status": r.errors[0] if r.errors else "success",
-                        "residual": max(r.residuals) if r.residuals else None, "seconds": r.seconds,
-                        "output": r.outputs[0], "by_solve": {site: w["nfe"] for site, w in r.by_solve.items()}})
+            out.append(
+                {
+                    **r.work,
+                    "ok": r.failed_rows == 0 and not r.errors,
+                    "status": r.errors[0] if r.errors else "success",
+                    "residual": max(r.residuals) if r.residuals else None,
+                    "seconds": r.seconds,
+                    "output": r.outputs[0],
+                    "by_solve": {site: w["nfe"] for site, w in r.by_solve.items()},
+                }
+            )
     return out
 
 

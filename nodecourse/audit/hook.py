@@ -21,6 +21,7 @@ method, gradient route, work) handed to every listener; calls from the same sour
 (``"backprop"``: torchdiffeq's ``odeint``; ``"adjoint"``: its ``odeint_adjoint``), for a DEQ ``tol``,
 ``max_iter`` and ``unroll`` (the block applied ``k`` times from the initial state, with backprop).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -35,8 +36,15 @@ from torch import nn
 
 # Callers in these modules are the library's own cores (found by walking the model) or a solver
 # calling another: their calls pass through unobserved.
-LIBRARY_CALLERS = ("nodecourse.models", "nodecourse.solvers", "nodecourse.deq", "nodecourse.audit",
-                   "nodecourse.measure", "torchdiffeq", "torchdeq")
+LIBRARY_CALLERS = (
+    "nodecourse.models",
+    "nodecourse.solvers",
+    "nodecourse.deq",
+    "nodecourse.audit",
+    "nodecourse.measure",
+    "torchdiffeq",
+    "torchdeq",
+)
 # Modules whose bindings stay the originals: torchdiffeq's adjoint solves backwards through its own `odeint`.
 KEEP_ORIGINAL = ("torchdiffeq._impl.adjoint", "torchdiffeq._impl.odeint", "nodecourse.audit")
 TORCHDIFFEQ_DEFAULTS = {"rtol": 1e-7, "atol": 1e-9, "method": "dopri5"}
@@ -101,8 +109,7 @@ def _caller(depth: int = 2):
     frame = sys._getframe(depth)
     while frame is not None:
         name = frame.f_globals.get("__name__", "")
-        if not (name.startswith(("torch.", "torchdeq", "torchdiffeq")) or name == "torch"
-                or name == __name__):
+        if not (name.startswith(("torch.", "torchdeq", "torchdiffeq")) or name == "torch" or name == __name__):
             code = frame.f_code
             return name, code.co_filename, frame.f_lineno, getattr(code, "co_qualname", code.co_name)
         frame = frame.f_back
@@ -162,11 +169,13 @@ class SolveHook:
         try:
             from torchdiffeq._impl.adjoint import odeint_adjoint as tdq_adjoint
             from torchdiffeq._impl.odeint import odeint as tdq_odeint
+
             originals[id(tdq_odeint)] = (tdq_odeint, _ode_wrapper(tdq_odeint, "torchdiffeq.odeint"))
             originals[id(tdq_adjoint)] = (tdq_adjoint, _ode_wrapper(tdq_adjoint, "torchdiffeq.odeint_adjoint"))
         except ImportError:  # torchdiffeq is not installed: nothing of it to observe
             pass
         from nodecourse.solvers.odeint import odeint as nc_odeint
+
         originals[id(nc_odeint)] = (nc_odeint, _ode_wrapper(nc_odeint, "nodecourse.odeint"))
         for mod_name, module in list(sys.modules.items()):
             if module is None or mod_name.startswith(KEEP_ORIGINAL):
@@ -270,8 +279,13 @@ class SolveHook:
             else:
                 kw["options"] = {"step_size": span / ov["unroll_steps"]}
             kw.pop("rtol", None), kw.pop("atol", None)
-        adjoint_needs_module = (fn is not original or entry.endswith("adjoint")) and route == "adjoint" \
-            and entry.startswith("torchdiffeq") and not isinstance(func, nn.Module) and "adjoint_params" not in kw
+        adjoint_needs_module = (
+            (fn is not original or entry.endswith("adjoint"))
+            and route == "adjoint"
+            and entry.startswith("torchdiffeq")
+            and not isinstance(func, nn.Module)
+            and "adjoint_params" not in kw
+        )
         counted = None if adjoint_needs_module or native else _Counted(func, self.recorder, key)
         settings = {k: kw.get(k, TORCHDIFFEQ_DEFAULTS.get(k)) for k in ("rtol", "atol", "method")}
         if native:
@@ -280,8 +294,17 @@ class SolveHook:
                 settings["step_size"] = kw["step_size"]
         if kw.get("options"):
             settings["options"] = {k: v for k, v in kw["options"].items() if isinstance(v, (int, float, str))}
-        call = SolveCall(key, entry, _site(filename, line, qualname), _shapes(y0), str(_first(y0).dtype).replace(
-            "torch.", ""), [float(v) for v in t.detach().cpu().reshape(-1)], settings, route, func=func)
+        call = SolveCall(
+            key,
+            entry,
+            _site(filename, line, qualname),
+            _shapes(y0),
+            str(_first(y0).dtype).replace("torch.", ""),
+            [float(v) for v in t.detach().cpu().reshape(-1)],
+            settings,
+            route,
+            func=func,
+        )
         start = time.perf_counter()
         self.depth += 1
         try:
@@ -312,8 +335,17 @@ class SolveHook:
         key = ("torchdeq", filename, line)
         ov = self.override_for(key)
         route = _deq_route(deq)
-        call = SolveCall(key, "torchdeq DEQ", _site(filename, line, qualname), _shapes(z_init),
-                         str(_first(z_init).dtype).replace("torch.", ""), None, _deq_settings(deq), route, func=func)
+        call = SolveCall(
+            key,
+            "torchdeq DEQ",
+            _site(filename, line, qualname),
+            _shapes(z_init),
+            str(_first(z_init).dtype).replace("torch.", ""),
+            None,
+            _deq_settings(deq),
+            route,
+            func=func,
+        )
         start = time.perf_counter()
         if "unroll" in ov:  # the block applied k times, backprop through every application
             z = z_init
@@ -379,9 +411,11 @@ def _route(entry: str, kw: dict) -> str:
 def _torchdiffeq(route: str):
     if route == "adjoint":
         from torchdiffeq._impl.adjoint import odeint_adjoint
+
         return odeint_adjoint
     if route == "backprop":
         from torchdiffeq._impl.odeint import odeint
+
         return odeint
     raise ValueError(f"route={route!r}: a torchdiffeq solve offers 'backprop' and 'adjoint'")
 
@@ -397,8 +431,13 @@ def _deq_route(deq) -> str:
 
 def _deq_settings(deq) -> dict:
     solver = getattr(deq.f_solver, "__name__", str(deq.f_solver))
-    return {"method": solver, "tol": deq.f_tol, "max_iter": deq.f_max_iter, "eval_max_iter": deq.eval_f_max_iter,
-            "stop_mode": deq.f_stop_mode}
+    return {
+        "method": solver,
+        "tol": deq.f_tol,
+        "max_iter": deq.f_max_iter,
+        "eval_max_iter": deq.eval_f_max_iter,
+        "stop_mode": deq.f_stop_mode,
+    }
 
 
 def _ode_wrapper(original, entry: str):

@@ -4,6 +4,7 @@ torchdeq's DEQ (:mod:`nodecourse.audit.hook`). Each source line that solves is o
 five steps audit it like one of the library's blocks; its settings are changed on its calls
 through the hook, never on the model.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -16,9 +17,12 @@ from nodecourse.audit import inputs as I
 from nodecourse.audit.discovery import Core, module_cores, no_core_found
 from nodecourse.audit.hook import FIXED_GRID, SolveCall, SolveHook
 
-LABELS = {"torchdiffeq.odeint": "torchdiffeq.odeint solve",
-          "torchdiffeq.odeint_adjoint": "torchdiffeq.odeint_adjoint solve",
-          "nodecourse.odeint": "nodecourse.odeint solve", "torchdeq DEQ": "torchdeq DEQ"}
+LABELS = {
+    "torchdiffeq.odeint": "torchdiffeq.odeint solve",
+    "torchdiffeq.odeint_adjoint": "torchdiffeq.odeint_adjoint solve",
+    "nodecourse.odeint": "nodecourse.odeint solve",
+    "torchdeq DEQ": "torchdeq DEQ",
+}
 
 
 @dataclass
@@ -66,11 +70,9 @@ class ObservedCore(Core):
 
     def settings(self) -> dict:
         c = self.call
-        out = {"entry": c.entry, "site": c.site, "state": c.state if len(c.state) > 1 else c.state[0],
-               "dtype": c.dtype}
+        out = {"entry": c.entry, "site": c.site, "state": c.state if len(c.state) > 1 else c.state[0], "dtype": c.dtype}
         if c.grid is not None:
-            out["grid"] = (c.grid if len(c.grid) <= 6 else
-                           f"{len(c.grid)} times from {c.grid[0]:g} to {c.grid[-1]:g}")
+            out["grid"] = c.grid if len(c.grid) <= 6 else f"{len(c.grid)} times from {c.grid[0]:g} to {c.grid[-1]:g}"
         out.update(c.settings)
         out["gradient"] = c.route
         if self.calls_per_forward > 1:
@@ -81,11 +83,16 @@ class ObservedCore(Core):
         s = self.settings()
         state = " + ".join(str(tuple(x)) for x in self.call.state)
         grid = f", grid {s['grid']}" if "grid" in s else ""
-        tol = (f"rtol={s['rtol']:g}, atol={s['atol']:g}" if "rtol" in s and s.get("rtol") is not None
-               else f"tol={s.get('tol', 'n/a')}")
+        tol = (
+            f"rtol={s['rtol']:g}, atol={s['atol']:g}"
+            if "rtol" in s and s.get("rtol") is not None
+            else f"tol={s.get('tol', 'n/a')}"
+        )
         repeat = f", {self.calls_per_forward} calls per forward pass" if self.calls_per_forward > 1 else ""
-        return (f"{self.label} at {self.call.site}: state {state} ({s['dtype']}){grid}, {tol}, method "
-                f"{s.get('method')}, gradient route {self.route}{repeat}")
+        return (
+            f"{self.label} at {self.call.site}: state {state} ({s['dtype']}){grid}, {tol}, method "
+            f"{s.get('method')}, gradient route {self.route}{repeat}"
+        )
 
 
 def observe(model: nn.Module, x, hook: SolveHook) -> list[ObservedCore]:

@@ -12,6 +12,7 @@ rows scored twice; unpaired: two sets), never by the two numbers alone. A differ
 when the whole interval lies beyond the metric's *practical* gap (declared below: the audit's
 own thresholds, stated in every summary that uses them).
 """
+
 from __future__ import annotations
 
 import math
@@ -67,8 +68,10 @@ class Metric:
 
 def check_task(task) -> str:
     if task not in AUDIT_TASKS:
-        raise ValueError(f"task={task!r} is not one of {AUDIT_TASKS}: 'classification' (logits, class or 0/1 labels), "
-                         "'regression' (targets, mean squared error) or 'density' (the model returns log p(x))")
+        raise ValueError(
+            f"task={task!r} is not one of {AUDIT_TASKS}: 'classification' (logits, class or 0/1 labels), "
+            "'regression' (targets, mean squared error) or 'density' (the model returns log p(x))"
+        )
     return task
 
 
@@ -93,8 +96,9 @@ def per_row_loss(task: str, outputs: torch.Tensor, y: torch.Tensor | None) -> to
     if task == "regression":
         return (_flat(outputs) - _flat(y.to(outputs))).pow(2).reshape(outputs.shape[0], -1).mean(dim=1)
     if outputs.dim() == 1 or outputs.shape[-1] == 1:
-        return nn.functional.binary_cross_entropy_with_logits(outputs.reshape(-1), y.to(outputs).reshape(-1),
-                                                              reduction="none")
+        return nn.functional.binary_cross_entropy_with_logits(
+            outputs.reshape(-1), y.to(outputs).reshape(-1), reduction="none"
+        )
     return nn.functional.cross_entropy(outputs, y.long(), reduction="none")
 
 
@@ -149,8 +153,15 @@ def difference(metric: Metric, a, b, *, n_boot: int, seed: int = 0) -> dict:
     """
     (oa, ya), (ob, yb) = a, b
     qa, qb = score(metric, oa, ya), score(metric, ob, yb)
-    out = {"a": qa, "b": qb, "diff": _oriented(metric, qa - qb), "low": math.nan, "high": math.nan,
-           "gap": metric.gap(qb) if math.isfinite(qb) else math.nan, "n_boot": n_boot}
+    out = {
+        "a": qa,
+        "b": qb,
+        "diff": _oriented(metric, qa - qb),
+        "low": math.nan,
+        "high": math.nan,
+        "gap": metric.gap(qb) if math.isfinite(qb) else math.nan,
+        "n_boot": n_boot,
+    }
     if not (math.isfinite(qa) and math.isfinite(qb)):
         return out
     paired = ya is yb and oa.shape[0] == ob.shape[0]
@@ -159,8 +170,12 @@ def difference(metric: Metric, a, b, *, n_boot: int, seed: int = 0) -> dict:
     ia = rng.integers(0, len(na), size=(n_boot, len(na)))
     ib = ia if paired else rng.integers(0, len(nb_), size=(n_boot, len(nb_)))
     if metric.name == "AUC":
-        diffs = np.array([_auc(na[i].reshape(-1), ta[i].reshape(-1)) - _auc(nb_[j].reshape(-1), tb[j].reshape(-1))
-                          for i, j in zip(ia, ib)])
+        diffs = np.array(
+            [
+                _auc(na[i].reshape(-1), ta[i].reshape(-1)) - _auc(nb_[j].reshape(-1), tb[j].reshape(-1))
+                for i, j in zip(ia, ib)
+            ]
+        )
         diffs = diffs[np.isfinite(diffs)]
     else:
         ra, rb = _row_stats(metric, na, ta), _row_stats(metric, nb_, tb)
@@ -171,8 +186,9 @@ def difference(metric: Metric, a, b, *, n_boot: int, seed: int = 0) -> dict:
     return out
 
 
-def difference_over_seeds(metric: Metric, model_out: torch.Tensor, y, baseline_outs: list[torch.Tensor], *,
-                          n_boot: int, seed: int = 0) -> dict:
+def difference_over_seeds(
+    metric: Metric, model_out: torch.Tensor, y, baseline_outs: list[torch.Tensor], *, n_boot: int, seed: int = 0
+) -> dict:
     """The model's quality minus the baseline's mean quality over its training seeds (positive: the
     model is better), with a 95 % interval that includes training variance: each resample draws a
     seed's baseline and the test rows (paired), so the interval is as wide as both spreads make it.
@@ -181,9 +197,17 @@ def difference_over_seeds(metric: Metric, model_out: torch.Tensor, y, baseline_o
     per_seed = [score(metric, b, y) for b in baseline_outs]
     qb = float(np.mean(per_seed)) if all(math.isfinite(q) for q in per_seed) else math.nan
     diff = _oriented(metric, qa - qb) if math.isfinite(qa) and math.isfinite(qb) else math.nan
-    out = {"a": qa, "b": qb, "diff": diff,
-           "low": math.nan, "high": math.nan, "gap": metric.gap(qb) if math.isfinite(qb) else math.nan,
-           "n_boot": n_boot, "per_seed": per_seed, "seeds": len(baseline_outs)}
+    out = {
+        "a": qa,
+        "b": qb,
+        "diff": diff,
+        "low": math.nan,
+        "high": math.nan,
+        "gap": metric.gap(qb) if math.isfinite(qb) else math.nan,
+        "n_boot": n_boot,
+        "per_seed": per_seed,
+        "seeds": len(baseline_outs),
+    }
     if not math.isfinite(out["diff"]):
         return out
     rng = np.random.default_rng(seed)
@@ -192,8 +216,12 @@ def difference_over_seeds(metric: Metric, model_out: torch.Tensor, y, baseline_o
     idx = rng.integers(0, len(na), size=(n_boot, len(na)))
     which = rng.integers(0, len(nbs), size=n_boot)
     if metric.name == "AUC":
-        diffs = np.array([_auc(na[i].reshape(-1), t[i].reshape(-1)) - _auc(nbs[k][i].reshape(-1), t[i].reshape(-1))
-                          for i, k in zip(idx, which)])
+        diffs = np.array(
+            [
+                _auc(na[i].reshape(-1), t[i].reshape(-1)) - _auc(nbs[k][i].reshape(-1), t[i].reshape(-1))
+                for i, k in zip(idx, which)
+            ]
+        )
         diffs = diffs[np.isfinite(diffs)]
     else:
         ra = _row_stats(metric, na, t)

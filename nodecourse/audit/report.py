@@ -7,6 +7,7 @@ figures embedded as PNG, no script, no network), and shows itself as a rich repo
 its verdict and sentence). Figures are drawn with matplotlib on its Agg canvas (no pyplot state, so an
 audit never changes the notebook's own figures).
 """
+
 from __future__ import annotations
 
 import base64
@@ -22,8 +23,14 @@ from nodecourse.measure.tables import json_safe
 #: ``undecided``: the interval straddles a threshold (step 5); ``not measured``: the step has nothing
 #: to measure for this model's shape, and says why; ``failed``: the step raised, its cause is named.
 AUDIT_VERDICTS = ("ok", "warning", "problem", "undecided", "not measured", "failed")
-_COLOURS = {"ok": "#1a7f37", "warning": "#9a6700", "problem": "#cf222e", "undecided": "#6e7781",
-            "not measured": "#6e7781", "failed": "#8250df"}
+_COLOURS = {
+    "ok": "#1a7f37",
+    "warning": "#9a6700",
+    "problem": "#cf222e",
+    "undecided": "#6e7781",
+    "not measured": "#6e7781",
+    "failed": "#8250df",
+}
 
 
 @dataclass
@@ -81,9 +88,16 @@ class StepResult:
             raise ValueError(f"verdict={self.verdict!r} is not one of {AUDIT_VERDICTS}")
 
     def as_dict(self, figures: bool = False) -> dict:
-        out = {"step": self.step, "name": self.name, "verdict": self.verdict, "summary": self.summary,
-               "reasons": list(self.reasons), "seconds": round(self.seconds, 3), "data": json_safe(self.data),
-               "figures": [{"title": f.title, "caption": f.caption} for f in self.figures]}
+        out = {
+            "step": self.step,
+            "name": self.name,
+            "verdict": self.verdict,
+            "summary": self.summary,
+            "reasons": list(self.reasons),
+            "seconds": round(self.seconds, 3),
+            "data": json_safe(self.data),
+            "figures": [{"title": f.title, "caption": f.caption} for f in self.figures],
+        }
         if figures:
             for entry, f in zip(out["figures"], self.figures):
                 entry["png_base64"] = base64.b64encode(f.png).decode("ascii")
@@ -126,9 +140,13 @@ class AuditReport:
         return next(s for s in self.steps if s.step == number)
 
     def as_dict(self, figures: bool = False) -> dict:
-        return {"model": json_safe(self.model), "setup": json_safe(self.setup), "seconds": round(self.seconds, 2),
-                "verdicts": {str(k): v for k, v in self.verdicts.items()},
-                "steps": [s.as_dict(figures) for s in self.steps]}
+        return {
+            "model": json_safe(self.model),
+            "setup": json_safe(self.setup),
+            "seconds": round(self.seconds, 2),
+            "verdicts": {str(k): v for k, v in self.verdicts.items()},
+            "steps": [s.as_dict(figures) for s in self.steps],
+        }
 
     def to_json(self, *, figures: bool = False, indent: int | None = 1) -> str:
         """The report as one JSON document (``figures=True`` adds each PNG as base64)."""
@@ -139,12 +157,17 @@ class AuditReport:
         from nodecourse.measure.tables import markdown_table
 
         m = self.model
-        lines = [f"# Audit of {m['name']}", "",
-                 f"{m['parameters']:,} parameters; cores: " + "; ".join(m["cores"]) + ".", "",
-                 f"{self.setup['mode']} mode, task {self.setup['task']}, {self.setup['n_train']} training and "
-                 f"{self.setup['n_test']} test rows" + (f", {self.setup['n_shift']} shifted rows"
-                                                        if self.setup.get("n_shift") else "")
-                 + f"; {self.seconds:.0f} s in all.", ""]
+        lines = [
+            f"# Audit of {m['name']}",
+            "",
+            f"{m['parameters']:,} parameters; cores: " + "; ".join(m["cores"]) + ".",
+            "",
+            f"{self.setup['mode']} mode, task {self.setup['task']}, {self.setup['n_train']} training and "
+            f"{self.setup['n_test']} test rows"
+            + (f", {self.setup['n_shift']} shifted rows" if self.setup.get("n_shift") else "")
+            + f"; {self.seconds:.0f} s in all.",
+            "",
+        ]
         rows = [[s.step, _cell(s.name), f"**{s.verdict}**", _cell(s.summary), f"{s.seconds:.1f}"] for s in self.steps]
         lines.append(markdown_table(["step", "name", "verdict", "summary", "seconds"], rows))
         for s in self.steps:
@@ -161,16 +184,22 @@ class AuditReport:
 
     def _html_body(self) -> str:
         m = self.model
-        head = (f"<h2>Audit of {html.escape(m['name'])}</h2><p>{m['parameters']:,} parameters; cores: "
-                + html.escape("; ".join(m["cores"])) + f". {html.escape(self.setup['mode'])} mode, task "
-                f"{html.escape(self.setup['task'])}, {self.setup['n_train']} training and {self.setup['n_test']} test "
-                f"rows; {self.seconds:.0f} s in all.</p>")
+        head = (
+            f"<h2>Audit of {html.escape(m['name'])}</h2><p>{m['parameters']:,} parameters; cores: "
+            + html.escape("; ".join(m["cores"]))
+            + f". {html.escape(self.setup['mode'])} mode, task "
+            f"{html.escape(self.setup['task'])}, {self.setup['n_train']} training and {self.setup['n_test']} test "
+            f"rows; {self.seconds:.0f} s in all.</p>"
+        )
         rows = "".join(
             f"<tr><td>{s.step}</td><td>{html.escape(s.name)}</td><td>{_badge(s.verdict)}</td>"
             f"<td style='text-align:left'>{html.escape(s.summary)}</td><td>{s.seconds:.1f} s</td></tr>"
-            for s in self.steps)
-        table = ("<table><thead><tr><th>step</th><th>name</th><th>verdict</th><th>summary</th><th>time</th></tr>"
-                 f"</thead><tbody>{rows}</tbody></table>")
+            for s in self.steps
+        )
+        table = (
+            "<table><thead><tr><th>step</th><th>name</th><th>verdict</th><th>summary</th><th>time</th></tr>"
+            f"</thead><tbody>{rows}</tbody></table>"
+        )
         parts = [head, table]
         for s in self.steps:
             body = [f"<p>{html.escape(s.summary)}</p>"]
@@ -180,11 +209,15 @@ class AuditReport:
             if t:
                 body.append(_html_table(t))
             for f in s.figures:
-                body.append(f"<figure><img src='{f.data_uri()}' alt='{html.escape(f.title)}' style='max-width:100%'>"
-                            f"<figcaption><b>{html.escape(f.title)}.</b> {html.escape(f.caption)}"
-                            "</figcaption></figure>")
-            parts.append(f"<details{' open' if s.verdict != 'ok' else ''}><summary><b>{s.step}. "
-                         f"{html.escape(s.name)}</b> {_badge(s.verdict)}</summary>{''.join(body)}</details>")
+                body.append(
+                    f"<figure><img src='{f.data_uri()}' alt='{html.escape(f.title)}' style='max-width:100%'>"
+                    f"<figcaption><b>{html.escape(f.title)}.</b> {html.escape(f.caption)}"
+                    "</figcaption></figure>"
+                )
+            parts.append(
+                f"<details{' open' if s.verdict != 'ok' else ''}><summary><b>{s.step}. "
+                f"{html.escape(s.name)}</b> {_badge(s.verdict)}</summary>{''.join(body)}</details>"
+            )
         return "<div class='nc-audit'>" + "".join(parts) + "</div>"
 
     def _repr_html_(self) -> str:
@@ -195,18 +228,26 @@ class AuditReport:
 
     def to_html(self) -> str:
         """One self-contained HTML page (figures embedded as PNG data, no scripts)."""
-        style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
-                 "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 6px;vertical-align:top}"
-                 "details{margin:0.8em 0}figcaption{font-size:90%;color:#444}")
-        return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>Audit of {html.escape(self.model['name'])}"
-                f"</title><style>{style}</style></head><body>{self._html_body()}</body></html>\n")
+        style = (
+            "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
+            "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 6px;vertical-align:top}"
+            "details{margin:0.8em 0}figcaption{font-size:90%;color:#444}"
+        )
+        return (
+            f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>Audit of {html.escape(self.model['name'])}"
+            f"</title><style>{style}</style></head><body>{self._html_body()}</body></html>\n"
+        )
 
     def save(self, path) -> Path:
         """Write the report to ``path``: ``.html`` (self-contained), ``.md`` or ``.json``; returns the path."""
         path = Path(path)
         suffix = path.suffix.lower()
-        writers = {".html": self.to_html, ".htm": self.to_html, ".md": self.to_markdown,
-                   ".json": lambda: self.to_json(figures=True)}
+        writers = {
+            ".html": self.to_html,
+            ".htm": self.to_html,
+            ".md": self.to_markdown,
+            ".json": lambda: self.to_json(figures=True),
+        }
         if suffix not in writers:
             raise ValueError(f"path={str(path)!r}: give a file name ending in .html, .md or .json")
         path.write_text(writers[suffix](), encoding="utf-8")
@@ -239,8 +280,7 @@ def _cell(text) -> str:
 
 
 def _badge(verdict: str) -> str:
-    return (f"<span style='background:{_COLOURS[verdict]};color:white;border-radius:3px;padding:0 5px'>"
-            f"{verdict}</span>")
+    return f"<span style='background:{_COLOURS[verdict]};color:white;border-radius:3px;padding:0 5px'>{verdict}</span>"
 
 
 def _html_table(t: dict) -> str:

@@ -1,4 +1,5 @@
 """``audit``: the five steps on a model, one report."""
+
 from __future__ import annotations
 
 import platform
@@ -28,8 +29,10 @@ AUDIT_EPOCHS = {"quick": 5, "full": 30}  # the capstone's budgets (lesson 7)
 AUDIT_ARGS = {
     "task": Arg(Options(Q.AUDIT_TASKS), fix="'classification' (logits), 'regression' (targets) or 'density' (log p)"),
     "quick": Arg(Flag(), fix="nodecourse.config.quick_mode() reads the course's switch"),
-    "epochs": Arg(AnyOf((Interval(int, 0, None), NoneAllowed())),
-                  fix="the baseline's training budget: the epochs your model was trained for"),
+    "epochs": Arg(
+        AnyOf((Interval(int, 0, None), NoneAllowed())),
+        fix="the baseline's training budget: the epochs your model was trained for",
+    ),
     "lr": Arg(Interval(float, 0, None, "neither"), fix="e.g. lr=3e-3 (the baseline's Adam)"),
     "batch_size": Arg(Interval(int, 1, None), fix="e.g. batch_size=64"),
     "seed": Arg(Interval(int, 0, 2**32 - 1), fix="e.g. seed=0 (a seed of torch's and numpy's generators)"),
@@ -37,9 +40,23 @@ AUDIT_ARGS = {
 }
 
 
-def audit(model: nn.Module, train, test, *, task: str = "classification", baseline="auto", shift=None,
-          quick: bool = False, epochs: int | None = None, lr: float = 3e-3, batch_size: int = 64, seed: int = 0,
-          progress: bool = True, name: str | None = None, out=None) -> AuditReport:
+def audit(
+    model: nn.Module,
+    train,
+    test,
+    *,
+    task: str = "classification",
+    baseline="auto",
+    shift=None,
+    quick: bool = False,
+    epochs: int | None = None,
+    lr: float = 3e-3,
+    batch_size: int = 64,
+    seed: int = 0,
+    progress: bool = True,
+    name: str | None = None,
+    out=None,
+) -> AuditReport:
     """Run the five steps of the course's audit on ``model`` and return the :class:`AuditReport`.
 
     Args:
@@ -73,17 +90,22 @@ def audit(model: nn.Module, train, test, *, task: str = "classification", baseli
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model is a {type(model).__name__}; give the nn.Module to audit")
-    args = check_args(dict(task=task, quick=quick, epochs=epochs, lr=lr, batch_size=batch_size, seed=seed,
-                           progress=progress), AUDIT_ARGS)
-    task, quick, epochs, lr, batch_size, seed = (args[k] for k in ("task", "quick", "epochs", "lr", "batch_size",
-                                                                   "seed"))
+    args = check_args(
+        dict(task=task, quick=quick, epochs=epochs, lr=lr, batch_size=batch_size, seed=seed, progress=progress),
+        AUDIT_ARGS,
+    )
+    task, quick, epochs, lr, batch_size, seed = (
+        args[k] for k in ("task", "quick", "epochs", "lr", "batch_size", "seed")
+    )
     out = check_out(out)
     splits = {"train": I.check_pair("train", train, task=task), "test": I.check_pair("test", test, task=task)}
     if shift is not None:
         splits["shift"] = I.check_pair("shift", shift, task=task)
     if not (baseline == "auto" if isinstance(baseline, str) else isinstance(baseline, nn.Module)):
-        raise ValueError(f"baseline={baseline!r}: give 'auto' (the core's discrete counterpart, trained here) or "
-                         "a trained nn.Module of your own")
+        raise ValueError(
+            f"baseline={baseline!r}: give 'auto' (the core's discrete counterpart, trained here) or "
+            "a trained nn.Module of your own"
+        )
     for split, pair in splits.items():
         I.check_finite(split, pair)
     train, test, shift = splits["train"], splits["test"], splits.get("shift")
@@ -96,19 +118,48 @@ def audit(model: nn.Module, train, test, *, task: str = "classification", baseli
         probe = _probe_splits(model, splits, task)
         cores = find_solves(model, test[0], hook)
         metric = Q.metric_for(task, probe)
-        ctx = AuditContext(model=model, cores=cores, task=task, metric=metric, train=train, test=test, shift=shift,
-                           baseline=baseline, sizes=QUICK if quick else FULL, epochs=epochs, lr=lr,
-                           batch_size=batch_size, seed=seed, progress=progress)
+        ctx = AuditContext(
+            model=model,
+            cores=cores,
+            task=task,
+            metric=metric,
+            train=train,
+            test=test,
+            shift=shift,
+            baseline=baseline,
+            sizes=QUICK if quick else FULL,
+            epochs=epochs,
+            lr=lr,
+            batch_size=batch_size,
+            seed=seed,
+            progress=progress,
+        )
         steps = [_run_one(module, ctx, k + 1, progress) for k, module in enumerate(STEPS)]
-    info = {"name": name or type(model).__name__, "class": type(model).__name__,
-            "parameters": count_parameters(model), "cores": [c.describe() for c in cores],
-            "settings": [{"path": c.path, "label": c.label, **c.settings()} for c in cores]}
-    setup = {"task": task, "metric": metric.name, "mode": mode, "n_train": I.n_rows(train[0]),
-             "n_test": I.n_rows(test[0]), "n_shift": I.n_rows(shift[0]) if shift else 0,
-             "baseline": "auto" if isinstance(baseline, str) else type(baseline).__name__,
-             "epochs": epochs, "lr": lr, "batch_size": batch_size, "seed": seed,
-             "sizes": ctx.sizes.__dict__, "torch": torch.__version__, "threads": torch.get_num_threads(),
-             "python": platform.python_version(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    info = {
+        "name": name or type(model).__name__,
+        "class": type(model).__name__,
+        "parameters": count_parameters(model),
+        "cores": [c.describe() for c in cores],
+        "settings": [{"path": c.path, "label": c.label, **c.settings()} for c in cores],
+    }
+    setup = {
+        "task": task,
+        "metric": metric.name,
+        "mode": mode,
+        "n_train": I.n_rows(train[0]),
+        "n_test": I.n_rows(test[0]),
+        "n_shift": I.n_rows(shift[0]) if shift else 0,
+        "baseline": "auto" if isinstance(baseline, str) else type(baseline).__name__,
+        "epochs": epochs,
+        "lr": lr,
+        "batch_size": batch_size,
+        "seed": seed,
+        "sizes": ctx.sizes.__dict__,
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "python": platform.python_version(),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
     report = AuditReport(info, setup, steps, time.perf_counter() - start)
     if out is not None:
         report.setup["written"] = [str(p) for p in report.save_all(out)]
@@ -127,8 +178,10 @@ def check_out(out) -> Path | None:
         raise ValueError(f"out={str(out)!r}: give a file name ending in .html, .md or .json")
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
-        raise ValueError(f"out={str(out)!r}: the folder {str(folder)!r} does not exist; create it first "
-                         f"(mkdir -p {folder}) or write elsewhere")
+        raise ValueError(
+            f"out={str(out)!r}: the folder {str(folder)!r} does not exist; create it first "
+            f"(mkdir -p {folder}) or write elsewhere"
+        )
     import os
 
     if not os.access(folder, os.W_OK):
@@ -146,17 +199,23 @@ def _probe_splits(model: nn.Module, splits: dict, task: str) -> torch.Tensor:
                 o = I.call(model, I.take(pair[0], slice(0, 2)))
         except Exception as exc:  # the user's model: any error is a wrong input shape or type here
             shapes_in = [tuple(p.shape) for p in I.parts(pair[0])]
-            raise ValueError(f"{split}: the model fails on the first two rows of {split}'s x (shapes {shapes_in}): "
-                             f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}; check "
-                             f"{split}'s width and layout against the data the model was trained on") from exc
+            raise ValueError(
+                f"{split}: the model fails on the first two rows of {split}'s x (shapes {shapes_in}): "
+                f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}; check "
+                f"{split}'s width and layout against the data the model was trained on"
+            ) from exc
         if not isinstance(o, torch.Tensor):
-            raise TypeError(f"{split}: the model returns a {type(o).__name__}; the audit needs one tensor per call "
-                            "(logits, predictions or log p): wrap the model so its forward returns it")
+            raise TypeError(
+                f"{split}: the model returns a {type(o).__name__}; the audit needs one tensor per call "
+                "(logits, predictions or log p): wrap the model so its forward returns it"
+            )
         shapes[split], outs[split] = tuple(o.shape[1:]), o
         I.check_against_outputs(split, pair, o, task=task)
     if len(set(shapes.values())) > 1:
-        raise ValueError(f"the model's outputs per row differ between splits: {shapes}; give splits with the same "
-                         "features (a shift of another width?)")
+        raise ValueError(
+            f"the model's outputs per row differ between splits: {shapes}; give splits with the same "
+            "features (a shift of another width?)"
+        )
     return outs["test"]
 
 
@@ -168,16 +227,23 @@ def _run_one(module, ctx: AuditContext, number: int, progress: bool) -> StepResu
     except Exception as exc:  # any failure of a step is reported, never lost with the report
         where = traceback.extract_tb(exc.__traceback__)[-1]
         cause = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
-        result = StepResult(number, module.NAME, "failed",
-                            f"Not measured: the step failed ({cause}, at {Path(where.filename).name}:{where.lineno}).",
-                            {"error": cause, "where": f"{where.filename}:{where.lineno}"},
-                            reasons=[cause], seconds=time.perf_counter() - t0)
+        result = StepResult(
+            number,
+            module.NAME,
+            "failed",
+            f"Not measured: the step failed ({cause}, at {Path(where.filename).name}:{where.lineno}).",
+            {"error": cause, "where": f"{where.filename}:{where.lineno}"},
+            reasons=[cause],
+            seconds=time.perf_counter() - t0,
+        )
     if progress:
         from tqdm.auto import tqdm
 
         # tqdm.write: in a terminal it prints above any bar still drawn (never through one), and every
         # bar of this step has been closed by now, so the step's line follows its bars in order.
-        tqdm.write(f"audit: step {number}/{len(STEPS)} ({module.NAME}): {result.verdict}, {result.seconds:.1f} s",
-                   file=sys.stderr)
+        tqdm.write(
+            f"audit: step {number}/{len(STEPS)} ({module.NAME}): {result.verdict}, {result.seconds:.1f} s",
+            file=sys.stderr,
+        )
         sys.stderr.flush()
     return result

@@ -1,4 +1,5 @@
 """Leaving a model as it was found: what every audit (and step 5's in-place cast) restores."""
+
 from __future__ import annotations
 
 import contextlib

@@ -17,6 +17,7 @@ whole 95 % interval of the paired difference); *warning* when it is better (the 
 zero), or when the model is not better by a gap and takes more than :data:`SLOWER` times the
 baseline's forward time; *ok* otherwise.
 """
+
 from __future__ import annotations
 
 import time
@@ -61,21 +62,46 @@ def run_step(ctx: AuditContext) -> StepResult:
     if trained_here:
         reason = _no_baseline(ctx)
         if reason:
-            return StepResult(1, NAME, "not measured", f"No automatic baseline: {reason}.", {"baseline": None},
-                              reasons=[reason], seconds=time.perf_counter() - start)
+            return StepResult(
+                1,
+                NAME,
+                "not measured",
+                f"No automatic baseline: {reason}.",
+                {"baseline": None},
+                reasons=[reason],
+                seconds=time.perf_counter() - start,
+            )
         bases, how = [], ""
         for k in range(ctx.sizes.seeds):
             try:
                 baseline, how = _counterpart(ctx, ctx.seed + k)
                 if not independent_copy(ctx.model, baseline, I.take(ctx.x_test, slice(0, 2))):
-                    raise ValueError("the model reaches some of its weights through a closure made when it was built "
-                                     "(e.g. self.f = lambda z: self.W(z)), so a copy trained here would train the "
-                                     "original's weights; pass baseline= a model of your own")
+                    raise ValueError(
+                        "the model reaches some of its weights through a closure made when it was built "
+                        "(e.g. self.f = lambda z: self.W(z)), so a copy trained here would train the "
+                        "original's weights; pass baseline= a model of your own"
+                    )
             except ValueError as exc:
-                return StepResult(1, NAME, "not measured", f"No automatic baseline: {exc}.", {"baseline": None},
-                                  reasons=[str(exc)], seconds=time.perf_counter() - start)
-            train(baseline, ctx.train, task=ctx.task, epochs=ctx.epochs, lr=ctx.lr, batch_size=ctx.batch_size,
-                  seed=ctx.seed + k, progress=ctx.progress, desc=f"baseline, seed {ctx.seed + k}")
+                return StepResult(
+                    1,
+                    NAME,
+                    "not measured",
+                    f"No automatic baseline: {exc}.",
+                    {"baseline": None},
+                    reasons=[str(exc)],
+                    seconds=time.perf_counter() - start,
+                )
+            train(
+                baseline,
+                ctx.train,
+                task=ctx.task,
+                epochs=ctx.epochs,
+                lr=ctx.lr,
+                batch_size=ctx.batch_size,
+                seed=ctx.seed + k,
+                progress=ctx.progress,
+                desc=f"baseline, seed {ctx.seed + k}",
+            )
             bases.append(baseline)
     else:
         bases, how = [ctx.baseline], f"your own {type(ctx.baseline).__name__}, as given (not trained by the audit)"
@@ -104,8 +130,9 @@ def run_step(ctx: AuditContext) -> StepResult:
         base_work, base_unit = _work_per_pass(base_run, n_chunks, b_key), b_unit
     else:
         base_work, base_unit = _discrete_work(baseline) or (float("nan"), "n/a")
-    d = Q.difference_over_seeds(metric, model_run.outputs, y, [r.outputs for r in base_runs], n_boot=ctx.sizes.n_boot,
-                                seed=ctx.seed)
+    d = Q.difference_over_seeds(
+        metric, model_run.outputs, y, [r.outputs for r in base_runs], n_boot=ctx.sizes.n_boot, seed=ctx.seed
+    )
     n_test = model_run.n_rows
     ms = {"model": 1000 * t_model / n_test * 1000, "baseline": 1000 * t_base / n_test * 1000}
     ratio = t_model / t_base if t_base > 0 else float("inf")
@@ -114,49 +141,77 @@ def run_step(ctx: AuditContext) -> StepResult:
     problems, warnings = [], []
     gap = metric.fmt_gap(d["gap"]) if d["gap"] == d["gap"] else "n/a"
     if d["diff"] != d["diff"]:
-        warnings.append(f"the quality of one of the two could not be measured ({model_run.failed_rows} model rows, "
-                        f"{base_run.failed_rows} baseline rows failed: see step 2)")
+        warnings.append(
+            f"the quality of one of the two could not be measured ({model_run.failed_rows} model rows, "
+            f"{base_run.failed_rows} baseline rows failed: see step 2)"
+        )
     elif Q.worse_beyond_gap(d, PROBLEM_GAPS):
-        problems.append(f"the baseline is better by more than {PROBLEM_GAPS:g} practical gaps ({gap} each): "
-                        f"model minus baseline {Q.interval_text(metric, d)}")
+        problems.append(
+            f"the baseline is better by more than {PROBLEM_GAPS:g} practical gaps ({gap} each): "
+            f"model minus baseline {Q.interval_text(metric, d)}"
+        )
     elif Q.worse_beyond_gap(d):
-        warnings.append(f"the baseline is better by more than the practical gap ({gap}): model minus baseline "
-                        f"{Q.interval_text(metric, d)}")
+        warnings.append(
+            f"the baseline is better by more than the practical gap ({gap}): model minus baseline "
+            f"{Q.interval_text(metric, d)}"
+        )
     elif Q.worse_beyond_gap(d, 0.0):
-        warnings.append(f"the baseline is better (the whole interval is below zero, though not by the practical gap "
-                        f"{gap}): model minus baseline {Q.interval_text(metric, d)}")
+        warnings.append(
+            f"the baseline is better (the whole interval is below zero, though not by the practical gap "
+            f"{gap}): model minus baseline {Q.interval_text(metric, d)}"
+        )
     elif not Q.better_beyond_gap(d) and ratio > SLOWER:
-        warnings.append(f"the model is not better than the baseline by the practical gap ({gap}) and takes "
-                        f"{ratio:.3g}x its forward time")
+        warnings.append(
+            f"the model is not better than the baseline by the practical gap ({gap}) and takes "
+            f"{ratio:.3g}x its forward time"
+        )
     verdict, reasons = verdict_of(problems, warnings)
-    budget = (f"trained here for {ctx.epochs} epochs over {len(bases)} seeds, mean quality; the interval includes "
-              "training variance" if trained_here else "as given")
-    summary = (f"The baseline ({how}; {budget}) scores {metric.name} {metric.fmt(d['b'])} against the model's "
-               f"{metric.fmt(d['a'])} (model minus baseline {Q.interval_text(metric, d)}) with {p_base:,} "
-               f"parameters to the model's {p_model:,}, at {1 / ratio:.2g}x the model's forward time "
-               f"({base_work:.3g} {base_unit} against {model_work:.3g} {unit} per forward pass of up to "
-               f"{ctx.sizes.chunk} rows).")
-    table = {"columns": ["", "parameters", metric.name, "forward ms / 1000 inputs", "work per forward pass"],
-             "rows": [["model", p_model, d["a"], ms["model"], f"{model_work:.3g} {unit}"],
-                      ["baseline", p_base, d["b"], ms["baseline"], f"{base_work:.3g} {base_unit}"]]}
-    data = {"baseline": how, "trained_by_audit": trained_here, "epochs": ctx.epochs if trained_here else None,
-            "seeds": len(bases), "quality_per_seed": d.get("per_seed"),
-            "parameters": {"model": p_model, "baseline": p_base}, "quality": {"metric": metric.name, **d},
-            "forward_ms_per_1000": ms, "time_ratio": ratio,
-            "work_per_pass": {"model": model_work, "model_unit": unit, "baseline": base_work,
-                              "baseline_unit": base_unit},
-            "failed_rows": {"model": model_run.failed_rows, "baseline": base_run.failed_rows}, "table": table}
-    return StepResult(1, NAME, verdict, summary, data, [_figure(metric, d, ms)], reasons,
-                      time.perf_counter() - start)
+    budget = (
+        f"trained here for {ctx.epochs} epochs over {len(bases)} seeds, mean quality; the interval includes "
+        "training variance"
+        if trained_here
+        else "as given"
+    )
+    summary = (
+        f"The baseline ({how}; {budget}) scores {metric.name} {metric.fmt(d['b'])} against the model's "
+        f"{metric.fmt(d['a'])} (model minus baseline {Q.interval_text(metric, d)}) with {p_base:,} "
+        f"parameters to the model's {p_model:,}, at {1 / ratio:.2g}x the model's forward time "
+        f"({base_work:.3g} {base_unit} against {model_work:.3g} {unit} per forward pass of up to "
+        f"{ctx.sizes.chunk} rows)."
+    )
+    table = {
+        "columns": ["", "parameters", metric.name, "forward ms / 1000 inputs", "work per forward pass"],
+        "rows": [
+            ["model", p_model, d["a"], ms["model"], f"{model_work:.3g} {unit}"],
+            ["baseline", p_base, d["b"], ms["baseline"], f"{base_work:.3g} {base_unit}"],
+        ],
+    }
+    data = {
+        "baseline": how,
+        "trained_by_audit": trained_here,
+        "epochs": ctx.epochs if trained_here else None,
+        "seeds": len(bases),
+        "quality_per_seed": d.get("per_seed"),
+        "parameters": {"model": p_model, "baseline": p_base},
+        "quality": {"metric": metric.name, **d},
+        "forward_ms_per_1000": ms,
+        "time_ratio": ratio,
+        "work_per_pass": {"model": model_work, "model_unit": unit, "baseline": base_work, "baseline_unit": base_unit},
+        "failed_rows": {"model": model_run.failed_rows, "baseline": base_run.failed_rows},
+        "table": table,
+    }
+    return StepResult(1, NAME, verdict, summary, data, [_figure(metric, d, ms)], reasons, time.perf_counter() - start)
 
 
 def _no_baseline(ctx: AuditContext) -> str | None:
     """Why no automatic baseline is fair for this model, or None."""
     if ctx.task == "density" or any(isinstance(c.module, CNF) for c in ctx.cores if not is_observed(c)):
-        return ("a density model's fair counterpart is a discrete flow with an exact log-determinant at matched "
-                "parameters, which the audit does not build for you (an explicit stack of the field is not a "
-                "density: its exp(log p) need not integrate to 1); pass baseline= your own trained flow (a RealNVP, "
-                "a residual flow) to compare")
+        return (
+            "a density model's fair counterpart is a discrete flow with an exact log-determinant at matched "
+            "parameters, which the audit does not build for you (an explicit stack of the field is not a "
+            "density: its exp(log p) need not integrate to 1); pass baseline= your own trained flow (a RealNVP, "
+            "a residual flow) to compare"
+        )
     return None
 
 
@@ -178,6 +233,9 @@ def _figure(metric, d, ms):
         ax1.set_ylim(bottom=0.9 * low)
     ax2.bar(names, [ms["model"], ms["baseline"]], color=["#4c72b0", "#999999"])
     ax2.set(ylabel="forward time (ms per 1000 inputs)", title="Cost")
-    return render(fig, "Model and explicit baseline",
-                  f"test {metric.name} (left) and forward wall time in milliseconds per 1000 test inputs, "
-                  "median of three passes (right)")
+    return render(
+        fig,
+        "Model and explicit baseline",
+        f"test {metric.name} (left) and forward wall time in milliseconds per 1000 test inputs, "
+        "median of three passes (right)",
+    )

@@ -10,6 +10,7 @@ that stops early, a DEQ that does not reach its tolerance and silently returns i
 *warning* for any failure, or when the most expensive input costs more than :data:`SPREAD` times
 the median (a tail of inputs that a batch waits for); *ok* otherwise.
 """
+
 from __future__ import annotations
 
 import math
@@ -52,15 +53,29 @@ def run_step(ctx: AuditContext) -> StepResult:
     n, n_fail = len(each), ok.count(False)
     statuses = sorted({e["status"] for e in each if not e["ok"]})
     med, top = statistics.median(work), max(work)
-    stats = {"n_inputs": n, "unit": unit, "mean": statistics.fmean(work), "median": med, "min": min(work),
-             "max": top, "failures": n_fail, "failure_statuses": statuses, "spearman_work_loss": rho}
+    stats = {
+        "n_inputs": n,
+        "unit": unit,
+        "mean": statistics.fmean(work),
+        "median": med,
+        "min": min(work),
+        "max": top,
+        "failures": n_fail,
+        "failure_statuses": statuses,
+        "spearman_work_loss": rho,
+    }
     if ctx.cores[0].kind == "ode" and not getattr(ctx.cores[0], "observed", False):  # torchdiffeq keeps no step log
         stats["rejected_mean"] = statistics.fmean(e["n_rejected"] for e in each)
         stats["accepted_mean"] = statistics.fmean(e["n_accepted"] for e in each)
     sites = sorted({site for e in each for site in e["by_solve"]})
     if len(sites) > 1:  # several solves: each one's work per input on its own line
-        stats["per_solve"] = {site: {"median": statistics.median(e["by_solve"].get(site, 0.0) for e in each),
-                                     "max": max(e["by_solve"].get(site, 0.0) for e in each)} for site in sites}
+        stats["per_solve"] = {
+            site: {
+                "median": statistics.median(e["by_solve"].get(site, 0.0) for e in each),
+                "max": max(e["by_solve"].get(site, 0.0) for e in each),
+            }
+            for site in sites
+        }
     residuals = [e["residual"] for e in each if e["residual"] is not None]
     if residuals:
         stats["residual_max"] = max(residuals)
@@ -74,31 +89,39 @@ def run_step(ctx: AuditContext) -> StepResult:
     if med > 0 and top > SPREAD * med:
         warnings.append(f"the costliest input needs {top:.0f} {unit}, {top / med:.1f}x the median {med:.0f}")
     verdict, reasons = verdict_of(problems, warnings)
-    follows = ("work does not vary" if rho is None else
-               f"rank correlation of work with the input's loss {rho:+.2f}")
+    follows = "work does not vary" if rho is None else f"rank correlation of work with the input's loss {rho:+.2f}"
     extra = ""
     if "rejected_mean" in stats:
         extra = f", {stats['accepted_mean']:.1f} accepted and {stats['rejected_mean']:.1f} rejected steps on average"
     if residuals:
         extra = f", final residual up to {stats['residual_max']:.1e}"
     if "per_solve" in stats:
-        extra += "; per solve: " + "; ".join(f"{site} median {v['median']:.0f}, max {v['max']:.0f}"
-                                             for site, v in stats["per_solve"].items())
-    summary = (f"Over {n} test inputs solved one at a time: {unit} median {med:.0f} (range {min(work):.0f}-"
-               f"{top:.0f}, mean {stats['mean']:.1f}){extra}; {n_fail} failed solves; {follows}.")
-    table = {"columns": ["", unit] + (["rejected steps"] if "rejected_mean" in stats else []),
-             "rows": [[label, f(work)] + ([f([e["n_rejected"] for e in each])] if "rejected_mean" in stats else [])
-                      for label, f in (("min", min), ("median", statistics.median), ("max", max))]}
+        extra += "; per solve: " + "; ".join(
+            f"{site} median {v['median']:.0f}, max {v['max']:.0f}" for site, v in stats["per_solve"].items()
+        )
+    summary = (
+        f"Over {n} test inputs solved one at a time: {unit} median {med:.0f} (range {min(work):.0f}-"
+        f"{top:.0f}, mean {stats['mean']:.1f}){extra}; {n_fail} failed solves; {follows}."
+    )
+    table = {
+        "columns": ["", unit] + (["rejected steps"] if "rejected_mean" in stats else []),
+        "rows": [
+            [label, f(work)] + ([f([e["n_rejected"] for e in each])] if "rejected_mean" in stats else [])
+            for label, f in (("min", min), ("median", statistics.median), ("max", max))
+        ],
+    }
     data = {**stats, "rows": rows, "work": work, "loss": losses, "ok": ok, "table": table}
     seconds = [float(e["seconds"]) for e in each]
     data["seconds"] = seconds
-    figure = (_figure(work, losses, ok, unit, ctx.task) if max(work) > min(work) else
-              _constant_work_figure(work[0], seconds, losses, ok, unit, ctx.task))
+    figure = (
+        _figure(work, losses, ok, unit, ctx.task)
+        if max(work) > min(work)
+        else _constant_work_figure(work[0], seconds, losses, ok, unit, ctx.task)
+    )
     return StepResult(2, NAME, verdict, summary, data, [figure], reasons, time.perf_counter() - start)
 
 
-LOSS_NAMES = {"classification": "loss (cross-entropy, nats)", "regression": "squared error",
-              "density": "-log p (nats)"}
+LOSS_NAMES = {"classification": "loss (cross-entropy, nats)", "regression": "squared error", "density": "-log p (nats)"}
 
 
 def _constant_work_figure(work: float, seconds, losses, ok, unit, task):
@@ -107,8 +130,9 @@ def _constant_work_figure(work: float, seconds, losses, ok, unit, task):
     fig, (ax1, ax2) = new_figure(2, width=3.8)
     ms = [1e3 * s for s in seconds]
     ax1.hist(ms, bins=20, color="#4c72b0")
-    ax1.set(xlabel="milliseconds for one input (wall time)", ylabel="test inputs",
-            title=f"Every input: {work:.0f} {unit}")
+    ax1.set(
+        xlabel="milliseconds for one input (wall time)", ylabel="test inputs", title=f"Every input: {work:.0f} {unit}"
+    )
     good = [(t, l) for t, l, g in zip(ms, losses, ok) if g and math.isfinite(l)]
     bad = [(t, l) for t, l, g in zip(ms, losses, ok) if not g and math.isfinite(l)]
     if good:
@@ -117,10 +141,13 @@ def _constant_work_figure(work: float, seconds, losses, ok, unit, task):
         ax2.scatter([t for t, _ in bad], [l for _, l in bad], s=14, color="#cf222e", marker="x", label="failed")
         ax2.legend(fontsize=8)
     ax2.set(xlabel="milliseconds for one input (wall time)", ylabel=LOSS_NAMES[task], title="Time against difficulty")
-    return render(fig, "Work per input",
-                  f"each sampled test input solved on its own took the same {work:.0f} {unit}; what varies is its "
-                  "wall time in milliseconds (left, a histogram) and its loss (right, against the wall time); "
-                  "red crosses: solves that failed")
+    return render(
+        fig,
+        "Work per input",
+        f"each sampled test input solved on its own took the same {work:.0f} {unit}; what varies is its "
+        "wall time in milliseconds (left, a histogram) and its loss (right, against the wall time); "
+        "red crosses: solves that failed",
+    )
 
 
 def _figure(work, losses, ok, unit, task):
@@ -139,7 +166,9 @@ def _figure(work, losses, ok, unit, task):
     ax2.set(xlabel=f"{unit} for one input", ylabel=loss_name, title="Work against difficulty")
     if bad:
         ax2.legend(fontsize=8)
-    return render(fig, "Work per input",
-                  f"each sampled test input solved on its own: {unit} per input (left) and against that input's "
-                  "loss (right); red crosses: solves that failed")
-
+    return render(
+        fig,
+        "Work per input",
+        f"each sampled test input solved on its own: {unit} per input (left) and against that input's "
+        "loss (right); red crosses: solves that failed",
+    )

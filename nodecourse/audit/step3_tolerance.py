@@ -14,6 +14,7 @@ deployed setting sits at a cliff); *ok* otherwise. A model with several solves a
 alone at the loosest and the tightest setting, the others as deployed (shown, not judged): which
 solve its quality rests on.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -67,9 +68,18 @@ def _sweep(ctx: AuditContext, factors, primary, deployed, key: str, n_chunks: in
                 continue
         runs[f] = r
         d = Q.difference(metric, (r.outputs, y), (deployed.outputs, y), n_boot=ctx.sizes.n_boot, seed=ctx.seed)
-        points.append({"factor": f, "setting": label, "quality": d["a"], "vs_deployed": d,
-                       "work_per_pass": r.work[key] / n_chunks, "seconds": r.seconds, "failed_rows": r.failed_rows,
-                       "errors": sorted(set(r.errors))})
+        points.append(
+            {
+                "factor": f,
+                "setting": label,
+                "quality": d["a"],
+                "vs_deployed": d,
+                "work_per_pass": r.work[key] / n_chunks,
+                "seconds": r.seconds,
+                "failed_rows": r.failed_rows,
+                "errors": sorted(set(r.errors)),
+            }
+        )
     return points, runs, skipped
 
 
@@ -100,20 +110,32 @@ def run_step(ctx: AuditContext) -> StepResult:
     tight = by[min(factors)]
     has_tight = min(factors) < 1.0
     # deployed minus tightest, both ways: a gap either way means the discretisation is part of the model
-    dt = (Q.difference(metric, (deployed.outputs, y), (runs[min(factors)].outputs, y), n_boot=ctx.sizes.n_boot,
-                       seed=ctx.seed) if has_tight else None)
+    dt = (
+        Q.difference(
+            metric, (deployed.outputs, y), (runs[min(factors)].outputs, y), n_boot=ctx.sizes.n_boot, seed=ctx.seed
+        )
+        if has_tight
+        else None
+    )
     problems, warnings = [], []
     moved = has_tight and (Q.worse_beyond_gap(dt) or Q.better_beyond_gap(dt))
     if has_tight and (Q.worse_beyond_gap(dt, PROBLEM_GAPS) or Q.better_beyond_gap(dt, PROBLEM_GAPS)):
-        problems.append(f"the deployed model and its {1 / min(factors):g}x tighter solve differ by more than "
-                        f"{PROBLEM_GAPS:g} practical gaps: {Q.interval_text(metric, dt)} (deployed minus tight)")
+        problems.append(
+            f"the deployed model and its {1 / min(factors):g}x tighter solve differ by more than "
+            f"{PROBLEM_GAPS:g} practical gaps: {Q.interval_text(metric, dt)} (deployed minus tight)"
+        )
     elif moved:
-        warnings.append(f"the deployed model and its {1 / min(factors):g}x tighter solve differ by more than the "
-                        f"practical gap {metric.fmt_gap(dt['gap'])}: {Q.interval_text(metric, dt)}")
+        warnings.append(
+            f"the deployed model and its {1 / min(factors):g}x tighter solve differ by more than the "
+            f"practical gap {metric.fmt_gap(dt['gap'])}: {Q.interval_text(metric, dt)}"
+        )
     if looser and breaks_at == looser[0]:
         p = by[breaks_at]
-        why = (f"{p['failed_rows']} rows failed" if p["failed_rows"] else
-               f"{metric.name} {metric.fmt(p['quality'])} against {metric.fmt(deployed_quality(points))}")
+        why = (
+            f"{p['failed_rows']} rows failed"
+            if p["failed_rows"]
+            else f"{metric.name} {metric.fmt(p['quality'])} against {metric.fmt(deployed_quality(points))}"
+        )
         warnings.append(f"quality breaks at the first looser setting ({p['setting']}, {breaks_at:g}x deployed): {why}")
     verdict, reasons = verdict_of(problems, warnings)
     kind = "step size" if primary.fixed_step else ("tol" if primary.kind == "deq" else "tolerance")
@@ -122,36 +144,63 @@ def run_step(ctx: AuditContext) -> StepResult:
         where = f"quality holds up to {max(looser):g}x the deployed {kind}" if looser else "no looser setting tried"
     else:
         p = by[breaks_at]
-        held = (f"quality holds up to {holds_to:g}x the deployed {kind} and breaks" if holds_to > 1
-                else "quality breaks at the first looser setting,")
-        where = (f"{held} at {breaks_at:g}x ({p['setting']}: "
-                 + (f"{p['failed_rows']} rows failed" if p["failed_rows"] else
-                    f"{metric.name} {metric.fmt(p['quality'])}") + ")")
+        held = (
+            f"quality holds up to {holds_to:g}x the deployed {kind} and breaks"
+            if holds_to > 1
+            else "quality breaks at the first looser setting,"
+        )
+        where = (
+            f"{held} at {breaks_at:g}x ({p['setting']}: "
+            + (f"{p['failed_rows']} rows failed" if p["failed_rows"] else f"{metric.name} {metric.fmt(p['quality'])}")
+            + ")"
+        )
     # several solves: each alone at the ends of the sweep, shown (the verdict reads the sweep of all together)
     per_solve = _per_solve(ctx, deployed, sweep, key, n_chunks) if len(ctx.cores) > 1 else []
     tight_fail = [p for p in points if p["factor"] < 1 and p["failed_rows"]]
-    note = (f"; at {', '.join(p['setting'] for p in tight_fail)} {sum(p['failed_rows'] for p in tight_fail)} rows "
-            "did not reach the tighter setting" if tight_fail else "")
+    note = (
+        f"; at {', '.join(p['setting'] for p in tight_fail)} {sum(p['failed_rows'] for p in tight_fail)} rows "
+        "did not reach the tighter setting"
+        if tight_fail
+        else ""
+    )
     if skipped:
         note += "; " + "; ".join(f"{p['factor']:g}x ({p['why']})" for p in skipped)
     if per_solve:
         note += "; each solve alone: " + "; ".join(
-            f"{e['solve']} at {e['setting']}: " + (e["why"] if "why" in e else
-                                                   f"{metric.fmt(e['quality'])} at {e['work_per_pass']:.3g} {unit}")
-            for e in per_solve)
-    tighter = (f"{1 / min(factors):g}x tighter ({tight['setting']}): {metric.fmt(tight['quality'])} at "
-               f"{tight['work_per_pass']:.3g} {unit} (deployed minus tight {Q.interval_text(metric, dt)})"
-               if has_tight else "no tighter setting measured")
-    summary = (f"Deployed ({dep['setting']}): {metric.name} {metric.fmt(dep['quality'])} at {dep['work_per_pass']:.3g} "
-               f"{unit} per forward pass; {where}; {tighter}{note}.")
-    table = {"columns": ["setting", "x deployed", metric.name, f"{unit} per pass", "seconds", "failed rows"],
-             "rows": [[p["setting"], p["factor"], p["quality"], p["work_per_pass"], p["seconds"], p["failed_rows"]]
-                      for p in points]}
-    data = {"kind": kind, "points": points, "not_measured": skipped, "per_solve": per_solve, "breaks_at": breaks_at,
-            "holds_to": holds_to,
-            "deployed_vs_tightest": dt, "table": table}
-    return StepResult(3, NAME, verdict, summary, data, [_figure(points, metric, unit, kind)], reasons,
-                      time.perf_counter() - start)
+            f"{e['solve']} at {e['setting']}: "
+            + (e["why"] if "why" in e else f"{metric.fmt(e['quality'])} at {e['work_per_pass']:.3g} {unit}")
+            for e in per_solve
+        )
+    tighter = (
+        f"{1 / min(factors):g}x tighter ({tight['setting']}): {metric.fmt(tight['quality'])} at "
+        f"{tight['work_per_pass']:.3g} {unit} (deployed minus tight {Q.interval_text(metric, dt)})"
+        if has_tight
+        else "no tighter setting measured"
+    )
+    summary = (
+        f"Deployed ({dep['setting']}): {metric.name} {metric.fmt(dep['quality'])} at {dep['work_per_pass']:.3g} "
+        f"{unit} per forward pass; {where}; {tighter}{note}."
+    )
+    table = {
+        "columns": ["setting", "x deployed", metric.name, f"{unit} per pass", "seconds", "failed rows"],
+        "rows": [
+            [p["setting"], p["factor"], p["quality"], p["work_per_pass"], p["seconds"], p["failed_rows"]]
+            for p in points
+        ],
+    }
+    data = {
+        "kind": kind,
+        "points": points,
+        "not_measured": skipped,
+        "per_solve": per_solve,
+        "breaks_at": breaks_at,
+        "holds_to": holds_to,
+        "deployed_vs_tightest": dt,
+        "table": table,
+    }
+    return StepResult(
+        3, NAME, verdict, summary, data, [_figure(points, metric, unit, kind)], reasons, time.perf_counter() - start
+    )
 
 
 def _per_solve(ctx, deployed, factors, key, n_chunks) -> list[dict]:
@@ -172,8 +221,7 @@ def _per_solve(ctx, deployed, factors, key, n_chunks) -> list[dict]:
             with solver_settings([core], **{core.kind: changes}):
                 r = run(ctx.model, ctx.cores, ctx.x_test, chunk=ctx.sizes.chunk)
             d = Q.difference(ctx.metric, (r.outputs, y), (deployed.outputs, y), n_boot=ctx.sizes.n_boot, seed=ctx.seed)
-            entry.update(quality=d["a"], vs_deployed=d, work_per_pass=r.work[key] / n_chunks,
-                         failed_rows=r.failed_rows)
+            entry.update(quality=d["a"], vs_deployed=d, work_per_pass=r.work[key] / n_chunks, failed_rows=r.failed_rows)
             out.append(entry)
     return out
 
@@ -188,15 +236,27 @@ def _figure(points, metric, unit, kind):
     scale = 100 if metric.name == "accuracy" else 1
     ax1.plot(xs, [scale * p["quality"] if math.isfinite(p["quality"]) else math.nan for p in points], marker="o")
     ax1.axvline(1.0, color="grey", ls=":")
-    ax1.set(xscale="log", xlabel=f"test-time {kind} / deployed (right: looser)",
-            ylabel=f"test {metric.name}" + (" (%)" if scale == 100 else ""), title="Quality against precision")
+    ax1.set(
+        xscale="log",
+        xlabel=f"test-time {kind} / deployed (right: looser)",
+        ylabel=f"test {metric.name}" + (" (%)" if scale == 100 else ""),
+        title="Quality against precision",
+    )
     ax2.plot(xs, [p["work_per_pass"] for p in points], marker="o", label=unit)
-    ax2.set(xscale="log", yscale="log", xlabel=f"test-time {kind} / deployed", ylabel=f"{unit} per forward pass",
-            title="Work against precision")
+    ax2.set(
+        xscale="log",
+        yscale="log",
+        xlabel=f"test-time {kind} / deployed",
+        ylabel=f"{unit} per forward pass",
+        title="Work against precision",
+    )
     ax3 = ax2.twinx()
     ax3.plot(xs, [1000 * p["seconds"] for p in points], marker="s", color="#dd8452")
     ax3.set_ylabel("forward time, test set (ms)", color="#dd8452")
     ax2.axvline(1.0, color="grey", ls=":")
-    return render(fig, "Tolerance sweep",
-                  f"the trained model on the test set at test-time settings relative to the deployed one (dotted "
-                  f"line): {metric.name} (left); {unit} per forward pass (blue) and forward time in ms (orange, right)")
+    return render(
+        fig,
+        "Tolerance sweep",
+        f"the trained model on the test set at test-time settings relative to the deployed one (dotted "
+        f"line): {metric.name} (left); {unit} per forward pass (blue) and forward time in ms (orange, right)",
+    )

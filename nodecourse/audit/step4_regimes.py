@@ -20,6 +20,7 @@ the shift (inputs the model will meet); *warning* for a shift or smallest-noise 
 practical gap, work growing by more than :data:`WORK_GROWTH` there, ``-min Re λ × horizon`` above
 :data:`STIFF_INDEX`, a DEQ whose spectral radius reaches 1, or failures past the horizon; *ok* otherwise.
 """
+
 from __future__ import annotations
 
 import math
@@ -55,13 +56,17 @@ def _record_states(ctx: AuditContext, core, rows) -> list[tuple]:
         return [(f, t, z) for key, f, t, z in seen if key == core.key]
     seen = []
     if core.kind == "deq":
+
         def hook_fn(module, args, output):
             seen.append((core.field, args[0].detach(), output.detach()))
+
         handle = core.module.register_forward_hook(hook_fn)
     else:
+
         def hook_fn(module, args):
             if len(args) >= 2 and isinstance(args[1], torch.Tensor):
                 seen.append((core.field, args[0], args[1].detach()))
+
         handle = core.field.register_forward_pre_hook(hook_fn)
     try:
         with torch.no_grad():
@@ -87,25 +92,44 @@ def stiffness(ctx: AuditContext, core=None) -> dict:
     core = core or ctx.cores[0]
     rows = ctx.sample_rows(ctx.sizes.stiffness_inputs, offset=4)
     if is_observed(core) and len(core.call.state) > 1:
-        return {"measured": False, "why": f"a tuple state {core.call.state} (the Jacobian is formed for one "
-                                          "tensor state (batch, d))", "solve": core.path}
+        return {
+            "measured": False,
+            "why": f"a tuple state {core.call.state} (the Jacobian is formed for one tensor state (batch, d))",
+            "solve": core.path,
+        }
     seen = _record_states(ctx, core, rows)
     if not seen:
-        return {"measured": False, "why": "the field was not called with a tensor state on the sampled rows",
-                "solve": core.path}
+        return {
+            "measured": False,
+            "why": "the field was not called with a tensor state on the sampled rows",
+            "solve": core.path,
+        }
     if core.kind == "deq":
         return _contraction(core, seen)
     states = [(f, t, z) for f, t, z in seen if z.dim() == 2]
     if not states:
-        return {"measured": False, "why": f"the state is not flat (batch, d): {tuple(seen[0][2].shape)}",
-                "solve": core.path}
+        return {
+            "measured": False,
+            "why": f"the state is not flat (batch, d): {tuple(seen[0][2].shape)}",
+            "solve": core.path,
+        }
     d = states[0][2].shape[1]
     if d > MAX_JACOBIAN_DIM:
-        return {"measured": False, "why": f"state of {d} dimensions (the Jacobian is formed up to {MAX_JACOBIAN_DIM})",
-                "solve": core.path}
+        return {
+            "measured": False,
+            "why": f"state of {d} dimensions (the Jacobian is formed up to {MAX_JACOBIAN_DIM})",
+            "solve": core.path,
+        }
     # an even spread over the recorded calls (every stage of every step), then rows within them
-    pick = [states[i] for i in sorted({round(k * (len(states) - 1) / max(1, ctx.sizes.stiffness_states - 1))
-                                       for k in range(ctx.sizes.stiffness_states)})]
+    pick = [
+        states[i]
+        for i in sorted(
+            {
+                round(k * (len(states) - 1) / max(1, ctx.sizes.stiffness_states - 1))
+                for k in range(ctx.sizes.stiffness_states)
+            }
+        )
+    ]
     per_call = max(1, ctx.sizes.stiffness_states // len(pick))
     eig = []
     for f, t, z in pick:
@@ -115,12 +139,21 @@ def stiffness(ctx: AuditContext, core=None) -> dict:
     re, im = lam.real, lam.imag
     horizon = core.horizon or 1.0
     contracting = float((-re).clamp_min(0).max())  # -min Re λ where negative
-    return {"measured": True, "kind": "ode", "solve": core.path, "n_states": len(eig) * per_call, "dim": d,
-            "horizon": horizon, "max_real": float(re.max()), "min_real": float(re.min()),
-            "max_imag": float(im.abs().max()), "stiffness_index": contracting * horizon,
-            "oscillation_index": float(im.abs().max()) * horizon,
-            "growth_index": max(0.0, float(re.max())) * horizon,
-            "eigenvalues": {"real": re.tolist(), "imag": im.tolist()}}
+    return {
+        "measured": True,
+        "kind": "ode",
+        "solve": core.path,
+        "n_states": len(eig) * per_call,
+        "dim": d,
+        "horizon": horizon,
+        "max_real": float(re.max()),
+        "min_real": float(re.min()),
+        "max_imag": float(im.abs().max()),
+        "stiffness_index": contracting * horizon,
+        "oscillation_index": float(im.abs().max()) * horizon,
+        "growth_index": max(0.0, float(re.max())) * horizon,
+        "eigenvalues": {"real": re.tolist(), "imag": im.tolist()},
+    }
 
 
 def _contraction(core, seen) -> dict:
@@ -133,8 +166,15 @@ def _contraction(core, seen) -> dict:
         f_out = f(zz) if x is None else f(zz, x)
         rho = spectral_radius(f_out, zz, n_iter=min(d, 60), generator=torch.Generator(z.device).manual_seed(0))
     rho = [float(v) for v in rho.cpu()]
-    return {"measured": True, "kind": "deq", "solve": core.path, "spectral_radius": rho, "max_rho": max(rho),
-            "median_rho": statistics.median(rho), "n_states": len(rho)}
+    return {
+        "measured": True,
+        "kind": "deq",
+        "solve": core.path,
+        "spectral_radius": rho,
+        "max_rho": max(rho),
+        "median_rho": statistics.median(rho),
+        "n_states": len(rho),
+    }
 
 
 def _shift_work(ctx, x, n) -> float:
@@ -160,8 +200,14 @@ def _measure(ctx: AuditContext, bar) -> StepResult:
     clean = ctx.test_run()
     n_chunks = -(-clean.n_rows // ctx.sizes.chunk)
     clean_work = clean.work[key] / n_chunks
-    regimes = [{"regime": "test set", "quality": Q.score(metric, clean.outputs, y), "work_per_pass": clean_work,
-                "failed_rows": clean.failed_rows}]
+    regimes = [
+        {
+            "regime": "test set",
+            "quality": Q.score(metric, clean.outputs, y),
+            "work_per_pass": clean_work,
+            "failed_rows": clean.failed_rows,
+        }
+    ]
     problems, warnings = [], []
     scale = I.feature_scale(ctx.train[0])
     noise = []
@@ -169,22 +215,33 @@ def _measure(ctx: AuditContext, bar) -> StepResult:
         x_noisy = I.add_noise(ctx.x_test, sigma, scale, ctx.generator(100 + k))
         r = run(ctx.model, ctx.cores, x_noisy, chunk=ctx.sizes.chunk)
         d = Q.difference(metric, (r.outputs, y), (clean.outputs, y), n_boot=ctx.sizes.n_boot, seed=ctx.seed)
-        row = {"regime": f"noise {sigma:g}", "sigma": sigma, "quality": d["a"], "vs_test": d,
-               "work_per_pass": r.work[key] / n_chunks, "failed_rows": r.failed_rows}
+        row = {
+            "regime": f"noise {sigma:g}",
+            "sigma": sigma,
+            "quality": d["a"],
+            "vs_test": d,
+            "work_per_pass": r.work[key] / n_chunks,
+            "failed_rows": r.failed_rows,
+        }
         noise.append(row)
         regimes.append(row)
         bar.update()
     if noise:
         first = noise[0]
         if first["failed_rows"] > PROBLEM_FRACTION * clean.n_rows:
-            problems.append(f"{first['failed_rows']} of {clean.n_rows} rows fail to solve with input noise "
-                            f"{first['sigma']:g}")
+            problems.append(
+                f"{first['failed_rows']} of {clean.n_rows} rows fail to solve with input noise {first['sigma']:g}"
+            )
         if Q.worse_beyond_gap(first["vs_test"]):
-            warnings.append(f"input noise {first['sigma']:g} costs more than the practical gap: "
-                            f"{Q.interval_text(metric, first['vs_test'])}")
+            warnings.append(
+                f"input noise {first['sigma']:g} costs more than the practical gap: "
+                f"{Q.interval_text(metric, first['vs_test'])}"
+            )
         if clean_work > 0 and first["work_per_pass"] > WORK_GROWTH * clean_work:
-            warnings.append(f"input noise {first['sigma']:g} raises the work from {clean_work:.3g} to "
-                            f"{first['work_per_pass']:.3g} {unit} per pass")
+            warnings.append(
+                f"input noise {first['sigma']:g} raises the work from {clean_work:.3g} to "
+                f"{first['work_per_pass']:.3g} {unit} per pass"
+            )
 
     horizon = _longer_horizon(ctx, clean, y, key, unit, n_chunks, regimes, warnings)
     bar.update()
@@ -194,15 +251,19 @@ def _measure(ctx: AuditContext, bar) -> StepResult:
     bar.update()
     for st in stiffs:
         if st.get("measured") and st["kind"] == "ode" and st["stiffness_index"] > STIFF_INDEX:
-            warnings.append(f"stiff along its trajectories ({st['solve'] or 'the model'}): contracting modes with "
-                            f"-min Re λ x horizon = {st['stiffness_index']:.3g} > {STIFF_INDEX:g} (an explicit "
-                            "solver's steps are set by stability there; an implicit method may take fewer)")
+            warnings.append(
+                f"stiff along its trajectories ({st['solve'] or 'the model'}): contracting modes with "
+                f"-min Re λ x horizon = {st['stiffness_index']:.3g} > {STIFF_INDEX:g} (an explicit "
+                "solver's steps are set by stability there; an implicit method may take fewer)"
+            )
     for st in stiffs:
         if st.get("measured") and st["kind"] == "deq" and st["max_rho"] >= 1.0:
             n_over = sum(r >= 1 for r in st["spectral_radius"])
-            warnings.append(f"the spectral radius of ∂f/∂z reaches {st['max_rho']:.3g} at {n_over} of "
-                            f"{st['n_states']} fixed points: not a contraction there (the fixed point need not be "
-                            "unique)")
+            warnings.append(
+                f"the spectral radius of ∂f/∂z reaches {st['max_rho']:.3g} at {n_over} of "
+                f"{st['n_states']} fixed points: not a contraction there (the fixed point need not be "
+                "unique)"
+            )
 
     shift = None
     if ctx.shift:
@@ -210,28 +271,47 @@ def _measure(ctx: AuditContext, bar) -> StepResult:
         r = run(ctx.model, ctx.cores, xs, chunk=ctx.sizes.chunk)
         d = Q.difference(metric, (r.outputs, ys), (clean.outputs, y), n_boot=ctx.sizes.n_boot, seed=ctx.seed)
         w_test, w_shift = _shift_work(ctx, ctx.x_test, clean.n_rows), _shift_work(ctx, xs, r.n_rows)
-        shift = {"regime": "shift", "quality": d["a"], "vs_test": d, "failed_rows": r.failed_rows,
-                 "n_rows": r.n_rows, "work_per_input": {"test": w_test, "shift": w_shift},
-                 "work_per_pass": w_shift}
+        shift = {
+            "regime": "shift",
+            "quality": d["a"],
+            "vs_test": d,
+            "failed_rows": r.failed_rows,
+            "n_rows": r.n_rows,
+            "work_per_input": {"test": w_test, "shift": w_shift},
+            "work_per_pass": w_shift,
+        }
         regimes.append(shift)
         if r.failed_rows > PROBLEM_FRACTION * r.n_rows:
             problems.append(f"{r.failed_rows} of {r.n_rows} shifted rows fail to solve")
         if Q.worse_beyond_gap(d):
-            warnings.append(f"under the shift {metric.name} drops from {metric.fmt(d['b'])} to {metric.fmt(d['a'])}: "
-                            f"{Q.interval_text(metric, d)}")
+            warnings.append(
+                f"under the shift {metric.name} drops from {metric.fmt(d['b'])} to {metric.fmt(d['a'])}: "
+                f"{Q.interval_text(metric, d)}"
+            )
         if w_test > 0 and w_shift > WORK_GROWTH * w_test:
-            warnings.append(f"the shifted inputs need {w_shift / w_test:.2g}x the work per input ({w_shift:.3g} "
-                            f"against {w_test:.3g} {unit})")
+            warnings.append(
+                f"the shifted inputs need {w_shift / w_test:.2g}x the work per input ({w_shift:.3g} "
+                f"against {w_test:.3g} {unit})"
+            )
         bar.update()
     verdict, reasons = verdict_of(problems, warnings)
     summary = _summary(metric, unit, regimes, noise, horizon, stiffs, shift)
-    table = {"columns": ["regime", metric.name, f"{unit} per pass", "failed rows"],
-             "rows": [[g["regime"], g["quality"], g["work_per_pass"], g["failed_rows"]] for g in regimes]}
+    table = {
+        "columns": ["regime", metric.name, f"{unit} per pass", "failed rows"],
+        "rows": [[g["regime"], g["quality"], g["work_per_pass"], g["failed_rows"]] for g in regimes],
+    }
     if shift:
         work = shift["work_per_input"]
         table["rows"][-1][2] = f"{work['shift']:.3g} per input (test {work['test']:.3g})"
-    data = {"regimes": regimes, "horizon": horizon, "stiffness": stiff, "stiffness_per_solve": stiffs, "noise": noise,
-            "shift": shift, "table": table}
+    data = {
+        "regimes": regimes,
+        "horizon": horizon,
+        "stiffness": stiff,
+        "stiffness_per_solve": stiffs,
+        "noise": noise,
+        "shift": shift,
+        "table": table,
+    }
     figs = [_regime_figure(metric, unit, regimes)]
     if stiff.get("measured"):
         figs.append(_stiffness_figure(stiff))
@@ -241,38 +321,53 @@ def _measure(ctx: AuditContext, bar) -> StepResult:
 def _summary(metric, unit, regimes, noise, horizon, stiffs, shift) -> str:
     parts = []
     if noise:
-        parts.append("input noise " + ", ".join(f"{n['sigma']:g}: {metric.fmt(n['quality'])}" for n in noise)
-                     + f" (clean {metric.fmt(regimes[0]['quality'])})")
+        parts.append(
+            "input noise "
+            + ", ".join(f"{n['sigma']:g}: {metric.fmt(n['quality'])}" for n in noise)
+            + f" (clean {metric.fmt(regimes[0]['quality'])})"
+        )
     if horizon.get("measured") and horizon.get("quality_measured", True):
-        parts.append(f"{horizon['regime']}: {metric.fmt(horizon['quality'])} at {horizon['work_per_pass']:.3g} {unit} "
-                     f"per pass ({horizon['failed_rows']} rows failed)")
+        parts.append(
+            f"{horizon['regime']}: {metric.fmt(horizon['quality'])} at {horizon['work_per_pass']:.3g} {unit} "
+            f"per pass ({horizon['failed_rows']} rows failed)"
+        )
     elif horizon.get("measured"):
-        parts.append(f"{horizon['regime']} ({horizon['definition']}): {horizon['work_per_pass']:.3g} {unit} per pass "
-                     f"against {horizon['clean_work_per_pass']:.3g}, "
-                     f"largest |state| at the end {_g(horizon['state_max'])} "
-                     f"against {_g(horizon['clean_state_max'])}, {horizon['failed_rows']} rows failed; quality "
-                     f"not measured ({horizon['why_no_quality']})")
+        parts.append(
+            f"{horizon['regime']} ({horizon['definition']}): {horizon['work_per_pass']:.3g} {unit} per pass "
+            f"against {horizon['clean_work_per_pass']:.3g}, "
+            f"largest |state| at the end {_g(horizon['state_max'])} "
+            f"against {_g(horizon['clean_state_max'])}, {horizon['failed_rows']} rows failed; quality "
+            f"not measured ({horizon['why_no_quality']})"
+        )
     else:
         parts.append(f"no longer horizon ({horizon['why']})")
     for st in stiffs:
         where = f" ({st['solve']})" if len(stiffs) > 1 and st.get("solve") else ""
         if st.get("measured") and st["kind"] == "ode":
-            parts.append(f"eigenvalues of ∂f/∂z along trajectories{where}: real parts {st['min_real']:.3g} to "
-                         f"{st['max_real']:.3g}, stiffness (contracting modes, -min Re λ x horizon) "
-                         f"{st['stiffness_index']:.3g}")
-            parts.append(f"oscillatory modes{where}: max |Im λ| x horizon {st['oscillation_index']:.3g} "
-                         f"({st['oscillation_index'] / (2 * math.pi):.2g} turns; accuracy, not stiffness); growing "
-                         f"modes: max Re λ x horizon {st['growth_index']:.3g}")
+            parts.append(
+                f"eigenvalues of ∂f/∂z along trajectories{where}: real parts {st['min_real']:.3g} to "
+                f"{st['max_real']:.3g}, stiffness (contracting modes, -min Re λ x horizon) "
+                f"{st['stiffness_index']:.3g}"
+            )
+            parts.append(
+                f"oscillatory modes{where}: max |Im λ| x horizon {st['oscillation_index']:.3g} "
+                f"({st['oscillation_index'] / (2 * math.pi):.2g} turns; accuracy, not stiffness); growing "
+                f"modes: max Re λ x horizon {st['growth_index']:.3g}"
+            )
         elif st.get("measured"):
-            parts.append(f"spectral radius of ∂f/∂z at the fixed points{where} median {st['median_rho']:.3g}, max "
-                         f"{st['max_rho']:.3g}")
+            parts.append(
+                f"spectral radius of ∂f/∂z at the fixed points{where} median {st['median_rho']:.3g}, max "
+                f"{st['max_rho']:.3g}"
+            )
         else:
             parts.append(f"stiffness not measured{where} ({st['why']})")
     if shift:
-        parts.append(f"shifted set ({shift['n_rows']} rows): {metric.name} {metric.fmt(shift['quality'])} against the "
-                     f"test set's {metric.fmt(shift['vs_test']['b'])}, shifted minus test "
-                     f"{Q.interval_text(metric, shift['vs_test'])}, {shift['work_per_input']['shift']:.3g} {unit} per "
-                     f"input against {shift['work_per_input']['test']:.3g}")
+        parts.append(
+            f"shifted set ({shift['n_rows']} rows): {metric.name} {metric.fmt(shift['quality'])} against the "
+            f"test set's {metric.fmt(shift['vs_test']['b'])}, shifted minus test "
+            f"{Q.interval_text(metric, shift['vs_test'])}, {shift['work_per_input']['shift']:.3g} {unit} per "
+            f"input against {shift['work_per_input']['test']:.3g}"
+        )
     return "; ".join(parts) + "."
 
 
@@ -288,21 +383,33 @@ def _longer_horizon(ctx, clean, y, key, unit, n_chunks, regimes, warnings) -> di
     factor = ctx.sizes.horizon_factor
     with horizon_scaled(ctx.cores, factor) as changed:
         if not changed:
-            why = ("a DEQ has no horizon" if ctx.cores[0].kind == "deq"
-                   else "the horizon is set by the data's observation times")
+            why = (
+                "a DEQ has no horizon"
+                if ctx.cores[0].kind == "deq"
+                else "the horizon is set by the data's observation times"
+            )
             return {"measured": False, "why": why}
         r = run(ctx.model, ctx.cores, ctx.x_test, chunk=ctx.sizes.chunk)
     trajectory = any(getattr(c, "trajectory", False) for c in changed)
-    out = {"regime": f"horizon x{factor:g}", "measured": True, "work_per_pass": r.work[key] / n_chunks,
-           "failed_rows": r.failed_rows, "errors": sorted(set(r.errors)), "solves": [c.path for c in changed]}
+    out = {
+        "regime": f"horizon x{factor:g}",
+        "measured": True,
+        "work_per_pass": r.work[key] / n_chunks,
+        "failed_rows": r.failed_rows,
+        "errors": sorted(set(r.errors)),
+        "solves": [c.path for c in changed],
+    }
     if trajectory:
         sites = [c.call.site for c in changed if getattr(c, "trajectory", False)]
-        out.update(quality_measured=False, quality=math.nan,
-                   definition=f"the output grid stretched {factor:g}x about its first time",
-                   why_no_quality="a trajectory's targets exist on the trained grid only",
-                   clean_work_per_pass=clean.work[key] / n_chunks,
-                   state_max=max((r.by_solve.get(s, {}).get("state_max") or 0.0) for s in sites),
-                   clean_state_max=max((clean.by_solve.get(s, {}).get("state_max") or 0.0) for s in sites))
+        out.update(
+            quality_measured=False,
+            quality=math.nan,
+            definition=f"the output grid stretched {factor:g}x about its first time",
+            why_no_quality="a trajectory's targets exist on the trained grid only",
+            clean_work_per_pass=clean.work[key] / n_chunks,
+            state_max=max((r.by_solve.get(s, {}).get("state_max") or 0.0) for s in sites),
+            clean_state_max=max((clean.by_solve.get(s, {}).get("state_max") or 0.0) for s in sites),
+        )
     else:
         out["quality"] = Q.score(ctx.metric, r.outputs, y)
     regimes.append(out)
@@ -322,9 +429,12 @@ def _regime_figure(metric, unit, regimes):
     ax2.set(ylabel=f"{unit} (per pass; shift: per input)", title="Work by regime")
     for ax in (ax1, ax2):
         ax.tick_params(axis="x", labelrotation=30, labelsize=8)
-    return render(fig, "Difficult regimes",
-                  f"{metric.name} (left) and solver work (right) on the clean test set, with input noise (in units "
-                  "of each feature's spread), past the horizon and on the shifted set")
+    return render(
+        fig,
+        "Difficult regimes",
+        f"{metric.name} (left) and solver work (right) on the clean test set, with input noise (in units "
+        "of each feature's spread), past the horizon and on the shifted set",
+    )
 
 
 def _stiffness_figure(stiff):
@@ -333,12 +443,16 @@ def _stiffness_figure(stiff):
         ax.scatter(stiff["eigenvalues"]["real"], stiff["eigenvalues"]["imag"], s=6, alpha=0.5)
         ax.axvline(0, color="grey", lw=0.8)
         ax.set(xlabel="Re λ (1 / unit time)", ylabel="Im λ (1 / unit time)", title="Eigenvalues of ∂f/∂z")
-        caption = (f"eigenvalues of the field's Jacobian at {stiff['n_states']} states visited on test inputs "
-                   f"(horizon {stiff['horizon']:g})")
+        caption = (
+            f"eigenvalues of the field's Jacobian at {stiff['n_states']} states visited on test inputs "
+            f"(horizon {stiff['horizon']:g})"
+        )
     else:
         ax.hist(stiff["spectral_radius"], bins=20, color="#4c72b0")
         ax.axvline(1.0, color="#cf222e", ls="--")
         ax.set(xlabel="spectral radius of ∂f/∂z at z*", ylabel="inputs", title="Contraction at the fixed points")
-        caption = (f"spectral radius at {stiff['n_states']} test inputs' fixed points; "
-                   "right of the dashed line: no contraction")
+        caption = (
+            f"spectral radius at {stiff['n_states']} test inputs' fixed points; "
+            "right of the dashed line: no contraction"
+        )
     return render(fig, "Stiffness" if stiff["kind"] == "ode" else "Contraction", caption)

@@ -35,6 +35,7 @@ odeint_adjoint) are computed beside it as what the user could switch to: shown, 
 Cost: two solves per direction at the reference tolerance plus two for the noise estimate, and
 one backward pass per route, on ``Sizes.grad_batch`` rows.
 """
+
 from __future__ import annotations
 
 import math
@@ -140,8 +141,10 @@ def reference_tolerance(dtype, ok_max: float) -> float:
 def _reference(cores, rtol: float) -> dict:
     atol = rtol * 1e-2
     ode = [c for c in cores if c.kind == "ode" and not c.fixed_step]
-    out = {"ode": {"rtol": rtol, "atol": atol} if ode else None,
-           "deq": {"tol": rtol, "max_iter": 2000} if any(c.kind == "deq" for c in cores) else None}
+    out = {
+        "ode": {"rtol": rtol, "atol": atol} if ode else None,
+        "deq": {"tol": rtol, "max_iter": 2000} if any(c.kind == "deq" for c in cores) else None,
+    }
     if ode and any(not is_observed(c) for c in ode):
         out["ode"]["max_steps"] = 1_000_000
     return out
@@ -177,17 +180,19 @@ def run_step(ctx: AuditContext) -> StepResult:
     try:
         with kept_as_found(ctx.model):
             x = _cast(ctx.model, xb, torch.float64)
-            return _check(ctx, x, rows, torch.float64, "float64 (the model cast in place, restored afterwards)",
-                          start)
+            return _check(ctx, x, rows, torch.float64, "float64 (the model cast in place, restored afterwards)", start)
     except CastFailed as exc:
         why64 = str(exc)
     dtype = I.dtype_of(xb) if I.dtype_of(xb).is_floating_point else torch.float32
     if dtype not in FD:
-        raise RuntimeError(f"the gradient check runs in float64 or float32; the model computes in {dtype} and a "
-                           f"float64 cast fails ({why64})")
+        raise RuntimeError(
+            f"the gradient check runs in float64 or float32; the model computes in {dtype} and a "
+            f"float64 cast fails ({why64})"
+        )
     with kept_as_found(ctx.model):
-        return _check(ctx, xb, rows, dtype, f"{str(dtype).replace('torch.', '')} (a float64 cast fails: {why64})",
-                      start)
+        return _check(
+            ctx, xb, rows, dtype, f"{str(dtype).replace('torch.', '')} (a float64 cast fails: {why64})", start
+        )
 
 
 def _check(ctx: AuditContext, x, rows, dtype, precision: str, start: float) -> StepResult:
@@ -234,8 +239,11 @@ def _check(ctx: AuditContext, x, rows, dtype, precision: str, start: float) -> S
     fd_noise = (math.sqrt(sum((a - b) ** 2 for a, b in zip(fd, fd2)) / len(fd2)) / rms) if rms > 0 else math.inf
 
     written = sorted({c.route for c in cores})
-    entries = [_route_entry("as written (" + ", ".join(written) + ")", True, cores, None, loss, params, directions,
-                            fd, rms, ctx.seed)]
+    entries = [
+        _route_entry(
+            "as written (" + ", ".join(written) + ")", True, cores, None, loss, params, directions, fd, rms, ctx.seed
+        )
+    ]
     for route in _routes(cores):
         if [route] == written:
             continue
@@ -252,39 +260,80 @@ def _check(ctx: AuditContext, x, rows, dtype, precision: str, start: float) -> S
         verdict = verdict_for(used["low"], used["high"], ok_max, noisy)
         interval = f"median {used['median']:.2g} (95 % interval {used['low']:.2g} to {used['high']:.2g})"
         if verdict == "problem":
-            reasons.append(f"the gradient the model trains with errs by {interval}: the whole interval is above "
-                           f"{PROBLEM:g}")
+            reasons.append(
+                f"the gradient the model trains with errs by {interval}: the whole interval is above {PROBLEM:g}"
+            )
         elif verdict == "warning":
-            reasons.append(f"the gradient the model trains with errs by {interval}: above the ok threshold "
-                           f"{ok_max:.0e} ({why_ok}), below {PROBLEM:g}")
+            reasons.append(
+                f"the gradient the model trains with errs by {interval}: above the ok threshold "
+                f"{ok_max:.0e} ({why_ok}), below {PROBLEM:g}"
+            )
         elif verdict == "undecided":
-            why = (f"the finite differences' own noise {fd_noise:.1e} is above half the ok threshold {ok_max:.0e}"
-                   if noisy else f"the interval straddles a threshold (ok at or below {ok_max:.0e}, problem above "
-                                 f"{PROBLEM:g})")
+            why = (
+                f"the finite differences' own noise {fd_noise:.1e} is above half the ok threshold {ok_max:.0e}"
+                if noisy
+                else f"the interval straddles a threshold (ok at or below {ok_max:.0e}, problem above {PROBLEM:g})"
+            )
             reasons.append(f"undecided: {interval}; {why}")
     # A route the solver refuses says why where it is named (not "n/a" with the cause elsewhere).
-    others = ", ".join(f"{e['route']} {e['median']:.1e}" if e.get("median") is not None else
-                       f"{e['route']} not run ({e.get('failed', 'no gradient')})" for e in entries[1:])
-    ref_text = ("the deployed fixed steps" if primary.kind == "ode" and primary.fixed_step
-                else f"solves at rtol/tol {ref_rtol:g}")
-    own = (f"median {used['median']:.2g} (95 % interval {used['low']:.2g} to {used['high']:.2g})"
-           if used.get("median") is not None else "not computed")
+    others = ", ".join(
+        f"{e['route']} {e['median']:.1e}"
+        if e.get("median") is not None
+        else f"{e['route']} not run ({e.get('failed', 'no gradient')})"
+        for e in entries[1:]
+    )
+    ref_text = (
+        "the deployed fixed steps"
+        if primary.kind == "ode" and primary.fixed_step
+        else f"solves at rtol/tol {ref_rtol:g}"
+    )
+    own = (
+        f"median {used['median']:.2g} (95 % interval {used['low']:.2g} to {used['high']:.2g})"
+        if used.get("median") is not None
+        else "not computed"
+    )
     deq_note = " (torchdeq's DEQ in training mode, where it attaches its gradient)" if n_deq_train else ""
-    summary = (f"On {len(rows)} test rows in {precision}, a random projection of the outputs differentiated along "
-               f"{len(directions)} random directions in {n_params:,} parameters{deq_note}: the gradient as written "
-               f"({', '.join(written)}) errs by {own} (relative to finite differences of {ref_text}, step {h:g}, "
-               f"their own noise {fd_noise:.1e}); ok at or below {ok_max:.0e} ({why_ok}), problem above "
-               f"{PROBLEM:g}" + (f"; routes it could switch to: {others}" if others else "") + ".")
-    table = {"columns": ["route", "median error", "95 % low", "95 % high", "used by the model"],
-             "rows": [[e["route"], _num(e.get("median"), e.get("failed")), _num(e.get("low")), _num(e.get("high")),
-                       "yes" if e["used"] else "alternative"] for e in entries]}
-    data = {"routes": entries, "ok_threshold": ok_max, "allowed": ok_max, "allowed_why": why_ok,
-            "problem_threshold": PROBLEM, "fd": fd, "fd_noise": fd_noise, "fd_step": h, "reference": ref_text,
-            "precision": precision, "dtype": str(dtype).replace("torch.", ""), "n_rows": len(rows),
-            "n_directions": len(directions), "n_parameters": n_params, "route_used": ", ".join(written),
-            "table": table}
-    return StepResult(5, NAME, verdict, summary, data, [_figure(entries, ok_max, fd_noise)], reasons,
-                      time.perf_counter() - start)
+    summary = (
+        f"On {len(rows)} test rows in {precision}, a random projection of the outputs differentiated along "
+        f"{len(directions)} random directions in {n_params:,} parameters{deq_note}: the gradient as written "
+        f"({', '.join(written)}) errs by {own} (relative to finite differences of {ref_text}, step {h:g}, "
+        f"their own noise {fd_noise:.1e}); ok at or below {ok_max:.0e} ({why_ok}), problem above "
+        f"{PROBLEM:g}" + (f"; routes it could switch to: {others}" if others else "") + "."
+    )
+    table = {
+        "columns": ["route", "median error", "95 % low", "95 % high", "used by the model"],
+        "rows": [
+            [
+                e["route"],
+                _num(e.get("median"), e.get("failed")),
+                _num(e.get("low")),
+                _num(e.get("high")),
+                "yes" if e["used"] else "alternative",
+            ]
+            for e in entries
+        ],
+    }
+    data = {
+        "routes": entries,
+        "ok_threshold": ok_max,
+        "allowed": ok_max,
+        "allowed_why": why_ok,
+        "problem_threshold": PROBLEM,
+        "fd": fd,
+        "fd_noise": fd_noise,
+        "fd_step": h,
+        "reference": ref_text,
+        "precision": precision,
+        "dtype": str(dtype).replace("torch.", ""),
+        "n_rows": len(rows),
+        "n_directions": len(directions),
+        "n_parameters": n_params,
+        "route_used": ", ".join(written),
+        "table": table,
+    }
+    return StepResult(
+        5, NAME, verdict, summary, data, [_figure(entries, ok_max, fd_noise)], reasons, time.perf_counter() - start
+    )
 
 
 def _num(v, failed: str | None = None):
@@ -306,8 +355,15 @@ def _route_entry(route, used, cores, changes, loss, params, directions, fd, rms,
         directional = [sum(float((a * b).double().sum()) for a, b in zip(g, v)) for v in directions]
         errors = [abs(a - b) / rms if rms > 0 else math.inf for a, b in zip(directional, fd)]
         med, lo, hi = median_interval(errors, seed)
-        entry.update(median=med, low=lo, high=hi, errors=errors, directional=directional,
-                     rel_error=med, warnings=sorted({str(w.message).split("\n")[0][:200] for w in caught}))
+        entry.update(
+            median=med,
+            low=lo,
+            high=hi,
+            errors=errors,
+            directional=directional,
+            rel_error=med,
+            warnings=sorted({str(w.message).split("\n")[0][:200] for w in caught}),
+        )
     except (ValueError, TypeError, RuntimeError, AssertionError) as exc:  # a route the solver refuses
         entry.update(median=None, rel_error=None, failed=f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
     return entry
@@ -334,20 +390,36 @@ def _figure(entries, ok_max, fd_noise):
     fig, (ax,) = new_figure(1, width=5.0)
     for k, e in enumerate(entries):
         if e.get("errors"):
-            ax.scatter([k] * len(e["errors"]), [max(v, 1e-17) for v in e["errors"]], s=10, alpha=0.5,
-                       color="#4c72b0" if e["used"] else "#999999")
-            ax.errorbar([k], [max(e["median"], 1e-17)], yerr=[[max(e["median"] - e["low"], 0)],
-                                                              [max(e["high"] - e["median"], 0)]],
-                        fmt="o", color="black", capsize=4)
-    ax.set_xticks(range(len(entries)), [e["route"] + ("" if e["used"] else " (alt.)")
-                                        + ("\n(not run)" if e.get("failed") else "") for e in entries],
-                  fontsize=7, rotation=15)
+            ax.scatter(
+                [k] * len(e["errors"]),
+                [max(v, 1e-17) for v in e["errors"]],
+                s=10,
+                alpha=0.5,
+                color="#4c72b0" if e["used"] else "#999999",
+            )
+            ax.errorbar(
+                [k],
+                [max(e["median"], 1e-17)],
+                yerr=[[max(e["median"] - e["low"], 0)], [max(e["high"] - e["median"], 0)]],
+                fmt="o",
+                color="black",
+                capsize=4,
+            )
+    ax.set_xticks(
+        range(len(entries)),
+        [e["route"] + ("" if e["used"] else " (alt.)") + ("\n(not run)" if e.get("failed") else "") for e in entries],
+        fontsize=7,
+        rotation=15,
+    )
     ax.axhline(ok_max, color="#1a7f37", ls="--", label=f"ok at or below {ok_max:.0e}")
     ax.axhline(PROBLEM, color="#cf222e", ls="--", label=f"problem above {PROBLEM:g}")
     if math.isfinite(fd_noise) and fd_noise > 0:
         ax.axhline(fd_noise, color="grey", ls=":", label=f"finite-difference noise {fd_noise:.0e}")
     ax.set(yscale="log", ylabel="error per direction (relative to rms of FD)", title="Gradient routes")
     ax.legend(fontsize=7)
-    return render(fig, "Gradient routes against finite differences",
-                  "error of each route's directional derivative per random direction (dots), their median and its "
-                  "95 % bootstrap interval (black); the route as written in blue, alternatives in grey; log scale")
+    return render(
+        fig,
+        "Gradient routes against finite differences",
+        "error of each route's directional derivative per random direction (dots), their median and its "
+        "95 % bootstrap interval (black); the route as written in blue, alternatives in grey; log scale",
+    )

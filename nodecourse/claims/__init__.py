@@ -33,6 +33,7 @@ The modules, one job each:
   :mod:`~nodecourse.claims.html_report`: the three formats;
 - :mod:`~nodecourse.claims.readme`: the table between the README's ledger markers.
 """
+
 from nodecourse.claims.columns import COLUMNS, report_header, verdict_counts
 from nodecourse.claims.html_report import format_html, html_table
 from nodecourse.claims.markdown_report import escape_markdown_cell, format_markdown
@@ -55,10 +56,38 @@ from nodecourse.claims.text_report import format_table
 from nodecourse.claims.verdict import THRESHOLD_KINDS, ClaimVerdict, Measurement, Threshold, verdict_text
 
 __all__ = [
-    "COLUMNS", "LEDGER_BEGIN", "LEDGER_END", "REGISTRY", "THRESHOLD_KINDS",
-    "ClaimResult", "ClaimSpec", "ClaimVerdict", "ConfidenceInterval", "Measurement", "MedianInterval", "Threshold",
-    "claim", "combine", "escape_markdown_cell", "format_html", "format_markdown", "format_table",
-    "html_table", "judge", "judge_effect", "judge_median", "load_rows", "median_interval", "parts_text",
-    "replace_between_markers", "report_header", "run_claims", "seed_interval", "show", "sign_test",
-    "verdict_counts", "verdict_text", "verdicts_in_markdown",
+    "COLUMNS",
+    "LEDGER_BEGIN",
+    "LEDGER_END",
+    "REGISTRY",
+    "THRESHOLD_KINDS",
+    "ClaimResult",
+    "ClaimSpec",
+    "ClaimVerdict",
+    "ConfidenceInterval",
+    "Measurement",
+    "MedianInterval",
+    "Threshold",
+    "claim",
+    "combine",
+    "escape_markdown_cell",
+    "format_html",
+    "format_markdown",
+    "format_table",
+    "html_table",
+    "judge",
+    "judge_effect",
+    "judge_median",
+    "load_rows",
+    "median_interval",
+    "parts_text",
+    "replace_between_markers",
+    "report_header",
+    "run_claims",
+    "seed_interval",
+    "show",
+    "sign_test",
+    "verdict_counts",
+    "verdict_text",
+    "verdicts_in_markdown",
 ]

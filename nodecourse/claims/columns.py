@@ -1,5 +1,6 @@
 """What every report of the ledger shares: its columns, a row's cells, the verdict counts and
 the header a published ledger carries (date, mode, machine, software, time)."""
+
 from __future__ import annotations
 
 from nodecourse.claims.registry import ClaimResult
@@ -19,10 +20,14 @@ def cells(r: ClaimResult) -> list[str]:
 
 def verdict_counts(results: list[ClaimResult]) -> str:
     """``"12 hold, 3 hold in part, 2 do not hold, 3 undecided, 1 not measurable at this scale"`` (zeros left out)."""
-    words = {ClaimVerdict.HOLDS: "hold", ClaimVerdict.HOLDS_IN_PART: "hold in part",
-             ClaimVerdict.DOES_NOT_HOLD: "do not hold", ClaimVerdict.UNDECIDED: "undecided",
-             ClaimVerdict.NOT_MEASURABLE: "not measurable at this scale",
-             ClaimVerdict.ERROR: "raised an error"}
+    words = {
+        ClaimVerdict.HOLDS: "hold",
+        ClaimVerdict.HOLDS_IN_PART: "hold in part",
+        ClaimVerdict.DOES_NOT_HOLD: "do not hold",
+        ClaimVerdict.UNDECIDED: "undecided",
+        ClaimVerdict.NOT_MEASURABLE: "not measurable at this scale",
+        ClaimVerdict.ERROR: "raised an error",
+    }
     counts = [(sum(r.verdict is v for r in results), w) for v, w in words.items()]
     return ", ".join(f"{n} {w}" for n, w in counts if n)
 
@@ -53,7 +58,7 @@ def report_header(results: list[ClaimResult], *, quick: bool) -> dict[str, str]:
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "mode": "quick" if quick else "full",
         "machine": f"{_cpu_model()}, {platform.machine()}, {os.cpu_count()} CPU cores, "
-                   f"{platform.system()} {platform.release()}",
+        f"{platform.system()} {platform.release()}",
         "torch threads": str(torch.get_num_threads()),
         "software": f"Python {platform.python_version()}, torch {torch.__version__}",
         "total time": f"{sum(r.seconds for r in results):.0f} s for {len(results)} rows",

@@ -1,4 +1,5 @@
 """The ledger as a Markdown document (:func:`format_markdown`), every cell escaped."""
+
 from __future__ import annotations
 
 import html
@@ -23,8 +24,9 @@ def escape_markdown_cell(text: str) -> str:
     return "<br>".join(text.splitlines()) if "\n" in text else text
 
 
-def format_markdown(results: list[ClaimResult], header: dict[str, str] | None = None, *,
-                    title: str | None = "# Claims ledger") -> str:
+def format_markdown(
+    results: list[ClaimResult], header: dict[str, str] | None = None, *, title: str | None = "# Claims ledger"
+) -> str:
     """The ledger as a Markdown document (a GFM table), every cell escaped.
 
     ``title=None`` leaves out the heading (for a table placed inside another document).

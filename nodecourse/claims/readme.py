@@ -1,5 +1,6 @@
 """The ledger's table inside the README: the markers around it, replacing what is between them,
 and reading the verdicts back."""
+
 from __future__ import annotations
 
 import re
@@ -12,8 +13,9 @@ def replace_between_markers(text: str, block: str) -> str:
     """``text`` with everything between :data:`LEDGER_BEGIN` and :data:`LEDGER_END` replaced by ``block``."""
     begin, end = text.find(LEDGER_BEGIN), text.find(LEDGER_END)
     if begin < 0 or end < begin:
-        raise ValueError(f"the file has no ledger markers: add the lines\n{LEDGER_BEGIN}\n{LEDGER_END}\n"
-                         "where the table belongs")
+        raise ValueError(
+            f"the file has no ledger markers: add the lines\n{LEDGER_BEGIN}\n{LEDGER_END}\nwhere the table belongs"
+        )
     return text[: begin + len(LEDGER_BEGIN)] + "\n" + block.rstrip("\n") + "\n" + text[end:]
 
 

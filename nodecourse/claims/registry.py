@@ -1,5 +1,6 @@
 """The ledger's rows: :func:`claim` registers one, :func:`load_rows` finds every lesson's rows,
 :class:`ClaimResult` is what one row gave when it ran."""
+
 from __future__ import annotations
 
 import importlib

@@ -1,5 +1,6 @@
 """Running the ledger: :func:`run_claims` (the CLI and the tests), :func:`show` (a lesson's rows
 in its notebook)."""
+
 from __future__ import annotations
 
 import sys
@@ -13,7 +14,10 @@ from nodecourse.claims.verdict import ClaimVerdict, Measurement
 
 
 def run_claims(
-    only: Iterable[str] | None = None, *, quick: bool = True, progress: bool = False,
+    only: Iterable[str] | None = None,
+    *,
+    quick: bool = True,
+    progress: bool = False,
     keep_going: bool = False,
 ) -> list[ClaimResult]:
     """Run the selected rows (all when ``only`` is None) and return their results in ledger order.
@@ -44,20 +48,32 @@ def run_claims(
             try:
                 m = spec.measure(quick)
                 if not isinstance(m.verdict, ClaimVerdict) or m.verdict is ClaimVerdict.ERROR:
-                    raise TypeError(f"claim {cid!r} returned verdict {m.verdict!r}; expected one of "
-                                    f"{[v for v in ClaimVerdict if v is not ClaimVerdict.ERROR]}")
+                    raise TypeError(
+                        f"claim {cid!r} returned verdict {m.verdict!r}; expected one of "
+                        f"{[v for v in ClaimVerdict if v is not ClaimVerdict.ERROR]}"
+                    )
             except Exception as exc:  # noqa: BLE001 - recorded, not swallowed: the verdict says error
                 if not keep_going:
                     raise
                 import traceback
 
                 traceback.print_exc(file=sys.stderr)
-                m = Measurement(f"the row raised {type(exc).__name__}: {exc}", ClaimVerdict.ERROR,
-                                {"exception": type(exc).__name__})
+                m = Measurement(
+                    f"the row raised {type(exc).__name__}: {exc}", ClaimVerdict.ERROR, {"exception": type(exc).__name__}
+                )
             results.append(
                 ClaimResult(
-                    spec.id, spec.claim, spec.source, spec.published, m.measured, m.verdict,
-                    time.perf_counter() - start, m.details, spec.threshold, m.seeds, m.unit,
+                    spec.id,
+                    spec.claim,
+                    spec.source,
+                    spec.published,
+                    m.measured,
+                    m.verdict,
+                    time.perf_counter() - start,
+                    m.details,
+                    spec.threshold,
+                    m.seeds,
+                    m.unit,
                 )
             )
             if bar is not None:
@@ -77,8 +93,7 @@ def show(ids: Iterable[str], *, quick: bool | None = None):
     try:
         from IPython.display import HTML, display
 
-        display(HTML(html_table(results, columns=("claim", "source", "published", "threshold", "measured",
-                                                  "verdict"))))
+        display(HTML(html_table(results, columns=("claim", "source", "published", "threshold", "measured", "verdict"))))
     except ImportError:
         print(format_table(results))
     return results

@@ -9,6 +9,7 @@
 
 Too few seeds, or an interval that contains the threshold, is UNDECIDED: more seeds would decide it.
 """
+
 from __future__ import annotations
 
 import math
@@ -45,8 +46,9 @@ def seed_interval(values: Iterable[float]) -> ConfidenceInterval:
     return ConfidenceInterval(mean, half, mean - half, mean + half, min(vals), max(vals), len(vals))
 
 
-def judge(values: Iterable[float], threshold: float, *, above: bool = True,
-          min_seeds: int = 3) -> tuple[ClaimVerdict, ConfidenceInterval | None, str]:
+def judge(
+    values: Iterable[float], threshold: float, *, above: bool = True, min_seeds: int = 3
+) -> tuple[ClaimVerdict, ConfidenceInterval | None, str]:
     """Judge per-seed ``values`` against ``threshold`` by their 95 % interval, not their mean.
 
     ``above=True``: the claim is "value >= threshold". HOLDS when the whole interval is on the
@@ -56,8 +58,7 @@ def judge(values: Iterable[float], threshold: float, *, above: bool = True,
     """
     vals = [float(v) for v in values]
     if len(vals) < max(2, min_seeds):
-        return (ClaimVerdict.UNDECIDED, None,
-                f"{len(vals)} seed(s): too few to judge a spread (need {min_seeds})")
+        return (ClaimVerdict.UNDECIDED, None, f"{len(vals)} seed(s): too few to judge a spread (need {min_seeds})")
     iv = seed_interval(vals)
     side = ">=" if above else "<="
     if (iv.lo >= threshold) if above else (iv.hi <= threshold):
@@ -67,8 +68,9 @@ def judge(values: Iterable[float], threshold: float, *, above: bool = True,
     return ClaimVerdict.UNDECIDED, iv, f"undecided: the 95 % interval contains {threshold:g} at {iv.n} seeds"
 
 
-def judge_effect(differences: Iterable[float], published: float, *,
-                 min_seeds: int = 3) -> tuple[ClaimVerdict, ConfidenceInterval | None, str]:
+def judge_effect(
+    differences: Iterable[float], published: float, *, min_seeds: int = 3
+) -> tuple[ClaimVerdict, ConfidenceInterval | None, str]:
     """Judge paired per-seed ``differences`` (model minus baseline, signed so the claim says
     "positive") against the ``published`` effect size (> 0).
 
@@ -78,20 +80,24 @@ def judge_effect(differences: Iterable[float], published: float, *,
     contains both zero and the published gap, or there are fewer than ``min_seeds`` seeds.
     """
     if not published > 0:
-        raise ValueError(f"judge_effect: published={published!r} must be a positive gap (sign the differences "
-                         "so the claim says 'positive')")
+        raise ValueError(
+            f"judge_effect: published={published!r} must be a positive gap (sign the differences "
+            "so the claim says 'positive')"
+        )
     vals = [float(v) for v in differences]
     if len(vals) < max(2, min_seeds):
-        return (ClaimVerdict.UNDECIDED, None,
-                f"{len(vals)} seed(s): too few to judge a spread (need {min_seeds})")
+        return (ClaimVerdict.UNDECIDED, None, f"{len(vals)} seed(s): too few to judge a spread (need {min_seeds})")
     iv = seed_interval(vals)
     span = f"paired 95 % interval [{iv.lo:+.3g}, {iv.hi:+.3g}]"
     if iv.hi < published:
         return ClaimVerdict.DOES_NOT_HOLD, iv, f"the {span} excludes the published gap {published:+.3g}"
     if iv.lo > 0:
         return ClaimVerdict.HOLDS, iv, f"the {span} is above 0 and reaches the published gap {published:+.3g}"
-    return ClaimVerdict.UNDECIDED, iv, (f"undecided: the {span} contains both 0 and the published gap "
-                                        f"{published:+.3g} at {iv.n} seeds")
+    return (
+        ClaimVerdict.UNDECIDED,
+        iv,
+        (f"undecided: the {span} contains both 0 and the published gap {published:+.3g} at {iv.n} seeds"),
+    )
 
 
 @dataclass(frozen=True)
@@ -125,7 +131,7 @@ def median_interval(values: Iterable[float], *, confidence: float = 0.95) -> Med
         k += 1
     lo, hi = (vals[k - 1], vals[n - k]) if k else (vals[0], vals[-1])
     covered = 1 - 2 * float(stats.binom.cdf(k - 1, n, 0.5)) if k else 1.0
-    return MedianInterval(statistics.median(vals), lo, hi, covered if k else 1.0 - 2 * 0.5 ** n, n)
+    return MedianInterval(statistics.median(vals), lo, hi, covered if k else 1.0 - 2 * 0.5**n, n)
 
 
 def sign_test(values: Iterable[float], threshold: float, *, above: bool = True) -> float:
@@ -140,8 +146,9 @@ def sign_test(values: Iterable[float], threshold: float, *, above: bool = True) 
     return float(stats.binomtest(wins, len(vals), 0.5, alternative="greater").pvalue)
 
 
-def judge_median(values: Iterable[float], threshold: float, *, above: bool = True,
-                 min_seeds: int = 5) -> tuple[ClaimVerdict, MedianInterval | None, str]:
+def judge_median(
+    values: Iterable[float], threshold: float, *, above: bool = True, min_seeds: int = 5
+) -> tuple[ClaimVerdict, MedianInterval | None, str]:
     """Judge heavy-tailed per-seed (or per-task) ``values`` by their median's order-statistic interval.
 
     HOLDS when the interval is wholly on the claimed side of ``threshold``, DOES_NOT_HOLD when wholly

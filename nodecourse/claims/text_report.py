@@ -1,5 +1,6 @@
 """The ledger as a plain-text table for a terminal (:func:`format_table`): cells wrap, nothing
 is cut."""
+
 from __future__ import annotations
 
 from nodecourse.claims.columns import COLUMNS, cells

@@ -1,5 +1,6 @@
 """What a ledger row is judged against and what it returns: :class:`Threshold`,
 :class:`ClaimVerdict`, :class:`Measurement`."""
+
 from __future__ import annotations
 
 import enum

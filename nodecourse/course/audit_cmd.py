@@ -16,6 +16,7 @@ with its verdict and time, and progress bars, go to stderr; with ``--json`` stdo
 the report. Exit status 0 when the audit ran, whatever its verdicts; 1 when it failed; 2 for a
 bad argument.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,13 +26,15 @@ from pathlib import Path
 
 from nodecourse.config import quick_mode
 
-DESCRIPTION = ("Audit a model in five steps: an explicit baseline, solver work per input, a tolerance sweep, "
-               "difficult regimes and gradient checks; print the report. A course model by name, or your own "
-               "as path/to/file.py:build.")
+DESCRIPTION = (
+    "Audit a model in five steps: an explicit baseline, solver work per input, a tolerance sweep, "
+    "difficult regimes and gradient checks; print the report. A course model by name, or your own "
+    "as path/to/file.py:build."
+)
 # The names of nodecourse.lessons.lesson09.COURSE_MODELS, spelled out so that building the CLI's
 # parser does not import torch.
 MODEL_NAMES = ("digits-ode", "digits-deq", "physionet-odernn")
-SEED_MAX = 2 ** 32 - 1
+SEED_MAX = 2**32 - 1
 _FILE_SPEC = re.compile(r"^(?P<path>.+\.py):(?P<func>[A-Za-z_][A-Za-z0-9_]*)$")
 
 
@@ -43,7 +46,8 @@ def model_arg(text: str) -> str:
     if m is None:
         raise argparse.ArgumentTypeError(
             f"{text!r} is neither a course model ({', '.join(MODEL_NAMES)}) nor your own as path/to/file.py:build "
-            "(a file and the function in it that returns (model, splits, task))")
+            "(a file and the function in it that returns (model, splits, task))"
+        )
     if not Path(m["path"]).is_file():
         raise argparse.ArgumentTypeError(f"{text!r}: no file {m['path']!r}; give path/to/file.py:build")
     return text
@@ -60,17 +64,27 @@ def seed_arg(text: str) -> int:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", required=True, type=model_arg, metavar="NAME|FILE.py:FUNC",
-                        help="digits-ode, digits-deq (lesson 7's models on digits), physionet-odernn (lesson 5's "
-                             "ODE-RNN, trained on three ICU types of set A, shifted set: the medical ICU), or "
-                             "path/to/file.py:build (your own: build() returns (model, splits, task))")
+    parser.add_argument(
+        "--model",
+        required=True,
+        type=model_arg,
+        metavar="NAME|FILE.py:FUNC",
+        help="digits-ode, digits-deq (lesson 7's models on digits), physionet-odernn (lesson 5's "
+        "ODE-RNN, trained on three ICU types of set A, shifted set: the medical ICU), or "
+        "path/to/file.py:build (your own: build() returns (model, splits, task))",
+    )
     parser.add_argument("--quick", action="store_true", help="quick mode (also NODECOURSE_QUICK=1)")
-    parser.add_argument("--out", default=None, metavar="FILE",
-                        help="also write the report to FILE (.html, .md or .json) and beside it in the other two "
-                             "formats; the folder must exist")
+    parser.add_argument(
+        "--out",
+        default=None,
+        metavar="FILE",
+        help="also write the report to FILE (.html, .md or .json) and beside it in the other two "
+        "formats; the folder must exist",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as one JSON document")
-    parser.add_argument("--seed", type=seed_arg, default=0,
-                        help=f"seed of the data split and of training, 0 to {SEED_MAX} (default 0)")
+    parser.add_argument(
+        "--seed", type=seed_arg, default=0, help=f"seed of the data split and of training, 0 to {SEED_MAX} (default 0)"
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress on stderr")
 
 
@@ -97,14 +111,18 @@ def load_build(spec: str):
         model, splits, task = result
         unknown = set(splits) - {"train", "test", "shift"}
         if unknown or not {"train", "test"} <= set(splits):
-            raise ValueError(f"--model {spec}: splits has keys {sorted(splits)}; give 'train' and 'test' "
-                             "(and optionally 'shift'), each an (x, y) pair")
+            raise ValueError(
+                f"--model {spec}: splits has keys {sorted(splits)}; give 'train' and 'test' "
+                "(and optionally 'shift'), each an (x, y) pair"
+            )
         return model, dict(train=splits["train"], test=splits["test"], shift=splits.get("shift"), task=task)
     if isinstance(result, tuple) and len(result) in (4, 5):
         model, train, test, task, *shift = result
         return model, dict(train=train, test=test, task=task, shift=shift[0] if shift else None)
-    raise ValueError(f"--model {spec}: {m['func']}() returned {type(result).__name__}; return (model, splits, task) "
-                     "with splits = {'train': (x, y), 'test': (x, y)}")
+    raise ValueError(
+        f"--model {spec}: {m['func']}() returned {type(result).__name__}; return (model, splits, task) "
+        "with splits = {'train': (x, y), 'test': (x, y)}"
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -115,8 +133,10 @@ def main(args: argparse.Namespace) -> int:
         print(f"error: --out {args.out}: give a file name ending in .html, .md or .json", file=sys.stderr)
         return 2
     if args.out is not None and not Path(args.out).resolve().parent.is_dir():
-        print(f"error: --out {args.out}: the folder {str(Path(args.out).parent)!r} does not exist; create it first",
-              file=sys.stderr)
+        print(
+            f"error: --out {args.out}: the folder {str(Path(args.out).parent)!r} does not exist; create it first",
+            file=sys.stderr,
+        )
         return 2
     progress = not args.no_progress
     with StdoutToStderr():  # a library that prints must not corrupt --json's document

@@ -23,6 +23,7 @@ numbers, arrays or tensors. So a patched ``torch.allclose``, a tensor subclass
 whose comparisons always say True, or an object with a forged ``__eq__``
 cannot make them pass.
 """
+
 from __future__ import annotations
 
 import builtins as _builtins
@@ -33,7 +34,13 @@ import numpy as _np
 # Captured at import (before any answer ran in the grader's kernel): later
 # patches of these names do not reach the functions below.
 _isinstance, _type, _len, _float, _bool, _abs = (
-    _builtins.isinstance, _builtins.type, _builtins.len, _builtins.float, _builtins.bool, _builtins.abs)
+    _builtins.isinstance,
+    _builtins.type,
+    _builtins.len,
+    _builtins.float,
+    _builtins.bool,
+    _builtins.abs,
+)
 _print, _zip, _all = _builtins.print, _builtins.zip, _builtins.all
 _isfinite, _isnan = _math.isfinite, _math.isnan
 _ndarray, _np_array, _np_bool, _np_float64 = _np.ndarray, _np.array, _np.bool_, _np.float64
@@ -48,8 +55,13 @@ try:
     _TensorBase = _torch._C.TensorBase
     # C methods of the tensor base class, called unbound: a subclass cannot override them here.
     _t_detach, _t_cpu, _t_to, _t_numpy, _t_numel, _t_is_complex = (
-        _TensorBase.detach, _TensorBase.cpu, _TensorBase.to, _TensorBase.numpy, _TensorBase.numel,
-        _TensorBase.is_complex)
+        _TensorBase.detach,
+        _TensorBase.cpu,
+        _TensorBase.to,
+        _TensorBase.numpy,
+        _TensorBase.numel,
+        _TensorBase.is_complex,
+    )
     _t_resolve_conj, _t_resolve_neg = _TensorBase.resolve_conj, _TensorBase.resolve_neg
     _t_dtype = _TensorBase.dtype.__get__
     _float64, _torch_bool = _torch.float64, _torch.bool
@@ -87,8 +99,10 @@ def _truth(passed) -> bool:
         with _NoTorchFunction():
             if _t_numel(passed) == 1 and _t_dtype(passed) == _torch_bool:
                 return _ndarray_tolist(_t_numpy(_t_cpu(_t_detach(passed))).reshape(-1))[0] is True
-    raise CheckFailed(f"the check's result is a {t.__name__}, not a bool; compare values with "
-                      "nodecourse.course.checks.close / equal / same")
+    raise CheckFailed(
+        f"the check's result is a {t.__name__}, not a bool; compare values with "
+        "nodecourse.course.checks.close / equal / same"
+    )
 
 
 def check(name: str, passed, detail: str = "") -> None:

@@ -5,6 +5,7 @@ Each subcommand is a thin layer over a module that does the work
 :mod:`nodecourse.course.exercise_builder`, :mod:`nodecourse.claims`), imported only
 when that subcommand runs, so ``nodecourse --help`` stays fast.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,8 +31,9 @@ START_URL = "/lab/tree/" + START_NOTEBOOK.as_posix()
 FLAGS: dict[tuple[str, str], Arg] = {
     ("lab", "--port"): Arg(Interval(int, 1, 65535), fix="e.g. --port 8888"),
     ("grade", "--timeout"): Arg(Interval(float, 0, None, "neither", unit="(seconds)"), fix="e.g. --timeout 600"),
-    ("grade", "--notebook-timeout"): Arg(Interval(float, 0, None, "neither", unit="(seconds)"),
-                                         fix="e.g. --notebook-timeout 1800"),
+    ("grade", "--notebook-timeout"): Arg(
+        Interval(float, 0, None, "neither", unit="(seconds)"), fix="e.g. --notebook-timeout 1800"
+    ),
     ("grade", "--memory-mb"): Arg(Interval(int, 16, None), fix="e.g. --memory-mb 4096"),
     ("grade", "--tmp-mb"): Arg(Interval(int, 16, None), fix="e.g. --tmp-mb 512"),
 }
@@ -57,6 +59,7 @@ def _course_root_or_exit(explicit: str | None) -> Path:
 # ---------------------------------------------------------------------------
 # lab
 # ---------------------------------------------------------------------------
+
 
 def course_bin_dir() -> str:
     """The folder of the Python running the course (``.venv/bin``): where ``nodecourse`` is.
@@ -175,8 +178,11 @@ def run_lab(args: argparse.Namespace, extra: Sequence[str]) -> int:
         return 2
     remote = [a for _, a in _requested_addresses(args, extra) if not is_loopback(a)]
     if remote:  # allowed on purpose: still say what it means, once, before the server starts
-        print(f"warning: --allow-remote: JupyterLab will listen on {remote[0] or 'every interface'!r}; anyone "
-              "who can reach it and has the token can run code as this user", file=sys.stderr)
+        print(
+            f"warning: --allow-remote: JupyterLab will listen on {remote[0] or 'every interface'!r}; anyone "
+            "who can reach it and has the token can run code as this user",
+            file=sys.stderr,
+        )
     cmd = lab_command(args, extra)
     root = _course_root_or_exit(args.root)
     if args.dry_run:
@@ -184,10 +190,14 @@ def run_lab(args: argparse.Namespace, extra: Sequence[str]) -> int:
         return 0
     if not (root / START_NOTEBOOK).is_file():
         print(f"warning: {root / START_NOTEBOOK} not found; opening the file browser instead", file=sys.stderr)
-    print(f"Starting JupyterLab. It prints a URL ending in {START_URL}?token=... below: open that URL (it "
-          "opens lesson 0), or paste the token into the login page's 'Password or token' box. In its terminal "
-          "(File > New > "
-          f"Terminal), `nodecourse` is on the PATH ({course_bin_dir()}).", file=sys.stderr, flush=True)
+    print(
+        f"Starting JupyterLab. It prints a URL ending in {START_URL}?token=... below: open that URL (it "
+        "opens lesson 0), or paste the token into the login page's 'Password or token' box. In its terminal "
+        "(File > New > "
+        f"Terminal), `nodecourse` is on the PATH ({course_bin_dir()}).",
+        file=sys.stderr,
+        flush=True,
+    )
     server = subprocess.Popen(cmd, cwd=root, env=lab_environment())
 
     def forward(signum, frame):
@@ -208,6 +218,7 @@ def run_lab(args: argparse.Namespace, extra: Sequence[str]) -> int:
 # grade, check, build, claims
 # ---------------------------------------------------------------------------
 
+
 def run_grade(args: argparse.Namespace) -> int:
     from nodecourse.course import grading
 
@@ -215,13 +226,20 @@ def run_grade(args: argparse.Namespace) -> int:
         return run_gradebook(args)
     for flag, value in (("--jobs", args.jobs), ("--regrade", args.regrade), ("--roster", args.roster)):
         if value:
-            print(f"error: {flag} applies to --gradebook (a class graded at once); add --gradebook FILE.csv",
-                  file=sys.stderr)
+            print(
+                f"error: {flag} applies to --gradebook (a class graded at once); add --gradebook FILE.csv",
+                file=sys.stderr,
+            )
             return 2
     return grading.main(
-        args.notebooks, reference=args.reference, timeout_s=args.timeout,
-        as_json=args.json, keep_dir=args.keep, seed=args.seed,
-        notebook_timeout_s=args.notebook_timeout, limits=_limits(args),
+        args.notebooks,
+        reference=args.reference,
+        timeout_s=args.timeout,
+        as_json=args.json,
+        keep_dir=args.keep,
+        seed=args.seed,
+        notebook_timeout_s=args.notebook_timeout,
+        limits=_limits(args),
     )
 
 
@@ -235,20 +253,33 @@ def run_gradebook(args: argparse.Namespace) -> int:
     from nodecourse.course import gradebook
 
     if args.json or args.keep:
-        print("error: --gradebook writes a CSV (and a feedback file per student beside it); it does not "
-              "combine with --json or --keep: grade one notebook with them to see its details", file=sys.stderr)
+        print(
+            "error: --gradebook writes a CSV (and a feedback file per student beside it); it does not "
+            "combine with --json or --keep: grade one notebook with them to see its details",
+            file=sys.stderr,
+        )
         return 2
     try:
-        summary = gradebook.grade_class(args.notebooks, args.gradebook, timeout_s=args.timeout, jobs=args.jobs,
-                                        seed=args.seed, reference=args.reference, regrade=args.regrade or (),
-                                        roster=args.roster, notebook_timeout_s=args.notebook_timeout,
-                                        limits=_limits(args))
+        summary = gradebook.grade_class(
+            args.notebooks,
+            args.gradebook,
+            timeout_s=args.timeout,
+            jobs=args.jobs,
+            seed=args.seed,
+            reference=args.reference,
+            regrade=args.regrade or (),
+            roster=args.roster,
+            notebook_timeout_s=args.notebook_timeout,
+            limits=_limits(args),
+        )
     except gradebook.GradebookError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print("\n".join(summary.lines()))
-    print(f"gradebook: {args.gradebook} (feedback per student in "
-          f"{Path(args.gradebook).with_name(Path(args.gradebook).stem + '-feedback')}/)")
+    print(
+        f"gradebook: {args.gradebook} (feedback per student in "
+        f"{Path(args.gradebook).with_name(Path(args.gradebook).stem + '-feedback')}/)"
+    )
     return 1 if summary.errors else 0
 
 
@@ -257,10 +288,16 @@ def run_check(args: argparse.Namespace) -> int:
 
     items = envcheck.collect()
     isolation = sandbox.probe()
-    items.append(envcheck.Item(
-        "grading isolation", isolation.summary(), isolation.sandboxed, False,
-        "install bubblewrap (apt-get install bubblewrap) where the machine allows it; until then `nodecourse "
-        "grade` still runs, and says its grades are for self-study only"))
+    items.append(
+        envcheck.Item(
+            "grading isolation",
+            isolation.summary(),
+            isolation.sandboxed,
+            False,
+            "install bubblewrap (apt-get install bubblewrap) where the machine allows it; until then `nodecourse "
+            "grade` still runs, and says its grades are for self-study only",
+        )
+    )
     print(envcheck.format_report(items))
     return 0 if all(i.ok for i in items if i.essential) else 1
 
@@ -293,8 +330,9 @@ def run_claims(args: argparse.Namespace) -> int:
 
     fmt = "json" if args.json else args.format
     if args.json and args.format not in ("text", "json"):
-        print(f"error: --json and --format={args.format} both given; use one (--json is --format json)",
-              file=sys.stderr)
+        print(
+            f"error: --json and --format={args.format} both given; use one (--json is --format json)", file=sys.stderr
+        )
         return 2
     quick = args.quick or quick_mode()
     registry = claims.load_rows()
@@ -311,16 +349,18 @@ def run_claims(args: argparse.Namespace) -> int:
     with StdoutToStderr():
         results = claims.run_claims(args.only, quick=quick, progress=not args.no_progress, keep_going=True)
     header = claims.report_header(results, quick=quick)
-    header["command"] = "nodecourse claims" + (" --quick" if quick else "") + (
-        " --only " + " ".join(args.only) if args.only else "")
+    header["command"] = (
+        "nodecourse claims" + (" --quick" if quick else "") + (" --only " + " ".join(args.only) if args.only else "")
+    )
     if args.update:
         if fmt != "markdown":
             print("error: --update writes the Markdown table; add --format markdown", file=sys.stderr)
             return 2
         path = Path(args.update)
         try:
-            text = claims.replace_between_markers(path.read_text(encoding="utf-8"),
-                                                  claims.format_markdown(results, header, title=None))
+            text = claims.replace_between_markers(
+                path.read_text(encoding="utf-8"), claims.format_markdown(results, header, title=None)
+            )
         except (OSError, ValueError) as exc:
             print(f"error: --update {path}: {exc}", file=sys.stderr)
             return 2
@@ -338,10 +378,14 @@ def run_claims(args: argparse.Namespace) -> int:
         print(claims.format_table(results))
         import textwrap
 
-        print(textwrap.fill(
-            f"({header['mode']} mode, {header['date']}, {header['total time']}; verdicts computed from the "
-            "measurements; cells wrap, nothing is cut; --format markdown|html for a report, --json for "
-            "every detail)", width=80))
+        print(
+            textwrap.fill(
+                f"({header['mode']} mode, {header['date']}, {header['total time']}; verdicts computed from the "
+                "measurements; cells wrap, nothing is cut; --format markdown|html for a report, --json for "
+                "every detail)",
+                width=80,
+            )
+        )
     errors = [r.id for r in results if r.verdict is claims.ClaimVerdict.ERROR]
     if errors:
         print(f"error: these rows raised (traceback above): {errors}", file=sys.stderr)
@@ -352,6 +396,7 @@ def run_claims(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------
 # physionet (its options and work live in nodecourse.course.physionet_cmd)
 # ---------------------------------------------------------------------------
+
 
 def run_site(args: argparse.Namespace) -> int:
     from nodecourse.course import site
@@ -373,6 +418,7 @@ def run_physionet(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------
 # audit (its options and work live in nodecourse.course.audit_cmd)
 # ---------------------------------------------------------------------------
+
 
 def run_audit(args: argparse.Namespace) -> int:
     from nodecourse.course import audit_cmd
@@ -415,8 +461,10 @@ def output_path_error(args: argparse.Namespace) -> str | None:
                 return f"{flag} {value}: no such file; give the file to update (e.g. README.md)"
             continue
         if not parent.is_dir():
-            return (f"{flag} {value}: the folder {str(parent)!r} does not exist; create it first "
-                    f"(mkdir -p {shlex.quote(str(parent))}) or give another path")
+            return (
+                f"{flag} {value}: the folder {str(parent)!r} does not exist; create it first "
+                f"(mkdir -p {shlex.quote(str(parent))}) or give another path"
+            )
         if kind == "file" and path.is_dir():
             return f"{flag} {value}: is a folder; give a file name inside it, e.g. {path / 'out'}"
         if kind == "folder" and path.exists() and not path.is_dir():
@@ -433,73 +481,136 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    p = sub.add_parser("lab", help="start JupyterLab at lesson 0",
-                       description="Start JupyterLab in the course folder at notebooks/00_start_here.ipynb. "
-                                   "Arguments it does not know are passed to jupyter lab.")
-    p.add_argument("--port", type=argparse_type(FLAGS["lab", "--port"]), default=None,
-                   help="port for the server (default: jupyter's)")
-    p.add_argument("--ip", default=None,
-                   help="address to listen on (default: jupyter's, localhost); an address other than "
-                        "loopback (127.0.0.0/8, ::1, localhost) needs --allow-remote")
-    p.add_argument("--allow-remote", action="store_true",
-                   help="allow --ip to be a network address (or empty: every interface). The server runs "
-                        "code as this user and its token is then the only protection")
+    p = sub.add_parser(
+        "lab",
+        help="start JupyterLab at lesson 0",
+        description="Start JupyterLab in the course folder at notebooks/00_start_here.ipynb. "
+        "Arguments it does not know are passed to jupyter lab.",
+    )
+    p.add_argument(
+        "--port",
+        type=argparse_type(FLAGS["lab", "--port"]),
+        default=None,
+        help="port for the server (default: jupyter's)",
+    )
+    p.add_argument(
+        "--ip",
+        default=None,
+        help="address to listen on (default: jupyter's, localhost); an address other than "
+        "loopback (127.0.0.0/8, ::1, localhost) needs --allow-remote",
+    )
+    p.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow --ip to be a network address (or empty: every interface). The server runs "
+        "code as this user and its token is then the only protection",
+    )
     p.add_argument("--no-browser", action="store_true", help="do not open a browser")
     p.add_argument("--root", default=None, help="the course folder (default: found from the current directory)")
     p.add_argument("--dry-run", action="store_true", help="print the jupyter command instead of running it")
 
     p = sub.add_parser(
-        "grade", help="grade exercise notebooks (exit 0 only when every check passes)",
+        "grade",
+        help="grade exercise notebooks (exit 0 only when every check passes)",
         description="Grade exercise notebooks. Only the answer cells of NOTEBOOK are used: they are put "
-                    "into a fresh build of solutions/<same name>.ipynb (the reference, never the files in "
-                    "exercises/, which learners edit) and run in a new kernel. Exit 0 only when every check "
-                    "passes. The trust model (what this guarantees) is in CONTRIBUTING.md.")
+        "into a fresh build of solutions/<same name>.ipynb (the reference, never the files in "
+        "exercises/, which learners edit) and run in a new kernel. Exit 0 only when every check "
+        "passes. The trust model (what this guarantees) is in CONTRIBUTING.md.",
+    )
     p.add_argument("notebooks", nargs="+", metavar="NOTEBOOK")
-    p.add_argument("--timeout", type=argparse_type(FLAGS["grade", "--timeout"]), default=DEFAULT_CELL_TIMEOUT_S,
-                   help=f"seconds each cell may run (default {DEFAULT_CELL_TIMEOUT_S}); after a timeout the "
-                        "kernel is restarted and the cells that passed are replayed")
-    p.add_argument("--reference", default=None,
-                   help="the exercise to grade against (default: a fresh build from "
-                        "solutions/<same name>.ipynb; without one, grading stops with an error)")
+    p.add_argument(
+        "--timeout",
+        type=argparse_type(FLAGS["grade", "--timeout"]),
+        default=DEFAULT_CELL_TIMEOUT_S,
+        help=f"seconds each cell may run (default {DEFAULT_CELL_TIMEOUT_S}); after a timeout the "
+        "kernel is restarted and the cells that passed are replayed",
+    )
+    p.add_argument(
+        "--reference",
+        default=None,
+        help="the exercise to grade against (default: a fresh build from "
+        "solutions/<same name>.ipynb; without one, grading stops with an error)",
+    )
     p.add_argument("--json", action="store_true", help="print the rows as a JSON list")
-    p.add_argument("--seed", type=int, default=None,
-                   help="the seed the task inputs are drawn from (default: a new one for every run; give the "
-                        "seed a report names to run the same inputs again)")
-    p.add_argument("--gradebook", default=None, metavar="FILE.csv",
-                   help="grade a class: each notebook in its own sandbox, several at once, one row per "
-                        "submission and one column per check into FILE.csv, then a summary of the class; "
-                        "run it again after an interruption and it skips the submissions already there")
-    p.add_argument("--jobs", type=int, default=None, metavar="N",
-                   help="with --gradebook: submissions graded at once (default: the usable CPUs)")
-    p.add_argument("--regrade", action="append", default=None, metavar="ID",
-                   help="with --gradebook: grade this student again even if the file is unchanged "
-                        "(repeat for several); the previous row goes to the history file")
-    p.add_argument("--roster", default=None, metavar="FILE.csv",
-                   help="with --gradebook: a CSV with columns file,student giving each submission's student "
-                        "id (default: taken from the file name, see README)")
-    p.add_argument("--notebook-timeout", type=argparse_type(FLAGS["grade", "--notebook-timeout"]),
-                   default=DEFAULT_NOTEBOOK_TIMEOUT_S,
-                   help=f"seconds the whole notebook may take, replays included (default "
-                        f"{DEFAULT_NOTEBOOK_TIMEOUT_S})")
-    p.add_argument("--memory-mb", type=argparse_type(FLAGS["grade", "--memory-mb"]), default=DEFAULT_MEMORY_MB,
-                   help=f"memory limit of each grading kernel, in MB (default {DEFAULT_MEMORY_MB})")
-    p.add_argument("--tmp-mb", type=argparse_type(FLAGS["grade", "--tmp-mb"]), default=DEFAULT_TMP_MB,
-                   help=f"size of the kernel's /tmp and home, and of any file it writes, in MB (default "
-                        f"{DEFAULT_TMP_MB})")
-    p.add_argument("--keep", default=None, metavar="DIR",
-                   help="write the assembled notebook and the outcomes into DIR, a new or empty folder "
-                        "(to see exactly what was run)")
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="the seed the task inputs are drawn from (default: a new one for every run; give the "
+        "seed a report names to run the same inputs again)",
+    )
+    p.add_argument(
+        "--gradebook",
+        default=None,
+        metavar="FILE.csv",
+        help="grade a class: each notebook in its own sandbox, several at once, one row per "
+        "submission and one column per check into FILE.csv, then a summary of the class; "
+        "run it again after an interruption and it skips the submissions already there",
+    )
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --gradebook: submissions graded at once (default: the usable CPUs)",
+    )
+    p.add_argument(
+        "--regrade",
+        action="append",
+        default=None,
+        metavar="ID",
+        help="with --gradebook: grade this student again even if the file is unchanged "
+        "(repeat for several); the previous row goes to the history file",
+    )
+    p.add_argument(
+        "--roster",
+        default=None,
+        metavar="FILE.csv",
+        help="with --gradebook: a CSV with columns file,student giving each submission's student "
+        "id (default: taken from the file name, see README)",
+    )
+    p.add_argument(
+        "--notebook-timeout",
+        type=argparse_type(FLAGS["grade", "--notebook-timeout"]),
+        default=DEFAULT_NOTEBOOK_TIMEOUT_S,
+        help=f"seconds the whole notebook may take, replays included (default {DEFAULT_NOTEBOOK_TIMEOUT_S})",
+    )
+    p.add_argument(
+        "--memory-mb",
+        type=argparse_type(FLAGS["grade", "--memory-mb"]),
+        default=DEFAULT_MEMORY_MB,
+        help=f"memory limit of each grading kernel, in MB (default {DEFAULT_MEMORY_MB})",
+    )
+    p.add_argument(
+        "--tmp-mb",
+        type=argparse_type(FLAGS["grade", "--tmp-mb"]),
+        default=DEFAULT_TMP_MB,
+        help=f"size of the kernel's /tmp and home, and of any file it writes, in MB (default {DEFAULT_TMP_MB})",
+    )
+    p.add_argument(
+        "--keep",
+        default=None,
+        metavar="DIR",
+        help="write the assembled notebook and the outcomes into DIR, a new or empty folder "
+        "(to see exactly what was run)",
+    )
 
     sub.add_parser("check", help="report the environment (torch, devices, widgets, data, mode)")
 
-    p = sub.add_parser("build", help="build exercises/ from solutions/ (for course authors)",
-                       description="Build exercises/ from solutions/. An exercise in which any cell was changed "
-                                   "or added (answers, setup cells, markdown notes: a learner's work) is never "
-                                   "overwritten: the build names those cells, leaves the file as it is and exits "
-                                   "1. Learners never need this command: the grader builds its reference itself.")
-    p.add_argument("--check", action="store_true",
-                   help="write nothing; exit 1 if an exercise is stale (an older build), holds a learner's "
-                        "work (the changed cells are named), is missing or is orphaned")
+    p = sub.add_parser(
+        "build",
+        help="build exercises/ from solutions/ (for course authors)",
+        description="Build exercises/ from solutions/. An exercise in which any cell was changed "
+        "or added (answers, setup cells, markdown notes: a learner's work) is never "
+        "overwritten: the build names those cells, leaves the file as it is and exits "
+        "1. Learners never need this command: the grader builds its reference itself.",
+    )
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 if an exercise is stale (an older build), holds a learner's "
+        "work (the changed cells are named), is missing or is orphaned",
+    )
     p.add_argument("--solutions", default=None, help="solutions folder (default: <root>/solutions)")
     p.add_argument("--exercises", default=None, help="exercises folder (default: <root>/exercises)")
     p.add_argument("--root", default=None, help="the course folder (default: found from the current directory)")
@@ -508,37 +619,57 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("claims", help="run the claims ledger")
     p.add_argument("--quick", action="store_true", help="quick mode (also set by NODECOURSE_QUICK=1)")
     p.add_argument("--only", nargs="+", default=None, metavar="ID", help="only these rows")
-    p.add_argument("--json", action="store_true",
-                   help="print one JSON list of {id, claim, source, published, measured, verdict, ...} "
-                        "(the same as --format json)")
-    p.add_argument("--format", choices=("text", "json", "markdown", "html"), default="text",
-                   help="text: a wrapped table (default); markdown or html: a dated report for instructors, "
-                        "every cell escaped")
-    p.add_argument("--update", default=None, metavar="FILE",
-                   help="with --format markdown: write the table between the ledger markers of FILE "
-                        "(the README's table is written this way, never by hand)")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON list of {id, claim, source, published, measured, verdict, ...} "
+        "(the same as --format json)",
+    )
+    p.add_argument(
+        "--format",
+        choices=("text", "json", "markdown", "html"),
+        default="text",
+        help="text: a wrapped table (default); markdown or html: a dated report for instructors, every cell escaped",
+    )
+    p.add_argument(
+        "--update",
+        default=None,
+        metavar="FILE",
+        help="with --format markdown: write the table between the ledger markers of FILE "
+        "(the README's table is written this way, never by hand)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
     from nodecourse.course import physionet_cmd
 
-    p = sub.add_parser("physionet", help="train and evaluate a model on PhysioNet 2012 (mortality AUC)",
-                       description=physionet_cmd.DESCRIPTION)
+    p = sub.add_parser(
+        "physionet",
+        help="train and evaluate a model on PhysioNet 2012 (mortality AUC)",
+        description=physionet_cmd.DESCRIPTION,
+    )
     physionet_cmd.add_arguments(p)
 
-    p = sub.add_parser("site", help="build the course as a static website (site/) from the committed notebooks",
-                       description="Render every lesson (notebooks/NN_*.ipynb), the exercises, the claims ledger "
-                                   "(docs/ledger-full.md) and the README's set-up into a static website, with "
-                                   "links to run each lesson on Binder and to download it. Builds offline; exit 1 "
-                                   "when an internal link of the site does not resolve.")
+    p = sub.add_parser(
+        "site",
+        help="build the course as a static website (site/) from the committed notebooks",
+        description="Render every lesson (notebooks/NN_*.ipynb), the exercises, the claims ledger "
+        "(docs/ledger-full.md) and the README's set-up into a static website, with "
+        "links to run each lesson on Binder and to download it. Builds offline; exit 1 "
+        "when an internal link of the site does not resolve.",
+    )
     p.add_argument("--out", default=None, help="output folder (default: <root>/site; emptied first)")
     p.add_argument("--root", default=None, help="the course folder (default: found from the current directory)")
-    p.add_argument("--update-readme", action="store_true",
-                   help="only rewrite the README's Binder badge from pyproject.toml's [project.urls] Repository")
+    p.add_argument(
+        "--update-readme",
+        action="store_true",
+        help="only rewrite the README's Binder badge from pyproject.toml's [project.urls] Repository",
+    )
 
     from nodecourse.course import audit_cmd
 
-    p = sub.add_parser("audit", help="audit one of the course's models in five steps (lesson 9)",
-                       description=audit_cmd.DESCRIPTION)
+    p = sub.add_parser(
+        "audit", help="audit one of the course's models in five steps (lesson 9)", description=audit_cmd.DESCRIPTION
+    )
     audit_cmd.add_arguments(p)
     return parser
 
@@ -567,8 +698,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_lab(args, extra)
     if extra:
         parser.error(f"unrecognized arguments for `{args.command}`: {' '.join(extra)}")
-    handlers = {"grade": run_grade, "check": run_check, "build": run_build, "claims": run_claims,
-                "physionet": run_physionet, "audit": run_audit, "site": run_site}
+    handlers = {
+        "grade": run_grade,
+        "check": run_check,
+        "build": run_build,
+        "claims": run_claims,
+        "physionet": run_physionet,
+        "audit": run_audit,
+        "site": run_site,
+    }
     return handlers[args.command](args)
 
 

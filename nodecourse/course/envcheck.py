@@ -6,6 +6,7 @@ course uses (:func:`nodecourse.config.thread_choice`), the notebook stack
 (PhysioNet found, or the synthetic stand-in) and the mode (quick or full).
 Items marked essential make ``nodecourse check`` exit non-zero when missing.
 """
+
 from __future__ import annotations
 
 import platform
@@ -112,15 +113,25 @@ def _data_item() -> Item:
     try:
         where = locate()
     except Exception as exc:  # a report must not crash on a broken data folder
-        return Item("PhysioNet 2012", f"error while looking: {type(exc).__name__}: {exc}", False, False,
-                    "check NODECOURSE_DATA or the data folder")
+        return Item(
+            "PhysioNet 2012",
+            f"error while looking: {type(exc).__name__}: {exc}",
+            False,
+            False,
+            "check NODECOURSE_DATA or the data folder",
+        )
     if where:
         directory = getattr(where, "directory", where)
         label = f"{getattr(where, 'set_name', '')} found at {directory}".strip()
         kind = getattr(where, "kind", None)
         return Item("PhysioNet 2012", label + (f" ({kind})" if kind else ""), True, False)
-    return Item("PhysioNet 2012", standin_note(), True, False,
-                "set NODECOURSE_DATA to a folder with set-a/ (see the lesson) for the real data")
+    return Item(
+        "PhysioNet 2012",
+        standin_note(),
+        True,
+        False,
+        "set NODECOURSE_DATA to a folder with set-a/ (see the lesson) for the real data",
+    )
 
 
 def _course_item() -> Item:
@@ -128,8 +139,13 @@ def _course_item() -> Item:
 
     root = find_course_root()
     if root is None:
-        return Item("course folder", "not found from here", True, False,
-                    "cd into the course folder to run `nodecourse lab` and the grader")
+        return Item(
+            "course folder",
+            "not found from here",
+            True,
+            False,
+            "cd into the course folder to run `nodecourse lab` and the grader",
+        )
     lessons = len(list((root / "notebooks").glob("*.ipynb")))
     exercises = len(list((root / "exercises").glob("*.ipynb")))
     return Item("course folder", f"{root} ({lessons} lessons, {exercises} exercises)", True, False)
@@ -140,22 +156,48 @@ def collect() -> list[Item]:
     from nodecourse.config import mode_name
 
     items = [
-        Item("python", f"{platform.python_version()} ({sys.executable})", sys.version_info >= (3, 10), True,
-             "use Python 3.10 or newer"),
+        Item(
+            "python",
+            f"{platform.python_version()} ({sys.executable})",
+            sys.version_info >= (3, 10),
+            True,
+            "use Python 3.10 or newer",
+        ),
         Item("platform", platform.platform(), True, False),
     ]
     for dist, why in ESSENTIAL_PACKAGES.items():
         version = package_version(dist)
-        items.append(Item(dist, version or "MISSING", version is not None, True,
-                          f"needed for {why}; run scripts/setup_env.sh (or pip install {dist})"))
+        items.append(
+            Item(
+                dist,
+                version or "MISSING",
+                version is not None,
+                True,
+                f"needed for {why}; run scripts/setup_env.sh (or pip install {dist})",
+            )
+        )
     if package_version("torch") is not None:
         items += _torch_items()
     jlw = package_version("jupyterlab_widgets")
-    items.append(Item("jupyterlab_widgets", jlw or "MISSING", jlw is not None, True,
-                      "widgets will not render in JupyterLab; pip install jupyterlab_widgets"))
+    items.append(
+        Item(
+            "jupyterlab_widgets",
+            jlw or "MISSING",
+            jlw is not None,
+            True,
+            "widgets will not render in JupyterLab; pip install jupyterlab_widgets",
+        )
+    )
     managers = widget_manager_dirs()
-    items.append(Item("widget manager", str(managers[0]) if managers else "NOT FOUND", bool(managers), True,
-                      "JupyterLab cannot render widgets; reinstall jupyterlab_widgets in this environment"))
+    items.append(
+        Item(
+            "widget manager",
+            str(managers[0]) if managers else "NOT FOUND",
+            bool(managers),
+            True,
+            "JupyterLab cannot render widgets; reinstall jupyterlab_widgets in this environment",
+        )
+    )
     items.append(_course_item())
     items.append(_data_item())
     items.append(Item("mode", f"{mode_name()} (NODECOURSE_QUICK=1 selects quick mode)", True, False))

@@ -27,6 +27,7 @@ rather than backing the file up and replacing it, keeps the learner's work in
 the file they have open: JupyterLab holds an open notebook in memory, and
 replacing the file under it invites the next autosave to undo one or the other.
 """
+
 from __future__ import annotations
 
 import copy
@@ -60,6 +61,7 @@ class ExerciseFormatError(ValueError):
 # Cell roles, shared with the grader
 # ---------------------------------------------------------------------------
 
+
 def answer_id(cell) -> str | None:
     """The task id of an answer cell, or None for any other cell."""
     return _role_id(cell, "answer")
@@ -86,6 +88,7 @@ def stub_line(indent: str, task: str) -> str:
 # ---------------------------------------------------------------------------
 # Building one notebook
 # ---------------------------------------------------------------------------
+
 
 def strip_solutions(source: str, *, task: str, where: str) -> str:
     """Replace each BEGIN/END SOLUTION region of ``source`` by a stub line.
@@ -154,7 +157,7 @@ def _validate_check_cell(cell, *, where: str, cid: str) -> None:
     calls_task = re.search(rf"""\bself_check\(\s*(["'])\d\d\1\s*,\s*(["']){re.escape(cid)}\2""", cell.source)
     if not (calls_check or calls_task):
         raise ExerciseFormatError(
-            f"{where}: check cell {cid!r} must call check({cid!r}, ...) or self_check(\"NN\", {cid!r}, globals()): "
+            f'{where}: check cell {cid!r} must call check({cid!r}, ...) or self_check("NN", {cid!r}, globals()): '
             "the check's name is the cell's check id, so that its expected output is 'PASS <id>'"
         )
     expected = expected_check_output(cid)
@@ -166,8 +169,9 @@ def _validate_check_cell(cell, *, where: str, cid: str) -> None:
                     f"{where}: check cell {cid!r} failed when the solution was run "
                     f"({out.get('ename')}: {out.get('evalue')}); fix the solution or the check"
                 )
-        stdout = "".join(o.get("text", "") for o in saved
-                         if o.get("output_type") == "stream" and o.get("name") == "stdout")
+        stdout = "".join(
+            o.get("text", "") for o in saved if o.get("output_type") == "stream" and o.get("name") == "stdout"
+        )
         if stdout != expected[0]["text"]:
             raise ExerciseFormatError(
                 f"{where}: check cell {cid!r} printed {stdout!r} when the solution was run, but the "
@@ -248,13 +252,12 @@ def build_exercise(solution, *, name: str = "<notebook>"):
             cell.outputs, cell.execution_count = [], None
     if not seen_answers:
         raise ExerciseFormatError(
-            f"{name}: no answer cells (metadata {{\"{METADATA_KEY}\": {{\"answer\": ...}}}}); "
+            f'{name}: no answer cells (metadata {{"{METADATA_KEY}": {{"answer": ...}}}}); '
             "an exercise needs at least one task"
         )
     if not seen_checks:
         raise ExerciseFormatError(
-            f"{name}: no check cells (metadata {{\"{METADATA_KEY}\": {{\"check\": ...}}}}); "
-            "every task needs a check"
+            f'{name}: no check cells (metadata {{"{METADATA_KEY}": {{"check": ...}}}}); every task needs a check'
         )
     _record_build(nb)
     return nb
@@ -277,6 +280,7 @@ def build_text(solution_path: Path) -> str:
 # A learner's work in an exercise
 # ---------------------------------------------------------------------------
 
+
 def cell_digest(cell) -> str:
     """A short digest of a cell's kind and source: what a build records of each cell it writes."""
     text = f"{cell.cell_type}\0{cell.source}"
@@ -286,8 +290,9 @@ def cell_digest(cell) -> str:
 def _record_build(nb) -> None:
     """Record in the notebook's metadata the digest of every cell as built (by cell id), so a later
     build can tell a cell the learner changed from a cell of an older build."""
-    nb.metadata.setdefault(METADATA_KEY, {})[BUILT_KEY] = {c.get("id", str(i)): cell_digest(c)
-                                                            for i, c in enumerate(nb.cells)}
+    nb.metadata.setdefault(METADATA_KEY, {})[BUILT_KEY] = {
+        c.get("id", str(i)): cell_digest(c) for i, c in enumerate(nb.cells)
+    }
 
 
 def _cell_name(index: int, cell) -> str:
@@ -315,8 +320,11 @@ def learner_work(current, fresh) -> list[str]:
     learner's too (``the outputs of N executed cell(s)``): a notebook that was run is never
     overwritten, edited or not. Metadata never counts. Empty: nothing would be lost.
     """
-    built = current.metadata.get(METADATA_KEY, {}).get(BUILT_KEY) if isinstance(
-        current.metadata.get(METADATA_KEY), dict) else None
+    built = (
+        current.metadata.get(METADATA_KEY, {}).get(BUILT_KEY)
+        if isinstance(current.metadata.get(METADATA_KEY), dict)
+        else None
+    )
     fresh_digests = {c.get("id", str(i)): cell_digest(c) for i, c in enumerate(fresh.cells)}
     if not isinstance(built, dict):
         built = fresh_digests
@@ -331,8 +339,10 @@ def learner_work(current, fresh) -> list[str]:
             found.append(f"answer {answer_id(cell)!r}" if answer_id(cell) else f"added cell {index}")
     ran = [i for i, c in enumerate(current.cells) if c.cell_type == "code" and c.get("outputs")]
     if ran:
-        found.append(f"the outputs of {len(ran)} executed cell(s): {', '.join(str(i) for i in ran[:10])}"
-                     + (", ..." if len(ran) > 10 else ""))
+        found.append(
+            f"the outputs of {len(ran)} executed cell(s): {', '.join(str(i) for i in ran[:10])}"
+            + (", ..." if len(ran) > 10 else "")
+        )
     return found
 
 
@@ -376,9 +386,10 @@ class BuildReport:
     def lines(self) -> list[str]:
         out = [f"wrote      {p}" for p in self.written]
         out += [f"up to date {p}" for p in self.unchanged]
-        out += [f"STALE      {p} (an older build, never run, no answers or other changes in it; run "
-                "`nodecourse build`)"
-                for p in self.stale]
+        out += [
+            f"STALE      {p} (an older build, never run, no answers or other changes in it; run `nodecourse build`)"
+            for p in self.stale
+        ]
         out += [f"MISSING    {p} (no exercise built yet; run `nodecourse build`)" for p in self.missing]
         for p, work in self.kept.items():
             what = ", ".join(work) if work else "it cannot be read as a notebook"
@@ -390,8 +401,7 @@ class BuildReport:
                 f"against {p.name}), then run `nodecourse build` again. (Authors: an older build whose "
                 f"stubs changed in the solution reads as answers too; delete it and build again.)"
             )
-        out += [f"ORPHAN     {p} (no solution of that name; delete it or add the solution)"
-                for p in self.orphans]
+        out += [f"ORPHAN     {p} (no solution of that name; delete it or add the solution)" for p in self.orphans]
         return out
 
 
@@ -414,8 +424,7 @@ def build(
     solutions_dir, exercises_dir = Path(solutions_dir), Path(exercises_dir)
     if not solutions_dir.is_dir():
         raise FileNotFoundError(
-            f"solutions_dir={str(solutions_dir)!r} is not a directory; "
-            "run from the course root or pass --solutions"
+            f"solutions_dir={str(solutions_dir)!r} is not a directory; run from the course root or pass --solutions"
         )
     report = BuildReport(checked=check)
     sources = sorted(solutions_dir.glob("*.ipynb"))

@@ -3,6 +3,7 @@
 Written by the gradebook beside its CSV (``grades-feedback/<student>.md``), one
 section per exercise; a regrade replaces its exercise's section only.
 """
+
 from __future__ import annotations
 
 import re
@@ -17,8 +18,12 @@ def feedback_markdown(student: str, result: dict) -> str:
 
     rows = result["rows"]
     exercise = rows[0]["exercise"] if rows else "(no exercise)"
-    lines = [f"## {escape(exercise)}", "", f"- seed: {result['seed']} (regrade with `nodecourse grade NOTEBOOK "
-             f"--seed {result['seed']}` to run the same inputs)"]
+    lines = [
+        f"## {escape(exercise)}",
+        "",
+        f"- seed: {result['seed']} (regrade with `nodecourse grade NOTEBOOK "
+        f"--seed {result['seed']}` to run the same inputs)",
+    ]
     if result["error"]:
         lines += [f"- could not be graded: {escape(result['error'], 600)}"]
     checks = [r for r in rows if not r["check"].startswith("(")]
@@ -42,6 +47,7 @@ def write_feedback(folder: Path, student: str, result: dict) -> Path:
     parts = path.read_text(encoding="utf-8").split("\n\n<!-- exercise -->\n") if path.exists() else []
     parts = [p for p in parts[1:] if p.splitlines() and p.splitlines()[0] != marker]
     parts = sorted(parts + [section])
-    path.write_text(f"# Feedback for {student}\n" + "".join(f"\n\n<!-- exercise -->\n{p}" for p in parts),
-                    encoding="utf-8")
+    path.write_text(
+        f"# Feedback for {student}\n" + "".join(f"\n\n<!-- exercise -->\n{p}" for p in parts), encoding="utf-8"
+    )
     return path

@@ -30,6 +30,7 @@ error, unless ``--regrade ID`` names them. Every cell is safe to open in a
 spreadsheet (:func:`cell_text`). A feedback file per student (reasons, likely
 causes, the seed) is written into ``grades-feedback/`` beside the CSV.
 """
+
 from __future__ import annotations
 
 import concurrent.futures as futures
@@ -49,8 +50,20 @@ from nodecourse.course.students import read_roster as _read_roster
 
 KEY = ["student", "exercise"]
 FIXED_BEFORE = KEY + ["submission", "sha256"]
-FIXED_AFTER = ["points", "max", "total", "passed", "checks", "review", "outside_answers", "error", "time_s",
-               "isolation", "seed", "graded_at"]
+FIXED_AFTER = [
+    "points",
+    "max",
+    "total",
+    "passed",
+    "checks",
+    "review",
+    "outside_answers",
+    "error",
+    "time_s",
+    "isolation",
+    "seed",
+    "graded_at",
+]
 # OWASP's CSV-injection rule: a cell a spreadsheet would read as a formula gets a leading quote.
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -88,9 +101,15 @@ def _grade_one(job: tuple) -> dict:
 
         isolation = sandbox.probe()
         result["isolation"] = isolation.label
-        rows, warnings = grading.grade_notebook(path, reference=reference, timeout_s=timeout_s, seed=seed,
-                                                isolation=isolation, notebook_timeout_s=notebook_timeout_s,
-                                                limits=limits)
+        rows, warnings = grading.grade_notebook(
+            path,
+            reference=reference,
+            timeout_s=timeout_s,
+            seed=seed,
+            isolation=isolation,
+            notebook_timeout_s=notebook_timeout_s,
+            limits=limits,
+        )
         result["rows"], result["warnings"] = [r.as_dict() for r in rows], list(warnings)
     except Exception as exc:  # noqa: BLE001 - whatever it is, it is this submission's error
         from nodecourse.course.grading import GradingError
@@ -114,15 +133,19 @@ class Summary:
     errors: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
-        out = [f"{self.graded} submission(s) graded, {self.skipped} skipped (unchanged since their row was "
-               f"written), in {self.seconds:.0f} s with {self.jobs} at a time"]
+        out = [
+            f"{self.graded} submission(s) graded, {self.skipped} skipped (unchanged since their row was "
+            f"written), in {self.seconds:.0f} s with {self.jobs} at a time"
+        ]
         exercises = sorted({r["exercise"] for r in self.rows if r.get("exercise")})
         for ex in exercises:
             rows = [r for r in self.rows if r["exercise"] == ex]
             graded = [r for r in rows if not r.get("error")]
             n = len(graded)
-            out.append(f"\n{ex}: {len(rows)} student(s), {n} graded"
-                       + (f", {len(rows) - n} could not be (see the error column)" if len(rows) > n else ""))
+            out.append(
+                f"\n{ex}: {len(rows)} student(s), {n} graded"
+                + (f", {len(rows) - n} could not be (see the error column)" if len(rows) > n else "")
+            )
             columns = [c for c in self.columns if any(r.get(c) for r in rows)]
             if not n or not columns:
                 continue
@@ -143,24 +166,37 @@ def _row(result: dict, student: str, digest: str) -> dict[str, str]:
     """The CSV row of one graded submission (cells not yet made spreadsheet-safe)."""
     checks = [r for r in result["rows"] if not r["check"].startswith(("cell ", "answer ", "("))]
     exercise = result.get("exercise") or (result["rows"][0]["exercise"] if result["rows"] else "")
-    row = {"student": student, "exercise": exercise, "submission": result["path"], "sha256": digest,
-           "error": result["error"], "time_s": f"{result['time_s']:.1f}", "isolation": result["isolation"],
-           "seed": str(result["seed"]),
-           "graded_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    row = {
+        "student": student,
+        "exercise": exercise,
+        "submission": result["path"],
+        "sha256": digest,
+        "error": result["error"],
+        "time_s": f"{result['time_s']:.1f}",
+        "isolation": result["isolation"],
+        "seed": str(result["seed"]),
+        "graded_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
     for r in checks:
         row[f"{r['exercise'][:2]}:{r['check']}"] = "pass" if r["passed"] else "FAIL"
     points = sum(float(r.get("weight", 1.0)) for r in checks if r["passed"])
     top = sum(float(r.get("weight", 1.0)) for r in checks)
-    row.update(points=f"{points:g}", max=f"{top:g}", total=f"{100 * points / top:.1f}" if top else "0",
-               passed=str(sum(r["passed"] for r in checks)), checks=str(len(checks)))
+    row.update(
+        points=f"{points:g}",
+        max=f"{top:g}",
+        total=f"{100 * points / top:.1f}" if top else "0",
+        passed=str(sum(r["passed"] for r in checks)),
+        checks=str(len(checks)),
+    )
     if result["error"]:
         row.update(points="0", max="", total="0")
     warnings = result.get("warnings", [])
-    row["review"] = "; ".join(w[len("review: "):] for w in warnings if w.startswith("review: "))
+    row["review"] = "; ".join(w[len("review: ") :] for w in warnings if w.startswith("review: "))
     from nodecourse.course.grading import OUTSIDE_PREFIX
 
-    row["outside_answers"] = "; ".join(w[len(OUTSIDE_PREFIX):].strip() for w in warnings
-                                       if w.startswith(OUTSIDE_PREFIX))
+    row["outside_answers"] = "; ".join(
+        w[len(OUTSIDE_PREFIX) :].strip() for w in warnings if w.startswith(OUTSIDE_PREFIX)
+    )
     return row
 
 
@@ -182,7 +218,8 @@ def _read(csv_path: Path) -> list[dict[str, str]]:
         if not reader.fieldnames or not set(KEY) <= set(reader.fieldnames):
             raise GradebookError(
                 f"--gradebook {csv_path}: it has no {KEY} columns (written by another program or an older "
-                "version); give a new file name, the file is left as it is")
+                "version); give a new file name, the file is left as it is"
+            )
         return [{k: v for k, v in r.items() if k is not None and v is not None} for r in reader]
 
 
@@ -206,11 +243,17 @@ def _append_history(path: Path, row: dict[str, str]) -> None:
     with open(path, "a", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         if new:
-            writer.writerow(["graded_at", "student", "exercise", "points", "max", "total", "error", "seed",
-                             "sha256", "checks"])
+            writer.writerow(
+                ["graded_at", "student", "exercise", "points", "max", "total", "error", "seed", "sha256", "checks"]
+            )
         checks = ";".join(f"{k}={v}" for k, v in row.items() if ":" in k and v)
-        writer.writerow([row.get(k, "") for k in ("graded_at", "student", "exercise", "points", "max", "total",
-                                                  "error", "seed", "sha256")] + [cell_text(checks)])
+        writer.writerow(
+            [
+                row.get(k, "")
+                for k in ("graded_at", "student", "exercise", "points", "max", "total", "error", "seed", "sha256")
+            ]
+            + [cell_text(checks)]
+        )
 
 
 def _refused(nb: str) -> str:
@@ -223,10 +266,20 @@ def _refused(nb: str) -> str:
     return ""
 
 
-def grade_class(notebooks: Sequence[str], csv_path: str | Path, *, timeout_s: float, jobs: int | None = None,
-                seed: int | None = None, reference: str | None = None, regrade: Sequence[str] = (),
-                roster: str | Path | None = None, notebook_timeout_s: float | None = None,
-                limits=None, grader=None) -> Summary:
+def grade_class(
+    notebooks: Sequence[str],
+    csv_path: str | Path,
+    *,
+    timeout_s: float,
+    jobs: int | None = None,
+    seed: int | None = None,
+    reference: str | None = None,
+    regrade: Sequence[str] = (),
+    roster: str | Path | None = None,
+    notebook_timeout_s: float | None = None,
+    limits=None,
+    grader=None,
+) -> Summary:
     """Grade ``notebooks`` into ``csv_path`` as the module docstring describes; returns the summary.
 
     ``grader``: the function a worker process calls on each submission (default: the real grading,
@@ -240,8 +293,10 @@ def grade_class(notebooks: Sequence[str], csv_path: str | Path, *, timeout_s: fl
     if csv_path.suffix.lower() != ".csv":
         raise GradebookError(f"--gradebook {csv_path}: give a file name ending in .csv")
     if not csv_path.parent.is_dir():
-        raise GradebookError(f"--gradebook {csv_path}: the folder {csv_path.parent} does not exist; create it "
-                             "first (mkdir -p) or give a path in an existing folder")
+        raise GradebookError(
+            f"--gradebook {csv_path}: the folder {csv_path.parent} does not exist; create it "
+            "first (mkdir -p) or give a path in an existing folder"
+        )
     if jobs is not None and jobs < 1:
         raise GradebookError(f"--jobs {jobs}: give a positive number of submissions to grade at once")
     names = [Path(reference).name] if reference else exercise_names(list(notebooks))
@@ -270,17 +325,47 @@ def grade_class(notebooks: Sequence[str], csv_path: str | Path, *, timeout_s: fl
         absolute = str(Path(nb).absolute())
         if refused:
             errors.append(f"{sid}: {refused}")
-            put(_safe(_row({"path": absolute, "rows": [], "error": refused, "time_s": 0.0, "isolation": "",
-                            "seed": "", "exercise": names[0] if reference else exercise_of(nb, names)}, sid, "")))
+            put(
+                _safe(
+                    _row(
+                        {
+                            "path": absolute,
+                            "rows": [],
+                            "error": refused,
+                            "time_s": 0.0,
+                            "isolation": "",
+                            "seed": "",
+                            "exercise": names[0] if reference else exercise_of(nb, names),
+                        },
+                        sid,
+                        "",
+                    )
+                )
+            )
             continue
         digest = file_hash(Path(nb))
         exercise = names[0] if reference else exercise_of(nb, names)
         key = (sid, exercise)
         if key in seen:
             errors.append(f"{sid}: a second submission for {exercise} in this run")
-            put(_safe(_row({"path": absolute, "rows": [], "error": f"a second submission of {sid!r} for {exercise} "
-                            f"in this run (the other is {seen[key]}); grade one of them", "time_s": 0.0,
-                            "isolation": "", "seed": "", "exercise": exercise + " (duplicate)"}, sid, digest)))
+            put(
+                _safe(
+                    _row(
+                        {
+                            "path": absolute,
+                            "rows": [],
+                            "error": f"a second submission of {sid!r} for {exercise} "
+                            f"in this run (the other is {seen[key]}); grade one of them",
+                            "time_s": 0.0,
+                            "isolation": "",
+                            "seed": "",
+                            "exercise": exercise + " (duplicate)",
+                        },
+                        sid,
+                        digest,
+                    )
+                )
+            )
             continue
         seen[key] = absolute
         old = book.get(key)
@@ -289,23 +374,39 @@ def grade_class(notebooks: Sequence[str], csv_path: str | Path, *, timeout_s: fl
             continue
         todo.append((absolute, sid, digest, exercise))
     jobs = jobs or usable_cpus()[0]
-    seed = secrets.randbelow(2 ** 31) if seed is None else int(seed)
+    seed = secrets.randbelow(2**31) if seed is None else int(seed)
     start = time.monotonic()
     if todo:
         context = multiprocessing.get_context("spawn")
         with futures.ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=context) as pool:
-            pending = {pool.submit(grader, (path, reference, timeout_s, seed, notebook_timeout_s, limits)):
-                       (path, sid, digest, exercise) for path, sid, digest, exercise in todo}
+            pending = {
+                pool.submit(grader, (path, reference, timeout_s, seed, notebook_timeout_s, limits)): (
+                    path,
+                    sid,
+                    digest,
+                    exercise,
+                )
+                for path, sid, digest, exercise in todo
+            }
             try:
                 for future in futures.as_completed(pending):
                     path, sid, digest, exercise = pending[future]
                     try:
                         result = future.result()
                     except Exception as exc:  # noqa: BLE001 - the worker itself died (out of memory, killed)
-                        error = (f"the grading worker failed ({type(exc).__name__}: {exc}); run the same command "
-                                 "again to grade it")
-                        result = {"path": path, "rows": [], "warnings": [], "seed": seed, "isolation": "",
-                                  "time_s": 0.0, "error": error}
+                        error = (
+                            f"the grading worker failed ({type(exc).__name__}: {exc}); run the same command "
+                            "again to grade it"
+                        )
+                        result = {
+                            "path": path,
+                            "rows": [],
+                            "warnings": [],
+                            "seed": seed,
+                            "isolation": "",
+                            "time_s": 0.0,
+                            "error": error,
+                        }
                     result["exercise"] = exercise  # the row's key, whatever happened
                     put(_safe(_row(result, sid, digest)))
                     write_feedback(feedback, sid, result)

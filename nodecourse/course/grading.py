@@ -31,6 +31,7 @@ Everything the kernel said (error messages, its last words) is printed
 escaped (:mod:`nodecourse.course.textsafe`); the report, ``--json``
 included, is written by this process after the kernels are gone.
 """
+
 from __future__ import annotations
 
 import ast
@@ -90,6 +91,7 @@ class CheckRow:
 # Assembling the notebook that is actually run
 # ---------------------------------------------------------------------------
 
+
 def _neutralise_nbval_markers(source: str) -> str:
     """Blank every marker line, split exactly as nbval splits (``str.splitlines``),
     keeping the other lines and their line ends byte for byte."""
@@ -97,7 +99,7 @@ def _neutralise_nbval_markers(source: str) -> str:
     for line in source.splitlines(keepends=True):
         body = line.rstrip("\r\n\v\f\x1c\x1d\x1e\x85\u2028\u2029")
         if _NBVAL_MARKER.match(body):
-            out.append("# (nbval marker removed by the grader)" + line[len(body):])
+            out.append("# (nbval marker removed by the grader)" + line[len(body) :])
         else:
             out.append(line)
     return "".join(out)
@@ -105,17 +107,54 @@ def _neutralise_nbval_markers(source: str) -> str:
 
 # Names an exercise answer has no need for, and that reach the machinery a check
 # relies on: a grade with them is flagged for a person to read (see machinery_used).
-MACHINERY_NAMES = frozenset((
-    "get_ipython", "kernel_guard", "ctypes", "gc", "builtins", "__builtins__", "__code__", "__globals__",
-    "__closure__", "__kwdefaults__", "__defaults__", "__torch_function__", "__torch_dispatch__",
-    "__array_ufunc__", "__array_function__", "TorchFunctionMode", "TorchDispatchMode", "set_custom_exc",
-    "input_transformers_cleanup", "input_transformers_post", "ast_transformers", "exec", "eval", "compile",
-    "__import__", "importlib", "subprocess", "modules", "settrace", "setprofile", "__subclasses__",
-    "_refuse", "_refusal", "_truth", "inspect",
-    # routes to a module or a function object without a plain import (issue 28: the review flag was
-    # bypassed by pkgutil.resolve_name and runpy), and to restoring a disabled library function
-    "pkgutil", "resolve_name", "runpy", "reload", "FunctionType", "CodeType", "__func__",
-))
+MACHINERY_NAMES = frozenset(
+    (
+        "get_ipython",
+        "kernel_guard",
+        "ctypes",
+        "gc",
+        "builtins",
+        "__builtins__",
+        "__code__",
+        "__globals__",
+        "__closure__",
+        "__kwdefaults__",
+        "__defaults__",
+        "__torch_function__",
+        "__torch_dispatch__",
+        "__array_ufunc__",
+        "__array_function__",
+        "TorchFunctionMode",
+        "TorchDispatchMode",
+        "set_custom_exc",
+        "input_transformers_cleanup",
+        "input_transformers_post",
+        "ast_transformers",
+        "exec",
+        "eval",
+        "compile",
+        "__import__",
+        "importlib",
+        "subprocess",
+        "modules",
+        "settrace",
+        "setprofile",
+        "__subclasses__",
+        "_refuse",
+        "_refusal",
+        "_truth",
+        "inspect",
+        # routes to a module or a function object without a plain import (issue 28: the review flag was
+        # bypassed by pkgutil.resolve_name and runpy), and to restoring a disabled library function
+        "pkgutil",
+        "resolve_name",
+        "runpy",
+        "reload",
+        "FunctionType",
+        "CodeType",
+        "__func__",
+    )
+)
 
 
 def machinery_used(source: str) -> list[str]:
@@ -135,8 +174,9 @@ def machinery_used(source: str) -> list[str]:
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names = [node.name]
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            modules = [a.name for a in node.names] + ([node.module] if isinstance(node, ast.ImportFrom) and
-                                                      node.module else [])
+            modules = [a.name for a in node.names] + (
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+            )
             names = [part for m in modules for part in m.split(".")]
             if any(m.startswith("nodecourse.course") for m in modules):
                 found.add("nodecourse.course")
@@ -176,7 +216,8 @@ def assemble(learner, reference) -> tuple[object, list[str]]:
                     warnings.append(
                         f"review: answer {task!r} reaches into the interpreter ({', '.join(reached)}); the "
                         "grader's guards stop the tampering its trust model lists, they are not a sandbox: "
-                        "read this answer before giving marks")
+                        "read this answer before giving marks"
+                    )
             else:
                 warnings.append(f"answer {task!r} not found in the notebook; its stub is graded")
         if check_id(cell) is None:
@@ -193,6 +234,7 @@ def assemble(learner, reference) -> tuple[object, list[str]]:
 # ---------------------------------------------------------------------------
 # Running it, and the rows
 # ---------------------------------------------------------------------------
+
 
 def course_thread_count() -> int:
     """Torch threads for the grader's kernels (:func:`nodecourse.config.course_threads`)."""
@@ -261,7 +303,8 @@ def _check_keep_dir(keep_dir: Path) -> Path:
     if keep_dir.exists() and (not keep_dir.is_dir() or any(keep_dir.iterdir())):
         raise GradingError(
             f"--keep {keep_dir}: the folder is not empty (or not a folder); give a new or empty "
-            "folder, so that nothing there (a notebook, a pytest.ini) is overwritten")
+            "folder, so that nothing there (a notebook, a pytest.ini) is overwritten"
+        )
     return keep_dir
 
 
@@ -310,7 +353,7 @@ def grade_notebook(
     assembled, warnings = assemble(learner, ref_nb)
     warnings = ref_warnings + warnings
     isolation = isolation or sandbox.probe()
-    seed = secrets.randbelow(2 ** 31) if seed is None else int(seed)
+    seed = secrets.randbelow(2**31) if seed is None else int(seed)
     code_cells = [c for c in assembled.cells if c.cell_type == "code"]
     specs = task_specs(assembled)
     needs = {num: tasks.get_task(*call).needs for num, call in specs.items()}
@@ -319,8 +362,18 @@ def grade_notebook(
     observed = frozenset(num for num, call in specs.items() if tasks.get_task(*call).observed)
     if notebook_timeout_s is not None and not notebook_timeout_s > 0:
         raise GradingError(f"notebook_timeout={notebook_timeout_s!r}: give a positive number of seconds")
-    runner = Runner(code_cells, specs, timeout_s=timeout_s, isolation=isolation, seed=seed, guard=guard,
-                    needs=needs, observed=observed, notebook_timeout_s=notebook_timeout_s, limits=limits)
+    runner = Runner(
+        code_cells,
+        specs,
+        timeout_s=timeout_s,
+        isolation=isolation,
+        seed=seed,
+        guard=guard,
+        needs=needs,
+        observed=observed,
+        notebook_timeout_s=notebook_timeout_s,
+        limits=limits,
+    )
     try:
         outcomes, notes = runner.run()
     except RunError as exc:
@@ -333,9 +386,19 @@ def grade_notebook(
     if keep is not None:
         keep.mkdir(parents=True, exist_ok=True)
         nbformat.write(assembled, keep / ref_name)
-        (keep / "outcomes.json").write_text(json.dumps(
-            {"rows": [r.as_dict() for r in rows], "cells": outcomes, "notes": notes, "seed": seed,
-             "isolation": isolation.as_dict()}, indent=1), encoding="utf-8")
+        (keep / "outcomes.json").write_text(
+            json.dumps(
+                {
+                    "rows": [r.as_dict() for r in rows],
+                    "cells": outcomes,
+                    "notes": notes,
+                    "seed": seed,
+                    "isolation": isolation.as_dict(),
+                },
+                indent=1,
+            ),
+            encoding="utf-8",
+        )
     return rows, warnings + [f"note: {n}" for n in notes]
 
 
@@ -353,8 +416,10 @@ def _spec_row(outcome: dict, call: tuple[str, str], references: dict, passed_che
         verdict = tasks.judge_texts(task, outcome["answer"], reference)
     except Exception as exc:  # a judge that met a value it did not expect: this check fails, the grade goes on
         first = (str(exc).strip().splitlines() or [""])[0][:160]
-        return False, (f"the answer could not be compared with the reference ({type(exc).__name__}: {first}); "
-                       "likely cause: a value of the wrong type, size or range (return what the task asks for)")
+        return False, (
+            f"the answer could not be compared with the reference ({type(exc).__name__}: {first}); "
+            "likely cause: a value of the wrong type, size or range (return what the task asks for)"
+        )
     reason = verdict.detail
     if not verdict.passed and not reason.startswith("NotImplementedError"):
         first = [c for c in task.after if passed_checks.get(c) is False]
@@ -363,16 +428,34 @@ def _spec_row(outcome: dict, call: tuple[str, str], references: dict, passed_che
     return verdict.passed, reason
 
 
-def _rows(notebook: Path, exercise: str, code_cells, outcomes: dict[int, dict],
-          specs: dict[int, tuple[str, str]], references: dict, isolation: sandbox.Isolation,
-          seed: int) -> list[CheckRow]:
+def _rows(
+    notebook: Path,
+    exercise: str,
+    code_cells,
+    outcomes: dict[int, dict],
+    specs: dict[int, tuple[str, str]],
+    references: dict,
+    isolation: sandbox.Isolation,
+    seed: int,
+) -> list[CheckRow]:
     rows: list[CheckRow] = []
     passed_checks: dict[str, bool] = {}
     last_answer: tuple[str, dict] | None = None  # (task, outcome) of the latest answer cell
 
     def add(check, passed, reason, own, is_task=False, weight=1.0):
-        rows.append(CheckRow(str(notebook), exercise, check, passed, "" if passed else escape(reason, REASON_LIMIT),
-                             own, isolation.label, seed if is_task else None, weight))
+        rows.append(
+            CheckRow(
+                str(notebook),
+                exercise,
+                check,
+                passed,
+                "" if passed else escape(reason, REASON_LIMIT),
+                own,
+                isolation.label,
+                seed if is_task else None,
+                weight,
+            )
+        )
         passed_checks[check] = passed
 
     for num, cell in enumerate(code_cells):
@@ -406,6 +489,7 @@ def _rows(notebook: Path, exercise: str, code_cells, outcomes: dict[int, dict],
 # ---------------------------------------------------------------------------
 # Table and command line
 # ---------------------------------------------------------------------------
+
 
 def format_table(rows: Sequence[CheckRow]) -> str:
     """A plain-text table: exercise, check, result, reason (long reasons wrap at 100 characters).
@@ -446,8 +530,9 @@ def main(
 ) -> int:
     """Grade ``notebooks``; print the table (or JSON); return the exit code (0 = all pass)."""
     if reference is not None and len(notebooks) != 1:
-        print(f"error: --reference applies to one notebook, got {len(notebooks)}; grade them one by one",
-              file=sys.stderr)
+        print(
+            f"error: --reference applies to one notebook, got {len(notebooks)}; grade them one by one", file=sys.stderr
+        )
         return 2
     if keep_dir is not None:
         try:
@@ -457,7 +542,7 @@ def main(
             return 2
     _no_peeking()
     isolation = sandbox.probe()
-    seed = secrets.randbelow(2 ** 31) if seed is None else seed
+    seed = secrets.randbelow(2**31) if seed is None else seed
     all_rows: list[CheckRow] = []
     failed_to_grade = False
     text_out: list[str] = []  # printed once every kernel is gone
@@ -468,14 +553,21 @@ def main(
         if keep_dir is not None:
             keep = Path(keep_dir) if len(notebooks) == 1 else Path(keep_dir) / f"{i + 1:02d}-{Path(nb).stem}"
         try:
-            rows, warnings = grade_notebook(nb, reference=reference, timeout_s=timeout_s, keep_dir=keep,
-                                            seed=seed, isolation=isolation, notebook_timeout_s=notebook_timeout_s,
-                                            limits=limits)
+            rows, warnings = grade_notebook(
+                nb,
+                reference=reference,
+                timeout_s=timeout_s,
+                keep_dir=keep,
+                seed=seed,
+                isolation=isolation,
+                notebook_timeout_s=notebook_timeout_s,
+                limits=limits,
+            )
         except GradingError as exc:
             print(f"error: {escape(nb)}: {escape(exc)}", file=sys.stderr)
             failed_to_grade = True
             continue
-        notes = [w[len("note: "):] for w in warnings if w.startswith("note: ")]
+        notes = [w[len("note: ") :] for w in warnings if w.startswith("note: ")]
         for w in warnings:
             if not w.startswith("note: "):
                 print(f"warning: {escape(nb)}: {escape(w)}", file=sys.stderr)

@@ -12,6 +12,7 @@ The grader decides every outcome in its own process from the replies to its
 own requests (:meth:`Kernel.execute`); a value the kernel returns is read as
 text and decoded by the caller as plain data, never unpickled.
 """
+
 from __future__ import annotations
 
 import os
@@ -34,7 +35,7 @@ STDERR_KEEP_BYTES = 64 * 1024
 STDOUT_KEEP_CHARS = 32 * 1024
 # The largest message the grader accepts from the kernel (zmq drops a bigger one before it is read
 # into memory): a task's reply is at most nodecourse.course.tasks.plain.MAX_TEXT characters.
-MAX_MESSAGE_BYTES = 64 * 2 ** 20
+MAX_MESSAGE_BYTES = 64 * 2**20
 
 
 class KernelStartError(RuntimeError):
@@ -107,7 +108,7 @@ class HeadTail:
         if text:
             joined = self.tail + text
             self.cut += max(0, len(joined) - self.keep)
-            self.tail = joined[-self.keep:]
+            self.tail = joined[-self.keep :]
 
     def text(self) -> str:
         if not self.cut:
@@ -141,8 +142,12 @@ class _StderrTail:
 class Kernel:
     """One kernel, started (sandboxed when ``isolation`` allows) and driven by this process."""
 
-    def __init__(self, isolation: sandbox.Isolation, start_timeout_s: float = KERNEL_START_TIMEOUT_S,
-                 limits: sandbox.Limits | None = None):
+    def __init__(
+        self,
+        isolation: sandbox.Isolation,
+        start_timeout_s: float = KERNEL_START_TIMEOUT_S,
+        limits: sandbox.Limits | None = None,
+    ):
         import ipykernel.kernelspec
         from jupyter_client import KernelManager
         from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
@@ -156,8 +161,15 @@ class Kernel:
         workdir = self._dir / "work"
         workdir.mkdir()
         command = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
-        argv, env = sandbox.wrap(isolation, command, kernel_environment(isolation), shared_dirs=[conn], home=home,
-                                 hide_grader=True, limits=limits)
+        argv, env = sandbox.wrap(
+            isolation,
+            command,
+            kernel_environment(isolation),
+            shared_dirs=[conn],
+            home=home,
+            hide_grader=True,
+            limits=limits,
+        )
 
         class _Spec(KernelSpecManager):
             def get_kernel_spec(self, kernel_name):
@@ -165,8 +177,11 @@ class Kernel:
                 spec["argv"] = argv
                 return KernelSpec(resource_dir=ipykernel.kernelspec.RESOURCES, **spec)
 
-        kwargs = {"kernel_name": "python3", "kernel_spec_manager": _Spec(),
-                  "connection_file": str(conn / "kernel.json")}
+        kwargs = {
+            "kernel_name": "python3",
+            "kernel_spec_manager": _Spec(),
+            "connection_file": str(conn / "kernel.json"),
+        }
         if isolation.sandboxed:
             kwargs["transport"] = "ipc"
         self.km = KernelManager(**kwargs)
@@ -181,8 +196,9 @@ class Kernel:
         self._devnull = open(os.devnull, "wb")
         # stdout goes nowhere and stderr to a buffer only the grader reads: the kernel cannot
         # print into the grader's own output.
-        self.km.start_kernel(env=env, stdout=self._devnull, stderr=subprocess.PIPE,
-                             **sandbox.popen_kwargs(isolation, workdir))
+        self.km.start_kernel(
+            env=env, stdout=self._devnull, stderr=subprocess.PIPE, **sandbox.popen_kwargs(isolation, workdir)
+        )
         proc = self.km.provisioner.process
         self._stderr = _StderrTail(proc.stderr)
         self.kc = self.km.client(context=self.km.context)
@@ -192,8 +208,9 @@ class Kernel:
         except RuntimeError as exc:
             tail = self.stderr_tail()
             self.close()
-            raise KernelStartError(f"the grading kernel did not start: {exc}"
-                                   + (f"; its stderr ends: {tail[-300:]}" if tail else "")) from exc
+            raise KernelStartError(
+                f"the grading kernel did not start: {exc}" + (f"; its stderr ends: {tail[-300:]}" if tail else "")
+            ) from exc
 
     def stderr_tail(self, n: int = 400) -> str:
         """The last ``n`` characters the kernel wrote on stderr (raw: escape before showing)."""
@@ -203,12 +220,18 @@ class Kernel:
         prov = getattr(self.km, "provisioner", None)
         return prov.process.poll() if prov is not None and getattr(prov, "process", None) else None
 
-    def execute(self, code: str, timeout_s: float, user_expressions: dict | None = None,
-                silent: bool = False) -> CellResult:
+    def execute(
+        self, code: str, timeout_s: float, user_expressions: dict | None = None, silent: bool = False
+    ) -> CellResult:
         """Run ``code``; wait for its reply and idle state, at most ``timeout_s`` seconds."""
-        msg_id = self.kc.execute(code, silent=silent, store_history=not silent,
-                                 user_expressions=user_expressions or {}, allow_stdin=False,
-                                 stop_on_error=False)
+        msg_id = self.kc.execute(
+            code,
+            silent=silent,
+            store_history=not silent,
+            user_expressions=user_expressions or {},
+            allow_stdin=False,
+            stop_on_error=False,
+        )
         deadline = time.monotonic() + timeout_s
         stdout = HeadTail()
         error: dict = {}
@@ -243,9 +266,13 @@ class Kernel:
         status = reply.get("status", "error")
         if status != "ok":
             error = error or reply
-        return CellResult("ok" if status == "ok" and not error else "error", stdout.text(),
-                          str(error.get("ename", "")), str(error.get("evalue", "")),
-                          reply.get("user_expressions", {}))
+        return CellResult(
+            "ok" if status == "ok" and not error else "error",
+            stdout.text(),
+            str(error.get("ename", "")),
+            str(error.get("evalue", "")),
+            reply.get("user_expressions", {}),
+        )
 
     def kernel_pid(self) -> int | None:
         """The host's pid of the Python process that runs the learner's code (inside bubblewrap, the

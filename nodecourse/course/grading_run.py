@@ -19,6 +19,7 @@ cells that had passed, in order; a cell that times out or dies on replay is
 dropped from the replay (it counts as failed from then on, and tasks that need
 it say so), and the replay starts again in another fresh kernel.
 """
+
 from __future__ import annotations
 
 import ast
@@ -73,9 +74,20 @@ def defined_names(source: str) -> set[str]:
 class Runner:
     """Runs one assembled notebook; :meth:`run` returns outcomes by code-cell number, and notes."""
 
-    def __init__(self, cells, specs: dict[int, tuple[str, str]], *, timeout_s: float, isolation: Isolation,
-                 seed: int, guard: bool, needs: dict[int, tuple[str, ...]], observed: frozenset[int] = frozenset(),
-                 notebook_timeout_s: float | None = None, limits: Limits | None = None):
+    def __init__(
+        self,
+        cells,
+        specs: dict[int, tuple[str, str]],
+        *,
+        timeout_s: float,
+        isolation: Isolation,
+        seed: int,
+        guard: bool,
+        needs: dict[int, tuple[str, ...]],
+        observed: frozenset[int] = frozenset(),
+        notebook_timeout_s: float | None = None,
+        limits: Limits | None = None,
+    ):
         self.cells, self.specs, self.needs, self.observed = cells, specs, needs, observed
         self.timeout_s, self.isolation, self.seed, self.guard = timeout_s, isolation, seed, guard
         self.cell_timeout_s, self.limits = timeout_s, limits
@@ -99,8 +111,10 @@ class Runner:
             res = kernel.evaluate(_INSTALL, max(self.timeout_s, 120))
             if not res.ok:
                 kernel.close()
-                raise RunError(f"the grading kernel could not set up its guard: {res.status} {res.ename} "
-                               f"{escape(res.evalue, 200)}".rstrip())
+                raise RunError(
+                    f"the grading kernel could not set up its guard: {res.status} {res.ename} "
+                    f"{escape(res.evalue, 200)}".rstrip()
+                )
         return kernel
 
     def _lose(self, kernel: Kernel, what: str) -> None:
@@ -127,8 +141,12 @@ class Runner:
             refused = _literal(guard.stdout)
         res = kernel.execute(cell.source, self.timeout_s)
         outcome = _outcome_of(res, self.timeout_s)
-        if task is None and outcome["outcome"] == "failed" and res.status == "error" \
-                and has_marker(cell.source, RAISES_MARKER):
+        if (
+            task is None
+            and outcome["outcome"] == "failed"
+            and res.status == "error"
+            and has_marker(cell.source, RAISES_MARKER)
+        ):
             outcome = {"outcome": "passed", "reason": "", "stdout": res.stdout}  # an error was expected
         if self.guard and task is None and cid is None and res.status in ("ok", "error"):
             after = kernel.evaluate(f"{_GUARD}.after_reference_cell()", self.timeout_s)
@@ -140,10 +158,12 @@ class Runner:
                 return _outcome_of(after, self.timeout_s, prefix="the grader's guard after this check: ")
             tampered = _literal(after.stdout) if after.ok else f"{after.ename}: {after.evalue}"
             if tampered and outcome["outcome"] == "passed":
-                outcome = {"outcome": "failed", "stdout": res.stdout,
-                           "reason": f"answer code changed what the check relies on while it ran ({tampered})"}
-        if cid is not None and outcome["outcome"] == "passed" \
-                and f"PASS {cid}" not in outcome["stdout"].splitlines():
+                outcome = {
+                    "outcome": "failed",
+                    "stdout": res.stdout,
+                    "reason": f"answer code changed what the check relies on while it ran ({tampered})",
+                }
+        if cid is not None and outcome["outcome"] == "passed" and f"PASS {cid}" not in outcome["stdout"].splitlines():
             outcome = {"outcome": "failed", "reason": f"did not print 'PASS {cid}'", "stdout": res.stdout}
         if cid is not None and outcome["outcome"] == "failed" and not outcome.get("lost_kernel"):
             outcome["reason"] = self._explain_name_error(num, outcome["reason"])
@@ -181,16 +201,21 @@ class Runner:
         return left > 0
 
     def _out_of_time(self) -> dict:
-        return {"outcome": "failed", "stdout": "",
-                "reason": f"not run: the notebook's time limit ({self.notebook_timeout_s:g} s) was reached"}
+        return {
+            "outcome": "failed",
+            "stdout": "",
+            "reason": f"not run: the notebook's time limit ({self.notebook_timeout_s:g} s) was reached",
+        }
 
     def _hung_before(self, num: int) -> str:
         """A task timed out calling answers that this task calls too: it would hang the same way."""
         mine = frozenset(self.needs.get(num, ()))
         for earlier, theirs in self.hung:
             if theirs and theirs <= mine:
-                return (f"not run: check {self.specs[earlier][1]!r} timed out calling the same answers "
-                        f"({', '.join(sorted(theirs))}); a hanging answer costs one timeout, not one per check")
+                return (
+                    f"not run: check {self.specs[earlier][1]!r} timed out calling the same answers "
+                    f"({', '.join(sorted(theirs))}); a hanging answer costs one timeout, not one per check"
+                )
         return ""
 
     def _ask(self, kernel: Kernel, num: int) -> dict:
@@ -211,9 +236,12 @@ class Runner:
                     continue
                 res = self._run_cell(kernel, earlier)
                 if res["outcome"] != "passed":
-                    return {"outcome": "failed", "stdout": "",
-                            "reason": f"not run: preparing a fresh process for it, cell {earlier} "
-                                      f"({self._label(earlier)}) {_why(res)}"}
+                    return {
+                        "outcome": "failed",
+                        "stdout": "",
+                        "reason": f"not run: preparing a fresh process for it, cell {earlier} "
+                        f"({self._label(earlier)}) {_why(res)}",
+                    }
             return self._request(kernel, num)
         finally:
             kernel.close()
@@ -228,8 +256,9 @@ class Runner:
             start = kernel.memory_mark()
             if start is None:
                 return None, None
-            res = kernel.evaluate(kernel_side.request(task, inputs, kernel_side.measuring(task.measure, key)),
-                                  self.timeout_s)
+            res = kernel.evaluate(
+                kernel_side.request(task, inputs, kernel_side.measuring(task.measure, key)), self.timeout_s
+            )
             peak = kernel.memory_peak()
             for r in (settle, res):
                 if r.status in ("timeout", "dead"):
@@ -237,8 +266,11 @@ class Runner:
             reply = plain.decode(_literal(res.stdout, "")) if res.ok else {"ok": False, "type": res.ename}
             if not isinstance(reply, dict) or reply.get("ok") is not True or peak is None:
                 why = f"{reply.get('type', '?')}: {reply.get('message', '')}" if isinstance(reply, dict) else "?"
-                return None, {"outcome": "failed", "stdout": "",
-                              "reason": f"the grader's measurement {key} failed in the kernel ({why})"}
+                return None, {
+                    "outcome": "failed",
+                    "stdout": "",
+                    "reason": f"the grader's measurement {key} failed in the kernel ({why})",
+                }
             measured.append({"key": key, "bytes": max(0, peak - start)})
         return measured, None
 
@@ -254,19 +286,26 @@ class Runner:
             if failed is not None:
                 return failed
             if measured is None:
-                self.notes.append(f"check {task.check!r}: this machine does not let the grader read the kernel's "
-                                  "memory from outside; it was measured inside the kernel (the weaker way)")
+                self.notes.append(
+                    f"check {task.check!r}: this machine does not let the grader read the kernel's "
+                    "memory from outside; it was measured inside the kernel (the weaker way)"
+                )
         res = kernel.evaluate(kernel_side.request(task, inputs), self.timeout_s)
         if res.status in ("timeout", "dead"):
             outcome = _outcome_of(res, self.timeout_s, what="the task")
             if res.status == "timeout":
-                bound_mib = MAX_MESSAGE_BYTES // 2 ** 20
-                outcome["reason"] = (f"the task timed out after {self.timeout_s:g} s (the learner's code did not "
-                                     f"return, or returned a value over the grader's {bound_mib} MiB bound)")
+                bound_mib = MAX_MESSAGE_BYTES // 2**20
+                outcome["reason"] = (
+                    f"the task timed out after {self.timeout_s:g} s (the learner's code did not "
+                    f"return, or returned a value over the grader's {bound_mib} MiB bound)"
+                )
             return outcome
         if not res.ok:
-            return {"outcome": "failed", "stdout": "",
-                    "reason": f"the kernel did not answer the task: {res.ename}: {res.evalue}"}
+            return {
+                "outcome": "failed",
+                "stdout": "",
+                "reason": f"the kernel did not answer the task: {res.ename}: {res.evalue}",
+            }
         text = _literal(res.stdout, None)
         if not isinstance(text, str):
             return {"outcome": "failed", "reason": "the kernel's reply to the task is not text", "stdout": ""}
@@ -326,9 +365,11 @@ class Runner:
                     self._lose(kernel, res["reason"])
                     break
             else:
-                note = (f"cell {lost_at} ({self._label(lost_at)}) {escape(self.outcomes[lost_at]['reason'], 160)}: "
-                        f"restarted the kernel and replayed the {replayed} cell(s) that had passed, so the tasks "
-                        "after it are still graded")
+                note = (
+                    f"cell {lost_at} ({self._label(lost_at)}) {escape(self.outcomes[lost_at]['reason'], 160)}: "
+                    f"restarted the kernel and replayed the {replayed} cell(s) that had passed, so the tasks "
+                    "after it are still graded"
+                )
                 if failed:
                     note += f"; on replay these failed: {', '.join(failed)}"
                 self.notes.append(note)
@@ -354,12 +395,20 @@ def _outcome_of(res: CellResult, timeout_s: float, prefix: str = "", what: str =
     if res.status == "ok":
         return {"outcome": "passed", "reason": "", "stdout": res.stdout}
     if res.status == "timeout":
-        return {"outcome": "failed", "reason": prefix + f"timed out after {timeout_s:g} s",
-                "stdout": res.stdout, "lost_kernel": True}
+        return {
+            "outcome": "failed",
+            "reason": prefix + f"timed out after {timeout_s:g} s",
+            "stdout": res.stdout,
+            "lost_kernel": True,
+        }
     if res.status == "dead":
         code = f" (exit code {res.exit_code})" if res.exit_code is not None else ""
-        return {"outcome": "failed", "reason": prefix + f"the kernel died{code} while {what} ran",
-                "stdout": res.stdout, "lost_kernel": True}
+        return {
+            "outcome": "failed",
+            "reason": prefix + f"the kernel died{code} while {what} ran",
+            "stdout": res.stdout,
+            "lost_kernel": True,
+        }
     return {"outcome": "failed", "reason": prefix + error_reason(res.ename, res.evalue), "stdout": res.stdout}
 
 
@@ -370,7 +419,10 @@ def error_reason(ename: str, evalue: str) -> str:
     """One line for an error the kernel reported (colour codes removed; the rest escaped when shown)."""
     if ename == "NotImplementedError":
         return "NotImplementedError: task not done"
-    text = _ANSI.sub("", evalue).strip() if ename == "CheckFailed" else \
-        f"{ename}: {_ANSI.sub('', evalue).strip()}".rstrip(": ")
+    text = (
+        _ANSI.sub("", evalue).strip()
+        if ename == "CheckFailed"
+        else f"{ename}: {_ANSI.sub('', evalue).strip()}".rstrip(": ")
+    )
     text = text.splitlines()[0] if text else (ename or "failed")
     return text if len(text) <= 160 else text[:157] + "..."

@@ -41,6 +41,7 @@ This cannot sandbox Python: code in the same process can, with enough effort,
 rewrite the interpreter itself. What it guarantees is listed in the trust
 model (CONTRIBUTING.md); each guard here has a test in tests/test_grading.py.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -51,12 +52,30 @@ import types
 _STATE: dict | None = None
 
 # Dunders that decide what a comparison, a truth test or a conversion returns.
-OVERRIDE_DUNDERS = frozenset((
-    "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__bool__",
-    "__float__", "__int__", "__index__", "__complex__", "__abs__", "__sub__", "__rsub__",
-    "__torch_function__", "__torch_dispatch__", "__array__",
-    "__array_ufunc__", "__array_function__", "__getattribute__",
-))
+OVERRIDE_DUNDERS = frozenset(
+    (
+        "__eq__",
+        "__ne__",
+        "__lt__",
+        "__le__",
+        "__gt__",
+        "__ge__",
+        "__bool__",
+        "__float__",
+        "__int__",
+        "__index__",
+        "__complex__",
+        "__abs__",
+        "__sub__",
+        "__rsub__",
+        "__torch_function__",
+        "__torch_dispatch__",
+        "__array__",
+        "__array_ufunc__",
+        "__array_function__",
+        "__getattribute__",
+    )
+)
 _METACLASS_DUNDERS = ("__instancecheck__", "__subclasscheck__", "__eq__")
 # Class attributes put back by the guard: methods and descriptors, not data.
 _RESTORABLE = (classmethod, staticmethod, property)
@@ -66,18 +85,37 @@ _RESTORABLE = (classmethod, staticmethod, property)
 # patches some of its own classes at run time (an optimiser's ``step`` on first
 # use), which is not tampering.
 _GUARDED_MODULES = (
-    "builtins", "math", "operator", "sys", "numpy", "numpy.linalg", "torch", "torch.linalg",
-    "torch.nn.functional", "torch.functional", "torch.autograd", "torch.testing",
-    "IPython.core.interactiveshell", "ipykernel.zmqshell", "ipykernel.ipkernel", "ipykernel.kernelbase",
-    "ipykernel.iostream", "jupyter_client.session",
+    "builtins",
+    "math",
+    "operator",
+    "sys",
+    "numpy",
+    "numpy.linalg",
+    "torch",
+    "torch.linalg",
+    "torch.nn.functional",
+    "torch.functional",
+    "torch.autograd",
+    "torch.testing",
+    "IPython.core.interactiveshell",
+    "ipykernel.zmqshell",
+    "ipykernel.ipkernel",
+    "ipykernel.kernelbase",
+    "ipykernel.iostream",
+    "jupyter_client.session",
 )
 _GUARDED_MODULE_PREFIXES = ("nodecourse.",)
 # Changes torch makes to itself (importing torch._dynamo wraps torch.manual_seed).
 _SELF_PATCHES = frozenset(("torch.manual_seed",))
 # Library modules imported up front, so that a check cell importing them later
 # gets the copy the snapshot saw (not one patched by answer code first).
-_PRELOAD_SKIP = ("nodecourse.course", "nodecourse.lessons", "nodecourse.claims", "nodecourse.widgets",
-                 "nodecourse.plotting")
+_PRELOAD_SKIP = (
+    "nodecourse.course",
+    "nodecourse.lessons",
+    "nodecourse.claims",
+    "nodecourse.widgets",
+    "nodecourse.plotting",
+)
 _SYS_ATTRS = ("stdout", "stderr", "excepthook", "displayhook", "settrace", "setprofile")
 _SHELL_LISTS = ("input_transformers_cleanup", "input_transformers_post", "ast_transformers")
 _MANAGER_LISTS = ("cleanup_transforms", "line_transforms", "token_transformers")
@@ -178,7 +216,8 @@ def install(shell) -> str:
         "known_classes": _all_classes([object]),
         "trusted_dirs": _trusted_dirs(),
         "bindings": {},
-        "setattr": setattr, "type_setattr": type.__setattr__,
+        "setattr": setattr,
+        "type_setattr": type.__setattr__,
     }
     return "installed"
 
@@ -309,13 +348,22 @@ def _from_installed_code(cls) -> bool:
 
 def _dataclass_eq(cls, name) -> bool:
     fn = vars(cls).get(name)
-    return (name in ("__eq__", "__hash__") and "__dataclass_fields__" in vars(cls)
-            and getattr(getattr(fn, "__code__", None), "co_filename", "") == "<string>")
+    return (
+        name in ("__eq__", "__hash__")
+        and "__dataclass_fields__" in vars(cls)
+        and getattr(getattr(fn, "__code__", None), "co_filename", "") == "<string>"
+    )
 
 
-_NATIVE = (types.WrapperDescriptorType, types.MethodDescriptorType, types.BuiltinFunctionType,
-           types.MethodWrapperType, types.GetSetDescriptorType, types.MemberDescriptorType,
-           types.ClassMethodDescriptorType)
+_NATIVE = (
+    types.WrapperDescriptorType,
+    types.MethodDescriptorType,
+    types.BuiltinFunctionType,
+    types.MethodWrapperType,
+    types.GetSetDescriptorType,
+    types.MemberDescriptorType,
+    types.ClassMethodDescriptorType,
+)
 
 
 def _overrides(cls, names) -> list[str]:
@@ -380,8 +428,11 @@ def before_check(check_id: str) -> str:
             ns[key] = value
             hooks.append(f"name {key!r}")
     forged = suspicious_classes()
-    s["checks"]._refuse(forged and f"checks refuse to run: answer code defined {', '.join(forged)}, which can "
-                                   "make a comparison pass whatever the value")
+    s["checks"]._refuse(
+        forged
+        and f"checks refuse to run: answer code defined {', '.join(forged)}, which can "
+        "make a comparison pass whatever the value"
+    )
     ns["check"] = s["check"]
     changed = hooks + library
     return ("restored " + ", ".join(changed)) if changed else ""

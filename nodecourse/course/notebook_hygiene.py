@@ -13,6 +13,7 @@ run to run without the lesson changing:
 :func:`problems` lists what a notebook still carries (the notebook test uses
 it); :func:`execute` runs one notebook and strips it (``make notebooks``).
 """
+
 from __future__ import annotations
 
 import html
@@ -106,8 +107,9 @@ def execute(path: Path | str, *, timeout_s: int = 600, quick: bool = True) -> li
     nb = nbformat.read(path, as_version=4)
     env = {**os.environ, "NODECOURSE_QUICK": "1" if quick else "0"}
     env.setdefault("OMP_NUM_THREADS", "1")
-    client = NotebookClient(nb, timeout=timeout_s, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}})
+    client = NotebookClient(
+        nb, timeout=timeout_s, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    )
     saved = os.environ.copy()
     os.environ.update(env)  # the kernel inherits the environment of this process
     try:

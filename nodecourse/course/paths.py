@@ -1,4 +1,5 @@
 """Where the course lives on disk: the folder with notebooks/, exercises/ and solutions/."""
+
 from __future__ import annotations
 
 import re
@@ -19,8 +20,6 @@ def find_course_root(start: Path | str | None = None) -> Path | None:
         if (root / "nodecourse" / "__init__.py").is_file():
             return root
         pyproject = root / "pyproject.toml"
-        if pyproject.is_file() and re.search(
-            r'^name\s*=\s*"nodecourse"', pyproject.read_text(encoding="utf-8"), re.M
-        ):
+        if pyproject.is_file() and re.search(r'^name\s*=\s*"nodecourse"', pyproject.read_text(encoding="utf-8"), re.M):
             return root
     return None

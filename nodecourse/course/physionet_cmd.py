@@ -16,6 +16,7 @@ Examples::
 scoring, not loading), and the model, seed, data source, epochs and solver work, and
 ``settings`` (the values trained with: the settings' name and fields, as actually used).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,45 +51,91 @@ FLAGS: dict[str, Arg] = {
     "--seed": Arg(Interval(int, 0, 2**32 - 1), fix="e.g. --seed 0"),
     "--epochs": Arg(Interval(int, 0, None), fix="e.g. --epochs 20 (0: evaluate the untrained model)"),
     "--batch-size": Arg(Interval(int, 1, None), fix="e.g. --batch-size 64"),
-    "--quantization": Arg(Interval(float, 1 / 60, HORIZON_HOURS, unit="(hours)"),
-                          fix="e.g. --quantization 1.0 (1/60: one minute)"),
+    "--quantization": Arg(
+        Interval(float, 1 / 60, HORIZON_HOURS, unit="(hours)"), fix="e.g. --quantization 1.0 (1/60: one minute)"
+    ),
     "--patients": Arg(Interval(int, 1, None), fix="e.g. --patients 600"),
     "--threads": Arg(Interval(int, 1, None), fix="e.g. --threads 2"),
 }
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data", metavar="DIR", default=None,
-                        help="folder holding set-X.tar.gz (or set-X/) and Outcomes-X.txt; default: "
-                             "NODECOURSE_DATA, then ../shared/physionet2012, else the synthetic stand-in")
+    parser.add_argument(
+        "--data",
+        metavar="DIR",
+        default=None,
+        help="folder holding set-X.tar.gz (or set-X/) and Outcomes-X.txt; default: "
+        "NODECOURSE_DATA, then ../shared/physionet2012, else the synthetic stand-in",
+    )
     parser.add_argument("--train", default="set-a", choices=["set-a", "set-b"], help="set to train on")
-    parser.add_argument("--eval", default="split", choices=["set-a", "set-b", "split"],
-                        help="set to evaluate on, or 'split' for a held-out patient split of the training set")
-    parser.add_argument("--test-fraction", type=argparse_type(FLAGS["--test-fraction"]), default=0.2,
-                        help="fraction of patients held out with --eval split (default 0.2)")
-    parser.add_argument("--val-fraction", type=argparse_type(FLAGS["--val-fraction"]), default=0.0,
-                        help="fraction of all training-set patients kept aside to pick the best epoch "
-                             "(default 0: train on all of them and keep the last epoch)")
-    parser.add_argument("--model", required=True, choices=MODEL_NAMES,
-                        help="odernn, latent-ode (Rubanova et al. 2019), gru-dt (GRU with the time since the last "
-                             "observation), gru-d (Che et al. 2018: input and hidden-state decay), summary-logreg")
-    parser.add_argument("--seed", type=argparse_type(FLAGS["--seed"]), default=0,
-                        help="seed of the split and of training")
-    parser.add_argument("--epochs", type=argparse_type(FLAGS["--epochs"]), default=None,
-                        help="training epochs (default: 20 full, 3 quick)")
-    parser.add_argument("--batch-size", type=argparse_type(FLAGS["--batch-size"]), default=None,
-                        help="default: 64, or the settings' (50) with --settings published")
-    parser.add_argument("--quantization", type=argparse_type(FLAGS["--quantization"]), default=None,
-                        help="time grid in hours (default: 1.0, or 1/60 with --settings published)")
-    parser.add_argument("--settings", default="course", choices=SETTINGS_NAMES,
-                        help="course (default: the course's sizes and schedule) or published (Rubanova et al. "
-                             "2019's, each value with its source in nodecourse.models.physionet_settings)")
-    parser.add_argument("--patients", type=argparse_type(FLAGS["--patients"]), default=None,
-                        help="use a seeded subset of this many training-set patients (quick: 600)")
+    parser.add_argument(
+        "--eval",
+        default="split",
+        choices=["set-a", "set-b", "split"],
+        help="set to evaluate on, or 'split' for a held-out patient split of the training set",
+    )
+    parser.add_argument(
+        "--test-fraction",
+        type=argparse_type(FLAGS["--test-fraction"]),
+        default=0.2,
+        help="fraction of patients held out with --eval split (default 0.2)",
+    )
+    parser.add_argument(
+        "--val-fraction",
+        type=argparse_type(FLAGS["--val-fraction"]),
+        default=0.0,
+        help="fraction of all training-set patients kept aside to pick the best epoch "
+        "(default 0: train on all of them and keep the last epoch)",
+    )
+    parser.add_argument(
+        "--model",
+        required=True,
+        choices=MODEL_NAMES,
+        help="odernn, latent-ode (Rubanova et al. 2019), gru-dt (GRU with the time since the last "
+        "observation), gru-d (Che et al. 2018: input and hidden-state decay), summary-logreg",
+    )
+    parser.add_argument(
+        "--seed", type=argparse_type(FLAGS["--seed"]), default=0, help="seed of the split and of training"
+    )
+    parser.add_argument(
+        "--epochs",
+        type=argparse_type(FLAGS["--epochs"]),
+        default=None,
+        help="training epochs (default: 20 full, 3 quick)",
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=argparse_type(FLAGS["--batch-size"]),
+        default=None,
+        help="default: 64, or the settings' (50) with --settings published",
+    )
+    parser.add_argument(
+        "--quantization",
+        type=argparse_type(FLAGS["--quantization"]),
+        default=None,
+        help="time grid in hours (default: 1.0, or 1/60 with --settings published)",
+    )
+    parser.add_argument(
+        "--settings",
+        default="course",
+        choices=SETTINGS_NAMES,
+        help="course (default: the course's sizes and schedule) or published (Rubanova et al. "
+        "2019's, each value with its source in nodecourse.models.physionet_settings)",
+    )
+    parser.add_argument(
+        "--patients",
+        type=argparse_type(FLAGS["--patients"]),
+        default=None,
+        help="use a seeded subset of this many training-set patients (quick: 600)",
+    )
     parser.add_argument("--download", action="store_true", help="download from PhysioNet if no local copy")
     parser.add_argument("--quick", action="store_true", help="quick mode (also NODECOURSE_QUICK=1)")
-    parser.add_argument("--threads", type=argparse_type(FLAGS["--threads"]), default=None,
-                        help="torch CPU threads (default: the course's choice, shown by `nodecourse check`)")
+    parser.add_argument(
+        "--threads",
+        type=argparse_type(FLAGS["--threads"]),
+        default=None,
+        help="torch CPU threads (default: the course's choice, shown by `nodecourse check`)",
+    )
     parser.add_argument("--device", default="cpu", help="cpu, cuda, mps or auto (default cpu)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
@@ -121,8 +168,10 @@ def main(args: argparse.Namespace) -> int:
         return _fail(f"--eval {args.eval} is the training set; use --eval split to hold out patients of it")
     # each flag's own range is the parser's (FLAGS); what is left is how two of them combine
     if args.eval == "split" and args.val_fraction + args.test_fraction >= 1:
-        return _fail(f"--val-fraction {args.val_fraction} with --test-fraction {args.test_fraction} leaves no "
-                     f"training patients: keep their sum below 1")
+        return _fail(
+            f"--val-fraction {args.val_fraction} with --test-fraction {args.test_fraction} leaves no "
+            f"training patients: keep their sum below 1"
+        )
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     try:
@@ -141,16 +190,23 @@ def main(args: argparse.Namespace) -> int:
         default_epochs = 0
     epochs = args.epochs if args.epochs is not None else default_epochs
     n_patients = args.patients if args.patients is not None else default_patients
-    quantization = args.quantization if args.quantization is not None else (
-        settings.quantization_hours if published else 1.0)
+    quantization = (
+        args.quantization if args.quantization is not None else (settings.quantization_hours if published else 1.0)
+    )
     batch_size = args.batch_size if args.batch_size is not None else (settings.batch_size if published else 64)
 
     verbose = not args.json
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            data = physionet.load(args.train, path=args.data, quantization=quantization,
-                                  download=args.download, progress=verbose, verbose=verbose)
+            data = physionet.load(
+                args.train,
+                path=args.data,
+                quantization=quantization,
+                download=args.download,
+                progress=verbose,
+                verbose=verbose,
+            )
             synthetic = data.report.source == "synthetic"
             if n_patients is not None:
                 data = data.sample(n_patients, seed=args.seed)
@@ -161,9 +217,15 @@ def main(args: argparse.Namespace) -> int:
             else:
                 parts = data.split(test=0.0, val=args.val_fraction, seed=args.seed)
                 train_raw, val_raw = parts["train"], parts.get("val")
-                eval_raw = physionet.load(args.eval, path=args.data, quantization=quantization,
-                                          download=args.download, allow_synthetic=synthetic,
-                                          progress=verbose, verbose=verbose)
+                eval_raw = physionet.load(
+                    args.eval,
+                    path=args.data,
+                    quantization=quantization,
+                    download=args.download,
+                    allow_synthetic=synthetic,
+                    progress=verbose,
+                    verbose=verbose,
+                )
     except (physionet.PhysioNetError, OSError, ValueError, RuntimeError) as exc:
         # every loader error (damaged archive, no usable record, failed download, a
         # split that cannot be made) is one line and exit code 2, never a traceback
@@ -176,17 +238,36 @@ def main(args: argparse.Namespace) -> int:
     evaluation = norm.transform(eval_raw).to(device)
     val = norm.transform(val_raw).to(device) if val_raw is not None else None
     start = time.perf_counter()
-    _, result = fit(args.model, train, evaluation, val=val, epochs=epochs, batch_size=batch_size,
-                    seed=args.seed, progress=verbose, settings=settings)
+    _, result = fit(
+        args.model,
+        train,
+        evaluation,
+        val=val,
+        epochs=epochs,
+        batch_size=batch_size,
+        seed=args.seed,
+        progress=verbose,
+        settings=settings,
+    )
     seconds = time.perf_counter() - start
     out = {
-        "auc": round(result.auc, 4), "n_train": result.n_train, "n_eval": result.n_eval,
-        "n_val": len(val) if val is not None else 0, "best_epoch": result.best_epoch,
-        "seconds": round(seconds, 1), "cpu_seconds": round(result.cpu_seconds, 1), "model": args.model,
-        "seed": args.seed, "epochs": epochs,
-        "mode": "quick" if quick else "full", "train": args.train, "eval": args.eval,
-        "data_source": data.report.source, "synthetic": synthetic,
-        "skipped_records": data.report.n_skipped, "missing_records": len(data.report.missing),
+        "auc": round(result.auc, 4),
+        "n_train": result.n_train,
+        "n_eval": result.n_eval,
+        "n_val": len(val) if val is not None else 0,
+        "best_epoch": result.best_epoch,
+        "seconds": round(seconds, 1),
+        "cpu_seconds": round(result.cpu_seconds, 1),
+        "model": args.model,
+        "seed": args.seed,
+        "epochs": epochs,
+        "mode": "quick" if quick else "full",
+        "train": args.train,
+        "eval": args.eval,
+        "data_source": data.report.source,
+        "synthetic": synthetic,
+        "skipped_records": data.report.n_skipped,
+        "missing_records": len(data.report.missing),
         "threads": torch.get_num_threads(),
         "solver": result.solver,
         "settings": _settings_report(args.settings, epochs, batch_size, quantization),
@@ -195,11 +276,15 @@ def main(args: argparse.Namespace) -> int:
         print(json.dumps(out))
     else:
         label = " (SYNTHETIC data)" if synthetic else ""
-        print(f"{args.model}: AUC {out['auc']:.4f} on {out['n_eval']} patients ({args.eval}), "
-              f"trained on {out['n_train']} ({args.train}){label}, {args.settings} settings, {out['epochs']} epochs, "
-              f"{out['seconds']:.1f} s on {out['threads']} thread(s) ({out['cpu_seconds']:.1f} s CPU)")
+        print(
+            f"{args.model}: AUC {out['auc']:.4f} on {out['n_eval']} patients ({args.eval}), "
+            f"trained on {out['n_train']} ({args.train}){label}, {args.settings} settings, {out['epochs']} epochs, "
+            f"{out['seconds']:.1f} s on {out['threads']} thread(s) ({out['cpu_seconds']:.1f} s CPU)"
+        )
         if result.solver:
             s = result.solver
-            print(f"solver: {s['method']} step {s['step_size_hours']} h, {s['train_nfe']} NFE in training "
-                  f"({s['nfe_per_training_batch']:.0f} per batch)")
+            print(
+                f"solver: {s['method']} step {s['step_size_hours']} h, {s['train_nfe']} NFE in training "
+                f"({s['nfe_per_training_batch']:.0f} per batch)"
+            )
     return 0

@@ -1,4 +1,5 @@
 """Keeping stdout for one document: :class:`StdoutToStderr` (``claims --json``, ``audit --json``)."""
+
 from __future__ import annotations
 
 import os

@@ -5,6 +5,7 @@
 read notebooks only, so the notebook's own self-check (:func:`nodecourse.course.tasks.self_check`)
 can say what the grader will say without importing the grader.
 """
+
 from __future__ import annotations
 
 import re
@@ -47,8 +48,12 @@ def reference_for(notebook: Path, course_root: Path | None = None) -> tuple[obje
     available = sorted(p.name for p in (root / "solutions").glob("*.ipynb"))
     if not solution.is_file():
         # A class's files are often named after the learner: "alice-01_..._exercises.ipynb".
-        ends = [n for n in available if stem.endswith(n[:-len(".ipynb")]) and
-                stem[: len(stem) - len(n) + len(".ipynb")][-1:] in ("-", "_", " ", ".")]
+        ends = [
+            n
+            for n in available
+            if stem.endswith(n[: -len(".ipynb")])
+            and stem[: len(stem) - len(n) + len(".ipynb")][-1:] in ("-", "_", " ", ".")
+        ]
         if len(ends) == 1:
             name, solution = ends[0], root / "solutions" / ends[0]
     if not solution.is_file():
@@ -77,13 +82,22 @@ def code_outside_answers(learner, reference) -> str:
     the answer cells, so that code is not graded. "" when there are none."""
     known = {_code_lines(c.source) for c in reference.cells if c.cell_type == "code"}
     # Check cells are the reference's (an edit there is ignored, not work to keep): only other cells count.
-    extra = [i for i, c in enumerate(learner.cells) if c.cell_type == "code" and answer_id(c) is None
-             and check_id(c) is None and _code_lines(c.source) and _code_lines(c.source) not in known]
+    extra = [
+        i
+        for i, c in enumerate(learner.cells)
+        if c.cell_type == "code"
+        and answer_id(c) is None
+        and check_id(c) is None
+        and _code_lines(c.source)
+        and _code_lines(c.source) not in known
+    ]
     if not extra:
         return ""
-    return (f"{len(extra)} code cell(s) (cell {', '.join(str(i + 1) for i in extra[:8])}"
-            f"{', ...' if len(extra) > 8 else ''}) are not answer cells and are not graded; the grader runs only "
-            "the answer cells (the ones with a 'your answer' stub), so move that code into them")
+    return (
+        f"{len(extra)} code cell(s) (cell {', '.join(str(i + 1) for i in extra[:8])}"
+        f"{', ...' if len(extra) > 8 else ''}) are not answer cells and are not graded; the grader runs only "
+        "the answer cells (the ones with a 'your answer' stub), so move that code into them"
+    )
 
 
 __all__ = ["COPY_SUFFIX", "GradingError", "OUTSIDE_PREFIX", "code_outside_answers", "reference_for"]

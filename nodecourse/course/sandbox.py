@@ -24,6 +24,7 @@ runs without it, and every report says the grade is for self-study only.
 ``NODECOURSE_BWRAP`` names another bubblewrap program (tests use it to see the
 fallback).
 """
+
 from __future__ import annotations
 
 import functools
@@ -41,8 +42,18 @@ HOME = "/home/learner"
 WORKDIR = HOME + "/work"
 IPYTHONDIR = HOME + "/.ipython"
 # What of /etc a Python process needs (the dynamic loader's cache, user names, fonts).
-_ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "passwd", "group", "nsswitch.conf",
-        "alternatives", "fonts", "mime.types")
+_ETC = (
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "localtime",
+    "passwd",
+    "group",
+    "nsswitch.conf",
+    "alternatives",
+    "fonts",
+    "mime.types",
+)
 _TOP_LEVEL = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 # What of nodecourse/course/ a learner's kernel sees (a setup cell imports ``checks``; a check cell not
 # converted to a task spec runs under ``kernel_guard``). The task specs, references, judges and the
@@ -50,10 +61,12 @@ _TOP_LEVEL = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 KERNEL_VISIBLE_COURSE = ("__init__.py", "checks.py", "kernel_guard.py")
 DEFAULT_MEMORY_MB = 4096  # per sandboxed process (RLIMIT_DATA: heap and anonymous mappings)
 DEFAULT_TMP_MB = 512  # each of the sandbox's in-memory folders (/tmp, the home)
-IN_FORCE = ("private temporary home, IPython folder and working folder; the course's code and Python "
-            "environment read-only; the task specs, references and grader modules not visible to the "
-            "learner's kernel; solutions/ and the rest of the course folder not visible; no network; "
-            "its own PID namespace; a memory limit and size-limited /tmp and home; nothing it writes is kept")
+IN_FORCE = (
+    "private temporary home, IPython folder and working folder; the course's code and Python "
+    "environment read-only; the task specs, references and grader modules not visible to the "
+    "learner's kernel; solutions/ and the rest of the course folder not visible; no network; "
+    "its own PID namespace; a memory limit and size-limited /tmp and home; nothing it writes is kept"
+)
 
 
 @dataclass(frozen=True)
@@ -79,7 +92,7 @@ class Limits:
         and :meth:`Isolation.describe` does not claim them then)."""
         if shutil.which("prlimit") is None:
             return []
-        return ["prlimit", f"--data={self.memory_mb * 2 ** 20}", f"--fsize={self.tmp_mb * 2 ** 20}", "--"]
+        return ["prlimit", f"--data={self.memory_mb * 2**20}", f"--fsize={self.tmp_mb * 2**20}", "--"]
 
 
 @dataclass(frozen=True)
@@ -100,8 +113,10 @@ class Isolation:
         """One sentence for a report."""
         if self.sandboxed:
             return f"isolation: {self.version or 'bubblewrap'} ({IN_FORCE})"
-        return (f"isolation: NONE ({self.reason}). The learner's code ran with this user's rights and could "
-                "reach the grader, so this grade is for self-study only, not for marks")
+        return (
+            f"isolation: NONE ({self.reason}). The learner's code ran with this user's rights and could "
+            "reach the grader, so this grade is for self-study only, not for marks"
+        )
 
     def summary(self) -> str:
         """One line for ``nodecourse check``: what a grading run here would have."""
@@ -153,9 +168,18 @@ def sandbox_argv(
     ``limits``: memory and in-memory folder sizes (:class:`Limits`; default: the defaults).
     """
     limits = limits or Limits()
-    size = ["--size", str(limits.tmp_mb * 2 ** 20)]
-    args = [program, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net", "--unshare-ipc",
-            "--unshare-uts", "--cap-drop", "ALL"]
+    size = ["--size", str(limits.tmp_mb * 2**20)]
+    args = [
+        program,
+        "--die-with-parent",
+        "--new-session",
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--cap-drop",
+        "ALL",
+    ]
     for name in _TOP_LEVEL:
         path = Path("/") / name
         if path.is_symlink():
@@ -189,8 +213,14 @@ def sandbox_argv(
 def base_environment() -> dict[str, str]:
     """What every sandboxed process gets, before the caller adds its own variables."""
     path = os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"])
-    return {"PATH": path, "LANG": "C.UTF-8", "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1",
-            "MPLBACKEND": "Agg", "PYTHONIOENCODING": "utf-8"}
+    return {
+        "PATH": path,
+        "LANG": "C.UTF-8",
+        "PYTHONNOUSERSITE": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "MPLBACKEND": "Agg",
+        "PYTHONIOENCODING": "utf-8",
+    }
 
 
 def _bwrap_program() -> str | None:
@@ -203,15 +233,22 @@ def _bwrap_program() -> str | None:
 @functools.lru_cache(maxsize=8)
 def _probe(program: str | None) -> Isolation:
     if program is None:
-        return Isolation(False, "", "", "bubblewrap (bwrap) is not installed; on Debian or Ubuntu: "
-                                        "apt-get install bubblewrap")
+        return Isolation(
+            False, "", "", "bubblewrap (bwrap) is not installed; on Debian or Ubuntu: apt-get install bubblewrap"
+        )
     try:
         version = subprocess.run([program, "--version"], capture_output=True, text=True, timeout=30)
         ver = version.stdout.strip() or version.stderr.strip()
         trial = subprocess.run(
-            sandbox_argv([sys.executable, "-c", "import os; print(os.getcwd(), os.getpid())"],
-                         base_environment(), program=program),
-            capture_output=True, text=True, timeout=60)
+            sandbox_argv(
+                [sys.executable, "-c", "import os; print(os.getcwd(), os.getpid())"],
+                base_environment(),
+                program=program,
+            ),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     except (OSError, subprocess.SubprocessError) as exc:
         return Isolation(False, "", "", f"{program} could not run: {exc}")
     if trial.returncode != 0:
@@ -236,16 +273,24 @@ def popen_kwargs(isolation: Isolation, workdir: Path) -> dict:
     return {"start_new_session": True, "cwd": str(workdir)}
 
 
-def wrap(isolation: Isolation, command: Sequence[str], env: Mapping[str, str], *,
-         shared_dirs: Sequence[Path] = (), home: Path | None = None, hide_grader: bool = False,
-         limits: Limits | None = None) -> tuple[list[str], dict[str, str]]:
+def wrap(
+    isolation: Isolation,
+    command: Sequence[str],
+    env: Mapping[str, str],
+    *,
+    shared_dirs: Sequence[Path] = (),
+    home: Path | None = None,
+    hide_grader: bool = False,
+    limits: Limits | None = None,
+) -> tuple[list[str], dict[str, str]]:
     """(argv, env) to start ``command``: inside bubblewrap when ``isolation`` has it, else as it is
     with ``HOME``/``IPYTHONDIR`` moved to ``home`` (a fresh folder) and the memory limit applied,
     the most that can be done (nothing is hidden then: grades are for self-study only)."""
     full = {**base_environment(), **env}
     if isolation.sandboxed:
-        return sandbox_argv(command, full, shared_dirs=shared_dirs, program=isolation.program,
-                            hide_grader=hide_grader, limits=limits), full
+        return sandbox_argv(
+            command, full, shared_dirs=shared_dirs, program=isolation.program, hide_grader=hide_grader, limits=limits
+        ), full
     if home is not None:
         (home / "ipython").mkdir(parents=True, exist_ok=True)
         full.update({"HOME": str(home), "IPYTHONDIR": str(home / "ipython")})

@@ -31,6 +31,7 @@ The repository's address is written once, as ``Repository`` in pyproject.toml's
 ``[project.urls]``: the README's Binder badge (``nodecourse site --update-readme`` rewrites it) and
 every Binder link of the site are made from it.
 """
+
 from __future__ import annotations
 
 import html
@@ -57,13 +58,16 @@ SETUP_SECTIONS = ("The two commands", "Starting the course", "Exercises and grad
 # the one setting: the repository's address, and the Binder links made from it
 # ---------------------------------------------------------------------------
 
+
 def repository_url(root: Path) -> str:
     """``Repository`` of ``[project.urls]`` in ``root``/pyproject.toml, without a trailing slash or ``.git``."""
     urls = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"].get("urls", {})
     url = urls.get("Repository")
     if not url:
-        raise ValueError(f"{root / 'pyproject.toml'} has no Repository in [project.urls]: add "
-                         'Repository = "https://github.com/OWNER/NAME"')
+        raise ValueError(
+            f"{root / 'pyproject.toml'} has no Repository in [project.urls]: add "
+            'Repository = "https://github.com/OWNER/NAME"'
+        )
     return url.rstrip("/").removesuffix(".git")
 
 
@@ -120,13 +124,14 @@ def update_readme_badge(root: Path) -> bool:
 # what the site holds
 # ---------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Page:
-    source: Path   # the notebook or markdown file, in the repository
-    rel: str       # its path relative to the repository root
-    out: str       # the page's file name in the site
+    source: Path  # the notebook or markdown file, in the repository
+    rel: str  # its path relative to the repository root
+    out: str  # the page's file name in the site
     title: str
-    kind: str      # "lesson", "exercise", "ledger", "setup"
+    kind: str  # "lesson", "exercise", "ledger", "setup"
 
 
 def lesson_notebooks(root: Path) -> list[Path]:
@@ -154,10 +159,14 @@ def _notebook_title(path: Path) -> str:
 
 
 def site_pages(root: Path) -> list[Page]:
-    pages = [Page(p, p.relative_to(root).as_posix(), f"{p.stem}.html", _notebook_title(p), "lesson")
-             for p in lesson_notebooks(root)]
-    pages += [Page(p, p.relative_to(root).as_posix(), f"{p.stem}.html", _notebook_title(p), "exercise")
-              for p in exercise_notebooks(root)]
+    pages = [
+        Page(p, p.relative_to(root).as_posix(), f"{p.stem}.html", _notebook_title(p), "lesson")
+        for p in lesson_notebooks(root)
+    ]
+    pages += [
+        Page(p, p.relative_to(root).as_posix(), f"{p.stem}.html", _notebook_title(p), "exercise")
+        for p in exercise_notebooks(root)
+    ]
     ledger = root / "docs" / "ledger-full.md"
     if ledger.is_file():
         pages.append(Page(ledger, "docs/ledger-full.md", "ledger.html", "The claims ledger (full mode)", "ledger"))
@@ -183,8 +192,13 @@ def rewrite_links(page_html: str, source_rel: str, pages: list[Page], repo_url: 
     def fix(match: re.Match) -> str:
         url = html.unescape(match.group("url"))
         parts = urllib.parse.urlsplit(url)
-        if (parts.scheme or parts.netloc or url.startswith(("#", "/", "mailto:")) or not parts.path
-                or url.startswith(SITE_FOLDERS)):  # the site's own files (figures), not the repository's
+        if (
+            parts.scheme
+            or parts.netloc
+            or url.startswith(("#", "/", "mailto:"))
+            or not parts.path
+            or url.startswith(SITE_FOLDERS)
+        ):  # the site's own files (figures), not the repository's
             return match.group(0)
         target = (base / urllib.parse.unquote(parts.path)).as_posix()
         target = _normalise(target)
@@ -238,12 +252,17 @@ def _plotly_output_html(data: dict, alt: str = "") -> str:
     plotly.js draws the interactive figure into, and the figure's JSON."""
     spec = json_for_script(data[PLOTLY_MIME])
     png = data.get("image/png")
-    static = (f'<img class="nc-plotly-static" alt="{html.escape(alt or "Figure", quote=True)}" '
-              f'src="data:image/png;base64,{png.strip()}">' if png else
-              '<p class="nc-plotly-missing">This figure has no static image: run the notebook to see it.</p>')
-    return (f'<div class="nc-plotly" role="figure" aria-label="{html.escape(alt or "Figure", quote=True)}">{static}'
-            f'<div class="nc-plotly-live"></div>'
-            f'<script type="application/json" class="nc-plotly-json">{spec}</script></div>')
+    static = (
+        f'<img class="nc-plotly-static" alt="{html.escape(alt or "Figure", quote=True)}" '
+        f'src="data:image/png;base64,{png.strip()}">'
+        if png
+        else '<p class="nc-plotly-missing">This figure has no static image: run the notebook to see it.</p>'
+    )
+    return (
+        f'<div class="nc-plotly" role="figure" aria-label="{html.escape(alt or "Figure", quote=True)}">{static}'
+        f'<div class="nc-plotly-live"></div>'
+        f'<script type="application/json" class="nc-plotly-json">{spec}</script></div>'
+    )
 
 
 def prepare_notebook(nb, *, launch: str = "", page_label: str = "this lesson") -> int:
@@ -291,10 +310,14 @@ def _exporter():
         def markdown2html(self, context, source):  # the same arguments as nbconvert's filter
             cell = context.get("cell", {})
             renderer = site_markdown.CourseRenderer(
-                escape=False, attachments=cell.get("attachments", {}), embed_images=self.embed_images,
+                escape=False,
+                attachments=cell.get("attachments", {}),
+                embed_images=self.embed_images,
                 path=context.get("resources", {}).get("metadata", {}).get("path", ""),
-                anchor_link_text=self.anchor_link_text, exclude_anchor_links=self.exclude_anchor_links,
-                **self.lexer_options)
+                anchor_link_text=self.anchor_link_text,
+                exclude_anchor_links=self.exclude_anchor_links,
+                **self.lexer_options,
+            )
             return MarkdownWithMath(renderer=renderer).render(site_markdown.repair_table_pipes(source))
 
     exporter = CourseExporter(template_name="lab", extra_loaders=[DictLoader({"nc_page.html.j2": PAGE_TEMPLATE})])
@@ -325,10 +348,13 @@ def _nav(page: Page | None, repo_url: str, *, has_ledger: bool, partner: Page | 
             other = page_label(partner)
             text = f"{other.capitalize()}: its tasks" if partner.kind == "exercise" else f"Back to {other}"
             actions.append(f'<a class="nc-partner" href="{partner.out}">{html.escape(text)}</a>')
-        actions.append(f'<a class="nc-binder" href="{html.escape(binder_url(repo_url, page.rel))}">'
-                       f'Run {html.escape(label)} on Binder</a>')
-        actions.append(f'<a class="nc-download" href="download/{page.rel}" download>'
-                       f'Download {html.escape(label)} (notebook)</a>')
+        actions.append(
+            f'<a class="nc-binder" href="{html.escape(binder_url(repo_url, page.rel))}">'
+            f"Run {html.escape(label)} on Binder</a>"
+        )
+        actions.append(
+            f'<a class="nc-download" href="download/{page.rel}" download>Download {html.escape(label)} (notebook)</a>'
+        )
     action_html = f'<span class="nc-actions">{"".join(actions)}</span>' if actions else ""
     return f'<nav class="nc-site-nav" aria-label="The course">{" ".join(links)}{action_html}</nav>'
 
@@ -343,11 +369,14 @@ def _pager(prev: Page | None, nxt: Page | None, where: str) -> str:
     parts = []
     if prev is not None:
         label = html.escape(page_label(prev).capitalize())
-        parts.append(f'<a class="nc-prev" rel="prev" href="{prev.out}">&larr; {label}: '
-                     f'{html.escape(short_title(prev))}</a>')
+        parts.append(
+            f'<a class="nc-prev" rel="prev" href="{prev.out}">&larr; {label}: {html.escape(short_title(prev))}</a>'
+        )
     if nxt is not None:
-        parts.append(f'<a class="nc-next" rel="next" href="{nxt.out}">{html.escape(page_label(nxt).capitalize())}: '
-                     f'{html.escape(short_title(nxt))} &rarr;</a>')
+        parts.append(
+            f'<a class="nc-next" rel="next" href="{nxt.out}">{html.escape(page_label(nxt).capitalize())}: '
+            f"{html.escape(short_title(nxt))} &rarr;</a>"
+        )
     if where == "bottom":
         parts.append('<a class="nc-top" href="#">Back to the top</a>')
     if not parts:
@@ -357,10 +386,12 @@ def _pager(prev: Page | None, nxt: Page | None, where: str) -> str:
 
 def _markdown_page(title: str, body_md: str) -> str:
     body = site_markdown.markdown_to_html(body_md)
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-            f'<meta name="viewport" content="width=device-width, initial-scale=1.0">'
-            f'<title>{html.escape(title)}</title><link rel="stylesheet" href="_static/site.css"></head>'
-            f'<body class="nc-plain"><main>{body}</main></body></html>\n')
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1.0">'
+        f'<title>{html.escape(title)}</title><link rel="stylesheet" href="_static/site.css"></head>'
+        f'<body class="nc-plain"><main>{body}</main></body></html>\n'
+    )
 
 
 def readme_setup(root: Path) -> str:
@@ -371,8 +402,9 @@ def readme_setup(root: Path) -> str:
     return "# Setting up the course\n\n" + "\n".join(chosen)
 
 
-def _finish(body: str, *, page: Page | None, pages: list[Page], repo_url: str, nav: str, top: str, bottom: str,
-            stamp: str) -> str:
+def _finish(
+    body: str, *, page: Page | None, pages: list[Page], repo_url: str, nav: str, top: str, bottom: str, stamp: str
+) -> str:
     """The page's own links rewritten (rewrite_links), then the navigation, scripts and footer put in."""
     if page is not None:
         body = rewrite_links(body, page.rel, pages, repo_url)
@@ -399,8 +431,9 @@ def build(root: Path, out: Path, *, date: str | None = None) -> list[Path]:
     (out / "_static" / "site.css").write_text(site_assets.SITE_CSS, encoding="utf-8")
     (out / SITE_JS).write_text(site_assets.SITE_JS, encoding="utf-8")
     shutil.copy2(Path(plotly.__file__).parent / "package_data" / "plotly.min.js", out / PLOTLY_JS)
-    stamp = site_page.footer(__version__, date or datetime.datetime.now(datetime.timezone.utc).date().isoformat(),
-                             repo_url)
+    stamp = site_page.footer(
+        __version__, date or datetime.datetime.now(datetime.timezone.utc).date().isoformat(), repo_url
+    )
 
     exporter = _exporter()
     written = []
@@ -421,9 +454,13 @@ def build(root: Path, out: Path, *, date: str | None = None) -> list[Path]:
             prev, nxt = (group[i - 1] if i else None), (group[i + 1] if i + 1 < len(group) else None)
             nb = nbformat.read(page.source, as_version=4)
             figures = prepare_notebook(nb, launch=binder_url(repo_url, page.rel), page_label=page_label(page))
-            raw, _ = exporter.from_notebook_node(nb, resources={
-                "metadata": {"name": page.title},
-                "nc_footer_js": FIGURE_SCRIPT % PLOTLY_JS if figures else ""})
+            raw, _ = exporter.from_notebook_node(
+                nb,
+                resources={
+                    "metadata": {"name": page.title},
+                    "nc_footer_js": FIGURE_SCRIPT % PLOTLY_JS if figures else "",
+                },
+            )
             download = out / "download" / page.rel
             download.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(page.source, download)
@@ -437,16 +474,33 @@ def build(root: Path, out: Path, *, date: str | None = None) -> list[Path]:
             (out / name).parent.mkdir(exist_ok=True)
             (out / name).write_bytes(data)
         index_entries += site_page.search_entries(shaped, page=page.title, url=page.out)
-        body = _finish(shaped, page=page, pages=pages, repo_url=repo_url,
-                       nav=_nav(page, repo_url, has_ledger=has_ledger, partner=partners.get(page.out)),
-                       top=_pager(prev, nxt, "top"), bottom=_pager(prev, nxt, "bottom"), stamp=stamp)
+        body = _finish(
+            shaped,
+            page=page,
+            pages=pages,
+            repo_url=repo_url,
+            nav=_nav(page, repo_url, has_ledger=has_ledger, partner=partners.get(page.out)),
+            top=_pager(prev, nxt, "top"),
+            bottom=_pager(prev, nxt, "bottom"),
+            stamp=stamp,
+        )
         (out / page.out).write_text(body, encoding="utf-8")
         written.append(out / page.out)
     (out / SEARCH_JS).write_text(f"window.NC_SEARCH = {json_for_script(index_entries)};\n", encoding="utf-8")
     index = site_page.shape(_index(pages, repo_url, has_ledger), label="the course")[0]
     (out / "index.html").write_text(
-        _finish(index, page=None, pages=pages, repo_url=repo_url, nav=_nav(None, repo_url, has_ledger=has_ledger),
-                top="", bottom="", stamp=stamp), encoding="utf-8")
+        _finish(
+            index,
+            page=None,
+            pages=pages,
+            repo_url=repo_url,
+            nav=_nav(None, repo_url, has_ledger=has_ledger),
+            top="",
+            bottom="",
+            stamp=stamp,
+        ),
+        encoding="utf-8",
+    )
     written.append(out / "index.html")
     return written
 
@@ -461,25 +515,34 @@ def _index(pages: list[Page], repo_url: str, has_ledger: bool) -> str:
         rows.append(
             f'<tr><td><a class="nc-lesson" href="{p.out}">{html.escape(p.title)}</a></td><td>{ex_link}</td>'
             f'<td><a href="{html.escape(binder_url(repo_url, p.rel))}">Run lesson {n} on Binder</a></td>'
-            f'<td><a href="download/{p.rel}" download>Download lesson {n} (notebook)</a></td></tr>')
+            f'<td><a href="download/{p.rel}" download>Download lesson {n} (notebook)</a></td></tr>'
+        )
     body = (
         '<h1 id="nodecourse">nodecourse: neural ODEs and implicit networks</h1>'
         "<p>The course's lessons as they were executed (quick mode), with their figures; each can be run "
         "on Binder or downloaded. To work through the course on your own machine, see the "
         '<a href="setup.html">set-up</a>.'
-        + (' Every published claim the course reproduces is in the <a href="ledger.html">claims ledger</a>.'
-           if has_ledger else "") + "</p>"
+        + (
+            ' Every published claim the course reproduces is in the <a href="ledger.html">claims ledger</a>.'
+            if has_ledger
+            else ""
+        )
+        + "</p>"
         '<h2 id="lessons">Lessons</h2>'
-        f'<table><tr><th>lesson</th><th>exercise</th><th>run</th><th>notebook</th></tr>{"".join(rows)}</table>'
+        f"<table><tr><th>lesson</th><th>exercise</th><th>run</th><th>notebook</th></tr>{''.join(rows)}</table>"
     )
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-            f'<meta name="viewport" content="width=device-width, initial-scale=1.0">'
-            f'<title>nodecourse</title><link rel="stylesheet" href="_static/site.css"></head>'
-            f'<body class="nc-plain"><main>{body}</main></body></html>\n')
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1.0">'
+        f'<title>nodecourse</title><link rel="stylesheet" href="_static/site.css"></head>'
+        f'<body class="nc-plain"><main>{body}</main></body></html>\n'
+    )
+
 
 # ---------------------------------------------------------------------------
 # checking the built site
 # ---------------------------------------------------------------------------
+
 
 class _Refs(HTMLParser):
     def __init__(self):
@@ -515,8 +578,11 @@ def broken_links(site: Path) -> list[str]:
             target = (page.parent / urllib.parse.unquote(parts.path)).resolve() if parts.path else page
             if not target.is_file() or root not in target.parents:
                 broken.append(f"{page.relative_to(root)}: {ref}")
-            elif (parts.fragment and target in parsed  # a browser tries the fragment as written, then decoded
-                  and not {parts.fragment, urllib.parse.unquote(parts.fragment)} & parsed[target].ids):
+            elif (
+                parts.fragment
+                and target in parsed  # a browser tries the fragment as written, then decoded
+                and not {parts.fragment, urllib.parse.unquote(parts.fragment)} & parsed[target].ids
+            ):
                 broken.append(f"{page.relative_to(root)}: {ref} (no such anchor)")
     return broken
 

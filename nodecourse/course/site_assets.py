@@ -4,6 +4,7 @@ The stylesheet works without the script: the contents, the folds (``<details>``)
 and the tables need none. The script adds what only a script can: copy buttons on code, the
 search box (over ``_static/search-index.js``), and the contents folded on a narrow screen.
 """
+
 from __future__ import annotations
 
 #: Colours of highlighted code, over nbconvert's JupyterLab-light values (some of which are
@@ -11,11 +12,27 @@ from __future__ import annotations
 #: Each here is 4.5:1 or more on CODE_BACKGROUND (tests/test_site.py computes it).
 CODE_BACKGROUND = "#f5f5f5"
 CODE_COLOURS = {
-    "atom": "#4040c0", "attribute": "#0000b0", "bracket": "#5c5c40", "builtin": "#006d00",
-    "comment": "#3b6767", "def": "#0000c8", "error": "#c00000", "header": "#0000c8", "hr": "#595959",
-    "keyword": "#006d00", "link": "#0000b0", "meta": "#7a1fa2", "number": "#006d00", "operator": "#7a1fa2",
-    "property": "#004f8a", "punctuation": "#004f8a", "qualifier": "#555555", "quote": "#006d00",
-    "string": "#a31515", "tag": "#116611", "variable": "#212121",
+    "atom": "#4040c0",
+    "attribute": "#0000b0",
+    "bracket": "#5c5c40",
+    "builtin": "#006d00",
+    "comment": "#3b6767",
+    "def": "#0000c8",
+    "error": "#c00000",
+    "header": "#0000c8",
+    "hr": "#595959",
+    "keyword": "#006d00",
+    "link": "#0000b0",
+    "meta": "#7a1fa2",
+    "number": "#006d00",
+    "operator": "#7a1fa2",
+    "property": "#004f8a",
+    "punctuation": "#004f8a",
+    "qualifier": "#555555",
+    "quote": "#006d00",
+    "string": "#a31515",
+    "tag": "#116611",
+    "variable": "#212121",
 }
 
 _CODE_VARS = "\n".join(f"  --jp-mirror-editor-{name}-color: {colour};" for name, colour in CODE_COLOURS.items())

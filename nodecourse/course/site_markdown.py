@@ -10,6 +10,7 @@ table for a GFM parser: the pipe splits the cell. :func:`repair_table_pipes` esc
 that is not a column separator (a separator has white space on both sides, or starts or ends
 the row) wherever a row would otherwise have more cells than the table's delimiter row.
 """
+
 from __future__ import annotations
 
 import html

@@ -17,6 +17,7 @@ What a page shows differs from what the notebook holds in a few ways, all decide
   function the cell calls and the number of panels;
 - **plotly figures** become a live box over their static PNG (see ``site.py``).
 """
+
 from __future__ import annotations
 
 import ast
@@ -106,13 +107,18 @@ def explorer_box(source: str, launch: str, lesson_label: str, has_picture: bool)
     match = _EXPLORER_CALL.search(source)
     about = explorer_descriptions().get(match.group(1)) if match else None
     what = html.escape(about) if about else "An interactive widget: it responds to its controls in a running notebook."
-    picture = (" The figure below is what the cell drew when the notebook was executed." if has_picture else
-               " The page has no picture of it: the controls and the figure exist only in a running notebook.")
-    return (f'<div class="nc-explorer-static" role="note"><p class="nc-explorer-title">Interactive explorer</p>'
-            f"<p>{what}{picture}</p>"
-            f'<p>To use it: <a class="nc-launch" href="{html.escape(launch, quote=True)}">run {lesson_label} on '
-            "Binder</a>, or on your own machine run <code>nodecourse lab</code> (JupyterLab) and open it "
-            "there.</p></div>")
+    picture = (
+        " The figure below is what the cell drew when the notebook was executed."
+        if has_picture
+        else " The page has no picture of it: the controls and the figure exist only in a running notebook."
+    )
+    return (
+        f'<div class="nc-explorer-static" role="note"><p class="nc-explorer-title">Interactive explorer</p>'
+        f"<p>{what}{picture}</p>"
+        f'<p>To use it: <a class="nc-launch" href="{html.escape(launch, quote=True)}">run {lesson_label} on '
+        "Binder</a>, or on your own machine run <code>nodecourse lab</code> (JupyterLab) and open it "
+        "there.</p></div>"
+    )
 
 
 def image_alt(source: str, section: str, page_label: str, plain: str = "") -> str:
@@ -159,13 +165,14 @@ def prepare_notebook(nb, *, launch: str = "", page_label: str = "this lesson", p
             if is_live_widget(out):
                 out["data"] = {"text/html": explorer_box(cell.source, launch, page_label, has_picture)}
             elif PLOTLY_MIME in data and plotly_html is not None:
-                layout_title = ((data[PLOTLY_MIME].get("layout") or {}).get("title") or {})
+                layout_title = (data[PLOTLY_MIME].get("layout") or {}).get("title") or {}
                 title = layout_title.get("text") if isinstance(layout_title, dict) else str(layout_title)
                 out["data"] = {"text/html": plotly_html(data, title or image_alt(cell.source, section, page_label))}
                 count += 1
             elif "image/png" in data:
-                out.setdefault("metadata", {})["nc_alt"] = image_alt(cell.source, section, page_label,
-                                                                     data.get("text/plain", ""))
+                out.setdefault("metadata", {})["nc_alt"] = image_alt(
+                    cell.source, section, page_label, data.get("text/plain", "")
+                )
         cell.outputs = outputs
         if folds(cell):  # the fold's label: what the hidden code does, where the rule knows it
             tagged = FOLD_TAGS & set(cell.metadata.get("tags", []))

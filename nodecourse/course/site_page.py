@@ -11,6 +11,7 @@ links to, so a tap opens it at full size.
 The search index (:func:`search_entries`) is one entry per section of a page: its heading, its
 address and the text of the page's prose under it (code and outputs are left out).
 """
+
 from __future__ import annotations
 
 import html
@@ -53,9 +54,13 @@ def headings(soup) -> list[Section]:
 def toc_html(sections: list[Section], label: str) -> str:
     items = "".join(
         f'<li class="nc-toc-h{s.level}"><a href="#{html.escape(s.anchor, quote=True)}">{html.escape(s.text)}</a></li>'
-        for s in sections if s.level > 1 or s is sections[0])
-    return (f'<aside class="nc-sidebar"><nav aria-label="Contents of {html.escape(label, quote=True)}">'
-            f'<details class="nc-toc" open><summary>Contents</summary><ol>{items}</ol></details></nav></aside>')
+        for s in sections
+        if s.level > 1 or s is sections[0]
+    )
+    return (
+        f'<aside class="nc-sidebar"><nav aria-label="Contents of {html.escape(label, quote=True)}">'
+        f'<details class="nc-toc" open><summary>Contents</summary><ol>{items}</ol></details></nav></aside>'
+    )
 
 
 def _wrap_tables(soup, root) -> None:
@@ -81,13 +86,20 @@ def _images_to_files(soup, root, images: dict[str, bytes], stem: str) -> None:
         name = f"{IMAGES}/{stem}-{n}.png"
         images[name] = base64.b64decode(img["src"].split(",", 1)[1])
         img["src"] = name
-        link = soup.new_tag("a", attrs={"href": name, "class": "nc-figure-link",
-                                        "aria-label": f"Open the figure at full size: {img.get('alt', '')}"})
+        link = soup.new_tag(
+            "a",
+            attrs={
+                "href": name,
+                "class": "nc-figure-link",
+                "aria-label": f"Open the figure at full size: {img.get('alt', '')}",
+            },
+        )
         img.wrap(link)
 
 
-def shape(page_html: str, *, label: str, images: dict[str, bytes] | None = None,
-          stem: str = "") -> tuple[str, list[Section]]:
+def shape(
+    page_html: str, *, label: str, images: dict[str, bytes] | None = None, stem: str = ""
+) -> tuple[str, list[Section]]:
     """``page_html`` (nbconvert's page, or a markdown page with one ``<main>``) in the site's
     shape, with :data:`NAV_MARK` and :data:`PAGER_MARK` where the navigation goes; its sections.
     With ``images`` (a dict), each figure's PNG is put there by its path in the site
@@ -138,13 +150,16 @@ def search_entries(page_html: str, *, page: str, url: str) -> list[dict]:
 
 def search_box() -> str:
     """The search form (hidden until the script finds the index)."""
-    return ('<form class="nc-search" role="search" hidden><label for="nc-q">Search the course</label>'
-            '<input id="nc-q" type="search" placeholder="Search the course" autocomplete="off">'
-            '<ol class="nc-results" aria-live="polite"></ol></form>')
+    return (
+        '<form class="nc-search" role="search" hidden><label for="nc-q">Search the course</label>'
+        '<input id="nc-q" type="search" placeholder="Search the course" autocomplete="off">'
+        '<ol class="nc-results" aria-live="polite"></ol></form>'
+    )
 
 
 def footer(version: str, date: str, repo_url: str) -> str:
-    return (f'<footer class="nc-footer">nodecourse {html.escape(version)}; this site was built on {html.escape(date)} '
-            f'from the committed notebooks (executed in quick mode). '
-            f'<a href="{html.escape(repo_url, quote=True)}">The course\'s repository</a>.</footer>')
-
+    return (
+        f'<footer class="nc-footer">nodecourse {html.escape(version)}; this site was built on {html.escape(date)} '
+        f"from the committed notebooks (executed in quick mode). "
+        f'<a href="{html.escape(repo_url, quote=True)}">The course\'s repository</a>.</footer>'
+    )

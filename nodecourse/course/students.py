@@ -4,6 +4,7 @@
 accepted) or from a roster CSV (:func:`read_roster`); :func:`exercise_of` names the
 exercise a file's name points at. The README's instructor section states the rule.
 """
+
 from __future__ import annotations
 
 import csv
@@ -49,8 +50,10 @@ def read_roster(path: str | Path) -> dict[str, str]:
     with open(path, newline="", encoding="utf-8-sig") as fh:
         reader = csv.DictReader(fh)
         if not reader.fieldnames or not {"file", "student"} <= set(reader.fieldnames):
-            raise RosterError(f"--roster {path}: its columns are {reader.fieldnames}; it needs 'file' "
-                                 "(a submission's file name) and 'student' (its id)")
+            raise RosterError(
+                f"--roster {path}: its columns are {reader.fieldnames}; it needs 'file' "
+                "(a submission's file name) and 'student' (its id)"
+            )
         roster = {}
         for row in reader:
             name, sid = (row.get("file") or "").strip(), (row.get("student") or "").strip()
@@ -64,8 +67,10 @@ def exercise_names(near: Sequence[str | Path] = ()) -> list[str]:
     in ``near`` (a submission), else from the current directory (as the grader finds its reference)."""
     from nodecourse.course.paths import find_course_root
 
-    root = next((r for r in (find_course_root(Path(n).resolve().parent) for n in near[:1]) if r), None) \
+    root = (
+        next((r for r in (find_course_root(Path(n).resolve().parent) for n in near[:1]) if r), None)
         or find_course_root()
+    )
     return sorted(p.name for p in (root / "solutions").glob("*.ipynb")) if root else []
 
 

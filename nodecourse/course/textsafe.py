@@ -7,6 +7,7 @@ line separators. :func:`escape` shows every such character as an escape
 (``\\x1b``, ``\\r``, ``\\u202e``), so what is printed is exactly the text's
 printable characters, on one line.
 """
+
 from __future__ import annotations
 
 

@@ -4,6 +4,7 @@ The toy sets are generated here (seeded, sizes as arguments). The larger sets
 live in submodules imported on demand, so ``import nodecourse.data`` stays light:
 ``nodecourse.data.digits`` and ``nodecourse.data.physionet``.
 """
+
 from nodecourse.data.toy import ANNULUS_RADII, annulus, annulus_label, negation, one_d_crossing
 
 __all__ = ["ANNULUS_RADII", "annulus", "annulus_label", "negation", "one_d_crossing"]

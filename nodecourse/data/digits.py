@@ -5,6 +5,7 @@
 stratified split, standardises the pixels with statistics of the *training*
 split only, and returns tensors on the device and dtype you ask for.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -92,9 +93,7 @@ def load_digits(
             )
         if n_samples < len(y):
             x, _, y, _ = train_test_split(x, y, train_size=n_samples, stratify=y, random_state=seed)
-    x_tr, x_te, y_tr, y_te = train_test_split(
-        x, y, test_size=float(test_size), stratify=y, random_state=seed
-    )
+    x_tr, x_te, y_tr, y_te = train_test_split(x, y, test_size=float(test_size), stratify=y, random_state=seed)
     mean = x_tr.mean(axis=0)
     # Corner pixels are always 0 in training; a floor on std keeps them at 0 instead of NaN.
     std = x_tr.std(axis=0).clip(min=1.0)
@@ -106,6 +105,10 @@ def load_digits(
         return torch.as_tensor(a, dtype=torch.int64, device=dev)
 
     return DigitsSplit(
-        as_x(x_tr), as_y(y_tr), as_x(x_te), as_y(y_te),
-        torch.as_tensor(mean, dtype=dtype, device=dev), torch.as_tensor(std, dtype=dtype, device=dev),
+        as_x(x_tr),
+        as_y(y_tr),
+        as_x(x_te),
+        as_y(y_te),
+        torch.as_tensor(mean, dtype=dtype, device=dev),
+        torch.as_tensor(std, dtype=dtype, device=dev),
     )

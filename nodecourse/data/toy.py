@@ -8,6 +8,7 @@ dtype, and take their sizes as arguments:
   g(x) = +1 for r2 <= |x| <= r3 (nothing in the gap r1 < |x| < r2).
 - :func:`negation`: h(x) = -x on [-1, 1].
 """
+
 from __future__ import annotations
 
 import math
@@ -40,9 +41,7 @@ def one_d_crossing(*, dtype: torch.dtype = torch.float32, device=None):
     return x, -x
 
 
-def negation(
-    n: int = 64, *, dtype: torch.dtype = torch.float32, device=None
-) -> tuple[torch.Tensor, torch.Tensor]:
+def negation(n: int = 64, *, dtype: torch.dtype = torch.float32, device=None) -> tuple[torch.Tensor, torch.Tensor]:
     """h(x) = -x sampled on an even grid of ``n`` points in [-1, 1].
 
     Returns ``(x, y)`` of shape ``(n, 1)`` each, with ``y = -x``. A grid (not

@@ -5,13 +5,25 @@
 - :func:`jacobian_regularizer` (Hutchinson), :func:`spectral_radius` (Arnoldi),
   :func:`exact_jacobian_frobenius`
 """
+
 from nodecourse.deq.fixed_point import METHODS, OPTIONS, FixedPointError, fixed_point
 from nodecourse.deq.layer import BACKWARDS, DEQ, implicit_backward_hook
 from nodecourse.deq.regularizer import exact_jacobian_frobenius, jacobian_regularizer, spectral_radius
 from nodecourse.deq.result import FixedPointResult, FixedPointStatus, FixedPointWarning, ResidualTrace
 
 __all__ = [
-    "BACKWARDS", "DEQ", "FixedPointError", "FixedPointResult", "FixedPointStatus", "FixedPointWarning",
-    "METHODS", "OPTIONS", "ResidualTrace", "exact_jacobian_frobenius", "fixed_point", "implicit_backward_hook",
-    "jacobian_regularizer", "spectral_radius",
+    "BACKWARDS",
+    "DEQ",
+    "FixedPointError",
+    "FixedPointResult",
+    "FixedPointStatus",
+    "FixedPointWarning",
+    "METHODS",
+    "OPTIONS",
+    "ResidualTrace",
+    "exact_jacobian_frobenius",
+    "fixed_point",
+    "implicit_backward_hook",
+    "jacobian_regularizer",
+    "spectral_radius",
 ]

@@ -15,6 +15,7 @@ Safeguard: when a sample's residual rises above ``safeguard`` times its best, it
 history is cleared (a restart), so a bad extrapolation near spectral radius 1 cannot
 poison later steps. Restarts are counted in the stats.
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -50,9 +51,17 @@ def anderson_weights(G: torch.Tensor, valid: torch.Tensor, lam: float) -> torch.
     return torch.where(ok, alpha, newest)
 
 
-def anderson(F: Callable[[torch.Tensor], torch.Tensor], z0: torch.Tensor, tracker: Tracker, *,
-             max_iter: int, m: int = 6, lam: float | None = None, damping: float = 1.0,
-             safeguard: float = 1e2) -> dict:
+def anderson(
+    F: Callable[[torch.Tensor], torch.Tensor],
+    z0: torch.Tensor,
+    tracker: Tracker,
+    *,
+    max_iter: int,
+    m: int = 6,
+    lam: float | None = None,
+    damping: float = 1.0,
+    safeguard: float = 1e2,
+) -> dict:
     """Anderson-accelerated iteration on ``z0`` ``(B, D)``, window ``m``, until the tracker is done.
 
     ``lam`` defaults to sqrt(machine epsilon) of the dtype (1.5e-8 in float64, 3.5e-4 in

@@ -12,6 +12,7 @@ breaks the secant chain and can diverge). A sample whose residual rises above
 clearing the memory at every bump throws away what it learnt) has its memory cleared too.
 Both count as resets.
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -33,8 +34,16 @@ def _apply(U: list[torch.Tensor], V: list[torch.Tensor], x: torch.Tensor, transp
     return out
 
 
-def broyden(F: Callable[[torch.Tensor], torch.Tensor], z0: torch.Tensor, tracker: Tracker, *,
-            max_iter: int, m: int = 50, damping: float = 1.0, safeguard: float = 1e4) -> dict:
+def broyden(
+    F: Callable[[torch.Tensor], torch.Tensor],
+    z0: torch.Tensor,
+    tracker: Tracker,
+    *,
+    max_iter: int,
+    m: int = 50,
+    damping: float = 1.0,
+    safeguard: float = 1e4,
+) -> dict:
     """Broyden iteration on ``z0`` ``(B, D)`` until the tracker is done. Returns ``{"resets": int}``."""
     checked = check_method_call(broyden, max_iter, m=m, damping=damping, safeguard=safeguard)
     m, damping, safeguard = checked["m"], checked["damping"], checked["safeguard"]
@@ -54,7 +63,7 @@ def broyden(F: Callable[[torch.Tensor], torch.Tensor], z0: torch.Tensor, tracker
         Bdg = _apply(U, V, dg)
         dzB = _apply(U, V, dz, transpose=True)
         denom = (dz * Bdg).sum(dim=1, keepdim=True)
-        usable = active & torch.isfinite(denom) & (denom.abs() > tiny ** 0.5)
+        usable = active & torch.isfinite(denom) & (denom.abs() > tiny**0.5)
         safe = torch.where(usable, denom, torch.ones_like(denom))
         u = torch.where(usable, (dz - Bdg) / safe, torch.zeros_like(dz))
         v = torch.where(usable, dzB, torch.zeros_like(dz))

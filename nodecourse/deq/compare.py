@@ -1,5 +1,6 @@
 """Iterations to a tolerance, side by side: this package's solvers and, when installed,
 torchdeq's (a reference implementation; never a dependency of the library)."""
+
 from __future__ import annotations
 
 import warnings
@@ -64,17 +65,24 @@ def run_torchdeq(problem: FixedPointProblem, method: str, *, tol: float, max_ite
         return problem.f(z)
 
     with torch.no_grad():
-        z, _, info = get_solver(TORCHDEQ_NAMES[method])(f, problem.z0, max_iter=max_iter, tol=tol,
-                                                         stop_mode="rel", **options)
+        z, _, info = get_solver(TORCHDEQ_NAMES[method])(
+            f, problem.z0, max_iter=max_iter, tol=tol, stop_mode="rel", **options
+        )
         fz = problem.f(z)
         rel = ((fz - z).flatten(1).norm(dim=1) / fz.flatten(1).norm(dim=1)).max()
     rel = float(rel.detach().cpu())
     return SolverRun("torchdeq", method, calls[0], rel <= tol * (1 + 1e-6), rel)
 
 
-def compare_solvers(problem: FixedPointProblem, *, tol: float = 1e-8, max_iter: int = 5000,
-                    methods: tuple[str, ...] = ("picard", "anderson", "broyden"),
-                    torchdeq: bool = True, torchdeq_budget: float | None = None) -> list[SolverRun]:
+def compare_solvers(
+    problem: FixedPointProblem,
+    *,
+    tol: float = 1e-8,
+    max_iter: int = 5000,
+    methods: tuple[str, ...] = ("picard", "anderson", "broyden"),
+    torchdeq: bool = True,
+    torchdeq_budget: float | None = None,
+) -> list[SolverRun]:
     """Run each method of this package (and of torchdeq, if ``torchdeq`` and it imports) on ``problem``.
 
     ``torchdeq_budget``: if set, each torchdeq method gets at most this many times the evaluations

@@ -16,6 +16,7 @@ when every sample converged; otherwise each sample's best iterate (lowest residu
 returned, ``result.returned == "best"``, and a :class:`FixedPointWarning` is issued
 (``warn=False`` silences it; ``throw=True`` raises :class:`FixedPointError` instead).
 """
+
 from __future__ import annotations
 
 import functools
@@ -62,11 +63,11 @@ def shape_error(out: Any, shape: torch.Size, call: int) -> FixedPointShapeError:
     got = f"shape {tuple(out.shape)}" if isinstance(out, torch.Tensor) else f"a {type(out).__name__}"
     return FixedPointShapeError(
         f"f returned {got} on call {call} for z of shape {tuple(shape)}; f must return a tensor of the shape of z0 "
-        f"on every call (a transposed or resized output would be reshaped into the wrong entries)")
+        f"on every call (a transposed or resized output would be reshaped into the wrong entries)"
+    )
 
 
-def check_samples_independent(f: Callable[[torch.Tensor], torch.Tensor], z: torch.Tensor,
-                              fz: torch.Tensor) -> None:
+def check_samples_independent(f: Callable[[torch.Tensor], torch.Tensor], z: torch.Tensor, fz: torch.Tensor) -> None:
     """Raise :class:`FixedPointBatchMixingError` when f's output for sample 0 moves as the other
     samples move. ``z``, ``fz = f(z)``: ``(B, ...)`` with ``B >= 2``; one more evaluation of f.
 
@@ -99,18 +100,30 @@ def check_samples_independent(f: Callable[[torch.Tensor], torch.Tensor], z: torc
         f"(a mean or sum over the batch, BatchNorm in training mode, attention across the batch) would end with "
         f"residuals above tol. Make f act on each sample alone, or solve the batch as one problem: "
         f"fixed_point(lambda v: f(v.reshape(z0.shape)).reshape(1, -1), z0.reshape(1, -1)). If f acts per sample "
-        f"but is random (dropout), fix its randomness or pass check_batch=False")
+        f"but is random (dropout), fix its randomness or pass check_batch=False"
+    )
 
 
 @functools.lru_cache(maxsize=None)
 def _fixed_point_defaults() -> dict[str, Any]:
     """``fixed_point``'s keyword defaults, read from its signature (shown in error messages)."""
-    return {name: p.default for name, p in inspect.signature(fixed_point).parameters.items()
-            if p.default is not inspect.Parameter.empty}
+    return {
+        name: p.default
+        for name, p in inspect.signature(fixed_point).parameters.items()
+        if p.default is not inspect.Parameter.empty
+    }
 
 
-def check_settings(method: str, tol: float, max_iter: int, stop_mode: str, options: dict[str, Any], *,
-                   options_name: str = "options", as_keywords: bool = True) -> dict[str, Any]:
+def check_settings(
+    method: str,
+    tol: float,
+    max_iter: int,
+    stop_mode: str,
+    options: dict[str, Any],
+    *,
+    options_name: str = "options",
+    as_keywords: bool = True,
+) -> dict[str, Any]:
     """Check solver settings at the boundary against :mod:`nodecourse.deq.settings` (errors name the
     argument, the value, the valid range and the fix; unknown options raise ``TypeError``); returns
     ``options`` with canonical values (a numpy float as a float)."""
@@ -120,8 +133,9 @@ def check_settings(method: str, tol: float, max_iter: int, stop_mode: str, optio
     return check_method_options(METHODS[method], options, name=options_name, as_keywords=as_keywords)
 
 
-def check_frozen_samples(relative: torch.Tensor, stopping: torch.Tensor, converged: torch.Tensor,
-                         best_iter: torch.Tensor, tol: float) -> None:
+def check_frozen_samples(
+    relative: torch.Tensor, stopping: torch.Tensor, converged: torch.Tensor, best_iter: torch.Tensor, tol: float
+) -> None:
     """Raise :class:`FixedPointBatchMixingError` when a converged sample's residual at the last
     evaluation exceeds ``tol`` although its iterate stayed frozen since it converged.
 
@@ -144,7 +158,8 @@ def check_frozen_samples(relative: torch.Tensor, stopping: torch.Tensor, converg
         f"evaluation of f ({len(relative)}) gave it residual {float(stopping[-1, b]):.3g} at the same iterate: f's "
         f"output for a sample changed with the other samples or between calls, so the returned z is not a fixed "
         f"point. Make f the same per-sample map on every call, or solve the batch as one problem: "
-        f"fixed_point(lambda v: f(v.reshape(z0.shape)).reshape(1, -1), z0.reshape(1, -1))")
+        f"fixed_point(lambda v: f(v.reshape(z0.shape)).reshape(1, -1), z0.reshape(1, -1))"
+    )
 
 
 def fixed_point(
@@ -199,17 +214,23 @@ def fixed_point(
     for implicit differentiation use :class:`nodecourse.DEQ`.
     """
     if not isinstance(z0, torch.Tensor) or not z0.is_floating_point():
-        raise TypeError(f"z0 must be a floating-point torch.Tensor, got {type(z0).__name__}"
-                        + (f" of dtype {z0.dtype}" if isinstance(z0, torch.Tensor) else ""))
+        raise TypeError(
+            f"z0 must be a floating-point torch.Tensor, got {type(z0).__name__}"
+            + (f" of dtype {z0.dtype}" if isinstance(z0, torch.Tensor) else "")
+        )
     if z0.dtype in (torch.float16, torch.bfloat16):
         # as odeint: the residual test and Anderson/Broyden's linear algebra need more than half precision
         raise WrongTypeError(
             f"z0 has dtype {z0.dtype} (eps={torch.finfo(z0.dtype).eps:.1e}): too coarse for the stopping test (a "
             f"tolerance below eps can never be met) and for the solvers' linear algebra (not implemented in half "
             f"precision on the CPU). Solve in float32 and cast back: fixed_point(f, z0.float(), ...).z.to({z0.dtype}) "
-            f"(f must accept float32)")
-    check_args({"f": f, "divergence_factor": divergence_factor, "warn": warn, "throw": throw,
-                "check_batch": check_batch}, FIXED_POINT_ARGS, defaults=_fixed_point_defaults())
+            f"(f must accept float32)"
+        )
+    check_args(
+        {"f": f, "divergence_factor": divergence_factor, "warn": warn, "throw": throw, "check_batch": check_batch},
+        FIXED_POINT_ARGS,
+        defaults=_fixed_point_defaults(),
+    )
     options = check_settings(method, tol, max_iter, stop_mode, options)
     shape = z0.shape
     batch = shape[0] if z0.dim() >= 2 else 1
@@ -233,14 +254,21 @@ def fixed_point(
             calls += 1  # the probe's call, so that "call k" counts every call of f
         return out.reshape(flat0.shape)
 
-    tracker = Tracker(batch, tol=float(tol), stop_mode=stop_mode, divergence_factor=divergence_factor,
-                      dtype=z0.dtype, device=z0.device)
+    tracker = Tracker(
+        batch,
+        tol=float(tol),
+        stop_mode=stop_mode,
+        divergence_factor=divergence_factor,
+        dtype=z0.dtype,
+        device=z0.device,
+    )
     stats = METHODS[method](F, flat0, tracker, max_iter=max_iter, **options)
     absolute, relative = tracker.stack()
     if probe:
         stats["probe_evals"] = 1
-        check_frozen_samples(relative, relative if stop_mode == "rel" else absolute, tracker.converged,
-                             tracker.best_iter, float(tol))
+        check_frozen_samples(
+            relative, relative if stop_mode == "rel" else absolute, tracker.converged, tracker.best_iter, float(tol)
+        )
     if bool(tracker.converged.all()):
         status = FixedPointStatus.SUCCESS
     elif bool(tracker.non_finite.any()):
@@ -250,10 +278,18 @@ def fixed_point(
     else:
         status = FixedPointStatus.MAX_ITER
     result = FixedPointResult(
-        z=tracker.best_z.reshape(shape), n_iter=len(absolute), residuals=ResidualTrace(absolute, relative),
-        status=status, converged=tracker.converged, best_iter=tracker.best_iter,
+        z=tracker.best_z.reshape(shape),
+        n_iter=len(absolute),
+        residuals=ResidualTrace(absolute, relative),
+        status=status,
+        converged=tracker.converged,
+        best_iter=tracker.best_iter,
         returned="converged" if status is FixedPointStatus.SUCCESS else "best",
-        method=method, tol=float(tol), max_iter=max_iter, stop_mode=stop_mode, stats=stats,
+        method=method,
+        tol=float(tol),
+        max_iter=max_iter,
+        stop_mode=stop_mode,
+        stats=stats,
     )
     if status is not FixedPointStatus.SUCCESS:
         n_bad = int((~tracker.converged).sum())
@@ -273,6 +309,12 @@ def empty_result(z0: torch.Tensor, batch: int, **settings: Any) -> FixedPointRes
     """The result of a solve on an empty ``z0``: nothing to iterate, so no evaluation of f and SUCCESS."""
     none = torch.zeros(0, batch, dtype=z0.dtype, device=z0.device)
     return FixedPointResult(
-        z=z0.clone(), n_iter=0, residuals=ResidualTrace(none, none.clone()), status=FixedPointStatus.SUCCESS,
+        z=z0.clone(),
+        n_iter=0,
+        residuals=ResidualTrace(none, none.clone()),
+        status=FixedPointStatus.SUCCESS,
         converged=torch.ones(batch, dtype=torch.bool, device=z0.device),
-        best_iter=torch.zeros(batch, dtype=torch.long, device=z0.device), returned="converged", **settings)
+        best_iter=torch.zeros(batch, dtype=torch.long, device=z0.device),
+        returned="converged",
+        **settings,
+    )

@@ -10,6 +10,7 @@ with the number of forward iterations. Unrolled differentiation instead backprop
 through every recorded iteration (memory grows with their number); truncated to a few
 steps it becomes a weight-tied network of that depth.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -43,8 +44,12 @@ class DEQGradientWarning(FixedPointWarning):
 
 def _cast(dtype: torch.dtype) -> str:
     """The method that converts a tensor or module to ``dtype``: ``double()``, ``float()``, ..."""
-    return {torch.float64: "double()", torch.float32: "float()", torch.float16: "half()",
-            torch.bfloat16: "bfloat16()"}.get(dtype, f"to({dtype})")
+    return {
+        torch.float64: "double()",
+        torch.float32: "float()",
+        torch.float16: "half()",
+        torch.bfloat16: "bfloat16()",
+    }.get(dtype, f"to({dtype})")
 
 
 def unconverged_gradient_text(forward: FixedPointResult, backward: FixedPointResult) -> str:
@@ -54,17 +59,28 @@ def unconverged_gradient_text(forward: FixedPointResult, backward: FixedPointRes
     repeats word for word across the steps of a training run and Python's default warning filter
     shows it once per setting, not once per step.
     """
-    failed = [f"the {name} solve ended {r.status.name} ({r.stop_mode} residual above tol={r.tol:g} within "
-              f"max_iter={r.max_iter})" for name, r in (("forward", forward), ("backward", backward)) if not r.success]
-    return (f"DEQ backward pass through an unconverged solve: {' and '.join(failed)}; deq.stats holds the residuals. "
-            f"The implicit gradient is exact only at a fixed point, so this one can be far from the true gradient. "
-            f"What to try: raise max_iter or backward_max_iter, loosen tol, add the Jacobian regulariser "
-            f"(deq.jacobian_loss()), or use backward='unrolled' for the exact gradient of the truncated solve; "
-            f"DEQ(..., warn=False) silences this where an unconverged solve is intended")
+    failed = [
+        f"the {name} solve ended {r.status.name} ({r.stop_mode} residual above tol={r.tol:g} within "
+        f"max_iter={r.max_iter})"
+        for name, r in (("forward", forward), ("backward", backward))
+        if not r.success
+    ]
+    return (
+        f"DEQ backward pass through an unconverged solve: {' and '.join(failed)}; deq.stats holds the residuals. "
+        f"The implicit gradient is exact only at a fixed point, so this one can be far from the true gradient. "
+        f"What to try: raise max_iter or backward_max_iter, loosen tol, add the Jacobian regulariser "
+        f"(deq.jacobian_loss()), or use backward='unrolled' for the exact gradient of the truncated solve; "
+        f"DEQ(..., warn=False) silences this where an unconverged solve is intended"
+    )
 
 
-def implicit_backward_hook(f_z: torch.Tensor, z: torch.Tensor, *, solve: Callable[..., FixedPointResult],
-                           record: Callable[[FixedPointResult], None] | None = None) -> Callable:
+def implicit_backward_hook(
+    f_z: torch.Tensor,
+    z: torch.Tensor,
+    *,
+    solve: Callable[..., FixedPointResult],
+    record: Callable[[FixedPointResult], None] | None = None,
+) -> Callable:
     """The gradient hook of implicit differentiation, for ``f_z = f(z, x)`` with ``z`` the detached
     fixed point (a leaf that requires grad).
 
@@ -86,7 +102,8 @@ def implicit_backward_hook(f_z: torch.Tensor, z: torch.Tensor, *, solve: Callabl
                 "DEQ(backward='implicit') cannot give a differentiable gradient (create_graph=True: a gradient "
                 "penalty, a Hessian-vector product): its backward fixed-point solve keeps no graph, and a "
                 "gradient without it would get the second derivative wrong. Use DEQ(..., backward='unrolled') "
-                "for the solve you differentiate twice (backprop through the iterations)")
+                "for the solve you differentiate twice (backprop through the iterations)"
+            )
 
         def vjp_map(y: torch.Tensor) -> torch.Tensor:
             (yJ,) = torch.autograd.grad(f_z, z, y, retain_graph=True)
@@ -133,24 +150,46 @@ class DEQ(nn.Module):
     hold the full :class:`FixedPointResult` objects.
     """
 
-    def __init__(self, f: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], *, solver: str = "anderson",
-                 tol: float = 1e-4, max_iter: int = 50, backward: str = "implicit", stop_mode: str = "rel",
-                 backward_solver: str | None = None, backward_tol: float | None = None,
-                 backward_max_iter: int | None = None, solver_options: dict[str, Any] | None = None,
-                 state: int | Callable[[torch.Tensor], torch.Tensor] | None = None,
-                 warn: bool | str = "backward"):
+    def __init__(
+        self,
+        f: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+        *,
+        solver: str = "anderson",
+        tol: float = 1e-4,
+        max_iter: int = 50,
+        backward: str = "implicit",
+        stop_mode: str = "rel",
+        backward_solver: str | None = None,
+        backward_tol: float | None = None,
+        backward_max_iter: int | None = None,
+        solver_options: dict[str, Any] | None = None,
+        state: int | Callable[[torch.Tensor], torch.Tensor] | None = None,
+        warn: bool | str = "backward",
+    ):
         super().__init__()
         # every setting checked here, once, against nodecourse.deq.settings.DEQ_ARGS
-        c = check_args({"f": f, "solver": solver, "max_iter": max_iter, "backward": backward, "stop_mode": stop_mode,
-                        "backward_solver": backward_solver, "backward_max_iter": backward_max_iter,
-                        "solver_options": solver_options, "state": state, "warn": warn}, DEQ_ARGS,
-                       defaults=_DEQ_DEFAULTS)
+        c = check_args(
+            {
+                "f": f,
+                "solver": solver,
+                "max_iter": max_iter,
+                "backward": backward,
+                "stop_mode": stop_mode,
+                "backward_solver": backward_solver,
+                "backward_max_iter": backward_max_iter,
+                "solver_options": solver_options,
+                "state": state,
+                "warn": warn,
+            },
+            DEQ_ARGS,
+            defaults=_DEQ_DEFAULTS,
+        )
         tol = check_tol(tol, stop_mode, default=_DEQ_DEFAULTS["tol"])
-        self.solver_options = check_method_options(METHODS[solver], solver_options, name="solver_options",
-                                                   as_keywords=False)
+        self.solver_options = check_method_options(
+            METHODS[solver], solver_options, name="solver_options", as_keywords=False
+        )
         self.backward_solver = backward_solver or solver
-        self.backward_tol = (check_tol(backward_tol, stop_mode, name="backward_tol") if backward_tol is not None
-                             else tol)
+        self.backward_tol = check_tol(backward_tol, stop_mode, name="backward_tol") if backward_tol is not None else tol
         self.backward_max_iter = c["backward_max_iter"] if backward_max_iter is not None else c["max_iter"]
         self.f = f
         self.solver, self.tol, self.max_iter, self.stop_mode = solver, tol, c["max_iter"], stop_mode
@@ -174,24 +213,39 @@ class DEQ(nn.Module):
         if callable(self.state):
             z0 = self.state(x)
             batch = x.shape[0] if isinstance(x, torch.Tensor) else None
-            if not isinstance(z0, torch.Tensor) or not z0.is_floating_point() or z0.dim() < 2 \
-                    or (batch is not None and z0.shape[0] != batch):
-                got = (f"shape {tuple(z0.shape)} ({z0.dtype})" if isinstance(z0, torch.Tensor)
-                       else type(z0).__name__)
-                raise DEQInputError(f"DEQ's state callable returned {got} for x of shape {tuple(x.shape)}; "
-                                    f"state(x) must return a floating z0 of shape (B, ...) with B = x.shape[0] "
-                                    f"(one initial state per row), e.g. state=lambda x: x.new_zeros(x.shape[0], width)")
+            if (
+                not isinstance(z0, torch.Tensor)
+                or not z0.is_floating_point()
+                or z0.dim() < 2
+                or (batch is not None and z0.shape[0] != batch)
+            ):
+                got = f"shape {tuple(z0.shape)} ({z0.dtype})" if isinstance(z0, torch.Tensor) else type(z0).__name__
+                raise DEQInputError(
+                    f"DEQ's state callable returned {got} for x of shape {tuple(x.shape)}; "
+                    f"state(x) must return a floating z0 of shape (B, ...) with B = x.shape[0] "
+                    f"(one initial state per row), e.g. state=lambda x: x.new_zeros(x.shape[0], width)"
+                )
             return z0
         return torch.zeros(x.shape[0], self.state, dtype=x.dtype, device=x.device)
 
     def _solve(self, F, z0, *, method, tol, max_iter, warn: bool, check_batch: bool) -> FixedPointResult:
-        return fixed_point(F, z0, method=method, tol=tol, max_iter=max_iter, stop_mode=self.stop_mode,
-                           warn=warn, check_batch=check_batch, **self._options_for(method))
+        return fixed_point(
+            F,
+            z0,
+            method=method,
+            tol=tol,
+            max_iter=max_iter,
+            stop_mode=self.stop_mode,
+            warn=warn,
+            check_batch=check_batch,
+            **self._options_for(method),
+        )
 
     def _record_backward(self, result: FixedPointResult, forward: FixedPointResult) -> None:
         self.backward_result = result
-        self.stats.update(backward_iters=result.n_iter, backward_residual=result.final_residual(),
-                          backward_status=result.status.value)
+        self.stats.update(
+            backward_iters=result.n_iter, backward_residual=result.final_residual(), backward_status=result.status.value
+        )
         if self.warn is not False and not (forward.success and result.success):
             warnings.warn(unconverged_gradient_text(forward, result), DEQGradientWarning, stacklevel=2)
 
@@ -205,13 +259,16 @@ class DEQ(nn.Module):
             if x.dim() < 2:
                 raise DEQInputError(
                     f"x has shape {tuple(x.shape)}, but a DEQ takes a batch x of shape (B, ...) and solves one "
-                    f"fixed point per row; for one sample pass x[None] (shape {(1, *x.shape)})")
+                    f"fixed point per row; for one sample pass x[None] (shape {(1, *x.shape)})"
+                )
             batch = x.shape[0]
         if z0 is None:
             return
         if not isinstance(z0, torch.Tensor) or not z0.is_floating_point():
-            raise TypeError(f"z0 must be a floating-point tensor (B, ...), got {type(z0).__name__}"
-                            + (f" of dtype {z0.dtype}" if isinstance(z0, torch.Tensor) else ""))
+            raise TypeError(
+                f"z0 must be a floating-point tensor (B, ...), got {type(z0).__name__}"
+                + (f" of dtype {z0.dtype}" if isinstance(z0, torch.Tensor) else "")
+            )
         if batch is None:
             return
         if isinstance(self.state, int):
@@ -219,8 +276,10 @@ class DEQ(nn.Module):
         else:
             fits, want = z0.dim() >= 2 and z0.shape[0] == batch, f"({batch}, ...)"
         if not fits:
-            raise DEQInputError(f"z0 has shape {tuple(z0.shape)}, but for x of shape {tuple(x.shape)} this DEQ "
-                                f"needs z0 of shape {want}: one initial state per row of x")
+            raise DEQInputError(
+                f"z0 has shape {tuple(z0.shape)}, but for x of shape {tuple(x.shape)} this DEQ "
+                f"needs z0 of shape {want}: one initial state per row of x"
+            )
 
     def dtype_error(self, x: Any, z0: torch.Tensor, cause: BaseException) -> DEQDtypeError | None:
         """A :class:`DEQDtypeError` when ``x`` or ``z0`` is in another dtype than the parameters (all of
@@ -234,15 +293,23 @@ class DEQ(nn.Module):
                 return DEQDtypeError(
                     f"{name} has dtype {t.dtype}, but the DEQ's parameters are {dtype} (f raised "
                     f"{type(cause).__name__}: {cause}). Give both one dtype: {name}.{_cast(dtype)}, or "
-                    f"model.{_cast(t.dtype)} (the module holding the DEQ) to compute in {t.dtype}")
+                    f"model.{_cast(t.dtype)} (the module holding the DEQ) to compute in {t.dtype}"
+                )
         return None
 
     def _solve_forward(self, F, x: Any, z0: torch.Tensor, from_state: bool = False) -> FixedPointResult:
         """The forward solve, its errors named: a dtype mismatch becomes :class:`DEQDtypeError`; any
         other error from f gets a note with the shapes it was called with."""
         try:
-            return self._solve(F, z0, method=self.solver, tol=self.tol, max_iter=self.max_iter,
-                               warn=self.warn is True, check_batch=True)
+            return self._solve(
+                F,
+                z0,
+                method=self.solver,
+                tol=self.tol,
+                max_iter=self.max_iter,
+                warn=self.warn is True,
+                check_batch=True,
+            )
         except RuntimeError as err:
             named = self.dtype_error(x, z0, err)
             if named is not None:
@@ -251,7 +318,8 @@ class DEQ(nn.Module):
                 raise DEQInputError(
                     f"f(z, x) raised {type(err).__name__} on z0 from DEQ's state callable (shape {tuple(z0.shape)}; "
                     f"x of shape {tuple(x.shape)}): {err}. Make state(x) return the shape f takes for z (or pass "
-                    f"forward(x, z0=...)); if f itself is at fault, call it once on its own to see") from err
+                    f"forward(x, z0=...)); if f itself is at fault, call it once on its own to see"
+                ) from err
             shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
             err.add_note(f"(raised in DEQ.forward by f(z, x) with z of shape {tuple(z0.shape)} and x of shape {shape})")
             raise
@@ -283,18 +351,29 @@ class DEQ(nn.Module):
                 f_z = self.f(z_leaf, x)  # one application of f: the only graph kept for backward
                 # the VJPs of a map the forward probe found per-sample act per sample too: no second probe;
                 # the backward pass warns itself (one warning naming both solves), so its solve does not
-                solve = lambda vjp_map, y0: self._solve(vjp_map, y0, method=self.backward_solver,  # noqa: E731
-                                                        tol=self.backward_tol, max_iter=self.backward_max_iter,
-                                                        warn=False, check_batch=False)
+                solve = lambda vjp_map, y0: self._solve(
+                    vjp_map,
+                    y0,
+                    method=self.backward_solver,  # noqa: E731
+                    tol=self.backward_tol,
+                    max_iter=self.backward_max_iter,
+                    warn=False,
+                    check_batch=False,
+                )
                 record = lambda r, forward=result: self._record_backward(r, forward)  # noqa: E731
                 out = f_z.view_as(f_z)
                 out.register_hook(implicit_backward_hook(f_z, z_leaf, solve=solve, record=record))
                 self._pair = (f_z, z_leaf)
         self.forward_result = result
         self.backward_result = None
-        self.stats = dict(forward_iters=result.n_iter, forward_residual=result.final_residual(),
-                          forward_status=result.status.value, backward_iters=None, backward_residual=None,
-                          backward_status=None)
+        self.stats = dict(
+            forward_iters=result.n_iter,
+            forward_residual=result.final_residual(),
+            forward_status=result.status.value,
+            backward_iters=None,
+            backward_residual=None,
+            backward_status=None,
+        )
         return out
 
     def jacobian_loss(self, n_samples: int = 1, **kwargs) -> torch.Tensor:
@@ -306,13 +385,26 @@ class DEQ(nn.Module):
         return jacobian_regularizer(f_z, z, n_samples, **kwargs)
 
     def extra_repr(self) -> str:
-        return (f"solver={self.solver!r}, tol={self.tol:g}, max_iter={self.max_iter}, backward={self.backward!r}, "
-                f"backward_solver={self.backward_solver!r}, backward_tol={self.backward_tol:g}")
+        return (
+            f"solver={self.solver!r}, tol={self.tol:g}, max_iter={self.max_iter}, backward={self.backward!r}, "
+            f"backward_solver={self.backward_solver!r}, backward_tol={self.backward_tol:g}"
+        )
 
 
 #: DEQ's defaults, for the messages of its constructor's checks (read from its signature).
-_DEQ_DEFAULTS = {name: p.default for name, p in inspect.signature(DEQ.__init__).parameters.items()
-                 if p.default is not inspect.Parameter.empty}
+_DEQ_DEFAULTS = {
+    name: p.default
+    for name, p in inspect.signature(DEQ.__init__).parameters.items()
+    if p.default is not inspect.Parameter.empty
+}
 
-__all__ = ["DEQ", "BACKWARDS", "DEQDtypeError", "DEQGradientWarning", "DEQInputError", "WARN_MODES",
-           "implicit_backward_hook", "METHODS"]
+__all__ = [
+    "DEQ",
+    "BACKWARDS",
+    "DEQDtypeError",
+    "DEQGradientWarning",
+    "DEQInputError",
+    "WARN_MODES",
+    "implicit_backward_hook",
+    "METHODS",
+]

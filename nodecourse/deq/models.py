@@ -1,5 +1,6 @@
 """Small DEQ models: the equilibrium block of Bai et al. (2021), f(z, x) = W2^T ReLU(W1 z + U x + b),
 and a regressor / classifier that reads the fixed point out with one linear layer."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -21,13 +22,14 @@ class EquilibriumBlock(nn.Module):
 
     def __init__(self, state_dim: int, input_dim: int, width: int = 50, init_scale: float = 0.5):
         super().__init__()
-        c = check_args({"state_dim": state_dim, "input_dim": input_dim, "width": width, "init_scale": init_scale},
-                       DEQ_MODEL_ARGS)
+        c = check_args(
+            {"state_dim": state_dim, "input_dim": input_dim, "width": width, "init_scale": init_scale}, DEQ_MODEL_ARGS
+        )
         state_dim, input_dim, width, init_scale = c["state_dim"], c["input_dim"], c["width"], c["init_scale"]
         self.W1 = nn.Linear(state_dim, width, bias=False)
         self.U = nn.Linear(input_dim, width)
         self.W2 = nn.Parameter(torch.empty(width, state_dim))
-        nn.init.normal_(self.W2, std=1.0 / width ** 0.5)
+        nn.init.normal_(self.W2, std=1.0 / width**0.5)
         with torch.no_grad():
             self.W1.weight.mul_(init_scale)
             self.W2.mul_(init_scale)
@@ -38,7 +40,8 @@ class EquilibriumBlock(nn.Module):
             raise DEQInputError(
                 f"EquilibriumBlock(state_dim={self.W1.in_features}, input_dim={self.U.in_features}) got z of shape "
                 f"{tuple(z.shape)} and x of shape {tuple(x.shape)}; it takes z (B, {self.W1.in_features}) and x "
-                f"(B, {self.U.in_features})")
+                f"(B, {self.U.in_features})"
+            )
         return torch.relu(self.W1(z) + self.U(x)) @ self.W2
 
 
@@ -50,8 +53,16 @@ class DEQModel(nn.Module):
     weight-tied steps.
     """
 
-    def __init__(self, input_dim: int, output_dim: int, *, state_dim: int = 16, width: int = 50,
-                 init_scale: float = 0.5, **deq_options: Any):
+    def __init__(
+        self,
+        input_dim: int,
+        output_dim: int,
+        *,
+        state_dim: int = 16,
+        width: int = 50,
+        init_scale: float = 0.5,
+        **deq_options: Any,
+    ):
         super().__init__()
         check_args({"input_dim": input_dim, "output_dim": output_dim}, DEQ_MODEL_ARGS)  # the block checks the rest
         self.block = EquilibriumBlock(state_dim, input_dim, width, init_scale)

@@ -1,4 +1,5 @@
 """Picard (fixed-point) iteration z_{k+1} = z_k + damping * (f(z_k) - z_k)."""
+
 from __future__ import annotations
 
 from typing import Callable
@@ -9,8 +10,14 @@ from nodecourse.deq.settings import check_method_call
 from nodecourse.deq.tracking import Tracker
 
 
-def picard(F: Callable[[torch.Tensor], torch.Tensor], z0: torch.Tensor, tracker: Tracker, *,
-           max_iter: int, damping: float = 1.0) -> dict:
+def picard(
+    F: Callable[[torch.Tensor], torch.Tensor],
+    z0: torch.Tensor,
+    tracker: Tracker,
+    *,
+    max_iter: int,
+    damping: float = 1.0,
+) -> dict:
     """Iterate ``z <- z + damping * (F(z) - z)`` on ``z0`` ``(B, D)`` until the tracker is done.
 
     ``damping = 1`` is plain Picard iteration; ``damping < 1`` (Krasnoselskii-Mann) converges

@@ -1,6 +1,7 @@
 """The Jacobian of a DEQ's map at its fixed point: a Hutchinson estimate of ||df/dz||_F^2
 (the training regulariser of Bai et al. 2021), its exact value for small problems, and the
 spectral radius by Arnoldi iteration (whether the iteration can contract)."""
+
 from __future__ import annotations
 
 import torch
@@ -17,14 +18,22 @@ def _check_pair(f_out: torch.Tensor, z: torch.Tensor) -> None:
     if not isinstance(f_out, torch.Tensor) or not isinstance(z, torch.Tensor):
         raise TypeError("f_out and z must be tensors (f_out = f(z, ...) computed from z)")
     if f_out.shape != z.shape:
-        raise ValueError(f"f_out has shape {tuple(f_out.shape)} but z has {tuple(z.shape)}; "
-                         "pass f_out = f(z) for the same z")
+        raise ValueError(
+            f"f_out has shape {tuple(f_out.shape)} but z has {tuple(z.shape)}; pass f_out = f(z) for the same z"
+        )
     if not z.requires_grad or f_out.grad_fn is None:
         raise ValueError("f_out must be computed from z with autograd on: z.requires_grad_() before f_out = f(z)")
 
 
-def jacobian_regularizer(f_out: torch.Tensor, z: torch.Tensor, n_samples: int = 1, *, noise: str = "gaussian",
-                         reduction: str = "mean", generator: torch.Generator | None = None) -> torch.Tensor:
+def jacobian_regularizer(
+    f_out: torch.Tensor,
+    z: torch.Tensor,
+    n_samples: int = 1,
+    *,
+    noise: str = "gaussian",
+    reduction: str = "mean",
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
     """Hutchinson estimate of ||df/dz||_F^2 per sample: mean over ``n_samples`` probes of ||eps^T J||^2.
 
     With E[eps eps^T] = I (Gaussian or Rademacher probes), E||eps^T J||^2 = tr(J J^T) = ||J||_F^2,
@@ -79,8 +88,9 @@ def exact_jacobian_frobenius(f_out: torch.Tensor, z: torch.Tensor) -> torch.Tens
     return total.detach()
 
 
-def spectral_radius(f_out: torch.Tensor, z: torch.Tensor, n_iter: int = 30, *,
-                    generator: torch.Generator | None = None) -> torch.Tensor:
+def spectral_radius(
+    f_out: torch.Tensor, z: torch.Tensor, n_iter: int = 30, *, generator: torch.Generator | None = None
+) -> torch.Tensor:
     """Spectral radius of df/dz per sample, ``(B,)`` (detached), by Arnoldi iteration on VJPs.
 
     Builds an orthonormal basis ``Q`` of the Krylov space span{v, J^T v, ..., (J^T)^(m-1) v},

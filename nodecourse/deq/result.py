@@ -1,5 +1,6 @@
 """What a fixed-point solve returns: :class:`FixedPointResult`, :class:`FixedPointStatus`,
 :class:`ResidualTrace`, and the warning raised when a solve does not reach its tolerance."""
+
 from __future__ import annotations
 
 import enum
@@ -32,9 +33,7 @@ _REMEDIES = {
         "the map is not a contraction near the iterates: damp the iteration (damping < 1), start closer "
         "(z0), or use method='broyden'; in a DEQ, add the Jacobian regulariser or normalise the weights"
     ),
-    FixedPointStatus.NON_FINITE: (
-        "f returned NaN/inf: check f and z0, use float64, damp the iteration (damping < 1)"
-    ),
+    FixedPointStatus.NON_FINITE: ("f returned NaN/inf: check f and z0, use float64, damp the iteration (damping < 1)"),
 }
 
 

@@ -20,6 +20,7 @@ from :mod:`nodecourse.validation`. Each range follows from what the setting does
   times its first; at 1 or below the first iterate itself could count as diverged.
 * ``max_iter`` >= 1: evaluations of f.
 """
+
 from __future__ import annotations
 
 import functools
@@ -49,9 +50,11 @@ WARN_MODES = (True, False, "backward")
 
 TOL = Arg(Interval(float, 0, None, "neither"), fix="e.g. tol=1e-6")
 #: The extra bound on ``tol`` with ``stop_mode="rel"``.
-REL_TOL = Arg(Interval(float, 0, 1, "neither"),
-              fix="e.g. tol=1e-6 (with stop_mode='rel' the residual is relative to |f(z)|, 1 at z = 0: a tol of 1 "
-                  "or more accepts the start)")
+REL_TOL = Arg(
+    Interval(float, 0, 1, "neither"),
+    fix="e.g. tol=1e-6 (with stop_mode='rel' the residual is relative to |f(z)|, 1 at z = 0: a tol of 1 "
+    "or more accepts the start)",
+)
 MAX_ITER = Arg(Interval(int, 1, None), fix="e.g. max_iter=100")
 
 #: The arguments of :func:`nodecourse.fixed_point` (its method options: :data:`METHOD_OPTION_ARGS`).
@@ -61,8 +64,9 @@ FIXED_POINT_ARGS: dict[str, Arg] = {
     "tol": TOL,
     "max_iter": MAX_ITER,
     "stop_mode": Arg(Options(STOP_MODES)),
-    "divergence_factor": Arg(Interval(float, 1, math.inf, "right"),
-                             fix="e.g. divergence_factor=1e6 (inf: never declare divergence)"),
+    "divergence_factor": Arg(
+        Interval(float, 1, math.inf, "right"), fix="e.g. divergence_factor=1e6 (inf: never declare divergence)"
+    ),
     "warn": Arg(Flag()),
     "throw": Arg(Flag()),
     "check_batch": Arg(Flag()),
@@ -72,10 +76,14 @@ FIXED_POINT_ARGS: dict[str, Arg] = {
 METHOD_OPTION_ARGS: dict[str, Arg] = {
     "damping": Arg(Interval(float, 0, 1, "right"), fix="e.g. damping=0.5 (1: the undamped step)"),
     "m": Arg(Interval(int, 1, None), fix="e.g. m=6 (the history window)"),
-    "lam": Arg(AnyOf((Interval(float, 0, None, "neither"), NoneAllowed())),
-               fix="e.g. lam=1e-8 (relative to the mean squared residual; None: sqrt(eps) of the dtype)"),
-    "safeguard": Arg(Interval(float, 1, math.inf, "both"),
-                     fix="e.g. safeguard=100 (restart when the residual exceeds safeguard x its best; inf: never)"),
+    "lam": Arg(
+        AnyOf((Interval(float, 0, None, "neither"), NoneAllowed())),
+        fix="e.g. lam=1e-8 (relative to the mean squared residual; None: sqrt(eps) of the dtype)",
+    ),
+    "safeguard": Arg(
+        Interval(float, 1, math.inf, "both"),
+        fix="e.g. safeguard=100 (restart when the residual exceeds safeguard x its best; inf: never)",
+    ),
 }
 
 #: The arguments of :class:`nodecourse.DEQ`'s constructor.
@@ -89,12 +97,14 @@ DEQ_ARGS: dict[str, Arg] = {
     "backward_solver": Arg(AnyOf((Options(METHOD_NAMES), NoneAllowed())), fix="None: the forward solver"),
     "backward_tol": Arg(AnyOf((TOL.constraint, NoneAllowed())), fix="None: the forward tol"),
     "backward_max_iter": Arg(AnyOf((MAX_ITER.constraint, NoneAllowed())), fix="None: the forward max_iter"),
-    "solver_options": Arg(AnyOf((InstanceOf(Mapping, "a dict of method options"), NoneAllowed())),
-                          fix="e.g. solver_options={'m': 6}"),
-    "state": Arg(AnyOf((Interval(int, 1, None), IsCallable("a callable x -> z0"), NoneAllowed())),
-                 fix="an int width (z0 = zeros(B, state)) or a callable x -> z0"),
-    "warn": Arg(Options(WARN_MODES, kind=(bool, str)),
-                fix="e.g. warn=False where an unconverged solve is intended"),
+    "solver_options": Arg(
+        AnyOf((InstanceOf(Mapping, "a dict of method options"), NoneAllowed())), fix="e.g. solver_options={'m': 6}"
+    ),
+    "state": Arg(
+        AnyOf((Interval(int, 1, None), IsCallable("a callable x -> z0"), NoneAllowed())),
+        fix="an int width (z0 = zeros(B, state)) or a callable x -> z0",
+    ),
+    "warn": Arg(Options(WARN_MODES, kind=(bool, str)), fix="e.g. warn=False where an unconverged solve is intended"),
 }
 
 
@@ -107,17 +117,27 @@ def check_tol(tol, stop_mode: str, *, name: str = "tol", default: Any = ...) -> 
 def method_defaults(method: Callable) -> dict[str, Any]:
     """The options of a fixed-point method (keyword-only arguments with defaults, besides
     ``max_iter``), read from its signature: the one place they are defined."""
-    return {name: p.default for name, p in inspect.signature(method).parameters.items()
-            if p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is not inspect.Parameter.empty}
+    return {
+        name: p.default
+        for name, p in inspect.signature(method).parameters.items()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is not inspect.Parameter.empty
+    }
 
 
-def check_method_options(method: Callable, options: Mapping | None, *, name: str = "options",
-                         as_keywords: bool = True) -> dict[str, Any]:
+def check_method_options(
+    method: Callable, options: Mapping | None, *, name: str = "options", as_keywords: bool = True
+) -> dict[str, Any]:
     """``options`` of ``method`` (the function) checked against :data:`METHOD_OPTION_ARGS`; an unknown
     key raises :class:`~nodecourse.validation.UnknownNameError`. Returns the given options, converted."""
     given = dict(options or {})
-    merged = check_options(given, METHOD_OPTION_ARGS, method_defaults(method), name=name,
-                           owner=f"method={method.__name__!r}", as_keywords=as_keywords)
+    merged = check_options(
+        given,
+        METHOD_OPTION_ARGS,
+        method_defaults(method),
+        name=name,
+        owner=f"method={method.__name__!r}",
+        as_keywords=as_keywords,
+    )
     return {key: merged[key] for key in given}
 
 
@@ -135,6 +155,8 @@ DEQ_MODEL_ARGS: dict[str, Arg] = {
     "output_dim": Arg(_SIZE, fix="the number of outputs"),
     "state_dim": Arg(_SIZE, fix="the width of the equilibrium state z, e.g. state_dim=16"),
     "width": Arg(_SIZE, fix="the hidden width of the block, e.g. width=50"),
-    "init_scale": Arg(Interval(float, 0, None, "neither"),
-                      fix="e.g. init_scale=0.5 (W1 and W2 start at this scale, so the block starts as a contraction)"),
+    "init_scale": Arg(
+        Interval(float, 0, None, "neither"),
+        fix="e.g. init_scale=0.5 (W1 and W2 start at this scale, so the block starts as a contraction)",
+    ),
 }

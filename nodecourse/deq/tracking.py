@@ -6,6 +6,7 @@ records the residual trace and decides, sample by sample, which iterates are don
 The operations are plain tensor operations (``torch.where``), so a solve run with
 gradients enabled can be backpropagated through (unrolled differentiation).
 """
+
 from __future__ import annotations
 
 import torch
@@ -23,8 +24,16 @@ class Tracker:
     a fixed point, so such an iterate never counts as converged.
     """
 
-    def __init__(self, batch: int, *, tol: float, stop_mode: str, divergence_factor: float,
-                 dtype: torch.dtype, device: torch.device):
+    def __init__(
+        self,
+        batch: int,
+        *,
+        tol: float,
+        stop_mode: str,
+        divergence_factor: float,
+        dtype: torch.dtype,
+        device: torch.device,
+    ):
         self.tol = tol
         self.stop_mode = stop_mode
         self.divergence_factor = divergence_factor

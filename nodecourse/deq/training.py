@@ -2,6 +2,7 @@
 epoch, their status (and how many solves ran into the iteration cap), the Jacobian estimate
 (optionally as a regulariser), and, at chosen epochs, the spectral radius of df/dz at the
 fixed point."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -66,16 +67,17 @@ def jacobian_matrices(f_out: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
     affordable for small states only (the course's blocks have D = 16).
     """
     if f_out.dim() != 2 or f_out.shape != z.shape:
-        raise ValueError(f"jacobian_matrices needs f_out and z of one shape (B, D); got {tuple(f_out.shape)} "
-                         f"and {tuple(z.shape)}")
+        raise ValueError(
+            f"jacobian_matrices needs f_out and z of one shape (B, D); got {tuple(f_out.shape)} and {tuple(z.shape)}"
+        )
     eye = torch.eye(z.shape[1], dtype=z.dtype, device=z.device)
-    rows = [torch.autograd.grad(f_out, z, eye[i].expand_as(f_out), retain_graph=True)[0]
-            for i in range(z.shape[1])]
+    rows = [torch.autograd.grad(f_out, z, eye[i].expand_as(f_out), retain_graph=True)[0] for i in range(z.shape[1])]
     return torch.stack(rows, dim=1).detach()
 
 
-def equilibrium_spectral_radius(deq: DEQ, x: torch.Tensor, *, method: str = "exact", n_iter: int = 30,
-                                seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+def equilibrium_spectral_radius(
+    deq: DEQ, x: torch.Tensor, *, method: str = "exact", n_iter: int = 30, seed: int = 0
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Spectral radius of df/dz at the fixed point of each input.
 
     Solves z* = f(z*, x) with the layer's forward settings (no graph), then, on one application
@@ -92,8 +94,16 @@ def equilibrium_spectral_radius(deq: DEQ, x: torch.Tensor, *, method: str = "exa
         raise ValueError(f"method={method!r} is unknown; use 'exact' or 'power'")
     z0 = deq.initial_state(x)
     with torch.no_grad():
-        res = fixed_point(lambda z: deq.f(z, x), z0, method=deq.solver, tol=deq.tol, max_iter=deq.max_iter,
-                          stop_mode=deq.stop_mode, warn=False, **deq._options_for(deq.solver))
+        res = fixed_point(
+            lambda z: deq.f(z, x),
+            z0,
+            method=deq.solver,
+            tol=deq.tol,
+            max_iter=deq.max_iter,
+            stop_mode=deq.stop_mode,
+            warn=False,
+            **deq._options_for(deq.solver),
+        )
     z = res.z.detach().clone().requires_grad_()
     with torch.enable_grad():
         f_out = deq.f(z, x)
@@ -105,10 +115,23 @@ def equilibrium_spectral_radius(deq: DEQ, x: torch.Tensor, *, method: str = "exa
     return rho, res.converged
 
 
-def fit_deq(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, epochs: int, lr: float = 1e-2,
-            batch_size: int | None = None, loss: str = "mse", jac_weight: float = 0.0, jac_samples: int = 1,
-            seed: int = 0, progress: bool = False, desc: str = "DEQ", probe_x: torch.Tensor | None = None,
-            probe_epochs: Iterable[int] = ()) -> DEQLog:
+def fit_deq(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    epochs: int,
+    lr: float = 1e-2,
+    batch_size: int | None = None,
+    loss: str = "mse",
+    jac_weight: float = 0.0,
+    jac_samples: int = 1,
+    seed: int = 0,
+    progress: bool = False,
+    desc: str = "DEQ",
+    probe_x: torch.Tensor | None = None,
+    probe_epochs: Iterable[int] = (),
+) -> DEQLog:
     """Train ``model`` (containing a :class:`DEQ`) with Adam on ``x`` ``(n, d)``, ``y``; log solver work.
 
     ``loss``: ``"mse"`` (regression, ``y`` ``(n, out)``) or ``"ce"`` (classification, ``y`` ``(n,)``).
@@ -145,9 +168,14 @@ def fit_deq(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, epochs: int, 
                 total = task + jac_weight * j
         # deq.stats describe this batch's forward solve (the backward one is added after backward).
         status = deq.stats["forward_status"]
-        return total, {"task": float(task.detach().cpu()), "jac": jac, "batches": 1,
-                       "fwd": deq.stats["forward_iters"], "bad": int(status != "success"),
-                       "cap": int(status == "max_iter")}
+        return total, {
+            "task": float(task.detach().cpu()),
+            "jac": jac,
+            "batches": 1,
+            "fwd": deq.stats["forward_iters"],
+            "bad": int(status != "success"),
+            "cap": int(status == "max_iter"),
+        }
 
     def on_step(logs):  # the backward solve has run now
         logs["bwd"] = deq.stats["backward_iters"] or 0
@@ -156,9 +184,15 @@ def fit_deq(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, epochs: int, 
 
     def probe(epoch: int) -> None:
         rho, conv = equilibrium_spectral_radius(deq, probe_x, seed=seed)
-        log.spectral.append({"epoch": epoch, "rho_mean": float(rho.mean()), "rho_max": float(rho.max()),
-                             "frac_above_1": float((rho >= 1).double().mean()),
-                             "converged": float(conv.double().mean())})
+        log.spectral.append(
+            {
+                "epoch": epoch,
+                "rho_mean": float(rho.mean()),
+                "rho_max": float(rho.max()),
+                "frac_above_1": float((rho >= 1).double().mean()),
+                "converged": float(conv.double().mean()),
+            }
+        )
 
     def on_epoch(row, _model):
         b = row["batches"]
@@ -174,7 +208,15 @@ def fit_deq(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, epochs: int, 
     if 0 in probe_epochs:
         model.eval()
         probe(0)
-    train_epochs(model, loss_on_batch, seeded_batches(len(x), batch_size, seed=seed, device=x.device),
-                 epochs=epochs, optimizer=torch.optim.Adam(model.parameters(), lr=lr),
-                 on_step=on_step, on_epoch=on_epoch, progress=progress, desc=desc)
+    train_epochs(
+        model,
+        loss_on_batch,
+        seeded_batches(len(x), batch_size, seed=seed, device=x.device),
+        epochs=epochs,
+        optimizer=torch.optim.Adam(model.parameters(), lr=lr),
+        on_step=on_step,
+        on_epoch=on_epoch,
+        progress=progress,
+        desc=desc,
+    )
     return log

@@ -45,8 +45,10 @@ def cached_study(fn: F) -> F:
         try:
             hash(key)
         except TypeError as err:
-            raise TypeError(f"{fn.__qualname__}: every argument of a cached study must be hashable "
-                            f"(pass a frozen config, a tuple or a string): {err}") from None
+            raise TypeError(
+                f"{fn.__qualname__}: every argument of a cached study must be hashable "
+                f"(pass a frozen config, a tuple or a string): {err}"
+            ) from None
         if key not in results:
             results[key] = fn(*args, **kwargs)
         return results[key]

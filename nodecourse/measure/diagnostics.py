@@ -1,14 +1,15 @@
 """Seeing the solver's work: a tolerance sweep and a log of every solve in a block.
 
-    from nodecourse.measure.diagnostics import SolverWorkLog, tolerance_sweep, rows_to_markdown
+from nodecourse.measure.diagnostics import SolverWorkLog, tolerance_sweep, rows_to_markdown
 
-    with SolverWorkLog() as log:
-        model(x)                  # any code that calls nodecourse.odeint
-    print(log.summary())
+with SolverWorkLog() as log:
+    model(x)                  # any code that calls nodecourse.odeint
+print(log.summary())
 
-    rows = tolerance_sweep(f, y0, t, rtols=[1e-3, 1e-5, 1e-7])
-    print(rows_to_markdown(rows))
+rows = tolerance_sweep(f, y0, t, rtols=[1e-3, 1e-5, 1e-7])
+print(rows_to_markdown(rows))
 """
+
 from __future__ import annotations
 
 import math
@@ -39,9 +40,18 @@ class SweepRow:
     status: str
 
 
-def tolerance_sweep(func, y0: torch.Tensor, t: torch.Tensor, rtols: Sequence[float], *, method: str = "dopri5",
-                    atol: Optional[float] = None, reference: Optional[torch.Tensor] = None,
-                    backend: str = "nodecourse", repeats: int = 1) -> list[SweepRow]:
+def tolerance_sweep(
+    func,
+    y0: torch.Tensor,
+    t: torch.Tensor,
+    rtols: Sequence[float],
+    *,
+    method: str = "dopri5",
+    atol: Optional[float] = None,
+    reference: Optional[torch.Tensor] = None,
+    backend: str = "nodecourse",
+    repeats: int = 1,
+) -> list[SweepRow]:
     """Solve once per ``rtol`` and report error, NFE, steps and time.
 
     Args:
@@ -64,16 +74,25 @@ def tolerance_sweep(func, y0: torch.Tensor, t: torch.Tensor, rtols: Sequence[flo
     if isinstance(repeats, bool) or not isinstance(repeats, numbers.Integral) or repeats < 1:
         raise ValueError(f"repeats={repeats!r} must be an int >= 1")
     if spec_for(method).kind == "fixed":
-        raise ValueError(f"method={method!r} is fixed-step and ignores rtol; sweep an adaptive or implicit method "
-                         f"({', '.join(n for n, s in SOLVERS.items() if s.kind != 'fixed')})")
+        raise ValueError(
+            f"method={method!r} is fixed-step and ignores rtol; sweep an adaptive or implicit method "
+            f"({', '.join(n for n, s in SOLVERS.items() if s.kind != 'fixed')})"
+        )
     if atol is not None and (isinstance(atol, bool) or not isinstance(atol, numbers.Real) or not atol > 0):
         raise ValueError(f"atol={atol!r} must be a number > 0, or None for rtol/100 per row")
     if not isinstance(y0, torch.Tensor) or not isinstance(t, torch.Tensor):
         raise TypeError("y0 and t must be torch tensors (see nodecourse.odeint)")
     if reference is None:
         ref_rtol = max(min(rtols) / 1000, 1e-12)
-        reference = odeint(func, y0.detach().double(), t.double(), method="dopri5", rtol=ref_rtol,
-                           atol=ref_rtol * 1e-2, max_steps=1_000_000).ys
+        reference = odeint(
+            func,
+            y0.detach().double(),
+            t.double(),
+            method="dopri5",
+            rtol=ref_rtol,
+            atol=ref_rtol * 1e-2,
+            max_steps=1_000_000,
+        ).ys
     expected = (t.shape[0], *y0.shape)
     if not isinstance(reference, torch.Tensor) or tuple(reference.shape) != expected:
         shape = tuple(reference.shape) if isinstance(reference, torch.Tensor) else type(reference).__name__
@@ -88,9 +107,18 @@ def tolerance_sweep(func, y0: torch.Tensor, t: torch.Tensor, rtols: Sequence[flo
             sol = odeint(func, y0, t, method=method, rtol=rtol, atol=row_atol, backend=backend, throw=False)
             times.append(time.perf_counter() - start)
         err = (sol.ys.detach().to(reference.dtype) - reference.to(sol.ys.device)).abs().max()
-        rows.append(SweepRow(rtol=float(rtol), atol=row_atol, max_error=float(err), nfe=sol.stats["nfe"],
-                             n_accepted=sol.stats["n_accepted"], n_rejected=sol.stats["n_rejected"],
-                             seconds=statistics.median(times), status=sol.status.name))
+        rows.append(
+            SweepRow(
+                rtol=float(rtol),
+                atol=row_atol,
+                max_error=float(err),
+                nfe=sol.stats["nfe"],
+                n_accepted=sol.stats["n_accepted"],
+                n_rejected=sol.stats["n_rejected"],
+                seconds=statistics.median(times),
+                status=sol.status.name,
+            )
+        )
     return rows
 
 
@@ -145,12 +173,24 @@ class SolverWorkLog:
 
     def _listen(self, info: dict) -> None:
         stats = info["stats"]
-        self.records.append(SolveRecord(
-            method=info["method"], rtol=info["rtol"], atol=info["atol"], step_size=info["step_size"],
-            backend=info["backend"], per_sample=info["per_sample"], shape=info["shape"],
-            n_times=info["n_times"], nfe=int(stats["nfe"]), n_steps=int(stats["n_steps"]),
-            n_accepted=int(stats["n_accepted"]), n_rejected=int(stats["n_rejected"]),
-            status=info["status"].name, seconds=info["seconds"]))
+        self.records.append(
+            SolveRecord(
+                method=info["method"],
+                rtol=info["rtol"],
+                atol=info["atol"],
+                step_size=info["step_size"],
+                backend=info["backend"],
+                per_sample=info["per_sample"],
+                shape=info["shape"],
+                n_times=info["n_times"],
+                nfe=int(stats["nfe"]),
+                n_steps=int(stats["n_steps"]),
+                n_accepted=int(stats["n_accepted"]),
+                n_rejected=int(stats["n_rejected"]),
+                status=info["status"].name,
+                seconds=info["seconds"],
+            )
+        )
 
     def __enter__(self) -> "SolverWorkLog":
         if self._active:
@@ -192,17 +232,21 @@ class SolverWorkLog:
         if not self.records:
             return "SolverWorkLog: no odeint calls recorded"
         tot = self.totals()
-        lines = [f"SolverWorkLog: {tot['solves']} solves, NFE {tot['nfe']}, steps {tot['n_steps']} "
-                 f"({tot['n_rejected']} rejected), {tot['failures']} failed, {tot['seconds']:.3f} s"]
+        lines = [
+            f"SolverWorkLog: {tot['solves']} solves, NFE {tot['nfe']}, steps {tot['n_steps']} "
+            f"({tot['n_rejected']} rejected), {tot['failures']} failed, {tot['seconds']:.3f} s"
+        ]
         groups: dict[tuple, list[SolveRecord]] = {}
         for r in self.records:
             groups.setdefault((r.method, r.rtol, r.atol, r.step_size, r.backend), []).append(r)
         for (method, rtol, atol, step, backend), recs in groups.items():
             setting = f"step_size={step:g}" if step is not None else f"rtol={rtol:g} atol={atol:g}"
             nfe = [r.nfe for r in recs]
-            lines.append(f"  {method} [{backend}] {setting}: {len(recs)} solves, NFE mean "
-                         f"{statistics.fmean(nfe):.1f} (min {min(nfe)}, max {max(nfe)}), "
-                         f"rejected {sum(r.n_rejected for r in recs)}")
+            lines.append(
+                f"  {method} [{backend}] {setting}: {len(recs)} solves, NFE mean "
+                f"{statistics.fmean(nfe):.1f} (min {min(nfe)}, max {max(nfe)}), "
+                f"rejected {sum(r.n_rejected for r in recs)}"
+            )
         return "\n".join(lines)
 
     def table(self) -> str:

@@ -23,6 +23,7 @@ route (analytic, central finite differences, backprop, adjoint, checkpoint, torc
 ``odeint_adjoint``) and returns one row per route with its error against the analytic
 gradient and its solver work.
 """
+
 from __future__ import annotations
 
 import math
@@ -100,8 +101,14 @@ class GradientTable:
         """Rows as dicts (for display): route, each gradient entry, error, work, status."""
         out = []
         for r in self.rows:
-            d = {"route": r.route, **{f"dL/d{n}": g for n, g in zip(NAMES, r.grad)},
-                 "rel. error": r.rel_error, "NFE fwd": r.nfe, "NFE bwd": r.nfe_backward, "status": r.status}
+            d = {
+                "route": r.route,
+                **{f"dL/d{n}": g for n, g in zip(NAMES, r.grad)},
+                "rel. error": r.rel_error,
+                "NFE fwd": r.nfe,
+                "NFE bwd": r.nfe_backward,
+                "status": r.status,
+            }
             if r.note:
                 d["note"] = r.note
             out.append(d)
@@ -109,8 +116,11 @@ class GradientTable:
 
     def __str__(self) -> str:
         head = f"{'route':<20}{'rel. error':>12}{'NFE fwd':>9}{'NFE bwd':>9}  status"
-        lines = [head] + [f"{r.route:<20}{r.rel_error:>12.2e}{_fmt(r.nfe):>9}{_fmt(r.nfe_backward):>9}  "
-                          f"{r.status}{' (' + r.note + ')' if r.note else ''}" for r in self.rows]
+        lines = [head] + [
+            f"{r.route:<20}{r.rel_error:>12.2e}{_fmt(r.nfe):>9}{_fmt(r.nfe_backward):>9}  "
+            f"{r.status}{' (' + r.note + ')' if r.note else ''}"
+            for r in self.rows
+        ]
         return "\n".join(lines)
 
 
@@ -147,10 +157,24 @@ def _grad_from(leaves, L) -> list[float]:
     return [float(v) for v in values]
 
 
-def gradient_table(lam: float = -1.0, T: float = 1.0, *, theta: float = 1.0, z10: float = 1.0, z20: float = 0.0,
-                   method: str = "dopri5", rtol: float = 1e-8, atol: float = 1e-8, step_size=None,
-                   max_steps: int = 100_000, routes=ROUTES, fd_eps: float = 1e-6, device="cpu",
-                   dtype=torch.float64, angle: float = 0.0) -> GradientTable:
+def gradient_table(
+    lam: float = -1.0,
+    T: float = 1.0,
+    *,
+    theta: float = 1.0,
+    z10: float = 1.0,
+    z20: float = 0.0,
+    method: str = "dopri5",
+    rtol: float = 1e-8,
+    atol: float = 1e-8,
+    step_size=None,
+    max_steps: int = 100_000,
+    routes=ROUTES,
+    fd_eps: float = 1e-6,
+    device="cpu",
+    dtype=torch.float64,
+    angle: float = 0.0,
+) -> GradientTable:
     """Every route's ``dL/d(z10, z20, lam, theta, T)`` on :class:`DecayFeed`, against the analytic one.
 
     ``angle``: solve the system rotated by this angle (radians); the gradients are the same.
@@ -165,29 +189,54 @@ def gradient_table(lam: float = -1.0, T: float = 1.0, *, theta: float = 1.0, z10
     device = torch.device(device)
     solve_kw = _solve_kwargs(method, rtol, atol, step_size, max_steps)
     ref = analytic_gradient(lam, theta, T, z10)
-    table = GradientTable(dict(lam=lam, T=T, theta=theta, z10=z10, z20=z20, method=method, rtol=rtol, atol=atol,
-                               step_size=step_size, device=str(device), dtype=str(dtype), angle=angle))
+    table = GradientTable(
+        dict(
+            lam=lam,
+            T=T,
+            theta=theta,
+            z10=z10,
+            z20=z20,
+            method=method,
+            rtol=rtol,
+            atol=atol,
+            step_size=step_size,
+            device=str(device),
+            dtype=str(dtype),
+            angle=angle,
+        )
+    )
     for route in routes:
         if route == "analytic":
             table.rows.append(GradientRow("analytic", ref, 0.0))
         elif route == "finite_differences":
-            table.rows.append(_finite_differences(lam, theta, T, z10, z20, ref, device, dtype, solve_kw, fd_eps,
-                                                  angle))
+            table.rows.append(_finite_differences(lam, theta, T, z10, z20, ref, device, dtype, solve_kw, fd_eps, angle))
         elif route == "torchdiffeq_adjoint":
-            table.rows.append(_torchdiffeq_row(lam, theta, T, z10, z20, ref, device, dtype, method, rtol, atol,
-                                               step_size, angle))
+            table.rows.append(
+                _torchdiffeq_row(lam, theta, T, z10, z20, ref, device, dtype, method, rtol, atol, step_size, angle)
+            )
         else:
             try:
-                L, leaves, sol = _loss(lam, theta, T, z10, z20, device=device, dtype=dtype, solve_kw=solve_kw,
-                                       gradient=route, angle=angle)
+                L, leaves, sol = _loss(
+                    lam, theta, T, z10, z20, device=device, dtype=dtype, solve_kw=solve_kw, gradient=route, angle=angle
+                )
                 g = _grad_from(leaves, L)
                 status = sol.stats.get("backward_status")
-                table.rows.append(GradientRow(route, g, _rel_error(g, ref), sol.stats.get("nfe"),
-                                              sol.stats.get("nfe_backward"),
-                                              status.value if status is not None else "success"))
+                table.rows.append(
+                    GradientRow(
+                        route,
+                        g,
+                        _rel_error(g, ref),
+                        sol.stats.get("nfe"),
+                        sol.stats.get("nfe_backward"),
+                        status.value if status is not None else "success",
+                    )
+                )
             except (SolverError, ValueError) as exc:
-                table.rows.append(GradientRow(route, [math.nan] * 5, math.inf, status="failed",
-                                              note=str(exc).split(". What to try")[0][:160]))
+                table.rows.append(
+                    GradientRow(
+                        route, [math.nan] * 5, math.inf, status="failed", note=str(exc).split(". What to try")[0][:160]
+                    )
+                )
     return table
 
 
@@ -198,8 +247,18 @@ def _finite_differences(lam, theta, T, z10, z20, ref, device, dtype, solve_kw, e
     def loss(values):
         nonlocal nfe
         with torch.no_grad():
-            L, _, sol = _loss(values[2], values[3], values[4], values[0], values[1], device=device, dtype=dtype,
-                              solve_kw=solve_kw, gradient="backprop", angle=angle)
+            L, _, sol = _loss(
+                values[2],
+                values[3],
+                values[4],
+                values[0],
+                values[1],
+                device=device,
+                dtype=dtype,
+                solve_kw=solve_kw,
+                gradient="backprop",
+                angle=angle,
+            )
         nfe += sol.stats["nfe"]
         return float(L)
 
@@ -211,17 +270,32 @@ def _finite_differences(lam, theta, T, z10, z20, ref, device, dtype, solve_kw, e
             up[i], down[i] = v + h, v - h
             grad.append((loss(up) - loss(down)) / (2 * h))
     except SolverError as exc:
-        return GradientRow("finite_differences", [math.nan] * 5, math.inf, nfe, status="failed",
-                           note=str(exc).split(". What to try")[0][:160])
-    return GradientRow("finite_differences", grad, _rel_error(grad, ref), nfe, None, "success",
-                       f"central, step {eps:g} x max(1, |value|)")
+        return GradientRow(
+            "finite_differences",
+            [math.nan] * 5,
+            math.inf,
+            nfe,
+            status="failed",
+            note=str(exc).split(". What to try")[0][:160],
+        )
+    return GradientRow(
+        "finite_differences",
+        grad,
+        _rel_error(grad, ref),
+        nfe,
+        None,
+        "success",
+        f"central, step {eps:g} x max(1, |value|)",
+    )
 
 
-def _torchdiffeq_row(lam, theta, T, z10, z20, ref, device, dtype, method, rtol, atol, step_size,
-                     angle=0.0) -> GradientRow:
+def _torchdiffeq_row(
+    lam, theta, T, z10, z20, ref, device, dtype, method, rtol, atol, step_size, angle=0.0
+) -> GradientRow:
     if method not in TORCHDIFFEQ_METHODS:
-        return GradientRow("torchdiffeq_adjoint", [math.nan] * 5, math.inf, status="n/a",
-                           note=f"torchdiffeq has no {method!r}")
+        return GradientRow(
+            "torchdiffeq_adjoint", [math.nan] * 5, math.inf, status="n/a", note=f"torchdiffeq has no {method!r}"
+        )
     from torchdiffeq import odeint_adjoint
 
     field_ = DecayFeed(lam, theta, dtype=dtype, device=device, angle=angle)
@@ -255,10 +329,19 @@ def theta_error(grad, ref) -> float:
     return abs(grad[i] - ref[i]) / abs(ref[i]) if math.isfinite(grad[i]) else math.inf
 
 
-def gradient_error_sweep(*, lam: float = -10.0, horizons=(0.5, 1.0, 2.0, 3.0), tolerances=(1e-4, 1e-6, 1e-8),
-                         method: str = "dopri5", routes=("adjoint", "checkpoint"), device="cpu",
-                         dtype=torch.float64, progress: bool = False, atol: float | None = None,
-                         angle: float = 0.0) -> list[dict]:
+def gradient_error_sweep(
+    *,
+    lam: float = -10.0,
+    horizons=(0.5, 1.0, 2.0, 3.0),
+    tolerances=(1e-4, 1e-6, 1e-8),
+    method: str = "dopri5",
+    routes=("adjoint", "checkpoint"),
+    device="cpu",
+    dtype=torch.float64,
+    progress: bool = False,
+    atol: float | None = None,
+    angle: float = 0.0,
+) -> list[dict]:
     """Relative gradient error of each route against the analytic gradient, over horizon ``T``
     and tolerance: ``rtol = tol`` and ``atol = tol`` (or the fixed ``atol`` when given), on the
     system rotated by ``angle``. Rows: ``T``, ``tol``, ``atol``, ``angle``, ``route``,
@@ -272,11 +355,24 @@ def gradient_error_sweep(*, lam: float = -10.0, horizons=(0.5, 1.0, 2.0, 3.0), t
     out = []
     for T, tol in points:
         a = tol if atol is None else atol
-        table = gradient_table(lam, T, method=method, rtol=tol, atol=a, routes=routes, device=device, dtype=dtype,
-                               angle=angle)
+        table = gradient_table(
+            lam, T, method=method, rtol=tol, atol=a, routes=routes, device=device, dtype=dtype, angle=angle
+        )
         ref = analytic_gradient(lam, 1.0, T)
         for r in table.rows:
-            out.append({"T": T, "tol": tol, "atol": a, "angle": angle, "route": r.route, "rel_error": r.rel_error,
-                        "theta_error": theta_error(r.grad, ref), "nfe": r.nfe, "nfe_backward": r.nfe_backward,
-                        "status": r.status, "note": r.note})
+            out.append(
+                {
+                    "T": T,
+                    "tol": tol,
+                    "atol": a,
+                    "angle": angle,
+                    "route": r.route,
+                    "rel_error": r.rel_error,
+                    "theta_error": theta_error(r.grad, ref),
+                    "nfe": r.nfe,
+                    "nfe_backward": r.nfe_backward,
+                    "status": r.status,
+                    "note": r.note,
+                }
+            )
     return out

@@ -12,6 +12,7 @@
   (``malloc_trim``) first. It includes allocator and interpreter overhead, so it is about 1 MiB
   noisier; :func:`memory_sweep` can run it in a fresh subprocess (``isolated=True``).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -141,8 +142,11 @@ def _profiler_peak(fn: Callable[[], object]) -> int:
         prof.export_chrome_trace(path)
         with open(path) as fh:
             events = json.load(fh)["traceEvents"]
-    totals = [(e["args"]["Total Allocated"], e["args"]["Bytes"]) for e in events
-              if e.get("name") == "[memory]" and e.get("args", {}).get("Device Type", 0) == 0]
+    totals = [
+        (e["args"]["Total Allocated"], e["args"]["Bytes"])
+        for e in events
+        if e.get("name") == "[memory]" and e.get("args", {}).get("Device Type", 0) == 0
+    ]
     if not totals:
         return 0
     before = totals[0][0] - totals[0][1]  # the running total just before the first event
@@ -260,13 +264,21 @@ def run_sweep(config: MemoryConfig, progress: bool = False) -> MemorySweep:
         peak = min(measure_peak(once, config.device, config.cpu_method) for _ in range(config.repeats))
         func.zero_grad(set_to_none=True)
         y0.grad = None
-        sweep.rows.append({"mode": mode, "steps": n, "peak_bytes": peak, "nfe": stats.get("nfe"),
-                           "nfe_backward": stats.get("nfe_backward")})
+        sweep.rows.append(
+            {
+                "mode": mode,
+                "steps": n,
+                "peak_bytes": peak,
+                "nfe": stats.get("nfe"),
+                "nfe_backward": stats.get("nfe_backward"),
+            }
+        )
     return sweep
 
 
-def memory_sweep(config: MemoryConfig | None = None, *, isolated: bool = False, progress: bool = False,
-                 **overrides) -> MemorySweep:
+def memory_sweep(
+    config: MemoryConfig | None = None, *, isolated: bool = False, progress: bool = False, **overrides
+) -> MemorySweep:
     """Peak memory of forward + backward against the number of steps, for each gradient mode.
 
     Args:
@@ -288,8 +300,13 @@ def memory_sweep(config: MemoryConfig | None = None, *, isolated: bool = False, 
         return run_sweep(config, progress=progress)
     # glibc reads MALLOC_MMAP_THRESHOLD_ at start: every block above 64 KiB is mmapped and returned on free.
     env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"), MALLOC_MMAP_THRESHOLD_="65536")
-    done = subprocess.run([sys.executable, "-m", "nodecourse.measure.memory", json.dumps(asdict(config))],
-                          capture_output=True, text=True, env=env, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "nodecourse.measure.memory", json.dumps(asdict(config))],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"the memory subprocess failed (exit {done.returncode}): {done.stderr[-2000:]}")
     rows = json.loads(done.stdout.strip().splitlines()[-1])

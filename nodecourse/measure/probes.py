@@ -12,6 +12,7 @@ still cuts through the ring. These probes evaluate the model densely:
 The model maps ``(batch, 2) -> (batch, 1)`` with the sign as the class; it is
 evaluated on its own device and dtype, in chunks.
 """
+
 from __future__ import annotations
 
 import math
@@ -70,8 +71,15 @@ def circle_points(radius: float, angles: torch.Tensor) -> torch.Tensor:
     return torch.stack([radius * torch.cos(angles), radius * torch.sin(angles)], dim=1)
 
 
-def circle_probe(model: nn.Module, radius: float, *, n_points: int = 20_000, label: float | None = None,
-                 radii: tuple[float, float, float] = ANNULUS_RADII, refine: int = 2_000) -> CircleProbe:
+def circle_probe(
+    model: nn.Module,
+    radius: float,
+    *,
+    n_points: int = 20_000,
+    label: float | None = None,
+    radii: tuple[float, float, float] = ANNULUS_RADII,
+    refine: int = 2_000,
+) -> CircleProbe:
     """Evaluate ``model`` densely on the circle |x| = ``radius``.
 
     ``label`` defaults to the annulus task's label there (-1 for radius <= r1,
@@ -108,9 +116,14 @@ def circle_probe(model: nn.Module, radius: float, *, n_points: int = 20_000, lab
         if float(fine_margin[j]) < min_margin:
             min_margin, worst_angle = float(fine_margin[j]), float(fine[j] % (2 * math.pi))
     return CircleProbe(
-        radius=float(radius), label=label, n_points=n_points,
-        misclassified=float((margins <= 0).double().mean()), min_margin=min_margin,
-        worst_angle=worst_angle, angles=angles, outputs=out,
+        radius=float(radius),
+        label=label,
+        n_points=n_points,
+        misclassified=float((margins <= 0).double().mean()),
+        min_margin=min_margin,
+        worst_angle=worst_angle,
+        angles=angles,
+        outputs=out,
     )
 
 
@@ -156,6 +169,12 @@ def decision_grid(model: nn.Module, *, extent: float = 1.75, resolution: int = 2
 
 
 __all__ = [
-    "CircleProbe", "DEFAULT_PROBE_RADII", "DecisionGrid", "circle_points", "circle_probe",
-    "decision_grid", "evaluate", "probe_circles",
+    "CircleProbe",
+    "DEFAULT_PROBE_RADII",
+    "DecisionGrid",
+    "circle_points",
+    "circle_probe",
+    "decision_grid",
+    "evaluate",
+    "probe_circles",
 ]

@@ -8,6 +8,7 @@ widget and the tests::
     vdp = PROBLEMS["van der pol (μ=2)"]
     ys_ref = reference_solution(vdp, np.linspace(0, vdp.t1, 50))   # (50, 2)
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -53,10 +54,12 @@ def _stiff_numpy(t, y):
 
 
 PROBLEMS = {
-    "van der pol (μ=2)": Problem("van der pol (μ=2)", _vdp_torch, _vdp_numpy, (2.0, 0.0), 10.0,
-                                 ("position y₁", "velocity y₂")),
-    "stiff: y' = -1000 (y - cos t)": Problem("stiff: y' = -1000 (y - cos t)", _stiff_torch, _stiff_numpy,
-                                             (0.0,), 1.0, ("y",), n_out=41, stiff=True),
+    "van der pol (μ=2)": Problem(
+        "van der pol (μ=2)", _vdp_torch, _vdp_numpy, (2.0, 0.0), 10.0, ("position y₁", "velocity y₂")
+    ),
+    "stiff: y' = -1000 (y - cos t)": Problem(
+        "stiff: y' = -1000 (y - cos t)", _stiff_torch, _stiff_numpy, (0.0,), 1.0, ("y",), n_out=41, stiff=True
+    ),
 }
 
 _REFERENCE_CACHE: dict[tuple[str, int, float, float], np.ndarray] = {}
@@ -70,8 +73,15 @@ def reference_solution(problem: Problem, ts: np.ndarray) -> np.ndarray:
     ts = np.asarray(ts, dtype=float)
     key = (problem.name, len(ts), float(ts[0]), float(ts[-1]))
     if key not in _REFERENCE_CACHE:
-        sol = solve_ivp(problem.f_numpy, (0.0, float(ts[-1])), np.array(problem.y0), t_eval=ts,
-                        method="Radau" if problem.stiff else "DOP853", rtol=1e-12, atol=1e-12)
+        sol = solve_ivp(
+            problem.f_numpy,
+            (0.0, float(ts[-1])),
+            np.array(problem.y0),
+            t_eval=ts,
+            method="Radau" if problem.stiff else "DOP853",
+            rtol=1e-12,
+            atol=1e-12,
+        )
         if not sol.success:  # pragma: no cover - scipy failing here would be a bug in this module
             raise RuntimeError(f"reference solve failed for {problem.name!r}: {sol.message}")
         _REFERENCE_CACHE[key] = sol.y.T

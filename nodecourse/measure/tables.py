@@ -4,6 +4,7 @@ and :func:`json_safe` for the JSON reports.
 Every report (solver-work logs, tolerance sweeps, the grader's result, the claims ledger) lays
 its rows out here, so column widths, wrapping and rules behave the same everywhere.
 """
+
 from __future__ import annotations
 
 import math
@@ -29,8 +30,13 @@ def json_safe(value: Any) -> Any:
     return str(value)
 
 
-def text_table(headers: Sequence[str], rows: Sequence[Sequence[object]], *,
-               widths: Sequence[int] | None = None, rule_between_rows: bool = False) -> str:
+def text_table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[object]],
+    *,
+    widths: Sequence[int] | None = None,
+    rule_between_rows: bool = False,
+) -> str:
     """Rows as plain text: cells joined by ``" | "``, a ``-+-`` rule under the header.
 
     ``widths`` (one per column; default: each column's longest cell) are the widths cells are
@@ -42,11 +48,15 @@ def text_table(headers: Sequence[str], rows: Sequence[Sequence[object]], *,
         widths = [max([len(h)] + [len(row[i]) for row in cells]) for i, h in enumerate(headers)]
 
     def lines_of(row: Sequence[str]) -> list[str]:
-        wrapped = [textwrap.wrap(c, w, break_long_words=True, break_on_hyphens=False) or [""] if len(c) > w
-                   else [c] for c, w in zip(row, widths)]
+        wrapped = [
+            textwrap.wrap(c, w, break_long_words=True, break_on_hyphens=False) or [""] if len(c) > w else [c]
+            for c, w in zip(row, widths)
+        ]
         height = max(len(col) for col in wrapped)
-        return [" | ".join((col[k] if k < len(col) else "").ljust(w) for col, w in zip(wrapped, widths)).rstrip()
-                for k in range(height)]
+        return [
+            " | ".join((col[k] if k < len(col) else "").ljust(w) for col, w in zip(wrapped, widths)).rstrip()
+            for k in range(height)
+        ]
 
     rule = "-+-".join("-" * w for w in widths)
     out = lines_of([str(h) for h in headers]) + [rule]

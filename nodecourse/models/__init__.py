@@ -13,6 +13,7 @@
 - :mod:`nodecourse.models.linear`: small fields with known answers (:class:`LinearField`,
   :class:`Rotation`, :class:`AutonomousField`) and the :class:`Readout` frame.
 """
+
 from nodecourse.models.blocks import (
     MLPField,
     ODEBlock,
@@ -31,8 +32,25 @@ from nodecourse.models.linear import AutonomousField, LinearField, Readout, Rota
 from nodecourse.models.moons import MoonsODE
 
 __all__ = [
-    "AutonomousField", "DEQCore", "DepthClassifier", "InjectedBlock", "LinearField", "MLPField", "MoonsODE",
-    "ODEBlock", "ODECore", "ODENetClassifier", "Readout", "ResidualStack", "ResNetClassifier", "Rotation",
-    "UnrolledCore", "accuracy", "accuracy_vs_steps", "count_parameters", "matched_field_width", "mlp",
+    "AutonomousField",
+    "DEQCore",
+    "DepthClassifier",
+    "InjectedBlock",
+    "LinearField",
+    "MLPField",
+    "MoonsODE",
+    "ODEBlock",
+    "ODECore",
+    "ODENetClassifier",
+    "Readout",
+    "ResidualStack",
+    "ResNetClassifier",
+    "Rotation",
+    "UnrolledCore",
+    "accuracy",
+    "accuracy_vs_steps",
+    "count_parameters",
+    "matched_field_width",
+    "mlp",
     "train_classifier",
 ]

@@ -15,6 +15,7 @@ device and dtype (move them with ``.to``), and keep the solver's work visible:
 ``model.last_nfe`` is the forward NFE of the latest call, and :func:`fit`
 records NFE per epoch.
 """
+
 from __future__ import annotations
 
 import math
@@ -153,8 +154,9 @@ class FlowModel(nn.Module):
         return self.readout(self.flow(x))
 
 
-def _flow_model(dim: int, augment_dim: int, readout: str, out_dim: int, hidden: Sequence[int],
-                activation: str, solver: dict) -> FlowModel:
+def _flow_model(
+    dim: int, augment_dim: int, readout: str, out_dim: int, hidden: Sequence[int], activation: str, solver: dict
+) -> FlowModel:
     _check_nonneg_int("dim", dim)
     if dim < 1:
         raise ValueError(f"dim={dim!r}: give the input dimension (>= 1)")
@@ -163,14 +165,29 @@ def _flow_model(dim: int, augment_dim: int, readout: str, out_dim: int, hidden: 
     return FlowModel(flow, make_readout(readout, field_dim, out_dim))
 
 
-def plain_node(dim: int, *, readout: str = "linear", out_dim: int = 1, hidden: Sequence[int] = (32, 32),
-               activation: str = "relu", **solver) -> FlowModel:
+def plain_node(
+    dim: int,
+    *,
+    readout: str = "linear",
+    out_dim: int = 1,
+    hidden: Sequence[int] = (32, 32),
+    activation: str = "relu",
+    **solver,
+) -> FlowModel:
     """A neural ODE on R^dim with a readout. ``solver``: ``t1, method, rtol, atol, step_size, gradient``."""
     return _flow_model(dim, 0, readout, out_dim, hidden, activation, solver)
 
 
-def augmented_node(dim: int, augment_dim: int = 1, *, readout: str = "linear", out_dim: int = 1,
-                   hidden: Sequence[int] = (32, 32), activation: str = "relu", **solver) -> FlowModel:
+def augmented_node(
+    dim: int,
+    augment_dim: int = 1,
+    *,
+    readout: str = "linear",
+    out_dim: int = 1,
+    hidden: Sequence[int] = (32, 32),
+    activation: str = "relu",
+    **solver,
+) -> FlowModel:
     """A neural ODE on R^(dim + augment_dim), input padded with zeros, with a readout."""
     if _check_nonneg_int("augment_dim", augment_dim) < 1:
         raise ValueError(f"augment_dim={augment_dim!r}: an augmented model needs >= 1 (0 is plain_node)")
@@ -189,8 +206,7 @@ class ResNetModel(nn.Module):
         super().__init__()
         if isinstance(n_blocks, bool) or not isinstance(n_blocks, int) or n_blocks < 1:
             raise ValueError(f"n_blocks={n_blocks!r}: give a positive integer")
-        self.blocks = nn.ModuleList(MLPField(dim, hidden=tuple(hidden), activation=activation)
-                                    for _ in range(n_blocks))
+        self.blocks = nn.ModuleList(MLPField(dim, hidden=tuple(hidden), activation=activation) for _ in range(n_blocks))
         self.readout = nn.Linear(dim, out_dim)
 
     @property
@@ -204,8 +220,15 @@ class ResNetModel(nn.Module):
         return self.readout(z)
 
 
-def matched_resnet(dim: int, target_parameters: int, *, n_blocks: int = 2, n_layers: int = 2,
-                   activation: str = "relu", out_dim: int = 1) -> ResNetModel:
+def matched_resnet(
+    dim: int,
+    target_parameters: int,
+    *,
+    n_blocks: int = 2,
+    n_layers: int = 2,
+    activation: str = "relu",
+    out_dim: int = 1,
+) -> ResNetModel:
     """A :class:`ResNetModel` with ``n_blocks`` blocks of ``n_layers`` equal hidden layers whose
     width is chosen so the parameter count is as close as possible to ``target_parameters``.
     """
@@ -250,9 +273,20 @@ class FitLog:
         return None
 
 
-def fit(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, epochs: int, lr: float = 1e-3,
-        batch_size: int | None = None, loss: str = "smooth_l1", classification: bool = True,
-        seed: int = 0, progress: bool = False, desc: str | None = None) -> FitLog:
+def fit(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    epochs: int,
+    lr: float = 1e-3,
+    batch_size: int | None = None,
+    loss: str = "smooth_l1",
+    classification: bool = True,
+    seed: int = 0,
+    progress: bool = False,
+    desc: str | None = None,
+) -> FitLog:
     """Train ``model`` on ``(x, y)`` with Adam; returns a :class:`FitLog`.
 
     ``x``: ``(n, d)``; ``y``: ``(n, out_dim)`` (labels in {-1, +1} when
@@ -277,9 +311,15 @@ def fit(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, epochs: int, lr: 
             logs["correct"] = int((torch.sign(out.detach()) == y[idx]).all(dim=-1).sum())
         return loss_fn(out, y[idx]), logs
 
-    history = train_epochs(model, loss_on_batch, seeded_batches(n, batch_size, seed=seed, device=x.device),
-                           epochs=epochs, optimizer=torch.optim.Adam(model.parameters(), lr=lr),
-                           progress=progress, desc=desc)
+    history = train_epochs(
+        model,
+        loss_on_batch,
+        seeded_batches(n, batch_size, seed=seed, device=x.device),
+        epochs=epochs,
+        optimizer=torch.optim.Adam(model.parameters(), lr=lr),
+        progress=progress,
+        desc=desc,
+    )
     log = FitLog()
     for row in history:
         log.loss.append(row["loss"])
@@ -296,6 +336,18 @@ def sign_accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
 
 
 __all__ = [
-    "AugmentedODE", "FitLog", "FlowModel", "LOSSES", "ProjectionReadout", "READOUTS", "ResNetModel",
-    "augmented_node", "fit", "make_readout", "matched_resnet", "pad_zeros", "plain_node", "sign_accuracy",
+    "AugmentedODE",
+    "FitLog",
+    "FlowModel",
+    "LOSSES",
+    "ProjectionReadout",
+    "READOUTS",
+    "ResNetModel",
+    "augmented_node",
+    "fit",
+    "make_readout",
+    "matched_resnet",
+    "pad_zeros",
+    "plain_node",
+    "sign_accuracy",
 ]

@@ -7,6 +7,7 @@ The pieces every lesson trains:
   :func:`nodecourse.odeint`, and keeps the solver's work (NFE, steps) visible;
 - :class:`ResidualStack`: the discrete competitor, ``z <- z + f(z)`` repeated.
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -67,10 +68,12 @@ class MLPField(nn.Module):
     ):
         super().__init__()
         check_args({"dim": dim, "time_dependent": time_dependent}, MLP_FIELD_ARGS)
-        if not isinstance(hidden, Sequence) or not all(isinstance(h, int) and not isinstance(h, bool) and h >= 1
-                                                       for h in hidden):
-            raise WrongTypeError(f"hidden={hidden!r} must be a sequence of positive ints (the hidden widths), "
-                                 f"e.g. hidden=(32, 32)")
+        if not isinstance(hidden, Sequence) or not all(
+            isinstance(h, int) and not isinstance(h, bool) and h >= 1 for h in hidden
+        ):
+            raise WrongTypeError(
+                f"hidden={hidden!r} must be a sequence of positive ints (the hidden widths), e.g. hidden=(32, 32)"
+            )
         self.dim = dim
         self.time_dependent = bool(time_dependent)
         self.net = mlp([dim + int(self.time_dependent), *hidden, dim], activation)
@@ -147,9 +150,7 @@ class ResidualStack(nn.Module):
         if not isinstance(n_blocks, int) or n_blocks < 1:
             raise ValueError(f"n_blocks={n_blocks!r} must be a positive int")
         n_fields = 1 if shared else n_blocks
-        self.fields = nn.ModuleList(
-            MLPField(dim, hidden, activation) for _ in range(n_fields)
-        )
+        self.fields = nn.ModuleList(MLPField(dim, hidden, activation) for _ in range(n_fields))
         self.n_blocks = n_blocks
         self.shared = shared
         self.step = float(step)
@@ -184,8 +185,15 @@ class ResNetClassifier(nn.Module):
     ``(batch, n_in) -> Linear -> (batch, width) -> ResidualStack -> Linear -> (batch, n_classes)`` logits.
     """
 
-    def __init__(self, n_in: int = 64, n_classes: int = 10, width: int = 32, n_blocks: int = 4,
-                 hidden: int = 64, activation: str = "tanh"):
+    def __init__(
+        self,
+        n_in: int = 64,
+        n_classes: int = 10,
+        width: int = 32,
+        n_blocks: int = 4,
+        hidden: int = 64,
+        activation: str = "tanh",
+    ):
         super().__init__()
         self.embed = nn.Linear(n_in, width)
         self.blocks = ResidualStack(width, n_blocks=n_blocks, hidden=(hidden,), activation=activation)
@@ -205,14 +213,22 @@ class ODENetClassifier(nn.Module):
     ``(batch, n_in) -> (batch, n_classes)`` logits.
     """
 
-    def __init__(self, n_in: int = 64, n_classes: int = 10, width: int = 32, hidden: int = 256,
-                 n_steps: int = 4, method: str = "euler", t1: float = 1.0, activation: str = "tanh"):
+    def __init__(
+        self,
+        n_in: int = 64,
+        n_classes: int = 10,
+        width: int = 32,
+        hidden: int = 256,
+        n_steps: int = 4,
+        method: str = "euler",
+        t1: float = 1.0,
+        activation: str = "tanh",
+    ):
         super().__init__()
         if not isinstance(n_steps, int) or n_steps < 1:
             raise ValueError(f"n_steps={n_steps!r} must be a positive int (fixed steps on [0, t1])")
         self.embed = nn.Linear(n_in, width)
-        self.ode = ODEBlock(MLPField(width, (hidden,), activation), t1=t1, method=method,
-                            step_size=t1 / n_steps)
+        self.ode = ODEBlock(MLPField(width, (hidden,), activation), t1=t1, method=method, step_size=t1 / n_steps)
         self.n_steps = n_steps
         self.readout = nn.Linear(width, n_classes)
 
@@ -235,8 +251,13 @@ def accuracy(logits: torch.Tensor, labels: torch.Tensor) -> float:
 
 
 @torch.no_grad()
-def accuracy_vs_steps(model: ODENetClassifier, x: torch.Tensor, y: torch.Tensor,
-                      steps: Sequence[int] = (1, 2, 4, 8, 16), method: str | None = None) -> dict[int, dict]:
+def accuracy_vs_steps(
+    model: ODENetClassifier,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    steps: Sequence[int] = (1, 2, 4, 8, 16),
+    method: str | None = None,
+) -> dict[int, dict]:
     """Evaluate a trained :class:`ODENetClassifier` with other step counts than it was trained with.
 
     Returns ``{n_steps: {"accuracy": float, "nfe": int}}``; ``nfe`` is the
@@ -254,8 +275,17 @@ def accuracy_vs_steps(model: ODENetClassifier, x: torch.Tensor, y: torch.Tensor,
     return out
 
 
-def train_classifier(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, epochs: int = 20,
-                     batch_size: int = 128, lr: float = 3e-3, seed: int = 0, progress: bool = True) -> list[float]:
+def train_classifier(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    epochs: int = 20,
+    batch_size: int = 128,
+    lr: float = 3e-3,
+    seed: int = 0,
+    progress: bool = True,
+) -> list[float]:
     """Train ``model`` (logits) on ``x`` ``(n, features)``, ``y`` ``(n,)`` with Adam and cross-entropy.
 
     Returns the mean training loss of each epoch. Shuffling is seeded.
@@ -268,7 +298,12 @@ def train_classifier(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, epoc
     def loss_on_batch(idx):
         return nn.functional.cross_entropy(model(x[idx]), y[idx]), {}
 
-    history = train_epochs(model, loss_on_batch, seeded_batches(len(y), batch_size, seed=seed, device=y.device),
-                           epochs=epochs, optimizer=torch.optim.Adam(model.parameters(), lr=lr),
-                           progress=progress)
+    history = train_epochs(
+        model,
+        loss_on_batch,
+        seeded_batches(len(y), batch_size, seed=seed, device=y.device),
+        epochs=epochs,
+        optimizer=torch.optim.Adam(model.parameters(), lr=lr),
+        progress=progress,
+    )
     return [row["loss"] for row in history]

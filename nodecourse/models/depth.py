@@ -1,5 +1,6 @@
 """The middles of lesson 7's four ways to spend depth, in one frame (:class:`DepthClassifier`): the input-injected
 block shared by the DEQ and the unrolled network, the neural ODE core, the DEQ core and the unrolled core."""
+
 from __future__ import annotations
 
 import torch
@@ -37,8 +38,10 @@ class ODECore(ODEBlock):
     """
 
     def __init__(self, width: int, hidden: int, *, method: str, tol: float, gradient: str):
-        super().__init__(MLPField(width, (hidden,), activation="tanh"),
-                         solver=SolveConfig(method=method, rtol=tol, atol=tol, gradient=gradient))
+        super().__init__(
+            MLPField(width, (hidden,), activation="tanh"),
+            solver=SolveConfig(method=method, rtol=tol, atol=tol, gradient=gradient),
+        )
         self.per_sample = False
 
     def forward(self, z: torch.Tensor) -> torch.Tensor:

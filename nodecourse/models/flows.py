@@ -21,6 +21,7 @@ probes with ``E[εεᵀ] = I`` (:func:`divergence_hutchinson`; Grathwohl et al.
 
 Shapes: states ``(batch, d)``; per-sample log-densities and traces ``(batch,)``.
 """
+
 from __future__ import annotations
 
 import math
@@ -47,8 +48,10 @@ CNF_ARGS: dict[str, Arg] = {
     "trace": Arg(Options(TRACES), fix="'exact': d vector-Jacobian products; 'hutchinson': n_probes of them"),
     "n_probes": Arg(_SIZE, fix="probes per evaluation with trace='hutchinson', e.g. n_probes=1"),
     "noise": Arg(Options(NOISES)),
-    "field": Arg(AnyOf((InstanceOf(nn.Module, "an nn.Module f(t, z)"), NoneAllowed())),
-                 fix="None builds a tanh MLP on dim with the hidden sizes"),
+    "field": Arg(
+        AnyOf((InstanceOf(nn.Module, "an nn.Module f(t, z)"), NoneAllowed())),
+        fix="None builds a tanh MLP on dim with the hidden sizes",
+    ),
     "solver": Arg(AnyOf((InstanceOf(SolveConfig, "a nodecourse.SolveConfig"), NoneAllowed()))),
 }
 
@@ -84,8 +87,9 @@ def check_rows_independent(f_out: torch.Tensor, z: torch.Tensor) -> None:
         return
     probe = torch.zeros_like(f_out)
     # a fixed random row: a sum over row 0 (all ones) could cancel mixing terms of opposite sign
-    probe[0] = torch.randn(f_out.shape[1], generator=torch.Generator().manual_seed(0),
-                           dtype=f_out.dtype).to(f_out.device)
+    probe[0] = torch.randn(f_out.shape[1], generator=torch.Generator().manual_seed(0), dtype=f_out.dtype).to(
+        f_out.device
+    )
     (g,) = torch.autograd.grad(f_out, z, probe, retain_graph=True)
     leak = float(g[1:].detach().abs().nan_to_num(nan=math.inf).amax())
     own = float(g[0].detach().abs().nan_to_num(nan=0.0, posinf=0.0).amax())
@@ -96,22 +100,27 @@ def check_rows_independent(f_out: torch.Tensor, z: torch.Tensor) -> None:
         f"there, {own:.3g} on row 0). A per-sample trace tr(∂f_b/∂z_b) needs each row's flow to be its own: with "
         f"mixing, divergence_exact would add the cross terms ∂f_b'/∂z_b (returning a wrong trace), and a "
         f"sample's log-density would depend on the batch it came in. Make the field act on each row alone (no "
-        f"mean or sum over the batch; BatchNorm in eval mode, or LayerNorm)")
+        f"mean or sum over the batch; BatchNorm in eval mode, or LayerNorm)"
+    )
 
 
 def _check_state(z: torch.Tensor, f_out: torch.Tensor) -> None:
     if not isinstance(z, torch.Tensor) or z.dim() != 2:
         raise ValueError(f"z has shape {tuple(getattr(z, 'shape', ()))}; give a (batch, d) tensor")
     if f_out.shape != z.shape:
-        raise ValueError(f"f_out has shape {tuple(f_out.shape)} but z has {tuple(z.shape)}; "
-                         "f must map (batch, d) to (batch, d)")
+        raise ValueError(
+            f"f_out has shape {tuple(f_out.shape)} but z has {tuple(z.shape)}; f must map (batch, d) to (batch, d)"
+        )
     if not f_out.requires_grad:
-        raise ValueError("f_out does not depend on z through autograd: compute it from z with "
-                         "z.requires_grad_(True) under torch.enable_grad()")
+        raise ValueError(
+            "f_out does not depend on z through autograd: compute it from z with "
+            "z.requires_grad_(True) under torch.enable_grad()"
+        )
 
 
-def divergence_exact(f_out: torch.Tensor, z: torch.Tensor, *, create_graph: bool = False,
-                     check_batch: bool = True) -> torch.Tensor:
+def divergence_exact(
+    f_out: torch.Tensor, z: torch.Tensor, *, create_graph: bool = False, check_batch: bool = True
+) -> torch.Tensor:
     """``tr(∂f/∂z)`` per sample, exactly: one vector-Jacobian product per dimension.
 
     Args:
@@ -139,8 +148,14 @@ def divergence_exact(f_out: torch.Tensor, z: torch.Tensor, *, create_graph: bool
     return total
 
 
-def sample_probes(shape: Sequence[int], *, noise: str = "rademacher", generator: torch.Generator | None = None,
-                  dtype: torch.dtype = torch.float32, device=None) -> torch.Tensor:
+def sample_probes(
+    shape: Sequence[int],
+    *,
+    noise: str = "rademacher",
+    generator: torch.Generator | None = None,
+    dtype: torch.dtype = torch.float32,
+    device=None,
+) -> torch.Tensor:
     """Probe vectors with mean 0 and identity covariance: Rademacher (±1) or standard Gaussian.
 
     Drawn on the CPU generator (same numbers on every device), then moved to ``device``.
@@ -154,8 +169,9 @@ def sample_probes(shape: Sequence[int], *, noise: str = "rademacher", generator:
     return eps.to(device)
 
 
-def divergence_hutchinson(f_out: torch.Tensor, z: torch.Tensor, probes: torch.Tensor, *,
-                          create_graph: bool = False) -> torch.Tensor:
+def divergence_hutchinson(
+    f_out: torch.Tensor, z: torch.Tensor, probes: torch.Tensor, *, create_graph: bool = False
+) -> torch.Tensor:
     """Hutchinson's estimate of ``tr(∂f/∂z)`` per sample: the mean over probes of ``εᵀ (∂f/∂z) ε``.
 
     Args:
@@ -172,8 +188,10 @@ def divergence_hutchinson(f_out: torch.Tensor, z: torch.Tensor, probes: torch.Te
     if probes.dim() == 2:
         probes = probes.unsqueeze(0)
     if probes.dim() != 3 or probes.shape[1:] != z.shape:
-        raise ValueError(f"probes has shape {tuple(probes.shape)}; give (M, batch, d) or (batch, d) "
-                         f"with (batch, d) = {tuple(z.shape)}")
+        raise ValueError(
+            f"probes has shape {tuple(probes.shape)}; give (M, batch, d) or (batch, d) "
+            f"with (batch, d) = {tuple(z.shape)}"
+        )
     total = torch.zeros(z.shape[0], dtype=z.dtype, device=z.device)
     for eps in probes:
         # εᵀ(∂f/∂z) is one vector-Jacobian product; its dot with ε gives εᵀ(∂f/∂z)ε.
@@ -227,8 +245,9 @@ class CNFDynamics(nn.Module):
 
     def draw_probes(self, batch: int, dim: int, *, dtype, device, generator: torch.Generator | None = None):
         """Draw this solve's Hutchinson probes (and re-arm the once-per-solve batch-mixing check)."""
-        self.probes = sample_probes((self.n_probes, batch, dim), noise=self.noise, generator=generator,
-                                    dtype=dtype, device=device)
+        self.probes = sample_probes(
+            (self.n_probes, batch, dim), noise=self.noise, generator=generator, dtype=dtype, device=device
+        )
         self.rows_checked = False
 
     def forward(self, t: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
@@ -248,8 +267,10 @@ class CNFDynamics(nn.Module):
                 div = divergence_exact(dz, z, create_graph=create_graph, check_batch=False)
             else:
                 if self.probes is None or self.probes.shape[1:] != z.shape:
-                    raise RuntimeError("trace='hutchinson' needs probes drawn for this batch: call "
-                                       "draw_probes(batch, dim, dtype=..., device=...) before the solve")
+                    raise RuntimeError(
+                        "trace='hutchinson' needs probes drawn for this batch: call "
+                        "draw_probes(batch, dim, dtype=..., device=...) before the solve"
+                    )
                 div = divergence_hutchinson(dz, z, self.probes, create_graph=create_graph)
         out = torch.cat([dz, -div.unsqueeze(1)], dim=1)
         return out if create_graph else out.detach()
@@ -265,8 +286,10 @@ def standard_normal_log_prob(z: torch.Tensor) -> torch.Tensor:
     if not isinstance(z, torch.Tensor) or z.dim() < 2:
         shape = tuple(z.shape) if isinstance(z, torch.Tensor) else type(z).__name__
         n = z.shape[0] if isinstance(z, torch.Tensor) and z.dim() == 1 else "n"
-        raise FlowInputError(f"z has shape {shape}; give a batch (batch, d): z[None] for one sample of dimension "
-                             f"{n}, or z[:, None] for {n} samples of dimension 1")
+        raise FlowInputError(
+            f"z has shape {shape}; give a batch (batch, d): z[None] for one sample of dimension "
+            f"{n}, or z[:, None] for {n} samples of dimension 1"
+        )
     flat = z.reshape(z.shape[0], -1)
     return -0.5 * (flat * flat).sum(dim=1) - 0.5 * flat.shape[1] * math.log(2 * math.pi)
 
@@ -292,14 +315,26 @@ class CNF(nn.Module):
         solver, **options: the :class:`~nodecourse.SolveConfig` passed to :func:`nodecourse.odeint`.
     """
 
-    def __init__(self, dim: int = 2, hidden: Sequence[int] = (64, 64), *, t1: float = 1.0, trace: str = "exact",
-                 n_probes: int = 1, noise: str = "rademacher", field: nn.Module | None = None,
-                 solver: SolveConfig | None = None, **options):
+    def __init__(
+        self,
+        dim: int = 2,
+        hidden: Sequence[int] = (64, 64),
+        *,
+        t1: float = 1.0,
+        trace: str = "exact",
+        n_probes: int = 1,
+        noise: str = "rademacher",
+        field: nn.Module | None = None,
+        solver: SolveConfig | None = None,
+        **options,
+    ):
         super().__init__()
         c = check_args({"dim": dim, "hidden": hidden, "t1": t1, "field": field, "solver": solver}, CNF_ARGS)
         dim, t1 = c["dim"], c["t1"]
-        hidden = tuple(check(f"hidden[{i}]", size, _SIZE, fix="a hidden layer needs at least one unit")
-                       for i, size in enumerate(hidden))
+        hidden = tuple(
+            check(f"hidden[{i}]", size, _SIZE, fix="a hidden layer needs at least one unit")
+            for i, size in enumerate(hidden)
+        )
         field = field if field is not None else MLPField(dim, hidden, activation="tanh", time_dependent=True)
         self.dim = dim
         self.dynamics = CNFDynamics(field, trace=trace, n_probes=n_probes, noise=noise)
@@ -315,8 +350,10 @@ class CNF(nn.Module):
         """Raise :class:`FlowDtypeError` when ``data`` is in another dtype than the parameters."""
         dtype = self.parameter_dtype()
         if dtype is not None and data.dtype != dtype:
-            raise FlowDtypeError(f"{name} has dtype {data.dtype}, but the CNF's parameters are {dtype}. Give both one "
-                                 f"dtype: {name}.{_cast(dtype)}, or cnf.{_cast(data.dtype)} to compute in {data.dtype}")
+            raise FlowDtypeError(
+                f"{name} has dtype {data.dtype}, but the CNF's parameters are {dtype}. Give both one "
+                f"dtype: {name}.{_cast(dtype)}, or cnf.{_cast(data.dtype)} to compute in {data.dtype}"
+            )
 
     def _solve(self, z0: torch.Tensor, t0: float, t1: float, generator=None, **overrides):
         settings = self.solver.replace(**overrides).odeint_kwargs()
@@ -334,14 +371,23 @@ class CNF(nn.Module):
         ``overrides`` replace solver settings for this call (e.g. ``rtol=1e-6``).
         """
         if x.dim() != 2 or x.shape[1] != self.dim:
-            raise FlowInputError(f"x has shape {tuple(x.shape)}; give (batch, {self.dim})"
-                                 + (" (x[None] for one sample)" if x.dim() == 1 else ""))
+            raise FlowInputError(
+                f"x has shape {tuple(x.shape)}; give (batch, {self.dim})"
+                + (" (x[None] for one sample)" if x.dim() == 1 else "")
+            )
         self.check_dtype(x, "x")
         z1, delta, _ = self._solve(x, 0.0, self.t1, generator=generator, **overrides)
         return standard_normal_log_prob(z1) - delta
 
-    def sample(self, n: int, *, generator: torch.Generator | None = None, dtype: torch.dtype | None = None,
-               device=None, **overrides) -> torch.Tensor:
+    def sample(
+        self,
+        n: int,
+        *,
+        generator: torch.Generator | None = None,
+        dtype: torch.dtype | None = None,
+        device=None,
+        **overrides,
+    ) -> torch.Tensor:
         """``n`` samples ``(n, d)``: draw ``z(t1)`` ~ N(0, I) and solve the flow backwards to ``t = 0``.
 
         ``dtype`` defaults to the parameters' (float32 when there are none); another one raises
@@ -352,15 +398,18 @@ class CNF(nn.Module):
         own = self.parameter_dtype()
         dtype = dtype or own or torch.float32
         if own is not None and dtype != own:
-            raise FlowDtypeError(f"dtype={dtype} differs from the CNF's parameters ({own}): pass dtype={own} (or leave "
-                                 f"it out), or cnf.{_cast(dtype)} to sample in {dtype}")
+            raise FlowDtypeError(
+                f"dtype={dtype} differs from the CNF's parameters ({own}): pass dtype={own} (or leave "
+                f"it out), or cnf.{_cast(dtype)} to sample in {dtype}"
+            )
         z1 = torch.randn(n, self.dim, generator=generator, dtype=dtype).to(device)
         x, _, _ = self._solve(z1, self.t1, 0.0, generator=generator, **overrides)
         return x
 
 
-def two_moons(n: int, *, noise: float = 0.05, seed: int = 0, dtype: torch.dtype = torch.float32,
-              device=None) -> torch.Tensor:
+def two_moons(
+    n: int, *, noise: float = 0.05, seed: int = 0, dtype: torch.dtype = torch.float32, device=None
+) -> torch.Tensor:
     """``n`` points ``(n, 2)`` of scikit-learn's two moons, centred and scaled to unit variance overall."""
     from sklearn.datasets import make_moons
 
@@ -371,6 +420,19 @@ def two_moons(n: int, *, noise: float = 0.05, seed: int = 0, dtype: torch.dtype 
     return torch.as_tensor(x, dtype=dtype, device=device)
 
 
-__all__ = ["CNF", "CNFDynamics", "FlowBatchMixingError", "FlowDtypeError", "FlowInputError", "NOISES", "TRACES",
-           "check_rows_independent", "divergence_exact", "divergence_hutchinson", "hutchinson_variance",
-           "sample_probes", "standard_normal_log_prob", "two_moons"]
+__all__ = [
+    "CNF",
+    "CNFDynamics",
+    "FlowBatchMixingError",
+    "FlowDtypeError",
+    "FlowInputError",
+    "NOISES",
+    "TRACES",
+    "check_rows_independent",
+    "divergence_exact",
+    "divergence_hutchinson",
+    "hutchinson_variance",
+    "sample_probes",
+    "standard_normal_log_prob",
+    "two_moons",
+]

@@ -28,6 +28,7 @@ a :class:`~nodecourse.models.physionet_settings.PhysioNetSettings` (``build_mode
 ``fit(..., settings=)``), e.g. the published ones. The ODE-RNN pass is written for many short
 gaps (a minute grid gives ~2,000 per batch): see :class:`RecurrentEncoder` (``fast``).
 """
+
 from __future__ import annotations
 
 import math
@@ -82,8 +83,9 @@ class MaskedGRUUpdate(nn.Module):
         n = torch.tanh(i_n + r * h_n)
         return (1 - z) * n + z * h
 
-    def forward(self, h: torch.Tensor, x: torch.Tensor, m: torch.Tensor,
-                extra: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, h: torch.Tensor, x: torch.Tensor, m: torch.Tensor, extra: torch.Tensor | None = None
+    ) -> torch.Tensor:
         inputs = [x * m, m] + ([extra] if extra is not None else [])
         h_new = self.cell(torch.cat(inputs, dim=-1), h)
         observed = (m.sum(dim=-1, keepdim=True) > 0).to(h.dtype)
@@ -116,7 +118,7 @@ class GatedMLPUpdate(MaskedGRUUpdate):
 
     def combine(self, h, gi):
         u_units = self.units
-        gx_gates, gx_new = gi[..., :2 * u_units], gi[..., 2 * u_units:]
+        gx_gates, gx_new = gi[..., : 2 * u_units], gi[..., 2 * u_units :]
         hidden = torch.tanh(gx_gates + self.first_h(h))
         u_pre, r_pre = hidden.chunk(2, dim=-1)
         w_u, w_r = self.gates_out.weight.chunk(2, dim=0)
@@ -140,8 +142,9 @@ def classifier_head(in_dim: int, hidden: int | tuple[int, ...] = 64, dropout: fl
     widths = (hidden,) if isinstance(hidden, int) else tuple(hidden)
     layers: list[nn.Module] = []
     for w in widths:
-        layers += [nn.Dropout(dropout), nn.Linear(in_dim, w), nn.ReLU()] if dropout > 0 else [nn.Linear(in_dim, w),
-                                                                                             nn.ReLU()]
+        layers += (
+            [nn.Dropout(dropout), nn.Linear(in_dim, w), nn.ReLU()] if dropout > 0 else [nn.Linear(in_dim, w), nn.ReLU()]
+        )
         in_dim = w
     layers += ([nn.Dropout(dropout)] if dropout > 0 else []) + [nn.Linear(in_dim, 1)]
     return nn.Sequential(*layers)
@@ -204,17 +207,30 @@ class RecurrentEncoder(nn.Module):
 
     KINDS = ("ode", "dt")
 
-    def __init__(self, input_dim: int, hidden_dim: int = 64, kind: str = "ode", ode_hidden: int = 64,
-                 solver: SolveConfig | None = None, *, ode_layers: int = 1, gru_units: int = 0,
-                 backend: str = "nodecourse", fast: bool = True):
+    def __init__(
+        self,
+        input_dim: int,
+        hidden_dim: int = 64,
+        kind: str = "ode",
+        ode_hidden: int = 64,
+        solver: SolveConfig | None = None,
+        *,
+        ode_layers: int = 1,
+        gru_units: int = 0,
+        backend: str = "nodecourse",
+        fast: bool = True,
+    ):
         super().__init__()
         if kind not in self.KINDS:
             raise ValueError(f"kind={kind!r} is not a recurrent encoder; use one of {self.KINDS}")
         self.kind = kind
         self.hidden_dim = hidden_dim
         extra = 1 if kind == "dt" else 0
-        self.update = (GatedMLPUpdate(input_dim, hidden_dim, gru_units, extra_dim=extra) if gru_units > 0
-                       else MaskedGRUUpdate(input_dim, hidden_dim, extra_dim=extra))
+        self.update = (
+            GatedMLPUpdate(input_dim, hidden_dim, gru_units, extra_dim=extra)
+            if gru_units > 0
+            else MaskedGRUUpdate(input_dim, hidden_dim, extra_dim=extra)
+        )
         self.func = ODEFunc(hidden_dim, ode_hidden, ode_layers) if kind == "ode" else None
         self.solver = solver or DEFAULT_SOLVER
         self.backend = backend
@@ -234,8 +250,15 @@ class RecurrentEncoder(nn.Module):
         cfg = self.solver
         # Not while someone logs solves (SolverWorkLog, the audit): each gap is then an odeint call
         # they can see and count; the states are the same either way.
-        return (self.fast and self.backend == "nodecourse" and cfg.method == "euler" and cfg.step_size is not None
-                and cfg.gradient == "backprop" and not cfg.per_sample and not observers.listening())
+        return (
+            self.fast
+            and self.backend == "nodecourse"
+            and cfg.method == "euler"
+            and cfg.step_size is not None
+            and cfg.gradient == "backprop"
+            and not cfg.per_sample
+            and not observers.listening()
+        )
 
     def _evolve_floats(self, h: torch.Tensor, t0: float, t1: float) -> torch.Tensor:
         """:meth:`evolve` between Python-float times; one Euler step when the gap fits in one."""
@@ -247,9 +270,16 @@ class RecurrentEncoder(nn.Module):
         ts = torch.tensor([t0, t1], dtype=h.dtype, device=h.device)
         return self.evolve(h, ts[0], ts[1])
 
-    def forward(self, times: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, *,
-                update_mask: torch.Tensor | None = None, reverse: bool = False,
-                keep_states: bool = False) -> RunOutput:
+    def forward(
+        self,
+        times: torch.Tensor,
+        values: torch.Tensor,
+        mask: torch.Tensor,
+        *,
+        update_mask: torch.Tensor | None = None,
+        reverse: bool = False,
+        keep_states: bool = False,
+    ) -> RunOutput:
         """Run over the union of observation times of ``mask`` (B, K, D).
 
         ``update_mask`` (default ``mask``) says which values the model may *see*; ``mask`` says
@@ -353,25 +383,46 @@ class RecurrentModel(_MortalityFromFinalState):
     ``forward`` returns mortality logits (B,).
     """
 
-    def __init__(self, input_dim: int, static_dim: int, hidden_dim: int = 64, kind: str = "ode",
-                 ode_hidden: int = 64, solver: SolveConfig | None = None, *, ode_layers: int = 1,
-                 gru_units: int = 0, head: tuple[int, ...] = (64,), dropout: float = 0.3):
+    def __init__(
+        self,
+        input_dim: int,
+        static_dim: int,
+        hidden_dim: int = 64,
+        kind: str = "ode",
+        ode_hidden: int = 64,
+        solver: SolveConfig | None = None,
+        *,
+        ode_layers: int = 1,
+        gru_units: int = 0,
+        head: tuple[int, ...] = (64,),
+        dropout: float = 0.3,
+    ):
         super().__init__()
-        self.encoder = RecurrentEncoder(input_dim, hidden_dim, kind, ode_hidden, solver, ode_layers=ode_layers,
-                                        gru_units=gru_units)
+        self.encoder = RecurrentEncoder(
+            input_dim, hidden_dim, kind, ode_hidden, solver, ode_layers=ode_layers, gru_units=gru_units
+        )
         self.classifier = classifier_head(hidden_dim + 2 * static_dim, head, dropout)
         self.readout = nn.Linear(hidden_dim + (1 if kind == "dt" else 0), input_dim)
 
     def reconstruct(self, times, values, mask, seen_mask) -> torch.Tensor:
         """Predict values (B, K, D) at every time of ``mask`` from what ``seen_mask`` lets it see."""
         out = self.encoder(times, values, mask, update_mask=seen_mask, keep_states=True)
-        feats = out.h_before if self.encoder.kind == "ode" else torch.cat(
-            [out.h_before, out.dt_before.unsqueeze(-1)], dim=-1)
+        feats = (
+            out.h_before
+            if self.encoder.kind == "ode"
+            else torch.cat([out.h_before, out.dt_before.unsqueeze(-1)], dim=-1)
+        )
         return self.readout(feats)
 
 
-def ODERNN(input_dim: int, static_dim: int, hidden_dim: int = 64, ode_hidden: int = 64,
-           solver: SolveConfig | None = None, **sizes) -> RecurrentModel:
+def ODERNN(
+    input_dim: int,
+    static_dim: int,
+    hidden_dim: int = 64,
+    ode_hidden: int = 64,
+    solver: SolveConfig | None = None,
+    **sizes,
+) -> RecurrentModel:
     """ODE-RNN (Rubanova et al. 2019): ODE between observations, masked GRU update at each.
     ``sizes``: ``ode_layers``, ``gru_units``, ``head``, ``dropout`` of :class:`RecurrentModel`."""
     return RecurrentModel(input_dim, static_dim, hidden_dim, "ode", ode_hidden, solver, **sizes)
@@ -383,6 +434,7 @@ def GRUDelta(input_dim: int, static_dim: int, hidden_dim: int = 64, **sizes) -> 
 
 
 # ---------------------------------------------------------------- GRU-D
+
 
 def _last_index_before(mask: torch.Tensor) -> torch.Tensor:
     """(B, K, D) grid index of each variable's last observation strictly before each grid time; -1: none yet."""
@@ -464,8 +516,9 @@ class GRUDEncoder(nn.Module):
         gamma_h = torch.exp(-torch.relu(self.hidden_decay(delta)))
         return gamma_x, gamma_h
 
-    def impute(self, values: torch.Tensor, mask: torch.Tensor, x_last: torch.Tensor,
-               gamma_x: torch.Tensor) -> torch.Tensor:
+    def impute(
+        self, values: torch.Tensor, mask: torch.Tensor, x_last: torch.Tensor, gamma_x: torch.Tensor
+    ) -> torch.Tensor:
         """x̂: observed values where ``mask`` is 1, else x_last decayed towards the training mean."""
         return mask * values + (1 - mask) * (gamma_x * x_last + (1 - gamma_x) * self.x_mean)
 
@@ -491,12 +544,19 @@ class GRUDEncoder(nn.Module):
 class GRUD(_MortalityFromFinalState):
     """GRU-D with the course's mortality head (final state and descriptors): logits (B,)."""
 
-    def __init__(self, input_dim: int, static_dim: int, hidden_dim: int = 64, x_mean: torch.Tensor | None = None,
-                 *, head: tuple[int, ...] = (64,), dropout: float = 0.3):
+    def __init__(
+        self,
+        input_dim: int,
+        static_dim: int,
+        hidden_dim: int = 64,
+        x_mean: torch.Tensor | None = None,
+        *,
+        head: tuple[int, ...] = (64,),
+        dropout: float = 0.3,
+    ):
         super().__init__()
         self.encoder = GRUDEncoder(input_dim, hidden_dim, x_mean)
         self.classifier = classifier_head(hidden_dim + 2 * static_dim, head, dropout)
-
 
 
 class LatentODE(nn.Module):
@@ -511,13 +571,27 @@ class LatentODE(nn.Module):
     the KL term (the published schedule sets it per epoch; 1 by default).
     """
 
-    def __init__(self, input_dim: int, static_dim: int, latent_dim: int = 20, hidden_dim: int = 64,
-                 ode_hidden: int = 64, solver: SolveConfig | None = None, obs_std: float = 0.5,
-                 ce_weight: float = 10.0, *, ode_layers: int = 1, gru_units: int = 0, head: tuple[int, ...] = (64,),
-                 dropout: float = 0.3, decoder_solver: SolveConfig | None = None):
+    def __init__(
+        self,
+        input_dim: int,
+        static_dim: int,
+        latent_dim: int = 20,
+        hidden_dim: int = 64,
+        ode_hidden: int = 64,
+        solver: SolveConfig | None = None,
+        obs_std: float = 0.5,
+        ce_weight: float = 10.0,
+        *,
+        ode_layers: int = 1,
+        gru_units: int = 0,
+        head: tuple[int, ...] = (64,),
+        dropout: float = 0.3,
+        decoder_solver: SolveConfig | None = None,
+    ):
         super().__init__()
-        self.encoder = RecurrentEncoder(input_dim, hidden_dim, "ode", ode_hidden, solver, ode_layers=ode_layers,
-                                        gru_units=gru_units)
+        self.encoder = RecurrentEncoder(
+            input_dim, hidden_dim, "ode", ode_hidden, solver, ode_layers=ode_layers, gru_units=gru_units
+        )
         self.to_q = nn.Linear(hidden_dim, 2 * latent_dim)
         self.decoder_func = ODEFunc(latent_dim, ode_hidden, ode_layers)
         self.decoder_out = nn.Linear(latent_dim, input_dim)
@@ -570,9 +644,10 @@ class LatentODE(nn.Module):
         z0 = mean + torch.randn_like(mean) * (0.5 * logvar).exp()
         pred = self.decode(z0, times, mask)
         n_obs = mask.sum(dim=(1, 2)).clamp_min(1)
-        nll = (((pred - values) ** 2 * mask).sum(dim=(1, 2)) / (2 * self.obs_std ** 2)
-               + 0.5 * math.log(2 * math.pi * self.obs_std ** 2) * mask.sum(dim=(1, 2)))
-        kl = 0.5 * (mean ** 2 + logvar.exp() - 1 - logvar).sum(-1)
+        nll = ((pred - values) ** 2 * mask).sum(dim=(1, 2)) / (2 * self.obs_std**2) + 0.5 * math.log(
+            2 * math.pi * self.obs_std**2
+        ) * mask.sum(dim=(1, 2))
+        kl = 0.5 * (mean**2 + logvar.exp() - 1 - logvar).sum(-1)
         neg_elbo = ((nll + self.kl_coef * kl) / n_obs).mean()
         logits = self.classifier(torch.cat([mean, static, static_mask], dim=-1)).squeeze(-1)
         ce = nn.functional.binary_cross_entropy_with_logits(logits, labels)
@@ -584,6 +659,7 @@ class LatentODE(nn.Module):
 
 
 # ---------------------------------------------------------------- non-sequential baseline
+
 
 def summary_features(data) -> np.ndarray:
     """Per-variable mean, min, max, last value and count, then the descriptors: (N, 5D + S).
@@ -615,8 +691,11 @@ class SummaryLogReg:
         from sklearn.pipeline import make_pipeline
         from sklearn.preprocessing import StandardScaler
 
-        self.pipeline = make_pipeline(SimpleImputer(strategy="mean", add_indicator=True), StandardScaler(),
-                                      LogisticRegression(C=C, max_iter=5000, random_state=seed))
+        self.pipeline = make_pipeline(
+            SimpleImputer(strategy="mean", add_indicator=True),
+            StandardScaler(),
+            LogisticRegression(C=C, max_iter=5000, random_state=seed),
+        )
 
     def fit(self, train) -> "SummaryLogReg":
         self.pipeline.fit(summary_features(train), train.labels.cpu().numpy())
@@ -627,6 +706,7 @@ class SummaryLogReg:
 
 
 # ---------------------------------------------------------------- training and evaluation
+
 
 @dataclass
 class FitResult:
@@ -645,21 +725,29 @@ class FitResult:
     best_epoch: int = 0  # the epoch whose weights were kept (the last one without a validation set)
 
     def as_dict(self) -> dict:
-        return {"model": self.model_name, "auc": self.auc, "n_train": self.n_train, "n_eval": self.n_eval,
-                "seconds": self.seconds, "cpu_seconds": self.cpu_seconds, "epochs": self.epochs,
-                "best_epoch": self.best_epoch,
-                "seed": self.seed, "solver": self.solver, "history": self.history}
+        return {
+            "model": self.model_name,
+            "auc": self.auc,
+            "n_train": self.n_train,
+            "n_eval": self.n_eval,
+            "seconds": self.seconds,
+            "cpu_seconds": self.cpu_seconds,
+            "epochs": self.epochs,
+            "best_epoch": self.best_epoch,
+            "seed": self.seed,
+            "solver": self.solver,
+            "history": self.history,
+        }
 
 
 def _batches(n: int, batch_size: int, generator: torch.Generator | None):
     order = torch.randperm(n, generator=generator) if generator is not None else torch.arange(n)
     for i in range(0, n, batch_size):
-        yield order[i:i + batch_size]
+        yield order[i : i + batch_size]
 
 
 def _batch(data, idx):
-    return (data.times, data.values[idx], data.mask[idx], data.static[idx], data.static_mask[idx],
-            data.labels[idx])
+    return (data.times, data.values[idx], data.mask[idx], data.static[idx], data.static_mask[idx], data.labels[idx])
 
 
 @torch.no_grad()
@@ -681,8 +769,15 @@ def auc(labels, scores) -> float:
     return float(roc_auc_score(y, scores))
 
 
-def build_model(name: str, data, *, hidden_dim: int = 64, solver: SolveConfig | None = None, seed: int = 0,
-                settings: PhysioNetSettings | None = None):
+def build_model(
+    name: str,
+    data,
+    *,
+    hidden_dim: int = 64,
+    solver: SolveConfig | None = None,
+    seed: int = 0,
+    settings: PhysioNetSettings | None = None,
+):
     """One of :data:`MODELS`, sized for ``data``, on its device and dtype.
 
     Give it the (normalised) training split: GRU-D takes its empirical means from ``data``.
@@ -725,14 +820,27 @@ def _build_from_settings(name, d, s, st: PhysioNetSettings, solver, x_mean):
     enc_solver = solver or enc_solver
     head = {"head": st.classifier_hidden, "dropout": st.classifier_dropout}
     if name == "odernn":
-        return ODERNN(d, s, st.ode_rnn_hidden, st.ode_units, enc_solver, ode_layers=st.ode_layers,
-                      gru_units=st.gru_units, **head)
+        return ODERNN(
+            d, s, st.ode_rnn_hidden, st.ode_units, enc_solver, ode_layers=st.ode_layers, gru_units=st.gru_units, **head
+        )
     if name == "gru-dt":
         return GRUDelta(d, s, st.ode_rnn_hidden, gru_units=st.gru_units, **head)
     if name == "gru-d":
         return GRUD(d, s, st.ode_rnn_hidden, x_mean=x_mean, **head)
-    return LatentODE(d, s, st.latent_dim, st.rec_dim, st.ode_units, enc_solver, st.obs_std, st.ce_weight,
-                     ode_layers=st.ode_layers, gru_units=st.gru_units, decoder_solver=dec_solver, **head)
+    return LatentODE(
+        d,
+        s,
+        st.latent_dim,
+        st.rec_dim,
+        st.ode_units,
+        enc_solver,
+        st.obs_std,
+        st.ce_weight,
+        ode_layers=st.ode_layers,
+        gru_units=st.gru_units,
+        decoder_solver=dec_solver,
+        **head,
+    )
 
 
 def kl_weight(settings: PhysioNetSettings | None, epoch: int) -> float:
@@ -753,14 +861,27 @@ def make_optimizer(model: nn.Module, settings: PhysioNetSettings, epochs: int):
         return opt, torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, epochs)), None
     rate, floor = settings.lr_decay_per_iteration, settings.lr_floor_fraction
     # published update_learning_rate: lr <- max(lr * rate, floor * lr0) after every batch
-    per_step = torch.optim.lr_scheduler.LambdaLR(opt, lambda it: max(rate ** it, floor))
+    per_step = torch.optim.lr_scheduler.LambdaLR(opt, lambda it: max(rate**it, floor))
     return opt, None, per_step
 
 
-def fit(name: str, train, test, *, val=None, epochs: int | None = None, batch_size: int | None = None,
-        lr: float = 3e-3, weight_decay: float = 1e-3, hidden_dim: int = 64, solver: SolveConfig | None = None,
-        seed: int = 0, progress: bool = True, eval_every: int = 0,
-        settings: PhysioNetSettings | None = None) -> tuple[object, FitResult]:
+def fit(
+    name: str,
+    train,
+    test,
+    *,
+    val=None,
+    epochs: int | None = None,
+    batch_size: int | None = None,
+    lr: float = 3e-3,
+    weight_decay: float = 1e-3,
+    hidden_dim: int = 64,
+    solver: SolveConfig | None = None,
+    seed: int = 0,
+    progress: bool = True,
+    eval_every: int = 0,
+    settings: PhysioNetSettings | None = None,
+) -> tuple[object, FitResult]:
     """Train ``name`` on the normalised ``train`` set and score AUC on ``test``.
 
     With a validation set ``val`` (patients of the training split, never of ``test``), the
@@ -790,8 +911,16 @@ def fit(name: str, train, test, *, val=None, epochs: int | None = None, batch_si
     if name == "summary-logreg":
         model.fit(train)
         score = auc(test.labels, model.predict_proba(test))
-        return model, FitResult(name, score, len(train), len(test), time.perf_counter() - start, 0, seed,
-                                cpu_seconds=time.process_time() - cpu_start)
+        return model, FitResult(
+            name,
+            score,
+            len(train),
+            len(test),
+            time.perf_counter() - start,
+            0,
+            seed,
+            cpu_seconds=time.process_time() - cpu_start,
+        )
 
     if settings is None:
         opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
@@ -819,16 +948,26 @@ def fit(name: str, train, test, *, val=None, epochs: int | None = None, batch_si
         if val is not None:
             row["val_auc"] = auc(val.labels, predict_proba(model, val))
             if row["val_auc"] > best["auc"]:
-                best.update(auc=row["val_auc"], epoch=row["epoch"],
-                            state={k: v.detach().clone() for k, v in model.state_dict().items()})
+                best.update(
+                    auc=row["val_auc"],
+                    epoch=row["epoch"],
+                    state={k: v.detach().clone() for k, v in model.state_dict().items()},
+                )
         if eval_every and row["epoch"] % eval_every == 0:
             row["test_auc"] = auc(test.labels, predict_proba(model, test))
 
     history = train_epochs(
-        model, loss_on_batch, seeded_batches(len(train), batch_size, seed=seed, device=train.values.device),
-        epochs=epochs, optimizer=opt, scheduler=per_epoch, clip_grad_norm=clip, on_epoch=on_epoch,
+        model,
+        loss_on_batch,
+        seeded_batches(len(train), batch_size, seed=seed, device=train.values.device),
+        epochs=epochs,
+        optimizer=opt,
+        scheduler=per_epoch,
+        clip_grad_norm=clip,
+        on_epoch=on_epoch,
         on_step=(lambda logs: per_step.step()) if per_step is not None else None,
-        progress=progress, desc=f"{name} seed {seed}",
+        progress=progress,
+        desc=f"{name} seed {seed}",
     )
     best_state, best_epoch = best["state"], best["epoch"]
     if best_state is not None:
@@ -839,18 +978,32 @@ def fit(name: str, train, test, *, val=None, epochs: int | None = None, batch_si
     solver_info = {}
     if name in ODE_MODELS:
         cfg = model.encoder.solver
-        solver_info = {"method": cfg.method, "step_size_hours": None if cfg.step_size is None
-                       else cfg.step_size * HORIZON_HOURS, "train_nfe": train_nfe,
-                       "nfe_per_training_batch": train_nfe / max(n_forward, 1)}
+        solver_info = {
+            "method": cfg.method,
+            "step_size_hours": None if cfg.step_size is None else cfg.step_size * HORIZON_HOURS,
+            "train_nfe": train_nfe,
+            "nfe_per_training_batch": train_nfe / max(n_forward, 1),
+        }
         if isinstance(model, LatentODE):  # its decoder solves apart from the encoder
             solver_info["decoder_method"] = model.solver.method
-    result = FitResult(name, score, len(train), len(test), seconds, epochs, seed, solver_info, history,
-                       cpu_seconds=time.process_time() - cpu_start)
+    result = FitResult(
+        name,
+        score,
+        len(train),
+        len(test),
+        seconds,
+        epochs,
+        seed,
+        solver_info,
+        history,
+        cpu_seconds=time.process_time() - cpu_start,
+    )
     result.best_epoch = best_epoch if val is not None else epochs
     return model, result
 
 
 # ---------------------------------------------------------------- interpolation
+
 
 def holdout_mask(mask: torch.Tensor, fraction: float = 0.5, seed: int = 0) -> torch.Tensor:
     """Hide a seeded ``fraction`` of each patient's observation *times*: returns the seen mask (B, K, D)."""
@@ -861,8 +1014,7 @@ def holdout_mask(mask: torch.Tensor, fraction: float = 0.5, seed: int = 0) -> to
     return mask * keep.unsqueeze(-1)
 
 
-def interpolation_mse(model: nn.Module, data, *, fraction: float = 0.5, seed: int = 0,
-                      batch_size: int = 256) -> float:
+def interpolation_mse(model: nn.Module, data, *, fraction: float = 0.5, seed: int = 0, batch_size: int = 256) -> float:
     """Mean squared error (normalised units) on held-out observation times of ``data``."""
     model.eval()
     err, count = 0.0, 0.0
@@ -877,9 +1029,19 @@ def interpolation_mse(model: nn.Module, data, *, fraction: float = 0.5, seed: in
     return err / max(count, 1.0)
 
 
-def fit_interpolation(name: str, train, *, epochs: int = 10, batch_size: int = 64, lr: float = 3e-3,
-                      hidden_dim: int = 64, solver: SolveConfig | None = None, fraction: float = 0.5,
-                      seed: int = 0, progress: bool = True) -> tuple[nn.Module, dict]:
+def fit_interpolation(
+    name: str,
+    train,
+    *,
+    epochs: int = 10,
+    batch_size: int = 64,
+    lr: float = 3e-3,
+    hidden_dim: int = 64,
+    solver: SolveConfig | None = None,
+    fraction: float = 0.5,
+    seed: int = 0,
+    progress: bool = True,
+) -> tuple[nn.Module, dict]:
     """Train ``odernn`` or ``gru-dt`` to predict held-out observation times from the rest."""
     if name not in ("odernn", "gru-dt"):
         raise ValueError(f"model={name!r}: interpolation is measured for 'odernn' and 'gru-dt'")
@@ -896,7 +1058,14 @@ def fit_interpolation(name: str, train, *, epochs: int = 10, batch_size: int = 6
         pred = model.reconstruct(train.times, values, mask, seen)
         return (((pred - values) ** 2) * target).sum() / target.sum().clamp_min(1), {}
 
-    train_epochs(model, loss_on_batch, seeded_batches(len(train), batch_size, seed=seed, device=train.values.device),
-                 epochs=epochs, optimizer=torch.optim.Adam(model.parameters(), lr=lr), clip_grad_norm=5.0,
-                 progress=progress, desc=f"{name} interpolation")
+    train_epochs(
+        model,
+        loss_on_batch,
+        seeded_batches(len(train), batch_size, seed=seed, device=train.values.device),
+        epochs=epochs,
+        optimizer=torch.optim.Adam(model.parameters(), lr=lr),
+        clip_grad_norm=5.0,
+        progress=progress,
+        desc=f"{name} interpolation",
+    )
     return model, {"seconds": time.perf_counter() - start, "nfe": model.solver_stats["nfe"]}

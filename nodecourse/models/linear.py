@@ -8,6 +8,7 @@
 Lesson 8 checks the change of variables on a linear field; lesson 9 and exercise 9 build their planted
 faults (a wrong adjoint gradient, a tolerance-sensitive classifier) from these.
 """
+
 from __future__ import annotations
 
 import math

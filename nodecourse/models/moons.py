@@ -1,4 +1,5 @@
 """The two-moons neural ODE classifier of lesson 10, with optional kinetic and Jacobian regularisers."""
+
 from __future__ import annotations
 
 import torch
@@ -19,13 +20,21 @@ class MoonsODE(nn.Module):
     :meth:`penalty` is their weighted batch mean, to add to the loss.
     """
 
-    def __init__(self, hidden: int, tol: float, kinetic: float = 0.0, jacobian: float = 0.0, seed: int = 0,
-                 gradient: str = "backprop"):
+    def __init__(
+        self,
+        hidden: int,
+        tol: float,
+        kinetic: float = 0.0,
+        jacobian: float = 0.0,
+        seed: int = 0,
+        gradient: str = "backprop",
+    ):
         super().__init__()
         self.field = MLPField(3, hidden=(hidden,), activation="tanh")
         self.block = ODEBlock(self.field, rtol=tol, atol=tol, gradient=gradient)
-        self.reg = regularised_block(self.block, kinetic=kinetic > 0, jacobian=jacobian > 0,
-                                     generator=torch.Generator().manual_seed(seed))
+        self.reg = regularised_block(
+            self.block, kinetic=kinetic > 0, jacobian=jacobian > 0, generator=torch.Generator().manual_seed(seed)
+        )
         self.head = nn.Linear(3, 2)
         self.weights = (kinetic, jacobian)
 

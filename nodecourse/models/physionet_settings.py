@@ -22,6 +22,7 @@ training. And one finding that matters for the ledger: with ``--classif`` the pu
 (``random_state=42``): the published mortality AUCs were trained on 3,200 patients of set A,
 not on 8,000 of sets A and B. 3,200 is therefore the learning curve's published point.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -119,16 +120,21 @@ class PhysioNetSettings:
 
     def to_markdown(self) -> str:
         """The values with their sources as a Markdown table, then what the course does not follow."""
+
         def cell(text) -> str:
             return str(text).replace("|", "\\|")
 
         rows = ["| setting | value | source |", "|---|---|---|"]
-        rows += [f"| `{r['setting']}` | {cell(f'{v:.4g}' if isinstance(v := r['value'], float) else v)} | "
-                 f"{cell(r['source'])} |" for r in self.table()]
+        rows += [
+            f"| `{r['setting']}` | {cell(f'{v:.4g}' if isinstance(v := r['value'], float) else v)} | "
+            f"{cell(r['source'])} |"
+            for r in self.table()
+        ]
         out = f"**Settings `{self.name}`**\n\n" + "\n".join(rows)
         if self.not_followed:
             out += "\n\n**Not followed, and why**\n\n" + "\n".join(
-                f"- *{k}*: {v}" for k, v in self.not_followed.items())
+                f"- *{k}*: {v}" for k, v in self.not_followed.items()
+            )
         return out
 
     def _repr_markdown_(self) -> str:
@@ -140,20 +146,64 @@ class PhysioNetSettings:
 
 
 COURSE = PhysioNetSettings(
-    name="course", quantization_hours=1.0, ode_rnn_hidden=64, latent_dim=20, rec_dim=64, ode_units=64,
-    ode_layers=1, gru_units=0, classifier_hidden=(64,), classifier_dropout=0.3, optimizer="adam", lr=3e-3,
-    lr_schedule="cosine", lr_decay_per_iteration=1.0, lr_floor_fraction=0.0, weight_decay=1e-3, clip_grad_norm=5.0,
+    name="course",
+    quantization_hours=1.0,
+    ode_rnn_hidden=64,
+    latent_dim=20,
+    rec_dim=64,
+    ode_units=64,
+    ode_layers=1,
+    gru_units=0,
+    classifier_hidden=(64,),
+    classifier_dropout=0.3,
+    optimizer="adam",
+    lr=3e-3,
+    lr_schedule="cosine",
+    lr_decay_per_iteration=1.0,
+    lr_floor_fraction=0.0,
+    weight_decay=1e-3,
+    clip_grad_norm=5.0,
     batch_size=64,
-    epochs=20, ce_weight=10.0, obs_std=0.5, kl_warmup_epochs=0, kl_rate=0.0, encoder_step_hours=1.0,
-    decoder_method="euler", decoder_rtol=1e-3, decoder_atol=1e-4, train_patients=None,
+    epochs=20,
+    ce_weight=10.0,
+    obs_std=0.5,
+    kl_warmup_epochs=0,
+    kl_rate=0.0,
+    encoder_step_hours=1.0,
+    decoder_method="euler",
+    decoder_rtol=1e-3,
+    decoder_atol=1e-4,
+    train_patients=None,
 )
 
 PUBLISHED = PhysioNetSettings(
-    name="published", quantization_hours=1 / 60, ode_rnn_hidden=20, latent_dim=20, rec_dim=40, ode_units=50,
-    ode_layers=3, gru_units=50, classifier_hidden=(300, 300), classifier_dropout=0.0, optimizer="adamax",
-    lr=1e-2, lr_schedule="exponential", lr_decay_per_iteration=0.999, lr_floor_fraction=0.1, weight_decay=0.0,
-    clip_grad_norm=None, batch_size=50, epochs=100, ce_weight=100.0, obs_std=0.01, kl_warmup_epochs=50, kl_rate=0.993,
-    encoder_step_hours=48 / 50, decoder_method="dopri5", decoder_rtol=1e-3, decoder_atol=1e-4,
+    name="published",
+    quantization_hours=1 / 60,
+    ode_rnn_hidden=20,
+    latent_dim=20,
+    rec_dim=40,
+    ode_units=50,
+    ode_layers=3,
+    gru_units=50,
+    classifier_hidden=(300, 300),
+    classifier_dropout=0.0,
+    optimizer="adamax",
+    lr=1e-2,
+    lr_schedule="exponential",
+    lr_decay_per_iteration=0.999,
+    lr_floor_fraction=0.1,
+    weight_decay=0.0,
+    clip_grad_norm=None,
+    batch_size=50,
+    epochs=100,
+    ce_weight=100.0,
+    obs_std=0.01,
+    kl_warmup_epochs=50,
+    kl_rate=0.993,
+    encoder_step_hours=48 / 50,
+    decoder_method="dopri5",
+    decoder_rtol=1e-3,
+    decoder_atol=1e-4,
     train_patients=3200,
 )
 
@@ -161,7 +211,7 @@ _README = f"{REPO} README.md, 'Physionet (discretization by 1 min)' command"
 PUBLISHED_SOURCES: dict[str, str] = {
     "name": "this module",
     "quantization_hours": f"{_README}: --quantization 0.016 (hours; the course's grid takes 1/60 h, one "
-                          "minute; an earlier README gave 0.1)",
+    "minute; an earlier README gave 0.1)",
     "ode_rnn_hidden": f"{REPO} run_models.py, --ode-rnn branch: n_ode_gru_dims = args.latents; {_README}: -l 20",
     "latent_dim": f"{_README}: -l 20 (--latents)",
     "rec_dim": f"{_README}: --rec-dims 40 (an earlier README gave 30)",
@@ -169,7 +219,7 @@ PUBLISHED_SOURCES: dict[str, str] = {
     "ode_layers": f"{_README}: --rec-layers 3 --gen-layers 3; lib/utils.py create_net",
     "gru_units": f"{_README}: --gru-units 50; lib/encoder_decoder.py GRU_unit (gates are one-hidden-layer MLPs)",
     "classifier_hidden": f"{REPO} lib/base_models.py create_classifier: Linear(z0, 300), ReLU, Linear(300, 300), "
-                         "ReLU, Linear(300, 1)",
+    "ReLU, Linear(300, 1)",
     "classifier_dropout": f"{REPO} lib/base_models.py create_classifier: no dropout",
     "optimizer": f"{REPO} run_models.py: optim.Adamax",
     "lr": f"{REPO} run_models.py: --lr default 1e-2 (the README's command does not set it)",
@@ -181,56 +231,59 @@ PUBLISHED_SOURCES: dict[str, str] = {
     "batch_size": f"{REPO} run_models.py: -b default 50; lib/parse_datasets.py min(len, batch_size, n)",
     "epochs": f"{_README}: --niters 100 (run_models.py loops num_batches * (niters + 1) iterations)",
     "ce_weight": f"{REPO} lib/base_models.py compute_all_losses: loss + ce_loss * 100 (train_classif_w_reconstr "
-                 "is set for physionet in run_models.py)",
+    "is set for physionet in run_models.py)",
     "obs_std": f"{REPO} run_models.py: obsrv_std = 0.01 (not hopper)",
     "kl_warmup_epochs": f"{REPO} run_models.py: wait_until_kl_inc = 50",
     "kl_rate": f"{REPO} run_models.py: kl_coef = 1 - 0.993 ** (epoch - wait_until_kl_inc)",
     "encoder_step_hours": f"{REPO} lib/encoder_decoder.py run_odernn: minimum_step = interval / 50 (one Euler "
-                          "step below it, Euler on a grid of that step above); 48 h / 50",
+    "step below it, Euler on a grid of that step above); 48 h / 50",
     "decoder_method": f"{REPO} lib/create_latent_ode_model.py: DiffeqSolver(..., 'dopri5', ...)",
     "decoder_rtol": f"{REPO} lib/create_latent_ode_model.py: odeint_rtol = 1e-3",
     "decoder_atol": f"{REPO} lib/create_latent_ode_model.py: odeint_atol = 1e-4",
     "train_patients": f"{REPO} lib/parse_datasets.py, physionet: with --classif only set A (train=True) is kept, "
-                      "then train_test_split(train_size=0.8, random_state=42): 3,200 of 4,000",
+    "then train_test_split(train_size=0.8, random_state=42): 3,200 of 4,000",
 }
 
 _COURSE_WHY = "the course's own choice (lesson 5's first settings)"
 COURSE_SOURCES: dict[str, str] = {name: _COURSE_WHY for name in PhysioNetSettings.field_names()}
-COURSE_SOURCES.update({
-    "name": "this module",
-    "quantization_hours": "the course's own choice: an hourly grid keeps the solves per batch near 48 on 2 CPU cores",
-    "classifier_dropout": "the course's own choice: 4,000 patients overfit a 64-unit head fast",
-    "encoder_step_hours": "the course's own choice: Euler, one-hour steps (close to the published 48/50 h)",
-    "train_patients": "the course's split: all training-split patients of set A",
-})
+COURSE_SOURCES.update(
+    {
+        "name": "this module",
+        "quantization_hours": "the course's own choice: an hourly grid keeps the solves per batch near 48 on 2 "
+        "CPU cores",
+        "classifier_dropout": "the course's own choice: 4,000 patients overfit a 64-unit head fast",
+        "encoder_step_hours": "the course's own choice: Euler, one-hour steps (close to the published 48/50 h)",
+        "train_patients": "the course's split: all training-split patients of set A",
+    }
+)
 
 _SOURCES = {"course": COURSE_SOURCES, "published": PUBLISHED_SOURCES}
 
 #: Published behaviours the course does not follow, and why.
 NOT_FOLLOWED: dict[str, str] = {
     "set B": "the paper's table is easily read as 8,000 patients of sets A and B; the published classification "
-             "code keeps set A only (see train_patients). The course trains on set A only (its shared copy); "
-             "set B is not used for training in this course.",
+    "code keeps set A only (see train_patients). The course trains on set A only (its shared copy); "
+    "set B is not used for training in this course.",
     "normalisation": "published: (x - min) / max over train and test together; the course z-scores with "
-                     "training-split statistics only (COURSE.md section 5).",
+    "training-split statistics only (COURSE.md section 5).",
     "time scale": "published: times divided by each batch's maximum; the course divides by the fixed 48 h.",
     "descriptors": "published: Age, Gender, Height, ICUType, Weight as time-0 series among 41 variables; the "
-                   "course keeps 37 series and gives the 5 descriptors (and their mask) to the head.",
+    "course keeps 37 series and gives the 5 descriptors (and their mask) to the head.",
     "GRU update": "published GRU_unit carries a mean and a std state and gates both; the course keeps the "
-                  "mean (MLP gates of gru_units), without the std half.",
+    "mean (MLP gates of gru_units), without the std half.",
     "IWAE samples": "published: 3 samples of z0 and a log-sum-exp bound; the course uses 1 sample (the ELBO).",
     "ODE-RNN loss": "published ODE-RNN on PhysioNet adds a reconstruction likelihood to 100 x CE; the course's "
-                    "ODE-RNN is trained on the cross-entropy only.",
+    "ODE-RNN is trained on the cross-entropy only.",
     "model selection": "published: test AUC logged every 10 epochs, no validation split; the course reports "
-                       "the last epoch (or a validation-chosen one), never a test-chosen one.",
+    "the last epoch (or a validation-chosen one), never a test-chosen one.",
     "initialisation": "published: the GRU unit's and z0 networks' Linear weights drawn N(0, 0.1^2), biases 0 "
-                      "(lib/utils.py init_network_weights); the course keeps PyTorch's default initialisation.",
+    "(lib/utils.py init_network_weights); the course keeps PyTorch's default initialisation.",
     "z0 transform": "published Latent ODE maps the encoder's (mean, std) state to q(z0) through Linear(2n, 100), "
-                    "tanh, Linear(100, 2L); the course uses one Linear(n, 2L) from the mean state.",
+    "tanh, Linear(100, 2L); the course uses one Linear(n, 2L) from the mean state.",
     "long gaps": "published: a gap longer than 1/50 of the batch's span is Euler on n = max(2, int(gap / step)) "
-                 "points (steps of 1 to 2 times 48/50 h); the course's Euler takes steps of at most 48/50 h.",
+    "points (steps of 1 to 2 times 48/50 h); the course's Euler takes steps of at most 48/50 h.",
     "compute": "100 epochs at minute quantisation for 4 models x 3 sizes x several seeds does not fit 2 CPU "
-               "cores in a session; quick mode keeps the shapes and optimiser and cuts patients and epochs.",
+    "cores in a session; quick mode keeps the shapes and optimiser and cuts patients and epochs.",
 }
 
 

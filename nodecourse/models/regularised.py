@@ -20,6 +20,7 @@ probe between evaluations would not be an ODE for the adaptive solver.
 Every gradient mode of the block works (backprop, adjoint, checkpoint): the extra channels are
 part of the state.
 """
+
 from __future__ import annotations
 
 import torch
@@ -65,8 +66,10 @@ class RegularisedField(nn.Module):
             jac = torch.zeros_like(f[:, 0])
         else:
             if self.probes is None or self.probes.shape[1:] != z.shape:
-                raise ValueError(f"RegularisedField: probes of shape (n_probes, {z.shape[0]}, {d}) are needed for the "
-                                 f"Jacobian term; call set_probes(...) before the solve (RegularisedBlock does)")
+                raise ValueError(
+                    f"RegularisedField: probes of shape (n_probes, {z.shape[0]}, {d}) are needed for the "
+                    f"Jacobian term; call set_probes(...) before the solve (RegularisedBlock does)"
+                )
             create = torch.is_grad_enabled()  # a graph for training; the adjoint's forward pass needs none
             with torch.enable_grad():
                 z_in = z if z.requires_grad else z.detach().requires_grad_(True)
@@ -92,12 +95,22 @@ class RegularisedBlock(nn.Module):
     probes reproducible.
     """
 
-    def __init__(self, block: ODEBlock, *, kinetic: bool = True, jacobian: bool = True, n_probes: int = 1,
-                 noise: str = "rademacher", generator: torch.Generator | None = None):
+    def __init__(
+        self,
+        block: ODEBlock,
+        *,
+        kinetic: bool = True,
+        jacobian: bool = True,
+        n_probes: int = 1,
+        noise: str = "rademacher",
+        generator: torch.Generator | None = None,
+    ):
         super().__init__()
         if not isinstance(block, ODEBlock):
-            raise TypeError(f"block must be a nodecourse.models.ODEBlock, got {type(block).__name__}; wrap your "
-                            f"field first: ODEBlock(field, method='dopri5')")
+            raise TypeError(
+                f"block must be a nodecourse.models.ODEBlock, got {type(block).__name__}; wrap your "
+                f"field first: ODEBlock(field, method='dopri5')"
+            )
         check_args({"n_probes": n_probes, "noise": noise}, REGULARISED_ARGS)
         self.block = block
         self.field = RegularisedField(block.field, kinetic=kinetic, jacobian=jacobian)
@@ -114,8 +127,15 @@ class RegularisedBlock(nn.Module):
         if z0.dim() != 2:
             raise ValueError(f"z0 has shape {tuple(z0.shape)}; RegularisedBlock takes a batch of vectors (B, d)")
         if self.field.jacobian:
-            self.field.set_probes(sample_probes((self.n_probes, *z0.shape), noise=self.noise,
-                                                generator=self.generator, dtype=z0.dtype, device=z0.device))
+            self.field.set_probes(
+                sample_probes(
+                    (self.n_probes, *z0.shape),
+                    noise=self.noise,
+                    generator=self.generator,
+                    dtype=z0.dtype,
+                    device=z0.device,
+                )
+            )
         start = torch.cat([z0, z0.new_zeros(z0.shape[0], 2)], dim=1)
         block = self.block
         if t is None:

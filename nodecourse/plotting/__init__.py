@@ -8,6 +8,7 @@ the course's website and GitHub's viewer show where plotly's JavaScript does not
 renderer is chosen per figure: importing this module leaves plotly's global
 ``plotly.io.renderers.default`` as it is.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -83,8 +84,20 @@ _PINNED_COLORS = {
     "trapezoid": "#e377c2",
     "torchdiffeq": "#7f7f7f",
 }
-_SPARE_COLORS = ("#bcbd22", "#2f4b7c", "#a05195", "#ffa600", "#665191", "#d45087", "#003f5c", "#f95d6a",
-                 "#488f31", "#de425b", "#00876c", "#b15928")
+_SPARE_COLORS = (
+    "#bcbd22",
+    "#2f4b7c",
+    "#a05195",
+    "#ffa600",
+    "#665191",
+    "#d45087",
+    "#003f5c",
+    "#f95d6a",
+    "#488f31",
+    "#de425b",
+    "#00876c",
+    "#b15928",
+)
 #: Grey for a name that is not a registered solver (a learner's own tableau).
 UNREGISTERED_COLOR = "#555555"
 
@@ -132,18 +145,40 @@ def solver_color(name: str) -> str:
     return SOLVER_COLORS.get(name, UNREGISTERED_COLOR)
 
 
-def figure(title: str, x_title: str, y_title: str, *, log_x: bool = False, log_y: bool = False,
-           height: int = 360, width: int | None = None) -> CourseFigure:
+def figure(
+    title: str,
+    x_title: str,
+    y_title: str,
+    *,
+    log_x: bool = False,
+    log_y: bool = False,
+    height: int = 360,
+    width: int | None = None,
+) -> CourseFigure:
     """An empty plotly figure (a :class:`CourseFigure`) with a title and labelled axes (put units in the titles)."""
     fig = CourseFigure()
     fig.update_layout(
-        title=title, height=height, width=width, template="plotly_white",
-        margin=dict(l=60, r=20, t=50, b=50), legend=dict(font=dict(size=11)),
+        title=title,
+        height=height,
+        width=width,
+        template="plotly_white",
+        margin=dict(l=60, r=20, t=50, b=50),
+        legend=dict(font=dict(size=11)),
     )
     fig.update_xaxes(title=x_title, type="log" if log_x else "linear")
     fig.update_yaxes(title=y_title, type="log" if log_y else "linear")
     return fig
 
 
-__all__ = ["INTERACTIVE_RENDERER", "MPL_STYLE", "RENDERER", "SOLVER_COLORS", "CourseFigure", "course_subplots",
-           "figure", "solver_color", "solver_colors", "use_style"]
+__all__ = [
+    "INTERACTIVE_RENDERER",
+    "MPL_STYLE",
+    "RENDERER",
+    "SOLVER_COLORS",
+    "CourseFigure",
+    "course_subplots",
+    "figure",
+    "solver_color",
+    "solver_colors",
+    "use_style",
+]

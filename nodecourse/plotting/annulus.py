@@ -5,6 +5,7 @@ Import explicitly: ``from nodecourse.plotting.annulus import decision_boundary_f
 The plotly figures are :class:`nodecourse.plotting.CourseFigure` objects, shown with the
 ``plotly_mimetype`` renderer, so they stay small in the saved notebook.
 """
+
 from __future__ import annotations
 
 import math
@@ -26,8 +27,16 @@ def _circle(ax, r: float, **kw) -> None:
     ax.plot(r * torch.cos(theta), r * torch.sin(theta), **kw)
 
 
-def draw_decision_boundary(ax, grid: DecisionGrid, *, title: str = "", probe_radius: float | None = 1.25,
-                           radii: tuple[float, float, float] = ANNULUS_RADII, x=None, y=None) -> None:
+def draw_decision_boundary(
+    ax,
+    grid: DecisionGrid,
+    *,
+    title: str = "",
+    probe_radius: float | None = 1.25,
+    radii: tuple[float, float, float] = ANNULUS_RADII,
+    x=None,
+    y=None,
+) -> None:
     """Shade the predicted class on ``ax`` (orange: -1, blue: +1), draw the decision line
     (output = 0, black), the task's circles (dashed) and the probe circle (dotted).
     ``x`` ``(n, 2)`` and ``y`` ``(n, 1)``: optional sample points to overlay.
@@ -35,8 +44,14 @@ def draw_decision_boundary(ax, grid: DecisionGrid, *, title: str = "", probe_rad
     from matplotlib.colors import ListedColormap
 
     xs, ys, out = grid.xs.numpy(), grid.ys.numpy(), grid.outputs.numpy()
-    ax.contourf(xs, ys, (out > 0).astype(float), levels=[-0.5, 0.5, 1.5],
-                cmap=ListedColormap([CLASS_COLORS[-1.0], CLASS_COLORS[1.0]]), alpha=0.35)
+    ax.contourf(
+        xs,
+        ys,
+        (out > 0).astype(float),
+        levels=[-0.5, 0.5, 1.5],
+        cmap=ListedColormap([CLASS_COLORS[-1.0], CLASS_COLORS[1.0]]),
+        alpha=0.35,
+    )
     ax.contour(xs, ys, out, levels=[0.0], colors="k", linewidths=1.2)
     for r in radii:
         _circle(ax, r, color="0.3", lw=0.8, ls="--")
@@ -53,8 +68,9 @@ def draw_decision_boundary(ax, grid: DecisionGrid, *, title: str = "", probe_rad
     ax.set_title(title, fontsize=10)
 
 
-def decision_boundary_figure(grids: Mapping[str, DecisionGrid], *, probe_radius: float | None = 1.25,
-                             samples: tuple | None = None):
+def decision_boundary_figure(
+    grids: Mapping[str, DecisionGrid], *, probe_radius: float | None = 1.25, samples: tuple | None = None
+):
     """One panel per entry of ``grids`` (title -> :class:`DecisionGrid`); returns the matplotlib figure."""
     import matplotlib.pyplot as plt
 
@@ -62,11 +78,17 @@ def decision_boundary_figure(grids: Mapping[str, DecisionGrid], *, probe_radius:
     n = len(grids)
     fig, axes = plt.subplots(1, n, figsize=(3.2 * n, 3.4), squeeze=False)
     for ax, (title, grid) in zip(axes[0], grids.items()):
-        draw_decision_boundary(ax, grid, title=title, probe_radius=probe_radius,
-                               **({} if samples is None else {"x": samples[0], "y": samples[1]}))
+        draw_decision_boundary(
+            ax,
+            grid,
+            title=title,
+            probe_radius=probe_radius,
+            **({} if samples is None else {"x": samples[0], "y": samples[1]}),
+        )
         ax.grid(False)
-    fig.suptitle("predicted class (orange -1, blue +1); black: decision line; dotted: |x| = "
-                 f"{probe_radius}", fontsize=9)
+    fig.suptitle(
+        f"predicted class (orange -1, blue +1); black: decision line; dotted: |x| = {probe_radius}", fontsize=9
+    )
     fig.tight_layout()
     return fig
 
@@ -86,8 +108,13 @@ def circle_probe_figure(probes: Mapping[str, CircleProbe], *, zoom: bool = True)
         deg = p.angles.numpy() * 180 / math.pi
         margin = (p.label * p.outputs).numpy()
         for ax in axes[0]:
-            ax.plot(deg, margin, lw=1.2, label=f"{name}: wrong {p.misclassified:.2%}, min {p.min_margin:.2f}",
-                    color=MODEL_COLORS.get(name))
+            ax.plot(
+                deg,
+                margin,
+                lw=1.2,
+                label=f"{name}: wrong {p.misclassified:.2%}, min {p.min_margin:.2f}",
+                color=MODEL_COLORS.get(name),
+            )
     for ax in axes[0]:
         ax.axhline(0.0, color="k", lw=0.8)
         ax.set_xlabel("angle on the circle (degrees)")
@@ -109,18 +136,28 @@ def training_curves_figure(runs: Sequence) -> go.Figure:
 
     One colour per model, one line per seed.
     """
-    fig = course_subplots(rows=1, cols=3, subplot_titles=("training loss (SmoothL1)", "forward NFE per epoch",
-                                                          "sample accuracy"))
+    fig = course_subplots(
+        rows=1, cols=3, subplot_titles=("training loss (SmoothL1)", "forward NFE per epoch", "sample accuracy")
+    )
     shown = set()
     for r in runs:
         epochs = list(range(1, len(r.log.loss) + 1))
         color = MODEL_COLORS.get(r.model_name)
         for col, values in ((1, r.log.loss), (2, r.log.nfe), (3, r.log.accuracy)):
-            fig.add_trace(go.Scatter(
-                x=epochs, y=values, mode="lines", line=dict(color=color, width=1.3),
-                name=r.model_name, legendgroup=r.model_name, showlegend=(col == 1 and r.model_name not in shown),
-                hovertemplate=f"{r.model_name} seed {r.seed}<br>epoch %{{x}}: %{{y:.4g}}<extra></extra>",
-            ), row=1, col=col)
+            fig.add_trace(
+                go.Scatter(
+                    x=epochs,
+                    y=values,
+                    mode="lines",
+                    line=dict(color=color, width=1.3),
+                    name=r.model_name,
+                    legendgroup=r.model_name,
+                    showlegend=(col == 1 and r.model_name not in shown),
+                    hovertemplate=f"{r.model_name} seed {r.seed}<br>epoch %{{x}}: %{{y:.4g}}<extra></extra>",
+                ),
+                row=1,
+                col=col,
+            )
         shown.add(r.model_name)
     fig.update_yaxes(type="log", row=1, col=1)
     fig.update_yaxes(title_text="loss", row=1, col=1)
@@ -132,8 +169,9 @@ def training_curves_figure(runs: Sequence) -> go.Figure:
     return fig
 
 
-def trajectory_figure(ts: torch.Tensor, zs: torch.Tensor, y: torch.Tensor, *, title: str = "",
-                      max_points: int = 150) -> go.Figure:
+def trajectory_figure(
+    ts: torch.Tensor, zs: torch.Tensor, y: torch.Tensor, *, title: str = "", max_points: int = 150
+) -> go.Figure:
     """The flow's states over time with a time slider and a play button.
 
     ``ts``: ``(T,)``; ``zs``: ``(T, n, D)`` with ``D`` 2 or 3 (an augmented flow's extra
@@ -158,8 +196,16 @@ def trajectory_figure(ts: torch.Tensor, zs: torch.Tensor, y: torch.Tensor, *, ti
 
     lines = []
     for i in range(zs.shape[1]):  # one faint line per point, its path over [0, t1]
-        lines.append(Scatter(mode="lines", line=dict(color=colors[i], width=1), opacity=0.25,
-                             showlegend=False, hoverinfo="skip", **coords(zs[:, i])))
+        lines.append(
+            Scatter(
+                mode="lines",
+                line=dict(color=colors[i], width=1),
+                opacity=0.25,
+                showlegend=False,
+                hoverinfo="skip",
+                **coords(zs[:, i]),
+            )
+        )
     marker = dict(color=colors, size=3 if three_d else 5)
 
     def points(k):
@@ -168,15 +214,36 @@ def trajectory_figure(ts: torch.Tensor, zs: torch.Tensor, y: torch.Tensor, *, ti
     fig = CourseFigure(data=[*lines, points(0)])
     moving = len(lines)
     fig.frames = [go.Frame(data=[points(k)], traces=[moving], name=f"{float(t):.2f}") for k, t in enumerate(ts)]
-    steps = [dict(method="animate", label=f"{float(t):.2f}",
-                  args=[[f"{float(t):.2f}"], dict(mode="immediate", frame=dict(duration=0, redraw=three_d))])
-             for t in ts]
+    steps = [
+        dict(
+            method="animate",
+            label=f"{float(t):.2f}",
+            args=[[f"{float(t):.2f}"], dict(mode="immediate", frame=dict(duration=0, redraw=three_d))],
+        )
+        for t in ts
+    ]
     fig.update_layout(
-        title=title, height=440, template="plotly_white", margin=dict(l=40, r=20, t=50, b=40),
+        title=title,
+        height=440,
+        template="plotly_white",
+        margin=dict(l=40, r=20, t=50, b=40),
         sliders=[dict(active=0, steps=steps, currentvalue=dict(prefix="time t = "), pad=dict(t=40))],
-        updatemenus=[dict(type="buttons", showactive=False, x=0.0, y=-0.08, xanchor="left", buttons=[
-            dict(label="play", method="animate",
-                 args=[None, dict(frame=dict(duration=150, redraw=three_d), fromcurrent=True)])])],
+        updatemenus=[
+            dict(
+                type="buttons",
+                showactive=False,
+                x=0.0,
+                y=-0.08,
+                xanchor="left",
+                buttons=[
+                    dict(
+                        label="play",
+                        method="animate",
+                        args=[None, dict(frame=dict(duration=150, redraw=three_d), fromcurrent=True)],
+                    )
+                ],
+            )
+        ],
     )
     if three_d:
         fig.update_layout(scene=dict(xaxis_title="z1", yaxis_title="z2", zaxis_title="z3 (augmented)"))
@@ -187,6 +254,11 @@ def trajectory_figure(ts: torch.Tensor, zs: torch.Tensor, y: torch.Tensor, *, ti
 
 
 __all__ = [
-    "CLASS_COLORS", "MODEL_COLORS", "circle_probe_figure", "decision_boundary_figure",
-    "draw_decision_boundary", "trajectory_figure", "training_curves_figure",
+    "CLASS_COLORS",
+    "MODEL_COLORS",
+    "circle_probe_figure",
+    "decision_boundary_figure",
+    "draw_decision_boundary",
+    "trajectory_figure",
+    "training_curves_figure",
 ]

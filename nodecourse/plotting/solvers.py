@@ -1,6 +1,7 @@
 """Figures of solver behaviour: convergence order, step sizes along t, the tolerance dial,
 per-sample work. Each takes plain measured numbers (lists or dicts) and returns a plotly figure.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -20,10 +21,14 @@ def plot_convergence(results: Sequence[dict], *, title: str = "Convergence order
     """
     fig = figure(title, "step size h", "global error at t = 2", log_x=True, log_y=True)
     for r in results:
-        fig.add_scatter(x=r["step_sizes"], y=r["errors"], mode="lines+markers",
-                        name=f"{r['method']}: slope {r['measured']:.2f} (declared {r['declared']})",
-                        line=dict(color=solver_color(r["method"])),
-                        text=[f"NFE {n}" for n in r.get("nfe", [])] or None)
+        fig.add_scatter(
+            x=r["step_sizes"],
+            y=r["errors"],
+            mode="lines+markers",
+            name=f"{r['method']}: slope {r['measured']:.2f} (declared {r['declared']})",
+            line=dict(color=solver_color(r["method"])),
+            text=[f"NFE {n}" for n in r.get("nfe", [])] or None,
+        )
     return fig
 
 
@@ -50,8 +55,14 @@ class StepTrace:
         rec = sol.steps
         if rec.per_sample:
             raise ValueError("a per_sample=True record has one column per element; plot one trajectory")
-        return cls(sol.method, list(rec.t0), [abs(h) for h in rec.h], list(rec.accepted), list(rec.error_ratio),
-                   dict(sol.stats))
+        return cls(
+            sol.method,
+            list(rec.t0),
+            [abs(h) for h in rec.h],
+            list(rec.accepted),
+            list(rec.error_ratio),
+            dict(sol.stats),
+        )
 
     @property
     def n_accepted(self) -> int:
@@ -62,8 +73,9 @@ class StepTrace:
         return len(self.accepted) - self.n_accepted
 
 
-def trace_steps(func, y0: torch.Tensor, t: torch.Tensor, *, method="dopri5", rtol: float = 1e-6,
-                atol: float = 1e-8, **odeint_kwargs) -> StepTrace:
+def trace_steps(
+    func, y0: torch.Tensor, t: torch.Tensor, *, method="dopri5", rtol: float = 1e-6, atol: float = 1e-8, **odeint_kwargs
+) -> StepTrace:
     """Solve with ``record_steps=True`` and return the solver's own record of its steps as a
     :class:`StepTrace` (any method; ``method`` may be a ``ButcherTableau``)."""
     from nodecourse import odeint
@@ -72,8 +84,9 @@ def trace_steps(func, y0: torch.Tensor, t: torch.Tensor, *, method="dopri5", rto
     return StepTrace.from_solution(sol)
 
 
-def plot_step_sizes(traces: Sequence[StepTrace], *, title: str = "Step size along the solution",
-                    time_unit: str = "problem units") -> go.Figure:
+def plot_step_sizes(
+    traces: Sequence[StepTrace], *, title: str = "Step size along the solution", time_unit: str = "problem units"
+) -> go.Figure:
     """Step size against the time each step started: accepted steps as dots joined by a line,
     rejected attempts as crosses."""
     fig = figure(title, f"time t ({time_unit})", f"step size h ({time_unit})", log_y=True)
@@ -81,12 +94,21 @@ def plot_step_sizes(traces: Sequence[StepTrace], *, title: str = "Step size alon
         color = solver_color(tr.method)
         acc = [(t, h) for t, h, a in zip(tr.t_start, tr.h, tr.accepted) if a]
         rej = [(t, h) for t, h, a in zip(tr.t_start, tr.h, tr.accepted) if not a]
-        fig.add_scatter(x=[a[0] for a in acc], y=[a[1] for a in acc], mode="lines+markers",
-                        marker=dict(size=4), line=dict(color=color),
-                        name=f"{tr.method}: {tr.n_accepted} accepted")
-        fig.add_scatter(x=[r[0] for r in rej], y=[r[1] for r in rej], mode="markers",
-                        marker=dict(symbol="x", size=8, color=color),
-                        name=f"{tr.method}: {tr.n_rejected} rejected")
+        fig.add_scatter(
+            x=[a[0] for a in acc],
+            y=[a[1] for a in acc],
+            mode="lines+markers",
+            marker=dict(size=4),
+            line=dict(color=color),
+            name=f"{tr.method}: {tr.n_accepted} accepted",
+        )
+        fig.add_scatter(
+            x=[r[0] for r in rej],
+            y=[r[1] for r in rej],
+            mode="markers",
+            marker=dict(symbol="x", size=8, color=color),
+            name=f"{tr.method}: {tr.n_rejected} rejected",
+        )
     return fig
 
 
@@ -99,8 +121,7 @@ def _get(row, *names):
     raise KeyError(f"row {row!r} has none of {names}")
 
 
-def plot_tolerance_sweep(rows_by_method: dict[str, Sequence], *,
-                         title: str = "The precision/speed dial") -> go.Figure:
+def plot_tolerance_sweep(rows_by_method: dict[str, Sequence], *, title: str = "The precision/speed dial") -> go.Figure:
     """Three panels against rtol: error, NFE and wall time, one line per method.
 
     ``rows_by_method``: method name to rows, either :class:`nodecourse.measure.diagnostics.SweepRow`
@@ -110,13 +131,36 @@ def plot_tolerance_sweep(rows_by_method: dict[str, Sequence], *,
     for method, rows in rows_by_method.items():
         rt = [_get(r, "rtol") for r in rows]
         color = solver_color(method)
-        fig.add_scatter(x=rt, y=[_get(r, "max_error", "error") for r in rows], mode="lines+markers",
-                        name=method, line=dict(color=color), row=1, col=1)
-        fig.add_scatter(x=rt, y=[_get(r, "nfe") for r in rows], mode="lines+markers", name=method,
-                        line=dict(color=color), showlegend=False, row=1, col=2)
+        fig.add_scatter(
+            x=rt,
+            y=[_get(r, "max_error", "error") for r in rows],
+            mode="lines+markers",
+            name=method,
+            line=dict(color=color),
+            row=1,
+            col=1,
+        )
+        fig.add_scatter(
+            x=rt,
+            y=[_get(r, "nfe") for r in rows],
+            mode="lines+markers",
+            name=method,
+            line=dict(color=color),
+            showlegend=False,
+            row=1,
+            col=2,
+        )
         if all(isinstance(r, dict) and "seconds" in r or hasattr(r, "seconds") for r in rows):
-            fig.add_scatter(x=rt, y=[1e3 * _get(r, "seconds") for r in rows], mode="lines+markers",
-                            name=method, line=dict(color=color), showlegend=False, row=1, col=3)
+            fig.add_scatter(
+                x=rt,
+                y=[1e3 * _get(r, "seconds") for r in rows],
+                mode="lines+markers",
+                name=method,
+                line=dict(color=color),
+                showlegend=False,
+                row=1,
+                col=3,
+            )
     fig.update_xaxes(type="log", title="rtol")
     fig.update_yaxes(type="log", title="max |y − y_ref|", row=1, col=1)
     fig.update_yaxes(type="log", title="NFE", row=1, col=2)
@@ -125,17 +169,28 @@ def plot_tolerance_sweep(rows_by_method: dict[str, Sequence], *,
     return fig
 
 
-def plot_work_per_input(labels: Sequence[str], nfe_batched: Sequence[int], nfe_per_sample: Sequence[int], *,
-                        title: str = "Work per input: batched vs per-sample step control") -> go.Figure:
+def plot_work_per_input(
+    labels: Sequence[str],
+    nfe_batched: Sequence[int],
+    nfe_per_sample: Sequence[int],
+    *,
+    title: str = "Work per input: batched vs per-sample step control",
+) -> go.Figure:
     """Grouped bars: the NFE each input costs when the batch shares one step size vs its own."""
     fig = figure(title, "input", "function evaluations spent on this input")
-    fig.add_bar(x=list(labels), y=list(nfe_batched), name="batched (one step size for all)",
-                marker_color="#7f7f7f")
-    fig.add_bar(x=list(labels), y=list(nfe_per_sample), name="per sample (own step size)",
-                marker_color=solver_color("dopri5"))
+    fig.add_bar(x=list(labels), y=list(nfe_batched), name="batched (one step size for all)", marker_color="#7f7f7f")
+    fig.add_bar(
+        x=list(labels), y=list(nfe_per_sample), name="per sample (own step size)", marker_color=solver_color("dopri5")
+    )
     fig.update_layout(barmode="group")
     return fig
 
 
-__all__ = ["StepTrace", "plot_convergence", "plot_step_sizes", "plot_tolerance_sweep",
-           "plot_work_per_input", "trace_steps"]
+__all__ = [
+    "StepTrace",
+    "plot_convergence",
+    "plot_step_sizes",
+    "plot_tolerance_sweep",
+    "plot_work_per_input",
+    "trace_steps",
+]

@@ -6,6 +6,7 @@ Public: :func:`odeint`, :data:`SOLVERS`, :class:`Solution`, :class:`SolverError`
 :class:`StepEvent` (``record_steps=True`` / ``on_step=``), :class:`SolveConfig` (the settings a model
 holds for its solves).
 """
+
 from nodecourse.solvers.odeint import odeint
 from nodecourse.solvers.record import StepEvent, StepRecord
 from nodecourse.solvers.registry import SOLVERS, SolverSpec
@@ -14,5 +15,16 @@ from nodecourse.solvers.reversible import REVERSIBLE_SOLVERS
 from nodecourse.solvers.solve_config import SolveConfig
 from nodecourse.solvers.tableaux import ButcherTableau
 
-__all__ = ["REVERSIBLE_SOLVERS", "SOLVERS", "ButcherTableau", "SolveConfig", "Solution", "SolverError", "SolverSpec",
-           "Status", "StepEvent", "StepRecord", "odeint"]
+__all__ = [
+    "REVERSIBLE_SOLVERS",
+    "SOLVERS",
+    "ButcherTableau",
+    "SolveConfig",
+    "Solution",
+    "SolverError",
+    "SolverSpec",
+    "Status",
+    "StepEvent",
+    "StepRecord",
+    "odeint",
+]

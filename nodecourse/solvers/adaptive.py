@@ -5,6 +5,7 @@ next step size from :class:`~nodecourse.solvers.control.StepControl`. Outputs
 between steps come from the dense-output polynomial, so output times never
 force extra steps (as in torchdiffeq, which keeps NFE comparable).
 """
+
 from __future__ import annotations
 
 import math
@@ -20,8 +21,18 @@ from nodecourse.solvers.tableaux import ButcherTableau
 ADAPTIVE_OPTIONS = dict(CONTROL_OPTIONS)
 
 
-def integrate_adaptive(func: CheckedFunc, y0: torch.Tensor, ts: list[float], tab: ButcherTableau, *, rtol: float,
-                       atol: float, max_steps: int, options: dict, recorder: Recorder = OFF):
+def integrate_adaptive(
+    func: CheckedFunc,
+    y0: torch.Tensor,
+    ts: list[float],
+    tab: ButcherTableau,
+    *,
+    rtol: float,
+    atol: float,
+    max_steps: int,
+    options: dict,
+    recorder: Recorder = OFF,
+):
     """Integrate ``y' = func(t, y)`` through the times ``ts`` (strictly monotone).
 
     Args:
@@ -34,15 +45,26 @@ def integrate_adaptive(func: CheckedFunc, y0: torch.Tensor, ts: list[float], tab
         output times reached, the work counters, a :class:`Status` and a sentence.
     """
     plan = plan_for(tab)
-    ctl = StepControl(rtol=rtol, atol=atol, error_order=tab.error_order, options=options, t_start=ts[0],
-                      t_end=ts[-1], max_steps=max_steps)
+    ctl = StepControl(
+        rtol=rtol,
+        atol=atol,
+        error_order=tab.error_order,
+        options=options,
+        t_start=ts[0],
+        t_end=ts[-1],
+        max_steps=max_steps,
+    )
     t, t_end = ts[0], ts[-1]
     y = y0
     f = func(time_tensor(t, y0), y0)
     outputs = [y0]
     n_out = len(ts)
-    stats = lambda: {"nfe": func.nfe, "n_steps": ctl.n_accepted + ctl.n_rejected,  # noqa: E731
-                     "n_accepted": ctl.n_accepted, "n_rejected": ctl.n_rejected}
+    stats = lambda: {
+        "nfe": func.nfe,
+        "n_steps": ctl.n_accepted + ctl.n_rejected,  # noqa: E731
+        "n_accepted": ctl.n_accepted,
+        "n_rejected": ctl.n_rejected,
+    }
     recording = recorder.enabled
     if recording:
         recorder.start(y0)

@@ -19,6 +19,7 @@ A backward solve that fails never returns a silent wrong gradient: it raises
 :class:`SolverError` (``throw=True``) or fills the gradients with NaN and sets
 ``stats["backward_status"]``.
 """
+
 from __future__ import annotations
 
 import math
@@ -61,7 +62,7 @@ class AugmentedDynamics:
 
     def unpack(self, aug: torch.Tensor):
         n = self.n
-        return aug[:n].view(self.shape), aug[n:2 * n].view(self.shape), aug[2 * n:]
+        return aug[:n].view(self.shape), aug[n : 2 * n].view(self.shape), aug[2 * n :]
 
     def __call__(self, t: torch.Tensor, aug: torch.Tensor) -> torch.Tensor:
         self.calls += 1
@@ -74,19 +75,23 @@ class AugmentedDynamics:
             inputs = (z_in, *self.params)
             if f.requires_grad:
                 # retain_graph: a tensor func closes over may carry a graph built outside func, reused every call.
-                vjps = torch.autograd.grad(f, inputs, grad_outputs=a, allow_unused=True, create_graph=create,
-                                           retain_graph=True)
+                vjps = torch.autograd.grad(
+                    f, inputs, grad_outputs=a, allow_unused=True, create_graph=create, retain_graph=True
+                )
             else:  # f depends on neither z nor a parameter (e.g. f = cos t): every vjp is zero
                 vjps = (None,) * len(inputs)
         dz = f if create else f.detach()
         da = -vjps[0] if vjps[0] is not None else torch.zeros_like(a)
-        dg = [(-v if v is not None else torch.zeros_like(p)).reshape(-1).to(aug.dtype)
-              for v, p in zip(vjps[1:], self.params)]
+        dg = [
+            (-v if v is not None else torch.zeros_like(p)).reshape(-1).to(aug.dtype)
+            for v, p in zip(vjps[1:], self.params)
+        ]
         return torch.cat([dz.reshape(-1), da.reshape(-1), *dg])
 
 
-def augmented_norm_options(options: dict | None, forward_options: dict | None, shape: torch.Size, *,
-                           seminorm: bool = False) -> dict | None:
+def augmented_norm_options(
+    options: dict | None, forward_options: dict | None, shape: torch.Size, *, seminorm: bool = False
+) -> dict | None:
     """The backward solve's ``options`` when they carry the forward solve's ``norm``: that norm is
     written for the state (shape ``S``), so the backward solve measures the augmented vector
     ``[z, a, g]`` by ``max(norm(z), norm(a), rms(g))`` (torchdiffeq's construction). Otherwise (no
@@ -105,13 +110,13 @@ def augmented_norm_options(options: dict | None, forward_options: dict | None, s
     n = math.prod(shape)
     if seminorm and forward_norm is None:
         # the backward solve's own norm (RMS over every entry) with the g entries left out
-        return {**(options or {}), "norm": lambda x: rms(x[:2 * n])}
+        return {**(options or {}), "norm": lambda x: rms(x[: 2 * n])}
     state_norm = forward_norm if forward_norm is not None else rms
 
     def augmented_norm(x: torch.Tensor) -> float:
-        parts = [state_norm(x[:n].view(shape)), state_norm(x[n:2 * n].view(shape))]
+        parts = [state_norm(x[:n].view(shape)), state_norm(x[n : 2 * n].view(shape))]
         if x.numel() > 2 * n and not seminorm:
-            parts.append(rms(x[2 * n:]))
+            parts.append(rms(x[2 * n :]))
         return max(abs(float(p)) for p in parts)
 
     return {**(options or {}), "norm": augmented_norm}
@@ -127,10 +132,10 @@ def tuple_norm(norm: Callable, shape: torch.Size, params: list[torch.Tensor]) ->
     n = math.prod(shape)
 
     def on_parts(x: torch.Tensor):
-        parts = [x.new_zeros(()), x[:n].view(shape), x[n:2 * n].view(shape)]
+        parts = [x.new_zeros(()), x[:n].view(shape), x[n : 2 * n].view(shape)]
         offset = 2 * n
         for p in params:
-            parts.append(x[offset:offset + p.numel()].view(p.shape))
+            parts.append(x[offset : offset + p.numel()].view(p.shape))
             offset += p.numel()
         return norm(tuple(parts))
 
@@ -152,13 +157,14 @@ class AdjointFunction(torch.autograd.Function):
     def backward(ctx, grad_ys):
         # under create_graph the augmented solve would differentiate itself (an implicit backward solve
         # re-entering this Function without end); refuse before any work
-        refuse_second_derivative("gradient='adjoint'",
-                                 "Use gradient='checkpoint' or 'backprop' (both give the differentiable "
-                                 "gradient of the discrete solve) for the solve you differentiate twice.")
+        refuse_second_derivative(
+            "gradient='adjoint'",
+            "Use gradient='checkpoint' or 'backprop' (both give the differentiable "
+            "gradient of the discrete solve) for the solve you differentiate twice.",
+        )
         run: GradientRun = ctx.run
         t, ys, _y0, *params = ctx.saved_tensors
-        grad_t, grad_y0, grad_params = adjoint_backward(run, t, ys, grad_ys, params,
-                                                        need_t=ctx.needs_input_grad[1])
+        grad_t, grad_y0, grad_params = adjoint_backward(run, t, ys, grad_ys, params, need_t=ctx.needs_input_grad[1])
         return (None, grad_t, grad_y0, *grad_params)
 
 
@@ -185,14 +191,22 @@ def adjoint_backward(run: GradientRun, t, ys, grad_ys, params, *, need_t: bool):
         for i in range(n_times - 1, 0, -1):
             if need_t:
                 grad_t[i] = (grad_ys[i] * slope(i)).sum()
-            back = run.solve(dyn, dyn.pack(ys[i], a, g), t[[i, i - 1]].detach(), gradient="backprop", throw=False,
-                          **run.backward_kwargs)
+            back = run.solve(
+                dyn,
+                dyn.pack(ys[i], a, g),
+                t[[i, i - 1]].detach(),
+                gradient="backprop",
+                throw=False,
+                **run.backward_kwargs,
+            )
             n_steps += back.stats.get("n_steps", 0)
             n_rejected += back.stats.get("n_rejected", 0)
             if back.status is not Status.SUCCESS:
                 status = back.status
-                message = (f"the backward (adjoint) solve from t={float(t[i]):.6g} to t={float(t[i - 1]):.6g} "
-                           f"ended with status {status.name}: {back.message}")
+                message = (
+                    f"the backward (adjoint) solve from t={float(t[i]):.6g} to t={float(t[i - 1]):.6g} "
+                    f"ended with status {status.name}: {back.message}"
+                )
                 break
             _, a, g = dyn.unpack(back.ys[-1])
             a = a + grad_ys[i - 1]
@@ -214,7 +228,7 @@ def adjoint_backward(run: GradientRun, t, ys, grad_ys, params, *, need_t: bool):
         grad_t = torch.full_like(grad_t, nan) if grad_t is not None else None
     grad_params, offset = [], 0
     for p in params:
-        grad_params.append(g[offset:offset + p.numel()].view_as(p).to(p.dtype))
+        grad_params.append(g[offset : offset + p.numel()].view_as(p).to(p.dtype))
         offset += p.numel()
     return grad_t, a, grad_params
 
@@ -233,13 +247,27 @@ def _check_implicit_backward_size(method, y0: torch.Tensor, params) -> None:
             f"factorise a dense ({size} x {size}) Jacobian of the augmented state [z, a, dL/dtheta] "
             f"(2 x {y0.numel()} state entries + {size - 2 * y0.numel()} parameters; the limit is "
             f"{MAX_IMPLICIT_AUGMENTED}). Pass adjoint_options={{'method': 'dopri5'}} for an explicit backward "
-            f"solve, or use gradient='checkpoint'")
+            f"solve, or use gradient='checkpoint'"
+        )
 
 
-def solve_adjoint(func, y0: torch.Tensor, t: torch.Tensor, *, solve: Callable, method: str, rtol: float, atol: float,
-                  step_size=None, max_steps: int, throw: bool = True, backend: str = "nodecourse",
-                  per_sample: bool = False, options: dict | None = None,
-                  adjoint_options: dict | None = None) -> Solution:
+def solve_adjoint(
+    func,
+    y0: torch.Tensor,
+    t: torch.Tensor,
+    *,
+    solve: Callable,
+    method: str,
+    rtol: float,
+    atol: float,
+    step_size=None,
+    max_steps: int,
+    throw: bool = True,
+    backend: str = "nodecourse",
+    per_sample: bool = False,
+    options: dict | None = None,
+    adjoint_options: dict | None = None,
+) -> Solution:
     """``odeint(..., gradient="adjoint")``: same arguments, same :class:`Solution` (``solve``:
     ``odeint`` itself, called without a graph forwards and for the augmented system backwards).
 
@@ -254,11 +282,28 @@ def solve_adjoint(func, y0: torch.Tensor, t: torch.Tensor, *, solve: Callable, m
     """
     # odeint has checked them already (before any solve); checking the complete settings again
     # returns them unchanged, and covers a direct call
-    backward = check_adjoint_options(adjoint_options, gradient="adjoint", method=method, rtol=rtol, atol=atol,
-                                     step_size=step_size, max_steps=max_steps, options=options, backend=backend,
-                                     y0=y0)
-    forward_kwargs = dict(method=method, rtol=rtol, atol=atol, step_size=step_size, max_steps=max_steps,
-                          backend=backend, per_sample=per_sample, options=options)
+    backward = check_adjoint_options(
+        adjoint_options,
+        gradient="adjoint",
+        method=method,
+        rtol=rtol,
+        atol=atol,
+        step_size=step_size,
+        max_steps=max_steps,
+        options=options,
+        backend=backend,
+        y0=y0,
+    )
+    forward_kwargs = dict(
+        method=method,
+        rtol=rtol,
+        atol=atol,
+        step_size=step_size,
+        max_steps=max_steps,
+        backend=backend,
+        per_sample=per_sample,
+        options=options,
+    )
     extra_params = backward.pop("params")
     backward_kwargs = dict(backward, backend=backend)
     norm = backward_kwargs.pop("norm")
@@ -267,19 +312,29 @@ def solve_adjoint(func, y0: torch.Tensor, t: torch.Tensor, *, solve: Callable, m
         # adjoint_options={"norm": f}, torchdiffeq's spelling: f gets its tuple (t, y, adj_y, *adj_params).
         # A norm in the backward solve's own options ({"options": {"norm": f}}) is a norm of that solve's
         # flat state [z, a, g], as for any solve (lesson 10 and exercise 10 write one).
-        backward_kwargs["options"] = {**(backward_kwargs.get("options") or {}),
-                                      "norm": tuple_norm(norm, y0.shape, params)}
+        backward_kwargs["options"] = {
+            **(backward_kwargs.get("options") or {}),
+            "norm": tuple_norm(norm, y0.shape, params),
+        }
     else:
-        backward_kwargs["options"] = augmented_norm_options(backward_kwargs.get("options"), options, y0.shape,
-                                                            seminorm=norm == "seminorm")
+        backward_kwargs["options"] = augmented_norm_options(
+            backward_kwargs.get("options"), options, y0.shape, seminorm=norm == "seminorm"
+        )
     if random:
         raise RandomFieldError(
             "gradient='adjoint' with a field that draws random numbers (dropout or noise in training mode): "
             "the backward solve evaluates the field at other states and times than the forward solve did, so "
             "it cannot reuse the forward's random numbers, and the gradient would belong to no function that "
             "ran. Use gradient='checkpoint' (it replays the forward's random numbers) or 'backprop', or put "
-            "the field in eval mode (func.eval()) for this solve")
+            "the field in eval mode (func.eval()) for this solve"
+        )
     _check_implicit_backward_size(backward_kwargs["method"], y0, params)
-    run = GradientRun(func=func, solve=solve, forward_kwargs=forward_kwargs, backward_kwargs=backward_kwargs,
-                      throw=throw, params=params)
+    run = GradientRun(
+        func=func,
+        solve=solve,
+        forward_kwargs=forward_kwargs,
+        backward_kwargs=backward_kwargs,
+        throw=throw,
+        params=params,
+    )
     return differentiable_solution(run, AdjointFunction.apply(run, t, y0, *params), t)

@@ -4,6 +4,7 @@ The forward solve runs without a graph and keeps the state at the start of every
 (the step record); the backward pass replays each step with autograd, last to first, and chains
 the vector-Jacobian products (step sizes held fixed, as backprop holds them), for every method.
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -30,8 +31,9 @@ class CheckpointFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, run: GradientRun, t, y0, *params):
-        return forward_without_graph(ctx, run, t, y0, params, record_steps="states",
-                                      on_step=run.backward_kwargs.get("on_step"))
+        return forward_without_graph(
+            ctx, run, t, y0, params, record_steps="states", on_step=run.backward_kwargs.get("on_step")
+        )
 
     @staticmethod
     def backward(ctx, grad_ys):
@@ -45,8 +47,13 @@ class CheckpointFunction(torch.autograd.Function):
             def solve(y_in, t_in):
                 return run.solve(run.func, y_in, t_in, gradient="backprop", throw=False, **run.forward_kwargs)
 
-            return (None, None, *backprop_replay(run, solve, t, y0, grad_ys, params,
-                                                 need_y0=ctx.needs_input_grad[2], route="gradient='checkpoint'"))
+            return (
+                None,
+                None,
+                *backprop_replay(
+                    run, solve, t, y0, grad_ys, params, need_y0=ctx.needs_input_grad[2], route="gradient='checkpoint'"
+                ),
+            )
         return (None, None, *checkpoint_backward(run, t, grad_ys, params))
 
 
@@ -102,8 +109,10 @@ def checkpoint_backward(run: GradientRun, t, grad_ys, params):
                 step = run.solve(run.func, y_in, times, gradient="backprop", throw=False, **_replay_kwargs(run, h))
             nfe += step.stats["nfe"]
             if step.status is not Status.SUCCESS:
-                message = (f"replaying the accepted step at t={t0:.6g} (h={h:.3g}) ended with status "
-                           f"{step.status.name}: {step.message}")
+                message = (
+                    f"replaying the accepted step at t={t0:.6g} (h={h:.3g}) ended with status "
+                    f"{step.status.name}: {step.message}"
+                )
                 stats["backward_status"], stats["backward_message"] = step.status, message
                 stats["nfe_backward"] = stats.get("nfe_backward", 0) + nfe
                 if run.throw:
@@ -122,10 +131,23 @@ def checkpoint_backward(run: GradientRun, t, grad_ys, params):
     return [a] + grad_params
 
 
-def solve_checkpoint(func, y0: torch.Tensor, t: torch.Tensor, *, solve: Callable, method: str, rtol: float,
-                     atol: float,
-                     step_size=None, max_steps: int, throw: bool = True, backend: str = "nodecourse",
-                     per_sample: bool = False, options: dict | None = None, on_step=None) -> Solution:
+def solve_checkpoint(
+    func,
+    y0: torch.Tensor,
+    t: torch.Tensor,
+    *,
+    solve: Callable,
+    method: str,
+    rtol: float,
+    atol: float,
+    step_size=None,
+    max_steps: int,
+    throw: bool = True,
+    backend: str = "nodecourse",
+    per_sample: bool = False,
+    options: dict | None = None,
+    on_step=None,
+) -> Solution:
     """``odeint(..., gradient="checkpoint")`` on the step record (see :class:`CheckpointFunction`);
     ``solve`` is ``odeint`` itself (the forward solve without a graph, then one replay per step).
 
@@ -134,9 +156,24 @@ def solve_checkpoint(func, y0: torch.Tensor, t: torch.Tensor, *, solve: Callable
     activations). Work: every accepted step is computed twice (``stats["nfe_backward"]`` counts
     the replays).
     """
-    forward_kwargs = dict(method=method, rtol=rtol, atol=atol, step_size=step_size, max_steps=max_steps,
-                          backend=backend, per_sample=per_sample, options=options)
+    forward_kwargs = dict(
+        method=method,
+        rtol=rtol,
+        atol=atol,
+        step_size=step_size,
+        max_steps=max_steps,
+        backend=backend,
+        per_sample=per_sample,
+        options=options,
+    )
     params, random = inspect_field(func, y0, t[0])
-    run = GradientRun(func=func, solve=solve, forward_kwargs=forward_kwargs, backward_kwargs={"on_step": on_step},
-                      throw=throw, params=params, random=random)
+    run = GradientRun(
+        func=func,
+        solve=solve,
+        forward_kwargs=forward_kwargs,
+        backward_kwargs={"on_step": on_step},
+        throw=throw,
+        params=params,
+        random=random,
+    )
     return differentiable_solution(run, CheckpointFunction.apply(run, t, y0, *params), t)

@@ -14,6 +14,7 @@ implicit_euler checked against the trapezoidal rule q = 2; for the trapezoidal
 rule's divided-difference estimate q = 3. The controller's exponent is
 ``-1/q`` and Hairer's initial step uses the same q; nothing else takes an order.
 """
+
 from __future__ import annotations
 
 import math
@@ -72,19 +73,24 @@ class UserNorm:
 
     def __init__(self, norm):
         if not callable(norm):
-            raise TypeError(f"options['norm']={norm!r} must be a callable norm(tensor) -> scalar tensor (e.g. "
-                            f"lambda x: x.abs().max()), or None for the RMS norm")
+            raise TypeError(
+                f"options['norm']={norm!r} must be a callable norm(tensor) -> scalar tensor (e.g. "
+                f"lambda x: x.abs().max()), or None for the RMS norm"
+            )
         self.norm = norm
         self.checked = False
 
     def __call__(self, x: torch.Tensor):
         out = self.norm(x)
         if not self.checked:
-            if not (isinstance(out, torch.Tensor) and out.numel() == 1 or isinstance(out, (int, float))) \
-                    or isinstance(out, bool):
+            if not (isinstance(out, torch.Tensor) and out.numel() == 1 or isinstance(out, (int, float))) or isinstance(
+                out, bool
+            ):
                 shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
-                raise TypeError(f"options['norm'] returned {shape} for a tensor of shape {tuple(x.shape)}; it must "
-                                f"return one number (a 0-d tensor or a float), e.g. x.abs().max()")
+                raise TypeError(
+                    f"options['norm'] returned {shape} for a tensor of shape {tuple(x.shape)}; it must "
+                    f"return one number (a 0-d tensor or a float), e.g. x.abs().max()"
+                )
             self.checked = True
         return out.abs() if isinstance(out, torch.Tensor) else abs(out)
 
@@ -94,8 +100,9 @@ def error_scale(y0: torch.Tensor, y1: torch.Tensor, rtol: float, atol: float) ->
     return torch.maximum(y0.detach().abs(), y1.detach().abs()).mul_(rtol).add_(atol)
 
 
-def _read_settings(ctl, rtol: float, atol: float, error_order: int, options: dict, t_start: float,
-                   t_end: float, max_steps: int) -> None:
+def _read_settings(
+    ctl, rtol: float, atol: float, error_order: int, options: dict, t_start: float, t_end: float, max_steps: int
+) -> None:
     """The settings both controllers read (same names, same formulas): tolerances, the exponent
     ``-1/q``, the options, the interval and its direction, the step budget."""
     ctl.rtol, ctl.atol = rtol, atol
@@ -121,8 +128,9 @@ class StepControl:
         max_steps: budget of attempted steps.
     """
 
-    def __init__(self, *, rtol: float, atol: float, error_order: int, options: dict, t_start: float,
-                 t_end: float, max_steps: int):
+    def __init__(
+        self, *, rtol: float, atol: float, error_order: int, options: dict, t_start: float, t_end: float, max_steps: int
+    ):
         _read_settings(self, rtol, atol, error_order, options, t_start, t_end, max_steps)
         self.n_accepted = 0
         self.n_rejected = 0
@@ -212,7 +220,7 @@ class StepControl:
         if not math.isfinite(ratio):
             return self.dfactor
         low = 1.0 if ratio <= 1.0 else self.dfactor
-        return min(self.ifactor, max(self.safety * ratio ** self.exponent, low))
+        return min(self.ifactor, max(self.safety * ratio**self.exponent, low))
 
     # ------------------------------------------------------------------ decisions
     def out_of_steps(self) -> bool:
@@ -251,24 +259,27 @@ class StepControl:
     def nonfinite_failure(self, h_used: float) -> tuple[Status, str]:
         return Status.NON_FINITE, (
             f"{self.nonfinite_what} at t={self.nonfinite_t!r}; the step was shrunk "
-            f"{self.nonfinite_streak} time(s), to |h|={abs(h_used):.3g}, without getting past it")
+            f"{self.nonfinite_streak} time(s), to |h|={abs(h_used):.3g}, without getting past it"
+        )
 
     def underflow_failure(self, t: float, h_used: float) -> tuple[Status, str]:
         """Underflow, unless the steps shrank because func kept giving NaN/inf: then that is the cause."""
         if self.nonfinite_t is not None:
             return Status.NON_FINITE, (
                 f"{self.nonfinite_what} at t={self.nonfinite_t!r}; the step shrank to |h|={abs(h_used):.3g} "
-                f"(below float64 resolution at t={t:.10g}) trying to get past it")
+                f"(below float64 resolution at t={t:.10g}) trying to get past it"
+            )
         return Status.STEP_UNDERFLOW, f"step size {abs(h_used):.3g} underflowed at t={t:.10g}"
 
     def max_steps_failure(self, t: float) -> tuple[Status, str]:
-        return Status.MAX_STEPS, (f"max_steps={self.max_steps} steps used ({self.n_accepted} accepted, "
-                                  f"{self.n_rejected} rejected), reached t={t:.6g} of "
-                                  f"[{self.t_start:.6g}, {self.t_end:.6g}]")
+        return Status.MAX_STEPS, (
+            f"max_steps={self.max_steps} steps used ({self.n_accepted} accepted, "
+            f"{self.n_rejected} rejected), reached t={t:.6g} of "
+            f"[{self.t_start:.6g}, {self.t_end:.6g}]"
+        )
 
 
-def locate_nonfinite(ks: list[torch.Tensor], y1: torch.Tensor, t0: float, h: float,
-                     nodes) -> tuple[float, str] | None:
+def locate_nonfinite(ks: list[torch.Tensor], y1: torch.Tensor, t0: float, h: float, nodes) -> tuple[float, str] | None:
     """Where a step with a non-finite error ratio met NaN/inf: ``(time, what)``, or None when
     every stage and the new state are finite (then only the ratio overflowed: tolerances too small
     for the error). Only called on that rare path (one host sync per stage)."""
@@ -281,8 +292,12 @@ def locate_nonfinite(ks: list[torch.Tensor], y1: torch.Tensor, t0: float, h: flo
 
 
 # ====================================================================== per-sample variant
-OK, MAX, UNDER, NONFIN = (Status.SUCCESS.code, Status.MAX_STEPS.code, Status.STEP_UNDERFLOW.code,
-                          Status.NON_FINITE.code)
+OK, MAX, UNDER, NONFIN = (
+    Status.SUCCESS.code,
+    Status.MAX_STEPS.code,
+    Status.STEP_UNDERFLOW.code,
+    Status.NON_FINITE.code,
+)
 
 
 class BatchStepControl:
@@ -292,11 +307,25 @@ class BatchStepControl:
     the state's device. Codes are :attr:`Status.code` values, per element.
     """
 
-    def __init__(self, *, rtol: float, atol: float, error_order: int, options: dict, t_start: float,
-                 t_end: float, max_steps: int, batch: int, device: torch.device, t_dtype: torch.dtype):
+    def __init__(
+        self,
+        *,
+        rtol: float,
+        atol: float,
+        error_order: int,
+        options: dict,
+        t_start: float,
+        t_end: float,
+        max_steps: int,
+        batch: int,
+        device: torch.device,
+        t_dtype: torch.dtype,
+    ):
         if options.get("norm") is not None:
-            raise ValueError("options['norm'] is not available with per_sample=True: the error norm there is the "
-                             "RMS of each row (shape (B,)). Drop the norm, or use per_sample=False")
+            raise ValueError(
+                "options['norm'] is not available with per_sample=True: the error norm there is the "
+                "RMS of each row (shape (B,)). Drop the norm, or use per_sample=False"
+            )
         _read_settings(self, rtol, atol, error_order, options, t_start, t_end, max_steps)
         self.t_dtype = t_dtype
         self.eps = torch.finfo(t_dtype).eps
@@ -325,14 +354,16 @@ class BatchStepControl:
             bshape = (y0.shape[0],) + (1,) * (y0.dim() - 1)
             scale = y0.detach().abs() * self.rtol + self.atol
             d0, d1 = rms_rows(y0.detach() / scale), rms_rows(f0.detach() / scale)
-            h0 = torch.where((d0 < 1e-5) | (d1 < 1e-5), torch.full_like(d0, 1e-6),
-                             0.01 * d0 / d1.clamp_min(1e-300))
+            h0 = torch.where((d0 < 1e-5) | (d1 < 1e-5), torch.full_like(d0, 1e-6), 0.01 * d0 / d1.clamp_min(1e-300))
             y1 = y0.detach() + (self.direction * h0).view(bshape) * f0.detach()
             f1 = func((t + self.direction * h0.to(t.dtype)).to(y0.dtype), y1)
             d2 = rms_rows((f1 - f0.detach()) / scale) / h0
             small = (d1 <= 1e-15) & (d2 <= 1e-15)
-            h1 = torch.where(small, torch.clamp(h0 * 1e-3, min=1e-6),
-                             (0.01 / torch.maximum(d1, d2).clamp_min(1e-300)) ** (1.0 / self.error_order))
+            h1 = torch.where(
+                small,
+                torch.clamp(h0 * 1e-3, min=1e-6),
+                (0.01 / torch.maximum(d1, d2).clamp_min(1e-300)) ** (1.0 / self.error_order),
+            )
             h = torch.minimum(100 * h0, h1)
             h = torch.where(torch.isfinite(h) & (h > 0), h, torch.full_like(h, 1e-6))
         return self.clip((self.direction * h).to(self.t_dtype)), 1
@@ -418,7 +449,12 @@ class BatchStepControl:
         worst = next(Status.from_code(c) for c in (NONFIN, UNDER, MAX) if c in failed)
         first = codes.index(worst.code)
         where = float(self.fail_t[first])
-        what = {Status.NON_FINITE: "func returned NaN/inf", Status.STEP_UNDERFLOW: "the step size underflowed",
-                Status.MAX_STEPS: f"max_steps={self.max_steps} batched steps ran out"}[worst]
-        return worst, (f"{len(failed)} of {len(codes)} batch elements failed, worst {worst.name}: element {first}: "
-                       f"{what} at t={where!r}; see solution.status_per_sample")
+        what = {
+            Status.NON_FINITE: "func returned NaN/inf",
+            Status.STEP_UNDERFLOW: "the step size underflowed",
+            Status.MAX_STEPS: f"max_steps={self.max_steps} batched steps ran out",
+        }[worst]
+        return worst, (
+            f"{len(failed)} of {len(codes)} batch elements failed, worst {worst.name}: element {first}: "
+            f"{what} at t={where!r}; see solution.status_per_sample"
+        )

@@ -6,6 +6,7 @@ They run where they are cheap: the in-place test is a comparison of ``y``'s vers
 around every call (two attribute reads); the batch probe and the dtype/device diagnosis run
 on the first call only (:class:`~nodecourse.solvers.rk.CheckedFunc` calls them).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -50,7 +51,8 @@ def inplace_error(before: int | None = None, after: int | None = None) -> InPlac
         f"func(t, y) changed y in place{counter}. The solver passes its own state tensors to func, so an "
         f"in-place update (y.mul_(2), y += ..., y[...] = ..., nn.ReLU(inplace=True) applied to y) corrupts "
         f"the solve. Return a new tensor instead, e.g. `return 2 * y` rather than `y.mul_(2); return y`. "
-        f"(The caller's y0 was not changed: the solver works on a copy of it.)")
+        f"(The caller's y0 was not changed: the solver works on a copy of it.)"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -102,8 +104,10 @@ def mismatch_error(func, y: torch.Tensor, cause: BaseException | None = None) ->
         else:
             fix = f"put both on one device: {owner}.to({str(y.device)!r}) or y0.to({str(x.device)!r})"
         raised = f" func raised {type(cause).__name__}: {cause}." if cause is not None else ""
-        return FieldMismatchError(f"the field's {owner} ({what}) has dtype {x.dtype} on {x.device}, but y0 has "
-                                  f"dtype {y.dtype} on {y.device}.{raised} Fix: {fix}")
+        return FieldMismatchError(
+            f"the field's {owner} ({what}) has dtype {x.dtype} on {x.device}, but y0 has "
+            f"dtype {y.dtype} on {y.device}.{raised} Fix: {fix}"
+        )
     return None
 
 
@@ -118,7 +122,8 @@ def per_sample_time_error(func, t: torch.Tensor, y: torch.Tensor, cause: BaseExc
         f"per_sample=True gives func one time per batch row: t has shape {tuple(t.shape)} for y of shape "
         f"{tuple(y.shape)}, and func raised {type(cause).__name__}: {cause}. It works with a 0-d t, so broadcast "
         f"t over the row's other dimensions, e.g. t[:, None] * y for y of shape (B, D) "
-        f"(t.reshape(-1, *[1] * (y.dim() - 1)) in general)")
+        f"(t.reshape(-1, *[1] * (y.dim() - 1)) in general)"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -204,4 +209,5 @@ def check_rows_independent(func, t: torch.Tensor, y: torch.Tensor, f: torch.Tens
         f"{scale:.3g}). Per-sample mode steps every row with its own step size and time, so such a field (a mean "
         f"or sum over the batch, BatchNorm in training mode, attention across the batch) gives a different answer "
         f"than the batch solve. Use per_sample=False, or make func act on each row alone (e.g. BatchNorm in eval "
-        f"mode, LayerNorm)")
+        f"mode, LayerNorm)"
+    )

@@ -4,6 +4,7 @@ Each output interval ``[t_i, t_{i+1}]`` is split into ``ceil(|dt| / step_size)``
 equal steps, so every output time is hit exactly (no interpolation error on
 top of the method's own error, which keeps the measured order clean).
 """
+
 from __future__ import annotations
 
 import math
@@ -20,7 +21,7 @@ FIXED_OPTIONS: dict = {}
 
 
 #: Relative rounding of a time given in float32 (the coarsest dtype the solvers take).
-TIME_ROUNDING = 2.0 ** -23
+TIME_ROUNDING = 2.0**-23
 
 
 def equal_steps(t_start: float, t_end: float, step_size: float) -> int:
@@ -42,8 +43,17 @@ def steps_per_interval(ts: list[float], step_size: float) -> list[int]:
     return [equal_steps(a, b, step_size) for a, b in zip(ts[:-1], ts[1:])]
 
 
-def integrate_fixed(func: CheckedFunc, y0: torch.Tensor, ts: list[float], tab: ButcherTableau, *,
-                    step_size: float, max_steps: int, options: dict, recorder: Recorder = OFF):
+def integrate_fixed(
+    func: CheckedFunc,
+    y0: torch.Tensor,
+    ts: list[float],
+    tab: ButcherTableau,
+    *,
+    step_size: float,
+    max_steps: int,
+    options: dict,
+    recorder: Recorder = OFF,
+):
     """Integrate through ``ts`` with a fixed step of at most ``step_size``.
 
     Returns ``(outputs, stats, status, message)`` as :func:`integrate_adaptive` does.
@@ -60,9 +70,15 @@ def integrate_fixed(func: CheckedFunc, y0: torch.Tensor, ts: list[float], tab: B
         h = (tb - ta) / n
         for m in range(n):
             if n_steps >= max_steps:
-                return outputs, stats(), Status.MAX_STEPS, (
-                    f"max_steps={max_steps} steps of size {abs(h):.3g} used, reached t={ta + m * h:.6g}; "
-                    f"the interval needs {sum(steps_per_interval(ts, step_size))} steps")
+                return (
+                    outputs,
+                    stats(),
+                    Status.MAX_STEPS,
+                    (
+                        f"max_steps={max_steps} steps of size {abs(h):.3g} used, reached t={ta + m * h:.6g}; "
+                        f"the interval needs {sum(steps_per_interval(ts, step_size))} steps"
+                    ),
+                )
             y_prev = y
             y = plan.step_from(func, ta + m * h, h, y)
             n_steps += 1

@@ -13,6 +13,7 @@
 Used by :mod:`~nodecourse.solvers.adjoint`, :mod:`~nodecourse.solvers.checkpoint` and
 :mod:`~nodecourse.solvers.reversible`.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -62,15 +63,13 @@ def inspect_field(func, y0: torch.Tensor, t0: torch.Tensor, extra=()) -> tuple[l
     params = [p for p in func.parameters() if p.requires_grad] if isinstance(func, nn.Module) else []
     for p in extra:
         if not isinstance(p, torch.Tensor) or not p.requires_grad:
-            raise TypeError(f"adjoint_options['params'] must hold tensors that require grad; got "
-                            f"{type(p).__name__}")
+            raise TypeError(f"adjoint_options['params'] must hold tensors that require grad; got {type(p).__name__}")
         if all(p is not q for q in params):
             params.append(p)
     if not torch.is_grad_enabled():
         return params, False
     # a copy: func never sees the caller's y0
-    out, random = field_checks.call_keeping_rng(lambda: _probe_call(func, t0.detach(), y0.detach().clone()),
-                                                y0.device)
+    out, random = field_checks.call_keeping_rng(lambda: _probe_call(func, t0.detach(), y0.detach().clone()), y0.device)
     if isinstance(out, torch.Tensor) and out.requires_grad:
         known = {id(p) for p in params}
         for q in _graph_leaves(out):
@@ -126,8 +125,9 @@ def forward_without_graph(ctx, run: GradientRun, t, y0, params, **extra) -> torc
     if run.random:
         run.rng = field_checks.rng_state(y0.device)
     with torch.no_grad():
-        run.solution = run.solve(run.func, y0, t.detach(), gradient="backprop", throw=run.throw, **extra,
-                              **run.forward_kwargs)
+        run.solution = run.solve(
+            run.func, y0, t.detach(), gradient="backprop", throw=run.throw, **extra, **run.forward_kwargs
+        )
     ctx.run = run
     ys = run.solution.ys.detach()
     ctx.save_for_backward(t, ys, y0, *params)
@@ -152,11 +152,21 @@ def refuse_second_derivative(route: str, fix: str) -> None:
         raise SecondDerivativeError(
             f"{route} cannot give a differentiable gradient (create_graph=True: a gradient penalty, a "
             f"Hessian-vector product): its backward pass is not made of differentiable operations, and a "
-            f"gradient without its graph would silently drop the second-order terms. {fix}")
+            f"gradient without its graph would silently drop the second-order terms. {fix}"
+        )
 
 
-def backprop_replay(run: GradientRun, solve: Callable, t: torch.Tensor, y0: torch.Tensor, grad_ys: torch.Tensor,
-                    params, *, need_y0: bool, route: str) -> list:
+def backprop_replay(
+    run: GradientRun,
+    solve: Callable,
+    t: torch.Tensor,
+    y0: torch.Tensor,
+    grad_ys: torch.Tensor,
+    params,
+    *,
+    need_y0: bool,
+    route: str,
+) -> list:
     """``[dL/dy0 or None, *dL/dparams]`` by solving once more with a graph (``solve(y0, t) ->
     Solution``, gradient="backprop", the forward's settings) from the forward's random state, and
     differentiating that solve. Under ``create_graph=True`` the gradient keeps its graph: ``y0`` and
@@ -168,8 +178,7 @@ def backprop_replay(run: GradientRun, solve: Callable, t: torch.Tensor, y0: torc
     """
     create = torch.is_grad_enabled()
     stats = run.solution.stats
-    replay = (field_checks.replayed_rng(run.rng, y0.device) if run.rng is not None
-              else contextlib.nullcontext())
+    replay = field_checks.replayed_rng(run.rng, y0.device) if run.rng is not None else contextlib.nullcontext()
     with torch.enable_grad(), replay:
         # first order: a fresh leaf (no graph to keep); second order: the saved input itself
         y_in = y0 if (create and y0.requires_grad) else y0.detach().requires_grad_(need_y0)
@@ -183,9 +192,11 @@ def backprop_replay(run: GradientRun, solve: Callable, t: torch.Tensor, y0: torc
             return [torch.full_like(y0, float("nan"))] + [torch.full_like(p, float("nan")) for p in params]
         wanted = [p for p in params if p.requires_grad]
         inputs = ([y_in] if y_in.requires_grad else []) + wanted
-        got = list(torch.autograd.grad(solution.ys, inputs, grad_outputs=grad_ys, allow_unused=True,
-                                       create_graph=create)) if inputs and solution.ys.requires_grad else \
-            [None] * len(inputs)
+        got = (
+            list(torch.autograd.grad(solution.ys, inputs, grad_outputs=grad_ys, allow_unused=True, create_graph=create))
+            if inputs and solution.ys.requires_grad
+            else [None] * len(inputs)
+        )
     grad_y0 = got.pop(0) if y_in.requires_grad else None
     if need_y0 and grad_y0 is None:
         grad_y0 = torch.zeros_like(y0)

@@ -25,6 +25,7 @@ stiff systems (a few thousand unknowns at most). Gradients flow through the
 Newton iterations (the Jacobian itself is treated as a constant), so at
 convergence they approximate the implicit-function gradient.
 """
+
 from __future__ import annotations
 
 import math
@@ -51,12 +52,19 @@ def theta_of(tab: ButcherTableau) -> float:
     second stage at ``t0 + h``, ``b`` equal to the last row): the only implicit form this
     integrator runs. Raises ``ValueError`` naming what differs."""
     A = tab.matrix
-    ok = (tab.stages == 2 and tuple(tab.c) == (0.0, 1.0) and A[0][0] == 0.0
-          and tuple(tab.b) == tuple(A[1]) and A[1][1] != 0.0)
+    ok = (
+        tab.stages == 2
+        and tuple(tab.c) == (0.0, 1.0)
+        and A[0][0] == 0.0
+        and tuple(tab.b) == tuple(A[1])
+        and A[1][1] != 0.0
+    )
     if not ok:
-        raise ValueError(f"tableau {tab.name!r}: the implicit integrator runs two-stage theta methods "
-                         f"c=(0, 1), a=((0,), (1 - theta, theta)), b=(1 - theta, theta); got c={tab.c}, "
-                         f"a={tab.a}, b={tab.b}")
+        raise ValueError(
+            f"tableau {tab.name!r}: the implicit integrator runs two-stage theta methods "
+            f"c=(0, 1), a=((0,), (1 - theta, theta)), b=(1 - theta, theta); got c={tab.c}, "
+            f"a={tab.a}, b={tab.b}"
+        )
     return A[1][1]
 
 
@@ -116,8 +124,19 @@ def newton_solve(func, t1: float, y0, f0, h: float, theta: float, jac, *, rtol, 
     return NewtonResult(y1, f1, max_iters, False)
 
 
-def integrate_implicit(func, y0: torch.Tensor, ts: list[float], spec, *, rtol: float, atol: float,
-                       step_size, max_steps: int, options: dict, recorder: Recorder = OFF):
+def integrate_implicit(
+    func,
+    y0: torch.Tensor,
+    ts: list[float],
+    spec,
+    *,
+    rtol: float,
+    atol: float,
+    step_size,
+    max_steps: int,
+    options: dict,
+    recorder: Recorder = OFF,
+):
     """Integrate through ``ts`` with a theta method (``spec.tableau``, see :func:`theta_of`).
 
     ``func`` is the shape-checked, counting :class:`~nodecourse.solvers.rk.CheckedFunc`.
@@ -127,8 +146,15 @@ def integrate_implicit(func, y0: torch.Tensor, ts: list[float], spec, *, rtol: f
     tab = spec.tableau
     theta = theta_of(tab)
     adaptive = step_size is None
-    ctl = StepControl(rtol=rtol, atol=atol, error_order=spec.error_order or tab.order + 1, options=options,
-                      t_start=ts[0], t_end=ts[-1], max_steps=max_steps)
+    ctl = StepControl(
+        rtol=rtol,
+        atol=atol,
+        error_order=spec.error_order or tab.order + 1,
+        options=options,
+        t_start=ts[0],
+        t_end=ts[-1],
+        max_steps=max_steps,
+    )
     err_weights = tab.b_err if (adaptive and spec.error_estimate == "embedded") else None
     t, y = ts[0], y0
     f = func(time_tensor(t, y0), y0)
@@ -136,9 +162,15 @@ def integrate_implicit(func, y0: torch.Tensor, ts: list[float], spec, *, rtol: f
     outputs = [y0]
 
     def stats():
-        return {"nfe": func.nfe, "n_steps": ctl.n_accepted + ctl.n_rejected, "n_accepted": ctl.n_accepted,
-                "n_rejected": ctl.n_rejected, "n_newton_iters": c["newton"], "n_jacobians": c["jac"],
-                "n_newton_failures": c["newton_fail"]}
+        return {
+            "nfe": func.nfe,
+            "n_steps": ctl.n_accepted + ctl.n_rejected,
+            "n_accepted": ctl.n_accepted,
+            "n_rejected": ctl.n_rejected,
+            "n_newton_iters": c["newton"],
+            "n_jacobians": c["jac"],
+            "n_newton_failures": c["newton_fail"],
+        }
 
     recording = recorder.enabled
     if recording:
@@ -166,23 +198,39 @@ def integrate_implicit(func, y0: torch.Tensor, ts: list[float], spec, *, rtol: f
             if ctl.underflows(t, h_use):
                 status, message = ctl.underflow_failure(t, h_use)
                 if status is Status.STEP_UNDERFLOW:
-                    message += (f" after {c['newton_fail']} Newton failures (options newton_tol="
-                                f"{options['newton_tol']:g}, max_newton_iters={options['max_newton_iters']}; "
-                                f"Newton's tolerance scales with rtol/atol)")
+                    message += (
+                        f" after {c['newton_fail']} Newton failures (options newton_tol="
+                        f"{options['newton_tol']:g}, max_newton_iters={options['max_newton_iters']}; "
+                        f"Newton's tolerance scales with rtol/atol)"
+                    )
                 return outputs, stats(), status, message
             if jac is None:
                 jac = jacobian(func, t, y)
                 c["jac"] += 1
-            res = newton_solve(func, t_new, y, f, h_use, theta, jac, rtol=rtol, atol=atol,
-                               tol=options["newton_tol"], max_iters=options["max_newton_iters"])
+            res = newton_solve(
+                func,
+                t_new,
+                y,
+                f,
+                h_use,
+                theta,
+                jac,
+                rtol=rtol,
+                atol=atol,
+                tol=options["newton_tol"],
+                max_iters=options["max_newton_iters"],
+            )
             c["newton"] += res.iters
             if not res.converged or res.iters > 3:
                 jac = None  # slow or failed Newton: the Jacobian is stale, refresh it next attempt
             if not res.converged:
                 c["newton_fail"] += 1
                 if not bool(torch.isfinite(res.y1).all()):
-                    what = ("func returned NaN/inf" if not bool(torch.isfinite(res.f1).all())
-                            else "Newton's iterate became NaN/inf")
+                    what = (
+                        "func returned NaN/inf"
+                        if not bool(torch.isfinite(res.f1).all())
+                        else "Newton's iterate became NaN/inf"
+                    )
                     h = ctl.reject_nonfinite(t_new, h_use, what)
                     if recording:
                         recorder.step(t, h_use, math.inf, False, y, res.y1)

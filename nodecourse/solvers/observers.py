@@ -2,6 +2,7 @@
 
 Kept apart from ``diagnostics`` so that ``odeint`` can report without importing it.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable

@@ -9,6 +9,7 @@ Structure: :func:`odeint` validates every argument, then dispatches on ``gradien
 runs one integrator on it and returns the :class:`Solution` (never raising on a
 failed solve; ``odeint`` does that when ``throw=True``).
 """
+
 from __future__ import annotations
 
 import time
@@ -32,11 +33,25 @@ from nodecourse.solvers.torchdiffeq_backend import integrate_torchdiffeq
 from nodecourse.solvers.tuple_state import is_tuple_state, solve_tuple
 
 
-def odeint(func, y0: torch.Tensor, t: torch.Tensor, *, method="dopri5", rtol: float = 1e-7,
-           atol: float = 1e-9, step_size=None, max_steps: int = 10_000, gradient: str = "backprop",
-           throw: bool = True, backend: str = "nodecourse", per_sample: bool = False,
-           options: dict | None = None, adjoint_options: dict | None = None,
-           record_steps: bool | str = False, on_step: Optional[Callable[[StepEvent], Any]] = None) -> Solution:
+def odeint(
+    func,
+    y0: torch.Tensor,
+    t: torch.Tensor,
+    *,
+    method="dopri5",
+    rtol: float = 1e-7,
+    atol: float = 1e-9,
+    step_size=None,
+    max_steps: int = 10_000,
+    gradient: str = "backprop",
+    throw: bool = True,
+    backend: str = "nodecourse",
+    per_sample: bool = False,
+    options: dict | None = None,
+    adjoint_options: dict | None = None,
+    record_steps: bool | str = False,
+    on_step: Optional[Callable[[StepEvent], Any]] = None,
+) -> Solution:
     """Solve ``dy/dt = func(t, y)``, ``y(t[0]) = y0``, and report the solver's work.
 
     Args:
@@ -117,10 +132,25 @@ def odeint(func, y0: torch.Tensor, t: torch.Tensor, *, method="dopri5", rtol: fl
     """
     v.check_func(func)
     if is_tuple_state(y0):  # a state in parts (torchdiffeq's convention): flattened, solved, split back
-        return solve_tuple(odeint, func, y0, t, method=method, rtol=rtol, atol=atol, step_size=step_size,
-                           max_steps=max_steps, gradient=gradient, throw=throw, backend=backend, per_sample=per_sample,
-                           options=options, adjoint_options=adjoint_options, record_steps=record_steps,
-                           on_step=on_step)
+        return solve_tuple(
+            odeint,
+            func,
+            y0,
+            t,
+            method=method,
+            rtol=rtol,
+            atol=atol,
+            step_size=step_size,
+            max_steps=max_steps,
+            gradient=gradient,
+            throw=throw,
+            backend=backend,
+            per_sample=per_sample,
+            options=options,
+            adjoint_options=adjoint_options,
+            record_steps=record_steps,
+            on_step=on_step,
+        )
     per_sample = v.check_flag("per_sample", per_sample)
     throw = v.check_flag("throw", throw)
     v.check_y0(y0, per_sample)
@@ -135,31 +165,75 @@ def odeint(func, y0: torch.Tensor, t: torch.Tensor, *, method="dopri5", rtol: fl
     v.check_gradient(gradient, spec, per_sample, backend)
     opts = v.merge_options(options, v.option_defaults(spec, backend), spec.name)
     # every setting of the backward solve too, before the forward solve runs
-    adjoint_options = v.check_adjoint_options(adjoint_options, gradient=gradient, method=method, rtol=rtol,
-                                              atol=atol, step_size=step_size, max_steps=max_steps,
-                                              options=options, backend=backend, y0=y0)
+    adjoint_options = v.check_adjoint_options(
+        adjoint_options,
+        gradient=gradient,
+        method=method,
+        rtol=rtol,
+        atol=atol,
+        step_size=step_size,
+        max_steps=max_steps,
+        options=options,
+        backend=backend,
+        y0=y0,
+    )
     if spec.kind == reversible.REVERSIBLE:  # reversible Heun: its own integrator and gradient mode
         v.check_reversible_record(spec, record_steps, on_step)
 
         def solve_reversible(y_in, t_in):
-            return reversible.solve_reversible(func, y_in, t_in, ts=ts, gradient=gradient, step_size=float(step_size),
-                                               max_steps=max_steps, throw=throw, name=spec.name)
+            return reversible.solve_reversible(
+                func,
+                y_in,
+                t_in,
+                ts=ts,
+                gradient=gradient,
+                step_size=float(step_size),
+                max_steps=max_steps,
+                throw=throw,
+                name=spec.name,
+            )
 
         return attach_time_gradients(solve_reversible, func, y0, t) if t.requires_grad else solve_reversible(y0, t)
     if gradient in ("adjoint", "checkpoint") or t.requires_grad:
-        settings = dict(method=method, rtol=rtol, atol=atol, step_size=step_size, max_steps=max_steps,
-                        throw=throw, backend=backend, per_sample=per_sample, options=options)
+        settings = dict(
+            method=method,
+            rtol=rtol,
+            atol=atol,
+            step_size=step_size,
+            max_steps=max_steps,
+            throw=throw,
+            backend=backend,
+            per_sample=per_sample,
+            options=options,
+        )
         if gradient == "adjoint":
             return adjoint.solve_adjoint(func, y0, t, solve=odeint, adjoint_options=adjoint_options, **settings)
         if gradient == "checkpoint" and not t.requires_grad:
             return checkpoint.solve_checkpoint(func, y0, t, solve=odeint, on_step=on_step, **settings)
         return attach_time_gradients(
-            lambda y_in, t_in: odeint(func, y_in, t_in, gradient=gradient, record_steps=record_steps,
-                                      on_step=on_step, **settings), func, y0, t)
-    request = SolveRequest(func=func, y0=y0, t=t, ts=ts, spec=spec, rtol=rtol, atol=atol,
-                           step_size=float(step_size) if step_size is not None else None, max_steps=max_steps,
-                           backend=backend, per_sample=per_sample, options=opts,
-                           record_steps=record_steps, on_step=on_step)
+            lambda y_in, t_in: odeint(
+                func, y_in, t_in, gradient=gradient, record_steps=record_steps, on_step=on_step, **settings
+            ),
+            func,
+            y0,
+            t,
+        )
+    request = SolveRequest(
+        func=func,
+        y0=y0,
+        t=t,
+        ts=ts,
+        spec=spec,
+        rtol=rtol,
+        atol=atol,
+        step_size=float(step_size) if step_size is not None else None,
+        max_steps=max_steps,
+        backend=backend,
+        per_sample=per_sample,
+        options=opts,
+        record_steps=record_steps,
+        on_step=on_step,
+    )
     solution = solve_request(request)
     if solution.status is not Status.SUCCESS and throw:
         raise SolverError(solution.status, f"method={spec.name!r}: {solution.message}", solution)
@@ -204,38 +278,71 @@ def solve_request(req: SolveRequest) -> Solution:
 
     if req.backend == "torchdiffeq":
         outputs, stats, status, message = integrate_torchdiffeq(
-            func, y0, req.t, spec, rtol=req.rtol, atol=req.atol, step_size=req.step_size,
-            max_steps=req.max_steps, options=req.options, recorder=recorder)
+            func,
+            y0,
+            req.t,
+            spec,
+            rtol=req.rtol,
+            atol=req.atol,
+            step_size=req.step_size,
+            max_steps=req.max_steps,
+            options=req.options,
+            recorder=recorder,
+        )
     else:
         checked = CheckedFunc(func, y0, per_sample=req.per_sample)
         common = dict(max_steps=req.max_steps, options=req.options, recorder=recorder)
         if spec.kind == FIXED:
             outputs, stats, status, message = integrate_fixed(
-                checked, y0, ts, spec.tableau, step_size=req.step_size, **common)
+                checked, y0, ts, spec.tableau, step_size=req.step_size, **common
+            )
         elif spec.kind == ADAPTIVE and req.per_sample:
             outputs, stats, status, message = integrate_per_sample(
-                checked, y0, ts, spec.tableau, rtol=req.rtol, atol=req.atol, **common)
+                checked, y0, ts, spec.tableau, rtol=req.rtol, atol=req.atol, **common
+            )
             status_per_sample = stats["status_per_sample"]
         elif spec.kind == ADAPTIVE:
             outputs, stats, status, message = integrate_adaptive(
-                checked, y0, ts, spec.tableau, rtol=req.rtol, atol=req.atol, **common)
+                checked, y0, ts, spec.tableau, rtol=req.rtol, atol=req.atol, **common
+            )
         else:
             outputs, stats, status, message = integrate_implicit(
-                checked, y0, ts, spec, rtol=req.rtol, atol=req.atol, step_size=req.step_size, **common)
+                checked, y0, ts, spec, rtol=req.rtol, atol=req.atol, step_size=req.step_size, **common
+            )
 
     # backprop differentiates the recorded operations: its backward pass never calls func
     stats.setdefault("nfe_backward", 0)
     if req.backend != "torchdiffeq" and checked.nfe_setup:
         stats["nfe_setup"] = checked.nfe_setup  # the per-sample probe (rows kept apart)
     ys = outputs if isinstance(outputs, torch.Tensor) else _stack(outputs, len(ts), y0)
-    solution = Solution(ys=ys, ts=req.t, stats=stats, status=status, method=spec.name, rtol=req.rtol,
-                        atol=req.atol, message=message, steps=recorder.record,
-                        status_per_sample=status_per_sample)
+    solution = Solution(
+        ys=ys,
+        ts=req.t,
+        stats=stats,
+        status=status,
+        method=spec.name,
+        rtol=req.rtol,
+        atol=req.atol,
+        message=message,
+        steps=recorder.record,
+        status_per_sample=status_per_sample,
+    )
     if observers.listening():
-        observers.notify({"method": spec.name, "rtol": req.rtol, "atol": req.atol, "step_size": req.step_size,
-                          "backend": req.backend, "per_sample": req.per_sample, "shape": tuple(y0.shape),
-                          "n_times": len(ts), "stats": stats, "status": status,
-                          "seconds": time.perf_counter() - started})
+        observers.notify(
+            {
+                "method": spec.name,
+                "rtol": req.rtol,
+                "atol": req.atol,
+                "step_size": req.step_size,
+                "backend": req.backend,
+                "per_sample": req.per_sample,
+                "shape": tuple(y0.shape),
+                "n_times": len(ts),
+                "stats": stats,
+                "status": status,
+                "seconds": time.perf_counter() - started,
+            }
+        )
     return solution
 
 

@@ -12,6 +12,7 @@ Every step is a fixed sequence of batched tensor operations (no Python loop over
 elements), kept short: at small states each operation costs about as much as its
 launch, so the count is what ``benchmarks/bench_overhead.py`` measures.
 """
+
 from __future__ import annotations
 
 import math
@@ -24,8 +25,18 @@ from nodecourse.solvers.rk import RKPlan, combine, plan_for
 from nodecourse.solvers.tableaux import ButcherTableau
 
 
-def integrate_per_sample(func, y0: torch.Tensor, ts: list[float], tab: ButcherTableau, *, rtol: float,
-                         atol: float, max_steps: int, options: dict, recorder: Recorder = OFF):
+def integrate_per_sample(
+    func,
+    y0: torch.Tensor,
+    ts: list[float],
+    tab: ButcherTableau,
+    *,
+    rtol: float,
+    atol: float,
+    max_steps: int,
+    options: dict,
+    recorder: Recorder = OFF,
+):
     """Integrate a batch ``y0`` (shape ``(B, ...)``) with per-element step control.
 
     Returns ``(ys, stats, status, message)`` where ``ys`` has shape ``(len(ts), B, ...)``
@@ -39,8 +50,18 @@ def integrate_per_sample(func, y0: torch.Tensor, ts: list[float], tab: ButcherTa
     plan = plan_for(tab)
     B, dev, dtype = y0.shape[0], y0.device, y0.dtype
     t_dtype = torch.float32 if dev.type == "mps" else torch.float64  # mps has no float64
-    ctl = BatchStepControl(rtol=rtol, atol=atol, error_order=tab.error_order, options=options, t_start=ts[0],
-                           t_end=ts[-1], max_steps=max_steps, batch=B, device=dev, t_dtype=t_dtype)
+    ctl = BatchStepControl(
+        rtol=rtol,
+        atol=atol,
+        error_order=tab.error_order,
+        options=options,
+        t_start=ts[0],
+        t_end=ts[-1],
+        max_steps=max_steps,
+        batch=B,
+        device=dev,
+        t_dtype=t_dtype,
+    )
     bshape = (B,) + (1,) * (y0.dim() - 1)
     n_out = len(ts)
     # Output times, then one that is never reached: an element past its last output finds no more.

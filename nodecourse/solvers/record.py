@@ -17,6 +17,7 @@ Conventions:
   failed) and ``inf`` when the step produced NaN/inf.
 - ``accepted``: the step's end state was kept.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -92,8 +93,10 @@ class StepRecord:
         """``(t0, h)`` of each accepted step, in order (scalar mode): consecutive steps chain,
         ``t0[k+1] == t0[k] + h[k]``."""
         if self.per_sample:
-            raise ValueError("accepted_steps() is for one trajectory; in per_sample mode use "
-                             "as_tensors() and mask with accepted (shape (n_steps, B))")
+            raise ValueError(
+                "accepted_steps() is for one trajectory; in per_sample mode use "
+                "as_tensors() and mask with accepted (shape (n_steps, B))"
+            )
         return [(t, h) for t, h, a in zip(self.t0, self.h, self.accepted) if a]
 
     def as_tensors(self) -> dict[str, torch.Tensor]:
@@ -103,13 +106,18 @@ class StepRecord:
         per-sample mode); ``accepted`` (and ``active``) bool.
         """
         if self.per_sample:
-            out = {k: torch.stack(getattr(self, k)) if getattr(self, k) else torch.empty(0)
-                   for k in ("t0", "h", "error_ratio", "accepted", "active")}
+            out = {
+                k: torch.stack(getattr(self, k)) if getattr(self, k) else torch.empty(0)
+                for k in ("t0", "h", "error_ratio", "accepted", "active")
+            }
             return out
         f64 = torch.float64
-        return {"t0": torch.tensor(self.t0, dtype=f64), "h": torch.tensor(self.h, dtype=f64),
-                "error_ratio": torch.tensor(self.error_ratio, dtype=f64),
-                "accepted": torch.tensor(self.accepted, dtype=torch.bool)}
+        return {
+            "t0": torch.tensor(self.t0, dtype=f64),
+            "h": torch.tensor(self.h, dtype=f64),
+            "error_ratio": torch.tensor(self.error_ratio, dtype=f64),
+            "accepted": torch.tensor(self.accepted, dtype=torch.bool),
+        }
 
     def __repr__(self) -> str:
         mode = ", per_sample" if self.per_sample else ""
@@ -121,10 +129,10 @@ class Recorder:
     """What an integrator calls once per attempted step; fills a :class:`StepRecord` and/or
     calls ``on_step``. ``Recorder.off`` (``enabled`` False) makes the call a no-op check."""
 
-    def __init__(self, record: bool | str = False, on_step: Optional[Callable[[StepEvent], Any]] = None,
-                 per_sample: bool = False):
-        self.record = StepRecord(per_sample=per_sample, states=[] if record == "states" else None) \
-            if record else None
+    def __init__(
+        self, record: bool | str = False, on_step: Optional[Callable[[StepEvent], Any]] = None, per_sample: bool = False
+    ):
+        self.record = StepRecord(per_sample=per_sample, states=[] if record == "states" else None) if record else None
         self.on_step = on_step
         self.keep_states = record == "states"
         self.enabled = bool(record) or on_step is not None
@@ -156,7 +164,8 @@ class Recorder:
                     "on_step changed the StepEvent's y0 or y1 in place; they are the solver's own state tensors, so "
                     "the solve would go on from the changed values and report success with a wrong answer. on_step "
                     "must only read the event: copy what you want to change (event.y1.clone()). (A write through "
-                    "`.data` is not seen by this check.)")
+                    "`.data` is not seen by this check.)"
+                )
 
 
 OFF = Recorder()

@@ -8,6 +8,7 @@ accepts a :class:`~nodecourse.solvers.tableaux.ButcherTableau` directly as
 
 Adding an explicit method is one tableau (in ``tableaux.py``) and one line here.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
@@ -127,22 +128,41 @@ class SolverRegistry(Mapping):
         return "SOLVERS(" + ", ".join(f"{s.name}: {s.kind}, order {s.order}" for s in self._specs.values()) + ")"
 
 
-SOLVERS = SolverRegistry([
-    SolverSpec(EULER, "forward Euler, 1 evaluation per step", "euler"),
-    SolverSpec(MIDPOINT, "explicit midpoint, 2 evaluations per step", "midpoint"),
-    SolverSpec(RK4, "classic Runge-Kutta, 4 evaluations per step", "rk4",
-               "torchdiffeq's 'rk4' is Kutta's 3/8 rule (our 'rk38'), not the classic tableau; both order 4"),
-    SolverSpec(RK38, "Kutta's 3/8 rule, 4 evaluations per step", "rk4",
-               "torchdiffeq steps on one grid from t[0] and interpolates to output times"),
-    SolverSpec(BOSH3, "Bogacki-Shampine 3(2) pair, FSAL, 3 new evaluations per step", "bosh3",
-               "dense output: ours is the cubic Hermite (third order), torchdiffeq's a quartic"),
-    SolverSpec(DOPRI5, "Dormand-Prince 5(4) pair, FSAL, 6 new evaluations per step", "dopri5",
-               "torchdiffeq uses another 4th-order companion for the error estimate (a few % fewer NFE); "
-               "ours is Hairer's and scipy's"),
-    SolverSpec(IMPLICIT_EULER, "backward Euler with Newton (L-stable, for stiff problems)"),
-    SolverSpec(TRAPEZOID, "trapezoidal rule with Newton (A-stable, for stiff problems)",
-               error_estimate="slope_history"),
-])
+SOLVERS = SolverRegistry(
+    [
+        SolverSpec(EULER, "forward Euler, 1 evaluation per step", "euler"),
+        SolverSpec(MIDPOINT, "explicit midpoint, 2 evaluations per step", "midpoint"),
+        SolverSpec(
+            RK4,
+            "classic Runge-Kutta, 4 evaluations per step",
+            "rk4",
+            "torchdiffeq's 'rk4' is Kutta's 3/8 rule (our 'rk38'), not the classic tableau; both order 4",
+        ),
+        SolverSpec(
+            RK38,
+            "Kutta's 3/8 rule, 4 evaluations per step",
+            "rk4",
+            "torchdiffeq steps on one grid from t[0] and interpolates to output times",
+        ),
+        SolverSpec(
+            BOSH3,
+            "Bogacki-Shampine 3(2) pair, FSAL, 3 new evaluations per step",
+            "bosh3",
+            "dense output: ours is the cubic Hermite (third order), torchdiffeq's a quartic",
+        ),
+        SolverSpec(
+            DOPRI5,
+            "Dormand-Prince 5(4) pair, FSAL, 6 new evaluations per step",
+            "dopri5",
+            "torchdiffeq uses another 4th-order companion for the error estimate (a few % fewer NFE); "
+            "ours is Hairer's and scipy's",
+        ),
+        SolverSpec(IMPLICIT_EULER, "backward Euler with Newton (L-stable, for stiff problems)"),
+        SolverSpec(
+            TRAPEZOID, "trapezoidal rule with Newton (A-stable, for stiff problems)", error_estimate="slope_history"
+        ),
+    ]
+)
 
 
 def spec_for(method) -> SolverSpec:
@@ -156,6 +176,7 @@ def spec_for(method) -> SolverSpec:
     if isinstance(method, SolverSpec):
         return method
     if not isinstance(method, str):
-        raise TypeError(f"method={method!r} must be a registered name ({', '.join(SOLVERS)}) or a "
-                        f"nodecourse.solvers.ButcherTableau")
+        raise TypeError(
+            f"method={method!r} must be a registered name ({', '.join(SOLVERS)}) or a nodecourse.solvers.ButcherTableau"
+        )
     return SOLVERS[method]

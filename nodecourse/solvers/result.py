@@ -1,4 +1,5 @@
 """What a solve returns: :class:`Solution`, :class:`Status` and :class:`SolverError`."""
+
 from __future__ import annotations
 
 import enum
@@ -101,10 +102,12 @@ class Solution:
         return self.status is Status.SUCCESS
 
     def __repr__(self) -> str:
-        work = ", ".join(f"{k}={v}" for k, v in self.stats.items()
-                         if isinstance(v, (int, float)) and not (k == "nfe_backward" and v == 0))
-        shape = (tuple(tuple(part.shape) for part in self.ys) if isinstance(self.ys, tuple)
-                 else tuple(self.ys.shape))
+        work = ", ".join(
+            f"{k}={v}"
+            for k, v in self.stats.items()
+            if isinstance(v, (int, float)) and not (k == "nfe_backward" and v == 0)
+        )
+        shape = tuple(tuple(part.shape) for part in self.ys) if isinstance(self.ys, tuple) else tuple(self.ys.shape)
         return f"Solution(method={self.method!r}, status={self.status.name}, ys.shape={shape}, {work})"
 
 

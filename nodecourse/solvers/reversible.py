@@ -29,6 +29,7 @@ dynamics, not stiff ones.
 ``gradient="backprop"`` differentiates through the same steps (the reference the tests compare
 with). Nothing here imports :func:`nodecourse.odeint`.
 """
+
 from __future__ import annotations
 
 import cmath
@@ -68,13 +69,19 @@ class ReversibleSpec:
 
 #: The reversible methods, name -> :class:`ReversibleSpec` (kept apart from the Runge-Kutta
 #: registry :data:`nodecourse.SOLVERS`: these are not a tableau, they carry a second state).
-REVERSIBLE_SOLVERS = MappingProxyType({
-    "reversible_heun": ReversibleSpec(
-        "reversible_heun", "reversible Heun (Kidger et al. 2021), 1 evaluation per step, exact inverse", 2, 1,
-        "stable only for h*lam on the open segment (-i, i) of the imaginary axis; every decaying mode "
-        "(Re lam < 0) excites a parasitic solution that grows like exp(|Re lam| t); for a growing mode the "
-        "parasitic root (sqrt(1 + x^2) - x < 1 at x = h lam > 0) decays"),
-})
+REVERSIBLE_SOLVERS = MappingProxyType(
+    {
+        "reversible_heun": ReversibleSpec(
+            "reversible_heun",
+            "reversible Heun (Kidger et al. 2021), 1 evaluation per step, exact inverse",
+            2,
+            1,
+            "stable only for h*lam on the open segment (-i, i) of the imaginary axis; every decaying mode "
+            "(Re lam < 0) excites a parasitic solution that grows like exp(|Re lam| t); for a growing mode the "
+            "parasitic root (sqrt(1 + x^2) - x < 1 at x = h lam > 0) decays",
+        ),
+    }
+)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -125,18 +132,32 @@ def integrate(func, y0: torch.Tensor, ts: list[float], step_size: float, max_ste
         h = (tb - ta) / n
         for m in range(n):
             if n_steps >= max_steps:
-                return outputs, (y, z, f), stats(), Status.MAX_STEPS, (
-                    f"max_steps={max_steps} steps of size {abs(h):.3g} used, "
-                    f"reached t={_step_time(ta, tb, h, m, n):.6g}; "
-                    f"the interval needs {sum(plan)} steps")
+                return (
+                    outputs,
+                    (y, z, f),
+                    stats(),
+                    Status.MAX_STEPS,
+                    (
+                        f"max_steps={max_steps} steps of size {abs(h):.3g} used, "
+                        f"reached t={_step_time(ta, tb, h, m, n):.6g}; "
+                        f"the interval needs {sum(plan)} steps"
+                    ),
+                )
             t0, t1 = _step_time(ta, tb, h, m, n), _step_time(ta, tb, h, m + 1, n)
             y, z, f = heun_step(func, t0, t1 - t0, y, z, f)
             n_steps += 1
         if not (bool(torch.isfinite(y).all()) and bool(torch.isfinite(z).all())):
-            return outputs, (y, z, f), stats(), Status.NON_FINITE, (
-                f"the state became NaN/inf between t={ta:.6g} and t={tb:.6g} (reversible Heun is stable only for "
-                f"oscillatory modes: a fast decaying mode excites a parasitic solution that grows; use a smaller "
-                f"step_size, or method='rk4' with gradient='checkpoint')")
+            return (
+                outputs,
+                (y, z, f),
+                stats(),
+                Status.NON_FINITE,
+                (
+                    f"the state became NaN/inf between t={ta:.6g} and t={tb:.6g} (reversible Heun is stable only for "
+                    f"oscillatory modes: a fast decaying mode excites a parasitic solution that grows; use a smaller "
+                    f"step_size, or method='rk4' with gradient='checkpoint')"
+                ),
+            )
         outputs.append(y)
     return outputs, (y, z, f), stats(), Status.SUCCESS, ""
 
@@ -146,12 +167,31 @@ def _solution(outputs, stats, status, message, t, y0, name, started) -> Solution
     rows = outputs + [torch.full_like(y0, float("nan"))] * max(missing, 0)
     stats.setdefault("nfe_backward", 0)
     if observers.listening():
-        observers.notify({"method": name, "rtol": None, "atol": None, "step_size": stats.get("step_size"),
-                          "backend": "nodecourse", "per_sample": False, "shape": tuple(y0.shape),
-                          "n_times": len(t), "stats": stats, "status": status,
-                          "seconds": time.perf_counter() - started})
-    return Solution(ys=torch.stack(rows, dim=0), ts=t, stats=stats, status=status, method=name, rtol=None,
-                    atol=None, message=message)
+        observers.notify(
+            {
+                "method": name,
+                "rtol": None,
+                "atol": None,
+                "step_size": stats.get("step_size"),
+                "backend": "nodecourse",
+                "per_sample": False,
+                "shape": tuple(y0.shape),
+                "n_times": len(t),
+                "stats": stats,
+                "status": status,
+                "seconds": time.perf_counter() - started,
+            }
+        )
+    return Solution(
+        ys=torch.stack(rows, dim=0),
+        ts=t,
+        stats=stats,
+        status=status,
+        method=name,
+        rtol=None,
+        atol=None,
+        message=message,
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -202,11 +242,25 @@ class ReversibleFunction(torch.autograd.Function):
             # inverse steps cannot draw the forward's numbers): the same steps again with a graph, from
             # the forward's random state: backprop's gradient through the function that ran
             def solve(y_in, t_in):
-                return solve_reversible(run.func, y_in, t_in, ts=run.ts, gradient="backprop", step_size=run.step_size,
-                                        max_steps=run.max_steps, throw=False, name=run.name)
+                return solve_reversible(
+                    run.func,
+                    y_in,
+                    t_in,
+                    ts=run.ts,
+                    gradient="backprop",
+                    step_size=run.step_size,
+                    max_steps=run.max_steps,
+                    throw=False,
+                    name=run.name,
+                )
 
-            return (None, None, *backprop_replay(run, solve, t, y0, grad_ys, params,
-                                                 need_y0=ctx.needs_input_grad[2], route="gradient='reversible'"))
+            return (
+                None,
+                None,
+                *backprop_replay(
+                    run, solve, t, y0, grad_ys, params, need_y0=ctx.needs_input_grad[2], route="gradient='reversible'"
+                ),
+            )
         grads = reversible_backward(run, grad_ys, list(params))
         return (None, None, *grads)
 
@@ -221,8 +275,13 @@ def reversible_backward(run: _Run, grad_ys: torch.Tensor, params: list) -> list:
     Records ``nfe_backward`` and ``backward_status``.
     """
     stats = run.solution.stats
-    nan_grads = lambda: [torch.full_like(grad_ys[0], float("nan"))] + [torch.full_like(p, float("nan"))  # noqa: E731
-                                                                      for p in params]
+    nan_grads = lambda: (
+        [torch.full_like(grad_ys[0], float("nan"))]
+        + [
+            torch.full_like(p, float("nan"))  # noqa: E731
+            for p in params
+        ]
+    )
 
     def fail(status: Status, message: str):
         stats["backward_status"], stats["backward_message"] = status, message
@@ -231,8 +290,10 @@ def reversible_backward(run: _Run, grad_ys: torch.Tensor, params: list) -> list:
         return nan_grads()
 
     if run.solution.status is not Status.SUCCESS:
-        return fail(run.solution.status,
-                    f"the forward solve ended with status {run.solution.status.name}; its gradient is undefined")
+        return fail(
+            run.solution.status,
+            f"the forward solve ended with status {run.solution.status.name}; its gradient is undefined",
+        )
     ts = run.ts
     func = run.func
     y, z = run.final
@@ -279,8 +340,10 @@ def reversible_backward(run: _Run, grad_ys: torch.Tensor, params: list) -> list:
             y = y - (0.5 * h) * (f_graph.detach() + f1)
         if not (bool(torch.isfinite(y).all()) and bool(torch.isfinite(z).all())):
             stats["nfe_backward"] = stats.get("nfe_backward", 0) + nfe
-            return fail(Status.NON_FINITE, f"reconstructing the steps between t={tb:.6g} and t={ta:.6g} gave "
-                                           f"NaN/inf; use a smaller step_size")
+            return fail(
+                Status.NON_FINITE,
+                f"reconstructing the steps between t={tb:.6g} and t={ta:.6g} gave NaN/inf; use a smaller step_size",
+            )
     # z0 = y0 and f0 = func(t0, y0): y0 reaches the loss through all three
     jt_c, p_share = pull(leaf, f_graph, a_f)
     for k, g in enumerate(p_share):
@@ -292,8 +355,18 @@ def reversible_backward(run: _Run, grad_ys: torch.Tensor, params: list) -> list:
     return [grad_y0] + g_params
 
 
-def solve_reversible(func, y0: torch.Tensor, t: torch.Tensor, *, ts: list[float], gradient: str, step_size: float,
-                     max_steps: int, throw: bool = True, name: str = "reversible_heun") -> Solution:
+def solve_reversible(
+    func,
+    y0: torch.Tensor,
+    t: torch.Tensor,
+    *,
+    ts: list[float],
+    gradient: str,
+    step_size: float,
+    max_steps: int,
+    throw: bool = True,
+    name: str = "reversible_heun",
+) -> Solution:
     """``odeint(..., method="reversible_heun", step_size=h, gradient=...)`` (arguments checked there).
 
     ``gradient="backprop"``: autograd records the steps (memory grows with them);
@@ -313,11 +386,27 @@ def solve_reversible(func, y0: torch.Tensor, t: torch.Tensor, *, ts: list[float]
     if gradient != REVERSIBLE:
         raise ValueError(f"gradient={gradient!r}: method={name!r} takes gradient='reversible' or 'backprop'")
     params, random = inspect_field(func, y0, t[0])
-    run = _Run(func=func, ts=ts, step_size=step_size, max_steps=max_steps, throw=throw, name=name, started=started,
-               random=random)
+    run = _Run(
+        func=func,
+        ts=ts,
+        step_size=step_size,
+        max_steps=max_steps,
+        throw=throw,
+        name=name,
+        started=started,
+        random=random,
+    )
     ys = ReversibleFunction.apply(run, t, y0, *params)
     return differentiable_solution(run, ys, t)
 
 
-__all__ = ["REVERSIBLE", "REVERSIBLE_SOLVERS", "ReversibleSpec", "amplification", "heun_inverse", "heun_step",
-           "integrate", "solve_reversible"]
+__all__ = [
+    "REVERSIBLE",
+    "REVERSIBLE_SOLVERS",
+    "ReversibleSpec",
+    "amplification",
+    "heun_inverse",
+    "heun_step",
+    "integrate",
+    "solve_reversible",
+]

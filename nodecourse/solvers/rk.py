@@ -7,6 +7,7 @@ needs one scalar per step anyway, and keeping ``t`` and ``h`` off the device
 saves a tensor operation for every stage. ``func`` still receives ``t`` as a
 0-d tensor of the state's dtype on the state's device, as in torchdiffeq.
 """
+
 from __future__ import annotations
 
 import functools
@@ -27,15 +28,23 @@ def time_tensor(value: float, like: torch.Tensor) -> torch.Tensor:
 
 def _shape_error(f, shape, dtype, device, per_sample: bool) -> Exception:
     if not isinstance(f, torch.Tensor):
-        return TypeError(f"func(t, y) returned {type(f).__name__}; it must return a tensor shaped like y "
-                         f"{tuple(shape)}")
+        return TypeError(
+            f"func(t, y) returned {type(f).__name__}; it must return a tensor shaped like y {tuple(shape)}"
+        )
     if f.shape != shape:
-        hint = (" In per_sample mode t has shape (B,): broadcast it, e.g. t[:, None] for y of shape (B, D)."
-                if per_sample else "")
-        return ValueError(f"func(t, y) returned shape {tuple(f.shape)} for y of shape {tuple(shape)}; "
-                          f"dy/dt must have y's shape.{hint}")
-    return ValueError(f"func(t, y) returned dtype {f.dtype} on {f.device} for y of dtype {dtype} on "
-                      f"{device}; return dy/dt in y's dtype and device (e.g. move func: func.to(y))")
+        hint = (
+            " In per_sample mode t has shape (B,): broadcast it, e.g. t[:, None] for y of shape (B, D)."
+            if per_sample
+            else ""
+        )
+        return ValueError(
+            f"func(t, y) returned shape {tuple(f.shape)} for y of shape {tuple(shape)}; "
+            f"dy/dt must have y's shape.{hint}"
+        )
+    return ValueError(
+        f"func(t, y) returned dtype {f.dtype} on {f.device} for y of dtype {dtype} on "
+        f"{device}; return dy/dt in y's dtype and device (e.g. move func: func.to(y))"
+    )
 
 
 def checked_slope(f, y: torch.Tensor, per_sample: bool = False) -> torch.Tensor:
@@ -71,8 +80,13 @@ class CheckedFunc:
         version = y._version if self.versioned else 0
         f = self.func(t, y)
         self.nfe += 1
-        if type(f) is not torch.Tensor and not isinstance(f, torch.Tensor) or f.shape != self.shape \
-                or f.dtype != self.dtype or (self.versioned and y._version != version):
+        if (
+            type(f) is not torch.Tensor
+            and not isinstance(f, torch.Tensor)
+            or f.shape != self.shape
+            or f.dtype != self.dtype
+            or (self.versioned and y._version != version)
+        ):
             raise self._error(f, y, version)
         return f
 
@@ -98,8 +112,13 @@ class CheckedFunc:
         self.nfe += 1
         if before is not None and not torch.equal(before, y):
             raise field_checks.inplace_error()
-        if not isinstance(f, torch.Tensor) or f.device != self.device or f.shape != self.shape \
-                or f.dtype != self.dtype or (self.versioned and y._version != version):
+        if (
+            not isinstance(f, torch.Tensor)
+            or f.device != self.device
+            or f.shape != self.shape
+            or f.dtype != self.dtype
+            or (self.versioned and y._version != version)
+        ):
             raise self._error(f, y, version)
         if probe:
             self.nfe_setup += 1
@@ -255,8 +274,12 @@ def plan_for(tab: ButcherTableau) -> RKPlan:
 #: The interpolant's polynomials in ``x`` (coefficients of ``x, x^2, x^3, x^4``), per term.
 #: Quartic (a tableau with ``mid`` weights): through ``y0``, ``y1``, ``y_mid = y(t0 + h/2)`` and the
 #: end slopes ``f0``, ``f1`` (Shampine's, as torchdiffeq's dopri5).
-_QUARTIC = {"y1 - y0": (0.0, -5.0, 14.0, -8.0), "y_mid - y0": (0.0, 16.0, -32.0, 16.0),
-            "h f0": (1.0, -4.0, 5.0, -2.0), "h f1": (0.0, 1.0, -3.0, 2.0)}
+_QUARTIC = {
+    "y1 - y0": (0.0, -5.0, 14.0, -8.0),
+    "y_mid - y0": (0.0, 16.0, -32.0, 16.0),
+    "h f0": (1.0, -4.0, 5.0, -2.0),
+    "h f1": (0.0, 1.0, -3.0, 2.0),
+}
 #: Cubic Hermite (no ``mid``): through ``y0``, ``y1`` and the end slopes; third order.
 _HERMITE = {"y1 - y0": (0.0, 3.0, -2.0, 0.0), "h f0": (1.0, -2.0, 1.0, 0.0), "h f1": (0.0, -1.0, 1.0, 0.0)}
 
@@ -276,9 +299,12 @@ def dense_coefficients(tab: ButcherTableau, fsal: bool) -> list[tuple[int, tuple
         return []
     n = tab.stages if fsal else tab.stages + 1  # slopes of a step, the end slope last
     terms = _HERMITE if tab.mid is None else _QUARTIC
-    weights = {"y1 - y0": list(tab.b) + [0.0] * (n - tab.stages),
-               "y_mid - y0": list(tab.mid or ()) + [0.0] * (n - len(tab.mid or ())),
-               "h f0": [1.0] + [0.0] * (n - 1), "h f1": [0.0] * (n - 1) + [1.0]}
+    weights = {
+        "y1 - y0": list(tab.b) + [0.0] * (n - tab.stages),
+        "y_mid - y0": list(tab.mid or ()) + [0.0] * (n - len(tab.mid or ())),
+        "h f0": [1.0] + [0.0] * (n - 1),
+        "h f1": [0.0] * (n - 1) + [1.0],
+    }
     out = []
     for j in range(n):
         coeffs = tuple(sum(weights[term][j] * poly[p] for term, poly in terms.items()) for p in range(4))

@@ -10,6 +10,7 @@ one set of messages), so a bad setting fails where it is written, not on the fir
 solve. What needs the state itself (half precision, tolerances below the dtype's
 resolution) is checked by ``odeint`` on each solve.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -97,15 +98,32 @@ class SolveConfig:
 
     def __post_init__(self):
         defaults = {f.name: f.default for f in dataclasses.fields(self)}
-        checked = {name: v.check_arg(name, getattr(self, name), defaults)
-                   for name in ("rtol", "atol", "step_size", "max_steps", "gradient", "per_sample",
-                                "options", "adjoint_options")}
+        checked = {
+            name: v.check_arg(name, getattr(self, name), defaults)
+            for name in (
+                "rtol",
+                "atol",
+                "step_size",
+                "max_steps",
+                "gradient",
+                "per_sample",
+                "options",
+                "adjoint_options",
+            )
+        }
         spec = v.check_method(self.method, checked["step_size"], checked["per_sample"])
         v.check_gradient(checked["gradient"], spec, checked["per_sample"], "nodecourse")
         v.merge_options(self.options, v.option_defaults(spec, "nodecourse"), spec.name)
-        v.check_adjoint_options(self.adjoint_options, gradient=checked["gradient"], method=self.method,
-                                rtol=checked["rtol"], atol=checked["atol"], step_size=checked["step_size"],
-                                max_steps=checked["max_steps"], options=self.options)
+        v.check_adjoint_options(
+            self.adjoint_options,
+            gradient=checked["gradient"],
+            method=self.method,
+            rtol=checked["rtol"],
+            atol=checked["atol"],
+            step_size=checked["step_size"],
+            max_steps=checked["max_steps"],
+            options=self.options,
+        )
         for name in ("options", "adjoint_options"):
             if checked[name] is not None:
                 checked[name] = ReadOnlyOptions(checked[name])

@@ -16,6 +16,7 @@ conditions on ``b``, ``c`` and ``a``; for ``b_low`` those of ``embedded_order``)
 so a mistyped coefficient raises here instead of silently lowering the order.
 Orders above 4 are measured in the tests.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -35,7 +36,7 @@ def _order_conditions(b, c, A) -> list[tuple[int, str, float, float]]:
     AAc = [sum(A[i][j] * Ac[j] for j in range(s)) for i in range(s)]
     dot = lambda u, v: sum(x * y for x, y in zip(u, v))  # noqa: E731
     c2 = [x * x for x in c]
-    c3 = [x ** 3 for x in c]
+    c3 = [x**3 for x in c]
     cAc = [x * y for x, y in zip(c, Ac)]
     return [
         (1, "sum(b_i)", sum(b), 1.0),
@@ -84,8 +85,10 @@ class ButcherTableau:
         if s < 1:
             raise ValueError(f"tableau {self.name!r}: c={self.c} must have at least one node")
         if len(self.a) not in (s - 1, s):
-            raise ValueError(f"tableau {self.name!r}: a has {len(self.a)} rows, expected s-1={s - 1} (explicit) "
-                             f"or s={s} (diagonally implicit, diagonal included)")
+            raise ValueError(
+                f"tableau {self.name!r}: a has {len(self.a)} rows, expected s-1={s - 1} (explicit) "
+                f"or s={s} (diagonally implicit, diagonal included)"
+            )
         diagonal = len(self.a) == s and s > 0
         if not diagonal and self.c[0] != 0.0:
             raise ValueError(f"tableau {self.name!r}: c={self.c} must start with 0 (explicit method)")
@@ -96,9 +99,7 @@ class ButcherTableau:
             if len(row) != want:
                 raise ValueError(f"tableau {self.name!r}: row a[{i}]={row} must have {want} entries")
             if abs(sum(row) - self.c[i]) > _TOL:
-                raise ValueError(
-                    f"tableau {self.name!r}: row sum of a[{i}] is {sum(row)!r} but c[{i}]={self.c[i]!r}"
-                )
+                raise ValueError(f"tableau {self.name!r}: row sum of a[{i}] is {sum(row)!r} but c[{i}]={self.c[i]!r}")
         if (self.b_low is None) != (self.embedded_order is None):
             raise ValueError(f"tableau {self.name!r}: give both b_low and embedded_order, or neither")
         if self.order < 1:
@@ -115,7 +116,8 @@ class ButcherTableau:
                     raise ValueError(
                         f"tableau {self.name!r}: declared {'order' if label == 'b' else 'embedded_order'}="
                         f"{order} but {condition.replace('b_i', label + '_i')} = {value!r}, not {required!r} "
-                        f"(an order-{p} condition); check the coefficients or declare order {p - 1}")
+                        f"(an order-{p} condition); check the coefficients or declare order {p - 1}"
+                    )
         if self.mid is not None:
             if len(self.mid) != s:
                 raise ValueError(f"tableau {self.name!r}: mid has {len(self.mid)} entries, expected {s}")

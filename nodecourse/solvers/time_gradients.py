@@ -6,6 +6,7 @@ on ``t`` by two identity nodes whose backward uses the flow: ``dL/dt_i = <dL/dy_
 for every output and ``dL/dt_0 -= <a(t_0), f(t_0, y_0)>`` with ``a(t_0)`` the adjoint reaching ``y0``.
 (The adjoint mode computes its own time gradients in :mod:`~nodecourse.solvers.adjoint`.)
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -38,14 +39,16 @@ class _TimeNode(torch.autograd.Function):
                 raise SecondDerivativeError(
                     "gradients with respect to the output times t cannot be differentiated again "
                     "(create_graph=True): they are taken from the field's slopes without a graph. Detach t "
-                    "(t.detach()) in the solve you differentiate twice")
+                    "(t.detach()) in the solve you differentiate twice"
+                )
             with torch.no_grad():
                 if ctx.entry:
                     grad_t = torch.zeros_like(t)
                     grad_t[0] = -(grad_y * ctx.info.slope(t[0], y)).sum()
                 else:
-                    grad_t = torch.stack([(grad_y[i] * ctx.info.slope(t[i], y[i].detach())).sum()
-                                          for i in range(len(t))]).to(t.dtype)
+                    grad_t = torch.stack(
+                        [(grad_y[i] * ctx.info.slope(t[i], y[i].detach())).sum() for i in range(len(t))]
+                    ).to(t.dtype)
         return None, None, grad_t, grad_y
 
 

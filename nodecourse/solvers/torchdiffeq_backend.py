@@ -10,6 +10,7 @@ each method's ``SolverSpec.torchdiffeq_differs`` (e.g. torchdiffeq's ``rk4`` is
 the 3/8 rule; its fixed-step methods step on one grid from ``t[0]`` and
 interpolate to the output times).
 """
+
 from __future__ import annotations
 
 import math
@@ -92,8 +93,10 @@ class CountingFunc:
         if not abs(h) > torch.finfo(t0.dtype).eps * abs(t_now) or not math.isfinite(h):
             bad = self.first_nonfinite()
             if bad is not None:
-                raise _Stop(Status.NON_FINITE, f"func returned NaN/inf at t={bad!r}; torchdiffeq's step "
-                                               f"shrank to {float(dt):.3g} after it")
+                raise _Stop(
+                    Status.NON_FINITE,
+                    f"func returned NaN/inf at t={bad!r}; torchdiffeq's step shrank to {float(dt):.3g} after it",
+                )
             raise _Stop(Status.STEP_UNDERFLOW, f"step size {abs(float(dt)):.3g} underflowed at t={float(t0)!r}")
 
 
@@ -113,8 +116,19 @@ class AdaptiveCountingFunc(CountingFunc):
             self.recorder.step(float(t0), float(dt), math.nan, False, y0, y0)
 
 
-def integrate_torchdiffeq(func, y0: torch.Tensor, t: torch.Tensor, spec, *, rtol: float, atol: float,
-                          step_size, max_steps: int, options: dict, recorder: Recorder = OFF):
+def integrate_torchdiffeq(
+    func,
+    y0: torch.Tensor,
+    t: torch.Tensor,
+    spec,
+    *,
+    rtol: float,
+    atol: float,
+    step_size,
+    max_steps: int,
+    options: dict,
+    recorder: Recorder = OFF,
+):
     """Run torchdiffeq's ``odeint``; returns ``(outputs, stats, status, message)`` (outputs: torchdiffeq's
     tensor of shape ``(T, *y0.shape)``, or ``[y0]`` when the solve was stopped).
 

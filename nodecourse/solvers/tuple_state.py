@@ -12,6 +12,7 @@ as in torchdiffeq. ``Solution.steps`` (``record_steps``) and ``on_step`` events 
 Per-sample mode flattens each row: every component has the batch first, shape ``(B, ...)``, and the
 flat state has shape ``(B, N)``.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -31,7 +32,7 @@ class TupleLayout:
 
     def __init__(self, shapes: tuple[torch.Size, ...], rows: tuple[int, ...], dtype: torch.dtype):
         self.shapes, self.rows, self.dtype = shapes, rows, dtype
-        sizes = [math.prod(shape[len(rows):]) for shape in shapes]
+        sizes = [math.prod(shape[len(rows) :]) for shape in shapes]
         starts = [sum(sizes[:i]) for i in range(len(sizes))]
         self.bounds = [(a, a + n) for a, n in zip(starts, sizes)]
 
@@ -42,40 +43,51 @@ class TupleLayout:
     def split(self, flat: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """Flat state(s) of shape ``(*lead, *rows, N)`` -> components of shape ``(*lead, *shape_i)``
         (``lead`` is ``()`` for a state, ``(T,)`` for a trajectory)."""
-        lead = flat.shape[:flat.dim() - 1 - len(self.rows)]
+        lead = flat.shape[: flat.dim() - 1 - len(self.rows)]
         return tuple(flat[..., a:b].reshape((*lead, *shape)) for (a, b), shape in zip(self.bounds, self.shapes))
 
 
 def is_tuple_state(y0) -> bool:
     """A tuple (a state in parts), or a list of tensors (refused by :func:`layout_of` with its fix)."""
-    return isinstance(y0, tuple) or (isinstance(y0, list) and len(y0) > 0
-                                     and all(isinstance(part, torch.Tensor) for part in y0))
+    return isinstance(y0, tuple) or (
+        isinstance(y0, list) and len(y0) > 0 and all(isinstance(part, torch.Tensor) for part in y0)
+    )
 
 
 def layout_of(y0, per_sample: bool) -> TupleLayout:
     """Check a tuple ``y0`` and return its layout. Errors name the component, its value and the fix."""
     if isinstance(y0, list):
-        raise TypeError(f"y0 is a list of {len(y0)} items; pass a tuple of tensors (torchdiffeq's convention for "
-                        f"a state in several parts: y0=tuple(y0)) or one tensor")
+        raise TypeError(
+            f"y0 is a list of {len(y0)} items; pass a tuple of tensors (torchdiffeq's convention for "
+            f"a state in several parts: y0=tuple(y0)) or one tensor"
+        )
     if len(y0) == 0:
         raise ValueError("y0=() is an empty tuple; give at least one tensor")
     first = y0[0]
     for i, part in enumerate(y0):
         if not isinstance(part, torch.Tensor):
-            raise TypeError(f"y0[{i}] is {type(part).__name__}; a tuple y0 is a state in parts (torchdiffeq's "
-                            f"convention) and each part must be a tensor. For one state vector pass a tensor: "
-                            f"torch.tensor(y0, dtype=torch.float32)")
+            raise TypeError(
+                f"y0[{i}] is {type(part).__name__}; a tuple y0 is a state in parts (torchdiffeq's "
+                f"convention) and each part must be a tensor. For one state vector pass a tensor: "
+                f"torch.tensor(y0, dtype=torch.float32)"
+            )
         if not torch.is_floating_point(part) or part.dtype != first.dtype:
-            raise TypeError(f"y0[{i}] has dtype {part.dtype} and y0[0] has {first.dtype}; the parts of a tuple "
-                            f"state are solved as one vector and need one floating dtype (e.g. .to({first.dtype}))")
+            raise TypeError(
+                f"y0[{i}] has dtype {part.dtype} and y0[0] has {first.dtype}; the parts of a tuple "
+                f"state are solved as one vector and need one floating dtype (e.g. .to({first.dtype}))"
+            )
         if part.device != first.device:
-            raise ValueError(f"y0[{i}] is on {part.device} and y0[0] on {first.device}; put every part on one "
-                             f"device (e.g. y0[{i}].to({str(first.device)!r}))")
+            raise ValueError(
+                f"y0[{i}] is on {part.device} and y0[0] on {first.device}; put every part on one "
+                f"device (e.g. y0[{i}].to({str(first.device)!r}))"
+            )
     rows: tuple[int, ...] = ()
     if per_sample:
         if any(part.dim() == 0 or part.shape[0] != first.shape[0] for part in y0):
-            raise ValueError(f"per_sample=True with a tuple state needs every part to have the batch first, with "
-                             f"one batch size; got shapes {[tuple(p.shape) for p in y0]}")
+            raise ValueError(
+                f"per_sample=True with a tuple state needs every part to have the batch first, with "
+                f"one batch size; got shapes {[tuple(p.shape) for p in y0]}"
+            )
         rows = (first.shape[0],)
     return TupleLayout(tuple(part.shape for part in y0), rows, first.dtype)
 
@@ -99,16 +111,23 @@ class TupleFunc(nn.Module):
         parts = self.base_func(t, self.layout.split(y))
         shapes, dtype = self.layout.shapes, self.layout.dtype
         if not isinstance(parts, (tuple, list)) or len(parts) != len(shapes):
-            raise TypeError(f"func(t, y) returned {type(parts).__name__}"
-                            f"{f' of length {len(parts)}' if isinstance(parts, (tuple, list)) else ''} for a tuple "
-                            f"state of {len(shapes)} parts; return a tuple of {len(shapes)} slopes shaped "
-                            f"{[tuple(s) for s in shapes]}")
+            raise TypeError(
+                f"func(t, y) returned {type(parts).__name__}"
+                f"{f' of length {len(parts)}' if isinstance(parts, (tuple, list)) else ''} for a tuple "
+                f"state of {len(shapes)} parts; return a tuple of {len(shapes)} slopes shaped "
+                f"{[tuple(s) for s in shapes]}"
+            )
         for i, (part, shape) in enumerate(zip(parts, shapes)):
             if not isinstance(part, torch.Tensor) or part.shape != shape or part.dtype != dtype:
-                got = (f"shape {tuple(part.shape)}, dtype {part.dtype}" if isinstance(part, torch.Tensor)
-                       else type(part).__name__)
-                raise ValueError(f"func(t, y)[{i}] returned {got}; the slope of part {i} must have shape "
-                                 f"{tuple(shape)} and dtype {dtype}, as y[{i}]")
+                got = (
+                    f"shape {tuple(part.shape)}, dtype {part.dtype}"
+                    if isinstance(part, torch.Tensor)
+                    else type(part).__name__
+                )
+                raise ValueError(
+                    f"func(t, y)[{i}] returned {got}; the slope of part {i} must have shape "
+                    f"{tuple(shape)} and dtype {dtype}, as y[{i}]"
+                )
         return self.layout.flatten(parts)
 
 

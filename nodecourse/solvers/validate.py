@@ -12,6 +12,7 @@ itself in every step, so the solve reports SUCCESS with no accuracy at all (``rt
 on ``dy/dt = -y`` returns 176 where the answer is 4.5e-5). ``atol`` has no upper bound:
 it is measured in the units of ``y``, which only the caller knows.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -49,12 +50,15 @@ GRADIENTS = ("backprop", "adjoint", "checkpoint", "reversible")
 BACKENDS = ("nodecourse", "torchdiffeq")
 
 #: The tolerances of the adaptive and implicit methods (shared with ``adjoint_options`` and SolveConfig).
-RTOL = Arg(Interval(float, 0, 1, "neither"),
-           fix="e.g. rtol=1e-6 (a relative tolerance of 1 or more allows an error as large as the state "
-               "in every step)")
+RTOL = Arg(
+    Interval(float, 0, 1, "neither"),
+    fix="e.g. rtol=1e-6 (a relative tolerance of 1 or more allows an error as large as the state in every step)",
+)
 ATOL = Arg(Interval(float, 0, None, "neither"), fix="e.g. atol=1e-8 (in the units of y)")
-STEP_SIZE = Arg(AnyOf((Interval(float, 0, None, "neither", unit="(the largest step)"), NoneAllowed())),
-                fix="e.g. step_size=0.01 for a fixed-step method; None for an adaptive one")
+STEP_SIZE = Arg(
+    AnyOf((Interval(float, 0, None, "neither", unit="(the largest step)"), NoneAllowed())),
+    fix="e.g. step_size=0.01 for a fixed-step method; None for an adaptive one",
+)
 MAX_STEPS = Arg(Interval(int, 1, None), fix="e.g. max_steps=10_000")
 
 #: The arguments of :func:`nodecourse.odeint` whose valid values are a simple set (``y0``, ``t``
@@ -101,11 +105,12 @@ ADJOINT_OPTION_ARGS: dict[str, Arg] = {
     "params": Arg(InstanceOf((list, tuple), "a list or tuple of tensors that require grad")),
     # "seminorm": the backward error norm leaves out the parameter-gradient channels (Kidger et al. 2021)
     # or a callable: it receives torchdiffeq's tuple (t, y, adj_y, *adj_params) (adjoint.tuple_norm)
-    "norm": Arg(AnyOf((Options(("seminorm",)), IsCallable("a callable norm(tuple of tensors) -> scalar"),
-                       NoneAllowed())),
-                fix="adjoint_options={'norm': 'seminorm'} measures only the state and adjoint channels of the "
-                    "backward error; a callable gets torchdiffeq's tuple (t, y, adj_y, *adj_params); None (the "
-                    "default) measures all of them"),
+    "norm": Arg(
+        AnyOf((Options(("seminorm",)), IsCallable("a callable norm(tuple of tensors) -> scalar"), NoneAllowed())),
+        fix="adjoint_options={'norm': 'seminorm'} measures only the state and adjoint channels of the "
+        "backward error; a callable gets torchdiffeq's tuple (t, y, adj_y, *adj_params); None (the "
+        "default) measures all of them",
+    ),
 }
 ADJOINT_OPTION_KEYS = tuple(ADJOINT_OPTION_ARGS)
 
@@ -117,8 +122,13 @@ _ODEINT_DEFAULTS: dict = {}
 
 
 def register_defaults(odeint) -> None:
-    _ODEINT_DEFAULTS.update({name: p.default for name, p in inspect.signature(odeint).parameters.items()
-                             if p.default is not inspect.Parameter.empty})
+    _ODEINT_DEFAULTS.update(
+        {
+            name: p.default
+            for name, p in inspect.signature(odeint).parameters.items()
+            if p.default is not inspect.Parameter.empty
+        }
+    )
 
 
 def _odeint_defaults() -> dict:
@@ -174,28 +184,36 @@ def check_func(func) -> None:
 
 def check_y0(y0, per_sample: bool) -> None:
     if not isinstance(y0, torch.Tensor):
-        raise WrongTypeError(f"y0 must be a torch.Tensor, got {type(y0).__name__} {short_repr(y0)}; "
-                             f"wrap it: torch.as_tensor(y0, dtype=torch.float32)")
+        raise WrongTypeError(
+            f"y0 must be a torch.Tensor, got {type(y0).__name__} {short_repr(y0)}; "
+            f"wrap it: torch.as_tensor(y0, dtype=torch.float32)"
+        )
     if not torch.is_floating_point(y0):
-        raise WrongTypeError(f"y0 has dtype {y0.dtype}; the solvers need a real floating dtype: "
-                             f"use y0.float() or y0.double()")
+        raise WrongTypeError(
+            f"y0 has dtype {y0.dtype}; the solvers need a real floating dtype: use y0.float() or y0.double()"
+        )
     if y0.numel() == 0:
         raise ValueError(f"y0 has shape {tuple(y0.shape)} with no elements; give at least one state variable")
     if not all_finite(y0):
         raise ValueError("y0 contains NaN or inf; the initial state must be finite")
     if per_sample and y0.dim() < 1:
-        raise ValueError(f"per_sample=True needs y0 with a batch dimension first, shape (B, ...); "
-                         f"got shape {tuple(y0.shape)}")
+        raise ValueError(
+            f"per_sample=True needs y0 with a batch dimension first, shape (B, ...); got shape {tuple(y0.shape)}"
+        )
 
 
 def check_t(t, y0: torch.Tensor) -> list[float]:
     """Validate ``t`` and return it as a list of floats."""
     if not isinstance(t, torch.Tensor):
-        raise WrongTypeError(f"t must be a 1-D torch.Tensor of times, got {type(t).__name__} {short_repr(t)}; "
-                             f"use torch.tensor(t, dtype=y0.dtype, device=y0.device)")
+        raise WrongTypeError(
+            f"t must be a 1-D torch.Tensor of times, got {type(t).__name__} {short_repr(t)}; "
+            f"use torch.tensor(t, dtype=y0.dtype, device=y0.device)"
+        )
     if t.dim() != 1 or t.numel() < 1:
-        raise ValueError(f"t must be 1-D with at least one time, got shape {tuple(t.shape)}; "
-                         f"for a single interval use torch.tensor([t0, t1])")
+        raise ValueError(
+            f"t must be 1-D with at least one time, got shape {tuple(t.shape)}; "
+            f"for a single interval use torch.tensor([t0, t1])"
+        )
     if not torch.is_floating_point(t):
         raise WrongTypeError(f"t has dtype {t.dtype}; use a floating dtype, e.g. t.to(y0.dtype)")
     if t.device != y0.device:
@@ -233,7 +251,8 @@ def _check_time_precision(t: torch.Tensor, ts: list[float], y0: torch.Tensor) ->
         f"{moved:.3g} on an interval of length {span:.6g} (from t[0]={ts[0]!r}): the field would be evaluated at "
         f"other times than asked. Solve in {str(t.dtype).replace('torch.', '')} (y0.to(t.dtype), and the field's "
         f"parameters too), or shift time so it starts near 0: solve from t - t[0] with a field that adds t[0] back, "
-        f"e.g. odeint(lambda s, y: func(s + t0, y), y0, t - t0) with t0 = t[0]")
+        f"e.g. odeint(lambda s, y: func(s + t0, y), y0, t - t0) with t0 = t[0]"
+    )
 
 
 def _check_monotone(ts: list[float]) -> None:
@@ -244,16 +263,19 @@ def _check_monotone(ts: list[float]) -> None:
     if len(ts) == 2:
         raise ValueError(
             f"t={ts} has zero length (t[0] == t[1]): there is nothing to solve and y(t1) = y0. "
-            f"Skip the solve for a zero-length interval (e.g. `ys = y0[None]` when t1 == t0)")
+            f"Skip the solve for a zero-length interval (e.g. `ys = y0[None]` when t1 == t0)"
+        )
     if diffs[bad] == 0:
         raise ValueError(
             f"t must be strictly increasing or strictly decreasing; t[{bad}]={ts[bad]!r} and "
             f"t[{bad + 1}]={ts[bad + 1]!r} repeat a time. If you want the state at a repeated time "
             f"twice, solve at torch.unique(t, return_inverse=True)[0] and index with the inverse; if an "
-            f"interval of zero length is what you meant, skip that solve (the state does not change)")
+            f"interval of zero length is what you meant, skip that solve (the state does not change)"
+        )
     raise ValueError(
         f"t must be strictly increasing or strictly decreasing; t[{bad}]={ts[bad]!r}, "
-        f"t[{bad + 1}]={ts[bad + 1]!r} break the order. Sort and deduplicate it: torch.unique(t)")
+        f"t[{bad + 1}]={ts[bad + 1]!r} break the order. Sort and deduplicate it: torch.unique(t)"
+    )
 
 
 def check_tolerances(rtol, atol, defaults: dict | None = None) -> tuple[float, float]:
@@ -279,15 +301,21 @@ def check_method(method, step_size, per_sample: bool, *, prefix: str = ""):
 
         theta_of(spec.tableau)  # raises when the implicit integrator cannot run this tableau
         if step_size is None and spec.error_order is None:
-            raise ValueError(f"{m_name}={method!r} is implicit without an error estimate (no b_low): give "
-                             f"{s_name} for fixed steps, or add b_low and embedded_order to the tableau")
+            raise ValueError(
+                f"{m_name}={method!r} is implicit without an error estimate (no b_low): give "
+                f"{s_name} for fixed steps, or add b_low and embedded_order to the tableau"
+            )
     if spec.kind == FIXED and step_size is None:
-        raise ValueError(f"{m_name}={method!r} is a fixed-step method and needs {s_name}, e.g. "
-                         f"{s_name}=0.01; or use an adaptive method: {m_name}='dopri5'")
+        raise ValueError(
+            f"{m_name}={method!r} is a fixed-step method and needs {s_name}, e.g. "
+            f"{s_name}=0.01; or use an adaptive method: {m_name}='dopri5'"
+        )
     if spec.kind == ADAPTIVE and step_size is not None:
-        raise ValueError(f"{s_name}={step_size!r} is only for fixed-step and implicit methods; "
-                         f"{m_name}={method!r} chooses its own steps (use options={{'first_step': ...}} "
-                         f"to set the first one)")
+        raise ValueError(
+            f"{s_name}={step_size!r} is only for fixed-step and implicit methods; "
+            f"{m_name}={method!r} chooses its own steps (use options={{'first_step': ...}} "
+            f"to set the first one)"
+        )
     if per_sample and spec.kind != ADAPTIVE:
         adaptive = [n for n, s in SOLVERS.items() if s.kind == ADAPTIVE]
         raise ValueError(f"per_sample=True works with the adaptive methods {adaptive}, not method={method!r}")
@@ -302,8 +330,9 @@ HALF_DTYPES = (torch.float16, torch.bfloat16)
 RESOLUTION_FACTOR = 10.0
 
 
-def check_precision(y0: torch.Tensor, rtol: float, atol: float, spec, step_size, *,
-                    names: tuple[str, str] = ("rtol", "atol")) -> None:
+def check_precision(
+    y0: torch.Tensor, rtol: float, atol: float, spec, step_size, *, names: tuple[str, str] = ("rtol", "atol")
+) -> None:
     """Refuse half precision, and tolerances the dtype cannot resolve, before any solving
     (``names``: how the message calls the two tolerances)."""
     if y0.dtype in HALF_DTYPES:
@@ -312,7 +341,8 @@ def check_precision(y0: torch.Tensor, rtol: float, atol: float, spec, step_size,
             f"y0 has dtype {y0.dtype} (eps={eps:.1e}): too coarse for the step-size control, which then "
             f"can report success with a wrong answer. Solve in float32 and cast back: "
             f"odeint(func, y0.float(), t.float(), ...).ys.to({y0.dtype}) (func must accept float32; "
-            f"e.g. a module: func.float())")
+            f"e.g. a module: func.float())"
+        )
     adaptive = spec.kind == ADAPTIVE or (spec.kind == IMPLICIT and step_size is None)
     if not adaptive:
         return
@@ -326,8 +356,9 @@ def check_precision(y0: torch.Tensor, rtol: float, atol: float, spec, step_size,
         raise ValueError(
             f"{names[0]}={rtol!r} and {names[1]}={atol!r} ask for less error per step than {dtype} can resolve "
             f"(eps={eps:.1e}; the error test could never pass or would overflow). Use {names[0]} >= {limit:.1e} "
-            f"(e.g. {names[0]}={max(1e3 * eps, 1e-12):.0e})" + (", or solve in float64: y0.double()"
-                                                                if y0.dtype != torch.float64 else ""))
+            f"(e.g. {names[0]}={max(1e3 * eps, 1e-12):.0e})"
+            + (", or solve in float64: y0.double()" if y0.dtype != torch.float64 else "")
+        )
 
 
 def check_record(record_steps, on_step, per_sample: bool, gradient) -> bool | str:
@@ -335,20 +366,26 @@ def check_record(record_steps, on_step, per_sample: bool, gradient) -> bool | st
     record_steps = check_arg("record_steps", record_steps)
     check_arg("on_step", on_step)
     if record_steps == "states" and per_sample:
-        raise ValueError("record_steps='states' keeps one trajectory's states; with per_sample=True use "
-                         "record_steps=True (times, sizes and flags per element)")
+        raise ValueError(
+            "record_steps='states' keeps one trajectory's states; with per_sample=True use "
+            "record_steps=True (times, sizes and flags per element)"
+        )
     if (record_steps or on_step is not None) and gradient == "adjoint":
-        raise ValueError("record_steps/on_step are not available with gradient='adjoint' in this version; "
-                         "record the forward steps with gradient='backprop' under torch.no_grad()")
+        raise ValueError(
+            "record_steps/on_step are not available with gradient='adjoint' in this version; "
+            "record the forward steps with gradient='backprop' under torch.no_grad()"
+        )
     return record_steps
 
 
 def check_reversible_record(spec, record_steps, on_step) -> None:
     """The reversible methods keep no step record: refuse ``record_steps``/``on_step`` with them."""
     if spec.kind == REVERSIBLE and (record_steps or on_step is not None):
-        raise ValueError(f"record_steps/on_step are not available with method={spec.name!r} in this version; its "
-                         f"steps are equal (step_size), so the step times are known beforehand: "
-                         f"torch.arange over t with step_size")
+        raise ValueError(
+            f"record_steps/on_step are not available with method={spec.name!r} in this version; its "
+            f"steps are equal (step_size), so the step times are known beforehand: "
+            f"torch.arange over t with step_size"
+        )
 
 
 def check_max_steps(max_steps, defaults: dict | None = None) -> int:
@@ -358,16 +395,22 @@ def check_max_steps(max_steps, defaults: dict | None = None) -> int:
 def check_gradient(gradient, spec, per_sample: bool, backend: str) -> None:
     check_arg("gradient", gradient)
     if gradient == "reversible" and spec.kind != REVERSIBLE:
-        raise ValueError(f"gradient='reversible' undoes the steps of an algebraically reversible method by algebra; "
-                         f"method={spec.name!r} cannot be undone exactly. Use method='reversible_heun' with "
-                         f"step_size=..., or gradient='checkpoint' for the exact gradient of {spec.name!r}'s steps")
+        raise ValueError(
+            f"gradient='reversible' undoes the steps of an algebraically reversible method by algebra; "
+            f"method={spec.name!r} cannot be undone exactly. Use method='reversible_heun' with "
+            f"step_size=..., or gradient='checkpoint' for the exact gradient of {spec.name!r}'s steps"
+        )
     if spec.kind == REVERSIBLE and gradient not in ("reversible", "backprop"):
-        raise ValueError(f"method={spec.name!r} works with gradient='reversible' (memory flat in the steps) or "
-                         f"'backprop' (the same gradient through a stored graph), not gradient={gradient!r}")
+        raise ValueError(
+            f"method={spec.name!r} works with gradient='reversible' (memory flat in the steps) or "
+            f"'backprop' (the same gradient through a stored graph), not gradient={gradient!r}"
+        )
     if gradient == "checkpoint" and (per_sample or backend != "nodecourse"):
-        raise ValueError(f"gradient='checkpoint' replays the solver's own steps: it works with "
-                         f"backend='nodecourse' and per_sample=False (every method); got per_sample={per_sample}, "
-                         f"backend={backend!r}. Use gradient='backprop' or 'adjoint' here")
+        raise ValueError(
+            f"gradient='checkpoint' replays the solver's own steps: it works with "
+            f"backend='nodecourse' and per_sample=False (every method); got per_sample={per_sample}, "
+            f"backend={backend!r}. Use gradient='backprop' or 'adjoint' here"
+        )
 
 
 def check_flag(name: str, value) -> bool:
@@ -381,8 +424,10 @@ def check_backend(backend, per_sample: bool = False, spec=None, *, method_name: 
             raise ValueError("per_sample=True needs backend='nodecourse' (torchdiffeq steps the whole batch together)")
         if spec is not None and spec.torchdiffeq is None:
             named = [n for n, s in SOLVERS.items() if s.torchdiffeq]
-            raise ValueError(f"{method_name}={spec.name!r} has no torchdiffeq counterpart; use backend='nodecourse' "
-                             f"or one of {named}")
+            raise ValueError(
+                f"{method_name}={spec.name!r} has no torchdiffeq counterpart; use backend='nodecourse' "
+                f"or one of {named}"
+            )
 
 
 def option_defaults(spec, backend: str) -> dict:
@@ -399,9 +444,19 @@ def merge_options(options, defaults: dict, method: str, *, name: str = "options"
     return check_options(options, OPTION_RANGES, defaults, name=name, owner=f"method={method!r}")
 
 
-def check_adjoint_options(adjoint_options, *, gradient: str, method, rtol: float, atol: float, step_size,
-                          max_steps: int, options, backend: str = "nodecourse",
-                          y0: torch.Tensor | None = None) -> dict | None:
+def check_adjoint_options(
+    adjoint_options,
+    *,
+    gradient: str,
+    method,
+    rtol: float,
+    atol: float,
+    step_size,
+    max_steps: int,
+    options,
+    backend: str = "nodecourse",
+    y0: torch.Tensor | None = None,
+) -> dict | None:
     """Every setting of the backward solve of ``gradient="adjoint"``, checked before the forward
     solve runs (the forward settings are already checked).
 
@@ -416,33 +471,55 @@ def check_adjoint_options(adjoint_options, *, gradient: str, method, rtol: float
         if adjoint_options is not None:
             raise ValueError(f"adjoint_options are for gradient='adjoint', got gradient={gradient!r}; drop them")
         return None
-    forward = {"method": method, "rtol": rtol, "atol": atol, "step_size": step_size, "max_steps": max_steps,
-               "options": options, "params": (), "norm": None}
+    forward = {
+        "method": method,
+        "rtol": rtol,
+        "atol": atol,
+        "step_size": step_size,
+        "max_steps": max_steps,
+        "options": options,
+        "params": (),
+        "norm": None,
+    }
     given = check_options(adjoint_options, ADJOINT_OPTION_ARGS, forward, name="adjoint_options")
     b_spec = spec_for(given["method"])
     same = b_spec.name == spec_for(method).name
     adj = dict(adjoint_options or {})
-    settings = dict(given, step_size=adj.get("step_size", step_size if same else None),
-                    options=adj.get("options", options if same else None), params=list(given["params"]))
+    settings = dict(
+        given,
+        step_size=adj.get("step_size", step_size if same else None),
+        options=adj.get("options", options if same else None),
+        params=list(given["params"]),
+    )
     check_method(settings["method"], settings["step_size"], False, prefix="adjoint_options")
     check_backend(backend, False, b_spec, method_name="adjoint_options['method']")
-    merge_options(settings["options"], option_defaults(b_spec, backend), b_spec.name,
-                  name="adjoint_options['options']")
+    merge_options(settings["options"], option_defaults(b_spec, backend), b_spec.name, name="adjoint_options['options']")
     if settings["norm"] is not None and b_spec.kind == FIXED:
-        raise ValueError(f"adjoint_options['norm'] changes the error norm of an adaptive backward solve; "
-                         f"the backward method {b_spec.name!r} takes fixed steps and has none. Give "
-                         f"adjoint_options={{'method': 'dopri5', 'norm': 'seminorm'}} or drop the norm")
+        raise ValueError(
+            f"adjoint_options['norm'] changes the error norm of an adaptive backward solve; "
+            f"the backward method {b_spec.name!r} takes fixed steps and has none. Give "
+            f"adjoint_options={{'method': 'dopri5', 'norm': 'seminorm'}} or drop the norm"
+        )
     backward_norm = (settings["options"] or {}).get("norm")
     if settings["norm"] is not None and backward_norm not in (None, (options or {}).get("norm")):
-        raise ValueError("adjoint_options['norm'] and a norm of the backward solve's own "
-                         "(adjoint_options['options']['norm']) both set the backward error norm; give one of them")
+        raise ValueError(
+            "adjoint_options['norm'] and a norm of the backward solve's own "
+            "(adjoint_options['options']['norm']) both set the backward error norm; give one of them"
+        )
     for i, p in enumerate(settings["params"]):
         if not isinstance(p, torch.Tensor) or not p.requires_grad:
             got = "a tensor with requires_grad=False" if isinstance(p, torch.Tensor) else type(p).__name__
-            raise WrongTypeError(f"adjoint_options['params'][{i}] must be a tensor that requires grad, got {got}; "
-                                 f"pass the tensors to differentiate (p.requires_grad_(True))")
+            raise WrongTypeError(
+                f"adjoint_options['params'][{i}] must be a tensor that requires grad, got {got}; "
+                f"pass the tensors to differentiate (p.requires_grad_(True))"
+            )
     if y0 is not None:
-        check_precision(y0, settings["rtol"], settings["atol"], b_spec, settings["step_size"],
-                        names=("adjoint_options['rtol']", "adjoint_options['atol']"))
+        check_precision(
+            y0,
+            settings["rtol"],
+            settings["atol"],
+            b_spec,
+            settings["step_size"],
+            names=("adjoint_options['rtol']", "adjoint_options['atol']"),
+        )
     return settings
-

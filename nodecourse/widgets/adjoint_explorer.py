@@ -9,6 +9,7 @@ can be tested without a browser::
     ex.T.value = 3.0
     ex.result.rel_error
 """
+
 from __future__ import annotations
 
 import math
@@ -40,8 +41,10 @@ class AdjointResult:
 
     def summary(self) -> str:
         mem = "n/a" if self.peak_bytes is None else f"{self.peak_bytes / 1024:.0f} KiB"
-        return (f"{self.mode} on {self.device}: gradient error {self.rel_error:.2e}, NFE forward {self.nfe}, "
-                f"backward {self.nfe_backward}, peak memory {mem}, backward status {self.status}")
+        return (
+            f"{self.mode} on {self.device}: gradient error {self.rel_error:.2e}, NFE forward {self.nfe}, "
+            f"backward {self.nfe_backward}, peak memory {mem}, backward status {self.status}"
+        )
 
 
 def run_gradient(lam: float, T: float, tol: float, mode: str, device: str, method: str = "dopri5") -> AdjointResult:
@@ -59,8 +62,19 @@ def run_gradient(lam: float, T: float, tol: float, mode: str, device: str, metho
         # Only the chosen mode's forward + backward, measured on its own.
         peak = measure_peak(lambda: gradient_table(lam, T, routes=(mode,), **settings), dev)
     row = table.row(mode)
-    return AdjointResult(lam, T, tol, mode, dev.type, row.rel_error, row.nfe or 0, row.nfe_backward or 0, peak,
-                         row.status, {r.route: r.rel_error for r in table.rows})
+    return AdjointResult(
+        lam,
+        T,
+        tol,
+        mode,
+        dev.type,
+        row.rel_error,
+        row.nfe or 0,
+        row.nfe_backward or 0,
+        peak,
+        row.status,
+        {r.route: r.rel_error for r in table.rows},
+    )
 
 
 def result_figure(res: AdjointResult):
@@ -89,16 +103,25 @@ class AdjointExplorer(FigureExplorer):
     ``tol`` in [1e-10, 1e-3]) raises ``ValueError`` naming it.
     """
 
-    def __init__(self, *, lam: float = -10.0, T: float = 1.0, tol: float = 1e-6, mode: str = "adjoint",
-                 device: str = "cpu", render: bool = True):
+    def __init__(
+        self,
+        *,
+        lam: float = -10.0,
+        T: float = 1.0,
+        tol: float = 1e-6,
+        mode: str = "adjoint",
+        device: str = "cpu",
+        render: bool = True,
+    ):
         import ipywidgets as w
 
         check_device(device)
         self.render = render
         self.lam = self._control("lam", w.FloatSlider, lam, min=-30.0, max=-0.5, step=0.5, description="lam")
         self.T = self._control("T", w.FloatSlider, T, min=0.25, max=4.0, step=0.25, description="horizon T")
-        self.tol = self._control("tol", w.FloatLogSlider, tol, base=10, min=-10, max=-3, step=1, description="tol",
-                                 readout_format=".0e")
+        self.tol = self._control(
+            "tol", w.FloatLogSlider, tol, base=10, min=-10, max=-3, step=1, description="tol", readout_format=".0e"
+        )
         self.mode = self._control("mode", w.Dropdown, mode, options=list(MODES), description="gradient")
         self.device = device_control(device)
         self.result: AdjointResult | None = None

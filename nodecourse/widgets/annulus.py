@@ -11,6 +11,7 @@ headless in tests::
 Training takes a few seconds; results are cached per (augment_dim, epochs, seed), so
 moving a slider back is instant.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -56,18 +57,33 @@ class AnnulusResult:
         head = f"{kind}, {self.epochs} epochs, seed {self.seed}, {self.n_parameters} parameters: "
         if self.single_class is not None:
             name = "ring (+1)" if self.single_class > 0 else "disk (-1)"
-            return (head + f"not fitted: it predicts one class, the {name}, everywhere on the grid; its sample "
-                    f"accuracy {self.sample_accuracy:.1%} is the share of that class among the points, and the "
-                    f"circle probe has no boundary to find (train longer, or change the seed); "
-                    f"forward NFE at the last epoch {self.final_nfe:.0f}")
-        return (head + f"sample accuracy {self.sample_accuracy:.1%}; on |x| = {self.probe.radius}: wrong "
-                f"{self.probe.misclassified:.2%} of the circle, min margin {self.probe.min_margin:+.2f}; "
-                f"forward NFE at the last epoch {self.final_nfe:.0f}")
+            return (
+                head + f"not fitted: it predicts one class, the {name}, everywhere on the grid; its sample "
+                f"accuracy {self.sample_accuracy:.1%} is the share of that class among the points, and the "
+                f"circle probe has no boundary to find (train longer, or change the seed); "
+                f"forward NFE at the last epoch {self.final_nfe:.0f}"
+            )
+        return (
+            head + f"sample accuracy {self.sample_accuracy:.1%}; on |x| = {self.probe.radius}: wrong "
+            f"{self.probe.misclassified:.2%} of the circle, min margin {self.probe.min_margin:+.2f}; "
+            f"forward NFE at the last epoch {self.final_nfe:.0f}"
+        )
 
 
-def train_and_probe(augment_dim: int, epochs: int, seed: int = 0, *, n_inner: int = 60, n_outer: int = 120,
-                    lr: float = 1e-2, tol: float = 1e-3, probe_radius: float = 1.25, device=None,
-                    dtype: torch.dtype = torch.float32, grid_resolution: int = 80) -> AnnulusResult:
+def train_and_probe(
+    augment_dim: int,
+    epochs: int,
+    seed: int = 0,
+    *,
+    n_inner: int = 60,
+    n_outer: int = 120,
+    lr: float = 1e-2,
+    tol: float = 1e-3,
+    probe_radius: float = 1.25,
+    device=None,
+    dtype: torch.dtype = torch.float32,
+    grid_resolution: int = 80,
+) -> AnnulusResult:
     """Train a NODE (``augment_dim=0``) or ANODE on a small annulus, full batch, dopri5 at ``tol``;
     probe it on |x| = ``probe_radius`` and on a decision grid."""
     x, y = annulus(n_inner, n_outer, seed=seed, dtype=dtype, device=device)
@@ -75,9 +91,16 @@ def train_and_probe(augment_dim: int, epochs: int, seed: int = 0, *, n_inner: in
     solver = dict(method="dopri5", rtol=tol, atol=tol)
     model = plain_node(2, **solver) if augment_dim == 0 else augmented_node(2, augment_dim, **solver)
     log = fit(model, x, y, epochs=epochs, lr=lr, seed=seed)
-    return AnnulusResult(augment_dim, epochs, seed, count_parameters(model), sign_accuracy(model, x, y), log,
-                         circle_probe(model, probe_radius, n_points=5000),
-                         decision_grid(model, resolution=grid_resolution))
+    return AnnulusResult(
+        augment_dim,
+        epochs,
+        seed,
+        count_parameters(model),
+        sign_accuracy(model, x, y),
+        log,
+        circle_probe(model, probe_radius, n_points=5000),
+        decision_grid(model, resolution=grid_resolution),
+    )
 
 
 class AnnulusExplorer(FigureExplorer):
@@ -86,18 +109,44 @@ class AnnulusExplorer(FigureExplorer):
     ``render=True``). Display it with ``display(explorer.widget)`` or just ``explorer``.
     """
 
-    def __init__(self, *, augment_dim: int = 0, epochs: int = 40, seed: int = 0, max_augment: int = 3,
-                 max_epochs: int = 150, render: bool = True, device=None):
+    def __init__(
+        self,
+        *,
+        augment_dim: int = 0,
+        epochs: int = 40,
+        seed: int = 0,
+        max_augment: int = 3,
+        max_epochs: int = 150,
+        render: bool = True,
+        device=None,
+    ):
         import ipywidgets as w
 
         self.render = render
         self.device = device
         style = dict(continuous_update=False)
-        self.augment_dim = self._control("augment_dim", w.IntSlider, augment_dim, min=0, max=max_augment,
-                                         description="augment dims", style={"description_width": "initial"},
-                                         hint="raise max_augment", **style)
-        self.epochs = self._control("epochs", w.IntSlider, epochs, min=5, max=max_epochs, step=5,
-                                    description="epochs", hint="raise max_epochs", **style)
+        self.augment_dim = self._control(
+            "augment_dim",
+            w.IntSlider,
+            augment_dim,
+            min=0,
+            max=max_augment,
+            description="augment dims",
+            style={"description_width": "initial"},
+            hint="raise max_augment",
+            **style,
+        )
+        self.epochs = self._control(
+            "epochs",
+            w.IntSlider,
+            epochs,
+            min=5,
+            max=max_epochs,
+            step=5,
+            description="epochs",
+            hint="raise max_epochs",
+            **style,
+        )
         self.seed = self._control("seed", w.IntSlider, seed, min=0, max=4, description="seed", **style)
         self.status = w.HTML()
         self.output = w.Output()
@@ -136,8 +185,12 @@ class AnnulusExplorer(FigureExplorer):
         ax2.axhline(0, color="k", lw=0.8)
         ax2.set_xlabel("angle on |x| = 1.25 (degrees)")
         ax2.set_ylabel("margin (negative = wrong)")
-        ax2.set_title("circle probe: one class everywhere, no boundary" if res.single_class is not None
-                      else f"circle probe: min margin {res.probe.min_margin:+.2f}", fontsize=10)
+        ax2.set_title(
+            "circle probe: one class everywhere, no boundary"
+            if res.single_class is not None
+            else f"circle probe: min margin {res.probe.min_margin:+.2f}",
+            fontsize=10,
+        )
         fig.tight_layout()
         plt.close(fig)  # shown through the Output widget only
         return fig

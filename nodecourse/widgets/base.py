@@ -1,5 +1,6 @@
 """What every explorer shares: showing its current figure and its controls, and the one rule
 for a constructor value outside a control's range (:func:`check_control_value`)."""
+
 from __future__ import annotations
 
 import math
@@ -36,24 +37,28 @@ def check_control_value(owner: str, name: str, value, control, *, hint: str = ""
         except TypeError:  # e.g. an unhashable or incomparable value
             offered = False
         if not offered:
-            raise ValueError(f"{owner}: {name}={value!r} is not offered by its control; valid: {list(values)}; "
-                             f"pass one of these{fix_more}")
+            raise ValueError(
+                f"{owner}: {name}={value!r} is not offered by its control; valid: {list(values)}; "
+                f"pass one of these{fix_more}"
+            )
         return
     low, high = control.min, control.max
     if hasattr(control, "base"):  # FloatLogSlider: min and max are exponents
-        low, high = control.base ** low, control.base ** high
+        low, high = control.base**low, control.base**high
     integer = isinstance(control.max, int)
     kind = "an integer" if integer else "a number"
     if isinstance(value, bool) or not isinstance(value, numbers.Integral if integer else numbers.Real):
-        raise ValueError(f"{owner}: {name}={value!r} is not {kind}; pass {name} from {_fmt(low)} to {_fmt(high)}"
-                         f"{fix_more}")
+        raise ValueError(
+            f"{owner}: {name}={value!r} is not {kind}; pass {name} from {_fmt(low)} to {_fmt(high)}{fix_more}"
+        )
     # A relative tolerance at the ends: 10**-3 as a log slider's end must accept 1e-3 as written.
-    inside = (low <= value <= high or math.isclose(value, low, rel_tol=1e-9)
-              or math.isclose(value, high, rel_tol=1e-9))
+    inside = low <= value <= high or math.isclose(value, low, rel_tol=1e-9) or math.isclose(value, high, rel_tol=1e-9)
     if not inside:  # NaN lands here too
-        raise ValueError(f"{owner}: {name}={_fmt(value)} is outside its control's range [{_fmt(low)}, {_fmt(high)}]; "
-                         f"pass {name} from {_fmt(low)} to {_fmt(high)}{fix_more} (a slider would clamp it "
-                         "without a word)")
+        raise ValueError(
+            f"{owner}: {name}={_fmt(value)} is outside its control's range [{_fmt(low)}, {_fmt(high)}]; "
+            f"pass {name} from {_fmt(low)} to {_fmt(high)}{fix_more} (a slider would clamp it "
+            "without a word)"
+        )
 
 
 class FigureExplorer:

@@ -12,6 +12,7 @@ tested without a browser::
     ex.route.value = "adjoint"
     ex.result.error_accurate
 """
+
 from __future__ import annotations
 
 import math
@@ -40,18 +41,22 @@ class CheaperResult:
     by_route: dict
 
     def summary(self) -> str:
-        return (f"weight {self.weight:g}, {self.route}: test NFE {self.test_nfe}, test accuracy "
-                f"{self.accuracy:.1%}; gradient NFE forward {self.nfe}, backward {self.nfe_backward}; gradient "
-                f"error {self.error_accurate:.1e} against an accurate solve, {self.error_own:.1e} against backprop "
-                f"through its own steps; peak memory {self.peak_kib:.0f} KiB")
+        return (
+            f"weight {self.weight:g}, {self.route}: test NFE {self.test_nfe}, test accuracy "
+            f"{self.accuracy:.1%}; gradient NFE forward {self.nfe}, backward {self.nfe_backward}; gradient "
+            f"error {self.error_accurate:.1e} against an accurate solve, {self.error_own:.1e} against backprop "
+            f"through its own steps; peak memory {self.peak_kib:.0f} KiB"
+        )
 
 
 def check_grid(grid: Mapping) -> tuple[list[float], list[str]]:
     """The weights and routes of ``grid`` (in first-seen order); ``ValueError`` naming what is missing
     when it is empty, not a full weights x routes product, or an entry lacks one of :data:`KEYS`."""
     if not isinstance(grid, Mapping) or not grid:
-        raise ValueError("CheaperExplorer: grid must be a non-empty mapping {(weight, route): numbers}; "
-                         "build it with nodecourse.lessons.lesson10.explorer_grid()")
+        raise ValueError(
+            "CheaperExplorer: grid must be a non-empty mapping {(weight, route): numbers}; "
+            "build it with nodecourse.lessons.lesson10.explorer_grid()"
+        )
     weights = list(dict.fromkeys(w for w, _ in grid))
     routes = list(dict.fromkeys(r for _, r in grid))
     missing = [(w, r) for w in weights for r in routes if (w, r) not in grid]
@@ -68,9 +73,18 @@ def result_for(grid: Mapping, weight: float, route: str) -> CheaperResult:
     """The :class:`CheaperResult` for ``(weight, route)`` from ``grid``."""
     e = grid[weight, route]
     routes = list(dict.fromkeys(r for _, r in grid))
-    return CheaperResult(weight, route, int(e["test NFE"]), float(e["accuracy"]), int(e["NFE fwd"]),
-                         int(e["NFE bwd"]), float(e["error vs accurate"]), float(e["error vs own steps"]),
-                         float(e["peak KiB"]), {r: dict(grid[weight, r]) for r in routes})
+    return CheaperResult(
+        weight,
+        route,
+        int(e["test NFE"]),
+        float(e["accuracy"]),
+        int(e["NFE fwd"]),
+        int(e["NFE bwd"]),
+        float(e["error vs accurate"]),
+        float(e["error vs own steps"]),
+        float(e["peak KiB"]),
+        {r: dict(grid[weight, r]) for r in routes},
+    )
 
 
 def result_figure(res: CheaperResult):
@@ -94,10 +108,21 @@ def result_figure(res: CheaperResult):
         return max(v, floor) if math.isfinite(v) else 1e300
 
     width = 0.4
-    axes[1].bar([i - width / 2 for i in x], [shown(res.by_route[r]["error vs accurate"]) for r in routes],
-                width, color=colours, label="against an accurate solve")
-    axes[1].bar([i + width / 2 for i in x], [shown(res.by_route[r]["error vs own steps"]) for r in routes],
-                width, color=colours, alpha=0.45, label="against backprop through its own steps")
+    axes[1].bar(
+        [i - width / 2 for i in x],
+        [shown(res.by_route[r]["error vs accurate"]) for r in routes],
+        width,
+        color=colours,
+        label="against an accurate solve",
+    )
+    axes[1].bar(
+        [i + width / 2 for i in x],
+        [shown(res.by_route[r]["error vs own steps"]) for r in routes],
+        width,
+        color=colours,
+        alpha=0.45,
+        label="against backprop through its own steps",
+    )
     axes[1].set_yscale("log")
     axes[1].set_ylim(bottom=floor / 10)
     axes[1].set_ylabel("relative gradient error")
@@ -107,8 +132,11 @@ def result_figure(res: CheaperResult):
     for ax in axes:
         ax.set_xticks(list(x))
         ax.set_xticklabels(routes, rotation=30, ha="right", fontsize=8)
-    fig.suptitle(f"trained with kinetic and Jacobian weight {res.weight:g}: test NFE {res.test_nfe}, "
-                 f"accuracy {res.accuracy:.1%} (chosen route in red)", fontsize=9)
+    fig.suptitle(
+        f"trained with kinetic and Jacobian weight {res.weight:g}: test NFE {res.test_nfe}, "
+        f"accuracy {res.accuracy:.1%} (chosen route in red)",
+        fontsize=9,
+    )
     fig.tight_layout()
     plt.close(fig)
     return fig

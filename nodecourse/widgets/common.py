@@ -3,6 +3,7 @@
 
 (:mod:`nodecourse.widgets.base` holds the display mixin, :class:`~nodecourse.widgets.base.FigureExplorer`.)
 """
+
 from __future__ import annotations
 
 from typing import Callable, Sequence
@@ -36,8 +37,15 @@ def assemble(explorer, controls: Sequence, first_row: int, notes: Sequence = ())
     explorer.status = w.HTML()
     explorer.output = w.Output()
     explorer.controls = list(controls)
-    explorer.widget = w.VBox([w.HBox(explorer.controls[:first_row]), w.HBox(explorer.controls[first_row:]),
-                              *notes, explorer.status, explorer.output])
+    explorer.widget = w.VBox(
+        [
+            w.HBox(explorer.controls[:first_row]),
+            w.HBox(explorer.controls[first_row:]),
+            *notes,
+            explorer.status,
+            explorer.output,
+        ]
+    )
     explorer.figure = None
     explorer._observe_controls()
     explorer.update()

@@ -10,6 +10,7 @@ the first selection of a weight takes a few seconds. The explorer keeps its last
     ex.solver.value = "picard"
     ex.result.n_iter, ex.result.status
 """
+
 from __future__ import annotations
 
 import time
@@ -61,13 +62,16 @@ class DEQExplorerResult:
     seconds: float
 
     def summary(self) -> str:
-        return (f"{self.solver}, tol {self.tol:.0e}, trained with Jacobian weight {self.jac_weight:g}, "
-                f"{self.device}: {self.status}, {self.n_iter} iterations, final relative residual "
-                f"{self.final_residual:.1e}, {self.seconds * 1e3:.0f} ms")
+        return (
+            f"{self.solver}, tol {self.tol:.0e}, trained with Jacobian weight {self.jac_weight:g}, "
+            f"{self.device}: {self.status}, {self.n_iter} iterations, final relative residual "
+            f"{self.final_residual:.1e}, {self.seconds * 1e3:.0f} ms"
+        )
 
 
-def run_deq(solver: str, tol: float, jac_weight: float, device: str, *, max_iter: int = 200,
-            n_inputs: int = 256) -> DEQExplorerResult:
+def run_deq(
+    solver: str, tol: float, jac_weight: float, device: str, *, max_iter: int = 200, n_inputs: int = 256
+) -> DEQExplorerResult:
     """Solve the trained block's fixed point for ``n_inputs`` inputs on [-2, 2] with ``solver`` to ``tol``."""
     from nodecourse.config import resolve_device
 
@@ -81,16 +85,30 @@ def run_deq(solver: str, tol: float, jac_weight: float, device: str, *, max_iter
         r = fixed_point(lambda z: block(z, x), z0, method=solver, tol=tol, max_iter=max_iter, warn=False)
     seconds = time.perf_counter() - start
     model.block.to("cpu")
-    return DEQExplorerResult(solver, tol, float(jac_weight), dev.type, r.status.name, r.n_iter,
-                             r.final_residual("rel"), r.residuals.worst("rel"), seconds)
+    return DEQExplorerResult(
+        solver,
+        tol,
+        float(jac_weight),
+        dev.type,
+        r.status.name,
+        r.n_iter,
+        r.final_residual("rel"),
+        r.residuals.worst("rel"),
+        seconds,
+    )
 
 
 def result_figure(res: DEQExplorerResult):
     """Plotly figure: the worst relative residual against the iteration (log scale), with the tolerance."""
     from nodecourse.plotting import figure
 
-    fig = figure(res.summary(), "iteration (evaluations of f)", "worst relative residual ||f(z) − z|| / ||f(z)||",
-                 log_y=True, height=340)
+    fig = figure(
+        res.summary(),
+        "iteration (evaluations of f)",
+        "worst relative residual ||f(z) − z|| / ||f(z)||",
+        log_y=True,
+        height=340,
+    )
     fig.add_scatter(x=list(range(1, len(res.residuals) + 1)), y=res.residuals, name=res.solver, mode="lines+markers")
     fig.add_hline(y=res.tol, line_dash="dash", annotation_text="tolerance")
     fig.update_layout(title_font_size=12)
@@ -100,17 +118,26 @@ def result_figure(res: DEQExplorerResult):
 class DEQExplorer(FigureExplorer):
     """ipywidgets controls (solver, tolerance, regulariser weight, device) and a live residual plot."""
 
-    def __init__(self, *, solver: str = "anderson", tol: float = 1e-4, jac_weight: float = 0.0,
-                 device: str = "cpu", render: bool = True):
+    def __init__(
+        self,
+        *,
+        solver: str = "anderson",
+        tol: float = 1e-4,
+        jac_weight: float = 0.0,
+        device: str = "cpu",
+        render: bool = True,
+    ):
         import ipywidgets as w
 
         check_device(device)
         self.render = render
         self.solver = self._control("solver", w.Dropdown, solver, options=sorted(METHODS), description="solver")
-        self.tol = self._control("tol", w.SelectionSlider, tol, options=[(f"{t:.0e}", t) for t in TOLERANCES],
-                                 description="tol")
-        self.jac_weight = self._control("jac_weight", w.Dropdown, jac_weight, options=list(JAC_WEIGHTS),
-                                        description="Jacobian reg.")
+        self.tol = self._control(
+            "tol", w.SelectionSlider, tol, options=[(f"{t:.0e}", t) for t in TOLERANCES], description="tol"
+        )
+        self.jac_weight = self._control(
+            "jac_weight", w.Dropdown, jac_weight, options=list(JAC_WEIGHTS), description="Jacobian reg."
+        )
         self.device = device_control(device)
         self.result: DEQExplorerResult | None = None
         assemble(self, [self.solver, self.tol, self.jac_weight, self.device], first_row=2)

@@ -18,6 +18,7 @@ in its own process on the two plain-data replies.
 Exercise keys are the two-digit prefixes of the notebooks ("01"); each has a
 module ``exNN`` here with ``EXERCISE`` (the notebook's stem) and ``TASKS``.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -49,8 +50,10 @@ def tasks_for(exercise: str) -> dict[str, Task]:
     unknown = set(listed) - {t.check for t in module.TASKS}
     if unknown:
         raise UnknownTask(f"exercise {exercise!r}: LIBRARY_ANSWERS names checks {sorted(unknown)} it does not have")
-    return {t.check: dataclasses.replace(t, library_answers=tuple(listed[t.check])) if t.check in listed else t
-            for t in module.TASKS}
+    return {
+        t.check: dataclasses.replace(t, library_answers=tuple(listed[t.check])) if t.check in listed else t
+        for t in module.TASKS
+    }
 
 
 def get_task(exercise: str, check: str) -> Task:
@@ -158,5 +161,18 @@ def code_outside_answers_here(namespace: Mapping) -> str:
         return ""
 
 
-__all__ = ["CONVERTED", "SELF_CHECK_SEED", "Task", "UnknownTask", "Verdict", "answer_text", "code_outside_answers_here",
-           "get_task", "judge_texts", "reference_text", "self_check", "spec_call", "tasks_for"]
+__all__ = [
+    "CONVERTED",
+    "SELF_CHECK_SEED",
+    "Task",
+    "UnknownTask",
+    "Verdict",
+    "answer_text",
+    "code_outside_answers_here",
+    "get_task",
+    "judge_texts",
+    "reference_text",
+    "self_check",
+    "spec_call",
+    "tasks_for",
+]

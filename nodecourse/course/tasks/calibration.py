@@ -11,6 +11,7 @@ A wrong answer is the solution's answer cell with a few text replacements
 (:class:`WrongAnswer`), so each one is a mistake a learner can make in that
 cell, and the catalogue stays in step with the solutions.
 """
+
 from __future__ import annotations
 
 import sys
@@ -65,104 +66,252 @@ CATALOGUE: tuple[WrongAnswer, ...] = (
     _w("01", "euler-step", "euler-step", (_EULER, "return f(t, y)"), "not the new state"),
     _w("01", "residual-block", "residual-block", (_BLOCK, "return self.field(0.0, z)"), "without adding z"),
     _w("01", "residual-block", "residual-block", (_BLOCK, "return z"), "returns z unchanged"),
-    _w("01", "residual-block", "residual-block", (_BLOCK, "return z + self.field(0.0, z)"),
-       "instead of calling euler_step"),
+    _w(
+        "01",
+        "residual-block",
+        "residual-block",
+        (_BLOCK, "return z + self.field(0.0, z)"),
+        "instead of calling euler_step",
+    ),
     _w("01", "residual-block", "residual-block", (_BLOCK, _BLOCK + ".detach()"), "not connected to z"),
-    _w("01", "euler-integrate-matches", "euler-integrate", ("range(n_steps)", "range(n_steps - 1)"),
-       "one step too few"),
-    _w("01", "euler-integrate-matches", "euler-integrate", ("range(n_steps)", "range(n_steps + 1)"),
-       "one step too many"),
+    _w(
+        "01", "euler-integrate-matches", "euler-integrate", ("range(n_steps)", "range(n_steps - 1)"), "one step too few"
+    ),
+    _w(
+        "01",
+        "euler-integrate-matches",
+        "euler-integrate",
+        ("range(n_steps)", "range(n_steps + 1)"),
+        "one step too many",
+    ),
     _w("01", "euler-integrate-matches", "euler-integrate", ("t = t + h", "t = t"), "the time is not advanced"),
     _w("02", "rk4-step-matches", "rk4-step", (_RK4, "return y + h * k1"), "an Euler step"),
     _w("02", "rk4-step-matches", "rk4-step", (_RK4, "return y + h * k2"), "a midpoint step"),
     _w("02", "rk4-order", "rk4-step", (_RK4, "return y + h * k2"), "a lower-order step"),
-    _w("02", "error-norm", "error-norm", (".square().mean().sqrt().item()", ".abs().max().item()"),
-       "the largest component"),
-    _w("03", "classifier", "classifier",
-       ("        self.block = AugmentedBlock(MLPField(2 + augment_dim, hidden=(32, 32), activation=\"relu\"), "
-        "augment_dim)\n        self.readout = nn.Linear(2 + augment_dim, 1)\n",
-        "        self.readout = nn.Linear(2 + augment_dim, 1)\n        self.block = AugmentedBlock(MLPField(2 + "
-        "augment_dim, hidden=(32, 32), activation=\"relu\"), augment_dim)\n"), "built in another order"),
+    _w(
+        "02",
+        "error-norm",
+        "error-norm",
+        (".square().mean().sqrt().item()", ".abs().max().item()"),
+        "the largest component",
+    ),
+    _w(
+        "03",
+        "classifier",
+        "classifier",
+        (
+            '        self.block = AugmentedBlock(MLPField(2 + augment_dim, hidden=(32, 32), activation="relu"), '
+            "augment_dim)\n        self.readout = nn.Linear(2 + augment_dim, 1)\n",
+            "        self.readout = nn.Linear(2 + augment_dim, 1)\n        self.block = AugmentedBlock(MLPField(2 + "
+            'augment_dim, hidden=(32, 32), activation="relu"), augment_dim)\n',
+        ),
+        "built in another order",
+    ),
     _w("03", "augmented-fits-the-ring", "train", ("opt.step()", "pass"), "the optimiser step or zero_grad"),
     _w("04", "adjoint-dynamics", "adjoint-dynamics", ("da = -vjps[0]", "da = vjps[0]"), "the sign"),
     _w("04", "adjoint-dynamics", "adjoint-dynamics", ("da = -vjps[0]", "da = -2 * vjps[0]"), "counted twice"),
-    _w("04", "adjoint-dynamics", "adjoint-dynamics", ("with torch.enable_grad():", "if True:"),
-       "no torch.enable_grad()"),
-    _w("04", "learner-adjoint", "learner-adjoint", ("s0[n:2 * n].view_as(z1)", "-s0[n:2 * n].view_as(z1)"),
-       "the sign"),
-    _w("05", "masked-update-matches", "masked-update", ("return observed * h_new + (1 - observed) * h",
-                                                        "return h_new"), "must keep h exactly"),
-    _w("05", "masked-update-no-leak", "masked-update", ("torch.cat([x * m, m]", "torch.cat([x, m]"),
-       "multiply the values by the mask"),
-    _w("05", "odernn-encode-batch-invariant", "masked-update",
-       ("return observed * h_new + (1 - observed) * h", "return h_new"), "updated anyway"),
+    _w(
+        "04",
+        "adjoint-dynamics",
+        "adjoint-dynamics",
+        ("with torch.enable_grad():", "if True:"),
+        "no torch.enable_grad()",
+    ),
+    _w("04", "learner-adjoint", "learner-adjoint", ("s0[n:2 * n].view_as(z1)", "-s0[n:2 * n].view_as(z1)"), "the sign"),
+    _w(
+        "05",
+        "masked-update-matches",
+        "masked-update",
+        ("return observed * h_new + (1 - observed) * h", "return h_new"),
+        "must keep h exactly",
+    ),
+    _w(
+        "05",
+        "masked-update-no-leak",
+        "masked-update",
+        ("torch.cat([x * m, m]", "torch.cat([x, m]"),
+        "multiply the values by the mask",
+    ),
+    _w(
+        "05",
+        "odernn-encode-batch-invariant",
+        "masked-update",
+        ("return observed * h_new + (1 - observed) * h", "return h_new"),
+        "updated anyway",
+    ),
     _w("06", "mixing-weights", "mixing-weights", ("lam * s *", "lam *"), "not scaled by s"),
-    _w("06", "implicit-hook", "implicit-hook", ("    return hook\n", "    return lambda grad: grad\n"),
-       "returns the incoming gradient unchanged"),
+    _w(
+        "06",
+        "implicit-hook",
+        "implicit-hook",
+        ("    return hook\n", "    return lambda grad: grad\n"),
+        "returns the incoming gradient unchanged",
+    ),
     _w("06", "hutchinson", "hutchinson", ("create_graph=True", "create_graph=False"), "create_graph=True is missing"),
-    _w("06", "hutchinson", "hutchinson", ("return total / n_samples", "return total / n_samples ** 0.5"),
-       "averaged over the samples"),
-    _w("08", "exact-divergence", "exact-divergence", ("total = total + g[:, i]", "total = total + g[:, 0]"),
-       "entry i of the gradient"),
-    _w("08", "hutchinson", "hutchinson", ("return total / probes.shape[0]", "return total"),
-       "the mean over probes"),
+    _w(
+        "06",
+        "hutchinson",
+        "hutchinson",
+        ("return total / n_samples", "return total / n_samples ** 0.5"),
+        "averaged over the samples",
+    ),
+    _w(
+        "08",
+        "exact-divergence",
+        "exact-divergence",
+        ("total = total + g[:, i]", "total = total + g[:, 0]"),
+        "entry i of the gradient",
+    ),
+    _w("08", "hutchinson", "hutchinson", ("return total / probes.shape[0]", "return total"), "the mean over probes"),
     _w("08", "hutchinson", "hutchinson", ("create_graph=True", "create_graph=False"), "create_graph=True is missing"),
     _w("08", "dynamics", "dynamics", ("-div.unsqueeze(1)", "div.unsqueeze(1)"), "the sign"),
     _w("08", "dynamics", "dynamics", ("with torch.enable_grad():", "if True:"), "no torch.enable_grad()"),
     _w("08", "log-prob", "log-prob", ("- end[:, -1]", "+ end[:, -1]"), "the sign of Δlog p"),
-    _w("09", "accuracy-at", "accuracy-at", ("model.block.solve(x, rtol=tol, atol=tol)", "model.block.solve(x)"),
-       "the model's own tolerance"),
+    _w(
+        "09",
+        "accuracy-at",
+        "accuracy-at",
+        ("model.block.solve(x, rtol=tol, atol=tol)", "model.block.solve(x)"),
+        "the model's own tolerance",
+    ),
     _w("09", "accuracy-at", "accuracy-at", (".double().mean())", ".double().sum())"), "the number of correct rows"),
-    _w("09", "accuracy-at", "accuracy-at", ("(logits.argmax(dim=1) == y)", "(logits.argmax(dim=1) != y)"),
-       "the error rate"),
-    _w("09", "accuracy-at", "accuracy-at",
-       ("sol = model.block.solve(x, rtol=tol, atol=tol)",
-        "model.block.solver = model.block.solver.replace(rtol=tol, atol=tol)\n        sol = model.block.solve(x)"),
-       "not put back"),
-    _w("09", "breaking-tolerance", "breaking-tolerance",
-       (_BREAK[0], "        acc = accuracy_at(model, x, y, tol)[0]\n        if acc < best - 0.05:\n"
-                   "            return tol\n        best = acc\n"), "compared with the previous one"),
-    _w("09", "breaking-tolerance", "breaking-tolerance",
-       (_BREAK[0], "        if accuracy_at(model, x, y, tol)[0] < best - 0.05:\n"
-                   "            return tols[tols.index(tol) - 1]\n"), "the last good one"),
+    _w(
+        "09",
+        "accuracy-at",
+        "accuracy-at",
+        ("(logits.argmax(dim=1) == y)", "(logits.argmax(dim=1) != y)"),
+        "the error rate",
+    ),
+    _w(
+        "09",
+        "accuracy-at",
+        "accuracy-at",
+        (
+            "sol = model.block.solve(x, rtol=tol, atol=tol)",
+            "model.block.solver = model.block.solver.replace(rtol=tol, atol=tol)\n        sol = model.block.solve(x)",
+        ),
+        "not put back",
+    ),
+    _w(
+        "09",
+        "breaking-tolerance",
+        "breaking-tolerance",
+        (
+            _BREAK[0],
+            "        acc = accuracy_at(model, x, y, tol)[0]\n        if acc < best - 0.05:\n"
+            "            return tol\n        best = acc\n",
+        ),
+        "compared with the previous one",
+    ),
+    _w(
+        "09",
+        "breaking-tolerance",
+        "breaking-tolerance",
+        (
+            _BREAK[0],
+            "        if accuracy_at(model, x, y, tol)[0] < best - 0.05:\n"
+            "            return tols[tols.index(tol) - 1]\n",
+        ),
+        "the last good one",
+    ),
     _w("09", "breaking-tolerance", "breaking-tolerance", ("best - 0.05", "best - 0.5"), "is not reached"),
-    _w("09", "directional-derivative", "directional-derivative", (_DD, "return (down - up) / (2 * h)"),
-       "the wrong way round"),
+    _w(
+        "09",
+        "directional-derivative",
+        "directional-derivative",
+        (_DD, "return (down - up) / (2 * h)"),
+        "the wrong way round",
+    ),
     _w("09", "directional-derivative", "directional-derivative", (_DD, "return (up - down) / h"), "not by 2h"),
-    _w("09", "directional-derivative", "directional-derivative", (_DD, "return (up - down) / (4 * h)"),
-       "divided by 4h"),
-    _w("09", "directional-derivative", "directional-derivative",
-       (("p.copy_(s - h * v)", "p.copy_(s)"), (_DD, "return (up - down) / h")), "a one-sided difference"),
-    _w("09", "directional-derivative", "directional-derivative",
-       ("            for p, s in zip(params, saved):\n                p.copy_(s)\n", "            pass\n"),
-       "not restored"),
-    _w("09", "route-error", "route-error", ("deployed.replace(gradient=route)", "deployed"),
-       "the route is not applied"),
-    _w("09", "route-error", "route-error",
-       ("/ math.sqrt(sum(f * f for f in fd))", "/ math.sqrt(sum(a * a for a in ad))"),
-       "the norm of the route's derivatives"),
-    _w("09", "route-error", "route-error", (_TIGHT_FD, "model.block.solver = deployed"),
-       "the model's own (loose) tolerance"),
-    _w("09", "route-error", "route-error",
-       ("    finally:\n        model.block.solver = deployed", "    finally:\n        pass"), "not put back"),
+    _w(
+        "09", "directional-derivative", "directional-derivative", (_DD, "return (up - down) / (4 * h)"), "divided by 4h"
+    ),
+    _w(
+        "09",
+        "directional-derivative",
+        "directional-derivative",
+        (("p.copy_(s - h * v)", "p.copy_(s)"), (_DD, "return (up - down) / h")),
+        "a one-sided difference",
+    ),
+    _w(
+        "09",
+        "directional-derivative",
+        "directional-derivative",
+        ("            for p, s in zip(params, saved):\n                p.copy_(s)\n", "            pass\n"),
+        "not restored",
+    ),
+    _w(
+        "09", "route-error", "route-error", ("deployed.replace(gradient=route)", "deployed"), "the route is not applied"
+    ),
+    _w(
+        "09",
+        "route-error",
+        "route-error",
+        ("/ math.sqrt(sum(f * f for f in fd))", "/ math.sqrt(sum(a * a for a in ad))"),
+        "the norm of the route's derivatives",
+    ),
+    _w(
+        "09",
+        "route-error",
+        "route-error",
+        (_TIGHT_FD, "model.block.solver = deployed"),
+        "the model's own (loose) tolerance",
+    ),
+    _w(
+        "09",
+        "route-error",
+        "route-error",
+        ("    finally:\n        model.block.solver = deployed", "    finally:\n        pass"),
+        "not put back",
+    ),
     _w("09", "wrong-route", "wrong-route", ("> 1e-2", "< 1e-2"), "the first route is returned"),
-    _w("09", "wrong-route", "wrong-route", ("            return route", "            return None"),
-       "the wrong way round"),
+    _w(
+        "09",
+        "wrong-route",
+        "wrong-route",
+        ("            return route", "            return None"),
+        "the wrong way round",
+    ),
     _w("10", "kinetic-dynamics", "kinetic-dynamics", (_KIN, "f.norm(dim=1, keepdim=True)"), "the norm, not its square"),
-    _w("10", "kinetic-dynamics", "kinetic-dynamics", (_KIN, "f.pow(2).mean(dim=1, keepdim=True)"),
-       "the mean of the squares"),
+    _w(
+        "10",
+        "kinetic-dynamics",
+        "kinetic-dynamics",
+        (_KIN, "f.pow(2).mean(dim=1, keepdim=True)"),
+        "the mean of the squares",
+    ),
     _w("10", "kinetic-dynamics", "kinetic-dynamics", (_KIN, _KIN + " + state[:, -1:]"), "E is added"),
-    _w("10", "kinetic-dynamics", "kinetic-dynamics", ("return torch.cat([f, " + _KIN + "], dim=1)", "return f"),
-       "the E column is missing"),
-    _w("10", "kinetic-dynamics", "kinetic-dynamics", ("f = field(t, z)", "f = field(t, z).detach()"),
-       "a .detach() or torch.no_grad()"),
+    _w(
+        "10",
+        "kinetic-dynamics",
+        "kinetic-dynamics",
+        ("return torch.cat([f, " + _KIN + "], dim=1)", "return f"),
+        "the E column is missing",
+    ),
+    _w(
+        "10",
+        "kinetic-dynamics",
+        "kinetic-dynamics",
+        ("f = field(t, z)", "f = field(t, z).detach()"),
+        "a .detach() or torch.no_grad()",
+    ),
     _w("10", "heun-step", "heun-step", ("func(torch.tensor(t + h,", "func(torch.tensor(t,"), "evaluated at t, not"),
     _w("10", "heun-step", "heun-step", ("y1 = y + 0.5 * h * (f + f1)", "y1 = y + h * f"), "an Euler step"),
     _w("10", "heun-step", "heun-step", ("y1 = y + 0.5 * h * (f + f1)", "y1 = y + h * f1"), "y + h f1"),
-    _w("10", "heun-inverse", "heun-inverse", ("func(torch.tensor(t1 - h,", "func(torch.tensor(t1,"),
-       "evaluated at t1, not"),
-    _w("10", "heun-inverse", "heun-inverse", ("zh = 2 * y1 - zh1 - h * f1", "zh = 2 * y1 - zh1 + h * f1"),
-       "+ h f1 where"),
+    _w(
+        "10",
+        "heun-inverse",
+        "heun-inverse",
+        ("func(torch.tensor(t1 - h,", "func(torch.tensor(t1,"),
+        "evaluated at t1, not",
+    ),
+    _w(
+        "10",
+        "heun-inverse",
+        "heun-inverse",
+        ("zh = 2 * y1 - zh1 - h * f1", "zh = 2 * y1 - zh1 + h * f1"),
+        "+ h f1 where",
+    ),
     _w("10", "heun-inverse", "heun-inverse", ("y = y1 - 0.5 * h * (f + f1)", "y = y1 - h * f1"), "y1 - h f1"),
     _w("10", "seminorm-values", "seminorm", (_SEMI, "head = x"), "over every entry"),
     _w("10", "seminorm-values", "seminorm", (" / math.sqrt(head.numel())", ""), "the 2-norm"),
@@ -183,8 +332,9 @@ def solution_path(exercise: str, root: Path | None = None) -> Path:
     return matches[0]
 
 
-def namespace(exercise: str, wrong: WrongAnswer | None = None, *, built: bool = False,
-              root: Path | None = None) -> dict:
+def namespace(
+    exercise: str, wrong: WrongAnswer | None = None, *, built: bool = False, root: Path | None = None
+) -> dict:
     """The namespace the solution's code cells (not its check cells) make, run here; with ``wrong``'s
     replacements in its answer cell, or with every answer a stub (``built``: the unsolved exercise)."""
     import nbformat
@@ -252,8 +402,10 @@ def main(argv: list[str]) -> int:
             seeds = seeds_for(exercise, check)
             failed = failures(exercise, check, seeds, ns)
             first = f" (first: seed {failed[0][0]}: {failed[0][1][:100]})" if failed else ""
-            print(f"| {exercise} {check} | {len(seeds)} | {len(failed)}{first} | {time.perf_counter() - start:.0f} |",
-                  flush=True)
+            print(
+                f"| {exercise} {check} | {len(seeds)} | {len(failed)}{first} | {time.perf_counter() - start:.0f} |",
+                flush=True,
+            )
     return 0
 
 

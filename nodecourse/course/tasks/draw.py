@@ -1,4 +1,5 @@
 """Drawing task inputs from a seed, the same way in every process."""
+
 from __future__ import annotations
 
 import torch
@@ -8,7 +9,7 @@ F64 = torch.float64
 
 def generator(seed: int, salt: int) -> torch.Generator:
     """A generator for one task's inputs (``salt`` tells the tasks of a seed apart)."""
-    return torch.Generator().manual_seed((seed * 7919 + salt) % (2 ** 63))
+    return torch.Generator().manual_seed((seed * 7919 + salt) % (2**63))
 
 
 def uniform(g: torch.Generator, low: float, high: float) -> float:

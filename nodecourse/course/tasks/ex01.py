@@ -3,6 +3,7 @@
 The references are the library's (``odeint(method="euler")``,
 ``ResidualStack``) and the closed form of ``dy/dt = -lambda y``.
 """
+
 from __future__ import annotations
 
 import math
@@ -42,6 +43,7 @@ def _euler(f, y0, t0: float, t1: float, h: float) -> torch.Tensor:
 
 # --- euler-step -----------------------------------------------------------------------------------
 
+
 def step_inputs(seed: int) -> dict:
     g = _gen(seed, 1)
     dim = _integer(g, 2, 6)
@@ -66,18 +68,25 @@ def step_judge(answer, ref) -> None:
     if close(got, expected, atol=1e-12):
         return
     y0, f0, h = array(ref["y0"], "y0"), array(ref["f0"], "f0"), ref["h"]
-    cause = likely(got, {
-        "likely cause: the step has the wrong sign (y - h f)": y0 - h * f0,
-        "likely cause: y is not added (the result is h f)": h * f0,
-        "likely cause: the step size h is missing (y + f)": y0 + f0,
-        "likely cause: the result is y itself, no step taken": y0,
-        "likely cause: the result is f(t, y), not the new state": f0,
-    }, atol=1e-10)
-    raise Wrong(f"expected {show(expected)}, got {show(got)} (max |difference| {max_diff(got, expected):.2e}, "
-                f"h = {h:.4g})" + (f"; {cause}" if cause else ""))
+    cause = likely(
+        got,
+        {
+            "likely cause: the step has the wrong sign (y - h f)": y0 - h * f0,
+            "likely cause: y is not added (the result is h f)": h * f0,
+            "likely cause: the step size h is missing (y + f)": y0 + f0,
+            "likely cause: the result is y itself, no step taken": y0,
+            "likely cause: the result is f(t, y), not the new state": f0,
+        },
+        atol=1e-10,
+    )
+    raise Wrong(
+        f"expected {show(expected)}, got {show(got)} (max |difference| {max_diff(got, expected):.2e}, "
+        f"h = {h:.4g})" + (f"; {cause}" if cause else "")
+    )
 
 
 # --- residual-block -------------------------------------------------------------------------------
+
 
 def block_inputs(seed: int) -> dict:
     from nodecourse.models import ResidualStack
@@ -85,7 +94,7 @@ def block_inputs(seed: int) -> dict:
     g = _gen(seed, 2)
     dim, batch = _integer(g, 3, 8), _integer(g, 2, 6)
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(_integer(g, 0, 2 ** 31))
+        torch.manual_seed(_integer(g, 0, 2**31))
         stack = ResidualStack(dim, n_blocks=1, hidden=(16,), shared=True).to(F64)
     return {"stack": stack, "z": torch.randn(batch, dim, generator=g, dtype=F64)}
 
@@ -127,25 +136,37 @@ def block_reference(inp) -> dict:
 def block_judge(answer, ref) -> None:
     got, expected = compared(answer, ref, "out", "the block's output")
     if not close(got, expected, atol=1e-12):
-        cause = likely(got, {"likely cause: the block returns field(z) without adding z": array(ref["field"], "f"),
-                             "likely cause: the block returns z unchanged": array(ref["z"], "z")}, atol=1e-10)
-        raise Wrong(f"outputs differ from the library's residual block by {max_diff(got, expected):.2e}"
-                    + (f"; {cause}" if cause else ""))
+        cause = likely(
+            got,
+            {
+                "likely cause: the block returns field(z) without adding z": array(ref["field"], "f"),
+                "likely cause: the block returns z unchanged": array(ref["z"], "z"),
+            },
+            atol=1e-10,
+        )
+        raise Wrong(
+            f"outputs differ from the library's residual block by {max_diff(got, expected):.2e}"
+            + (f"; {cause}" if cause else "")
+        )
     grad_ref = array(ref["grad"], "the reference gradient")
     grad = array(field_of(answer, "grad", "gradient"), "the gradient", grad_ref.shape)
     if not close(grad, grad_ref, atol=1e-12):
-        raise Wrong(f"outputs agree but gradients differ by {max_diff(grad, grad_ref):.2e}; likely cause: part of "
-                    "the computation is detached from the graph")
+        raise Wrong(
+            f"outputs agree but gradients differ by {max_diff(grad, grad_ref):.2e}; likely cause: part of "
+            "the computation is detached from the graph"
+        )
     steps = field_of(answer, "euler_steps", "count of euler_step calls")
     if type(steps) is not int or steps != 1:
         count = steps if type(steps) is int else describe(steps)
-        raise Wrong(f"the outputs agree, but the block called euler_step {count} times for one forward pass; the "
-                    "task asks for the block written as one Euler step: return euler_step(self.field, 0.0, z, 1.0)"
-                    + ("; likely cause: z + field(t, z) written out instead of calling euler_step"
-                       if steps == 0 else ""))
+        raise Wrong(
+            f"the outputs agree, but the block called euler_step {count} times for one forward pass; the "
+            "task asks for the block written as one Euler step: return euler_step(self.field, 0.0, z, 1.0)"
+            + ("; likely cause: z + field(t, z) written out instead of calling euler_step" if steps == 0 else "")
+        )
 
 
 # --- euler-integrate ------------------------------------------------------------------------------
+
 
 def _integrate_draw(g: torch.Generator) -> dict:
     h = 2.0 ** -_integer(g, 3, 5)  # exact in binary: every grid point is exact too
@@ -179,8 +200,13 @@ def integrate_run(ns, inp) -> dict:
 def integrate_reference(inp) -> dict:
     f, y0, t0, t1, h = inp["f"], inp["y0"], inp["t0"], inp["t1"], inp["h"]
     frozen = lambda t, y: f(torch.tensor(t0, dtype=F64), y)  # noqa: E731 - the time never moves from t0
-    return {"y1": _euler(f, y0, t0, t1, h), "fewer": _euler(f, y0, t0, t1 - h, h),
-            "more": _euler(f, y0, t0, t1 + h, h), "frozen": _euler(frozen, y0, t0, t1, h), "n": inp["n"]}
+    return {
+        "y1": _euler(f, y0, t0, t1, h),
+        "fewer": _euler(f, y0, t0, t1 - h, h),
+        "more": _euler(f, y0, t0, t1 + h, h),
+        "frozen": _euler(frozen, y0, t0, t1, h),
+        "n": inp["n"],
+    }
 
 
 @judged
@@ -188,12 +214,20 @@ def integrate_judge(answer, ref) -> None:
     got, expected = compared(answer, ref, "y1", "euler_integrate's result")
     if close(got, expected, atol=1e-10):
         return
-    cause = likely(got, {"likely cause: one step too few (n - 1 steps)": array(ref["fewer"], "y"),
-                         "likely cause: one step too many (n + 1 steps)": array(ref["more"], "y"),
-                         "likely cause: the time is not advanced (every step evaluates f at t0: add t = t + h "
-                         "after each step)": array(ref["frozen"], "y")}, atol=1e-10)
-    raise Wrong(f"differs from odeint(method='euler') with {ref['n']} steps by {max_diff(got, expected):.2e}"
-                + (f"; {cause}" if cause else ""))
+    cause = likely(
+        got,
+        {
+            "likely cause: one step too few (n - 1 steps)": array(ref["fewer"], "y"),
+            "likely cause: one step too many (n + 1 steps)": array(ref["more"], "y"),
+            "likely cause: the time is not advanced (every step evaluates f at t0: add t = t + h "
+            "after each step)": array(ref["frozen"], "y"),
+        },
+        atol=1e-10,
+    )
+    raise Wrong(
+        f"differs from odeint(method='euler') with {ref['n']} steps by {max_diff(got, expected):.2e}"
+        + (f"; {cause}" if cause else "")
+    )
 
 
 # --- euler-order ----------------------------------------------------------------------------------
@@ -201,17 +235,22 @@ def integrate_judge(answer, ref) -> None:
 # window leaves a margin of at least 0.067 below and 0.088 above; a second-order step measures about 2.
 ORDER_WINDOW = (0.9, 1.1)
 
+
 def order_inputs(seed: int) -> dict:
     g = _gen(seed, 4)
     lam, t1, y0 = _uniform(g, 0.5, 1.5), _uniform(g, 1.5, 2.5), _uniform(g, 0.5, 2.0)
     base = _integer(g, 12, 20)
-    return {"lam": lam, "t1": t1, "y0": y0, "steps": [base * 2 ** k for k in range(5)]}
+    return {"lam": lam, "t1": t1, "y0": y0, "steps": [base * 2**k for k in range(5)]}
 
 
 def order_run(ns, inp) -> dict:
     lam = inp["lam"]
-    return {"y1": [ns["euler_integrate"](lambda t, y: -lam * y, torch.tensor([inp["y0"]], dtype=F64), 0.0,
-                                         inp["t1"], n) for n in inp["steps"]]}
+    return {
+        "y1": [
+            ns["euler_integrate"](lambda t, y: -lam * y, torch.tensor([inp["y0"]], dtype=F64), 0.0, inp["t1"], n)
+            for n in inp["steps"]
+        ]
+    }
 
 
 def order_reference(inp) -> dict:
@@ -227,8 +266,10 @@ def order_judge(answer, ref) -> None:
         raise Wrong("each result should hold one value (y0 has one component)")
     errors = np.array([abs(float(y[0]) - ref["exact"]) for y in ys])
     if not np.all(np.isfinite(errors)) or np.any(errors == 0):
-        raise Wrong(f"errors {show(errors)} against the exact solution: an order needs finite, non-zero errors "
-                    "(Euler's method is never exact here)")
+        raise Wrong(
+            f"errors {show(errors)} against the exact solution: an order needs finite, non-zero errors "
+            "(Euler's method is never exact here)"
+        )
     sizes = np.array([ref["t1"] / n for n in steps])
     slope = float(np.polyfit(np.log(sizes), np.log(errors), 1)[0])
     low, high = ORDER_WINDOW
@@ -238,14 +279,39 @@ def order_judge(answer, ref) -> None:
 
 TASKS = (
     Task("euler-step", ("euler-step",), step_inputs, step_run, step_reference, step_judge),
-    Task("residual-block", ("euler-step", "residual-block"), block_inputs, block_run, block_reference,
-         block_judge, after=("euler-step",),
-         hints=(("does not require grad", "likely cause: the block's output is not connected to z "
-                                          "(a detach, .data or torch.no_grad())"),)),
-    Task("euler-integrate-matches", ("euler-step", "euler-integrate"), integrate_inputs, integrate_run,
-         integrate_reference, integrate_judge, after=("euler-step",),
-         decidable=f"one step too few, one too many and the time not advanced each land more than {MISTAKE_GAP:g} "
-                   "from the right answer"),
-    Task("euler-order", ("euler-step", "euler-integrate"), order_inputs, order_run, order_reference, order_judge,
-         after=("euler-step", "euler-integrate-matches")),
+    Task(
+        "residual-block",
+        ("euler-step", "residual-block"),
+        block_inputs,
+        block_run,
+        block_reference,
+        block_judge,
+        after=("euler-step",),
+        hints=(
+            (
+                "does not require grad",
+                "likely cause: the block's output is not connected to z (a detach, .data or torch.no_grad())",
+            ),
+        ),
+    ),
+    Task(
+        "euler-integrate-matches",
+        ("euler-step", "euler-integrate"),
+        integrate_inputs,
+        integrate_run,
+        integrate_reference,
+        integrate_judge,
+        after=("euler-step",),
+        decidable=f"one step too few, one too many and the time not advanced each land more than {MISTAKE_GAP:g} "
+        "from the right answer",
+    ),
+    Task(
+        "euler-order",
+        ("euler-step", "euler-integrate"),
+        order_inputs,
+        order_run,
+        order_reference,
+        order_judge,
+        after=("euler-step", "euler-integrate-matches"),
+    ),
 )

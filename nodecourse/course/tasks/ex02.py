@@ -4,6 +4,7 @@ References: the library's RK4 (``odeint(method="rk4")``), its error norm
 (``solvers.control.rms`` of the error over ``error_scale``), closed forms of
 the test equations, and the step-size rule the task states.
 """
+
 from __future__ import annotations
 
 import math
@@ -47,6 +48,7 @@ def _fitted_order(sizes, errors) -> float:
 
 # --- rk4-step-matches -----------------------------------------------------------------------------
 
+
 def rk4_inputs(seed: int) -> dict:
     g = _gen(seed, 21)
     w2, c = _uniform(g, 0.25, 4.0), _uniform(g, -1.0, 1.0)
@@ -62,8 +64,11 @@ def rk4_run(ns, inp) -> dict:
 
 def rk4_reference(inp) -> dict:
     f, t0, h, y0 = inp["f"], inp["t0"], inp["h"], inp["y0"]
-    return {"y1": odeint_last(f, y0, t0, t0 + h, method="rk4", step_size=h),
-            "euler": y0 + h * f(t0, y0), "midpoint": odeint_last(f, y0, t0, t0 + h, method="midpoint", step_size=h)}
+    return {
+        "y1": odeint_last(f, y0, t0, t0 + h, method="rk4", step_size=h),
+        "euler": y0 + h * f(t0, y0),
+        "midpoint": odeint_last(f, y0, t0, t0 + h, method="midpoint", step_size=h),
+    }
 
 
 @judged
@@ -71,12 +76,23 @@ def rk4_judge(answer, ref) -> None:
     got, expected = compared(answer, ref, "y1", "rk4_step's result")
     if close(got, expected, atol=1e-12):
         return
-    cause = likely(got, {"likely cause: this is an Euler step (only k1 is used)": array(ref["euler"], "e"),
-                         "likely cause: this is a midpoint step (k1 and k2 only)": array(ref["midpoint"], "m")},
-                   atol=1e-10)
-    raise Wrong(f"differs from odeint(method='rk4') by {max_diff(got, expected):.2e} (expected {show(expected)}, "
-                f"got {show(got)})" + (f"; {cause}" if cause else "; check the weights 1, 2, 2, 1 over 6 and "
-                                                                   "the times t + h/2, t + h of k2, k3, k4"))
+    cause = likely(
+        got,
+        {
+            "likely cause: this is an Euler step (only k1 is used)": array(ref["euler"], "e"),
+            "likely cause: this is a midpoint step (k1 and k2 only)": array(ref["midpoint"], "m"),
+        },
+        atol=1e-10,
+    )
+    raise Wrong(
+        f"differs from odeint(method='rk4') by {max_diff(got, expected):.2e} (expected {show(expected)}, "
+        f"got {show(got)})"
+        + (
+            f"; {cause}"
+            if cause
+            else "; check the weights 1, 2, 2, 1 over 6 and the times t + h/2, t + h of k2, k3, k4"
+        )
+    )
 
 
 # --- rk4-order ------------------------------------------------------------------------------------
@@ -116,7 +132,7 @@ def _library_order(inp: dict) -> float:
 def _order_draw(g: torch.Generator) -> dict:
     a, t1 = _uniform(g, 0.6, 1.4), _uniform(g, 1.5, 2.5)
     base = _integer(g, 8, 12)
-    return {"a": a, "t1": t1, "steps": [base * 2 ** k for k in range(4)]}
+    return {"a": a, "t1": t1, "steps": [base * 2**k for k in range(4)]}
 
 
 def order_inputs(seed: int) -> dict:
@@ -126,8 +142,11 @@ def order_inputs(seed: int) -> dict:
 def order_run(ns, inp) -> dict:
     a = inp["a"]
     f = lambda t, y: a * y * math.cos(float(t))
-    return {"y1": [_integrate_fixed(ns["rk4_step"], f, torch.tensor([1.0], dtype=F64), 0.0, inp["t1"], n)
-                   for n in inp["steps"]]}
+    return {
+        "y1": [
+            _integrate_fixed(ns["rk4_step"], f, torch.tensor([1.0], dtype=F64), 0.0, inp["t1"], n) for n in inp["steps"]
+        ]
+    }
 
 
 def order_reference(inp) -> dict:
@@ -146,12 +165,15 @@ def order_judge(answer, ref) -> None:
     order = _fitted_order([ref["t1"] / n for n in steps], errors)
     low, high = ORDER_WINDOW
     if not low < order < high:
-        raise Wrong(f"measured order {order:.2f}, expected 4 (between {low} and {high}; errors {show(errors)} at "
-                    f"n = {steps})" + ("; likely cause: a lower-order step (the times or weights of k2-k4)"
-                                       if order < low else ""))
+        raise Wrong(
+            f"measured order {order:.2f}, expected 4 (between {low} and {high}; errors {show(errors)} at "
+            f"n = {steps})"
+            + ("; likely cause: a lower-order step (the times or weights of k2-k4)" if order < low else "")
+        )
 
 
 # --- error-norm -----------------------------------------------------------------------------------
+
 
 def norm_inputs(seed: int) -> dict:
     g = _gen(seed, 23)
@@ -167,16 +189,23 @@ def norm_inputs(seed: int) -> dict:
 
 
 def norm_run(ns, inp) -> dict:
-    return {"norms": [ns["error_norm"](err.clone(), y0.clone(), y1.clone(), rtol, atol)
-                      for err, y0, y1, rtol, atol in inp["cases"]]}
+    return {
+        "norms": [
+            ns["error_norm"](err.clone(), y0.clone(), y1.clone(), rtol, atol)
+            for err, y0, y1, rtol, atol in inp["cases"]
+        ]
+    }
 
 
 def norm_reference(inp) -> dict:
     from nodecourse.solvers.control import error_scale, rms
 
-    return {"norms": [float(rms(err / error_scale(y0, y1, rtol, atol))) for err, y0, y1, rtol, atol in inp["cases"]],
-            "max_norms": [float((err / error_scale(y0, y1, rtol, atol)).abs().max())
-                          for err, y0, y1, rtol, atol in inp["cases"]]}
+    return {
+        "norms": [float(rms(err / error_scale(y0, y1, rtol, atol))) for err, y0, y1, rtol, atol in inp["cases"]],
+        "max_norms": [
+            float((err / error_scale(y0, y1, rtol, atol)).abs().max()) for err, y0, y1, rtol, atol in inp["cases"]
+        ],
+    }
 
 
 @judged
@@ -194,6 +223,7 @@ def norm_judge(answer, ref) -> None:
 
 
 # --- step-control ---------------------------------------------------------------------------------
+
 
 def _rule(h, norm, order, safety=0.9, min_factor=0.2, max_factor=10.0):
     """The rule the task states: accept when norm <= 1; the next h is h times the clipped factor."""
@@ -235,11 +265,14 @@ def control_judge(answer, ref) -> None:
             raise Wrong(f"propose_step({h:.3g}, {norm:.3g}, {order}) returned {describe(g)}, not a pair")
         accepted, h_got = _truth(g[0]), float(array(g[1], "h_new").reshape(-1)[0])
         if accepted != acc or not abs(h_got - h_new) <= 1e-12 * max(1.0, h_new):
-            raise Wrong(f"propose_step(h={h:.4g}, norm={norm:.4g}, order={order}) gave ({accepted}, {h_got:.6g}), "
-                        f"expected ({acc}, {h_new:.6g})")
+            raise Wrong(
+                f"propose_step(h={h:.4g}, norm={norm:.4g}, order={order}) gave ({accepted}, {h_got:.6g}), "
+                f"expected ({acc}, {h_new:.6g})"
+            )
 
 
 # --- adaptive-loop --------------------------------------------------------------------------------
+
 
 def adaptive_inputs(seed: int) -> dict:
     g = _gen(seed, 25)
@@ -257,8 +290,9 @@ def adaptive_run(ns, inp) -> dict:
     runs = []
     for rtol, atol, h0 in ((1e-4, 1e-6, 0.01), (1e-7, 1e-9, 0.01), (1e-6, 1e-8, 5.0)):
         calls[0] = 0
-        y, n_acc, n_rej = ns["integrate_adaptive"](f, torch.tensor([1.0], dtype=F64), 0.0, t1, rtol=rtol, atol=atol,
-                                                   h0=h0)
+        y, n_acc, n_rej = ns["integrate_adaptive"](
+            f, torch.tensor([1.0], dtype=F64), 0.0, t1, rtol=rtol, atol=atol, h0=h0
+        )
         runs.append({"y": y, "accepted": n_acc, "rejected": n_rej, "evaluations": calls[0], "rtol": rtol})
     return {"runs": runs}
 
@@ -287,27 +321,43 @@ def adaptive_judge(answer, ref) -> None:
         if not all(type(v) is int for v in (acc, rej)):
             raise Wrong(f"the step counts are {describe(acc)} and {describe(rej)}, not integers")
         if nfe != 4 * (acc + rej):
-            raise Wrong(f"{acc} accepted + {rej} rejected steps, but f was evaluated {nfe} times (bosh3_pair "
-                        "evaluates it 4 times a step): the counts do not match the work done")
+            raise Wrong(
+                f"{acc} accepted + {rej} rejected steps, but f was evaluated {nfe} times (bosh3_pair "
+                "evaluates it 4 times a step): the counts do not match the work done"
+            )
         out.append((abs(y - exact), acc, rej, run["rtol"]))
     (err4, acc4, _, r4), (err7, acc7, _, r7), (_, _, rej_big, _) = out
     if not (err4 < ERROR_PER_RTOL * r4 * max(1.0, exact) and err7 < ERROR_PER_RTOL * r7 * max(1.0, exact)):
         raise Wrong(f"errors {err4:.2e} (rtol 1e-4) and {err7:.2e} (rtol 1e-7) against the exact solution")
     if not acc7 > STEPS_RATIO * acc4:
-        raise Wrong(f"{acc7} accepted steps at rtol 1e-7 vs {acc4} at 1e-4: a tighter tolerance should take "
-                    "many more steps")
+        raise Wrong(
+            f"{acc7} accepted steps at rtol 1e-7 vs {acc4} at 1e-4: a tighter tolerance should take many more steps"
+        )
     if rej_big < 1:
         raise Wrong("no step was rejected when starting with h0 = 5: rejected steps must be retried smaller")
 
 
 TASKS = (
     Task("rk4-step-matches", ("rk4-step",), rk4_inputs, rk4_run, rk4_reference, rk4_judge),
-    Task("rk4-order", ("rk4-step",), order_inputs, order_run, order_reference, order_judge,
-         after=("rk4-step-matches",),
-         decidable=f"the library RK4's fitted order on the draw lies in {ORDER_BAND}, inside the window "
-                   f"{ORDER_WINDOW}"),
+    Task(
+        "rk4-order",
+        ("rk4-step",),
+        order_inputs,
+        order_run,
+        order_reference,
+        order_judge,
+        after=("rk4-step-matches",),
+        decidable=f"the library RK4's fitted order on the draw lies in {ORDER_BAND}, inside the window {ORDER_WINDOW}",
+    ),
     Task("error-norm", ("error-norm",), norm_inputs, norm_run, norm_reference, norm_judge),
     Task("step-control", ("step-control",), control_inputs, control_run, control_reference, control_judge),
-    Task("adaptive-loop", ("error-norm", "step-control", "adaptive-loop"), adaptive_inputs, adaptive_run,
-         adaptive_reference, adaptive_judge, after=("error-norm", "step-control")),
+    Task(
+        "adaptive-loop",
+        ("error-norm", "step-control", "adaptive-loop"),
+        adaptive_inputs,
+        adaptive_run,
+        adaptive_reference,
+        adaptive_judge,
+        after=("error-norm", "step-control"),
+    ),
 )

@@ -6,6 +6,7 @@ labels on a circle in the ring and on held-out points. The training tasks are
 judged on the trained parameters: the grader loads them into the library's
 model and evaluates it itself (margins on the circle, held-out accuracy).
 """
+
 from __future__ import annotations
 
 import math
@@ -26,6 +27,7 @@ EPOCHS = 60
 
 
 # --- pad-zeros ------------------------------------------------------------------------------------
+
 
 def pad_inputs(seed: int) -> dict:
     g = _gen(seed, 31)
@@ -49,9 +51,11 @@ def pad_reference(inp) -> dict:
 
 @judged
 def pad_judge(answer, ref) -> None:
-    for key, what, dtype in (("z", "pad_with_zeros(x, p) on float64", "torch.float64"),
-                             ("z32", "pad_with_zeros(x, p) on float32", "torch.float32"),
-                             ("z0", "pad_with_zeros(x, 0)", "torch.float64")):
+    for key, what, dtype in (
+        ("z", "pad_with_zeros(x, p) on float64", "torch.float64"),
+        ("z32", "pad_with_zeros(x, p) on float32", "torch.float32"),
+        ("z0", "pad_with_zeros(x, 0)", "torch.float64"),
+    ):
         expected = array(ref[key], "the reference")
         value = field_of(answer, key, what)
         got = array(value, what, expected.shape)
@@ -63,11 +67,12 @@ def pad_judge(answer, ref) -> None:
 
 # --- augmented-block ------------------------------------------------------------------------------
 
+
 def _field(seed_g: torch.Generator, dim: int):
     from nodecourse.models import MLPField
 
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(_integer(seed_g, 0, 2 ** 31))
+        torch.manual_seed(_integer(seed_g, 0, 2**31))
         return MLPField(dim, hidden=(16,), activation="tanh").to(F64)
 
 
@@ -104,9 +109,10 @@ def block_judge(answer, ref) -> None:
 
 # --- classifier -----------------------------------------------------------------------------------
 
+
 def classifier_inputs(seed: int) -> dict:
     g = _gen(seed, 33)
-    return {"init": _integer(g, 0, 2 ** 31), "p": _integer(g, 1, 2), "x": torch.randn(5, 2, generator=g)}
+    return {"init": _integer(g, 0, 2**31), "p": _integer(g, 1, 2), "x": torch.randn(5, 2, generator=g)}
 
 
 def classifier_run(ns, inp) -> dict:
@@ -127,13 +133,17 @@ def classifier_reference(inp) -> dict:
 def classifier_judge(answer, ref) -> None:
     n = field_of(answer, "n_params", "parameter count")
     if n != ref["n_params"]:
-        raise Wrong(f"{n} parameters, expected {ref['n_params']} (an MLPField(2 + p, hidden=(32, 32), "
-                    "activation='relu') and a Linear(2 + p, 1), built in that order)")
+        raise Wrong(
+            f"{n} parameters, expected {ref['n_params']} (an MLPField(2 + p, hidden=(32, 32), "
+            "activation='relu') and a Linear(2 + p, 1), built in that order)"
+        )
     got, expected = compared(answer, ref, "out", "the output")
     diff = max_diff(got, expected)
     if not diff <= 1e-5:
-        raise Wrong(f"outputs differ from the library's augmented_node (same seed) by {diff:.2e}; likely cause: "
-                    "the layers are built in another order, or another solver or tolerance")
+        raise Wrong(
+            f"outputs differ from the library's augmented_node (same seed) by {diff:.2e}; likely cause: "
+            "the layers are built in another order, or another solver or tolerance"
+        )
 
 
 # --- augmented-fits-the-ring, plain-has-a-wrong-arc -----------------------------------------------
@@ -153,16 +163,18 @@ def ring_inputs(seed: int) -> dict:
     from nodecourse.data import annulus
 
     g = _gen(seed, 34)
-    x, y = annulus(100, 200, seed=_integer(g, 0, 2 ** 31))
-    return {"x": x, "y": y, "init": _integer(g, 0, 2 ** 31), "held_out": _integer(g, 0, 2 ** 31)}
+    x, y = annulus(100, 200, seed=_integer(g, 0, 2**31))
+    return {"x": x, "y": y, "init": _integer(g, 0, 2**31), "held_out": _integer(g, 0, 2**31)}
 
 
 def _train(ns, inp, p: int) -> dict:
     torch.manual_seed(inp["init"])
     model = ns["AnnulusClassifier"](p)
     losses = ns["train"](model, inp["x"].clone(), inp["y"].clone(), epochs=EPOCHS, lr=1e-2)
-    return {"losses": list(losses) if isinstance(losses, (list, tuple)) else losses,
-            "params": [q.detach().clone() for q in model.parameters()]}
+    return {
+        "losses": list(losses) if isinstance(losses, (list, tuple)) else losses,
+        "params": [q.detach().clone() for q in model.parameters()],
+    }
 
 
 def augmented_run(ns, inp) -> dict:
@@ -198,8 +210,11 @@ def plain_reference(inp) -> dict:
 def _loaded(answer, ref):
     """The library's model with the learner's trained parameters (same order and shapes), or :class:`Wrong`."""
     shapes = ref["shapes"]
-    params = items(field_of(answer, "params", "trained parameters"), len(shapes), "parameter tensors (the "
-                   "model's parameters(), in order)")
+    params = items(
+        field_of(answer, "params", "trained parameters"),
+        len(shapes),
+        "parameter tensors (the model's parameters(), in order)",
+    )
     model = _library_model(ref["p"])
     with torch.no_grad():
         for k, (value, shape, q) in enumerate(zip(params, shapes, model.parameters())):
@@ -212,10 +227,12 @@ def _evaluated(answer, ref) -> dict:
     from nodecourse.measure.probes import circle_points, evaluate
 
     losses = field_of(answer, "losses", "losses")
-    if not isinstance(losses, list) or len(losses) != ref["epochs"] or \
-            not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in losses):
-        raise Wrong(f"train returned {describe(losses)}; expected a list of {ref['epochs']} floats (one loss "
-                    "per step)")
+    if (
+        not isinstance(losses, list)
+        or len(losses) != ref["epochs"]
+        or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in losses)
+    ):
+        raise Wrong(f"train returned {describe(losses)}; expected a list of {ref['epochs']} floats (one loss per step)")
     model = _loaded(answer, ref)
     step = 2 * math.pi / PROBE_POINTS
     angles = torch.arange(PROBE_POINTS, dtype=torch.float64) * step
@@ -230,8 +247,13 @@ def _evaluated(answer, ref) -> dict:
     margins = ref["label"] * out.double().numpy()
     if not np.all(np.isfinite(margins)) or not np.all(np.isfinite(held)):
         raise Wrong("the trained model's outputs are not finite")
-    return {"losses": losses, "margin": float(margins.min()), "wrong": float(np.mean(margins < 0)),
-            "accuracy": float(np.mean(np.sign(held) == y)), "n": int(y.size)}
+    return {
+        "losses": losses,
+        "margin": float(margins.min()),
+        "wrong": float(np.mean(margins < 0)),
+        "accuracy": float(np.mean(np.sign(held) == y)),
+        "n": int(y.size),
+    }
 
 
 def _learned(e: dict, p: int, name: str) -> None:
@@ -239,11 +261,16 @@ def _learned(e: dict, p: int, name: str) -> None:
     need = HELD_OUT_MIN[p]
     if not e["accuracy"] >= need:
         losses = e["losses"]
-        cause = ("; likely cause: the optimiser step or zero_grad is missing" if not losses[-1] < losses[0] else
-                 "; the losses train() reported fall, but the model it returns does not classify: likely cause: "
-                 "the model trained is not the one passed in, or the parameters are reset")
-        raise Wrong(f"{name}: the trained model classifies {e['accuracy']:.1%} of {e['n']} held-out points "
-                    f"correctly (evaluated by the grader; at least {need:.0%} expected){cause}")
+        cause = (
+            "; likely cause: the optimiser step or zero_grad is missing"
+            if not losses[-1] < losses[0]
+            else "; the losses train() reported fall, but the model it returns does not classify: likely cause: "
+            "the model trained is not the one passed in, or the parameters are reset"
+        )
+        raise Wrong(
+            f"{name}: the trained model classifies {e['accuracy']:.1%} of {e['n']} held-out points "
+            f"correctly (evaluated by the grader; at least {need:.0%} expected){cause}"
+        )
 
 
 @judged
@@ -251,8 +278,10 @@ def augmented_judge(answer, ref) -> None:
     e = _evaluated(answer, ref)
     _learned(e, 1, "augmented")
     if not e["margin"] > 0:
-        raise Wrong(f"augmented: min margin on |x| = {PROBE_RADIUS} is {e['margin']:+.3f} ({e['wrong']:.2%} of the "
-                    f"circle wrong; held-out accuracy {e['accuracy']:.1%})")
+        raise Wrong(
+            f"augmented: min margin on |x| = {PROBE_RADIUS} is {e['margin']:+.3f} ({e['wrong']:.2%} of the "
+            f"circle wrong; held-out accuracy {e['accuracy']:.1%})"
+        )
 
 
 @judged
@@ -260,18 +289,50 @@ def plain_judge(answer, ref) -> None:
     e = _evaluated(answer, ref)
     _learned(e, 0, "plain")
     if not e["margin"] < 0:
-        raise Wrong(f"plain: min margin {e['margin']:+.3f}; a plain 2-D flow with a linear readout must "
-                    "misclassify an arc of every circle inside the ring")
+        raise Wrong(
+            f"plain: min margin {e['margin']:+.3f}; a plain 2-D flow with a linear readout must "
+            "misclassify an arc of every circle inside the ring"
+        )
 
 
 TASKS = (
     Task("pad-zeros", ("pad-zeros",), pad_inputs, pad_run, pad_reference, pad_judge),
-    Task("augmented-block", ("pad-zeros", "augmented-block"), block_inputs, block_run, block_reference,
-         block_judge, after=("pad-zeros",)),
-    Task("classifier", ("pad-zeros", "augmented-block", "classifier"), classifier_inputs, classifier_run,
-         classifier_reference, classifier_judge, after=("augmented-block",)),
-    Task("augmented-fits-the-ring", ("pad-zeros", "augmented-block", "classifier", "train"), ring_inputs,
-         augmented_run, augmented_reference, augmented_judge, after=("classifier",), calibration=TRAINING_SEEDS),
-    Task("plain-has-a-wrong-arc", ("pad-zeros", "augmented-block", "classifier", "train"), ring_inputs,
-         plain_run, plain_reference, plain_judge, after=("classifier",), calibration=TRAINING_SEEDS),
+    Task(
+        "augmented-block",
+        ("pad-zeros", "augmented-block"),
+        block_inputs,
+        block_run,
+        block_reference,
+        block_judge,
+        after=("pad-zeros",),
+    ),
+    Task(
+        "classifier",
+        ("pad-zeros", "augmented-block", "classifier"),
+        classifier_inputs,
+        classifier_run,
+        classifier_reference,
+        classifier_judge,
+        after=("augmented-block",),
+    ),
+    Task(
+        "augmented-fits-the-ring",
+        ("pad-zeros", "augmented-block", "classifier", "train"),
+        ring_inputs,
+        augmented_run,
+        augmented_reference,
+        augmented_judge,
+        after=("classifier",),
+        calibration=TRAINING_SEEDS,
+    ),
+    Task(
+        "plain-has-a-wrong-arc",
+        ("pad-zeros", "augmented-block", "classifier", "train"),
+        ring_inputs,
+        plain_run,
+        plain_reference,
+        plain_judge,
+        after=("classifier",),
+        calibration=TRAINING_SEEDS,
+    ),
 )

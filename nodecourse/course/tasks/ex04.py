@@ -9,6 +9,7 @@ in a fresh sandboxed process that runs the learner's answers (so code there
 could distort the measurement), and the learner's ``peak_bytes`` must agree
 with that measurement.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,12 +22,18 @@ from nodecourse.course.tasks.draw import uniform as _uniform
 from nodecourse.course.tasks.spec import Task, Wrong, array, describe, field_of, judged, max_diff
 
 EXERCISE = "04_adjoint_exercises"
-MIB = 2 ** 20
+MIB = 2**20
 NO_GRAD_HINTS = (
-    ("does not require grad", "likely cause: no torch.enable_grad() around the vector-Jacobian product "
-                              "(a backward pass runs with gradients off)"),
-    ("appears to not have been used in the graph", "likely cause: differentiate with respect to the detached "
-                                                   "copy of z that requires grad, the one func was called on"),
+    (
+        "does not require grad",
+        "likely cause: no torch.enable_grad() around the vector-Jacobian product "
+        "(a backward pass runs with gradients off)",
+    ),
+    (
+        "appears to not have been used in the graph",
+        "likely cause: differentiate with respect to the detached "
+        "copy of z that requires grad, the one func was called on",
+    ),
 )
 
 
@@ -34,7 +41,7 @@ def _field(g: torch.Generator, dim: int, hidden: int):
     from nodecourse.models import MLPField
 
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(_integer(g, 0, 2 ** 31))
+        torch.manual_seed(_integer(g, 0, 2**31))
         return MLPField(dim, hidden=(hidden,)).to(F64)
 
 
@@ -54,11 +61,16 @@ def _ratio_cause(got: np.ndarray, ref: np.ndarray) -> str:
 
 # --- adjoint-dynamics -----------------------------------------------------------------------------
 
+
 def dynamics_inputs(seed: int) -> dict:
     g = _gen(seed, 41)
     d, b = _integer(g, 2, 4), _integer(g, 3, 6)
-    return {"field": _field(g, d, _integer(g, 6, 10)), "t": torch.tensor(_uniform(g, 0.0, 1.0), dtype=F64),
-            "z": torch.randn(b, d, generator=g, dtype=F64), "a": torch.randn(b, d, generator=g, dtype=F64)}
+    return {
+        "field": _field(g, d, _integer(g, 6, 10)),
+        "t": torch.tensor(_uniform(g, 0.0, 1.0), dtype=F64),
+        "z": torch.randn(b, d, generator=g, dtype=F64),
+        "a": torch.randn(b, d, generator=g, dtype=F64),
+    }
 
 
 def dynamics_run(ns, inp) -> dict:
@@ -101,11 +113,16 @@ def dynamics_judge(answer, ref) -> None:
 
 # --- learner-adjoint ------------------------------------------------------------------------------
 
+
 def adjoint_inputs(seed: int) -> dict:
     g = _gen(seed, 42)
     d = _integer(g, 2, 3)
-    return {"field": _field(g, d, _integer(g, 12, 16)), "y0": torch.randn(_integer(g, 2, 4), d, generator=g, dtype=F64),
-            "t1": _uniform(g, 0.6, 1.2), "n": _integer(g, 30, 50)}
+    return {
+        "field": _field(g, d, _integer(g, 12, 16)),
+        "y0": torch.randn(_integer(g, 2, 4), d, generator=g, dtype=F64),
+        "t1": _uniform(g, 0.6, 1.2),
+        "n": _integer(g, 30, 50),
+    }
 
 
 def _loss_grads(z1, y0, params) -> list:
@@ -139,15 +156,21 @@ def adjoint_judge(answer, ref) -> None:
         got = array(got, name, want.shape)
         worst = float(np.max(np.abs(got - want) / np.maximum(1.0, np.abs(want)))) if want.size else 0.0
         if not worst < 1e-5:
-            raise Wrong(f"{name}: largest relative difference to backprop through the same RK4 solve {worst:.1e}"
-                        + (_ratio_cause(got, want) or "; possible causes: adjoint_dynamics (its own check comes "
-                           "first), the augmented state solved forward in time instead of from t1 back to 0, or "
-                           "its parts [z, a, g] split out of order"))
+            raise Wrong(
+                f"{name}: largest relative difference to backprop through the same RK4 solve {worst:.1e}"
+                + (
+                    _ratio_cause(got, want)
+                    or "; possible causes: adjoint_dynamics (its own check comes "
+                    "first), the augmented state solved forward in time instead of from t1 back to 0, or "
+                    "its parts [z, a, g] split out of order"
+                )
+            )
 
 
 # --- flat-memory (observed) -----------------------------------------------------------------------
 
 MEMORY_SEEDS = 200  # the calibration seeds of flat-memory (see its Task)
+
 
 def memory_inputs(seed: int) -> dict:
     g = _gen(seed, 43)
@@ -205,8 +228,14 @@ def memory_run(ns, inp) -> dict:
     rows = []
     for adj in (True, False):
         for n in inp["steps"]:
-            rows.append({"adjoint": adj, "n": n, "own": _measure(ns, own, adj, n),
-                         "yours": _measure(ns, ns["peak_bytes"], adj, n)})
+            rows.append(
+                {
+                    "adjoint": adj,
+                    "n": n,
+                    "own": _measure(ns, own, adj, n),
+                    "yours": _measure(ns, ns["peak_bytes"], adj, n),
+                }
+            )
     _clear_grads(ns)
     return {"rows": rows}
 
@@ -246,32 +275,63 @@ def memory_judge(answer, ref) -> None:
     outside = _measured_outside(ref, a, b)
     for key, measured in own.items():
         if not abs(yours[key] - measured) <= 0.03 * measured + 64 * 1024:
-            cause = ("likely cause: backward() is left out" if yours[key] < measured
-                     else "likely cause: more than one forward + backward is measured")
-            raise Wrong(f"peak_bytes(use_adjoint={key[0]}, n_steps={key[1]}) = {yours[key] / MIB:.2f} MiB, but "
-                        f"one forward + backward measured by the grader takes {measured / MIB:.2f} MiB; {cause}")
+            cause = (
+                "likely cause: backward() is left out"
+                if yours[key] < measured
+                else "likely cause: more than one forward + backward is measured"
+            )
+            raise Wrong(
+                f"peak_bytes(use_adjoint={key[0]}, n_steps={key[1]}) = {yours[key] / MIB:.2f} MiB, but "
+                f"one forward + backward measured by the grader takes {measured / MIB:.2f} MiB; {cause}"
+            )
     if outside is not None:
         own = outside  # the flatness is decided on what the grader measured from outside the kernel
     grow_back = own[False, b] - own[False, a]
     grow_adj = own[True, b] - own[True, a]
     if not (own[False, b] >= 2 * own[False, a] and grow_adj < 0.1 * grow_back):
-        raise Wrong(f"MiB at {a} / {b} steps: adjoint {own[True, a] / MIB:.1f} / {own[True, b] / MIB:.1f}, backprop "
-                    f"{own[False, a] / MIB:.1f} / {own[False, b] / MIB:.1f}: the adjoint's memory is not flat; likely "
-                    "cause: LearnerAdjoint keeps a graph (forward must solve under torch.no_grad())")
+        raise Wrong(
+            f"MiB at {a} / {b} steps: adjoint {own[True, a] / MIB:.1f} / {own[True, b] / MIB:.1f}, backprop "
+            f"{own[False, a] / MIB:.1f} / {own[False, b] / MIB:.1f}: the adjoint's memory is not flat; likely "
+            "cause: LearnerAdjoint keeps a graph (forward must solve under torch.no_grad())"
+        )
 
 
 TASKS = (
-    Task("adjoint-dynamics", ("adjoint-dynamics",), dynamics_inputs, dynamics_run, dynamics_reference,
-         dynamics_judge, hints=NO_GRAD_HINTS),
-    Task("learner-adjoint", ("adjoint-dynamics", "learner-adjoint"), adjoint_inputs, adjoint_run,
-         adjoint_reference, adjoint_judge, after=("adjoint-dynamics",), hints=NO_GRAD_HINTS),
-    Task("flat-memory", ("adjoint-dynamics", "learner-adjoint", "flat-memory"), memory_inputs, memory_run,
-         memory_reference, memory_judge, after=("learner-adjoint",), hints=NO_GRAD_HINTS,
-         observed="peak memory exists only in the process that runs the learner's code: the grader reads that "
-                  "process's peak resident memory itself, from outside the sandbox (/proc/<pid>/status), around "
-                  "runs at step counts drawn per run; code there could still distort what it allocates",
-         measure_keys=memory_keys, measure=memory_measure,
-         # 16 peak-memory measurements per seed (about 6 s) and only 5 distinct draws: 200 seeds measure
-         # each draw 40 times, which samples the measurement's noise; 2,000 would take 3.6 CPU hours.
-         calibration=MEMORY_SEEDS),
+    Task(
+        "adjoint-dynamics",
+        ("adjoint-dynamics",),
+        dynamics_inputs,
+        dynamics_run,
+        dynamics_reference,
+        dynamics_judge,
+        hints=NO_GRAD_HINTS,
+    ),
+    Task(
+        "learner-adjoint",
+        ("adjoint-dynamics", "learner-adjoint"),
+        adjoint_inputs,
+        adjoint_run,
+        adjoint_reference,
+        adjoint_judge,
+        after=("adjoint-dynamics",),
+        hints=NO_GRAD_HINTS,
+    ),
+    Task(
+        "flat-memory",
+        ("adjoint-dynamics", "learner-adjoint", "flat-memory"),
+        memory_inputs,
+        memory_run,
+        memory_reference,
+        memory_judge,
+        after=("learner-adjoint",),
+        hints=NO_GRAD_HINTS,
+        observed="peak memory exists only in the process that runs the learner's code: the grader reads that "
+        "process's peak resident memory itself, from outside the sandbox (/proc/<pid>/status), around "
+        "runs at step counts drawn per run; code there could still distort what it allocates",
+        measure_keys=memory_keys,
+        measure=memory_measure,
+        # 16 peak-memory measurements per seed (about 6 s) and only 5 distinct draws: 200 seeds measure
+        # each draw 40 times, which samples the measurement's noise; 2,000 would take 3.6 CPU hours.
+        calibration=MEMORY_SEEDS,
+    ),
 )

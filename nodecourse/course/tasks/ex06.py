@@ -11,6 +11,7 @@ supplies (it seeds torch's generator before each call) and compares the
 estimates exactly with the estimator's on the same probes, so the exact value
 times noise fails.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -41,11 +42,12 @@ LIBRARY_ANSWERS = {"anderson": ("nodecourse.deq.anderson:anderson", "nodecourse.
 
 def _seeded(g: torch.Generator, build):
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(_integer(g, 0, 2 ** 31))
+        torch.manual_seed(_integer(g, 0, 2**31))
         return build()
 
 
 # --- mixing-weights -------------------------------------------------------------------------------
+
 
 def weights_inputs(seed: int) -> dict:
     g = _gen(seed, 61)
@@ -73,30 +75,40 @@ def weights_judge(answer, ref) -> None:
     if abs(alpha.sum() - 1) > 1e-12:
         raise Wrong(f"mixing_weights(G) sums to {alpha.sum():.15g}, not 1")
     if max_diff(alpha, expected) > 1e-8:
-        raise Wrong(f"mixing_weights(G) = {show(alpha)}, the library's {show(expected)} (max difference "
-                    f"{max_diff(alpha, expected):.2e})")
+        raise Wrong(
+            f"mixing_weights(G) = {show(alpha)}, the library's {show(expected)} (max difference "
+            f"{max_diff(alpha, expected):.2e})"
+        )
     if max_diff(small, expected) > 1e-6:
-        raise Wrong(f"at 1e-8 times the residuals the weights change: {show(small)} instead of {show(expected)} "
-                    f"(max difference {max_diff(small, expected):.2e}); likely cause: the Tikhonov term is not "
-                    "scaled by s, the mean of diag(G G^T)")
+        raise Wrong(
+            f"at 1e-8 times the residuals the weights change: {show(small)} instead of {show(expected)} "
+            f"(max difference {max_diff(small, expected):.2e}); likely cause: the Tikhonov term is not "
+            "scaled by s, the mean of diag(G G^T)"
+        )
     best = float(np.linalg.norm(alpha @ G))
     for k in range(len(alpha)):
         step = np.full(len(alpha), -1.0 / (len(alpha) - 1))
         step[k] = 1.0  # sums to zero: the perturbed weights still sum to one
         other = float(np.linalg.norm((alpha + 1e-3 * step) @ G))
         if not other > best:
-            raise Wrong(f"weights moved along direction {k} give a smaller combined residual ({other:.6g} < "
-                        f"{best:.6g}): not the minimiser")
+            raise Wrong(
+                f"weights moved along direction {k} give a smaller combined residual ({other:.6g} < "
+                f"{best:.6g}): not the minimiser"
+            )
 
 
 # --- anderson -------------------------------------------------------------------------------------
+
 
 def anderson_inputs(seed: int) -> dict:
     from nodecourse.deq.problems import contraction
 
     g = _gen(seed, 62)
-    return {"problem": contraction("linear", _uniform(g, 0.98, 0.99), dim=_integer(g, 20, 40), batch=1,
-                                   seed=_integer(g, 0, 2 ** 31))}
+    return {
+        "problem": contraction(
+            "linear", _uniform(g, 0.98, 0.99), dim=_integer(g, 20, 40), batch=1, seed=_integer(g, 0, 2**31)
+        )
+    }
 
 
 def anderson_run(ns, inp) -> dict:
@@ -132,11 +144,14 @@ def anderson_judge(answer, ref) -> None:
     if not err < 1e-5:
         raise Wrong(f"relative error {err:.1e} to the exact fixed point after {n} evaluations")
     if not n <= ref["picard"] / 2:
-        raise Wrong(f"{n} evaluations, Picard needs {ref['picard']}: Anderson should need at most half; likely "
-                    "cause: the step uses the iterates x_i, not f(x_i) = x_i + g_i")
+        raise Wrong(
+            f"{n} evaluations, Picard needs {ref['picard']}: Anderson should need at most half; likely "
+            "cause: the step uses the iterates x_i, not f(x_i) = x_i + g_i"
+        )
 
 
 # --- implicit-hook --------------------------------------------------------------------------------
+
 
 def hook_inputs(seed: int) -> dict:
     from nodecourse.deq.models import EquilibriumBlock
@@ -162,8 +177,9 @@ def _hooked_deq(block, state: int, make_hook):
 
     def deq(x):
         with torch.no_grad():
-            z_star = fixed_point(lambda z: block(z, x), torch.zeros(x.shape[0], state, dtype=F64), tol=1e-13,
-                                 max_iter=300).z
+            z_star = fixed_point(
+                lambda z: block(z, x), torch.zeros(x.shape[0], state, dtype=F64), tol=1e-13, max_iter=300
+            ).z
         z = z_star.clone().requires_grad_()
         f_z = block(z, x)
         out = f_z.view_as(f_z)
@@ -194,8 +210,11 @@ def hook_judge(answer, ref) -> None:
     if not rel < 1e-6:
         one_step = array(ref["one_step"], "the one-step gradients")
         unchanged = float(np.linalg.norm(got - one_step) / np.linalg.norm(one_step)) < 1e-6
-        cause = "; likely cause: the hook returns the incoming gradient unchanged (no fixed-point solve)" \
-            if unchanged else ""
+        cause = (
+            "; likely cause: the hook returns the incoming gradient unchanged (no fixed-point solve)"
+            if unchanged
+            else ""
+        )
         raise Wrong(f"relative difference to unrolled backprop {rel:.1e}{cause}")
 
 
@@ -203,7 +222,6 @@ def hook_judge(answer, ref) -> None:
 # The estimator runs on probes the grader supplies: before each call the grader seeds torch's generator
 # with a seed it drew, so the task's one torch.randn_like(f_out) per sample gives probes the reference
 # draws too, and the estimates are compared exactly (to rounding), call by call, over four seeds.
-
 
 
 def hutchinson_inputs(seed: int) -> dict:
@@ -214,9 +232,13 @@ def hutchinson_inputs(seed: int) -> dict:
     block = _seeded(g, lambda: EquilibriumBlock(state, 2, width=32, init_scale=1.0).to(F64))
     b = _integer(g, 3, 6)
     # 1, 2 and 3 samples in every draw (an average over the samples shows only with more than one)
-    calls = [{"seed": _integer(g, 0, 2 ** 31), "n_samples": n} for n in (1, 2, 3, _integer(g, 1, 3))]
-    return {"block": block, "z": torch.randn(b, state, generator=g, dtype=F64),
-            "x": torch.randn(b, 2, generator=g, dtype=F64), "calls": calls}
+    calls = [{"seed": _integer(g, 0, 2**31), "n_samples": n} for n in (1, 2, 3, _integer(g, 1, 3))]
+    return {
+        "block": block,
+        "z": torch.randn(b, state, generator=g, dtype=F64),
+        "x": torch.randn(b, 2, generator=g, dtype=F64),
+        "calls": calls,
+    }
 
 
 def _estimate(fn, block, z, x, call: dict):
@@ -242,10 +264,14 @@ def hutchinson_run(ns, inp) -> dict:
 
 def hutchinson_reference(inp) -> dict:
     block, z, x = inp["block"], inp["z"], inp["x"]
-    jac = torch.stack([torch.autograd.functional.jacobian(lambda v: block(v[None], x[i:i + 1])[0], z[i])
-                       for i in range(z.shape[0])])
-    return {"estimates": [_estimate(_reference_hutchinson, block, z, x, c).detach() for c in inp["calls"]],
-            "exact": jac.square().sum(dim=(1, 2)), "calls": inp["calls"]}
+    jac = torch.stack(
+        [torch.autograd.functional.jacobian(lambda v: block(v[None], x[i : i + 1])[0], z[i]) for i in range(z.shape[0])]
+    )
+    return {
+        "estimates": [_estimate(_reference_hutchinson, block, z, x, c).detach() for c in inp["calls"]],
+        "exact": jac.square().sum(dim=(1, 2)),
+        "calls": inp["calls"],
+    }
 
 
 @judged
@@ -258,24 +284,50 @@ def hutchinson_judge(answer, ref) -> None:
         want = array(want, "the reference")
         est = array(value, f"hutchinson's result (call {k + 1}, n_samples={call['n_samples']})", want.shape)
         if not close(est, want, atol=1e-12, rtol=1e-10):
-            cause = ("likely cause: the exact value, not an estimate" if close(est, exact, atol=1e-10, rtol=1e-8)
-                     else "likely cause: not one torch.randn_like(f_out) probe per sample, in order, or not "
-                          "||eps^T J||^2 summed per row and averaged over the samples")
-            raise Wrong(f"on the grader's probes (seed {call['seed']}, n_samples={call['n_samples']}) the estimates "
-                        f"are {show(est)}, the estimator gives {show(want)} (exact values {show(exact)}); {cause}")
+            cause = (
+                "likely cause: the exact value, not an estimate"
+                if close(est, exact, atol=1e-10, rtol=1e-8)
+                else "likely cause: not one torch.randn_like(f_out) probe per sample, in order, or not "
+                "||eps^T J||^2 summed per row and averaged over the samples"
+            )
+            raise Wrong(
+                f"on the grader's probes (seed {call['seed']}, n_samples={call['n_samples']}) the estimates "
+                f"are {show(est)}, the estimator gives {show(want)} (exact values {show(exact)}); {cause}"
+            )
         if not value.requires_grad:
-            raise Wrong("the estimates are right, but carry no gradient; likely cause: create_graph=True is "
-                        "missing in torch.autograd.grad (the estimate is trained through)")
+            raise Wrong(
+                "the estimates are right, but carry no gradient; likely cause: create_graph=True is "
+                "missing in torch.autograd.grad (the estimate is trained through)"
+            )
 
 
 TASKS = (
     Task("mixing-weights", ("mixing-weights",), weights_inputs, weights_run, weights_reference, weights_judge),
-    Task("anderson", ("mixing-weights", "anderson"), anderson_inputs, anderson_run, anderson_reference,
-         anderson_judge, after=("mixing-weights",)),
+    Task(
+        "anderson",
+        ("mixing-weights", "anderson"),
+        anderson_inputs,
+        anderson_run,
+        anderson_reference,
+        anderson_judge,
+        after=("mixing-weights",),
+    ),
     Task("implicit-hook", ("implicit-hook",), hook_inputs, hook_run, hook_reference, hook_judge),
-    Task("hutchinson", ("hutchinson",), hutchinson_inputs, hutchinson_run, hutchinson_reference, hutchinson_judge,
-         hints=(("does not require grad", "likely cause: z must require grad (use the z you were given)"),
-                ("backward through the graph a second time", "likely cause: create_graph=True is missing in "
-                 "torch.autograd.grad (it keeps the graph for the next probe, and the estimate is trained "
-                 "through)"))),
+    Task(
+        "hutchinson",
+        ("hutchinson",),
+        hutchinson_inputs,
+        hutchinson_run,
+        hutchinson_reference,
+        hutchinson_judge,
+        hints=(
+            ("does not require grad", "likely cause: z must require grad (use the z you were given)"),
+            (
+                "backward through the graph a second time",
+                "likely cause: create_graph=True is missing in "
+                "torch.autograd.grad (it keeps the graph for the next probe, and the estimate is trained "
+                "through)",
+            ),
+        ),
+    ),
 )

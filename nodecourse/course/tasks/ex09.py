@@ -8,6 +8,7 @@ differences of tight solves, computed in the reference process, and the route
 whose error exceeds ``1e-2`` (the adjoint on the long-horizon model: its
 backward solve meets the fast mode grown by ``e^(10 T)``).
 """
+
 from __future__ import annotations
 
 import math
@@ -39,11 +40,12 @@ def _is_number(value) -> bool:
 
 # --- accuracy-at ----------------------------------------------------------------------------------
 
+
 def _classifier(g: torch.Generator, low: float, high: float):
     from nodecourse.lessons.lesson09 import rotating_classifier
 
     omega = _uniform(g, low, high)
-    model, _, (x, y) = rotating_classifier(omega=omega, n=2 * _integer(g, 100, 200), seed=_integer(g, 0, 2 ** 31))
+    model, _, (x, y) = rotating_classifier(omega=omega, n=2 * _integer(g, 100, 200), seed=_integer(g, 0, 2**31))
     return model, x, y, omega
 
 
@@ -58,8 +60,13 @@ def _accuracy(model, x, y, tol: float) -> tuple[float, int]:
 def accuracy_inputs(seed: int) -> dict:
     g = _gen(seed, 91)
     model, x, y, omega = _classifier(g, 40.0, 70.0)
-    return {"model": model, "x": x, "y": y, "omega": omega,
-            "tols": [10.0 ** -_integer(g, 5, 7), 10.0 ** -_integer(g, 2, 3)]}
+    return {
+        "model": model,
+        "x": x,
+        "y": y,
+        "omega": omega,
+        "tols": [10.0 ** -_integer(g, 5, 7), 10.0 ** -_integer(g, 2, 3)],
+    }
 
 
 def accuracy_run(ns, inp) -> dict:
@@ -75,8 +82,12 @@ def accuracy_run(ns, inp) -> dict:
 def accuracy_reference(inp) -> dict:
     model, x, y = inp["model"], inp["x"], inp["y"]
     deployed = model.block.solver
-    return {"expected": [list(_accuracy(model, x, y, tol)) for tol in inp["tols"]], "tols": inp["tols"],
-            "deployed": list(_accuracy(model, x, y, deployed.rtol)), "n": int(y.numel())}
+    return {
+        "expected": [list(_accuracy(model, x, y, tol)) for tol in inp["tols"]],
+        "tols": inp["tols"],
+        "deployed": list(_accuracy(model, x, y, deployed.rtol)),
+        "n": int(y.numel()),
+    }
 
 
 def _accuracy_cause(a: float, nfe: int, acc: float, ref: dict) -> str:
@@ -89,8 +100,10 @@ def _accuracy_cause(a: float, nfe: int, acc: float, ref: dict) -> str:
     if abs(a - (1 - acc)) <= half:
         return "likely cause: the error rate (1 - accuracy), or the wrong side of the argmax"
     if abs(a - acc) < 0.02 and abs(a * n - round(a * n)) > 0.01:
-        return (f"likely cause: the mean is computed in low precision (float16 or bfloat16?): {a!r} is not a whole "
-                f"number of the {n} rows over {n}; compute it in float32 or float64")
+        return (
+            f"likely cause: the mean is computed in low precision (float16 or bfloat16?): {a!r} is not a whole "
+            f"number of the {n} rows over {n}; compute it in float32 or float64"
+        )
     return ""
 
 
@@ -111,16 +124,21 @@ def accuracy_judge(answer, ref) -> None:
         if abs(a - acc) <= half and n == nfe:
             continue
         cause = _accuracy_cause(a, n, acc, ref)
-        raise Wrong(f"at tol={tol:g}: got accuracy {a!r} with NFE {n}, the library's solve gives {acc!r} "
-                    f"({round(acc * ref['n'])} of {ref['n']} rows; within half a row passes) with NFE {nfe}"
-                    + (f"; {cause}" if cause else ""))
+        raise Wrong(
+            f"at tol={tol:g}: got accuracy {a!r} with NFE {n}, the library's solve gives {acc!r} "
+            f"({round(acc * ref['n'])} of {ref['n']} rows; within half a row passes) with NFE {nfe}"
+            + (f"; {cause}" if cause else "")
+        )
     if field_of(answer, "kept", "settings") is not True:
-        raise Wrong("the results are right, but model.block.solver is not the object it was before the call; "
-                    "likely cause: the solver was replaced and not put back (solve(x, rtol=..., atol=...) "
-                    "changes the settings for one call only)")
+        raise Wrong(
+            "the results are right, but model.block.solver is not the object it was before the call; "
+            "likely cause: the solver was replaced and not put back (solve(x, rtol=..., atol=...) "
+            "changes the settings for one call only)"
+        )
 
 
 # --- breaking-tolerance ---------------------------------------------------------------------------
+
 
 def _breaking_draw(g: torch.Generator) -> dict:
     """Two rotations, each with a list from tight to loose by decades and a short one; the fast rotation
@@ -131,9 +149,9 @@ def _breaking_draw(g: torch.Generator) -> dict:
         model, x, y, omega = _classifier(g, low, high)
         tight = _integer(g, 6, 7)
         loose = _integer(g, 1, 2)
-        lists = [[10.0 ** -k for k in range(tight, loose - 1, -1)], [10.0 ** -tight, 10.0 ** -(tight - 1)]]
+        lists = [[10.0**-k for k in range(tight, loose - 1, -1)], [10.0**-tight, 10.0 ** -(tight - 1)]]
         if low == 50.0:
-            lists.append([10.0 ** -tight] + [10.0 ** (-4 + j / 4) for j in range(4 * (4 - loose) + 1)])
+            lists.append([10.0**-tight] + [10.0 ** (-4 + j / 4) for j in range(4 * (4 - loose) + 1)])
         cases += [{"model": model, "x": x, "y": y, "omega": omega, "tols": tols} for tols in lists]
     return {"cases": cases}
 
@@ -145,13 +163,13 @@ def _breaking_decidable(inp: dict) -> bool:
     Stores each case's accuracies (the reference's measurement)."""
     cache: dict = {}
     for c in inp["cases"]:
-        c["acc"] = [cache.setdefault((id(c["model"]), t), _accuracy(c["model"], c["x"], c["y"], t)[0])
-                    for t in c["tols"]]
+        c["acc"] = [
+            cache.setdefault((id(c["model"]), t), _accuracy(c["model"], c["x"], c["y"], t)[0]) for t in c["tols"]
+        ]
     right, previous = [], []
     for c in inp["cases"]:
         tols, acc, half = c["tols"], c["acc"], 0.5 / int(c["y"].numel())
-        if any(abs(a - (acc[0] - DROP)) <= half or abs(a - (acc[k] - DROP)) <= half
-               for k, a in enumerate(acc[1:])):
+        if any(abs(a - (acc[0] - DROP)) <= half or abs(a - (acc[k] - DROP)) <= half for k, a in enumerate(acc[1:])):
             return False
         want = _first_below(tols, acc, lambda k, a=acc: a[0])
         right.append(want)
@@ -191,17 +209,24 @@ def breaking_judge(answer, ref) -> None:
         previous = _first_below(tols, acc, lambda k: acc[k - 1])
         index = tols.index(want) if want is not None else None
         cause = ""
-        if value == previous or (value is not None and previous is not None and math.isclose(value, previous,
-                                                                                             rel_tol=1e-12)):
+        if value == previous or (
+            value is not None and previous is not None and math.isclose(value, previous, rel_tol=1e-12)
+        ):
             cause = "likely cause: each accuracy is compared with the previous one, not with the tightest"
-        elif index is not None and value is not None and index >= 1 and math.isclose(value, tols[index - 1],
-                                                                                      rel_tol=1e-12):
+        elif (
+            index is not None
+            and value is not None
+            and index >= 1
+            and math.isclose(value, tols[index - 1], rel_tol=1e-12)
+        ):
             cause = "likely cause: the tolerance before the break is returned (the last good one)"
         elif want is not None and value is None:
             cause = "likely cause: the threshold (0.05 below the tightest's accuracy) is not reached by your rule"
         accs = ", ".join(f"{t:g}: {a:.3f}" for t, a in zip(tols, acc))
-        raise Wrong(f"omega {c['omega']:.4g}, {len(tols)} tolerances: got {value!r}, expected {want!r} "
-                    f"(accuracies {accs})" + (f"; {cause}" if cause else ""))
+        raise Wrong(
+            f"omega {c['omega']:.4g}, {len(tols)} tolerances: got {value!r}, expected {want!r} "
+            f"(accuracies {accs})" + (f"; {cause}" if cause else "")
+        )
 
 
 # --- directional-derivative -----------------------------------------------------------------------
@@ -215,7 +240,7 @@ DD_TOL = 1e-6
 def _directional_draw(g: torch.Generator) -> dict:
     d_in, width = _integer(g, 2, 4), _integer(g, 6, 12)
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(_integer(g, 0, 2 ** 31))
+        torch.manual_seed(_integer(g, 0, 2**31))
         net = torch.nn.Sequential(torch.nn.Linear(d_in, width), torch.nn.Tanh(), torch.nn.Linear(width, 1)).to(F64)
     x = torch.randn(_integer(g, 3, 8), d_in, generator=g, dtype=F64)
     v = [torch.randn(p.shape, generator=g, dtype=F64) for p in net.parameters()]
@@ -225,8 +250,11 @@ def _directional_draw(g: torch.Generator) -> dict:
 def _directional_decidable(inp: dict) -> bool:
     ref = directional_reference(inp)
     exact = ref["exact"]
-    return exact != 0 and abs(ref["central"] - exact) < 0.1 * DD_TOL * abs(exact) and \
-        abs(ref["forward"] - exact) > 10 * DD_TOL * abs(exact)
+    return (
+        exact != 0
+        and abs(ref["central"] - exact) < 0.1 * DD_TOL * abs(exact)
+        and abs(ref["forward"] - exact) > 10 * DD_TOL * abs(exact)
+    )
 
 
 def directional_inputs(seed: int) -> dict:
@@ -278,26 +306,31 @@ def directional_judge(answer, ref) -> None:
             cause = "likely cause: divided by 4h (or the step is h / 2 each way)"
         elif abs(value - ref["forward"]) <= 1e-9 * abs(exact):
             cause = "likely cause: a one-sided difference (L(theta + h v) - L(theta)) / h, not the central one"
-        raise Wrong(f"got {value:.10g}, autograd's exact directional derivative {exact:.10g} (ratio {ratio:.6g}, "
-                    f"relative error {abs(value - exact) / abs(exact):.1e} > {DD_TOL:g} at h = {ref['h']:g})"
-                    + (f"; {cause}" if cause else ""))
+        raise Wrong(
+            f"got {value:.10g}, autograd's exact directional derivative {exact:.10g} (ratio {ratio:.6g}, "
+            f"relative error {abs(value - exact) / abs(exact):.1e} > {DD_TOL:g} at h = {ref['h']:g})"
+            + (f"; {cause}" if cause else "")
+        )
     after = items(field_of(answer, "after", "parameters"), len(ref["before"]), "parameters")
     for k, (a, b) in enumerate(zip(after, ref["before"])):
         want = array(b, "the reference")
         got = array(a, f"parameter {k}", want.shape)
         if not close(got, want, atol=RESTORE_TOL, rtol=RESTORE_TOL):
             diff = float(np.max(np.abs(got - want)))
-            raise Wrong(f"the derivative is right, but parameter {k} is not what it was (max change {diff:.2e}, "
-                        f"more than the {RESTORE_TOL:g} allowed); likely cause: the parameters are not restored "
-                        "(save copies before the first change and copy_ them back, in a finally: block)")
+            raise Wrong(
+                f"the derivative is right, but parameter {k} is not what it was (max change {diff:.2e}, "
+                f"more than the {RESTORE_TOL:g} allowed); likely cause: the parameters are not restored "
+                "(save copies before the first change and copy_ them back, in a finally: block)"
+            )
 
 
 # --- route-error and wrong-route ------------------------------------------------------------------
 
+
 def _regressor(g: torch.Generator, gradient: str) -> dict:
     from nodecourse.lessons.lesson09 import long_horizon_regressor
 
-    seed = _integer(g, 0, 2 ** 31)
+    seed = _integer(g, 0, 2**31)
     torch.manual_seed(seed)  # the readout's initial weights: the same in every process (inputs run in fork_rng)
     model, train, (x, _) = long_horizon_regressor(gradient, seed=seed)
     params = list(model.block.field.parameters())
@@ -340,8 +373,10 @@ def _route_numbers(model, x, dirs) -> dict:
         fd = [_central(model, x, params, v, FD_STEP) for v in dirs]
     finally:
         model.block.solver = deployed
-    return {route: {"ad": [sum(float((gr * d).sum()) for gr, d in zip(grads[route], v)) for v in dirs], "fd": fd}
-            for route in ROUTES}
+    return {
+        route: {"ad": [sum(float((gr * d).sum()) for gr, d in zip(grads[route], v)) for v in dirs], "fd": fd}
+        for route in ROUTES
+    }
 
 
 def _rel(a, b) -> float:
@@ -364,6 +399,7 @@ def route_inputs(seed: int) -> dict:
 
 def _solves_seen(block, log: list):
     """A forward pre-hook on the block: logs (rtol, atol, gradients on) of every solve the model makes."""
+
     def hook(module, args):
         log.append([float(module.solver.rtol), float(module.solver.atol), torch.is_grad_enabled()])
 
@@ -394,16 +430,17 @@ def _check_tolerances(solves, n_dirs: int) -> None:
         loose = [entry for entry in off if not (entry[0] <= 10 * TIGHT and entry[1] <= 10 * TIGHT)]
         if loose or len(off) < 2 * n_dirs:
             seen = sorted({f"{e[0]:g}" for e in off}) or ["none"]
-            raise Wrong(f"for route {route!r} the finite differences were solved at rtol {', '.join(seen)} "
-                        f"({len(off)} solves without gradients, {2 * n_dirs} expected), not at {TIGHT:g}; likely "
-                        f"cause: the finite differences are taken at the model's own (loose) tolerance: set "
-                        f"model.block.solver = model.block.solver.replace(rtol={TIGHT:g}, atol={TIGHT:g}) while "
-                        "you take them")
+            raise Wrong(
+                f"for route {route!r} the finite differences were solved at rtol {', '.join(seen)} "
+                f"({len(off)} solves without gradients, {2 * n_dirs} expected), not at {TIGHT:g}; likely "
+                f"cause: the finite differences are taken at the model's own (loose) tolerance: set "
+                f"model.block.solver = model.block.solver.replace(rtol={TIGHT:g}, atol={TIGHT:g}) while "
+                "you take them"
+            )
 
 
 def route_reference(inp) -> dict:
-    return {"numbers": _route_numbers(inp["model"], inp["x"], inp["dirs"]),
-            "n_dirs": len(inp["dirs"])}
+    return {"numbers": _route_numbers(inp["model"], inp["x"], inp["dirs"]), "n_dirs": len(inp["dirs"])}
 
 
 @judged
@@ -417,9 +454,11 @@ def route_judge(answer, ref) -> None:
         if not _is_number(got.get(route)):
             raise Wrong(f"route_error(..., {route!r}, ...) returned {describe(got.get(route))}, not a float")
     if field_of(answer, "kept", "settings") is not True:
-        raise Wrong("model.block.solver is not the object it was before the call; likely cause: the deployed "
-                    "solver is not put back (keep it and restore it in a finally:), so the later routes ran "
-                    "with other settings")
+        raise Wrong(
+            "model.block.solver is not the object it was before the call; likely cause: the deployed "
+            "solver is not put back (keep it and restore it in a finally:), so the later routes ran "
+            "with other settings"
+        )
     _check_tolerances(field_of(answer, "solves", "record of the solves"), ref["n_dirs"])
     bad = [r for r in ROUTES if not _agrees(float(got[r]), expected[r])]
     if bad:
@@ -428,8 +467,10 @@ def route_judge(answer, ref) -> None:
         n = numbers[route]
         cause = ""
         if route != "backprop" and _agrees(value, expected["backprop"]):
-            cause = ("likely cause: the route is not applied (set model.block.solver = "
-                     "model.block.solver.replace(gradient=route) before computing the gradient)")
+            cause = (
+                "likely cause: the route is not applied (set model.block.solver = "
+                "model.block.solver.replace(gradient=route) before computing the gradient)"
+            )
         elif _agrees(value, _rel(n["fd"], n["ad"])):
             cause = "likely cause: divided by the norm of the route's derivatives, not of the finite differences"
         table = "; ".join(f"{r}: got {float(got[r]):.2e}, expected {expected[r]:.2e}" for r in ROUTES)
@@ -480,28 +521,65 @@ def wrong_judge(answer, ref) -> None:
         cause = "likely cause: the comparison with 1e-2 is the wrong way round, or the errors are not relative"
     elif value == ROUTES[0]:
         cause = "likely cause: the first route is returned whatever its error (compare each error with 1e-2)"
-    raise Wrong(f"got {value!r}, expected {flagged[0]!r} (relative errors against tight finite differences: "
-                f"{table})" + (f"; {cause}" if cause else ""))
+    raise Wrong(
+        f"got {value!r}, expected {flagged[0]!r} (relative errors against tight finite differences: "
+        f"{table})" + (f"; {cause}" if cause else "")
+    )
 
 
 TASKS = (
     Task("accuracy-at", ("accuracy-at",), accuracy_inputs, accuracy_run, accuracy_reference, accuracy_judge),
-    Task("breaking-tolerance", ("accuracy-at", "breaking-tolerance"), breaking_inputs, breaking_run,
-         breaking_reference, breaking_judge, after=("accuracy-at",),
-         decidable="no accuracy within half a row of a threshold; some case breaks; the rule against the "
-                   "previous accuracy answers differently in some case"),
-    Task("directional-derivative", ("directional-derivative",), directional_inputs, directional_run,
-         directional_reference, directional_judge,
-         decidable=f"the central difference within {0.1 * DD_TOL:g} of autograd's value, a one-sided one "
-                   f"beyond {10 * DD_TOL:g} (relative)",
-         hints=(("a leaf Variable that requires grad is being used in an in-place operation",
-                 "likely cause: the parameters are changed in place outside torch.no_grad()"),)),
-    Task("route-error", ("directional-derivative", "route-error"), route_inputs, route_run, route_reference,
-         route_judge, after=("directional-derivative",),
-         hints=(("does not require grad", "likely cause: the loss is computed under torch.no_grad() "
-                                          "(only the finite differences need it)"),)),
-    Task("wrong-route", ("directional-derivative", "route-error", "wrong-route"), wrong_inputs, wrong_run,
-         wrong_reference, wrong_judge, after=("directional-derivative", "route-error"),
-         decidable=f"exactly one route errs by more than {WRONG_ABOVE * WRONG_MARGIN:g} and the others by less "
-                   f"than {WRONG_ABOVE / WRONG_MARGIN:g}"),
+    Task(
+        "breaking-tolerance",
+        ("accuracy-at", "breaking-tolerance"),
+        breaking_inputs,
+        breaking_run,
+        breaking_reference,
+        breaking_judge,
+        after=("accuracy-at",),
+        decidable="no accuracy within half a row of a threshold; some case breaks; the rule against the "
+        "previous accuracy answers differently in some case",
+    ),
+    Task(
+        "directional-derivative",
+        ("directional-derivative",),
+        directional_inputs,
+        directional_run,
+        directional_reference,
+        directional_judge,
+        decidable=f"the central difference within {0.1 * DD_TOL:g} of autograd's value, a one-sided one "
+        f"beyond {10 * DD_TOL:g} (relative)",
+        hints=(
+            (
+                "a leaf Variable that requires grad is being used in an in-place operation",
+                "likely cause: the parameters are changed in place outside torch.no_grad()",
+            ),
+        ),
+    ),
+    Task(
+        "route-error",
+        ("directional-derivative", "route-error"),
+        route_inputs,
+        route_run,
+        route_reference,
+        route_judge,
+        after=("directional-derivative",),
+        hints=(
+            (
+                "does not require grad",
+                "likely cause: the loss is computed under torch.no_grad() (only the finite differences need it)",
+            ),
+        ),
+    ),
+    Task(
+        "wrong-route",
+        ("directional-derivative", "route-error", "wrong-route"),
+        wrong_inputs,
+        wrong_run,
+        wrong_reference,
+        wrong_judge,
+        after=("directional-derivative", "route-error"),
+        decidable=f"exactly one route errs by more than {WRONG_ABOVE * WRONG_MARGIN:g} and the others by less "
+        f"than {WRONG_ABOVE / WRONG_MARGIN:g}",
+    ),
 )

@@ -8,6 +8,7 @@ kinetic energy; the library's ``heun_step``, ``heun_inverse`` and
 ``adjoint_options={"norm": "seminorm"}`` for the seminorm. The Heun tasks
 count the learner's evaluations of ``func`` and the times they are made at.
 """
+
 from __future__ import annotations
 
 import math
@@ -34,8 +35,11 @@ from nodecourse.course.tasks.spec import (
 
 EXERCISE = "10_cheaper_and_exact_exercises"
 # "Write it yourself" (the notebook says so): the library's reversible Heun raises while these run.
-_HEUN = ("nodecourse.solvers.reversible:heun_step", "nodecourse.solvers.reversible:heun_inverse",
-         "nodecourse.solvers.reversible:integrate")
+_HEUN = (
+    "nodecourse.solvers.reversible:heun_step",
+    "nodecourse.solvers.reversible:heun_inverse",
+    "nodecourse.solvers.reversible:integrate",
+)
 LIBRARY_ANSWERS = {"heun-step": _HEUN, "heun-solve": _HEUN, "heun-inverse": _HEUN, "heun-roundtrip": _HEUN}
 
 
@@ -43,7 +47,7 @@ def _field(g: torch.Generator, dim: int, hidden: int):
     from nodecourse.models import MLPField
 
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(_integer(g, 0, 2 ** 31))
+        torch.manual_seed(_integer(g, 0, 2**31))
         return MLPField(dim, hidden=(hidden,)).to(F64)
 
 
@@ -65,12 +69,12 @@ def _three(answer, key: str, what: str) -> list:
 
 # --- kinetic-dynamics -----------------------------------------------------------------------------
 
+
 def dynamics_inputs(seed: int) -> dict:
     g = _gen(seed, 101)
     d = _integer(g, 2, 5)
     state = torch.randn(_integer(g, 3, 8), d + 1, generator=g, dtype=F64)
-    return {"field": _field(g, d, 16), "t": _uniform(g, 0.0, 1.0), "state": state,
-            "E": _uniform(g, 2.0, 9.0)}
+    return {"field": _field(g, d, 16), "t": _uniform(g, 0.0, 1.0), "state": state, "E": _uniform(g, 2.0, 9.0)}
 
 
 def dynamics_run(ns, inp) -> dict:
@@ -92,10 +96,13 @@ def dynamics_reference(inp) -> dict:
     sq = f.pow(2).sum(dim=1, keepdim=True)
     (grad,) = torch.autograd.grad(sq.sum(), field.net[0].weight)
     f = f.detach()
-    return {"out": torch.cat([f, sq.detach()], dim=1), "grad": grad,
-            "norm": torch.cat([f, f.norm(dim=1, keepdim=True)], dim=1),
-            "mean": torch.cat([f, f.pow(2).mean(dim=1, keepdim=True)], dim=1),
-            "with_e": torch.cat([f, sq.detach() + state[:, -1:]], dim=1)}
+    return {
+        "out": torch.cat([f, sq.detach()], dim=1),
+        "grad": grad,
+        "norm": torch.cat([f, f.norm(dim=1, keepdim=True)], dim=1),
+        "mean": torch.cat([f, f.pow(2).mean(dim=1, keepdim=True)], dim=1),
+        "with_e": torch.cat([f, sq.detach() + state[:, -1:]], dim=1),
+    }
 
 
 @judged
@@ -104,41 +111,64 @@ def dynamics_judge(answer, ref) -> None:
     out = field_of(answer, "out", "result")
     got = array(out, "kinetic_dynamics' result")
     if got.shape != expected.shape:
-        cause = "; likely cause: the E column is missing (concatenate ||f||^2 as one more column)" \
-            if got.shape == (expected.shape[0], expected.shape[1] - 1) else ""
+        cause = (
+            "; likely cause: the E column is missing (concatenate ||f||^2 as one more column)"
+            if got.shape == (expected.shape[0], expected.shape[1] - 1)
+            else ""
+        )
         raise Wrong(f"kinetic_dynamics' result has shape {got.shape}, expected {expected.shape} (B, d + 1){cause}")
     if max_diff(got[:, :-1], expected[:, :-1]) > 1e-12:
-        raise Wrong(f"the first d columns differ from field(t, z) by {max_diff(got[:, :-1], expected[:, :-1]):.2e}; "
-                    "likely cause: the field is called on the whole state (E included) or at another time")
+        raise Wrong(
+            f"the first d columns differ from field(t, z) by {max_diff(got[:, :-1], expected[:, :-1]):.2e}; "
+            "likely cause: the field is called on the whole state (E included) or at another time"
+        )
     if not close(got, expected, atol=1e-14, rtol=1e-12):
-        cause = likely(got, {
-            "likely cause: the norm, not its square": array(ref["norm"], "n"),
-            "likely cause: the mean of the squares, not their sum": array(ref["mean"], "m"),
-            "likely cause: E is added to the right-hand side (dE/dt does not depend on E)": array(ref["with_e"], "e"),
-        }, atol=1e-12)
-        raise Wrong(f"the last column should be {show(expected[:, -1])}, got {show(got[:, -1])}"
-                    + (f"; {cause}" if cause else ""))
+        cause = likely(
+            got,
+            {
+                "likely cause: the norm, not its square": array(ref["norm"], "n"),
+                "likely cause: the mean of the squares, not their sum": array(ref["mean"], "m"),
+                "likely cause: E is added to the right-hand side (dE/dt does not depend on E)": array(
+                    ref["with_e"], "e"
+                ),
+            },
+            atol=1e-12,
+        )
+        raise Wrong(
+            f"the last column should be {show(expected[:, -1])}, got {show(got[:, -1])}"
+            + (f"; {cause}" if cause else "")
+        )
     other = array(field_of(answer, "other", "result"), "the result for another E", expected.shape)
     if not close(other, expected, atol=1e-14, rtol=1e-12):
-        raise Wrong(f"with the E column set to another value the result changes (max {max_diff(other, expected):.2e}); "
-                    "likely cause: E enters the right-hand side")
+        raise Wrong(
+            f"with the E column set to another value the result changes (max {max_diff(other, expected):.2e}); "
+            "likely cause: E enters the right-hand side"
+        )
     if not out.requires_grad or field_of(answer, "grad", "gradient") is None:
-        raise Wrong("the values are right, but the result carries no graph; likely cause: a .detach() or "
-                    "torch.no_grad() (the kinetic energy goes into a training loss)")
+        raise Wrong(
+            "the values are right, but the result carries no graph; likely cause: a .detach() or "
+            "torch.no_grad() (the kinetic energy goes into a training loss)"
+        )
     grad_ref = array(ref["grad"], "the reference gradient")
     grad = array(answer["grad"], "the gradient", grad_ref.shape)
     if not close(grad, grad_ref, atol=1e-12, rtol=1e-10):
-        raise Wrong(f"the values are right, but the gradient of the last column differs by "
-                    f"{max_diff(grad, grad_ref):.2e}; likely cause: part of ||f||^2 is detached")
+        raise Wrong(
+            f"the values are right, but the gradient of the last column differs by "
+            f"{max_diff(grad, grad_ref):.2e}; likely cause: part of ||f||^2 is detached"
+        )
 
 
 # --- kinetic-energy -------------------------------------------------------------------------------
 
+
 def energy_inputs(seed: int) -> dict:
     g = _gen(seed, 102)
     d = _integer(g, 2, 4)
-    return {"field": _field(g, d, 16), "z0": torch.randn(_integer(g, 3, 8), d, generator=g, dtype=F64),
-            "h": 1.0 / _integer(g, 10, 30)}
+    return {
+        "field": _field(g, d, 16),
+        "z0": torch.randn(_integer(g, 3, 8), d, generator=g, dtype=F64),
+        "h": 1.0 / _integer(g, 10, 30),
+    }
 
 
 def energy_run(ns, inp) -> dict:
@@ -146,8 +176,13 @@ def energy_run(ns, inp) -> dict:
 
     field, z0, h = inp["field"], inp["z0"], inp["h"]
     start = torch.cat([z0, z0.new_zeros(z0.shape[0], 1)], dim=1)
-    end = odeint(lambda t, s: ns["kinetic_dynamics"](field, t, s), start, torch.tensor([0.0, 1.0], dtype=F64),
-                 method="rk4", step_size=h).ys[-1]
+    end = odeint(
+        lambda t, s: ns["kinetic_dynamics"](field, t, s),
+        start,
+        torch.tensor([0.0, 1.0], dtype=F64),
+        method="rk4",
+        step_size=h,
+    ).ys[-1]
     (grad,) = torch.autograd.grad(end[:, -1].mean(), field.net[0].weight)
     return {"energy": end[:, -1], "z": end[:, :-1], "grad": grad}
 
@@ -167,18 +202,23 @@ def energy_reference(inp) -> dict:
 def energy_judge(answer, ref) -> None:
     energy, expected = compared(answer, ref, "energy", "E(1)")
     if not close(energy, expected, atol=1e-12, rtol=1e-10):
-        raise Wrong(f"E(1) = {show(energy)}, the library's regularised_block gives {show(expected)} "
-                    f"(max difference {max_diff(energy, expected):.2e})")
+        raise Wrong(
+            f"E(1) = {show(energy)}, the library's regularised_block gives {show(expected)} "
+            f"(max difference {max_diff(energy, expected):.2e})"
+        )
     z, z_ref = compared(answer, ref, "z", "z(1)")
     if not close(z, z_ref, atol=1e-12, rtol=1e-10):
         raise Wrong(f"E(1) agrees but z(1) differs from the library's by {max_diff(z, z_ref):.2e}")
     grad, grad_ref = compared(answer, ref, "grad", "the gradient")
     if not close(grad, grad_ref, atol=1e-12, rtol=1e-8):
-        raise Wrong(f"E(1) agrees but the gradient of its mean differs by {max_diff(grad, grad_ref):.2e}; likely "
-                    "cause: part of the right-hand side is detached")
+        raise Wrong(
+            f"E(1) agrees but the gradient of its mean differs by {max_diff(grad, grad_ref):.2e}; likely "
+            "cause: part of the right-hand side is detached"
+        )
 
 
 # --- heun-step and heun-solve ---------------------------------------------------------------------
+
 
 def _counted(field, calls: list):
     def func(t, z):
@@ -206,8 +246,9 @@ def step_inputs(seed: int) -> dict:
 def step_run(ns, inp) -> dict:
     calls: list = []
     with torch.no_grad():
-        out = ns["reversible_heun_step"](_counted(inp["field"], calls), inp["t"], inp["h"], inp["y"].clone(),
-                                         inp["zh"].clone(), inp["f"].clone())
+        out = ns["reversible_heun_step"](
+            _counted(inp["field"], calls), inp["t"], inp["h"], inp["y"].clone(), inp["zh"].clone(), inp["f"].clone()
+        )
     return {"out": _triple(out), "calls": calls}
 
 
@@ -218,9 +259,16 @@ def step_reference(inp) -> dict:
     with torch.no_grad():
         y1, zh1, f1 = heun_step(field, t, h, y, zh, f)
         f_at_t = field(_t(t), zh1)
-    return {"out": [y1, zh1, f1], "t_new": t + h, "t": t, "h": h,
-            "euler": y + h * f, "only_f1": y + h * f1, "f_at_t": f_at_t,
-            "y_stale": y + 0.5 * h * (f + f_at_t)}
+    return {
+        "out": [y1, zh1, f1],
+        "t_new": t + h,
+        "t": t,
+        "h": h,
+        "euler": y + h * f,
+        "only_f1": y + h * f1,
+        "f_at_t": f_at_t,
+        "y_stale": y + 0.5 * h * (f + f_at_t),
+    }
 
 
 @judged
@@ -230,8 +278,9 @@ def step_judge(answer, ref) -> None:
     y1, zh1, f1 = (array(v, "the reference") for v in ref["out"])
     got = [array(v, name, w.shape) for v, name, w in zip(out, ("y1", "zh1", "f1"), (y1, zh1, f1))]
     if len(calls) != 1:
-        raise Wrong(f"{len(calls)} evaluations of func (at t = {calls}), expected exactly 1 at t + h = "
-                    f"{ref['t_new']:.6g}")
+        raise Wrong(
+            f"{len(calls)} evaluations of func (at t = {calls}), expected exactly 1 at t + h = {ref['t_new']:.6g}"
+        )
     if not isinstance(calls[0], float):
         raise Wrong(f"func was called with {calls[0]} as its time, expected a 0-d tensor")
     if abs(calls[0] - ref["t_new"]) > 1e-12:
@@ -242,10 +291,14 @@ def step_judge(answer, ref) -> None:
     if not close(got[2], f1, atol=1e-14, rtol=1e-12):
         raise Wrong(f"f1 differs from func(t + h, zh1) by {max_diff(got[2], f1):.2e}")
     if not close(got[0], y1, atol=1e-14, rtol=1e-12):
-        cause = likely(got[0], {
-            "likely cause: an Euler step y + h f (the new slope f1 is not used)": array(ref["euler"], "e"),
-            "likely cause: y + h f1 (the mean of the two slopes is not used)": array(ref["only_f1"], "o"),
-        }, atol=1e-12)
+        cause = likely(
+            got[0],
+            {
+                "likely cause: an Euler step y + h f (the new slope f1 is not used)": array(ref["euler"], "e"),
+                "likely cause: y + h f1 (the mean of the two slopes is not used)": array(ref["only_f1"], "o"),
+            },
+            atol=1e-12,
+        )
         raise Wrong(f"y1 differs from y + h/2 (f + f1) by {max_diff(got[0], y1):.2e}" + (f"; {cause}" if cause else ""))
 
 
@@ -269,8 +322,13 @@ def solve_reference(inp) -> dict:
     from nodecourse import odeint
 
     with torch.no_grad():
-        y = odeint(inp["field"], inp["y0"], torch.tensor([0.0, 1.0], dtype=F64), method="reversible_heun",
-                   step_size=1.0 / inp["n"]).ys[-1]
+        y = odeint(
+            inp["field"],
+            inp["y0"],
+            torch.tensor([0.0, 1.0], dtype=F64),
+            method="reversible_heun",
+            step_size=1.0 / inp["n"],
+        ).ys[-1]
     return {"y": y, "n": inp["n"]}
 
 
@@ -278,11 +336,13 @@ def solve_reference(inp) -> dict:
 def solve_judge(answer, ref) -> None:
     got, expected = compared(answer, ref, "y", "y(1)")
     if not close(got, expected, atol=1e-12, rtol=1e-10):
-        raise Wrong(f"after {ref['n']} steps y differs from odeint(method='reversible_heun') by "
-                    f"{max_diff(got, expected):.2e}")
+        raise Wrong(
+            f"after {ref['n']} steps y differs from odeint(method='reversible_heun') by {max_diff(got, expected):.2e}"
+        )
 
 
 # --- heun-inverse and heun-roundtrip --------------------------------------------------------------
+
 
 def inverse_inputs(seed: int) -> dict:
     g = _gen(seed, 105)
@@ -298,8 +358,9 @@ def inverse_inputs(seed: int) -> dict:
 def inverse_run(ns, inp) -> dict:
     calls: list = []
     with torch.no_grad():
-        out = ns["reversible_heun_inverse"](_counted(inp["field"], calls), inp["t1"], inp["h"], inp["y1"].clone(),
-                                            inp["zh1"].clone(), inp["f1"].clone())
+        out = ns["reversible_heun_inverse"](
+            _counted(inp["field"], calls), inp["t1"], inp["h"], inp["y1"].clone(), inp["zh1"].clone(), inp["f1"].clone()
+        )
     return {"out": _triple(out), "calls": calls}
 
 
@@ -311,36 +372,51 @@ def inverse_reference(inp) -> dict:
         y, zh, f = heun_inverse(field, t1, h, y1, zh1, f1)
         again = heun_step(field, t1 - h, h, y, zh, f)  # the step from there lands back on (y1, zh1, f1)
         zh_plus = 2 * y1 - zh1 + h * f1
-    return {"out": [y, zh, f], "forward_error": float(max((a - b).abs().max() for a, b in zip(again, (y1, zh1, f1)))),
-            "t_new": t1 - h, "t1": t1, "zh_sign": zh_plus, "euler": y1 - h * f1}
+    return {
+        "out": [y, zh, f],
+        "forward_error": float(max((a - b).abs().max() for a, b in zip(again, (y1, zh1, f1)))),
+        "t_new": t1 - h,
+        "t1": t1,
+        "zh_sign": zh_plus,
+        "euler": y1 - h * f1,
+    }
 
 
 @judged
 def inverse_judge(answer, ref) -> None:
     if ref["forward_error"] > 1e-12:
-        raise Wrong(f"the library's step does not undo its inverse here ({ref['forward_error']:.1e}): a fault of "
-                    "the check, not of your answer")
+        raise Wrong(
+            f"the library's step does not undo its inverse here ({ref['forward_error']:.1e}): a fault of "
+            "the check, not of your answer"
+        )
     out = _three(answer, "out", "reversible_heun_inverse")
     calls = field_of(answer, "calls", "calls")
     y, zh, f = (array(v, "the reference") for v in ref["out"])
     got = [array(v, name, w.shape) for v, name, w in zip(out, ("y", "zh", "f"), (y, zh, f))]
     if len(calls) != 1:
-        raise Wrong(f"{len(calls)} evaluations of func (at t = {calls}), expected exactly 1 at t1 - h = "
-                    f"{ref['t_new']:.6g}")
+        raise Wrong(
+            f"{len(calls)} evaluations of func (at t = {calls}), expected exactly 1 at t1 - h = {ref['t_new']:.6g}"
+        )
     if not isinstance(calls[0], float):
         raise Wrong(f"func was called with {calls[0]} as its time, expected a 0-d tensor")
     if abs(calls[0] - ref["t_new"]) > 1e-12:
         cause = "; likely cause: the slope is evaluated at t1, not t1 - h" if abs(calls[0] - ref["t1"]) < 1e-12 else ""
         raise Wrong(f"func was evaluated at t = {calls[0]:.6g}, expected t1 - h = {ref['t_new']:.6g}{cause}")
     if not close(got[1], zh, atol=1e-14, rtol=1e-12):
-        cause = likely(got[1], {"likely cause: + h f1 where the inverse has - h f1 (zh = 2 y1 - zh1 - h f1)":
-                                array(ref["zh_sign"], "z")}, atol=1e-12)
+        cause = likely(
+            got[1],
+            {"likely cause: + h f1 where the inverse has - h f1 (zh = 2 y1 - zh1 - h f1)": array(ref["zh_sign"], "z")},
+            atol=1e-12,
+        )
         raise Wrong(f"zh differs from the start by {max_diff(got[1], zh):.2e}" + (f"; {cause}" if cause else ""))
     if not close(got[2], f, atol=1e-14, rtol=1e-12):
         raise Wrong(f"f differs from the start's slope by {max_diff(got[2], f):.2e}")
     if not close(got[0], y, atol=1e-14, rtol=1e-12):
-        cause = likely(got[0], {"likely cause: y1 - h f1 (the mean of the two slopes is not used)":
-                                array(ref["euler"], "e")}, atol=1e-12)
+        cause = likely(
+            got[0],
+            {"likely cause: y1 - h f1 (the mean of the two slopes is not used)": array(ref["euler"], "e")},
+            atol=1e-12,
+        )
         raise Wrong(f"y differs from the start by {max_diff(got[0], y):.2e}" + (f"; {cause}" if cause else ""))
 
 
@@ -375,6 +451,7 @@ def roundtrip_judge(answer, ref) -> None:
 
 # --- seminorm -------------------------------------------------------------------------------------
 
+
 def values_inputs(seed: int) -> dict:
     g = _gen(seed, 107)
     n, p = _integer(g, 3, 9), _integer(g, 4, 20)
@@ -385,16 +462,22 @@ def values_run(ns, inp) -> dict:
     n, x = inp["n"], inp["x"]
     norm = ns["make_seminorm"](n)
     moved = x.clone()
-    moved[2 * n:] = inp["big"]
+    moved[2 * n :] = inp["big"]
     return {"value": norm(x.clone()), "moved": norm(moved)}
 
 
 def values_reference(inp) -> dict:
     n, x = inp["n"], inp["x"]
-    head = x[:2 * n]
-    return {"value": float(head.pow(2).mean().sqrt()), "n": n, "size": int(x.numel()),
-            "full": float(x.pow(2).mean().sqrt()), "l2": float(head.norm()),
-            "first_n": float(x[:n].pow(2).mean().sqrt()), "tail": float(x[2 * n:].pow(2).mean().sqrt())}
+    head = x[: 2 * n]
+    return {
+        "value": float(head.pow(2).mean().sqrt()),
+        "n": n,
+        "size": int(x.numel()),
+        "full": float(x.pow(2).mean().sqrt()),
+        "l2": float(head.norm()),
+        "first_n": float(x[:n].pow(2).mean().sqrt()),
+        "tail": float(x[2 * n :].pow(2).mean().sqrt()),
+    }
 
 
 @judged
@@ -407,19 +490,25 @@ def values_judge(answer, ref) -> None:
     v = float(got)
     if not math.isclose(v, expected, rel_tol=1e-12):
         cause = ""
-        for text, key in (("the RMS over every entry (the parameter entries are not left out)", "full"),
-                          ("the 2-norm of the first 2 n entries, not their RMS (divide by sqrt(2 n))", "l2"),
-                          ("the RMS of the first n entries only (z without a)", "first_n"),
-                          ("the RMS of the last entries (g), not of the first 2 n", "tail")):
+        for text, key in (
+            ("the RMS over every entry (the parameter entries are not left out)", "full"),
+            ("the 2-norm of the first 2 n entries, not their RMS (divide by sqrt(2 n))", "l2"),
+            ("the RMS of the first n entries only (z without a)", "first_n"),
+            ("the RMS of the last entries (g), not of the first 2 n", "tail"),
+        ):
             if math.isclose(v, ref[key], rel_tol=1e-9):
                 cause = f"likely cause: {text}"
                 break
-        raise Wrong(f"norm(x) = {v:.10g}, the RMS of the first 2 n = {2 * ref['n']} of {ref['size']} entries is "
-                    f"{expected:.10g}" + (f"; {cause}" if cause else ""))
+        raise Wrong(
+            f"norm(x) = {v:.10g}, the RMS of the first 2 n = {2 * ref['n']} of {ref['size']} entries is "
+            f"{expected:.10g}" + (f"; {cause}" if cause else "")
+        )
     moved = float(array(field_of(answer, "moved", "norm"), "norm of the moved x"))
     if not math.isclose(moved, expected, rel_tol=1e-12):
-        raise Wrong(f"with the last {ref['size'] - 2 * ref['n']} entries changed the norm changes ({moved:.6g} "
-                    f"instead of {expected:.6g}); likely cause: the parameter entries are not left out")
+        raise Wrong(
+            f"with the last {ref['size'] - 2 * ref['n']} entries changed the norm changes ({moved:.6g} "
+            f"instead of {expected:.6g}); likely cause: the parameter entries are not left out"
+        )
 
 
 def adjoint_inputs(seed: int) -> dict:
@@ -463,29 +552,73 @@ def adjoint_judge(answer, ref) -> None:
         raise Wrong(f"backward NFE: yours {nfe}, the library's seminorm {ref['nfe']}, the full norm {full}{cause}")
     grad, grad_ref = compared(answer, ref, "grad", "the gradient")
     if not close(grad, grad_ref, atol=1e-14, rtol=1e-10):
-        raise Wrong(f"the backward NFE agrees ({nfe}, full norm {full}), but the gradient differs from the "
-                    f"library's by {max_diff(grad, grad_ref):.2e}" + ("; likely cause: the norm still covers the "
-                                                                     "parameter entries" if nfe == full else ""))
+        raise Wrong(
+            f"the backward NFE agrees ({nfe}, full norm {full}), but the gradient differs from the "
+            f"library's by {max_diff(grad, grad_ref):.2e}"
+            + ("; likely cause: the norm still covers the parameter entries" if nfe == full else "")
+        )
 
 
-_NOT_FLOAT = ("unsupported operand", "likely cause: t and h are Python floats; the time passed to func must be "
-              "torch.tensor(t + h, dtype=y.dtype, device=y.device)")
+_NOT_FLOAT = (
+    "unsupported operand",
+    "likely cause: t and h are Python floats; the time passed to func must be "
+    "torch.tensor(t + h, dtype=y.dtype, device=y.device)",
+)
 
 TASKS = (
-    Task("kinetic-dynamics", ("kinetic-dynamics",), dynamics_inputs, dynamics_run, dynamics_reference,
-         dynamics_judge),
-    Task("kinetic-energy", ("kinetic-dynamics",), energy_inputs, energy_run, energy_reference, energy_judge,
-         after=("kinetic-dynamics",),
-         hints=(("does not require grad", "likely cause: the right-hand side is detached (a .detach() or "
-                                          "torch.no_grad() in kinetic_dynamics)"),)),
+    Task("kinetic-dynamics", ("kinetic-dynamics",), dynamics_inputs, dynamics_run, dynamics_reference, dynamics_judge),
+    Task(
+        "kinetic-energy",
+        ("kinetic-dynamics",),
+        energy_inputs,
+        energy_run,
+        energy_reference,
+        energy_judge,
+        after=("kinetic-dynamics",),
+        hints=(
+            (
+                "does not require grad",
+                "likely cause: the right-hand side is detached (a .detach() or torch.no_grad() in kinetic_dynamics)",
+            ),
+        ),
+    ),
     Task("heun-step", ("heun-step",), step_inputs, step_run, step_reference, step_judge, hints=(_NOT_FLOAT,)),
-    Task("heun-solve", ("heun-step",), solve_inputs, solve_run, solve_reference, solve_judge, after=("heun-step",),
-         hints=(_NOT_FLOAT,)),
-    Task("heun-inverse", ("heun-inverse",), inverse_inputs, inverse_run, inverse_reference, inverse_judge,
-         hints=(_NOT_FLOAT,)),
-    Task("heun-roundtrip", ("heun-step", "heun-inverse"), roundtrip_inputs, roundtrip_run, roundtrip_reference,
-         roundtrip_judge, after=("heun-step", "heun-inverse")),
+    Task(
+        "heun-solve",
+        ("heun-step",),
+        solve_inputs,
+        solve_run,
+        solve_reference,
+        solve_judge,
+        after=("heun-step",),
+        hints=(_NOT_FLOAT,),
+    ),
+    Task(
+        "heun-inverse",
+        ("heun-inverse",),
+        inverse_inputs,
+        inverse_run,
+        inverse_reference,
+        inverse_judge,
+        hints=(_NOT_FLOAT,),
+    ),
+    Task(
+        "heun-roundtrip",
+        ("heun-step", "heun-inverse"),
+        roundtrip_inputs,
+        roundtrip_run,
+        roundtrip_reference,
+        roundtrip_judge,
+        after=("heun-step", "heun-inverse"),
+    ),
     Task("seminorm-values", ("seminorm",), values_inputs, values_run, values_reference, values_judge),
-    Task("seminorm-adjoint", ("seminorm",), adjoint_inputs, adjoint_run, adjoint_reference, adjoint_judge,
-         after=("seminorm-values",)),
+    Task(
+        "seminorm-adjoint",
+        ("seminorm",),
+        adjoint_inputs,
+        adjoint_run,
+        adjoint_reference,
+        adjoint_judge,
+        after=("seminorm-values",),
+    ),
 )

@@ -13,6 +13,7 @@ judges against a reference it computed elsewhere. Pickled data flows from the
 grader into the kernel only; what comes back is read as JSON text, never
 unpickled.
 """
+
 from __future__ import annotations
 
 import base64
@@ -107,5 +108,7 @@ def request(task, inputs, run=None) -> str:
         for module in modules:
             cloudpickle.unregister_pickle_by_value(module)
     text = base64.b64encode(blob).decode("ascii")
-    return (f"__import__('pickle').loads(__import__('base64').b64decode('{text}'))"
-            "(__import__('IPython').get_ipython().user_ns)")
+    return (
+        f"__import__('pickle').loads(__import__('base64').b64decode('{text}'))"
+        "(__import__('IPython').get_ipython().user_ns)"
+    )

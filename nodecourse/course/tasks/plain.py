@@ -11,6 +11,7 @@ an object constructor), then a walk that accepts only those types, within size
 and depth limits, turning arrays into :class:`Array`. Whatever the learner's
 process sent, the grader gets plain values or :class:`NotPlain`.
 """
+
 from __future__ import annotations
 
 import json

@@ -6,6 +6,7 @@ grader (:func:`compute`) starts it in its own sandbox, never in the learner's
 kernel, and decodes the line as plain data; the learner's code never runs in
 it, so nothing the learner's code does to its own process reaches a reference.
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -28,8 +29,14 @@ def start(exercise: str, checks, seed: int, isolation: sandbox.Isolation, env: d
     workdir = Path(tempfile.mkdtemp(prefix="nodecourse-reference-"))
     command = [sys.executable, "-m", "nodecourse.course.tasks.reference", exercise, str(int(seed)), *checks]
     argv, full_env = sandbox.wrap(isolation, command, env, home=workdir / "home")
-    proc = subprocess.Popen(argv, env=full_env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, **sandbox.popen_kwargs(isolation, workdir))
+    proc = subprocess.Popen(
+        argv,
+        env=full_env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        **sandbox.popen_kwargs(isolation, workdir),
+    )
     return proc, workdir, exercise, seed
 
 
@@ -48,8 +55,10 @@ def collect(handle, timeout_s: float = REFERENCE_TIMEOUT_S) -> dict:
         shutil.rmtree(workdir, ignore_errors=True)
     if proc.returncode != 0:
         tail = err.decode("utf-8", "replace").strip()[-600:]
-        raise ReferenceError(f"computing the references of exercise {exercise} (seed {seed}) failed "
-                             f"(exit code {proc.returncode}): {tail}")
+        raise ReferenceError(
+            f"computing the references of exercise {exercise} (seed {seed}) failed "
+            f"(exit code {proc.returncode}): {tail}"
+        )
     try:
         lines = out.decode("utf-8").strip().splitlines()
         return plain.decode(lines[-1] if lines else "")

@@ -36,6 +36,7 @@ Judges fail safe: :func:`judged` refuses values no task asks for (integers too
 large for a float, NaN, infinities) by name before the judge sees them, and
 turns any exception inside a judge into that check's failure, with its cause.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -114,7 +115,7 @@ class Wrong(Exception):
 
 
 # Integers beyond this are no count or size a task asks for, and float() of them can overflow.
-BIG_INT = 2 ** 63
+BIG_INT = 2**63
 
 
 def screen(value, where: str = "the answer", _depth: int = 0) -> None:
@@ -126,8 +127,10 @@ def screen(value, where: str = "the answer", _depth: int = 0) -> None:
         return
     if isinstance(value, int):
         if abs(value) >= BIG_INT:
-            raise Wrong(f"{where} is an integer of {len(str(abs(value)))} digits: too large for any count or value "
-                        "this task asks for")
+            raise Wrong(
+                f"{where} is an integer of {len(str(abs(value)))} digits: too large for any count or value "
+                "this task asks for"
+            )
         return
     if isinstance(value, float):
         if not math.isfinite(value):
@@ -137,8 +140,10 @@ def screen(value, where: str = "the answer", _depth: int = 0) -> None:
         bad = ~np.isfinite(value.values)
         if bad.any():
             kind = "NaN" if np.isnan(value.values[bad]).any() else "an infinity"
-            raise Wrong(f"{where} ({describe(value)}) holds {kind} at {int(bad.sum())} of {bad.size} entries: "
-                        "every value the task asks for is finite")
+            raise Wrong(
+                f"{where} ({describe(value)}) holds {kind} at {int(bad.sum())} of {bad.size} entries: "
+                "every value the task asks for is finite"
+            )
         return
     if isinstance(value, list):
         for k, item in enumerate(value):
@@ -172,8 +177,10 @@ def judged(fn: Callable[[Any, Any], None]) -> Callable[[Any, Any], Verdict]:
 def unjudgeable(exc: BaseException) -> str:
     """The failure message for an exception raised while judging an answer."""
     text = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else ""
-    return (f"the answer could not be judged ({type(exc).__name__}{': ' + text if text else ''}); likely cause: "
-            "a value of another type, length or shape than the task asks for")
+    return (
+        f"the answer could not be judged ({type(exc).__name__}{': ' + text if text else ''}); likely cause: "
+        "a value of another type, length or shape than the task asks for"
+    )
 
 
 def field_of(answer, key: str, what: str):

@@ -28,6 +28,7 @@ repository, keyed by a hash of the bytes read (any edit is seen), as plain
 tensors read back with ``torch.load(weights_only=True)``: a file planted there
 cannot run code.
 """
+
 from __future__ import annotations
 
 import os
@@ -71,10 +72,31 @@ from nodecourse.data.physionet.sources import locate as _locate
 from nodecourse.data.physionet.synthetic import write_synthetic
 
 __all__ = [
-    "BAD_REASONS", "DESCRIPTORS", "VARIABLES", "HORIZON_HOURS", "BadRecord", "LoadReport",
-    "Normalizer", "PhysioNetSet", "Record", "Source", "SyntheticDataWarning", "load", "locate",
-    "parse_record", "synthetic", "SHARED_DIR", "DATA_ENV", "PhysioNetError", "DamagedArchive", "EmptySet",
-    "DownloadError", "MissingRecordWarning", "BadRecordWarning", "ConflictingOutcomes", "UnverifiedDownloadWarning",
+    "BAD_REASONS",
+    "DESCRIPTORS",
+    "VARIABLES",
+    "HORIZON_HOURS",
+    "BadRecord",
+    "LoadReport",
+    "Normalizer",
+    "PhysioNetSet",
+    "Record",
+    "Source",
+    "SyntheticDataWarning",
+    "load",
+    "locate",
+    "parse_record",
+    "synthetic",
+    "SHARED_DIR",
+    "DATA_ENV",
+    "PhysioNetError",
+    "DamagedArchive",
+    "EmptySet",
+    "DownloadError",
+    "MissingRecordWarning",
+    "BadRecordWarning",
+    "ConflictingOutcomes",
+    "UnverifiedDownloadWarning",
 ]
 
 PARSER_VERSION = 3  # bump when parsing or the cached layout changes (3: strict values, refusals)
@@ -92,14 +114,14 @@ class MissingRecordWarning(BadRecordWarning):
     """The outcomes file lists records that no record file holds (a cut archive, a partial copy)."""
 
 
-def locate(set_name: str = "set-a", path: str | os.PathLike | None = None,
-           download: bool = False) -> Source | None:
+def locate(set_name: str = "set-a", path: str | os.PathLike | None = None, download: bool = False) -> Source | None:
     """Where ``set_name`` would be read from, or None when only the synthetic fallback is left."""
     return _locate(set_name, path, download)
 
 
-def synthetic(n_patients: int = 4000, *, set_name: str = "set-a", seed: int = 0,
-              directory: str | os.PathLike | None = None) -> Source:
+def synthetic(
+    n_patients: int = 4000, *, set_name: str = "set-a", seed: int = 0, directory: str | os.PathLike | None = None
+) -> Source:
     """Write (once) a synthetic set in PhysioNet's file format and return its :class:`Source`.
 
     The files go to ``directory`` or to the cache (``synthetic/<set>-n<N>-s<seed>``).
@@ -112,15 +134,18 @@ def synthetic(n_patients: int = 4000, *, set_name: str = "set-a", seed: int = 0,
 
 
 def _warn_synthetic(set_name: str) -> None:
-    msg = (f"\n{'!' * 72}\nPhysioNet {set_name} was NOT found: using the SYNTHETIC stand-in.\n"
-           f"Numbers measured on it say nothing about the real benchmark.\n"
-           f"To use the real data, pass path=..., set {DATA_ENV}=DIR, place it at {SHARED_DIR},\n"
-           f"or call load(..., download=True) where a network exists.\n{'!' * 72}")
+    msg = (
+        f"\n{'!' * 72}\nPhysioNet {set_name} was NOT found: using the SYNTHETIC stand-in.\n"
+        f"Numbers measured on it say nothing about the real benchmark.\n"
+        f"To use the real data, pass path=..., set {DATA_ENV}=DIR, place it at {SHARED_DIR},\n"
+        f"or call load(..., download=True) where a network exists.\n{'!' * 72}"
+    )
     warnings.warn(msg, SyntheticDataWarning, stacklevel=3)
 
 
-def parse_source(source: Source, progress: bool = False,
-                 key: ContentKey | None = None) -> tuple[list[Record], list[int], LoadReport]:
+def parse_source(
+    source: Source, progress: bool = False, key: ContentKey | None = None
+) -> tuple[list[Record], list[int], LoadReport]:
     """Parse every record of ``source``; skip and count the bad ones; count the missing ones.
 
     Two record files with one RecordID are both skipped ("duplicate record id"),
@@ -133,8 +158,7 @@ def parse_source(source: Source, progress: bool = False,
     if key is not None:
         key.add(source.outcomes.name, outcomes_bytes)
     outcomes = parse_outcomes(outcomes_bytes.decode("utf-8", errors="replace"), str(source.outcomes))
-    report = LoadReport(source.kind, source.shown, n_expected=len(outcomes),
-                        outcomes_name=source.outcomes.name)
+    report = LoadReport(source.kind, source.shown, n_expected=len(outcomes), outcomes_name=source.outcomes.name)
     records: list[Record] = []
     names: list[str] = []
     labels: list[int] = []
@@ -142,6 +166,7 @@ def parse_source(source: Source, progress: bool = False,
     texts = iter_record_texts(source, key)
     if progress:
         from tqdm.auto import tqdm
+
         texts = tqdm(texts, desc=f"parsing {source.set_name}", unit="record", leave=False)
     for name, text in texts:
         report.n_files += 1
@@ -167,16 +192,22 @@ def parse_source(source: Source, progress: bool = False,
     report.missing = sorted(set(outcomes) - seen)
     if not records:
         where = source.archive or (source.directory / source.set_name)
-        what = (f"found {report.n_files} record file(s), all skipped ({report.summary()})" if report.n_files
-                else "found no record files (*.txt)")
-        raise EmptySet(f"no usable PhysioNet {source.set_name} record in {where}: {what}; "
-                       f"{source.outcomes.name} lists {len(outcomes)} record(s). Pass the folder holding "
-                       f"{source.set_name}.tar.gz (or {source.set_name}/*.txt) and {source.outcomes.name}")
+        what = (
+            f"found {report.n_files} record file(s), all skipped ({report.summary()})"
+            if report.n_files
+            else "found no record files (*.txt)"
+        )
+        raise EmptySet(
+            f"no usable PhysioNet {source.set_name} record in {where}: {what}; "
+            f"{source.outcomes.name} lists {len(outcomes)} record(s). Pass the folder holding "
+            f"{source.set_name}.tar.gz (or {source.set_name}/*.txt) and {source.outcomes.name}"
+        )
     return records, labels, report
 
 
-def _drop_duplicate_ids(records: list[Record], names: list[str], labels: list[int],
-                        report: LoadReport) -> tuple[list[Record], list[int]]:
+def _drop_duplicate_ids(
+    records: list[Record], names: list[str], labels: list[int], report: LoadReport
+) -> tuple[list[Record], list[int]]:
     """Skip every record whose RecordID another file also holds; each skip names all the files."""
     files: dict[int, list[str]] = {}
     for rec, name in zip(records, names):
@@ -196,9 +227,18 @@ def _drop_duplicate_ids(records: list[Record], names: list[str], labels: list[in
             place = f"{name} appears twice" if len(where) == 2 else f"{name} appears {len(where)} times"
         else:
             place = "it is in " + " and ".join(where)
-        report.skipped.append((name, str(BadRecord(
-            "duplicate record id", f"RecordID {rec.record_id}: {place}; all copies skipped. Keep the one "
-                                   "file that holds this patient and remove the others"))))
+        report.skipped.append(
+            (
+                name,
+                str(
+                    BadRecord(
+                        "duplicate record id",
+                        f"RecordID {rec.record_id}: {place}; all copies skipped. Keep the one "
+                        "file that holds this patient and remove the others",
+                    )
+                ),
+            )
+        )
     return kept_records, kept_labels
 
 
@@ -211,9 +251,18 @@ def cache_file(source: Source, quantization: float, key: str | None = None) -> P
     return cache_dir() / "physionet" / f"{key}.pt"
 
 
-def load(set_name: str = "set-a", *, path: str | os.PathLike | None = None, quantization: float = 1.0,
-         download: bool = False, cache: bool = True, allow_synthetic: bool = True,
-         synthetic_patients: int = 4000, progress: bool = True, verbose: bool = True) -> PhysioNetSet:
+def load(
+    set_name: str = "set-a",
+    *,
+    path: str | os.PathLike | None = None,
+    quantization: float = 1.0,
+    download: bool = False,
+    cache: bool = True,
+    allow_synthetic: bool = True,
+    synthetic_patients: int = 4000,
+    progress: bool = True,
+    verbose: bool = True,
+) -> PhysioNetSet:
     """Load one PhysioNet 2012 set as a :class:`PhysioNetSet` on a grid of ``quantization`` hours.
 
     Args:
@@ -236,7 +285,8 @@ def load(set_name: str = "set-a", *, path: str | os.PathLike | None = None, quan
         if not allow_synthetic:
             raise FileNotFoundError(
                 f"PhysioNet {set_name} not found (no path, no {DATA_ENV}, nothing at {SHARED_DIR}); "
-                "pass path=..., download=True, or allow_synthetic=True")
+                "pass path=..., download=True, or allow_synthetic=True"
+            )
         _warn_synthetic(set_name)
         source = synthetic(synthetic_patients, set_name=set_name)
     cached = cache_file(source, q) if cache else None
@@ -276,17 +326,46 @@ def load(set_name: str = "set-a", *, path: str | os.PathLike | None = None, quan
 
 def _to_cache(d: PhysioNetSet) -> dict:
     r = d.report
-    return {"times": d.times, "values": d.values, "mask": d.mask.bool(), "static": d.static,
-            "labels": d.labels, "record_ids": d.record_ids, "quantization": d.quantization,
-            "report": {"n_files": r.n_files, "n_loaded": r.n_loaded, "skipped": [list(x) for x in r.skipped],
-                       "n_expected": r.n_expected, "missing": list(r.missing), "outcomes_name": r.outcomes_name}}
+    return {
+        "times": d.times,
+        "values": d.values,
+        "mask": d.mask.bool(),
+        "static": d.static,
+        "labels": d.labels,
+        "record_ids": d.record_ids,
+        "quantization": d.quantization,
+        "report": {
+            "n_files": r.n_files,
+            "n_loaded": r.n_loaded,
+            "skipped": [list(x) for x in r.skipped],
+            "n_expected": r.n_expected,
+            "missing": list(r.missing),
+            "outcomes_name": r.outcomes_name,
+        },
+    }
 
 
 def _from_cache(blob: dict, source: Source) -> PhysioNetSet:
     rep = blob["report"]
-    report = LoadReport(source.kind, source.shown, rep["n_files"], rep["n_loaded"],
-                        [tuple(s) for s in rep["skipped"]], rep["n_expected"], list(rep["missing"]),
-                        rep["outcomes_name"])
+    report = LoadReport(
+        source.kind,
+        source.shown,
+        rep["n_files"],
+        rep["n_loaded"],
+        [tuple(s) for s in rep["skipped"]],
+        rep["n_expected"],
+        list(rep["missing"]),
+        rep["outcomes_name"],
+    )
     static = blob["static"]
-    return PhysioNetSet(blob["times"], blob["values"], blob["mask"].float(), static, blob["labels"],
-                        blob["record_ids"], (~torch.isnan(static)).float(), report, blob["quantization"])
+    return PhysioNetSet(
+        blob["times"],
+        blob["values"],
+        blob["mask"].float(),
+        static,
+        blob["labels"],
+        blob["record_ids"],
+        (~torch.isnan(static)).float(),
+        report,
+        blob["quantization"],
+    )

@@ -1,4 +1,5 @@
 """The parsed set as tensors on a shared time grid; patient split; train-only normalisation."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -12,8 +13,10 @@ from nodecourse.data.physionet.records import DESCRIPTORS, HORIZON_HOURS, VARIAB
 def check_quantization(quantization: float) -> float:
     q = float(quantization) if isinstance(quantization, (int, float)) and not isinstance(quantization, bool) else None
     if q is None or not (1 / 60 <= q <= HORIZON_HOURS):
-        raise ValueError(f"quantization={quantization!r}: give the grid spacing in hours, "
-                         f"between 1/60 (one minute) and {HORIZON_HOURS:g}; e.g. 1.0 or 0.1")
+        raise ValueError(
+            f"quantization={quantization!r}: give the grid spacing in hours, "
+            f"between 1/60 (one minute) and {HORIZON_HOURS:g}; e.g. 1.0 or 0.1"
+        )
     return q
 
 
@@ -54,9 +57,15 @@ class PhysioNetSet:
     def subset(self, index) -> "PhysioNetSet":
         """The patients at ``index`` (a 1-D integer tensor, array or list)."""
         idx = torch.as_tensor(np.asarray(index), dtype=torch.long)
-        return replace(self, values=self.values[idx], mask=self.mask[idx], static=self.static[idx],
-                       labels=self.labels[idx], record_ids=self.record_ids[idx],
-                       static_mask=self.static_mask[idx])
+        return replace(
+            self,
+            values=self.values[idx],
+            mask=self.mask[idx],
+            static=self.static[idx],
+            labels=self.labels[idx],
+            record_ids=self.record_ids[idx],
+            static_mask=self.static_mask[idx],
+        )
 
     def sample(self, n_patients: int, seed: int = 0) -> "PhysioNetSet":
         """A seeded random subset of ``n_patients`` patients (all of them if fewer)."""
@@ -79,11 +88,11 @@ class PhysioNetSet:
         idx = np.arange(len(self))
         y = self.labels.numpy()
         out: dict[str, PhysioNetSet] = {}
-        rest, test_idx = (train_test_split(idx, test_size=test, random_state=seed, stratify=y) if test > 0
-                          else (idx, idx[:0]))
+        rest, test_idx = (
+            train_test_split(idx, test_size=test, random_state=seed, stratify=y) if test > 0 else (idx, idx[:0])
+        )
         if val > 0:
-            train_idx, val_idx = train_test_split(rest, test_size=val / (1 - test), random_state=seed,
-                                                  stratify=y[rest])
+            train_idx, val_idx = train_test_split(rest, test_size=val / (1 - test), random_state=seed, stratify=y[rest])
             out["val"] = self.subset(np.sort(val_idx))
         else:
             train_idx = rest
@@ -94,9 +103,16 @@ class PhysioNetSet:
     def to(self, device: torch.device | str | None = None, dtype: torch.dtype | None = None) -> "PhysioNetSet":
         """The same set on ``device`` and/or in floating ``dtype`` (record ids stay int64)."""
         kw = {"device": device, "dtype": dtype}
-        return replace(self, times=self.times.to(**kw), values=self.values.to(**kw), mask=self.mask.to(**kw),
-                       static=self.static.to(**kw), static_mask=self.static_mask.to(**kw),
-                       labels=self.labels.to(**kw), record_ids=self.record_ids.to(device))
+        return replace(
+            self,
+            times=self.times.to(**kw),
+            values=self.values.to(**kw),
+            mask=self.mask.to(**kw),
+            static=self.static.to(**kw),
+            static_mask=self.static_mask.to(**kw),
+            labels=self.labels.to(**kw),
+            record_ids=self.record_ids.to(device),
+        )
 
     def observation_counts(self) -> torch.Tensor:
         """(N,) number of observed values per patient (after quantisation)."""
@@ -127,7 +143,9 @@ def densify(records: list[Record], labels: list[int], quantization: float, repor
         labels=torch.tensor(labels, dtype=torch.float32),
         record_ids=torch.tensor([r.record_id for r in records], dtype=torch.long),
         static_mask=(~torch.isnan(static_t)).float(),
-        report=report, quantization=q)
+        report=report,
+        quantization=q,
+    )
 
 
 def _check_finite_statistics(train: PhysioNetSet, center: torch.Tensor, scale: torch.Tensor, method: str) -> None:
@@ -143,9 +161,11 @@ def _check_finite_statistics(train: PhysioNetSet, center: torch.Tensor, scale: t
         parts.append(f"{VARIABLES[j]} (largest |value| {float(observed.abs().max()):.3g})")
     how = "a value near its limit, squared" if method == "zscore" else "a range wider than its limit"
     other = " or use method='minmax'" if method == "zscore" else ""
-    raise ValueError(f"Normalizer.fit(method={method!r}): the statistics of {', '.join(parts)} overflow "
-                     f"{train.values.dtype} ({how}); such a value is almost surely an error in the record: "
-                     f"drop those patients (data.subset){other}")
+    raise ValueError(
+        f"Normalizer.fit(method={method!r}): the statistics of {', '.join(parts)} overflow "
+        f"{train.values.dtype} ({how}); such a value is almost surely an error in the record: "
+        f"drop those patients (data.subset){other}"
+    )
 
 
 @dataclass
@@ -204,8 +224,9 @@ class Normalizer:
         dev = data.values.device
         values = (data.values - self.center.to(dev)) / self.scale.to(dev) * m
         sm = data.static_mask.bool()
-        static = torch.where(sm, (data.static - self.static_center.to(dev)) / self.static_scale.to(dev),
-                             torch.zeros_like(data.static))
+        static = torch.where(
+            sm, (data.static - self.static_center.to(dev)) / self.static_scale.to(dev), torch.zeros_like(data.static)
+        )
         return replace(data, values=values, static=static, normalized=True)
 
     def inverse(self, values: torch.Tensor) -> torch.Tensor:

@@ -10,6 +10,7 @@ counts it (see :class:`LoadReport`). Values must be plain decimals
 (``73``, ``-1``, ``7.35``, ``1.2e3``) within float32's finite range, the
 dtype the tensors are stored in; a RecordID must be written in digits.
 """
+
 from __future__ import annotations
 
 import re
@@ -19,11 +20,43 @@ from dataclasses import dataclass, field
 import numpy as np
 
 VARIABLES: tuple[str, ...] = (
-    "Albumin", "ALP", "ALT", "AST", "Bilirubin", "BUN", "Cholesterol", "Creatinine",
-    "DiasABP", "FiO2", "GCS", "Glucose", "HCO3", "HCT", "HR", "K", "Lactate", "Mg",
-    "MAP", "MechVent", "Na", "NIDiasABP", "NIMAP", "NISysABP", "PaCO2", "PaO2", "pH",
-    "Platelets", "RespRate", "SaO2", "SysABP", "Temp", "TroponinI", "TroponinT",
-    "Urine", "WBC", "Weight",
+    "Albumin",
+    "ALP",
+    "ALT",
+    "AST",
+    "Bilirubin",
+    "BUN",
+    "Cholesterol",
+    "Creatinine",
+    "DiasABP",
+    "FiO2",
+    "GCS",
+    "Glucose",
+    "HCO3",
+    "HCT",
+    "HR",
+    "K",
+    "Lactate",
+    "Mg",
+    "MAP",
+    "MechVent",
+    "Na",
+    "NIDiasABP",
+    "NIMAP",
+    "NISysABP",
+    "PaCO2",
+    "PaO2",
+    "pH",
+    "Platelets",
+    "RespRate",
+    "SaO2",
+    "SysABP",
+    "Temp",
+    "TroponinI",
+    "TroponinT",
+    "Urine",
+    "WBC",
+    "Weight",
 )
 """The 37 time-varying variables, in the order of the value columns."""
 
@@ -140,14 +173,15 @@ class LoadReport:
         return dict(Counter(reason.split(":", 1)[0] for _, reason in self.skipped))
 
     def summary(self) -> str:
-        text = (f"PhysioNet 2012 from {self.source} ({self.location}): "
-                f"{self.n_loaded} of {self.n_files} records loaded")
+        text = f"PhysioNet 2012 from {self.source} ({self.location}): {self.n_loaded} of {self.n_files} records loaded"
         if self.skipped:
             reasons = ", ".join(f"{n} {r}" for r, n in sorted(self.skipped_by_reason.items()))
             text += f"; skipped {self.n_skipped} bad record(s): {reasons}"
         if self.missing:
-            text += (f"; MISSING {len(self.missing)} of the {self.n_expected} records {self.outcomes_name} "
-                     f"lists (no record file; e.g. {', '.join(map(str, self.missing[:3]))})")
+            text += (
+                f"; MISSING {len(self.missing)} of the {self.n_expected} records {self.outcomes_name} "
+                f"lists (no record file; e.g. {', '.join(map(str, self.missing[:3]))})"
+            )
         return text
 
     def examples(self, limit: int = 5) -> str:
@@ -160,9 +194,12 @@ class LoadReport:
 
 # Every valid time stamp, precomputed: parsing 1.7 M rows spends most of its
 # time on time stamps otherwise.
-_TIMES: dict[str, float] = {f"{h:02d}:{m:02d}": h + m / 60.0
-                            for h in range(int(HORIZON_HOURS) + 1) for m in range(60)
-                            if h + m / 60.0 <= HORIZON_HOURS}
+_TIMES: dict[str, float] = {
+    f"{h:02d}:{m:02d}": h + m / 60.0
+    for h in range(int(HORIZON_HOURS) + 1)
+    for m in range(60)
+    if h + m / 60.0 <= HORIZON_HOURS
+}
 
 
 def _parse_time(text: str) -> float:
@@ -193,15 +230,20 @@ def _parse_value(value_text: str, param: str, where: str) -> float:
         return value
     stripped = value_text.strip()
     if not _DECIMAL.fullmatch(stripped):
-        raise BadRecord("non-numeric value", f"{where}: {param}={value_text!r} is not a plain decimal number "
-                                             "(digits, an optional point and exponent, e.g. 73 or 7.35e1); "
-                                             "correct the value or remove the row")
+        raise BadRecord(
+            "non-numeric value",
+            f"{where}: {param}={value_text!r} is not a plain decimal number "
+            "(digits, an optional point and exponent, e.g. 73 or 7.35e1); "
+            "correct the value or remove the row",
+        )
     value = float(stripped)
     if not abs(value) <= FLOAT32_MAX:  # also catches 1e999, which float() turns into inf
-        raise BadRecord("out-of-range value",
-                        f"{where}: {param}={value_text!r} is outside float32's finite range "
-                        f"(|x| <= {FLOAT32_MAX:.4g}), the dtype the tensors are stored in; "
-                        "correct the value or remove the row")
+        raise BadRecord(
+            "out-of-range value",
+            f"{where}: {param}={value_text!r} is outside float32's finite range "
+            f"(|x| <= {FLOAT32_MAX:.4g}), the dtype the tensors are stored in; "
+            "correct the value or remove the row",
+        )
     if len(_VALUES) >= _VALUES_LIMIT:
         _VALUES.clear()
     _VALUES[value_text] = value
@@ -213,12 +255,16 @@ def _parse_record_id(value_text: str, where: str) -> int:
     stripped = value_text.strip()
     if not _RECORD_ID.fullmatch(stripped):
         # float() would read '140001.5' as 140001 and '1e30' as an id no int64 holds.
-        raise BadRecord("bad record id", f"{where}: RecordID={value_text!r} is not a whole number written in "
-                                         "digits (e.g. 132539); correct the RecordID row")
+        raise BadRecord(
+            "bad record id",
+            f"{where}: RecordID={value_text!r} is not a whole number written in "
+            "digits (e.g. 132539); correct the RecordID row",
+        )
     rid = int(stripped)
     if rid > _INT64_MAX:
-        raise BadRecord("bad record id", f"{where}: RecordID={value_text!r} is too large for an int64 id; "
-                                         "correct the RecordID row")
+        raise BadRecord(
+            "bad record id", f"{where}: RecordID={value_text!r} is too large for an int64 id; correct the RecordID row"
+        )
     return rid
 
 
@@ -272,9 +318,12 @@ def parse_record(text: str, name: str = "<record>") -> Record:
             if param == "RecordID" and record_id is not None:
                 again = _parse_record_id(value_text, f"{name} line {lineno}")
                 if again != record_id:  # which patient is this? neither answer can be trusted
-                    raise BadRecord("bad record id", f"{name} line {lineno}: RecordID {record_id} was given on "
-                                                     f"line {record_id_line}, and RecordID={value_text!r} here; "
-                                                     "keep the file's one RecordID row")
+                    raise BadRecord(
+                        "bad record id",
+                        f"{name} line {lineno}: RecordID {record_id} was given on "
+                        f"line {record_id_line}, and RecordID={value_text!r} here; "
+                        "keep the file's one RecordID row",
+                    )
             if param in _DESCRIPTOR_NAMES:
                 continue  # a repeated descriptor row: not a measurement, harmless
             raise BadRecord("unknown parameter", f"{name} line {lineno}: {param!r}")
@@ -309,8 +358,7 @@ def parse_outcomes(text: str, name: str = "the outcomes file") -> dict[int, int]
     """
     numbered = [(i, ln.strip()) for i, ln in enumerate(text.splitlines(), start=1) if ln.strip()]
     if not numbered:
-        raise ValueError(f"{name} is empty; expected a header "
-                         "'RecordID,...,In-hospital_death' and one row per record")
+        raise ValueError(f"{name} is empty; expected a header 'RecordID,...,In-hospital_death' and one row per record")
     header_line = numbered[0][1]
     header = [c.strip() for c in header_line.split(",")]
     if "RecordID" not in header or "In-hospital_death" not in header:
@@ -332,7 +380,8 @@ def parse_outcomes(text: str, name: str = "the outcomes file") -> dict[int, int]
             raise ConflictingOutcomes(
                 f"{name} lists RecordID {rid} twice with different In-hospital_death {out[rid]} "
                 f"(line {first_line[rid]}) and {label} (line {lineno}); delete the wrong row "
-                "(an identical repeat is accepted)")
+                "(an identical repeat is accepted)"
+            )
         out[rid] = label
         first_line.setdefault(rid, lineno)
     return out
@@ -341,8 +390,9 @@ def parse_outcomes(text: str, name: str = "the outcomes file") -> dict[int, int]
 def check_label(label: int, record_id: int, outcomes_name: str) -> int:
     """``label`` if it is 0 or 1, else :class:`BadRecord` ("bad outcome")."""
     if label not in (0, 1):
-        raise BadRecord("bad outcome", f"RecordID {record_id}: In-hospital_death = {label} in {outcomes_name}, "
-                                       "expected 0 or 1")
+        raise BadRecord(
+            "bad outcome", f"RecordID {record_id}: In-hospital_death = {label} in {outcomes_name}, expected 0 or 1"
+        )
     return label
 
 

@@ -47,6 +47,7 @@ or the load stops with :class:`PhysioNetError`. The members of an archive are
 read in memory, never unpacked: links, devices and names that leave the folder
 (absolute, or with ``..``) are skipped and counted the same way.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -157,8 +158,7 @@ class Source:
 
 def has_set(directory: Path, set_name: str) -> bool:
     d = Path(directory)
-    return (d / outcomes_name(set_name)).is_file() and (
-        (d / f"{set_name}.tar.gz").is_file() or (d / set_name).is_dir())
+    return (d / outcomes_name(set_name)).is_file() and ((d / f"{set_name}.tar.gz").is_file() or (d / set_name).is_dir())
 
 
 def sha256(path: Path) -> str:
@@ -169,8 +169,7 @@ def sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def locate(set_name: str = "set-a", path: str | os.PathLike | None = None,
-           download: bool = False) -> Source | None:
+def locate(set_name: str = "set-a", path: str | os.PathLike | None = None, download: bool = False) -> Source | None:
     """Find ``set_name`` (see the module docstring for the order); None when nowhere.
 
     An explicit ``path`` that does not hold the set is an error, not a silent fallback.
@@ -182,7 +181,8 @@ def locate(set_name: str = "set-a", path: str | os.PathLike | None = None,
             raise FileNotFoundError(
                 f"path={str(path)!r} does not hold PhysioNet {set_name}: expected "
                 f"{outcomes_name(set_name)} and {set_name}.tar.gz (or an unpacked {set_name}/) "
-                "there; pass the folder that holds them, or path=None to search the usual places")
+                "there; pass the folder that holds them, or path=None to search the usual places"
+            )
         return Source("path", d, set_name)
     env = os.environ.get(DATA_ENV)
     if env and has_set(Path(env).expanduser(), set_name):
@@ -225,7 +225,10 @@ def downloaded_source(directory: Path, set_name: str) -> Source:
             "serves: that shows the transfer arrived whole, not that the file is the one the course was built "
             f"on. sha256 of the files there: {sums}. Compare them with sums from a source you trust, then pin "
             "them in nodecourse.data.physionet.sources.SHA256 (as set A's are); or place a verified copy and "
-            "pass path=", UnverifiedDownloadWarning, stacklevel=3)
+            "pass path=",
+            UnverifiedDownloadWarning,
+            stacklevel=3,
+        )
     return source
 
 
@@ -246,9 +249,11 @@ def _download(name: str, target: Path, timeout: float) -> bool:
                 for chunk in iter(lambda: resp.read(1 << 20), b""):
                     out.write(chunk)
         except (OSError, http.client.HTTPException) as exc:
-            raise DownloadError(f"the download of {name} was interrupted ({type(exc).__name__}: {exc}); "
-                                "the partial file was removed; retry, or place a verified copy and pass "
-                                "path=") from exc
+            raise DownloadError(
+                f"the download of {name} was interrupted ({type(exc).__name__}: {exc}); "
+                "the partial file was removed; retry, or place a verified copy and pass "
+                "path="
+            ) from exc
         finally:
             close = getattr(resp, "close", None)
             if close is not None:
@@ -296,12 +301,16 @@ def fetch(set_name: str, directory: Path, timeout: float = 30.0) -> Source | Non
             return None
         if expected is None:
             target.unlink(missing_ok=True)
-            raise DownloadError(f"no sha256 sum is known for {name} (none pinned, none in PhysioNet's "
-                                f"{SUMS_FILE}); it was discarded unverified. Place a verified copy and pass path=")
+            raise DownloadError(
+                f"no sha256 sum is known for {name} (none pinned, none in PhysioNet's "
+                f"{SUMS_FILE}); it was discarded unverified. Place a verified copy and pass path="
+            )
         if sha256(target) != expected:
             target.unlink(missing_ok=True)
-            raise DownloadError(f"the download of {name} does not match its known sha256 {expected}; "
-                                "it was discarded. Retry, or place a verified copy and pass path=")
+            raise DownloadError(
+                f"the download of {name} does not match its known sha256 {expected}; "
+                "it was discarded. Retry, or place a verified copy and pass path="
+            )
         if name.endswith(".tar.gz"):
             try:
                 with tarfile.open(target, "r:gz") as tf:
@@ -313,9 +322,13 @@ def fetch(set_name: str, directory: Path, timeout: float = 30.0) -> Source | Non
     return downloaded_source(directory, set_name)
 
 
-_FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-               (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-               (stat.S_ISSOCK, "a socket"))
+_FILE_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 def _kind(mode: int) -> str:
@@ -345,9 +358,11 @@ def read_inside(path: Path, root: Path, limit: int) -> bytes:
             except RuntimeError as exc:  # a link loop (Python < 3.13)
                 raise BadRecord("unreadable file", f"{name}: {exc}") from None
             if not _inside(real, root):
-                raise BadRecord("outside the data folder",
-                                f"{name} is a link to {real}, outside the data folder {root}; the loader "
-                                "reads only files inside it: replace the link by a copy of the file, or remove it")
+                raise BadRecord(
+                    "outside the data folder",
+                    f"{name} is a link to {real}, outside the data folder {root}; the loader "
+                    "reads only files inside it: replace the link by a copy of the file, or remove it",
+                )
             # stat before open: opening a FIFO blocks, opening a device may do anything.
             mode = os.stat(real).st_mode
         else:
@@ -355,8 +370,10 @@ def read_inside(path: Path, root: Path, limit: int) -> bytes:
             # O_NOFOLLOW: a link swapped in after the lstat is refused, not followed.
             flags |= getattr(os, "O_NOFOLLOW", 0)
         if not stat.S_ISREG(mode):
-            raise BadRecord("unreadable file", f"{name} is {_kind(mode)}, not a regular file; "
-                                               "the loader reads regular files only: remove it")
+            raise BadRecord(
+                "unreadable file",
+                f"{name} is {_kind(mode)}, not a regular file; the loader reads regular files only: remove it",
+            )
         # O_NONBLOCK: if a FIFO was swapped in after the stat, open returns at once
         # and the fstat below refuses it.
         fd = os.open(real, flags)
@@ -368,8 +385,11 @@ def read_inside(path: Path, root: Path, limit: int) -> bytes:
     except OSError as exc:  # missing, a dangling link, no permission
         raise BadRecord("unreadable file", f"{name}: {exc.strerror or exc}") from None
     if len(data) > limit:
-        raise BadRecord("too large", f"{name} holds more than {limit} bytes (the limit for this file); "
-                                     "a PhysioNet record is tens of kilobytes: check that it is a record")
+        raise BadRecord(
+            "too large",
+            f"{name} holds more than {limit} bytes (the limit for this file); "
+            "a PhysioNet record is tens of kilobytes: check that it is a record",
+        )
     return data
 
 
@@ -383,9 +403,11 @@ def read_set_file(source: Source, path: Path, limit: int) -> bytes:
     try:
         return read_inside(path, _data_root(source), limit)
     except BadRecord as exc:
-        raise PhysioNetError(f"cannot read {path}: {exc}. The loader needs it as a regular file inside "
-                             f"{source.directory}: copy the real file there, or pass path= the folder "
-                             "that holds the set") from None
+        raise PhysioNetError(
+            f"cannot read {path}: {exc}. The loader needs it as a regular file inside "
+            f"{source.directory}: copy the real file there, or pass path= the folder "
+            "that holds the set"
+        ) from None
 
 
 def read_outcomes(source: Source) -> bytes:
@@ -419,9 +441,11 @@ def _set_folder(source: Source) -> Path:
     folder = source.directory / source.set_name
     real = folder.resolve()
     if not _inside(real, _data_root(source)):
-        raise PhysioNetError(f"{folder} is a link to {real}, outside the data folder {source.directory}; "
-                             f"the loader reads only files inside it: pass path={str(real.parent)!r} if "
-                             f"{source.outcomes.name} is there too, or replace the link by the folder")
+        raise PhysioNetError(
+            f"{folder} is a link to {real}, outside the data folder {source.directory}; "
+            f"the loader reads only files inside it: pass path={str(real.parent)!r} if "
+            f"{source.outcomes.name} is there too, or replace the link by the folder"
+        )
     return folder
 
 
@@ -467,7 +491,8 @@ def _archive_members(blob: bytes, archive: Path) -> list[tuple[str, bytes | BadR
     except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
         raise DamagedArchive(
             f"{archive} is damaged: {type(exc).__name__}: {exc} (after {len(out)} record files); "
-            f"download it again or pass a good copy of {archive.name} with path= / --data") from exc
+            f"download it again or pass a good copy of {archive.name} with path= / --data"
+        ) from exc
     out.sort(key=lambda item: item[0])
     return out
 
@@ -477,19 +502,36 @@ def _read_member(tf: tarfile.TarFile, m: tarfile.TarInfo, archive_name: str) -> 
     if m.name.startswith("/") or ".." in parts:
         # Never unpacked, but a member an unpacker would write outside the folder
         # is no part of the set.
-        return m.name, BadRecord("outside the data folder",
-                                 f"{archive_name} member {m.name!r} would unpack outside the set's folder "
-                                 "(absolute, or through '..'); it is not read: rebuild the archive without it")
+        return m.name, BadRecord(
+            "outside the data folder",
+            f"{archive_name} member {m.name!r} would unpack outside the set's folder "
+            "(absolute, or through '..'); it is not read: rebuild the archive without it",
+        )
     name = posixpath.basename(m.name)
     if not m.isreg():
-        what = (f"a symbolic link to {m.linkname!r}" if m.issym() else f"a hard link to {m.linkname!r}"
-                if m.islnk() else "a directory" if m.isdir() else "a FIFO (named pipe)" if m.isfifo()
-                else "a device" if m.isdev() else f"of tar type {m.type!r}")
-        return name, BadRecord("unreadable file", f"{archive_name} member {m.name} is {what}, not a regular "
-                                                  "file; the loader reads regular members only")
+        what = (
+            f"a symbolic link to {m.linkname!r}"
+            if m.issym()
+            else f"a hard link to {m.linkname!r}"
+            if m.islnk()
+            else "a directory"
+            if m.isdir()
+            else "a FIFO (named pipe)"
+            if m.isfifo()
+            else "a device"
+            if m.isdev()
+            else f"of tar type {m.type!r}"
+        )
+        return name, BadRecord(
+            "unreadable file",
+            f"{archive_name} member {m.name} is {what}, not a regular file; the loader reads regular members only",
+        )
     if m.size > RECORD_SIZE_LIMIT:
-        return name, BadRecord("too large", f"{archive_name} member {m.name} holds {m.size} bytes, over the "
-                                            f"{RECORD_SIZE_LIMIT}-byte limit for a record; it is not read")
+        return name, BadRecord(
+            "too large",
+            f"{archive_name} member {m.name} holds {m.size} bytes, over the "
+            f"{RECORD_SIZE_LIMIT}-byte limit for a record; it is not read",
+        )
     return name, tf.extractfile(m).read()
 
 

@@ -3,6 +3,7 @@
 Notebooks and tests use ``from nodecourse.lessons import lesson01 as L``; importing the package registers
 the row (``rows``) with :mod:`nodecourse.claims`.
 """
+
 from nodecourse.lessons.lesson01 import rows
 from nodecourse.lessons.lesson01.config import BASELINE_FACTOR, QUICK, ULPS, ResnetEulerConfig
 from nodecourse.lessons.lesson01.findings import ResnetEulerFindings, resnet_euler_findings
@@ -10,5 +11,15 @@ from nodecourse.lessons.lesson01.studies import ResnetEulerComparison, resnet_vs
 
 measure = rows.measure
 
-__all__ = ["BASELINE_FACTOR", "QUICK", "ULPS", "ResnetEulerComparison", "ResnetEulerConfig", "ResnetEulerFindings",
-           "measure", "resnet_euler_findings", "resnet_vs_euler", "rows"]
+__all__ = [
+    "BASELINE_FACTOR",
+    "QUICK",
+    "ULPS",
+    "ResnetEulerComparison",
+    "ResnetEulerConfig",
+    "ResnetEulerFindings",
+    "measure",
+    "resnet_euler_findings",
+    "resnet_vs_euler",
+    "rows",
+]

@@ -1,4 +1,5 @@
 """Sizes of lesson 1's comparison and the numbers its row is judged against (declared before anything runs)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,4 +1,5 @@
 """What lesson 1's comparison shows, judged: agreement with Euler, and a baseline that tells solvers apart."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -36,13 +37,18 @@ class ResnetEulerFindings(Findings):
 
     def measured(self) -> str:
         """One line per dtype, for the ledger's measured column."""
-        return "; ".join(f"{r.dtype}: |ResNet − Euler| = {r.max_diff_euler:.1e} (midpoint baseline "
-                         f"{r.max_diff_midpoint:.1e})" for r in self.runs)
+        return "; ".join(
+            f"{r.dtype}: |ResNet − Euler| = {r.max_diff_euler:.1e} (midpoint baseline {r.max_diff_midpoint:.1e})"
+            for r in self.runs
+        )
 
     def markdown(self) -> str:
-        lines = [f"- {r.dtype}, {r.n_blocks} blocks: max |ResNet − Euler| = {r.max_diff_euler:.1e} "
-                 f"(tolerance {r.tolerance:.1e}, {'within' if r.agrees else 'outside'} it), midpoint baseline "
-                 f"{r.max_diff_midpoint:.1e}" for r in self.runs]
+        lines = [
+            f"- {r.dtype}, {r.n_blocks} blocks: max |ResNet − Euler| = {r.max_diff_euler:.1e} "
+            f"(tolerance {r.tolerance:.1e}, {'within' if r.agrees else 'outside'} it), midpoint baseline "
+            f"{r.max_diff_midpoint:.1e}"
+            for r in self.runs
+        ]
         return "\n".join(lines + [f"\nVerdict: **{self.verdict.value}**."])
 
 

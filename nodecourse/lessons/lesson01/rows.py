@@ -1,4 +1,5 @@
 """Ledger row of lesson 1: ``resnet-euler``."""
+
 from __future__ import annotations
 
 from dataclasses import asdict
@@ -19,8 +20,10 @@ from nodecourse.lessons.lesson01.studies import resnet_vs_euler
     lesson="01",
     threshold=Threshold(
         f"max |ResNet − Euler| <= {ULPS} ulp of the output's scale, in float32 and float64, while the midpoint "
-        f"baseline differs by more than {BASELINE_FACTOR:g} times that", kind="published",
-        why="the published figure is exact identity; 100 ulp allows only the order of summation to differ"),
+        f"baseline differs by more than {BASELINE_FACTOR:g} times that",
+        kind="published",
+        why="the published figure is exact identity; 100 ulp allows only the order of summation to differ",
+    ),
 )
 def measure(quick: bool) -> Measurement:
     c = QUICK if quick else FULL

@@ -1,4 +1,5 @@
 """The measurement of lesson 1: a residual stack against Euler (and a midpoint baseline) on one field."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -28,8 +29,14 @@ class ResnetEulerComparison:
 
 
 @cached_study
-def resnet_vs_euler(dim: int = 16, n_blocks: int = 6, batch: int = 64, dtype: torch.dtype = torch.float64,
-                    seed: int = 0, device: str = "cpu") -> ResnetEulerComparison:
+def resnet_vs_euler(
+    dim: int = 16,
+    n_blocks: int = 6,
+    batch: int = 64,
+    dtype: torch.dtype = torch.float64,
+    seed: int = 0,
+    device: str = "cpu",
+) -> ResnetEulerComparison:
     """Run one weight-tied residual stack ``z <- z + f(z)`` and ``odeint(f, method="euler", step_size=1)``
     over ``[0, n_blocks]`` on the same field and ``batch`` inputs of width ``dim``.
 

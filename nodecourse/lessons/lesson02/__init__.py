@@ -5,6 +5,7 @@
   (NFE and error against rtol on Van der Pol);
 - :mod:`.rows`: the ledger rows ``convergence-order`` and ``tolerance-nfe``.
 """
+
 from nodecourse.lessons.lesson02 import rows
 from nodecourse.lessons.lesson02.config import (
     ORDER_STEPS,
@@ -18,6 +19,18 @@ from nodecourse.lessons.lesson02.rows import measure_orders, measure_tolerance_n
 from nodecourse.lessons.lesson02.studies import convergence, fit_slope, nfe_sweep, order_exact, order_problem
 
 __all__ = [
-    "ORDER_STEPS", "ORDER_TOLERANCE", "STEPS_BY_ORDER", "STEPS_OVERRIDE", "T_END", "convergence", "fit_slope",
-    "measure_orders", "measure_tolerance_nfe", "nfe_sweep", "order_exact", "order_problem", "order_steps", "rows",
+    "ORDER_STEPS",
+    "ORDER_TOLERANCE",
+    "STEPS_BY_ORDER",
+    "STEPS_OVERRIDE",
+    "T_END",
+    "convergence",
+    "fit_slope",
+    "measure_orders",
+    "measure_tolerance_nfe",
+    "nfe_sweep",
+    "order_exact",
+    "order_problem",
+    "order_steps",
+    "rows",
 ]

@@ -1,4 +1,5 @@
 """Lesson 2's declared settings: step counts per order, the order tolerance, the problem's horizon."""
+
 from __future__ import annotations
 
 from nodecourse.solvers import SOLVERS

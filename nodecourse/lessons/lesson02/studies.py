@@ -1,5 +1,6 @@
 """Lesson 2's measurements: a solver's convergence order on a problem with a known answer, and the NFE
 an adaptive solver spends as the tolerance moves (the dicts :mod:`nodecourse.plotting.solvers` draws)."""
+
 from __future__ import annotations
 
 import math
@@ -49,8 +50,9 @@ def convergence(method, n_steps: Sequence[int] | None = None, *, device: str | t
     for n in n_steps:
         h = T_END / n
         if spec.kind == "adaptive":
-            sol = odeint(order_problem, y0, t, method=method, rtol=0.5, atol=1e6,
-                         options={"first_step": h, "max_step": h})
+            sol = odeint(
+                order_problem, y0, t, method=method, rtol=0.5, atol=1e6, options={"first_step": h, "max_step": h}
+            )
             if sol.stats["n_rejected"] != 0 or sol.stats["n_accepted"] != n:
                 raise RuntimeError(f"{spec.name}: expected {n} accepted fixed steps, got stats {sol.stats}")
         else:
@@ -58,8 +60,14 @@ def convergence(method, n_steps: Sequence[int] | None = None, *, device: str | t
         sizes.append(h)
         errors.append(abs(sol.ys[-1].item() - order_exact(T_END)))
         nfes.append(int(sol.stats["nfe"]))
-    return {"method": spec.name, "declared": spec.order, "step_sizes": sizes, "errors": errors, "nfe": nfes,
-            "measured": fit_slope(sizes, errors)}
+    return {
+        "method": spec.name,
+        "declared": spec.order,
+        "step_sizes": sizes,
+        "errors": errors,
+        "nfe": nfes,
+        "measured": fit_slope(sizes, errors),
+    }
 
 
 def nfe_sweep(rtols: Sequence[float], method: str = "dopri5", *, device: str | torch.device = "cpu") -> list[dict]:
@@ -76,14 +84,27 @@ def nfe_sweep(rtols: Sequence[float], method: str = "dopri5", *, device: str | t
     def vdp(t, y):
         return torch.stack([y[..., 1], mu * (1 - y[..., 0] ** 2) * y[..., 1] - y[..., 0]], dim=-1)
 
-    ref = solve_ivp(lambda t, y: [y[1], mu * (1 - y[0] ** 2) * y[1] - y[0]], (0.0, 10.0), [2.0, 0.0],
-                    method="DOP853", rtol=1e-12, atol=1e-12).y[:, -1]
+    ref = solve_ivp(
+        lambda t, y: [y[1], mu * (1 - y[0] ** 2) * y[1] - y[0]],
+        (0.0, 10.0),
+        [2.0, 0.0],
+        method="DOP853",
+        rtol=1e-12,
+        atol=1e-12,
+    ).y[:, -1]
     y0 = torch.tensor([2.0, 0.0], dtype=torch.float64, device=device)
     t = torch.tensor([0.0, 10.0], dtype=torch.float64, device=device)
     rows = []
     for rtol in rtols:
         sol = odeint(vdp, y0, t, method=method, rtol=rtol, atol=rtol / 100)
         err = float(np.abs(sol.ys[-1].cpu().numpy() - ref).max())
-        rows.append({"rtol": rtol, "nfe": int(sol.stats["nfe"]), "n_accepted": int(sol.stats["n_accepted"]),
-                     "n_rejected": int(sol.stats["n_rejected"]), "error": err})
+        rows.append(
+            {
+                "rtol": rtol,
+                "nfe": int(sol.stats["nfe"]),
+                "n_accepted": int(sol.stats["n_accepted"]),
+                "n_rejected": int(sol.stats["n_rejected"]),
+                "error": err,
+            }
+        )
     return rows

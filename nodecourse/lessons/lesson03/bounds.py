@@ -1,5 +1,6 @@
 """The bounds a flow cannot beat on lesson 3's 1-D tasks, computed (not published), and the judging helpers
 that compare measured values with them."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -31,8 +32,9 @@ def best_monotone_mse(y, increasing: bool | None = True) -> float:
     return float(np.mean((fitted - values) ** 2))
 
 
-def judge_bound(values, bound: float, slack: float, *, error: float = 0.0,
-                min_seeds: int = 3) -> tuple[ClaimVerdict, str]:
+def judge_bound(
+    values, bound: float, slack: float, *, error: float = 0.0, min_seeds: int = 3
+) -> tuple[ClaimVerdict, str]:
     """Judge "every seed's value >= ``bound``" for a bound that holds for EVERY map of a class.
 
     A seed-interval (:func:`judge`) suits a claim about a typical value; a proven lower bound must
@@ -52,7 +54,6 @@ def judge_bound(values, bound: float, slack: float, *, error: float = 0.0,
     return ClaimVerdict.DOES_NOT_HOLD, f"a seed reaches {low:.4g} < {bound:.4g} - {slack:g}"
 
 
-
 def rk4_invertible_hlip() -> float:
     """The h * Lip(f) below which an RK4 step z -> z + h * sum(b_i k_i) is sure to be invertible.
 
@@ -64,7 +65,6 @@ def rk4_invertible_hlip() -> float:
     return float(min(r.real for r in roots if abs(r.imag) < 1e-12 and r.real > 0))
 
 
-
 def order_preserving_floor(n_points: int) -> float:
     """The MSE of the best non-decreasing fit to h(x) = -x on the ``n_points`` grid: the constant 0,
     so the mean of x^2, (n+1)/(3(n-1)) (1/3 as n grows). Computed, not published."""
@@ -72,12 +72,10 @@ def order_preserving_floor(n_points: int) -> float:
     return best_monotone_mse(y[:, 0].numpy(), increasing=True)
 
 
-
 def abs_data(n_points: int, dtype=torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
     """h(x) = |x| on an even grid of ``n_points`` in [-1, 1]: ``(x, y)``, shape ``(n, 1)`` each."""
     x = torch.linspace(-1.0, 1.0, n_points, dtype=dtype).unsqueeze(1)
     return x, x.abs()
-
 
 
 def clopper_pearson(k: int, n: int) -> tuple[float, float]:
@@ -87,5 +85,3 @@ def clopper_pearson(k: int, n: int) -> tuple[float, float]:
     lo = 0.0 if k == 0 else float(stats.beta.ppf(0.025, k, n - k + 1))
     hi = 1.0 if k == n else float(stats.beta.ppf(0.975, k + 1, n - k))
     return lo, hi
-
-

@@ -1,4 +1,5 @@
 """Lesson 3's configurations and the thresholds its rows are judged against (declared before anything runs)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -60,13 +61,12 @@ ANNULUS_THRESHOLD = Threshold(
     "and 0.45 and the seeds that miss it are named",
     kind="published",
     why="the thresholds are the published statements: Dupont et al. 2019 prove a plain NODE cannot represent "
-        "the disk/ring map (with a disk point classified correctly, the boundary must cut every circle in the "
-        "ring: margin < 0 somewhere), fit it with ANODE, and report higher NFE for NODE than ANODE (ratio 1). "
-        "The course's: the circle |x|=1.25 probed at 20,000 angles, the matched-size ResNet (their argument "
-        "does not bind discrete steps), NFE over the last 10 % of epochs (the trained model's cost), the seed "
-        "intervals, and the median for a ratio of solver step counts",
+    "the disk/ring map (with a disk point classified correctly, the boundary must cut every circle in the "
+    "ring: margin < 0 somewhere), fit it with ANODE, and report higher NFE for NODE than ANODE (ratio 1). "
+    "The course's: the circle |x|=1.25 probed at 20,000 angles, the matched-size ResNet (their argument "
+    "does not bind discrete steps), NFE over the last 10 % of epochs (the trained model's cost), the seed "
+    "intervals, and the median for a ratio of solver step counts",
 )
-
 
 
 # --- re-solving a trained flow, and the bounds a flow cannot beat ----------------------------------
@@ -78,7 +78,6 @@ RESOLVE_CHECK_TOL = 1e-8
 RESOLVE_SLACK = 1e-4
 """How far below a proven bound a re-solved MSE may fall before it counts against the bound: far above
 the re-solve's error (dopri5 at 1e-6 moves outputs by about 1e-6, an MSE by about 1e-6)."""
-
 
 
 # --- h(x) = -x three ways ------------------------------------------------------------------------
@@ -109,7 +108,6 @@ FULL_NEGATION = NegationConfig()
 """Full mode: 64 grid points, 400 full-batch Adam steps, dopri5 at 1e-3."""
 
 
-
 NEGATION_FIT_MSE = 0.01
 """The course's "fits" for h(x) = -x: 3 % of the order-preserving floor (about 1/3)."""
 NEGATION_THRESHOLD = Threshold(
@@ -119,11 +117,9 @@ NEGATION_THRESHOLD = Threshold(
     f"MSE <= {NEGATION_FIT_MSE:g} (95 % interval over seeds)",
     kind="course",
     why="Zhang et al. 2020 prove that a homeomorphism of R^p is approximated by a flow on R^2p and give no "
-        "figure; the floor is computed here (a 1-D flow's map is increasing; the best increasing fit of -x is 0); "
-        f"{NEGATION_FIT_MSE:g} is the course's 'fits', 3 % of that floor",
+    "figure; the floor is computed here (a 1-D flow's map is increasing; the best increasing fit of -x is 0); "
+    f"{NEGATION_FIT_MSE:g} is the course's 'fits', 3 % of that floor",
 )
-
-
 
 
 # --- h(x) = |x|: a flow with a linear readout, and what fixed steps let through --------------------
@@ -152,7 +148,6 @@ FULL_ABS = AbsConfig()
 """Full mode: 1000 full-batch Adam steps, ten seeds."""
 
 
-
 ABS_FIT_MSE = 1e-4
 """The course's "approximates |x|": 600 times below the best monotone fit."""
 ABS_MONOTONE_BOUND = best_monotone_mse(abs_data(FULL_ABS.n_points, torch.float64)[1].numpy(), increasing=None)
@@ -169,11 +164,8 @@ FLOW_READOUT_THRESHOLD = Threshold(
     f"MSE < {ABS_MONOTONE_BOUND:.4f} on at least one seed (a map below that bound is not monotone, so not invertible)",
     kind="course",
     why="Zhang et al. 2020 prove that a flow capped with one linear layer approximates non-invertible functions, "
-        f"without a rate or a figure: {ABS_FIT_MSE:g} is the course's 'fits' (600x below the monotone bound). "
-        "The bound is computed, not published. That a fixed-step model can learn a non-invertible map is the "
-        "course's observation, a statement that something can happen: one seed below the bound shows it; the "
-        "fraction of seeds is reported with its interval",
+    f"without a rate or a figure: {ABS_FIT_MSE:g} is the course's 'fits' (600x below the monotone bound). "
+    "The bound is computed, not published. That a fixed-step model can learn a non-invertible map is the "
+    "course's observation, a statement that something can happen: one seed below the bound shows it; the "
+    "fraction of seeds is reported with its interval",
 )
-
-
-

@@ -3,6 +3,7 @@
 ``*_parts`` judge per-seed numbers (hand-made ones work too) and return a :class:`JudgedParts`; the findings
 classes hold the numbers a sentence quotes and render themselves (:meth:`markdown`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -73,8 +74,12 @@ def annulus_values(runs, radius: float = PROBE_RADIUS) -> dict[str, dict[int, fl
     out["NODE sample accuracy"] = {s: by["NODE", s].sample_accuracy for s in seeds}
     out["NODE wrong fraction"] = {s: by["NODE", s].probes[radius].misclassified for s in seeds}
     out["NODE disk right fraction"] = {
-        s: max((1.0 - by["NODE", s].probes[r].misclassified for r in DISK_PROBE_RADII if r in by["NODE", s].probes),
-               default=float("nan")) for s in seeds}
+        s: max(
+            (1.0 - by["NODE", s].probes[r].misclassified for r in DISK_PROBE_RADII if r in by["NODE", s].probes),
+            default=float("nan"),
+        )
+        for s in seeds
+    }
     return out
 
 
@@ -137,27 +142,32 @@ class AnnulusFindings(Findings):
             f"{n - len(missed)}/{n} seeds{f', not on seeds {missed}' if missed else ''}); ANODE "
             f"{_interval_text(iv['ANODE margin'], '+.2f')}, ResNet {_interval_text(iv['ResNet margin'], '+.2f')}; "
             f"NFE NODE/ANODE at the end {_interval_text(iv['NFE ratio (end)'], '.2f')} (decides), whole training "
-            f"{_interval_text(iv['NFE ratio (whole)'], '.2f')}. " + parts_text(self.judged.parts))
+            f"{_interval_text(iv['NFE ratio (whole)'], '.2f')}. " + parts_text(self.judged.parts)
+        )
 
     def markdown(self) -> str:
         n, iv = len(self.seeds), self.judged.intervals
         k = sum(self.node_has_wrong_arc.values())
         ok = sum(self.disk_condition.values())
         sub = self.judged.subparts
-        return "\n".join([
-            f"- **NODE wrong arc** on |x| = {self.radius:g}: {k} of {n} seeds; smallest margin "
-            f"{_interval_text(iv['NODE margin'], '+.2f')} (95 % interval over seeds): "
-            f"{self.judged.parts['NODE wrong arc'].value}.",
-            f"- The theorem's condition, some point of the disk classified correctly (probed on |x| = "
-            f"{', '.join(f'{r:g}' for r in DISK_PROBE_RADII)}), holds on {ok} of {n} seeds.",
-            f"- **ANODE and ResNet** smallest margins {_interval_text(iv['ANODE margin'], '+.2f')} and "
-            f"{_interval_text(iv['ResNet margin'], '+.2f')}: "
-            f"{self.judged.parts['ANODE and ResNet positive margin'].value}.",
-            f"- **Forward NFE NODE / ANODE** at the end of training: {_interval_text(iv['NFE ratio (end)'], '.2f')} "
-            f"({sub['NFE ratio (end)'].value}, the reading that decides); over the whole of training "
-            f"{_interval_text(iv['NFE ratio (whole)'], '.2f')} ({sub['NFE ratio (whole)'].value}, shown beside it).",
-            f"\nVerdict: **{self.verdict.value}** ({n} seeds).",
-        ])
+        return "\n".join(
+            [
+                f"- **NODE wrong arc** on |x| = {self.radius:g}: {k} of {n} seeds; smallest margin "
+                f"{_interval_text(iv['NODE margin'], '+.2f')} (95 % interval over seeds): "
+                f"{self.judged.parts['NODE wrong arc'].value}.",
+                f"- The theorem's condition, some point of the disk classified correctly (probed on |x| = "
+                f"{', '.join(f'{r:g}' for r in DISK_PROBE_RADII)}), holds on {ok} of {n} seeds.",
+                f"- **ANODE and ResNet** smallest margins {_interval_text(iv['ANODE margin'], '+.2f')} and "
+                f"{_interval_text(iv['ResNet margin'], '+.2f')}: "
+                f"{self.judged.parts['ANODE and ResNet positive margin'].value}.",
+                f"- **Forward NFE NODE / ANODE** at the end of training: "
+                f"{_interval_text(iv['NFE ratio (end)'], '.2f')} "
+                f"({sub['NFE ratio (end)'].value}, the reading that decides); over the whole of training "
+                f"{_interval_text(iv['NFE ratio (whole)'], '.2f')} ({sub['NFE ratio (whole)'].value}, shown "
+                f"beside it).",
+                f"\nVerdict: **{self.verdict.value}** ({n} seeds).",
+            ]
+        )
 
 
 def annulus_findings(runs, radius: float = PROBE_RADIUS) -> AnnulusFindings:
@@ -173,10 +183,12 @@ def negation_parts(resolved: dict[str, list[float]], floor: float, resolve_error
     """Judge ``augmentation-2p`` from re-solved MSEs per seed (``{"1-D flow": [...], "R^2 flow + projection":
     [...]}``; hand-made values work) and the re-solve's measured error."""
     parts, iv, why = {}, {}, {}
-    parts["1-D flow cannot"], why["1-D flow cannot"] = judge_bound(resolved["1-D flow"], floor, C.RESOLVE_SLACK,
-                                                                   error=resolve_error)
-    v, iv["R^2 flow fits"], why["R^2 flow fits"] = judge(resolved["R^2 flow + projection"], C.NEGATION_FIT_MSE,
-                                                         above=False)
+    parts["1-D flow cannot"], why["1-D flow cannot"] = judge_bound(
+        resolved["1-D flow"], floor, C.RESOLVE_SLACK, error=resolve_error
+    )
+    v, iv["R^2 flow fits"], why["R^2 flow fits"] = judge(
+        resolved["R^2 flow + projection"], C.NEGATION_FIT_MSE, above=False
+    )
     parts["flow on R^2 fits"] = v
     return JudgedParts(parts, iv, why)
 
@@ -203,8 +215,10 @@ class NegationFindings(Findings):
 
     def table(self) -> str:
         """MSE ranges over seeds per model, as trained and re-solved (fixed width)."""
-        lines = [f"order-preserving floor on this grid: {self.floor:.4f} (1/3 as n grows)",
-                 f"{'model':24s} {'MSE as trained':>17s} {'MSE re-solved':>17s}"]
+        lines = [
+            f"order-preserving floor on this grid: {self.floor:.4f} (1/3 as n grows)",
+            f"{'model':24s} {'MSE as trained':>17s} {'MSE re-solved':>17s}",
+        ]
         for name in self.mse:
             t, r = self.mse[name], self.mse_resolved[name]
             fmt = ".4f" if min(r) > 0.01 else ".2g"  # the floor needs four digits, a fit two
@@ -213,9 +227,11 @@ class NegationFindings(Findings):
 
     def markdown(self) -> str:
         r = self.mse_resolved
-        return (f"Re-solved, the 1-D flow's MSE is {_range(r['1-D flow'], '.4f')} against the floor {self.floor:.4f}; "
-                f"the flow on $\\mathbb{{R}}^2$ reaches {_range(r['R^2 flow + projection'], '.2g')} over "
-                f"{len(self.seeds)} seeds. {parts_text(self.judged.parts)}; verdict **{self.verdict.value}**.")
+        return (
+            f"Re-solved, the 1-D flow's MSE is {_range(r['1-D flow'], '.4f')} against the floor {self.floor:.4f}; "
+            f"the flow on $\\mathbb{{R}}^2$ reaches {_range(r['R^2 flow + projection'], '.2g')} over "
+            f"{len(self.seeds)} seeds. {parts_text(self.judged.parts)}; verdict **{self.verdict.value}**."
+        )
 
 
 def negation_findings(study, n_points: int) -> NegationFindings:
@@ -231,8 +247,15 @@ def negation_findings(study, n_points: int) -> NegationFindings:
 # --- h(x) = |x| -----------------------------------------------------------------------------------
 
 
-def abs_parts(linear2: list[float], linear1_resolved: list[float], linear1_trained: list[float],
-              bound: float = C.ABS_MONOTONE_BOUND, *, resolve_error: float = 0.0, min_seeds: int = 3) -> JudgedParts:
+def abs_parts(
+    linear2: list[float],
+    linear1_resolved: list[float],
+    linear1_trained: list[float],
+    bound: float = C.ABS_MONOTONE_BOUND,
+    *,
+    resolve_error: float = 0.0,
+    min_seeds: int = 3,
+) -> JudgedParts:
     """Judge ``flow-readout-noninvertible`` from per-seed MSEs (hand-made values work).
 
     ``linear2``: flow on R^2 + linear, re-solved; ``linear1_resolved`` / ``linear1_trained``: the 1-D flow +
@@ -243,8 +266,9 @@ def abs_parts(linear2: list[float], linear1_resolved: list[float], linear1_train
     parts, iv, why = {}, {}, {}
     v, iv["R^2 + linear"], why["R^2 + linear"] = judge(linear2, C.ABS_FIT_MSE, above=False, min_seeds=min_seeds)
     parts["flow on R^2 + linear approximates |x|"] = v
-    v, why["1-D + linear re-solved"] = judge_bound(linear1_resolved, bound, C.RESOLVE_SLACK, error=resolve_error,
-                                                   min_seeds=min_seeds)
+    v, why["1-D + linear re-solved"] = judge_bound(
+        linear1_resolved, bound, C.RESOLVE_SLACK, error=resolve_error, min_seeds=min_seeds
+    )
     parts["1-D flow + linear cannot"] = v
     iv["1-D + linear re-solved"] = seed_interval(linear1_resolved) if len(linear1_resolved) >= 2 else None
     n, k = len(linear1_trained), sum(m < bound for m in linear1_trained)
@@ -254,8 +278,11 @@ def abs_parts(linear2: list[float], linear1_resolved: list[float], linear1_train
     elif k >= 1:
         v, why["fixed step"] = ClaimVerdict.HOLDS, f"{k}/{n} seeds below {bound:.4f} as trained"
     else:
-        v, why["fixed step"] = (ClaimVerdict.UNDECIDED, f"no seed of {n} went below {bound:.4f} at this training "
-                                "budget: that it can happen is neither shown nor refuted")
+        v, why["fixed step"] = (
+            ClaimVerdict.UNDECIDED,
+            f"no seed of {n} went below {bound:.4f} at this training "
+            "budget: that it can happen is neither shown nor refuted",
+        )
     parts["fixed-step 1-D model learns a non-invertible map"] = v
     iv["1-D + linear as trained"] = seed_interval(linear1_trained) if n >= 2 else None
     return JudgedParts(parts, iv, why, below_bound=k, rate_interval=rate)
@@ -287,11 +314,19 @@ class AbsFindings(Findings):
         """One line per seed: the R^2 model's re-solved MSE; the 1-D model's MSE as trained and re-solved, the
         smallest slope of its RK4 map and its h * Lip(f)."""
         v = self.values
-        lines = [f"best monotone fit on this grid: MSE {self.bound:.4f}",
-                 f"{'seed':>4s} {'R^2+linear':>11s} | {'1-D+linear: as trained':>22s} {'re-solved':>10s} "
-                 f"{'min slope':>10s} {'h*Lip(f)':>9s}"]
-        rows = zip(self.seeds, v["R^2 + linear re-solved"], v["1-D + linear as trained"], v["1-D + linear re-solved"],
-                   v["1-D min slope of the RK4 map"], v["1-D h*Lip(f)"])
+        lines = [
+            f"best monotone fit on this grid: MSE {self.bound:.4f}",
+            f"{'seed':>4s} {'R^2+linear':>11s} | {'1-D+linear: as trained':>22s} {'re-solved':>10s} "
+            f"{'min slope':>10s} {'h*Lip(f)':>9s}",
+        ]
+        rows = zip(
+            self.seeds,
+            v["R^2 + linear re-solved"],
+            v["1-D + linear as trained"],
+            v["1-D + linear re-solved"],
+            v["1-D min slope of the RK4 map"],
+            v["1-D h*Lip(f)"],
+        )
         for s, two, trained, resolved, slope, hlip in rows:
             lines.append(f"{s:4d} {two:11.2g} | {trained:22.2g} {resolved:10.3f} {slope:+10.2f} {hlip:9.2f}")
         return "\n".join(lines)
@@ -300,23 +335,29 @@ class AbsFindings(Findings):
         v, folded = self.values, self.folded
         two = v["R^2 + linear re-solved"]
         step = "" if self.step_size is None else f" of {self.step_size:g}"
-        text = (f"The flow on $\\mathbb{{R}}^2$ plus a linear readout fits $|x|$ to MSE {min(two):.1e}–{max(two):.1e} "
-                f"when re-solved. The 1-D model, as trained with RK4 steps{step}, went **below** the best monotone "
-                f"fit ({self.bound:.4f}) on {len(folded)} of {len(self.seeds)} seeds")
+        text = (
+            f"The flow on $\\mathbb{{R}}^2$ plus a linear readout fits $|x|$ to MSE {min(two):.1e}–{max(two):.1e} "
+            f"when re-solved. The 1-D model, as trained with RK4 steps{step}, went **below** the best monotone "
+            f"fit ({self.bound:.4f}) on {len(folded)} of {len(self.seeds)} seeds"
+        )
         if not folded:
             return text + ": at this training budget no fixed-step model was seen to fold."
         trained, resolved, hlip = v["1-D + linear as trained"], v["1-D + linear re-solved"], v["1-D h*Lip(f)"]
         best = min(folded, key=lambda i: trained[i])
         lowest = min(resolved[i] for i in folded)
-        monotone = ("the flow itself is monotone and stays above the bound" if lowest >= self.bound - C.RESOLVE_SLACK
-                    else "some re-solved flow is below the bound, so that re-solve is not accurate")
+        monotone = (
+            "the flow itself is monotone and stays above the bound"
+            if lowest >= self.bound - C.RESOLVE_SLACK
+            else "some re-solved flow is below the bound, so that re-solve is not accurate"
+        )
         return text + (
             f" (best: MSE {trained[best]:.1e} on seed {self.seeds[best]}): a map below that bound is not monotone, "
             f"so the trained RK4 map is not invertible. Its $h \\cdot \\mathrm{{Lip}}(f)$ is "
             f"{min(hlip[i] for i in folded):.1f}–{max(hlip[i] for i in folded):.1f}, against the "
             f"{self.rk4_invertible_hlip:.2f} below which an RK4 step is sure to be invertible. The same fields solved "
             f"accurately give MSE {min(resolved[i] for i in folded):.3f}–{max(resolved[i] for i in folded):.3f}: "
-            f"{monotone}.")
+            f"{monotone}."
+        )
 
 
 def abs_findings(study, step_size: float | None = None) -> AbsFindings:
@@ -333,6 +374,10 @@ def abs_findings(study, step_size: float | None = None) -> AbsFindings:
         "1-D h*Lip(f)": [f.h_lip for f in one],
     }
     error = max(study[s][m].resolve_error for s in seeds for m in ABS_MODELS)
-    judged = abs_parts(values["R^2 + linear re-solved"], values["1-D + linear re-solved"],
-                       values["1-D + linear as trained"], resolve_error=error)
+    judged = abs_parts(
+        values["R^2 + linear re-solved"],
+        values["1-D + linear re-solved"],
+        values["1-D + linear as trained"],
+        resolve_error=error,
+    )
     return AbsFindings(seeds, values, judged, C.ABS_MONOTONE_BOUND, error, rk4_invertible_hlip(), step_size)

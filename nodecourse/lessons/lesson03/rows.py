@@ -10,6 +10,7 @@
 Every flow is judged as a flow: the trained field is solved again with dopri5 at a tight tolerance (in
 float64), and the as-trained number is shown beside it.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict
@@ -43,11 +44,11 @@ def _intervals(iv: dict) -> dict:
 @claim(
     id="annulus",
     claim="A plain 2-D neural ODE cannot separate disk from ring: its boundary leaves a wrong arc on |x|=1.25 "
-          "(whatever its sample accuracy); augmented ODE and ResNet have a positive margin there; NODE needs "
-          ">= the NFE of ANODE",
+    "(whatever its sample accuracy); augmented ODE and ResNet have a positive margin there; NODE needs "
+    ">= the NFE of ANODE",
     source="Dupont et al. 2019 (Augmented Neural ODEs), sec. 3-4",
     published="NODE cannot represent g (proof); ANODE fits it; NODE flows complex, higher NFE; ANODE simpler and "
-              "faster (dopri5, tol 1e-3, MLP 32-32, SmoothL1)",
+    "faster (dopri5, tol 1e-3, MLP 32-32, SmoothL1)",
     lesson="03",
     threshold=ANNULUS_THRESHOLD,
 )
@@ -69,9 +70,9 @@ def measure_annulus(quick: bool) -> Measurement:
 @claim(
     id="augmentation-2p",
     claim="h(x)=-x on [-1,1]: a 1-D flow cannot go below the best order-preserving fit (MSE about 1/3); "
-          "a flow on R^2 with a projection readout fits",
+    "a flow on R^2 with a projection readout fits",
     source="Zhang et al. 2020 (Approximation capabilities of neural ODEs), homeomorphisms of R^p on R^2p; "
-           "Dupont et al. 2019",
+    "Dupont et al. 2019",
     published="any homeomorphism of R^p is approximated by a neural ODE on R^2p (a theorem, no figure)",
     lesson="03",
     threshold=NEGATION_THRESHOLD,
@@ -86,20 +87,27 @@ def measure_negation(quick: bool) -> Measurement:
         f"{_range(t['R^2 flow + projection'], '.2g')}); beside them, a 1-D flow + linear layer "
         f"{_range(r['1-D flow + linear'], '.2g')}. " + parts_text(j.parts)
     )
-    details = {"config": asdict(config), "floor": f.floor, "mse_trained": t, "mse_resolved": r,
-               "resolve_error": f.resolve_error, "reasons": j.reasons,
-               "parts": {k: v.value for k, v in j.parts.items()}, "intervals": _intervals(j.intervals)}
+    details = {
+        "config": asdict(config),
+        "floor": f.floor,
+        "mse_trained": t,
+        "mse_resolved": r,
+        "resolve_error": f.resolve_error,
+        "reasons": j.reasons,
+        "parts": {k: v.value for k, v in j.parts.items()},
+        "intervals": _intervals(j.intervals),
+    }
     return Measurement(measured, f.verdict, details, seeds=len(f.seeds))
 
 
 @claim(
     id="flow-readout-noninvertible",
     claim="h(x)=|x| on [-1,1]: a flow on R^2 + linear readout approximates it (MSE < 1e-4); a 1-D flow + linear "
-          "readout cannot beat the best monotone fit; trained with fixed RK4 steps, the same 1-D model can "
-          "(its one-step map is invertible only while h*Lip(f) is small)",
+    "readout cannot beat the best monotone fit; trained with fixed RK4 steps, the same 1-D model can "
+    "(its one-step map is invertible only while h*Lip(f) is small)",
     source="Zhang et al. 2020 (Approximation capabilities of neural ODEs), flow + one linear layer",
     published="a neural ODE capped with a single linear layer is a universal approximator of non-invertible "
-              "continuous functions (a theorem, no figure)",
+    "continuous functions (a theorem, no figure)",
     lesson="03",
     threshold=FLOW_READOUT_THRESHOLD,
 )
@@ -115,11 +123,25 @@ def measure_flow_readout(quick: bool) -> Measurement:
         f"1-D flow + linear {_range(v['1-D + linear re-solved'], '.3f')} (monotone bound {f.bound:.4f}). "
         f"As trained with RK4 step {config.step_size:g}, the 1-D model went below the bound on {k}/{n} seeds "
         f"(rate 95 % interval {lo:.2f}-{hi:.2f}; best {min(v['1-D + linear as trained']):.2g}"
-        + (f"; h*Lip(f) {_range(hl, '.2f')} vs {f.rk4_invertible_hlip:.2f} that guarantees an invertible step"
-           if hl else "") + "). " + parts_text(j.parts)
+        + (
+            f"; h*Lip(f) {_range(hl, '.2f')} vs {f.rk4_invertible_hlip:.2f} that guarantees an invertible step"
+            if hl
+            else ""
+        )
+        + "). "
+        + parts_text(j.parts)
     )
-    details = {"config": asdict(config), "bound": f.bound, "per_seed": {k2: list(x) for k2, x in v.items()},
-               "seeds": list(f.seeds), "resolve_error": f.resolve_error, "rk4_invertible_hlip": f.rk4_invertible_hlip,
-               "below_bound": k, "rate_interval": [lo, hi], "reasons": j.reasons,
-               "parts": {k2: x.value for k2, x in j.parts.items()}, "intervals": _intervals(j.intervals)}
+    details = {
+        "config": asdict(config),
+        "bound": f.bound,
+        "per_seed": {k2: list(x) for k2, x in v.items()},
+        "seeds": list(f.seeds),
+        "resolve_error": f.resolve_error,
+        "rk4_invertible_hlip": f.rk4_invertible_hlip,
+        "below_bound": k,
+        "rate_interval": [lo, hi],
+        "reasons": j.reasons,
+        "parts": {k2: x.value for k2, x in j.parts.items()},
+        "intervals": _intervals(j.intervals),
+    }
     return Measurement(measured, f.verdict, details, seeds=n)

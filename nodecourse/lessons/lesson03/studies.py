@@ -3,6 +3,7 @@
 Each study is decorated with :func:`~nodecourse.lessons.study.cached_study` (one run per configuration), so
 the figures, the findings and the ledger rows read the same runs.
 """
+
 from __future__ import annotations
 
 import copy
@@ -47,7 +48,6 @@ def _mse(out: torch.Tensor, y: torch.Tensor) -> float:
     return float(torch.mean((out.double() - y.double()) ** 2))
 
 
-
 @dataclass
 class AnnulusRun:
     """One trained model on one seed: its log, sample accuracy and circle probes (by radius)."""
@@ -83,18 +83,30 @@ def build_annulus_model(name: str, config: AnnulusConfig) -> torch.nn.Module:
     raise ValueError(f"model name {name!r} is unknown; use one of {ANNULUS_MODELS}")
 
 
-def train_annulus_model(name: str, seed: int, config: AnnulusConfig, *, device=None,
-                        progress: bool = False) -> AnnulusRun:
+def train_annulus_model(
+    name: str, seed: int, config: AnnulusConfig, *, device=None, progress: bool = False
+) -> AnnulusRun:
     """Train model ``name`` on the annulus drawn with ``seed`` (weights seeded too) and probe it."""
     dtype = getattr(torch, config.dtype)
     x, y = annulus(config.n_inner, config.n_outer, seed=seed, dtype=dtype, device=device)
     torch.manual_seed(seed)
     model = build_annulus_model(name, config)
-    log = fit(model, x, y, epochs=config.epochs, lr=config.lr, batch_size=config.batch_size,
-              loss=config.loss, seed=seed, progress=progress, desc=f"{name} seed {seed}")
+    log = fit(
+        model,
+        x,
+        y,
+        epochs=config.epochs,
+        lr=config.lr,
+        batch_size=config.batch_size,
+        loss=config.loss,
+        seed=seed,
+        progress=progress,
+        desc=f"{name} seed {seed}",
+    )
     probes = probe_circles(model, config.probe_radii, n_points=config.probe_points)
-    return AnnulusRun(name, seed, model, log, count_parameters(model), sign_accuracy(model, x, y),
-                      {p.radius: p for p in probes})
+    return AnnulusRun(
+        name, seed, model, log, count_parameters(model), sign_accuracy(model, x, y), {p.radius: p for p in probes}
+    )
 
 
 @cached_study
@@ -104,9 +116,10 @@ def annulus_study(config: AnnulusConfig, progress: bool = False) -> tuple[Annulu
     from tqdm.auto import tqdm
 
     jobs = [(name, seed) for seed in config.seeds for name in ANNULUS_MODELS]
-    return tuple(train_annulus_model(name, seed, config)
-                 for name, seed in tqdm(jobs, desc="annulus runs", disable=not progress, leave=False))
-
+    return tuple(
+        train_annulus_model(name, seed, config)
+        for name, seed in tqdm(jobs, desc="annulus runs", disable=not progress, leave=False)
+    )
 
 
 @dataclass
@@ -134,7 +147,6 @@ class FlowFit:
     h_lip: float | None = None
 
 
-
 def one_step_diagnostics(model: torch.nn.Module, step: float, n_dense: int = 2001) -> tuple[float, float]:
     """For a 1-D flow model with a fixed-step solver: ``(min slope of x -> z(1) on [-1, 1], h * Lip)``.
 
@@ -156,8 +168,17 @@ def one_step_diagnostics(model: torch.nn.Module, step: float, n_dense: int = 200
     return float(slope.min()), float(step * fprime.abs().max())
 
 
-def fit_flow(name: str, model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, *, seed: int, epochs: int,
-             lr: float, step_size: float | None) -> FlowFit:
+def fit_flow(
+    name: str,
+    model: torch.nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    seed: int,
+    epochs: int,
+    lr: float,
+    step_size: float | None,
+) -> FlowFit:
     """Train ``model`` on ``(x, y)`` (MSE, Adam, full batch), then judge it as a flow (see :class:`FlowFit`)."""
     log = fit(model, x, y, epochs=epochs, lr=lr, loss="mse", classification=False, seed=seed)
     with torch.no_grad():
@@ -168,9 +189,19 @@ def fit_flow(name: str, model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor
     slope = hlip = None
     if model.flow.augment_dim == 0 and x.shape[1] == 1 and step_size is not None:
         slope, hlip = one_step_diagnostics(model, step_size)
-    return FlowFit(name, seed, model, log, mse, mse_resolved, abs(mse_resolved - _mse(tight, y)),
-                   int(stats.get("nfe", 0)), str(stats.get("status")), slope, hlip)
-
+    return FlowFit(
+        name,
+        seed,
+        model,
+        log,
+        mse,
+        mse_resolved,
+        abs(mse_resolved - _mse(tight, y)),
+        int(stats.get("nfe", 0)),
+        str(stats.get("status")),
+        slope,
+        hlip,
+    )
 
 
 def build_negation_model(name: str, config: NegationConfig) -> torch.nn.Module:
@@ -195,10 +226,10 @@ def negation_study(config: NegationConfig) -> dict[int, dict[str, FlowFit]]:
         for name in NEGATION_MODELS:
             torch.manual_seed(seed)
             model = build_negation_model(name, config)
-            out[seed][name] = fit_flow(name, model, x, y, seed=seed, epochs=config.epochs, lr=config.lr,
-                                       step_size=config.step_size)
+            out[seed][name] = fit_flow(
+                name, model, x, y, seed=seed, epochs=config.epochs, lr=config.lr, step_size=config.step_size
+            )
     return out
-
 
 
 def build_abs_model(name: str, config: AbsConfig) -> torch.nn.Module:
@@ -219,6 +250,14 @@ def abs_study(config: AbsConfig) -> dict[int, dict[str, FlowFit]]:
         out[seed] = {}
         for name in ABS_MODELS:
             torch.manual_seed(seed)
-            out[seed][name] = fit_flow(name, build_abs_model(name, config), x, y, seed=seed,
-                                       epochs=config.epochs, lr=config.lr, step_size=config.step_size)
+            out[seed][name] = fit_flow(
+                name,
+                build_abs_model(name, config),
+                x,
+                y,
+                seed=seed,
+                epochs=config.epochs,
+                lr=config.lr,
+                step_size=config.step_size,
+            )
     return out

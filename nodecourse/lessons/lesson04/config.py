@@ -3,6 +3,7 @@
 Every row's :class:`~nodecourse.claims.Threshold` is declared here, before any code measures anything;
 the findings compare with these values only.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -43,9 +44,9 @@ REVERSAL_THRESHOLD = Threshold(
     "is shown beside the count and decides nothing",
     kind="course",
     why="50 lam^2 is derived in the lesson (the leading term of the reversal error, lam^2 / (2n)); the terms it "
-        "drops are of relative size the target (1 %) and |lam| / n (2e-4), so 10 % is ten times the larger; "
-        "the unlocated 200,000 has no stated tolerance and no source to read one from; the underflow part is "
-        "exact (IEEE 754 float64)",
+    "drops are of relative size the target (1 %) and |lam| / n (2e-4), so 10 % is ten times the larger; "
+    "the unlocated 200,000 has no stated tolerance and no source to read one from; the underflow part is "
+    "exact (IEEE 754 float64)",
     value=0.10,
 )
 
@@ -55,9 +56,9 @@ MEMORY_THRESHOLD = Threshold(
     "every step count",
     kind="course",
     why="Chen et al. state O(1) against O(steps) with no figure; a store that grows with the steps shows as "
-        ">= 3x over a >= 4x longer solve even with the fixed part of the peak (parameters, batch, output) "
-        "counted; 20 % leaves room for allocator rounding and one step's work buffers, while one stored state "
-        "per step (64 KiB) would add 1.5 MiB (quick) to 24 MiB (full) over the sweep",
+    ">= 3x over a >= 4x longer solve even with the fixed part of the peak (parameters, batch, output) "
+    "counted; 20 % leaves room for allocator rounding and one step's work buffers, while one stored state "
+    "per step (64 KiB) would add 1.5 MiB (quick) to 24 MiB (full) over the sweep",
     value=3.0,
 )
 ADJOINT_FLAT_FACTOR = 1.2  # the "within 20 %" of MEMORY_THRESHOLD
@@ -69,9 +70,9 @@ GRADIENT_THRESHOLD = Threshold(
     "readings that disagree: holds in part",
     kind="course",
     why="ANODE's finding is qualitative (adjoint gradients can be wrong, checkpointing is exact for the "
-        "discrete solve); two orders of magnitude over a 6x longer horizon is growth no rounding makes, and "
-        "100 x tol is what a tolerance-controlled solve of a few hundred steps can promise; the atol = 1e-20 "
-        "reading asks whether the drift survives once the absolute tolerance cannot hide the decayed mode",
+    "discrete solve); two orders of magnitude over a 6x longer horizon is growth no rounding makes, and "
+    "100 x tol is what a tolerance-controlled solve of a few hundred steps can promise; the atol = 1e-20 "
+    "reading asks whether the drift survives once the absolute tolerance cannot hide the decayed mode",
     value=100.0,
 )
 TIGHT_ATOL = 1e-20
@@ -81,9 +82,9 @@ ROTATED_THRESHOLD = Threshold(
     "relative gradient error > 1e-2 while checkpoint's <= rtol (1e-6); both parts",
     kind="course",
     why="ANODE reports O(1) gradient errors without a figure for this problem; 1e-2 is 10^4 x rtol, a wrong "
-        "gradient rather than solver accuracy, and rtol is what the tolerance promises checkpointing (exact "
-        "for the discrete solve); atol 1e-20 removes the absolute-tolerance cause seen on the axis-aligned "
-        "problem, so what is left is the reversal itself",
+    "gradient rather than solver accuracy, and rtol is what the tolerance promises checkpointing (exact "
+    "for the discrete solve); atol 1e-20 removes the absolute-tolerance cause seen on the axis-aligned "
+    "problem, so what is left is the reversal itself",
     value=1e-2,
 )
 
@@ -146,4 +147,3 @@ class ProbeConfig:
 
 
 PROBE = ProbeConfig()
-

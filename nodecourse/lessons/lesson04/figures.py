@@ -1,4 +1,5 @@
 """Lesson 4's figures: peak memory against steps, and gradient error against the horizon."""
+
 from __future__ import annotations
 
 import math
@@ -13,7 +14,7 @@ def plot_memory(sweep: MemorySweep):
 
     fig, ax = plt.subplots(figsize=(6, 3.6))
     for mode in sweep.config.modes:
-        ax.plot(sweep.config.steps, [p / 2 ** 20 for p in sweep.peaks(mode)], "o-", label=mode)
+        ax.plot(sweep.config.steps, [p / 2**20 for p in sweep.peaks(mode)], "o-", label=mode)
     c = sweep.config
     ax.set_xlabel("rk4 steps on [0, 1]")
     ax.set_ylabel("peak memory of forward + backward (MiB)")
@@ -48,12 +49,12 @@ def plot_gradient_error(rows, config: GradientErrorConfig):
     ax.set_ylabel("relative error of dL/d(z0, lam, theta, T)")
     atol = "tol" if rows[0]["atol"] == rows[0]["tol"] else f"{rows[0]['atol']:g}"
     turned = f", rotated {rows[0]['angle']:g} rad" if rows[0]["angle"] else ""
-    ax.set_title(f"dz1/dt = {config.lam:g} z1, dz2/dt = theta z1{turned}\n({config.method}, rtol = tol, "
-                 f"atol = {atol})", fontsize=10)
+    ax.set_title(
+        f"dz1/dt = {config.lam:g} z1, dz2/dt = theta z1{turned}\n({config.method}, rtol = tol, atol = {atol})",
+        fontsize=10,
+    )
     ax.legend(fontsize=7, ncol=2)
     ax.grid(alpha=0.3)
     fig.tight_layout()
     plt.close(fig)
     return fig
-
-

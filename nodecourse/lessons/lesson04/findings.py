@@ -3,6 +3,7 @@
 Each findings class is a frozen dataclass (a :class:`~nodecourse.lessons.study.Findings`): the verdicts,
 the numbers a sentence quotes, and :meth:`markdown`, which the notebook displays in one line.
 """
+
 from __future__ import annotations
 
 import math
@@ -78,10 +79,16 @@ class ReversalFindings(Findings):
         return None if n is None else n / self.derived
 
     def markdown(self) -> str:
-        first = ", ".join(f"{METHOD_NAMES.get(m, m)} needs {_steps(n)} steps"
-                          + ("" if n is None else f" ({self.ratio(m):.3f} times 50 λ², error at that count "
-                                                   f"{reversal_signed_error(m, REVERSAL_LAMBDA, n):+.2%})")
-                          for m, n in self.counts.items())
+        first = ", ".join(
+            f"{METHOD_NAMES.get(m, m)} needs {_steps(n)} steps"
+            + (
+                ""
+                if n is None
+                else f" ({self.ratio(m):.3f} times 50 λ², error at that count "
+                f"{reversal_signed_error(m, REVERSAL_LAMBDA, n):+.2%})"
+            )
+            for m, n in self.counts.items()
+        )
         second = [n for n in self.second_order.values() if n is not None]
         band = f"{self.derived * (1 - self.tolerance):,.0f} to {self.derived * (1 + self.tolerance):,.0f}"
         at_unlocated = {m: reversal_signed_error(m, REVERSAL_LAMBDA, UNLOCATED_REVERSAL_STEPS) for m in self.counts}
@@ -120,8 +127,15 @@ def reversal_findings(rows, underflow: UnderflowCase, threshold: Threshold = REV
     if checks:
         parts["solver confirms the counts"] = _yes(all(checks))
     parts["e^-1e4 underflows"] = _yes(underflow.z1 == 0.0 and underflow.recovered == 0.0)
-    return ReversalFindings(counts, second, (sum(bool(c) for c in checks), len(checks)), underflow,
-                            DERIVED_REVERSAL_STEPS, threshold.value, parts)
+    return ReversalFindings(
+        counts,
+        second,
+        (sum(bool(c) for c in checks), len(checks)),
+        underflow,
+        DERIVED_REVERSAL_STEPS,
+        threshold.value,
+        parts,
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -141,8 +155,11 @@ class MemoryFindings(Findings):
 
     @property
     def parts(self) -> dict[str, ClaimVerdict]:
-        return {"backprop grows": _yes(self.backprop_grows), "adjoint flat": _yes(self.adjoint_flat),
-                "checkpoint between": _yes(self.checkpoint_between)}
+        return {
+            "backprop grows": _yes(self.backprop_grows),
+            "adjoint flat": _yes(self.adjoint_flat),
+            "checkpoint between": _yes(self.checkpoint_between),
+        }
 
     @property
     def holds(self) -> bool:
@@ -154,8 +171,7 @@ class MemoryFindings(Findings):
 
     def markdown(self) -> str:
         grown = ", ".join(f"{m} {g:.2f}x" for m, g in self.growth.items())
-        return (f"Peak growth from {self.steps[0]} to {self.steps[-1]} steps: {grown}. "
-                f"{parts_text(self.parts)}.")
+        return f"Peak growth from {self.steps[0]} to {self.steps[-1]} steps: {grown}. {parts_text(self.parts)}."
 
 
 def memory_findings(sweep: MemorySweep, threshold: Threshold = MEMORY_THRESHOLD) -> MemoryFindings:
@@ -163,8 +179,9 @@ def memory_findings(sweep: MemorySweep, threshold: Threshold = MEMORY_THRESHOLD)
     ``ADJOINT_FLAT_FACTOR`` of its smallest peak, checkpoint lies between them at every step count."""
     g = {m: sweep.growth(m) for m in sweep.config.modes}
     flat = max(sweep.peaks("adjoint")) <= ADJOINT_FLAT_FACTOR * min(sweep.peaks("adjoint"))
-    between = all(a <= c <= b for a, c, b in zip(sweep.peaks("adjoint"), sweep.peaks("checkpoint"),
-                                                   sweep.peaks("backprop")))
+    between = all(
+        a <= c <= b for a, c, b in zip(sweep.peaks("adjoint"), sweep.peaks("checkpoint"), sweep.peaks("backprop"))
+    )
     return MemoryFindings(tuple(sweep.config.steps), g, g["backprop"] >= threshold.value, flat, between)
 
 
@@ -241,27 +258,36 @@ class GradientErrorFindings(Findings):
         atol = "tol" if self.atol is None else f"{self.atol:g}"
         T = max(c.horizons)
         ok = [tol for tol in c.tolerances if tol not in self.failed]
-        lines = [f"atol = {atol}{f', rotated {self.angle:g} rad' if self.angle else ''}, T {min(c.horizons):g} -> "
-                 f"{T:g}: {self.sweep_text()}."]
+        lines = [
+            f"atol = {atol}{f', rotated {self.angle:g} rad' if self.angle else ''}, T {min(c.horizons):g} -> "
+            f"{T:g}: {self.sweep_text()}."
+        ]
         for tol in ok:
             g = self.growth[tol]
             worst = max(self.adjoint[tol, h] for h in c.horizons) / tol
-            lines.append(f"- tol {tol:g}: the adjoint's error grows {g:.1e}x over the horizons "
-                         f"({'at least' if g >= self.factor else 'less than'} {self.factor:g}x) and reaches "
-                         f"{worst:.2g} times the tolerance at worst.")
+            lines.append(
+                f"- tol {tol:g}: the adjoint's error grows {g:.1e}x over the horizons "
+                f"({'at least' if g >= self.factor else 'less than'} {self.factor:g}x) and reaches "
+                f"{worst:.2g} times the tolerance at worst."
+            )
         for tol in self.failed:
-            lines.append(f"- tol {tol:g}: the adjoint's backward solve fails at some horizon ("
-                         + ", ".join(f"T = {h:g}: {t}" for (tl, h), t in self.failures.items() if tl == tol)
-                         + "); no error is reported for it.")
-        lines.append(f"\nCheckpoint stays within {self.factor:g} x tol at every horizon: "
-                     f"{'yes' if self.checkpoint_at_solver_accuracy else 'no'}. Verdict of this reading: "
-                     f"**{self.verdict.value}**. (This sweep: {len(c.tolerances)} tolerances and {len(c.horizons)} "
-                     f"horizons; full mode: {len(FULL_GRADIENT.tolerances)} and {len(FULL_GRADIENT.horizons)}.)")
+            lines.append(
+                f"- tol {tol:g}: the adjoint's backward solve fails at some horizon ("
+                + ", ".join(f"T = {h:g}: {t}" for (tl, h), t in self.failures.items() if tl == tol)
+                + "); no error is reported for it."
+            )
+        lines.append(
+            f"\nCheckpoint stays within {self.factor:g} x tol at every horizon: "
+            f"{'yes' if self.checkpoint_at_solver_accuracy else 'no'}. Verdict of this reading: "
+            f"**{self.verdict.value}**. (This sweep: {len(c.tolerances)} tolerances and {len(c.horizons)} "
+            f"horizons; full mode: {len(FULL_GRADIENT.tolerances)} and {len(FULL_GRADIENT.horizons)}.)"
+        )
         return "\n".join(lines)
 
 
-def gradient_error_findings(rows, config: GradientErrorConfig,
-                            threshold: Threshold = GRADIENT_THRESHOLD) -> GradientErrorFindings:
+def gradient_error_findings(
+    rows, config: GradientErrorConfig, threshold: Threshold = GRADIENT_THRESHOLD
+) -> GradientErrorFindings:
     """Judge a sweep (:func:`~.studies.gradient_error_study`'s rows): the adjoint's error at the longest horizon
     >= ``threshold.value`` x the shortest at every tolerance; checkpoint within ``threshold.value`` x tol."""
     adjoint, failures, worst = {}, {}, {}
@@ -293,15 +319,20 @@ class ProbeFindings(Findings):
     def markdown(self) -> str:
         p = self.config
         fell = self.theta_error_tight < self.theta_error_loose
-        return (f"With atol {p.tight_atol:g} instead of {p.rtol:g} the adjoint's error on $dL/d\\theta$ "
-                f"{'falls' if fell else 'does not fall'} from {self.theta_error_loose:.0e} to "
-                f"{self.theta_error_tight:.0e} (λ = {p.lam:g}, T = {p.T:g}, {p.method} at rtol {p.rtol:g}).")
+        return (
+            f"With atol {p.tight_atol:g} instead of {p.rtol:g} the adjoint's error on $dL/d\\theta$ "
+            f"{'falls' if fell else 'does not fall'} from {self.theta_error_loose:.0e} to "
+            f"{self.theta_error_tight:.0e} (λ = {p.lam:g}, T = {p.T:g}, {p.method} at rtol {p.rtol:g})."
+        )
 
 
 def probe_findings(rows, config: ProbeConfig = PROBE) -> ProbeFindings:
     """Findings from :func:`~.studies.atol_probe`'s results."""
-    return ProbeFindings(config, probe_value(rows, "adjoint", config.rtol, "theta_error"),
-                         probe_value(rows, "adjoint", config.tight_atol, "theta_error"))
+    return ProbeFindings(
+        config,
+        probe_value(rows, "adjoint", config.rtol, "theta_error"),
+        probe_value(rows, "adjoint", config.tight_atol, "theta_error"),
+    )
 
 
 @dataclass(frozen=True)
@@ -318,8 +349,10 @@ class RotatedFindings(Findings):
 
     @property
     def parts(self) -> dict[str, ClaimVerdict]:
-        return {f"adjoint wrong at atol {self.config.tight_atol:g}": _yes(self.adjoint > self.threshold),
-                "checkpoint at solver accuracy": _yes(self.checkpoint <= self.config.rtol)}
+        return {
+            f"adjoint wrong at atol {self.config.tight_atol:g}": _yes(self.adjoint > self.threshold),
+            "checkpoint at solver accuracy": _yes(self.checkpoint <= self.config.rtol),
+        }
 
     @property
     def verdict(self) -> ClaimVerdict:
@@ -328,20 +361,41 @@ class RotatedFindings(Findings):
     def markdown(self) -> str:
         p = self.config
         tdq = "" if self.torchdiffeq is None else f", torchdiffeq's `odeint_adjoint` gives {self.torchdiffeq:.0e}"
-        return (f"Rotated by {p.angle:g} rad, the adjoint's error at T = {p.T:g} is {self.adjoint:.0e} with atol "
-                f"{p.tight_atol:g} ({self.adjoint_loose:.0e} with atol {p.rtol:g}){tdq}, and checkpointing "
-                f"{self.checkpoint:.0e}. Against the row's threshold (adjoint > {self.threshold:g}, checkpoint <= "
-                f"rtol {p.rtol:g}): {parts_text(self.parts)}.")
+        return (
+            f"Rotated by {p.angle:g} rad, the adjoint's error at T = {p.T:g} is {self.adjoint:.0e} with atol "
+            f"{p.tight_atol:g} ({self.adjoint_loose:.0e} with atol {p.rtol:g}){tdq}, and checkpointing "
+            f"{self.checkpoint:.0e}. Against the row's threshold (adjoint > {self.threshold:g}, checkpoint <= "
+            f"rtol {p.rtol:g}): {parts_text(self.parts)}."
+        )
 
 
-def rotated_findings(rows, config: ProbeConfig = PROBE, threshold: Threshold = ROTATED_THRESHOLD,
-                     torchdiffeq: float | None = None) -> RotatedFindings:
+def rotated_findings(
+    rows, config: ProbeConfig = PROBE, threshold: Threshold = ROTATED_THRESHOLD, torchdiffeq: float | None = None
+) -> RotatedFindings:
     """Judge :func:`~.studies.atol_probe`'s rotated results at ``atol = tight_atol``."""
     loose = next((r.rel_error for r in rows if r.route == "adjoint" and r.atol == config.rtol), math.nan)
-    return RotatedFindings(config, probe_value(rows, "adjoint", config.tight_atol),
-                           probe_value(rows, "checkpoint", config.tight_atol), loose, torchdiffeq, threshold.value)
+    return RotatedFindings(
+        config,
+        probe_value(rows, "adjoint", config.tight_atol),
+        probe_value(rows, "checkpoint", config.tight_atol),
+        loose,
+        torchdiffeq,
+        threshold.value,
+    )
 
 
-__all__ = ["GradientErrorFindings", "MemoryFindings", "ProbeFindings", "ProbeResult", "ReversalCount",
-           "ReversalFindings", "RotatedFindings", "failure_text", "gradient_error_findings", "memory_findings",
-           "probe_findings", "reversal_findings", "rotated_findings"]
+__all__ = [
+    "GradientErrorFindings",
+    "MemoryFindings",
+    "ProbeFindings",
+    "ProbeResult",
+    "ReversalCount",
+    "ReversalFindings",
+    "RotatedFindings",
+    "failure_text",
+    "gradient_error_findings",
+    "memory_findings",
+    "probe_findings",
+    "reversal_findings",
+    "rotated_findings",
+]

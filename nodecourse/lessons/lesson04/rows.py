@@ -8,6 +8,7 @@
   and at a tiny atol.
 - ``adjoint-error-rotated``: the same system rotated in the plane: the adjoint stays wrong with a tiny atol.
 """
+
 from __future__ import annotations
 
 import math
@@ -55,20 +56,19 @@ def _steps(n) -> str:
 def _plain(rows) -> list[dict]:
     """Rows for a row's ``details``: a non-finite number (a failed solve's error) becomes the string
     ``"inf"``/``"nan"``, so ``--json`` prints standard JSON."""
-    return [{k: (str(v) if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()}
-            for r in rows]
+    return [{k: (str(v) if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()} for r in rows]
 
 
 @claim(
     id="reversal-steps",
     claim="Recovering z(0) from z(1) for dz/dt = lam z on [0, 1] to within 1 % takes a first-order method about "
-          "50 lam^2 = 500,000 steps at lam = -100 (derived in lesson 4); at lam = -1e4, e^lam underflows to 0 in "
-          "float64 and no method can",
+    "50 lam^2 = 500,000 steps at lam = -100 (derived in lesson 4); at lam = -1e4, e^lam underflows to 0 in "
+    "float64 and no method can",
     source="derived in lesson 4 (error lam^2 / (2n) of a first-order reversal); the course plan's seed figure of "
-           "about 200,000 steps: source unlocated (not used as the threshold); the reversal instability itself: "
-           "Gholami et al. 2019 (ANODE)",
+    "about 200,000 steps: source unlocated (not used as the threshold); the reversal instability itself: "
+    "Gholami et al. 2019 (ANODE)",
     published="50 lam^2 = 500,000 steps at lam = -100 (derived; the seed figure's 200,000: source unlocated); "
-              "e^-1e4 = 0 in float64",
+    "e^-1e4 = 0 in float64",
     lesson="04",
     threshold=REVERSAL_THRESHOLD,
 )
@@ -78,28 +78,45 @@ def measure_reversal(quick: bool) -> Measurement:
     (under,) = underflow_demo((UNDERFLOW_LAMBDA,))
     f = reversal_findings(rows, under)
     by = {(r.method, r.lam): r.steps for r in rows}
-    first = ", ".join(f"{METHOD_NAMES[m]} {_steps(n)}" + ("" if n is None else f" ({f.ratio(m):.3f}x 50 lam^2)")
-                      for m, n in f.counts.items())
-    others = ", ".join(f"{m} {_steps(by[m, REVERSAL_LAMBDA])}" for m in ("midpoint", "trapezoid", "rk4",
-                                                                           "dopri5 (adaptive)")
-                       if (m, REVERSAL_LAMBDA) in by)
-    unlocated = ", ".join(f"{UNLOCATED_REVERSAL_STEPS / n:.2f}x {METHOD_NAMES[m]}'s" for m, n in f.counts.items()
-                          if n is not None)
-    measured = (f"lam=-100, 1 %: {first}; derived 50 lam^2 = {f.derived:,.0f}; second order and up: {others}. "
-                f"The seed figure's {UNLOCATED_REVERSAL_STEPS:,} (source unlocated) is {unlocated} count. "
-                f"e^-1e4 in float64 = {under.z1:g}, reversal returns z(0) = {under.recovered:g}. Solver runs "
-                f"confirm {f.checks[0]}/{f.checks[1]} counts (up to {config.verify_up_to:,} steps). "
-                f"{parts_text(f.parts)}")
-    return Measurement(measured, f.verdict, {
-        "config": asdict(config), "rows": [asdict(r) for r in rows], "underflow": asdict(under),
-        "counts": f.counts, "derived_steps": f.derived, "unlocated_seed_figure": UNLOCATED_REVERSAL_STEPS,
-        "parts": {k: v.value for k, v in f.parts.items()}, "source_passage_located": False})
+    first = ", ".join(
+        f"{METHOD_NAMES[m]} {_steps(n)}" + ("" if n is None else f" ({f.ratio(m):.3f}x 50 lam^2)")
+        for m, n in f.counts.items()
+    )
+    others = ", ".join(
+        f"{m} {_steps(by[m, REVERSAL_LAMBDA])}"
+        for m in ("midpoint", "trapezoid", "rk4", "dopri5 (adaptive)")
+        if (m, REVERSAL_LAMBDA) in by
+    )
+    unlocated = ", ".join(
+        f"{UNLOCATED_REVERSAL_STEPS / n:.2f}x {METHOD_NAMES[m]}'s" for m, n in f.counts.items() if n is not None
+    )
+    measured = (
+        f"lam=-100, 1 %: {first}; derived 50 lam^2 = {f.derived:,.0f}; second order and up: {others}. "
+        f"The seed figure's {UNLOCATED_REVERSAL_STEPS:,} (source unlocated) is {unlocated} count. "
+        f"e^-1e4 in float64 = {under.z1:g}, reversal returns z(0) = {under.recovered:g}. Solver runs "
+        f"confirm {f.checks[0]}/{f.checks[1]} counts (up to {config.verify_up_to:,} steps). "
+        f"{parts_text(f.parts)}"
+    )
+    return Measurement(
+        measured,
+        f.verdict,
+        {
+            "config": asdict(config),
+            "rows": [asdict(r) for r in rows],
+            "underflow": asdict(under),
+            "counts": f.counts,
+            "derived_steps": f.derived,
+            "unlocated_seed_figure": UNLOCATED_REVERSAL_STEPS,
+            "parts": {k: v.value for k, v in f.parts.items()},
+            "source_passage_located": False,
+        },
+    )
 
 
 @claim(
     id="adjoint-memory",
     claim="Peak memory of backprop through the solver grows with the number of steps; the adjoint's stays flat; "
-          "checkpointing (one state per step) lies in between",
+    "checkpointing (one state per step) lies in between",
     source="Chen et al. 2018 (Neural ODEs), sec. 2: constant memory cost in depth with the adjoint",
     published="O(1) memory in the number of steps for the adjoint, O(steps) for backprop",
     lesson="04",
@@ -109,33 +126,49 @@ def measure_memory(quick: bool) -> Measurement:
     from nodecourse.measure.memory import cpu_peak_supported
 
     if not cpu_peak_supported() and not torch.cuda.is_available():
-        return Measurement("peak memory needs Linux (torch's CPU profiler) or CUDA; nearest analogue: none on "
-                           "this platform", ClaimVerdict.NOT_MEASURABLE, {})
+        return Measurement(
+            "peak memory needs Linux (torch's CPU profiler) or CUDA; nearest analogue: none on this platform",
+            ClaimVerdict.NOT_MEASURABLE,
+            {},
+        )
     sweep = memory_study(quick, "cuda" if torch.cuda.is_available() else "cpu")
     f = memory_findings(sweep)
     c = sweep.config
-    mib = {m: [round(p / 2 ** 20, 1) for p in sweep.peaks(m)] for m in c.modes}
-    measured = (f"{c.steps[0]}->{c.steps[-1]} rk4 steps (batch {c.batch}, {c.device}): peak MiB backprop "
-                f"{mib['backprop'][0]}->{mib['backprop'][-1]} ({f.growth['backprop']:.1f}x), checkpoint "
-                f"{mib['checkpoint'][0]}->{mib['checkpoint'][-1]}, adjoint {mib['adjoint'][0]}->{mib['adjoint'][-1]} "
-                f"({f.growth['adjoint']:.2f}x). {parts_text(f.parts)}")
-    return Measurement(measured, f.verdict,
-                       {"config": asdict(c), "rows": sweep.rows, "growth": f.growth,
-                        "backprop_grows": f.backprop_grows, "adjoint_flat": f.adjoint_flat,
-                        "checkpoint_between": f.checkpoint_between})
+    mib = {m: [round(p / 2**20, 1) for p in sweep.peaks(m)] for m in c.modes}
+    measured = (
+        f"{c.steps[0]}->{c.steps[-1]} rk4 steps (batch {c.batch}, {c.device}): peak MiB backprop "
+        f"{mib['backprop'][0]}->{mib['backprop'][-1]} ({f.growth['backprop']:.1f}x), checkpoint "
+        f"{mib['checkpoint'][0]}->{mib['checkpoint'][-1]}, adjoint {mib['adjoint'][0]}->{mib['adjoint'][-1]} "
+        f"({f.growth['adjoint']:.2f}x). {parts_text(f.parts)}"
+    )
+    return Measurement(
+        measured,
+        f.verdict,
+        {
+            "config": asdict(c),
+            "rows": sweep.rows,
+            "growth": f.growth,
+            "backprop_grows": f.backprop_grows,
+            "adjoint_flat": f.adjoint_flat,
+            "checkpoint_between": f.checkpoint_between,
+        },
+    )
 
 
 def _sweep_details(f, suffix: str) -> dict:
-    return {f"adjoint_grows_{suffix}": {str(k): v for k, v in f.adjoint_grows.items()},
-            f"checkpoint_at_solver_accuracy_{suffix}": f.checkpoint_at_solver_accuracy,
-            f"growth_{suffix}": {str(k): (str(v) if v is not None and not math.isfinite(v) else v)
-                                 for k, v in f.growth.items()}}
+    return {
+        f"adjoint_grows_{suffix}": {str(k): v for k, v in f.adjoint_grows.items()},
+        f"checkpoint_at_solver_accuracy_{suffix}": f.checkpoint_at_solver_accuracy,
+        f"growth_{suffix}": {
+            str(k): (str(v) if v is not None and not math.isfinite(v) else v) for k, v in f.growth.items()
+        },
+    }
 
 
 @claim(
     id="adjoint-gradient-error",
     claim="Where reconstructing the forward state backwards drifts (a fast decaying mode feeding a slow one), "
-          "the adjoint's gradient error grows with the horizon T; checkpointing stays at solver accuracy",
+    "the adjoint's gradient error grows with the horizon T; checkpointing stays at solver accuracy",
     source="Gholami et al. 2019 (ANODE), sec. 3; course plan, lesson 4",
     published="adjoint gradients can be wrong (reversal unstable); checkpointing is exact for the discrete solve",
     lesson="04",
@@ -150,27 +183,38 @@ def measure_gradient_error(quick: bool) -> Measurement:
     p = PROBE
     readings = {"atol = tol": f_loose.verdict, f"atol = {TIGHT_ATOL:g}": f_tight.verdict}
     T = f"T {min(config.horizons):g} -> {max(config.horizons):g}"
-    measured = (f"lam={config.lam:g}, {config.method}, rtol = tol, {T}. "
-                f"atol = tol: {f_loose.sweep_text()}. "
-                f"atol = {TIGHT_ATOL:g}: {f_tight.sweep_text()}. On this axis-aligned problem the "
-                f"growth comes from the absolute tolerance: at T={p.T:g}, rtol {p.rtol:g}, the adjoint's error on "
-                f"dL/dtheta is {probe.theta_error_loose:.1e} with atol {p.rtol:g} and "
-                f"{probe.theta_error_tight:.1e} with atol {p.tight_atol:g} "
-                f"(mixed modes: adjoint-error-rotated). {parts_text(readings)}")
-    return Measurement(measured, combine(readings), {
-        "config": asdict(config), "rows": _plain(loose), "rows_tight_atol": _plain(tight),
-        "probe": _plain([asdict(r) for r in atol_probe(0.0)]), "readings": {k: v.value for k, v in readings.items()},
-        **_sweep_details(f_loose, "atol_tol"), **_sweep_details(f_tight, "atol_tight")})
+    measured = (
+        f"lam={config.lam:g}, {config.method}, rtol = tol, {T}. "
+        f"atol = tol: {f_loose.sweep_text()}. "
+        f"atol = {TIGHT_ATOL:g}: {f_tight.sweep_text()}. On this axis-aligned problem the "
+        f"growth comes from the absolute tolerance: at T={p.T:g}, rtol {p.rtol:g}, the adjoint's error on "
+        f"dL/dtheta is {probe.theta_error_loose:.1e} with atol {p.rtol:g} and "
+        f"{probe.theta_error_tight:.1e} with atol {p.tight_atol:g} "
+        f"(mixed modes: adjoint-error-rotated). {parts_text(readings)}"
+    )
+    return Measurement(
+        measured,
+        combine(readings),
+        {
+            "config": asdict(config),
+            "rows": _plain(loose),
+            "rows_tight_atol": _plain(tight),
+            "probe": _plain([asdict(r) for r in atol_probe(0.0)]),
+            "readings": {k: v.value for k, v in readings.items()},
+            **_sweep_details(f_loose, "atol_tol"),
+            **_sweep_details(f_tight, "atol_tight"),
+        },
+    )
 
 
 @claim(
     id="adjoint-error-rotated",
     claim="With the decayed mode mixed into every coordinate (the controlled problem rotated by 0.7 rad), the "
-          "adjoint's gradient stays wrong even with a tiny absolute tolerance, while checkpointing stays at "
-          "solver accuracy",
+    "adjoint's gradient stays wrong even with a tiny absolute tolerance, while checkpointing stays at "
+    "solver accuracy",
     source="Gholami et al. 2019 (ANODE), sec. 3 (reversal instability of the adjoint); course plan, lesson 4",
     published="adjoint gradients can have O(1) errors; checkpointing (discretise-then-optimise) is exact for the "
-              "discrete solve",
+    "discrete solve",
     lesson="04",
     threshold=ROTATED_THRESHOLD,
 )
@@ -182,12 +226,22 @@ def measure_rotated(quick: bool) -> Measurement:
     sweep = gradient_error_study(config, TIGHT_ATOL, p.angle)
     fs = gradient_error_findings(sweep, config)
     theta = next(r.theta_error for r in probe if r.route == "adjoint" and r.atol == p.tight_atol)
-    measured = (f"lam={p.lam:g}, T={p.T:g}, {p.method}, rtol {p.rtol:g}, rotated {p.angle:g} rad: adjoint "
-                f"{f.adjoint:.1e} (dL/dtheta {theta:.1e}) with atol {p.tight_atol:g}, {f.adjoint_loose:.1e} with "
-                f"atol {p.rtol:g}; checkpoint {f.checkpoint:.1e} with atol {p.tight_atol:g}. Sweep at atol "
-                f"{TIGHT_ATOL:g}, T {min(config.horizons):g} -> {max(config.horizons):g}: {fs.sweep_text()}. "
-                f"{parts_text(f.parts)}")
-    return Measurement(measured, f.verdict, {
-        "probe_config": asdict(p), "probe": _plain([asdict(r) for r in probe]),
-        "parts": {k: v.value for k, v in f.parts.items()}, "config": asdict(config),
-        "rows_tight_atol": _plain(sweep), **_sweep_details(fs, "atol_tight")})
+    measured = (
+        f"lam={p.lam:g}, T={p.T:g}, {p.method}, rtol {p.rtol:g}, rotated {p.angle:g} rad: adjoint "
+        f"{f.adjoint:.1e} (dL/dtheta {theta:.1e}) with atol {p.tight_atol:g}, {f.adjoint_loose:.1e} with "
+        f"atol {p.rtol:g}; checkpoint {f.checkpoint:.1e} with atol {p.tight_atol:g}. Sweep at atol "
+        f"{TIGHT_ATOL:g}, T {min(config.horizons):g} -> {max(config.horizons):g}: {fs.sweep_text()}. "
+        f"{parts_text(f.parts)}"
+    )
+    return Measurement(
+        measured,
+        f.verdict,
+        {
+            "probe_config": asdict(p),
+            "probe": _plain([asdict(r) for r in probe]),
+            "parts": {k: v.value for k, v in f.parts.items()},
+            "config": asdict(config),
+            "rows_tight_atol": _plain(sweep),
+            **_sweep_details(fs, "atol_tight"),
+        },
+    )

@@ -3,6 +3,7 @@
 Each study is decorated with :func:`~nodecourse.lessons.study.cached_study`, so the notebook's figures, its
 findings and the ledger rows read one run. Results are frozen dataclasses where the lesson reads them.
 """
+
 from __future__ import annotations
 
 import math
@@ -42,13 +43,14 @@ def _log_amplification(method: str, x: float) -> float:
     if method == "midpoint":
         return math.log1p(x + x * x / 2)
     if method == "rk4":
-        return math.log1p(x + x ** 2 / 2 + x ** 3 / 6 + x ** 4 / 24)
+        return math.log1p(x + x**2 / 2 + x**3 / 6 + x**4 / 24)
     if method == "implicit_euler":
         return -math.log1p(-x) if x < 1 else math.nan
     if method == "trapezoid":
         return math.log1p(x / 2) - math.log1p(-x / 2) if x < 2 else math.nan
-    raise ValueError(f"method={method!r}: the step count formula covers euler, midpoint, rk4, implicit_euler, "
-                     "trapezoid")
+    raise ValueError(
+        f"method={method!r}: the step count formula covers euler, midpoint, rk4, implicit_euler, trapezoid"
+    )
 
 
 def reversal_signed_error(method: str, lam: float, n: int) -> float:
@@ -68,7 +70,7 @@ def reversal_error_formula(method: str, lam: float, n: int) -> float:
     return abs(reversal_signed_error(method, lam, n))
 
 
-def steps_to_reverse(method: str, lam: float, target: float = TARGET, n_max: int = 10 ** 13) -> int | None:
+def steps_to_reverse(method: str, lam: float, target: float = TARGET, n_max: int = 10**13) -> int | None:
     """Fewest equal steps ``n`` with ``reversal_error_formula(method, lam, n) <= target`` (None above n_max)."""
     ok = lambda n: reversal_error_formula(method, lam, n) <= target  # noqa: E731
     hi = 1
@@ -99,8 +101,9 @@ def reverse_with_solver(method: str, lam: float, *, step_size=None, rtol=1e-7, a
     return z0, abs(z0 - 1.0), sol.stats["n_accepted"], sol.status.value
 
 
-def adaptive_steps_to_reverse(method: str, lam: float, target: float = TARGET,
-                              rtols=tuple(10.0 ** -k for k in range(1, 13)), atol: float = 5e-324):
+def adaptive_steps_to_reverse(
+    method: str, lam: float, target: float = TARGET, rtols=tuple(10.0**-k for k in range(1, 13)), atol: float = 5e-324
+):
     """Loosest ``rtol`` (of ``rtols``, loose to tight) at which an adaptive solve recovers z(0)
     within ``target``; ``atol`` tiny so the control is relative (|z(1)| = e^lam is tiny).
     Returns ``(accepted steps, rtol)`` or ``(None, None)``."""
@@ -154,8 +157,11 @@ def reversal_study(config: ReversalConfig = QUICK_REVERSAL) -> tuple[ReversalCou
             rows.append(ReversalCount(method, lam, n, "amplification factor", verified, None, representable))
         for method in config.adaptive_methods:
             n, rtol = adaptive_steps_to_reverse(method, lam) if representable else (None, None)
-            rows.append(ReversalCount(f"{method} (adaptive)", lam, n, "tolerance sweep",
-                                      None if n is None else True, rtol, representable))
+            rows.append(
+                ReversalCount(
+                    f"{method} (adaptive)", lam, n, "tolerance sweep", None if n is None else True, rtol, representable
+                )
+            )
     return tuple(rows)
 
 
@@ -172,8 +178,10 @@ def reversal_table(rows) -> str:
     for method, counts in reversal_pivot(rows):
         lines.append(f"{method:22s}" + "".join(f"{'impossible' if n is None else n:>14}" for n in counts))
     checked = [r for r in rows if r.verified is not None and r.how == "amplification factor"]
-    lines.append(f"\nsolver runs confirm {sum(bool(r.verified) for r in checked)} of {len(checked)} counted "
-                 "entries (those the mode runs the solver on)")
+    lines.append(
+        f"\nsolver runs confirm {sum(bool(r.verified) for r in checked)} of {len(checked)} counted "
+        "entries (those the mode runs the solver on)"
+    )
     return "\n".join(lines)
 
 
@@ -189,8 +197,9 @@ class UnderflowCase:
 
     def __str__(self) -> str:
         back = "" if self.recovered is None else f", reversal returns z(0) = {self.recovered:g}"
-        return (f"lam = {self.lam:>8g}: e^lam in float64 = {self.z1:.3g} ({self.significant_bits} significant "
-                f"bits){back}")
+        return (
+            f"lam = {self.lam:>8g}: e^lam in float64 = {self.z1:.3g} ({self.significant_bits} significant bits){back}"
+        )
 
 
 @cached_study
@@ -205,10 +214,10 @@ def underflow_demo(lams: tuple[float, ...] = (-700.0, -745.0, -1000.0, -1e4)) ->
         z1 = float(torch.exp(torch.tensor(lam, dtype=torch.float64)))
         if z1 == 0.0:
             bits = 0
-        elif z1 >= 2.0 ** -1022:  # a normal number: full precision
+        elif z1 >= 2.0**-1022:  # a normal number: full precision
             bits = 53
         else:  # subnormal: only the bits above 2^-1074 remain
-            bits = int(math.floor(math.log2(z1 / 2.0 ** -1074))) + 1
+            bits = int(math.floor(math.log2(z1 / 2.0**-1074))) + 1
         recovered = reverse_with_solver("rk4", lam, step_size=1e-2)[0] if z1 == 0.0 else None
         rows.append(UnderflowCase(lam, z1, bits, recovered))
     return tuple(rows)
@@ -221,13 +230,22 @@ def memory_study(quick: bool = True, device: str = "cpu") -> MemorySweep:
 
 
 @cached_study
-def gradient_error_study(config: GradientErrorConfig = QUICK_GRADIENT, atol: float | None = None,
-                         angle: float = 0.0) -> tuple[dict, ...]:
+def gradient_error_study(
+    config: GradientErrorConfig = QUICK_GRADIENT, atol: float | None = None, angle: float = 0.0
+) -> tuple[dict, ...]:
     """The sweep of :func:`nodecourse.measure.gradient_check.gradient_error_sweep` over the config's horizons and
     tolerances (``rtol = tol``; ``atol = tol`` when ``atol`` is None), on the system rotated by ``angle``."""
-    return tuple(gradient_error_sweep(lam=config.lam, horizons=config.horizons, tolerances=config.tolerances,
-                                      method=config.method, routes=("adjoint", "checkpoint"), atol=atol,
-                                      angle=angle))
+    return tuple(
+        gradient_error_sweep(
+            lam=config.lam,
+            horizons=config.horizons,
+            tolerances=config.tolerances,
+            method=config.method,
+            routes=("adjoint", "checkpoint"),
+            atol=atol,
+            angle=angle,
+        )
+    )
 
 
 @dataclass(frozen=True)
@@ -245,8 +263,10 @@ class ProbeResult:
     status: str
 
     def __str__(self) -> str:
-        return (f"atol {self.atol:<6g} {self.route:>10s}: gradient {self.rel_error:.1e}, dL/dtheta "
-                f"{self.theta_error:.1e}, NFE {self.nfe} forward + {self.nfe_backward} backward")
+        return (
+            f"atol {self.atol:<6g} {self.route:>10s}: gradient {self.rel_error:.1e}, dL/dtheta "
+            f"{self.theta_error:.1e}, NFE {self.nfe} forward + {self.nfe_backward} backward"
+        )
 
 
 @cached_study
@@ -256,11 +276,21 @@ def atol_probe(angle: float = 0.0, config: ProbeConfig = PROBE) -> tuple[ProbeRe
     ref = analytic_gradient(config.lam, 1.0, config.T)
     out = []
     for atol in (config.rtol, config.tight_atol):
-        table = gradient_table(config.lam, config.T, method=config.method, rtol=config.rtol, atol=atol,
-                               routes=("adjoint", "checkpoint"), angle=angle)
+        table = gradient_table(
+            config.lam,
+            config.T,
+            method=config.method,
+            rtol=config.rtol,
+            atol=atol,
+            routes=("adjoint", "checkpoint"),
+            angle=angle,
+        )
         for r in table.rows:
-            out.append(ProbeResult(atol, angle, r.route, r.rel_error, theta_error(r.grad, ref), r.nfe, r.nfe_backward,
-                                   r.status))
+            out.append(
+                ProbeResult(
+                    atol, angle, r.route, r.rel_error, theta_error(r.grad, ref), r.nfe, r.nfe_backward, r.status
+                )
+            )
     return tuple(out)
 
 
@@ -275,5 +305,3 @@ def nfe_table(rows, tol: float) -> str:
     lines = [f"tolerance {tol:g}:", f"{'T':>5s} {'route':>11s} {'NFE forward':>12s} {'NFE backward':>13s}"]
     lines += [f"{r['T']:5g} {r['route']:>11s} {r['nfe']:12d} {r['nfe_backward']:13d}" for r in rows if r["tol"] == tol]
     return "\n".join(lines)
-
-

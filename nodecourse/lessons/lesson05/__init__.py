@@ -8,6 +8,7 @@
 - :mod:`.curve`: the learning curve over patients of set A (``python -m nodecourse.lessons.lesson05.curve``;
   not imported here, so that ``-m`` runs it cleanly).
 """
+
 from nodecourse.lessons.lesson05 import rows  # noqa: F401  (the ledger registers the rows by importing this package)
 from nodecourse.lessons.lesson05.config import (
     AHEAD_MARGIN,
@@ -48,11 +49,40 @@ from nodecourse.lessons.lesson05.studies import (
 )
 
 __all__ = [
-    "AHEAD_MARGIN", "AUC_THRESHOLD", "BASELINES", "FULL_STUDY", "GRUD_FLOOR", "GRUD_THRESHOLD", "LATENT_STUDY",
-    "NAMES", "ODERNN_FLOOR", "PUBLISHED", "PUBLISHED_GAPS", "PUBLISHED_PATIENTS", "PUBLISHED_PATIENTS_SOURCE",
-    "QUICK_LATENT_STUDY", "QUICK_STUDY", "AUCStudyConfig",
-    "FULL_CURVE_COMMAND", "AUCFindings", "CurveFindings", "DataFindings", "ModelAUC", "ScalingFindings",
-    "GapVerdict", "judge_auc_claim", "judge_gap", "judge_grud_claim", "paired_gaps",
-    "measure_physionet_auc", "measure_physionet_gru_d",
-    "AUCStudy", "ModelRun", "ScalingRow", "auc_study", "curve_study", "observed_values", "scaling_study",
+    "AHEAD_MARGIN",
+    "AUC_THRESHOLD",
+    "BASELINES",
+    "FULL_STUDY",
+    "GRUD_FLOOR",
+    "GRUD_THRESHOLD",
+    "LATENT_STUDY",
+    "NAMES",
+    "ODERNN_FLOOR",
+    "PUBLISHED",
+    "PUBLISHED_GAPS",
+    "PUBLISHED_PATIENTS",
+    "PUBLISHED_PATIENTS_SOURCE",
+    "QUICK_LATENT_STUDY",
+    "QUICK_STUDY",
+    "AUCStudyConfig",
+    "FULL_CURVE_COMMAND",
+    "AUCFindings",
+    "CurveFindings",
+    "DataFindings",
+    "ModelAUC",
+    "ScalingFindings",
+    "GapVerdict",
+    "judge_auc_claim",
+    "judge_gap",
+    "judge_grud_claim",
+    "paired_gaps",
+    "measure_physionet_auc",
+    "measure_physionet_gru_d",
+    "AUCStudy",
+    "ModelRun",
+    "ScalingRow",
+    "auc_study",
+    "curve_study",
+    "observed_values",
+    "scaling_study",
 ]

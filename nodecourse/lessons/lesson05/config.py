@@ -7,6 +7,7 @@ then) and splits it 80/20: the published models trained on 3,200 patients of set
 full study splits set A 80/20 the same way (2,800 patients train, 400 of the training side pick
 the epoch, 800 are tested), so the published figures and the course's are at the same scale.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -15,22 +16,35 @@ from nodecourse.claims import Threshold
 from nodecourse.models.physionet_settings import PUBLISHED as PUBLISHED_SETTINGS
 
 __all__ = [
-    "PUBLISHED", "PUBLISHED_PATIENTS", "PUBLISHED_PATIENTS_SOURCE", "PUBLISHED_GAPS", "ODERNN_FLOOR", "GRUD_FLOOR",
+    "PUBLISHED",
+    "PUBLISHED_PATIENTS",
+    "PUBLISHED_PATIENTS_SOURCE",
+    "PUBLISHED_GAPS",
+    "ODERNN_FLOOR",
+    "GRUD_FLOOR",
     "AHEAD_MARGIN",
-    "BASELINES", "AUC_THRESHOLD", "GRUD_THRESHOLD", "NAMES", "AUCStudyConfig", "QUICK_STUDY", "FULL_STUDY",
-    "QUICK_LATENT_STUDY", "LATENT_STUDY",
+    "BASELINES",
+    "AUC_THRESHOLD",
+    "GRUD_THRESHOLD",
+    "NAMES",
+    "AUCStudyConfig",
+    "QUICK_STUDY",
+    "FULL_STUDY",
+    "QUICK_LATENT_STUDY",
+    "LATENT_STUDY",
 ]
 
-PUBLISHED = {"odernn": (0.833, 0.009), "latent-ode": (0.829, 0.004), "gru-d": (0.818, 0.008),
-             "rnn-dt": (0.787, 0.014)}
+PUBLISHED = {"odernn": (0.833, 0.009), "latent-ode": (0.829, 0.004), "gru-d": (0.818, 0.008), "rnn-dt": (0.787, 0.014)}
 """Rubanova et al. 2019, the PhysioNet 2012 mortality-AUC table (mean ± std over runs)."""
 
 PUBLISHED_PATIENTS: int = PUBLISHED_SETTINGS.train_patients
 """Patients the published classifiers trained on: 3,200, 80 % of set A (not 8,000 of sets A and B)."""
 PUBLISHED_PATIENTS_SOURCE: str = PUBLISHED_SETTINGS.source("train_patients")
 
-PUBLISHED_GAPS = {"gru-d": round(PUBLISHED["odernn"][0] - PUBLISHED["gru-d"][0], 3),  # +0.015
-                  "gru-dt": round(PUBLISHED["odernn"][0] - PUBLISHED["rnn-dt"][0], 3)}  # +0.046
+PUBLISHED_GAPS = {
+    "gru-d": round(PUBLISHED["odernn"][0] - PUBLISHED["gru-d"][0], 3),  # +0.015
+    "gru-dt": round(PUBLISHED["odernn"][0] - PUBLISHED["rnn-dt"][0], 3),
+}  # +0.046
 """Published effect sizes ODE-RNN − baseline that the rows judge paired per-seed gaps against
 (:func:`nodecourse.claims.judge_effect`). GRU-Δt is judged against the published RNN-Δt, its
 closest relative here. The summary-statistics regression has no published figure: ODE-RNN being
@@ -53,16 +67,25 @@ AUC_THRESHOLD = Threshold(
     f"+{PUBLISHED_GAPS['gru-d']:.3f} and GRU-Δt against RNN-Δt's +{PUBLISHED_GAPS['gru-dt']:.3f} (an interval "
     f"wholly below the published gap does not hold; wholly above 0 and reaching it holds), the "
     f"summary-statistics regression (no published figure) against > {AHEAD_MARGIN:g}; both parts judged",
-    kind="published", value=ODERNN_FLOOR)
+    kind="published",
+    value=ODERNN_FLOOR,
+)
 GRUD_THRESHOLD = Threshold(
     f"(a) GRU-D's 95 % seed interval of test AUC >= {GRUD_FLOOR:.3f} (the published 0.818 minus its published "
     f"± 0.008); (b) GRU-D behind ODE-RNN by the published effect: the 95 % interval of the per-seed paired "
     f"difference ODE-RNN − GRU-D against the published +{PUBLISHED_GAPS['gru-d']:.3f} (wholly below it: does not "
     f"hold; wholly above 0 and reaching it: holds); both parts judged",
-    kind="published", value=GRUD_FLOOR)
+    kind="published",
+    value=GRUD_FLOOR,
+)
 
-NAMES = {"odernn": "ODE-RNN", "latent-ode": "latent ODE", "gru-d": "GRU-D", "gru-dt": "GRU-Δt",
-         "summary-logreg": "summary-statistics regression"}
+NAMES = {
+    "odernn": "ODE-RNN",
+    "latent-ode": "latent ODE",
+    "gru-d": "GRU-D",
+    "gru-dt": "GRU-Δt",
+    "summary-logreg": "summary-statistics regression",
+}
 
 
 @dataclass(frozen=True)
@@ -96,7 +119,8 @@ seeds reaches about 1.24 seed standard deviations each side, over eight about 0.
 ODE (74 CPU seconds a seed) is judged by no row, so it is not in
 this study: :data:`LATENT_STUDY` runs it for the lesson's table."""
 
-QUICK_LATENT_STUDY = AUCStudyConfig(models=("latent-ode",), seeds=QUICK_STUDY.seeds, n_patients=600, epochs=3,
-                                    val_fraction=0.1)
+QUICK_LATENT_STUDY = AUCStudyConfig(
+    models=("latent-ode",), seeds=QUICK_STUDY.seeds, n_patients=600, epochs=3, val_fraction=0.1
+)
 LATENT_STUDY = AUCStudyConfig(models=("latent-ode",), seeds=FULL_STUDY.seeds, epochs=20, val_fraction=0.1)
 """The latent ODE on the same splits as the other models (the notebook's table; no ledger row needs it)."""

@@ -21,6 +21,7 @@ epochs at minute quantisation)::
 Quick mode (:data:`QUICK_CURVE`) keeps the published sizes, optimiser and grid and shrinks the
 patients, sizes, seeds and epochs so that it runs in CI.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -67,8 +68,7 @@ QUICK_CURVE = CurveConfig(sizes=(30, 60), seeds=(0, 1), n_patients=120, epochs=1
 """CI: 120 patients of set A (60 held out per seed), sizes 30 and 60, two seeds, one epoch at the
 published sizes, optimiser and minute grid. Its AUCs are noise at that size; it checks the
 machinery and draws the same plot."""
-LESSON_QUICK_CURVE = CurveConfig(sizes=(100, 200, 400), seeds=(0, 1, 2), settings="course", epochs=3,
-                                 n_patients=600)
+LESSON_QUICK_CURVE = CurveConfig(sizes=(100, 200, 400), seeds=(0, 1, 2), settings="course", epochs=3, n_patients=600)
 """The lesson's quick-mode curve: 600 patients of set A (200 held out per seed), sizes 100, 200 and
 400, three seeds, up to three epochs at the course's settings (hourly grid): the minute grid of the
 published settings costs more than the lesson's quick-mode budget. The same plot as the full curve,
@@ -132,14 +132,21 @@ class CurveResult:
         for s in self.summary():
             interval = "—" if s.low is None else f"{s.low:.3f} to {s.high:.3f}"
             rows.append(f"| {s.model} | {s.n_train:,} | {s.n_seeds} | {s.mean:.3f} | {interval} |")
-        head = (f"Learning curve ({self.config.settings} settings, {self.data_source} data, grid "
-                f"{self.quantization_hours * 60:g} min), {self.seconds:.0f} s on {self.machine}")
+        head = (
+            f"Learning curve ({self.config.settings} settings, {self.data_source} data, grid "
+            f"{self.quantization_hours * 60:g} min), {self.seconds:.0f} s on {self.machine}"
+        )
         return head + "\n\n" + "\n".join(rows)
 
     def to_json(self) -> dict:
-        return {"config": asdict(self.config), "points": [asdict(p) for p in self.points],
-                "data_source": self.data_source, "quantization_hours": self.quantization_hours,
-                "machine": self.machine, "seconds": self.seconds}
+        return {
+            "config": asdict(self.config),
+            "points": [asdict(p) for p in self.points],
+            "data_source": self.data_source,
+            "quantization_hours": self.quantization_hours,
+            "machine": self.machine,
+            "seconds": self.seconds,
+        }
 
 
 def draw_split(n_total: int, labels: np.ndarray, pool_size: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -147,8 +154,10 @@ def draw_split(n_total: int, labels: np.ndarray, pool_size: int, seed: int) -> t
     from sklearn.model_selection import train_test_split
 
     if pool_size >= n_total:
-        raise ValueError(f"sizes up to {pool_size} leave no held-out patients of {n_total}: lower the largest "
-                         f"size or use more patients (n_patients)")
+        raise ValueError(
+            f"sizes up to {pool_size} leave no held-out patients of {n_total}: lower the largest "
+            f"size or use more patients (n_patients)"
+        )
     idx = np.arange(n_total)
     pool, held = train_test_split(idx, train_size=pool_size, random_state=seed, stratify=labels)
     return np.random.default_rng(seed).permutation(pool), np.sort(held)
@@ -171,8 +180,7 @@ def learning_curve(config: CurveConfig = QUICK_CURVE, *, data=None, progress: bo
         settings = settings.quick(epochs=config.epochs)
     start = time.perf_counter()
     if data is None:
-        data = physionet.load("set-a", quantization=settings.quantization_hours, progress=progress,
-                              verbose=progress)
+        data = physionet.load("set-a", quantization=settings.quantization_hours, progress=progress, verbose=progress)
         if config.n_patients is not None:
             data = data.sample(config.n_patients, seed=0)
     points = []
@@ -186,12 +194,14 @@ def learning_curve(config: CurveConfig = QUICK_CURVE, *, data=None, progress: bo
         raw_train, raw_eval = data.subset(np.sort(pool[:n])), data.subset(held)
         norm = physionet.Normalizer.fit(raw_train)
         bar.set_postfix(model=model, n=n, seed=seed)
-        _, r = fit(model, norm.transform(raw_train), norm.transform(raw_eval), seed=seed, settings=settings,
-                   progress=False)
+        _, r = fit(
+            model, norm.transform(raw_train), norm.transform(raw_eval), seed=seed, settings=settings, progress=False
+        )
         points.append(CurvePoint(model, n, seed, r.auc, r.n_eval, r.cpu_seconds))
     machine = f"{platform.machine()}, {platform.system()}, torch threads {_threads()}"
-    return CurveResult(config, tuple(points), data.report.source, data.quantization, machine,
-                       time.perf_counter() - start)
+    return CurveResult(
+        config, tuple(points), data.report.source, data.quantization, machine, time.perf_counter() - start
+    )
 
 
 def _threads() -> int:

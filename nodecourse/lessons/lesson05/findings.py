@@ -3,6 +3,7 @@
 Each class is a frozen dataclass built from a study's result (``of`` / ``measure``); a notebook cell
 shows one by leaving it as its last expression.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -37,30 +38,42 @@ class DataFindings(Findings):
     @classmethod
     def of(cls, data) -> DataFindings:
         """From a loaded :class:`~nodecourse.data.physionet.PhysioNetSet`."""
-        return cls(data.report.source, len(data), int(data.labels.sum()), float(data.quantization),
-                   len(data.times), tuple(data.variables), tuple(data.descriptors))
+        return cls(
+            data.report.source,
+            len(data),
+            int(data.labels.sum()),
+            float(data.quantization),
+            len(data.times),
+            tuple(data.variables),
+            tuple(data.descriptors),
+        )
 
     @property
     def synthetic(self) -> bool:
         return self.source == "synthetic"
 
     def markdown(self) -> str:
-        warning = ("## ⚠ SYNTHETIC DATA: PhysioNet set A was not found. "
-                   "Every AUC below describes the stand-in, nothing about the real benchmark.\n\n"
-                   if self.synthetic else "")
+        warning = (
+            "## ⚠ SYNTHETIC DATA: PhysioNet set A was not found. "
+            "Every AUC below describes the stand-in, nothing about the real benchmark.\n\n"
+            if self.synthetic
+            else ""
+        )
         rate = 100 * self.n_deaths / self.n_patients if self.n_patients else float("nan")
         train_side = round((1 - FULL_STUDY.test_fraction) * self.n_patients)
         n_val = round(FULL_STUDY.val_fraction * self.n_patients)
-        return (f"{warning}**{self.n_patients:,} patients** ({self.source} copy of set A), {self.n_deaths:,} "
-                f"in-hospital deaths ({rate:.2f} %), on a grid of {self.grid_hours:g} h × {self.n_times} times.\n\n"
-                f"**{len(self.variables) + len(self.descriptors)} variables**: {len(self.variables)} time series "
-                f"({', '.join(self.variables)}) and {len(self.descriptors)} descriptors "
-                f"({', '.join(self.descriptors)}).\n\n"
-                f"**Scale.** The published classifiers trained on {PUBLISHED_PATIENTS:,} patients: 80 % of set A "
-                f"(the authors' `lib/parse_datasets.py` keeps set A only when it classifies). Split 80/20 the same "
-                f"way, these {self.n_patients:,} patients give {train_side:,} on the training side (full mode trains "
-                f"on {train_side - n_val:,} and lets {n_val:,} choose the epoch): the course's full mode trains at "
-                f"the published scale, so the number of patients does not explain a gap to the published AUCs.")
+        return (
+            f"{warning}**{self.n_patients:,} patients** ({self.source} copy of set A), {self.n_deaths:,} "
+            f"in-hospital deaths ({rate:.2f} %), on a grid of {self.grid_hours:g} h × {self.n_times} times.\n\n"
+            f"**{len(self.variables) + len(self.descriptors)} variables**: {len(self.variables)} time series "
+            f"({', '.join(self.variables)}) and {len(self.descriptors)} descriptors "
+            f"({', '.join(self.descriptors)}).\n\n"
+            f"**Scale.** The published classifiers trained on {PUBLISHED_PATIENTS:,} patients: 80 % of set A "
+            f"(the authors' `lib/parse_datasets.py` keeps set A only when it classifies). Split 80/20 the same "
+            f"way, these {self.n_patients:,} patients give {train_side:,} on the training side (full mode trains "
+            f"on {train_side - n_val:,} and lets {n_val:,} choose the epoch): the course's full mode trains at "
+            f"the published scale, so the number of patients does not explain a gap to the published AUCs."
+        )
 
 
 @dataclass(frozen=True)
@@ -74,10 +87,16 @@ class ScalingFindings(Findings):
         return cls(scaling_study(train_raw, tuple(variables)))
 
     def markdown(self) -> str:
-        lines = ["| variable | train min to max | upper end with /max | middle 98 % width, /max | "
-                 "middle 98 % width, /range |", "|---|---|---|---|---|"]
-        lines += [f"| {r.variable} | {r.low:.4g} to {r.high:.4g} | {r.upper_end_by_max:.3f} | {r.middle_by_max:.3f} "
-                  f"| {r.middle_by_range:.3f} |" for r in self.rows]
+        lines = [
+            "| variable | train min to max | upper end with /max | middle 98 % width, /max | "
+            "middle 98 % width, /range |",
+            "|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {r.variable} | {r.low:.4g} to {r.high:.4g} | {r.upper_end_by_max:.3f} | {r.middle_by_max:.3f} "
+            f"| {r.middle_by_range:.3f} |"
+            for r in self.rows
+        ]
         return "\n".join(lines)
 
 
@@ -108,26 +127,37 @@ class AUCFindings(Findings):
     @classmethod
     def of(cls, study: AUCStudy, mode: str) -> AUCFindings:
         aucs = study.aucs_by_model()
-        models = tuple(ModelAUC(m, mean, sd, len(aucs[m]), study.mean_seconds(m))
-                       for m, (mean, sd) in study.summary().items())
+        models = tuple(
+            ModelAUC(m, mean, sd, len(aucs[m]), study.mean_seconds(m)) for m, (mean, sd) in study.summary().items()
+        )
         gaps = tuple(judge_gap(aucs, b) for b in BASELINES if b in aucs and "odernn" in aucs)
         return cls(mode, study.config.n_patients or study.n_set, models, gaps, study.synthetic)
 
     def markdown(self) -> str:
         published = {"odernn": "odernn", "latent-ode": "latent-ode", "gru-d": "gru-d", "gru-dt": "rnn-dt"}
-        lines = [f"**Mortality AUC, {self.mode} mode** ({self.n_patients:,} patients per split"
-                 f"{', synthetic stand-in' if self.synthetic else ''}; mean ± sd over seeds)", "",
-                 "| model | AUC here | seeds | seconds a run | published |", "|---|---:|---:|---:|---|"]
+        lines = [
+            f"**Mortality AUC, {self.mode} mode** ({self.n_patients:,} patients per split"
+            f"{', synthetic stand-in' if self.synthetic else ''}; mean ± sd over seeds)",
+            "",
+            "| model | AUC here | seeds | seconds a run | published |",
+            "|---|---:|---:|---:|---|",
+        ]
         for m in self.models:
             pub = PUBLISHED.get(published.get(m.model, ""))
-            pub_text = "—" if pub is None else f"{pub[0]:.3f} ± {pub[1]:.3f}" + (" (RNN-Δt)" if m.model == "gru-dt"
-                                                                                  else "")
-            lines.append(f"| {NAMES[m.model]} | {m.mean:.3f} ± {m.sd:.3f} | {m.n_seeds} | {m.seconds_per_run:.0f} "
-                         f"| {pub_text} |")
+            pub_text = (
+                "—" if pub is None else f"{pub[0]:.3f} ± {pub[1]:.3f}" + (" (RNN-Δt)" if m.model == "gru-dt" else "")
+            )
+            lines.append(
+                f"| {NAMES[m.model]} | {m.mean:.3f} ± {m.sd:.3f} | {m.n_seeds} | {m.seconds_per_run:.0f} | {pub_text} |"
+            )
         if self.gaps:
-            lines += ["", "**ODE-RNN − baseline, paired per seed** (95 % interval of the mean gap), against the "
-                      "published gap:", "", "| baseline | gap here | 95 % interval | published gap | verdict at "
-                      "this scale |", "|---|---:|---|---:|---|"]
+            lines += [
+                "",
+                "**ODE-RNN − baseline, paired per seed** (95 % interval of the mean gap), against the published gap:",
+                "",
+                "| baseline | gap here | 95 % interval | published gap | verdict at this scale |",
+                "|---|---:|---|---:|---|",
+            ]
             for g in self.gaps:
                 iv = g.interval
                 gap = "n/a" if iv is None else f"{iv.mean:+.3f}"
@@ -136,9 +166,12 @@ class AUCFindings(Findings):
                 verdict = verdict_text(g.verdict, g.n_seeds)
                 lines.append(f"| {NAMES[g.baseline]} | {gap} | {span} | {pub} | {verdict} |")
             if self.mode == "quick":
-                lines += ["", "Quick mode trains on a few hundred patients for a few epochs: these verdicts say "
-                          "what this scale shows, and the ledger reports the quick rows as undecided; the full "
-                          "study (all of set A, eight seeds) decides the claims."]
+                lines += [
+                    "",
+                    "Quick mode trains on a few hundred patients for a few epochs: these verdicts say "
+                    "what this scale shows, and the ledger reports the quick rows as undecided; the full "
+                    "study (all of set A, eight seeds) decides the claims.",
+                ]
         return "\n".join(lines)
 
 
@@ -155,12 +188,16 @@ class CurveFindings(Findings):
 
     def markdown(self) -> str:
         sizes = ", ".join(f"{n:,}" for n in self.result.config.sizes)
-        head = (f"**Learning curve, {self.mode}-mode sizes** ({sizes} training patients; "
-                f"{len(self.result.config.seeds)} seeds; {self.result.config.settings} settings)\n\n")
+        head = (
+            f"**Learning curve, {self.mode}-mode sizes** ({sizes} training patients; "
+            f"{len(self.result.config.seeds)} seeds; {self.result.config.settings} settings)\n\n"
+        )
         out = head + self.result.to_markdown()
         if not self.full_measured:
-            out += ("\n\n**The full curve is not measured here.** At the published settings (minute grid, 100 "
-                    "epochs) four models × three sizes (1,000 / 2,000 / 3,200) × three seeds take hours of CPU, "
-                    "beyond this course's two shared cores; no full-curve number appears in this lesson. "
-                    f"The command that produces it: `{FULL_CURVE_COMMAND}`.")
+            out += (
+                "\n\n**The full curve is not measured here.** At the published settings (minute grid, 100 "
+                "epochs) four models × three sizes (1,000 / 2,000 / 3,200) × three seeds take hours of CPU, "
+                "beyond this course's two shared cores; no full-curve number appears in this lesson. "
+                f"The command that produces it: `{FULL_CURVE_COMMAND}`."
+            )
         return out

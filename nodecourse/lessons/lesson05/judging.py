@@ -5,6 +5,7 @@ models by the 95 % interval of per-seed paired differences against the published
 (:func:`~nodecourse.claims.judge_effect`): an interval wholly below the published gap does not
 hold, however noisy the seeds.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -42,8 +43,13 @@ class GapVerdict:
     reason: str
 
     def as_dict(self) -> dict:
-        return {"verdict": self.verdict.value, "interval": None if self.interval is None else asdict(self.interval),
-                "published_gap": self.published_gap, "reason": self.reason, "n_seeds": self.n_seeds}
+        return {
+            "verdict": self.verdict.value,
+            "interval": None if self.interval is None else asdict(self.interval),
+            "published_gap": self.published_gap,
+            "reason": self.reason,
+            "n_seeds": self.n_seeds,
+        }
 
 
 def judge_gap(aucs: dict[str, list[float]], baseline: str) -> GapVerdict:
@@ -60,8 +66,11 @@ def judge_gap(aucs: dict[str, list[float]], baseline: str) -> GapVerdict:
 
 def _level(values: list[float], floor: float) -> tuple[ClaimVerdict, ConfidenceInterval | None, dict]:
     verdict, iv, reason = judge(values, floor)
-    return verdict, iv, {"verdict": verdict.value, "interval": None if iv is None else asdict(iv),
-                         "reason": reason, "floor": floor}
+    return (
+        verdict,
+        iv,
+        {"verdict": verdict.value, "interval": None if iv is None else asdict(iv), "reason": reason, "floor": floor},
+    )
 
 
 def judge_auc_claim(aucs: dict[str, list[float]]) -> tuple[ClaimVerdict, dict[str, ClaimVerdict], dict]:
@@ -76,11 +85,18 @@ def judge_auc_claim(aucs: dict[str, list[float]]) -> tuple[ClaimVerdict, dict[st
     gaps = {base: judge_gap(aucs, base) for base in BASELINES if base in aucs}
     ahead = combine({b: g.verdict for b, g in gaps.items()}) if gaps else ClaimVerdict.NOT_MEASURABLE
     parts = {"(a) reaches the published AUC": level, "(b) ahead of the discrete baselines": ahead}
-    details = {"level": level_info,
-               "strict_reading": {"verdict": strict.value, "threshold": PUBLISHED["odernn"][0],
-                                  "note": "at least the published mean itself; shown, not judged"},
-               "ahead": {b: g.as_dict() for b, g in gaps.items()}, "parts": {k: v.value for k, v in parts.items()},
-               "_intervals": {"level": level_iv, "strict": strict_iv}, "_gaps": gaps}
+    details = {
+        "level": level_info,
+        "strict_reading": {
+            "verdict": strict.value,
+            "threshold": PUBLISHED["odernn"][0],
+            "note": "at least the published mean itself; shown, not judged",
+        },
+        "ahead": {b: g.as_dict() for b, g in gaps.items()},
+        "parts": {k: v.value for k, v in parts.items()},
+        "_intervals": {"level": level_iv, "strict": strict_iv},
+        "_gaps": gaps,
+    }
     return combine(parts), parts, details
 
 
@@ -93,6 +109,11 @@ def judge_grud_claim(aucs: dict[str, list[float]]) -> tuple[ClaimVerdict, dict[s
     level, level_iv, level_info = _level(aucs["gru-d"], GRUD_THRESHOLD.value)
     gap = judge_gap(aucs, "gru-d")
     parts = {"(a) reaches the published AUC": level, "(b) behind ODE-RNN": gap.verdict}
-    details = {"level": level_info, "gap": gap.as_dict(), "parts": {k: v.value for k, v in parts.items()},
-               "_intervals": {"level": level_iv, "gap": gap.interval}, "_gaps": {"gru-d": gap}}
+    details = {
+        "level": level_info,
+        "gap": gap.as_dict(),
+        "parts": {k: v.value for k, v in parts.items()},
+        "_intervals": {"level": level_iv, "gap": gap.interval},
+        "_gaps": {"gru-d": gap},
+    }
     return combine(parts), parts, details

@@ -6,6 +6,7 @@
 - :func:`scaling_study`: pitfall 1 of the original loader measured on a training split (not cached:
   it takes a dataset, and it is cheap).
 """
+
 from __future__ import annotations
 
 import statistics
@@ -65,8 +66,10 @@ class AUCStudy:
 
     def summary(self) -> dict[str, tuple[float, float]]:
         """model -> (mean AUC, standard deviation over seeds; 0 for one seed)."""
-        return {m: (statistics.fmean(a), statistics.stdev(a) if len(a) > 1 else 0.0)
-                for m, a in ((m, self.aucs(m)) for m in self.models)}
+        return {
+            m: (statistics.fmean(a), statistics.stdev(a) if len(a) > 1 else 0.0)
+            for m, a in ((m, self.aucs(m)) for m in self.models)
+        }
 
     def mean_seconds(self, model: str) -> float:
         """Wall seconds of one run of ``model``, averaged over seeds."""
@@ -75,18 +78,26 @@ class AUCStudy:
     def merged(self, other: AUCStudy) -> AUCStudy:
         """This study's runs and ``other``'s (the same splits: same seeds, patients and data)."""
         if (other.config.seeds, other.config.n_patients, other.source) != (
-                self.config.seeds, self.config.n_patients, self.source):
+            self.config.seeds,
+            self.config.n_patients,
+            self.source,
+        ):
             raise ValueError("merged studies must share seeds, patients and data, so their splits are the same")
         return AUCStudy(self.config, self.source, self.n_set, self.runs + other.runs)
 
     def details(self) -> dict:
         """JSON-ready numbers for a ledger row's details."""
         per = {m: [r for r in self.runs if r.model == m] for m in self.models}
-        return {"aucs": self.aucs_by_model(), "summary": self.summary(), "source": self.source,
-                "n_set": self.n_set, "config": asdict(self.config),
-                "seconds": {m: [r.seconds for r in rs] for m, rs in per.items()},
-                "cpu_seconds": {m: [r.cpu_seconds for r in rs] for m, rs in per.items()},
-                "best_epoch": {m: [r.best_epoch for r in rs] for m, rs in per.items()}}
+        return {
+            "aucs": self.aucs_by_model(),
+            "summary": self.summary(),
+            "source": self.source,
+            "n_set": self.n_set,
+            "config": asdict(self.config),
+            "seconds": {m: [r.seconds for r in rs] for m, rs in per.items()},
+            "cpu_seconds": {m: [r.cpu_seconds for r in rs] for m, rs in per.items()},
+            "best_epoch": {m: [r.best_epoch for r in rs] for m, rs in per.items()},
+        }
 
 
 @cached_study
@@ -114,8 +125,18 @@ def _run_study(config: AUCStudyConfig, progress: bool) -> AUCStudy:
         val = norm.transform(parts["val"]) if "val" in parts else None
         for name in config.models:
             _, r = fit(name, train, test, val=val, epochs=config.epochs, seed=seed, progress=progress)
-            runs.append(ModelRun(name, seed, float(r.auc), float(r.seconds), float(r.cpu_seconds),
-                                 int(r.best_epoch), int(r.n_train), int(r.n_eval)))
+            runs.append(
+                ModelRun(
+                    name,
+                    seed,
+                    float(r.auc),
+                    float(r.seconds),
+                    float(r.cpu_seconds),
+                    int(r.best_epoch),
+                    int(r.n_train),
+                    int(r.n_eval),
+                )
+            )
     order = {m: i for i, m in enumerate(config.models)}
     runs.sort(key=lambda r: order[r.model])  # stable: seed order kept within a model
     return AUCStudy(config, data.report.source, len(data), tuple(runs))

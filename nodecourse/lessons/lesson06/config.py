@@ -3,6 +3,7 @@
 :class:`DEQTrainConfig` is frozen (hashable), so a study is cached per configuration and the lesson's
 figures, its findings and its ledger rows read one run.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -37,10 +38,12 @@ class DEQTrainConfig:
     def describe(self) -> str:
         """One sentence of sizes: seeds, epochs, data, model, solver, weights, where rho is probed."""
         weights = ", ".join(f"{w:g}" for w in self.jac_weights)
-        return (f"{len(self.seeds)} seeds, {self.epochs} epochs (full-batch Adam steps), {self.n_train} training "
-                f"points, state {self.state_dim}, width {self.width}, Anderson to tol {self.tol:g} with at most "
-                f"{self.max_iter} iterations, Jacobian weights {weights}, rho on {self.probe_points} inputs after "
-                f"epochs {probe_epochs(self)}")
+        return (
+            f"{len(self.seeds)} seeds, {self.epochs} epochs (full-batch Adam steps), {self.n_train} training "
+            f"points, state {self.state_dim}, width {self.width}, Anderson to tol {self.tol:g} with at most "
+            f"{self.max_iter} iterations, Jacobian weights {weights}, rho on {self.probe_points} inputs after "
+            f"epochs {probe_epochs(self)}"
+        )
 
 
 QUICK_TRAIN = DEQTrainConfig(seeds=(0, 1), n_train=128, n_test=256, epochs=80, jac_weights=(1.0,))
@@ -82,14 +85,22 @@ def variants(config: DEQTrainConfig) -> list[tuple[str, float, dict]]:
     base = dict(solver=config.solver, tol=config.tol, max_iter=config.max_iter, warn=False)
     out = [(PLAIN, 0.0, base)]
     out += [(reg_variant(w), w, base) for w in config.jac_weights]
-    out.append((truncated_variant(config), 0.0,
-                dict(solver="picard", backward="unrolled", tol=1e-300, max_iter=config.truncated_steps)))
+    out.append(
+        (
+            truncated_variant(config),
+            0.0,
+            dict(solver="picard", backward="unrolled", tol=1e-300, max_iter=config.truncated_steps),
+        )
+    )
     return out
 
 
 # The readings of "start of training", in the order shown; the first is the paper's figure (it decides).
-GROWTH_READINGS = {"first tenth": "vs the first tenth (the figure's start)",
-                   "first 2 %": "vs the first 2 %", "epoch 0": "vs epoch 0 (untrained)"}
+GROWTH_READINGS = {
+    "first tenth": "vs the first tenth (the figure's start)",
+    "first 2 %": "vs the first 2 %",
+    "epoch 0": "vs epoch 0 (untrained)",
+}
 PHASES = ("first tenth", "middle", "last tenth")
 
 

@@ -4,6 +4,7 @@ Each class is a frozen dataclass built by ``from_...`` from a study's result; it
 (:class:`~nodecourse.lessons.study.Findings`), so a lesson cell shows it in one line, and the ledger rows
 (:mod:`.rows`) judge from the very same objects.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -78,15 +79,25 @@ class SolverComparison(Findings):
     def from_study(cls, study: Sequence[SolverProblemRuns], ratio: float = ANDERSON_RATIO) -> SolverComparison:
         problems = []
         for p in study:
-            ours, picard, ref = p.by_label("nodecourse:anderson"), p.by_label("nodecourse:picard"), \
-                p.by_label("torchdeq:anderson")
+            ours, picard, ref = (
+                p.by_label("nodecourse:anderson"),
+                p.by_label("nodecourse:picard"),
+                p.by_label("torchdeq:anderson"),
+            )
             both = ours.reached and picard.reached
-            problems.append(SolverProblem(
-                f"{p.kind} rho={p.rho}", ours.n_evals, picard.n_evals, both,
-                both and ours.n_evals <= ratio * picard.n_evals,
-                None if ref is None else ref.n_evals, False if ref is None else not ref.reached,
-                None if ref is None else (ours.reached and (not ref.reached or ours.n_evals <= ref.n_evals)),
-                tuple(str(r.n_evals) if r.reached else f">{r.n_evals}" for r in p.runs)))
+            problems.append(
+                SolverProblem(
+                    f"{p.kind} rho={p.rho}",
+                    ours.n_evals,
+                    picard.n_evals,
+                    both,
+                    both and ours.n_evals <= ratio * picard.n_evals,
+                    None if ref is None else ref.n_evals,
+                    False if ref is None else not ref.reached,
+                    None if ref is None else (ours.reached and (not ref.reached or ours.n_evals <= ref.n_evals)),
+                    tuple(str(r.n_evals) if r.reached else f">{r.n_evals}" for r in p.runs),
+                )
+            )
         return cls(tuple(r.label for r in study[0].runs), tuple(problems), ratio)
 
     @property
@@ -104,8 +115,11 @@ class SolverComparison(Findings):
         rows = ["| problem | " + " | ".join(self.labels) + " |", "|---|" + "---|" * len(self.labels)]
         rows += [f"| {p.name.replace(' rho=', ', ρ = ')} | " + " | ".join(p.cells) + " |" for p in self.problems]
         ratios = [p.ratio for p in self.problems]
-        rows += ["", f"Anderson needed {min(ratios):.2f}-{max(ratios):.2f} times Picard's evaluations "
-                     f"(the row asks for at most {self.ratio:g}): **{self.verdict.value}**."]
+        rows += [
+            "",
+            f"Anderson needed {min(ratios):.2f}-{max(ratios):.2f} times Picard's evaluations "
+            f"(the row asks for at most {self.ratio:g}): **{self.verdict.value}**.",
+        ]
         return "\n".join(rows)
 
 
@@ -129,9 +143,12 @@ def median_checkpoint(checkpoints: Iterable[Mapping]) -> SpectralCheckpoint:
     """One checkpoint of :attr:`DEQLog.spectral` over seeds (medians: one seed whose block blows up would drag
     a mean)."""
     cks = list(checkpoints)
-    return SpectralCheckpoint(int(cks[0]["epoch"]), *(statistics.median(c[k] for c in cks)
-                                                      for k in ("rho_mean", "rho_max", "frac_above_1")),
-                              sum(c["rho_max"] >= 1 for c in cks), len(cks))
+    return SpectralCheckpoint(
+        int(cks[0]["epoch"]),
+        *(statistics.median(c[k] for c in cks) for k in ("rho_mean", "rho_max", "frac_above_1")),
+        sum(c["rho_max"] >= 1 for c in cks),
+        len(cks),
+    )
 
 
 def curve_by_tenths(values: Sequence[float]) -> list[float]:
@@ -170,11 +187,17 @@ class GrowthFindings(Findings):
         curves = [curve_by_tenths(r.log.forward_iters) for r in runs]
         cap_by_seed = [{p: sum(r.log.cap_hits[sl]) for p, sl in phases.items()} for r in runs]
         early = [r.log.growth("epoch 0") / r.log.growth("first tenth") for r in runs]
-        return cls(readings, judge_ratio(early, 1.0), tuple(_mean(c[i] for c in curves) for i in range(len(curves[0]))),
-                   {p: sum(c[p] for c in cap_by_seed) for p in PHASES},
-                   {p: sum(c[p] > 0 for c in cap_by_seed) for p in PHASES},
-                   sum(all(r.log.cap_hits[phases["last tenth"]]) for r in runs),
-                   tuple(median_checkpoint(ck) for ck in zip(*[r.log.spectral for r in runs])), len(runs), max_iter)
+        return cls(
+            readings,
+            judge_ratio(early, 1.0),
+            tuple(_mean(c[i] for c in curves) for i in range(len(curves[0]))),
+            {p: sum(c[p] for c in cap_by_seed) for p in PHASES},
+            {p: sum(c[p] > 0 for c in cap_by_seed) for p in PHASES},
+            sum(all(r.log.cap_hits[phases["last tenth"]]) for r in runs),
+            tuple(median_checkpoint(ck) for ck in zip(*[r.log.spectral for r in runs])),
+            len(runs),
+            max_iter,
+        )
 
     @property
     def decisive(self) -> RatioJudgement:
@@ -190,27 +213,34 @@ class GrowthFindings(Findings):
         jump_first = self.early_over_untrained.geo_mean >= first.geo_mean
         peak = max(range(len(self.curve)), key=self.curve.__getitem__)
         moved = sp[-1].rho_mean > sp[0].rho_mean if sp else False
-        rows += ["",
-                 f"- Against the start of the paper's curve (the first tenth of training, the reading that decides) "
-                 f"the iterations grew {first.text()}: **{verdict_words(first)}** against 3x. Against the untrained "
-                 f"block (epoch 0): {e0.text()}: **{verdict_words(e0)}**.",
-                 f"- The first tenth of training already needs {self.early_over_untrained.text()} the untrained "
-                 f"block's iterations: more of the end-over-epoch-0 factor comes from "
-                 + ("the jump to early training than from the rest of training." if jump_first else
-                    "the rest of training than from the jump to early training."),
-                 f"- The curve, mean over seeds by tenth of training: {', '.join(f'{v:.1f}' for v in self.curve)} "
-                 f"(highest in tenth {peak + 1}).",
-                 f"- Solves at the {self.max_iter}-iteration cap: " + ", ".join(
-                     f"{self.cap_hits[p]} in the {p}" for p in PHASES) + f", over {self.n_seeds} seeds; "
-                 f"{self.seeds_at_cap_at_end} seed(s) sit at the cap through the whole last tenth (failed solves: "
-                 f"their end is a floor, their ratios lower bounds)."]
+        rows += [
+            "",
+            f"- Against the start of the paper's curve (the first tenth of training, the reading that decides) "
+            f"the iterations grew {first.text()}: **{verdict_words(first)}** against 3x. Against the untrained "
+            f"block (epoch 0): {e0.text()}: **{verdict_words(e0)}**.",
+            f"- The first tenth of training already needs {self.early_over_untrained.text()} the untrained "
+            f"block's iterations: more of the end-over-epoch-0 factor comes from "
+            + (
+                "the jump to early training than from the rest of training."
+                if jump_first
+                else "the rest of training than from the jump to early training."
+            ),
+            f"- The curve, mean over seeds by tenth of training: {', '.join(f'{v:.1f}' for v in self.curve)} "
+            f"(highest in tenth {peak + 1}).",
+            f"- Solves at the {self.max_iter}-iteration cap: "
+            + ", ".join(f"{self.cap_hits[p]} in the {p}" for p in PHASES)
+            + f", over {self.n_seeds} seeds; "
+            f"{self.seeds_at_cap_at_end} seed(s) sit at the cap through the whole last tenth (failed solves: "
+            f"their end is a floor, their ratios lower bounds).",
+        ]
         if sp:
             rows.append(
                 f"- ρ at the fixed point (mean over inputs, median over seeds) went from {sp[0].rho_mean:.2f} before "
                 f"training to {sp[-1].rho_mean:.2f} at the end; at the end the largest was {sp[-1].rho_max:.2f} and "
                 f"{sp[-1].frac_above_1:.0%} of the inputs had ρ ≥ 1 (medians over seeds), and {sp[-1].seeds_above_1} "
                 f"of {sp[-1].seeds} seeds had some input with ρ ≥ 1: training "
-                + ("moved f away from contraction." if moved else "did not move f away from contraction."))
+                + ("moved f away from contraction." if moved else "did not move f away from contraction.")
+            )
         return "\n".join(rows)
 
 
@@ -218,9 +248,11 @@ def rho_text(spectral: Sequence[SpectralCheckpoint]) -> str:
     """``"0.11 (epoch 0), 0.24 (4), ...; at the end max 1.81, 33% of inputs at or above 1 (medians), some rho >= 1
     on 9 of 20 seeds"``."""
     end = spectral[-1]
-    return (", ".join(f"{c.rho_mean:.2f} ({'epoch ' if i == 0 else ''}{c.epoch})" for i, c in enumerate(spectral))
-            + f"; at the end max {end.rho_max:.2f}, {end.frac_above_1:.0%} of inputs at or above 1 (medians), "
-              f"some rho >= 1 on {end.seeds_above_1} of {end.seeds} seeds")
+    return (
+        ", ".join(f"{c.rho_mean:.2f} ({'epoch ' if i == 0 else ''}{c.epoch})" for i, c in enumerate(spectral))
+        + f"; at the end max {end.rho_max:.2f}, {end.frac_above_1:.0%} of inputs at or above 1 (medians), "
+        f"some rho >= 1 on {end.seeds_above_1} of {end.seeds} seeds"
+    )
 
 
 # --- the variants side by side ---------------------------------------------------------------------
@@ -253,21 +285,30 @@ class VariantTable(Findings):
         for name in dict.fromkeys(r.variant for r in runs):
             rs = [r for r in runs if r.variant == name]
             fixed_steps = name == truncated_variant(config)
-            rows.append(VariantSummary(
-                name, _mean(r.final_iters for r in rs), None if fixed_steps else sum(sum(r.log.cap_hits) for r in rs),
-                statistics.median(r.test_mse for r in rs),
-                statistics.median(r.log.spectral[-1]["rho_mean"] for r in rs) if rs[0].log.spectral else None,
-                _mean(r.test_forward_iters for r in rs)))
+            rows.append(
+                VariantSummary(
+                    name,
+                    _mean(r.final_iters for r in rs),
+                    None if fixed_steps else sum(sum(r.log.cap_hits) for r in rs),
+                    statistics.median(r.test_mse for r in rs),
+                    statistics.median(r.log.spectral[-1]["rho_mean"] for r in rs) if rs[0].log.spectral else None,
+                    _mean(r.test_forward_iters for r in rs),
+                )
+            )
         return cls(tuple(rows), config.truncated_steps)
 
     def markdown(self) -> str:
-        out = ["| variant | final forward iterations | solves at the cap | test MSE (median) | ρ at the end | "
-               "test-time Anderson iterations |", "|---|---|---|---|---|---|"]
+        out = [
+            "| variant | final forward iterations | solves at the cap | test MSE (median) | ρ at the end | "
+            "test-time Anderson iterations |",
+            "|---|---|---|---|---|---|",
+        ]
         for r in self.rows:
             caps = f"n/a ({self.truncated_steps} fixed steps)" if r.cap_hits is None else str(r.cap_hits)
             rho = "n/a" if r.rho_end is None else f"{r.rho_end:.2f}"
-            out.append(f"| {r.name} | {r.final_iters:.1f} | {caps} | {r.test_mse:.3f} | {rho} | "
-                       f"{r.test_forward_iters:.1f} |")
+            out.append(
+                f"| {r.name} | {r.final_iters:.1f} | {caps} | {r.test_mse:.3f} | {rho} | {r.test_forward_iters:.1f} |"
+            )
         return "\n".join(out)
 
 
@@ -296,26 +337,40 @@ class RegularizationFindings(Findings):
         reg = reg_variant(weight)
         it_ratio = [by[reg, s].final_iters / by[PLAIN, s].final_iters for s in config.seeds]
         mse_ratio = [by[reg, s].test_mse / by[PLAIN, s].test_mse for s in config.seeds]
-        fewer = {"by the published factor": judge_ratio_effect(it_ratio, JACREG_NFE_RATIO),
-                 "fewer at all": judge_ratio(it_ratio, 1.0, above=False)}
+        fewer = {
+            "by the published factor": judge_ratio_effect(it_ratio, JACREG_NFE_RATIO),
+            "fewer at all": judge_ratio(it_ratio, 1.0, above=False),
+        }
         worse = {"worse": judge_ratio(mse_ratio, 1.0, above=True)}
         # "slightly" is only asked of a fit that is worse: a better fit is not a slightly worse one.
         if worse["worse"].verdict is ClaimVerdict.HOLDS:
             worse["by no more than the published +3.75 %"] = judge_ratio(mse_ratio, JACREG_FIT_RATIO, above=False)
-        return cls(weight, fewer, worse,
-                   (_mean(by[PLAIN, s].final_iters for s in config.seeds), _mean(by[reg, s].final_iters
-                                                                                  for s in config.seeds)),
-                   # medians: one seed whose solves fail can make a mean of MSEs meaningless
-                   (statistics.median(by[PLAIN, s].test_mse for s in config.seeds),
-                    statistics.median(by[reg, s].test_mse for s in config.seeds)),
-                   {"without": median_checkpoint(by[PLAIN, s].log.spectral[-1] for s in config.seeds),
-                    "with": median_checkpoint(by[reg, s].log.spectral[-1] for s in config.seeds)})
+        return cls(
+            weight,
+            fewer,
+            worse,
+            (
+                _mean(by[PLAIN, s].final_iters for s in config.seeds),
+                _mean(by[reg, s].final_iters for s in config.seeds),
+            ),
+            # medians: one seed whose solves fail can make a mean of MSEs meaningless
+            (
+                statistics.median(by[PLAIN, s].test_mse for s in config.seeds),
+                statistics.median(by[reg, s].test_mse for s in config.seeds),
+            ),
+            {
+                "without": median_checkpoint(by[PLAIN, s].log.spectral[-1] for s in config.seeds),
+                "with": median_checkpoint(by[reg, s].log.spectral[-1] for s in config.seeds),
+            },
+        )
 
     @property
     def parts(self) -> dict[str, ClaimVerdict]:
         """Fewer iterations (decided by the published factor) and a slightly worse fit (both conditions)."""
-        return {"fewer iterations": self.fewer["by the published factor"].verdict,
-                "slightly worse fit": combine({k: j.verdict for k, j in self.worse.items()})}
+        return {
+            "fewer iterations": self.fewer["by the published factor"].verdict,
+            "slightly worse fit": combine({k: j.verdict for k, j in self.worse.items()}),
+        }
 
     @property
     def verdict(self) -> ClaimVerdict:
@@ -328,23 +383,29 @@ class RegularizationFindings(Findings):
     def markdown(self) -> str:
         fw, wo, ro = self.fewer, self.worse["worse"], self.rho_end
         fit = {ClaimVerdict.HOLDS: "worse, as published", ClaimVerdict.DOES_NOT_HOLD: "better, not worse"}.get(
-            wo.verdict, undecided_words(wo))
+            wo.verdict, undecided_words(wo)
+        )
         pushed = ro["with"].rho_mean < ro["without"].rho_mean
-        contractive = ("with it, every probed input had ρ < 1 on every seed" if ro["with"].seeds_above_1 == 0
-                       else f"with it, {ro['with'].seeds_above_1} of {ro['with'].seeds} seeds still had some input "
-                            "with ρ ≥ 1")
+        contractive = (
+            "with it, every probed input had ρ < 1 on every seed"
+            if ro["with"].seeds_above_1 == 0
+            else f"with it, {ro['with'].seeds_above_1} of {ro['with'].seeds} seeds still had some input with ρ ≥ 1"
+        )
         w, o = ro["with"], ro["without"]
-        return (f"**The regulariser** (weight {self.weight:g}): final forward iterations "
-                f"{fw['fewer at all'].text()} of the unregularised DEQ's ({self.iters[0]:.1f} → {self.iters[1]:.1f}); "
-                f"against the published 12/30 = 0.4 (the reading that decides): "
-                f"{verdict_words(fw['by the published factor'])}; fewer at all: {verdict_words(fw['fewer at all'])}. "
-                f"The fit: test-MSE ratio {wo.text()} ({self.test_mse[0]:.3f} → {self.test_mse[1]:.3f}, medians), "
-                f"{fit}. It {'pushed' if pushed else 'did not push'} f toward contraction: ρ at the fixed point at "
-                f"the end of training, mean over inputs {o.rho_mean:.2f} without and {w.rho_mean:.2f} with (largest "
-                f"over inputs: {o.rho_max:.2f} vs {w.rho_max:.2f}; inputs with ρ ≥ 1: {o.frac_above_1:.0%} vs "
-                f"{w.frac_above_1:.0%}; medians over seeds); {contractive}. The training-time figures (3.1x vs "
-                f"1.5x a Transformer-XL) are not measurable here. Parts: " + "; ".join(
-                    f"{k}: {_verdict_text(v, self.seeds)}" for k, v in self.parts.items()) + ".")
+        return (
+            f"**The regulariser** (weight {self.weight:g}): final forward iterations "
+            f"{fw['fewer at all'].text()} of the unregularised DEQ's ({self.iters[0]:.1f} → {self.iters[1]:.1f}); "
+            f"against the published 12/30 = 0.4 (the reading that decides): "
+            f"{verdict_words(fw['by the published factor'])}; fewer at all: {verdict_words(fw['fewer at all'])}. "
+            f"The fit: test-MSE ratio {wo.text()} ({self.test_mse[0]:.3f} → {self.test_mse[1]:.3f}, medians), "
+            f"{fit}. It {'pushed' if pushed else 'did not push'} f toward contraction: ρ at the fixed point at "
+            f"the end of training, mean over inputs {o.rho_mean:.2f} without and {w.rho_mean:.2f} with (largest "
+            f"over inputs: {o.rho_max:.2f} vs {w.rho_max:.2f}; inputs with ρ ≥ 1: {o.frac_above_1:.0%} vs "
+            f"{w.frac_above_1:.0%}; medians over seeds); {contractive}. The training-time figures (3.1x vs "
+            f"1.5x a Transformer-XL) are not measurable here. Parts: "
+            + "; ".join(f"{k}: {_verdict_text(v, self.seeds)}" for k, v in self.parts.items())
+            + "."
+        )
 
 
 def _verdict_text(verdict: ClaimVerdict, seeds: int) -> str:
@@ -371,11 +432,17 @@ class TruncationFindings(Findings):
         by = {(r.variant, r.seed): r for r in runs}
         trunc = truncated_variant(config)
         ratios = [by[trunc, s].test_mse / by[PLAIN, s].test_mse for s in config.seeds]
-        return cls(judge_ratio(ratios, threshold, above=True),
-                   {"DEQ": statistics.median(by[PLAIN, s].test_mse for s in config.seeds),
-                    "truncated": statistics.median(by[trunc, s].test_mse for s in config.seeds)},
-                   sum(r < 1 for r in ratios), config.truncated_steps,
-                   _mean(by[trunc, s].test_forward_iters for s in config.seeds), config.max_iter)
+        return cls(
+            judge_ratio(ratios, threshold, above=True),
+            {
+                "DEQ": statistics.median(by[PLAIN, s].test_mse for s in config.seeds),
+                "truncated": statistics.median(by[trunc, s].test_mse for s in config.seeds),
+            },
+            sum(r < 1 for r in ratios),
+            config.truncated_steps,
+            _mean(by[trunc, s].test_forward_iters for s in config.seeds),
+            config.max_iter,
+        )
 
     @property
     def parts(self) -> dict[str, ClaimVerdict]:
@@ -386,17 +453,20 @@ class TruncationFindings(Findings):
         return combine(self.parts)
 
     def markdown(self) -> str:
-        words = {ClaimVerdict.HOLDS: "the direction of the published result",
-                 ClaimVerdict.DOES_NOT_HOLD: "against the published result: on this task the few-step block fits "
-                                             "better than the equilibrium"}.get(
-            self.ratio.verdict, undecided_words(self.ratio) + "; the published direction is not shown here")
-        return (f"**Truncation**: the published MDEQ loses 1.6 points of top-1 when truncated to 5 unrolled layers "
-                f"(77.5 % → 75.9 %, ImageNet; not measurable here). On this task the block truncated to "
-                f"{self.steps} unrolled steps has {self.ratio.text()} the DEQ's test MSE (medians "
-                f"{self.test_mse['truncated']:.3f} vs {self.test_mse['DEQ']:.3f}), better than the DEQ on "
-                f"{self.truncated_better_on} of {self.ratio.seeds} seeds: {words}. Its output is not an equilibrium: "
-                f"a fresh Anderson solve on its block needs {self.truncated_test_iters:.0f} iterations on average "
-                f"(at most {self.max_iter}), so it is a different model, not a cheap DEQ.")
+        words = {
+            ClaimVerdict.HOLDS: "the direction of the published result",
+            ClaimVerdict.DOES_NOT_HOLD: "against the published result: on this task the few-step block fits "
+            "better than the equilibrium",
+        }.get(self.ratio.verdict, undecided_words(self.ratio) + "; the published direction is not shown here")
+        return (
+            f"**Truncation**: the published MDEQ loses 1.6 points of top-1 when truncated to 5 unrolled layers "
+            f"(77.5 % → 75.9 %, ImageNet; not measurable here). On this task the block truncated to "
+            f"{self.steps} unrolled steps has {self.ratio.text()} the DEQ's test MSE (medians "
+            f"{self.test_mse['truncated']:.3f} vs {self.test_mse['DEQ']:.3f}), better than the DEQ on "
+            f"{self.truncated_better_on} of {self.ratio.seeds} seeds: {words}. Its output is not an equilibrium: "
+            f"a fresh Anderson solve on its block needs {self.truncated_test_iters:.0f} iterations on average "
+            f"(at most {self.max_iter}), so it is a different model, not a cheap DEQ."
+        )
 
 
 # --- published figures beside ours -----------------------------------------------------------------
@@ -414,7 +484,8 @@ class PublishedComparison(Findings):
         g, r, t = self.growth, self.regularization, self.truncation
         seeds = g.n_seeds
         table = [
-            "| claim | published | measured here | verdict |", "|---|---|---|---|",
+            "| claim | published | measured here | verdict |",
+            "|---|---|---|---|",
             f"| forward iterations grow in training | more than 3x (Bai et al. 2021, fig. 1) | last tenth over first "
             f"tenth {g.readings['first tenth'].text()}; over epoch 0 {g.readings['epoch 0'].text()} "
             f"| {verdict_words(g.decisive)} |",
@@ -423,11 +494,11 @@ class PublishedComparison(Findings):
             f"{r.fewer['fewer at all'].text()}); test MSE {r.test_mse[0]:.3f} → {r.test_mse[1]:.3f} (medians; ratio "
             f"{r.worse['worse'].text()}) | {_verdict_text(r.verdict, seeds)} |",
             f"| truncating to a few unrolled steps costs accuracy | ImageNet MDEQ: 77.5 % → 75.9 % top-1 (5 unrolled "
-            f"layers) | test MSE truncated over DEQ {t.ratio.text()} | {_verdict_text(t.verdict, seeds)} |"]
+            f"layers) | test MSE truncated over DEQ {t.ratio.text()} | {_verdict_text(t.verdict, seeds)} |",
+        ]
         return "\n".join(table + ["", "- " + r.markdown(), "- " + t.markdown()])
 
 
 def checkpoint_dict(c: SpectralCheckpoint) -> dict:
     """A checkpoint for a row's ``details`` (JSON)."""
     return asdict(c)
-

@@ -1,5 +1,6 @@
 """Per-seed ratios judged over seeds: the interval is taken on the log scale (a ratio's spread is
 multiplicative: 1/2 and 2 are equally far from 1) and reported back as ratios."""
+
 from __future__ import annotations
 
 import math
@@ -36,8 +37,14 @@ class RatioJudgement:
 
     def as_dict(self) -> dict:
         """For a row's ``details`` (JSON): the verdict as its text."""
-        return {"values": list(self.values), "verdict": self.verdict.value, "reason": self.reason,
-                "geo_mean": self.geo_mean, "lo": self.lo, "hi": self.hi}
+        return {
+            "values": list(self.values),
+            "verdict": self.verdict.value,
+            "reason": self.reason,
+            "geo_mean": self.geo_mean,
+            "lo": self.lo,
+            "hi": self.hi,
+        }
 
 
 def _checked(ratios) -> list[float]:

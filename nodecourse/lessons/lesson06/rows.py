@@ -17,6 +17,7 @@ Verdicts that rest on training runs compare the 95 % interval over seeds with th
 log scale (:mod:`.ratios`). Quick mode trains two seeds, too few for an interval: those rows are
 "undecided (2 seeds)" there and show the numbers.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict
@@ -39,8 +40,13 @@ from .findings import (
 )
 from .studies import hutchinson_study, solver_study, training_study
 
-ROW_IDS = ("anderson-vs-picard", "hutchinson-unbiased", "deq-iteration-growth", "jacobian-regularization",
-           "mdeq-truncation")
+ROW_IDS = (
+    "anderson-vs-picard",
+    "hutchinson-unbiased",
+    "deq-iteration-growth",
+    "jacobian-regularization",
+    "mdeq-truncation",
+)
 """The lesson's ledger rows, in the order the notebook shows them."""
 
 
@@ -54,17 +60,19 @@ ANDERSON_THRESHOLD = Threshold(
     "Anderson's evaluations of f <= 0.5 x Picard's to 1e-8 relative residual on every one of six "
     "contractions (linear and tanh; spectral radius 0.9, 0.95, 0.99), and no more than torchdeq's "
     "Anderson where torchdeq is installed",
-    kind="course", value=ANDERSON_RATIO,
+    kind="course",
+    value=ANDERSON_RATIO,
     why="nothing numeric is published ('far fewer iterations'); the course reads 'far fewer' as at least "
-        "a 2x saving, a margin no counting convention (off-by-one, where the stopping test sits) can "
-        "produce when Picard needs 100 to 1500 evaluations; the problems are fixed and float64, so the "
-        "counts are deterministic and need no seeds")
+    "a 2x saving, a margin no counting convention (off-by-one, where the stopping test sits) can "
+    "produce when Picard needs 100 to 1500 evaluations; the problems are fixed and float64, so the "
+    "counts are deterministic and need no seeds",
+)
 
 
 @claim(
     id="anderson-vs-picard",
     claim="Anderson acceleration reaches 1e-8 relative residual in at most half of Picard's evaluations "
-          "on contractions with spectral radius 0.9-0.99 (and in no more than torchdeq's Anderson)",
+    "on contractions with spectral radius 0.9-0.99 (and in no more than torchdeq's Anderson)",
     source="Walker & Ni 2011 (Anderson acceleration); Bai et al. 2019 (DEQ), sec. 3.1",
     published="Anderson/Broyden converge in far fewer iterations than naive fixed-point iteration",
     lesson="06",
@@ -75,16 +83,20 @@ def measure_anderson(quick: bool) -> Measurement:
     ps = f.problems
     if f.torchdeq_compared:
         n_slower = sum(p.torchdeq_not_reached for p in ps)
-        ref_text = (f"; torchdeq's Anderson (defaults m=6, lam=1e-4) needed more on all {len(ps)}"
-                    if all(p.not_worse_than_torchdeq for p in ps) else "; torchdeq's Anderson needed fewer on some") \
-            + (f" ({n_slower} not at 1e-8 within 3x our count)" if n_slower else "")
+        ref_text = (
+            f"; torchdeq's Anderson (defaults m=6, lam=1e-4) needed more on all {len(ps)}"
+            if all(p.not_worse_than_torchdeq for p in ps)
+            else "; torchdeq's Anderson needed fewer on some"
+        ) + (f" ({n_slower} not at 1e-8 within 3x our count)" if n_slower else "")
     else:
         ref_text = "; torchdeq not installed, its Anderson not compared"
     ratios = [p.ratio for p in ps]
-    measured = (f"{len(ps)} contractions (rho 0.9-0.99): Anderson {min(p.anderson for p in ps)}-"
-                f"{max(p.anderson for p in ps)} evaluations vs Picard {min(p.picard for p in ps)}-"
-                f"{max(p.picard for p in ps)} (ratio {min(ratios):.2f}-{max(ratios):.2f}, threshold "
-                f"{ANDERSON_THRESHOLD.value:g}){ref_text}")
+    measured = (
+        f"{len(ps)} contractions (rho 0.9-0.99): Anderson {min(p.anderson for p in ps)}-"
+        f"{max(p.anderson for p in ps)} evaluations vs Picard {min(p.picard for p in ps)}-"
+        f"{max(p.picard for p in ps)} (ratio {min(ratios):.2f}-{max(ratios):.2f}, threshold "
+        f"{ANDERSON_THRESHOLD.value:g}){ref_text}"
+    )
     problems = {p.name: {k: v for k, v in asdict(p).items() if k not in ("name", "cells")} for p in ps}
     return Measurement(measured, f.verdict, {"problems": problems, "largest_ratio": max(ratios)})
 
@@ -96,18 +108,20 @@ HUTCHINSON_CITATION = "Hutchinson 1989 (Commun. Stat. Simul. Comput. 18(3):1059-
 HUTCHINSON_THRESHOLD = Threshold(
     "|mean of the single-probe estimates - exact ||df/dz||_F^2| <= 2 % of the exact value on each of three "
     "blocks (state dims 4, 8, 16), with 20,000 probes (quick) or 100,000 (full)",
-    kind="course", value=0.02,
+    kind="course",
+    value=0.02,
     why="unbiasedness is exact only in expectation; a mean of M probes carries a standard error of "
-        "(single-probe sd)/sqrt(M), and on these blocks the single-probe sd is below 0.9x the exact value, so "
-        "the standard error is below 0.65 % at 20,000 probes and 0.3 % at 100,000: 2 % is more than 3 "
-        "(quick) and 6 (full) standard errors for an unbiased estimator, while a bias of a few percent fails; "
-        "the probes are seeded, so the check is deterministic")
+    "(single-probe sd)/sqrt(M), and on these blocks the single-probe sd is below 0.9x the exact value, so "
+    "the standard error is below 0.65 % at 20,000 probes and 0.3 % at 100,000: 2 % is more than 3 "
+    "(quick) and 6 (full) standard errors for an unbiased estimator, while a bias of a few percent fails; "
+    "the probes are seeded, so the check is deterministic",
+)
 
 
 @claim(
     id="hutchinson-unbiased",
     claim="The Hutchinson estimate of ||df/dz||_F^2 is unbiased: its mean over many probes is within 2% "
-          "of the exact value",
+    "of the exact value",
     source=f"{HUTCHINSON_CITATION}; Bai et al. 2021 (Jacobian regularisation of DEQs), sec. 3",
     published="unbiased; variance falls as 1/M probes",
     lesson="06",
@@ -118,10 +132,14 @@ def measure_hutchinson(quick: bool) -> Measurement:
     checks = hutchinson_study(n_probes=n_probes)
     holds = all(c.rel_error <= HUTCHINSON_THRESHOLD.value for c in checks)
     measured = f"{n_probes:,} probes; " + "; ".join(
-        f"dim {c.dim}: exact {c.exact:.3f}, mean {c.mean:.3f} ({c.rel_error:.2%} off, "
-        f"{c.z_score:.1f} standard errors)" for c in checks)
-    return Measurement(measured, ClaimVerdict.HOLDS if holds else ClaimVerdict.DOES_NOT_HOLD,
-                       {"n_probes": n_probes, "rows": [c.as_dict() for c in checks]})
+        f"dim {c.dim}: exact {c.exact:.3f}, mean {c.mean:.3f} ({c.rel_error:.2%} off, {c.z_score:.1f} standard errors)"
+        for c in checks
+    )
+    return Measurement(
+        measured,
+        ClaimVerdict.HOLDS if holds else ClaimVerdict.DOES_NOT_HOLD,
+        {"n_probes": n_probes, "rows": [c.as_dict() for c in checks]},
+    )
 
 
 # --- deq-iteration-growth ----------------------------------------------------------------------------
@@ -131,10 +149,12 @@ GROWTH_THRESHOLD = Threshold(
     "the paper's curve: early training), the 95 % interval over seeds wholly above 3x. This reading decides; "
     "the same test against the first 2 % of training and against epoch 0 (the untrained block) is shown "
     "beside it and does not decide",
-    kind="published", value=GROWTH_FACTOR,
+    kind="published",
+    value=GROWTH_FACTOR,
     why="'more than 3x by the end of training' (Bai et al. 2021) means 3x; their fig. 1 plots NFE against "
-        "training steps from early training on, so the start is read as the first tenth of training, "
-        "not the block before any update")
+    "training steps from early training on, so the start is read as the first tenth of training, "
+    "not the block before any update",
+)
 
 
 @claim(
@@ -155,22 +175,32 @@ def measure_growth(quick: bool) -> Measurement:
         f"{n} seeds, {config.epochs} epochs; end over start: "
         + "; ".join(f"{GROWTH_READINGS[b]} {j.text()}" for b, j in g.readings.items())
         + f" [{parts_text(verdicts)}; the first decides]. The first tenth already needs "
-          f"{g.early_over_untrained.text()} the untrained block's iterations. Iterations by tenth of training "
-          f"(mean over seeds): " + ", ".join(f"{v:.1f}" for v in g.curve)
+        f"{g.early_over_untrained.text()} the untrained block's iterations. Iterations by tenth of training "
+        f"(mean over seeds): "
+        + ", ".join(f"{v:.1f}" for v in g.curve)
         + f". Solves at the {config.max_iter}-iteration cap, first tenth / middle / last tenth: "
         + " / ".join(f"{g.cap_hits[p]} ({g.seeds_capped[p]} of {n} seeds)" for p in PHASES)
         + f"; {g.seeds_at_cap_at_end} of {n} seeds sit at the cap through the last tenth (failed solves; their "
-          f"ratios are lower bounds)"
-        + (f". Spectral radius of df/dz at the fixed point (mean over {config.probe_points} inputs, median over "
-           f"seeds) by epoch: {rho_text(g.spectral)}." if g.spectral else ".")
+        f"ratios are lower bounds)"
+        + (
+            f". Spectral radius of df/dz at the fixed point (mean over {config.probe_points} inputs, median over "
+            f"seeds) by epoch: {rho_text(g.spectral)}."
+            if g.spectral
+            else "."
+        )
     )
-    details = {"readings": {b: j.as_dict() for b, j in g.readings.items()}, "decides": "first tenth",
-               "early_over_untrained": g.early_over_untrained.as_dict(), "curve_by_tenths": list(g.curve),
-               "cap_hits_per_phase": g.cap_hits, "seeds_with_cap_hits_per_phase": g.seeds_capped,
-               "seeds_at_cap_at_end": g.seeds_at_cap_at_end,
-               "spectral_radius": [checkpoint_dict(c) for c in g.spectral],
-               "per_seed_curve": {r.seed: curve_by_tenths(r.log.forward_iters) for r in runs},
-               "config": asdict(config)}
+    details = {
+        "readings": {b: j.as_dict() for b, j in g.readings.items()},
+        "decides": "first tenth",
+        "early_over_untrained": g.early_over_untrained.as_dict(),
+        "curve_by_tenths": list(g.curve),
+        "cap_hits_per_phase": g.cap_hits,
+        "seeds_with_cap_hits_per_phase": g.seeds_capped,
+        "seeds_at_cap_at_end": g.seeds_at_cap_at_end,
+        "spectral_radius": [checkpoint_dict(c) for c in g.spectral],
+        "per_seed_curve": {r.seed: curve_by_tenths(r.log.forward_iters) for r in runs},
+        "config": asdict(config),
+    }
     verdict = g.decisive.verdict
     return Measurement(measured, verdict, details, seeds=_seeds_if_undecided(verdict, n))
 
@@ -184,9 +214,11 @@ JACREG_THRESHOLD = Threshold(
     f"it does not hold; one wholly below ratio 1 that reaches it holds); 'fewer at all' (< 1) shown beside it, "
     f"not deciding. Slightly worse fit: test-MSE ratio > 1 (worse) and, when worse, <= {JACREG_FIT_RATIO:.4f} "
     f"(published perplexity 24.9/24.0, +3.75 %), both needed. Both parts must hold",
-    kind="published", value=JACREG_NFE_RATIO,
+    kind="published",
+    value=JACREG_NFE_RATIO,
     why="the published figures are the only sizes given; perplexity and MSE are different scales, so the "
-        "fit is compared as a relative change of the task's test error, the one measure they share")
+    "fit is compared as a relative change of the task's test error, the one measure they share",
+)
 
 
 @claim(
@@ -215,10 +247,15 @@ def measure_regularization(quick: bool) -> Measurement:
         f"{ro['with'].rho_mean:.2f}, {ro['with'].rho_max:.2f}, {ro['with'].frac_above_1:.0%} with "
         f"({ro['with'].seeds_above_1} of {ro['with'].seeds}). Parts: {parts_text(f.parts)}"
     )
-    details = {"weight": f.weight, "parts": {k: v.value for k, v in f.parts.items()},
-               "fewer": {k: j.as_dict() for k, j in f.fewer.items()},
-               "worse": {k: j.as_dict() for k, j in f.worse.items()},
-               "iters": f.iters, "test_mse": f.test_mse, "rho_end": {k: checkpoint_dict(c) for k, c in ro.items()}}
+    details = {
+        "weight": f.weight,
+        "parts": {k: v.value for k, v in f.parts.items()},
+        "fewer": {k: j.as_dict() for k, j in f.fewer.items()},
+        "worse": {k: j.as_dict() for k, j in f.worse.items()},
+        "iters": f.iters,
+        "test_mse": f.test_mse,
+        "rho_end": {k: checkpoint_dict(c) for k, c in ro.items()},
+    }
     return Measurement(measured, f.verdict, details, seeds=_seeds_if_undecided(f.verdict, f.seeds))
 
 
@@ -228,10 +265,12 @@ TRUNCATION_THRESHOLD = Threshold(
     "the ImageNet figure (77.5 % vs 75.9 % top-1) is not measurable here; the analogue holds when the DEQ's "
     "test MSE is lower than the same block truncated to 5 unrolled steps, the 95 % interval of the per-seed "
     "ratio truncated/DEQ wholly above 1. Verdict: the two parts combined (the ImageNet part is never decided)",
-    kind="course", value=1.0,
+    kind="course",
+    value=1.0,
     why="the published result is a 1.6-point top-1 gap on ImageNet, which has no counterpart in a 1-D "
-        "regression's MSE; the course tests its direction (the DEQ better than its truncation) on the "
-        "nearest analogue the lesson trains, and says the ImageNet figure itself is not measured")
+    "regression's MSE; the course tests its direction (the DEQ better than its truncation) on the "
+    "nearest analogue the lesson trains, and says the ImageNet figure itself is not measured",
+)
 
 
 @claim(
@@ -252,6 +291,10 @@ def measure_truncation(quick: bool) -> Measurement:
         f"DEQ's {f.ratio.text()} (median MSE {f.test_mse['truncated']:.3f} vs DEQ {f.test_mse['DEQ']:.3f}; "
         f"truncated better on {f.truncated_better_on} of {n} seeds). Parts: {parts_text(f.parts)}"
     )
-    details = {"ratio": f.ratio.as_dict(), "test_mse": f.test_mse, "truncated_better_on": f.truncated_better_on,
-               "parts": {k: v.value for k, v in f.parts.items()}}
+    details = {
+        "ratio": f.ratio.as_dict(),
+        "test_mse": f.test_mse,
+        "truncated_better_on": f.truncated_better_on,
+        "parts": {k: v.value for k, v in f.parts.items()},
+    }
     return Measurement(measured, f.verdict, details, seeds=_seeds_if_undecided(f.verdict, n))

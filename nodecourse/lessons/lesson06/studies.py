@@ -1,5 +1,6 @@
 """Lesson 6's studies: the functions that measure, each cached per arguments (:func:`cached_study`),
 each returning frozen, typed results that the figures, the findings and the ledger rows read."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -33,15 +34,30 @@ class SolverProblemRuns:
 
 
 @cached_study
-def solver_study(*, rhos=SOLVER_RHOS, kinds=SOLVER_KINDS, tol: float = 1e-8, dim: int = 50,
-                 torchdeq: bool = True, torchdeq_budget: float | None = 3.0) -> tuple[SolverProblemRuns, ...]:
+def solver_study(
+    *,
+    rhos=SOLVER_RHOS,
+    kinds=SOLVER_KINDS,
+    tol: float = 1e-8,
+    dim: int = 50,
+    torchdeq: bool = True,
+    torchdeq_budget: float | None = 3.0,
+) -> tuple[SolverProblemRuns, ...]:
     """Evaluations of f to ``tol`` relative residual for every solver on every contraction (float64).
 
     torchdeq's solvers (when installed) get up to ``torchdeq_budget`` times our evaluations.
     """
-    return tuple(SolverProblemRuns(k, r, tuple(compare_solvers(contraction(k, r, dim=dim), tol=tol, torchdeq=torchdeq,
-                                                               torchdeq_budget=torchdeq_budget)))
-                 for k in kinds for r in rhos)
+    return tuple(
+        SolverProblemRuns(
+            k,
+            r,
+            tuple(
+                compare_solvers(contraction(k, r, dim=dim), tol=tol, torchdeq=torchdeq, torchdeq_budget=torchdeq_budget)
+            ),
+        )
+        for k in kinds
+        for r in rhos
+    )
 
 
 # --- Hutchinson -------------------------------------------------------------------------------------
@@ -65,13 +81,20 @@ class HutchinsonCheck:
 
     def as_dict(self) -> dict:
         """The numbers, without the running mean (for a row's ``details``)."""
-        return {"dim": self.dim, "exact": self.exact, "mean": self.mean, "std": self.std,
-                "rel_error": self.rel_error, "z_score": self.z_score}
+        return {
+            "dim": self.dim,
+            "exact": self.exact,
+            "mean": self.mean,
+            "std": self.std,
+            "rel_error": self.rel_error,
+            "z_score": self.z_score,
+        }
 
 
 @cached_study
-def hutchinson_study(*, n_probes: int = 20_000, dims=HUTCHINSON_DIMS, seed: int = 0,
-                     dtype: torch.dtype = torch.float64) -> tuple[HutchinsonCheck, ...]:
+def hutchinson_study(
+    *, n_probes: int = 20_000, dims=HUTCHINSON_DIMS, seed: int = 0, dtype: torch.dtype = torch.float64
+) -> tuple[HutchinsonCheck, ...]:
     """For an equilibrium block per ``dim`` at a random point: the exact ||df/dz||_F^2 and ``n_probes``
     single-probe Hutchinson estimates (one batched VJP: the point is replicated ``n_probes`` times)."""
     out = []
@@ -89,8 +112,17 @@ def hutchinson_study(*, n_probes: int = 20_000, dims=HUTCHINSON_DIMS, seed: int 
         est = jacobian_regularizer(f_out, zr, 1, reduction="none", generator=gen).detach()  # (n_probes,)
         running = torch.cumsum(est, 0) / torch.arange(1, n_probes + 1, dtype=dtype)
         mean, std = float(est.mean()), float(est.std())
-        out.append(HutchinsonCheck(dim, exact, mean, std, abs(mean - exact) / exact,
-                                   abs(mean - exact) / (std / n_probes ** 0.5), tuple(running[::10].tolist())))
+        out.append(
+            HutchinsonCheck(
+                dim,
+                exact,
+                mean,
+                std,
+                abs(mean - exact) / exact,
+                abs(mean - exact) / (std / n_probes**0.5),
+                tuple(running[::10].tolist()),
+            )
+        )
     return tuple(out)
 
 
@@ -129,8 +161,14 @@ class GradientMemoryStudy:
 
 
 @cached_study
-def gradient_memory_study(*, iterations=(5, 10, 20, 40, 80), state_dim: int = 16, batch: int = 32,
-                          seed: int = 0, dtype: torch.dtype = torch.float64) -> GradientMemoryStudy:
+def gradient_memory_study(
+    *,
+    iterations=(5, 10, 20, 40, 80),
+    state_dim: int = 16,
+    batch: int = 32,
+    seed: int = 0,
+    dtype: torch.dtype = torch.float64,
+) -> GradientMemoryStudy:
     """On one contractive equilibrium block (float64): the implicit gradient (tol 1e-12 both ways) against
     unrolled Picard (200 iterations), and for each number n of forward iterations (Picard, exactly n) the
     bytes autograd keeps for backward and each gradient's error against that reference."""
@@ -154,13 +192,23 @@ def gradient_memory_study(*, iterations=(5, 10, 20, 40, 80), state_dim: int = 16
         for mode in ("implicit", "unrolled"):
             # exactly n forward iterations, unconverged on purpose: the study measures how far the implicit
             # gradient is off when the forward solve stops early, so no warning for it
-            deq = DEQ(block, solver="picard", backward=mode, tol=1e-300, max_iter=n, state=state_dim,
-                      backward_tol=1e-12, backward_max_iter=200, warn=False)
+            deq = DEQ(
+                block,
+                solver="picard",
+                backward=mode,
+                tol=1e-300,
+                max_iter=n,
+                state=state_dim,
+                backward_tol=1e-12,
+                backward_max_iter=200,
+                warn=False,
+            )
             row[f"{mode}_bytes"] = saved_tensor_bytes(lambda: deq(x), exclude=params)
             row[f"{mode}_grad_error"] = float((grads(deq) - ref).norm() / ref.norm())
         points.append(GradientMemoryPoint(n, **row))
-    return GradientMemoryStudy(agreement, imp_deq.stats["forward_iters"], imp_deq.stats["backward_iters"],
-                               tuple(points))
+    return GradientMemoryStudy(
+        agreement, imp_deq.stats["forward_iters"], imp_deq.stats["backward_iters"], tuple(points)
+    )
 
 
 # --- Training: iteration growth, the regulariser, truncation ---------------------------------------
@@ -191,8 +239,9 @@ def final_iters(run: TrainRun) -> float:
     return run.final_iters
 
 
-def train_variant(name: str, jac_weight: float, options: dict, seed: int, config: DEQTrainConfig,
-                  progress: bool = False) -> TrainRun:
+def train_variant(
+    name: str, jac_weight: float, options: dict, seed: int, config: DEQTrainConfig, progress: bool = False
+) -> TrainRun:
     """Train one variant on one seed of the synthetic regression of Bai et al. 2021."""
     x, y = bai_synthetic(config.n_train, seed=seed)
     xt, yt = bai_synthetic(config.n_test, seed=10_000 + seed)
@@ -201,16 +250,28 @@ def train_variant(name: str, jac_weight: float, options: dict, seed: int, config
     implicit = options.get("backward", "implicit") == "implicit"
     # rho(df/dz) at the fixed point on a grid of inputs, at a few epochs (exact eigenvalues, 64 x 16 x 16:
     # cheap); the truncated block has no fixed point to probe.
-    probes = dict(probe_x=torch.linspace(-2, 2, config.probe_points).unsqueeze(1),
-                  probe_epochs=probe_epochs(config)) if implicit else {}
-    log = fit_deq(model, x, y, epochs=config.epochs, lr=config.lr, jac_weight=jac_weight, seed=seed,
-                  progress=progress, desc=f"{name}, seed {seed}", **probes)
+    probes = (
+        dict(probe_x=torch.linspace(-2, 2, config.probe_points).unsqueeze(1), probe_epochs=probe_epochs(config))
+        if implicit
+        else {}
+    )
+    log = fit_deq(
+        model,
+        x,
+        y,
+        epochs=config.epochs,
+        lr=config.lr,
+        jac_weight=jac_weight,
+        seed=seed,
+        progress=progress,
+        desc=f"{name}, seed {seed}",
+        **probes,
+    )
     model.eval()
     with torch.no_grad():
         mse = float(torch.mean((model(xt) - yt) ** 2))
         # how far from an equilibrium the trained block's output is: one solve at the course tolerance
-        probe = DEQ(model.block, solver=config.solver, tol=config.tol, max_iter=config.max_iter,
-                    state=config.state_dim)
+        probe = DEQ(model.block, solver=config.solver, tol=config.tol, max_iter=config.max_iter, state=config.state_dim)
         probe(xt)
     return TrainRun(name, seed, jac_weight, log, mse, probe.stats["forward_iters"], probe.stats["forward_residual"])
 
@@ -221,5 +282,6 @@ def training_study(config: DEQTrainConfig, progress: bool = False) -> tuple[Trai
     from tqdm.auto import tqdm
 
     jobs = [(v, s) for s in config.seeds for v in variants(config)]
-    return tuple(train_variant(*v, s, config) for v, s in tqdm(jobs, desc="DEQ runs", disable=not progress,
-                                                                leave=False))
+    return tuple(
+        train_variant(*v, s, config) for v, s in tqdm(jobs, desc="DEQ runs", disable=not progress, leave=False)
+    )

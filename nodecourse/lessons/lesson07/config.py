@@ -1,4 +1,5 @@
 """Lesson 7's sizes and solver settings, fixed before anything runs (frozen: studies are cached per configuration)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,6 +1,7 @@
 """Lesson 7's findings: verdicts and the numbers its sentences and tables quote, computed from the studies'
 results. The ``*_findings`` functions judge the rows' thresholds; the :class:`~nodecourse.lessons.study.Findings`
 classes render the lesson's tables and sentences (a cell shows them in one line)."""
+
 from __future__ import annotations
 
 import statistics
@@ -43,23 +44,31 @@ def summary_table(runs, timings: dict | None = None) -> list[dict]:
         acc_mean, acc_sd = _mean_sd([r.accuracy for r in rs])
         per_input = [w for r in rs for w in r.work_per_input]
         peaks = [r.peak_bytes for r in rs if r.peak_bytes is not None]
-        rows.append({
-            "model": name,
-            "accuracy_mean": acc_mean, "accuracy_sd": acc_sd, "seeds": len(rs),
-            "parameters": rs[0].n_parameters,
-            "saved_kib": statistics.fmean(r.saved_bytes for r in rs) / 1024,
-            "peak_mib": statistics.fmean(peaks) / 2**20 if peaks else None,
-            "work_mean": statistics.fmean(per_input), "work_min": min(per_input), "work_max": max(per_input),
-            "work_last_epoch": statistics.fmean(r.work_per_epoch[-1] for r in rs),
-            "work_first_epoch": statistics.fmean(r.work_per_epoch[0] for r in rs),
-            "backward_work": (statistics.fmean(r.backward_work for r in rs)
-                              if rs[0].backward_work is not None else None),
-            "train_s": statistics.fmean(r.train_seconds for r in rs),
-            "inference_ms_per_1000": statistics.fmean(r.inference_seconds_per_1000 for r in rs) * 1000,
-        })
+        rows.append(
+            {
+                "model": name,
+                "accuracy_mean": acc_mean,
+                "accuracy_sd": acc_sd,
+                "seeds": len(rs),
+                "parameters": rs[0].n_parameters,
+                "saved_kib": statistics.fmean(r.saved_bytes for r in rs) / 1024,
+                "peak_mib": statistics.fmean(peaks) / 2**20 if peaks else None,
+                "work_mean": statistics.fmean(per_input),
+                "work_min": min(per_input),
+                "work_max": max(per_input),
+                "work_last_epoch": statistics.fmean(r.work_per_epoch[-1] for r in rs),
+                "work_first_epoch": statistics.fmean(r.work_per_epoch[0] for r in rs),
+                "backward_work": (
+                    statistics.fmean(r.backward_work for r in rs) if rs[0].backward_work is not None else None
+                ),
+                "train_s": statistics.fmean(r.train_seconds for r in rs),
+                "inference_ms_per_1000": statistics.fmean(r.inference_seconds_per_1000 for r in rs) * 1000,
+            }
+        )
         if timings is not None:
             rows[-1]["inference_ms_per_1000"] = 1e6 * statistics.fmean(
-                t / n for t, n in zip(timings.inference_s[name], timings.n_test))
+                t / n for t, n in zip(timings.inference_s[name], timings.n_test)
+            )
             rows[-1]["train_step_ms"] = 1000 * statistics.fmean(timings.train_step_s[name])
     return rows
 
@@ -68,18 +77,26 @@ def format_summary(rows: list[dict], annulus: dict[str, str] | None = None) -> s
     """The capstone table as Markdown (for ``IPython.display.Markdown``); text cells escaped, so a
     ``|x|`` in the annulus column cannot cut its cell."""
     step = all("train_step_ms" in r for r in rows)
-    head = ("| model | test accuracy (mean ± sd) | parameters | saved for backward (KiB) | peak training "
-            "memory (MiB) | forward work per input | whole training run (s) | "
-            + ("train step (ms, median) | inference (ms / 1000 inputs, median)" if step
-               else "inference (ms / 1000 inputs)") + " | annulus |")
+    head = (
+        "| model | test accuracy (mean ± sd) | parameters | saved for backward (KiB) | peak training "
+        "memory (MiB) | forward work per input | whole training run (s) | "
+        + ("train step (ms, median) | inference (ms / 1000 inputs, median)" if step else "inference (ms / 1000 inputs)")
+        + " | annulus |"
+    )
     lines = [head, "|" + "---|" * (10 if step else 9)]
     for r in rows:
         unit = WORK_UNITS[r["model"]]
-        work = (f"{r['work_mean']:.0f} {unit}" if r["work_min"] == r["work_max"]
-                else f"{r['work_mean']:.1f} {unit} ({r['work_min']:.0f}–{r['work_max']:.0f})")
+        work = (
+            f"{r['work_mean']:.0f} {unit}"
+            if r["work_min"] == r["work_max"]
+            else f"{r['work_mean']:.1f} {unit} ({r['work_min']:.0f}–{r['work_max']:.0f})"
+        )
         peak = "n/a" if r["peak_mib"] is None else f"{r['peak_mib']:.1f}"
-        times = (f"| {r['train_s']:.1f} " + (f"| {r['train_step_ms']:.1f} " if step else "")
-                 + f"| {r['inference_ms_per_1000']:.0f} ")
+        times = (
+            f"| {r['train_s']:.1f} "
+            + (f"| {r['train_step_ms']:.1f} " if step else "")
+            + f"| {r['inference_ms_per_1000']:.0f} "
+        )
         lines.append(
             f"| {r['model']} | {100 * r['accuracy_mean']:.1f} ± {100 * r['accuracy_sd']:.1f} % ({r['seeds']} seeds) "
             f"| {r['parameters']:,} | {r['saved_kib']:.0f} | {peak} | {escape_markdown_cell(work)} {times}"
@@ -89,7 +106,7 @@ def format_summary(rows: list[dict], annulus: dict[str, str] | None = None) -> s
 
 
 def annulus_row(quick: bool = True) -> dict[str, str]:
-    """"Can it represent the annulus", per model, from lesson 3's study (same configuration as its
+    """ "Can it represent the annulus", per model, from lesson 3's study (same configuration as its
     ledger row, so the runs are shared when both run in one process). Lesson 3 trained a plain
     neural ODE and a ResNet; the DEQ and the unrolled block were not trained on the annulus."""
     from nodecourse.lessons import lesson03
@@ -104,8 +121,10 @@ def annulus_row(quick: bool = True) -> dict[str, str]:
     anode_ok = sum(by["ANODE", s].probes[1.25].min_margin > 0 for s in config.seeds)
     return {
         "ResNet": f"yes: positive margin on |x|=1.25 on {resnet_ok}/{n} seeds (lesson 3)",
-        "Neural ODE": (f"not in its own dimension: wrong arc on |x|=1.25 on {arc}/{n} seeds; with one extra "
-                       f"dimension, margin positive on {anode_ok}/{n} (lesson 3)"),
+        "Neural ODE": (
+            f"not in its own dimension: wrong arc on |x|=1.25 on {arc}/{n} seeds; with one extra "
+            f"dimension, margin positive on {anode_ok}/{n} (lesson 3)"
+        ),
         "DEQ": "not measured (lesson 3 trained the flows and a ResNet only)",
         "Unrolled": "not measured (lesson 3 trained the flows and a ResNet only)",
     }
@@ -129,10 +148,19 @@ def mismatch_findings(mismatch: dict, config: CapstoneConfig, *, min_seeds: int 
     v_un, iv_un, why_un = judge(drops, MISMATCH.value, above=True, min_seeds=min_seeds)
     v_deq, iv_deq, why_deq = judge(changes, MISMATCH_DEQ_SLACK, above=False, min_seeds=min_seeds)
     parts = {"unrolled loses >= 5 points": v_un, "DEQ moves <= 1 point": v_deq}
-    return {"unrolled_by_steps": un_mean, "worst_steps": worst_k, "drops": drops, "drop_interval": iv_un,
-            "deq_as_trained": statistics.fmean(as_trained), "deq_tight": statistics.fmean(tight),
-            "deq_changes": changes, "deq_interval": iv_deq, "reasons": {"unrolled": why_un, "deq": why_deq},
-            "parts": parts, "verdict": combine(parts)}
+    return {
+        "unrolled_by_steps": un_mean,
+        "worst_steps": worst_k,
+        "drops": drops,
+        "drop_interval": iv_un,
+        "deq_as_trained": statistics.fmean(as_trained),
+        "deq_tight": statistics.fmean(tight),
+        "deq_changes": changes,
+        "deq_interval": iv_deq,
+        "reasons": {"unrolled": why_un, "deq": why_deq},
+        "parts": parts,
+        "verdict": combine(parts),
+    }
 
 
 def memory_findings(mem: dict) -> dict:
@@ -174,8 +202,13 @@ def reduction_findings(deq_bytes: dict[str, list[float | None]], peers: dict, *,
         best = max(red, key=lambda p: statistics.fmean(red[p]))
         verdict, iv, why = judge(red[best], MEMORY_REDUCTION.value, above=True, min_seeds=min_seeds)
         verdicts[f"{reading} bytes"] = verdict
-        out["readings"][reading] = {"reductions": red, "best_peer": best, "interval": iv, "verdict": verdict,
-                                    "reason": why}
+        out["readings"][reading] = {
+            "reductions": red,
+            "best_peer": best,
+            "interval": iv,
+            "verdict": verdict,
+            "reason": why,
+        }
     out["parts"] = verdicts
     out["verdict"] = combine(verdicts)
     return out
@@ -189,10 +222,16 @@ def adaptive_findings(sweep: list[dict], train_tol: float, *, min_seeds: int = 3
     """Judge :data:`ADAPTIVE` (per-input NFE spread at the training tolerance) and the reading
     :data:`ADAPTIVE_OTHER` (the same at the other swept tolerances: holds if it holds at one)."""
     tols = sorted({row["tol"] for row in sweep}, reverse=True)
-    spread = {t: {s: max(r["nfe_per_input"]) - min(r["nfe_per_input"]) for s, r in _by_seed(sweep, t).items()}
-              for t in tols}
-    ranges = {t: (min(min(r["nfe_per_input"]) for r in _by_seed(sweep, t).values()),
-                  max(max(r["nfe_per_input"]) for r in _by_seed(sweep, t).values())) for t in tols}
+    spread = {
+        t: {s: max(r["nfe_per_input"]) - min(r["nfe_per_input"]) for s, r in _by_seed(sweep, t).items()} for t in tols
+    }
+    ranges = {
+        t: (
+            min(min(r["nfe_per_input"]) for r in _by_seed(sweep, t).values()),
+            max(max(r["nfe_per_input"]) for r in _by_seed(sweep, t).values()),
+        )
+        for t in tols
+    }
     judged = {t: judge(list(spread[t].values()), ADAPTIVE.value, above=True, min_seeds=min_seeds) for t in tols}
     main = judged[train_tol][0]
     others = [judged[t][0] for t in tols if t != train_tol]
@@ -203,9 +242,14 @@ def adaptive_findings(sweep: list[dict], train_tol: float, *, min_seeds: int = 3
     else:
         other = ClaimVerdict.DOES_NOT_HOLD
     readings = {"at the training tolerance": main, "at another test-time tolerance": other}
-    return {"spread": spread, "ranges": ranges, "verdict_by_tol": {t: v[0] for t, v in judged.items()},
-            "interval_by_tol": {t: v[1] for t, v in judged.items()}, "readings": readings,
-            "verdict": combine(readings)}
+    return {
+        "spread": spread,
+        "ranges": ranges,
+        "verdict_by_tol": {t: v[0] for t, v in judged.items()},
+        "interval_by_tol": {t: v[1] for t, v in judged.items()},
+        "readings": readings,
+        "verdict": combine(readings),
+    }
 
 
 def dial_findings(sweep: list[dict], train_tol: float, *, min_seeds: int = 3) -> dict:
@@ -227,8 +271,15 @@ def dial_findings(sweep: list[dict], train_tol: float, *, min_seeds: int = 3) ->
         parts = {"NFE >= 20 % lower": v_save, "accuracy <= 1 point lower": v_loss}
         # No saving, no dial: an unchanged accuracy then says nothing about the trade-off.
         verdict = ClaimVerdict.DOES_NOT_HOLD if v_save is ClaimVerdict.DOES_NOT_HOLD else combine(parts)
-        per_tol[t] = {"saving": saving, "time_saving": time_saving, "loss": loss, "saving_interval": iv_save,
-                      "loss_interval": iv_loss, "parts": parts, "verdict": verdict}
+        per_tol[t] = {
+            "saving": saving,
+            "time_saving": time_saving,
+            "loss": loss,
+            "saving_interval": iv_save,
+            "loss_interval": iv_loss,
+            "parts": parts,
+            "verdict": verdict,
+        }
     order = (ClaimVerdict.HOLDS, ClaimVerdict.HOLDS_IN_PART, ClaimVerdict.UNDECIDED, ClaimVerdict.DOES_NOT_HOLD)
     verdicts = [v["verdict"] for v in per_tol.values()]
     verdict = next((v for v in order if v in verdicts), ClaimVerdict.UNDECIDED)
@@ -237,8 +288,10 @@ def dial_findings(sweep: list[dict], train_tol: float, *, min_seeds: int = 3) ->
 
 def cost_ratios(timings: Timings, name: str, base: str = "ResNet") -> dict[str, list[float]]:
     """Per seed, ``name``'s time over ``base``'s: ``{"inference": [...], "train": [...]}``."""
-    return {"inference": [a / b for a, b in zip(timings.inference_s[name], timings.inference_s[base])],
-            "train": [a / b for a, b in zip(timings.train_step_s[name], timings.train_step_s[base])]}
+    return {
+        "inference": [a / b for a, b in zip(timings.inference_s[name], timings.inference_s[base])],
+        "train": [a / b for a, b in zip(timings.train_step_s[name], timings.train_step_s[base])],
+    }
 
 
 def cost_findings(timings: Timings, *, min_seeds: int = 5) -> dict:
@@ -249,8 +302,13 @@ def cost_findings(timings: Timings, *, min_seeds: int = 5) -> dict:
     v_train, iv_train, _ = judge_median(ratios["train"], DEQ_TRAIN_COST.value, above=True, min_seeds=min_seeds)
     v_inf, iv_inf, _ = judge_median(ratios["inference"], DEQ_INFER_COST.value, above=True, min_seeds=min_seeds)
     parts = {f"training >= {DEQ_TRAIN_COST.value:g}x": v_train, f"inference >= {DEQ_INFER_COST.value:g}x": v_inf}
-    return {"ratios": ratios, "train_interval": iv_train, "inference_interval": iv_inf, "parts": parts,
-            "verdict": combine(parts)}
+    return {
+        "ratios": ratios,
+        "train_interval": iv_train,
+        "inference_interval": iv_inf,
+        "parts": parts,
+        "verdict": combine(parts),
+    }
 
 
 def parity_findings(runs, *, min_seeds: int = 3) -> dict:
@@ -269,8 +327,15 @@ def parity_findings(runs, *, min_seeds: int = 3) -> dict:
         by_model[n], intervals[n], _ = judge(d, PARITY.value, above=False, min_seeds=min_seeds)
     trained = min(means.values()) >= 100 * TRAINED_FLOOR
     verdict = combine(by_model) if trained else ClaimVerdict.UNDECIDED
-    return {"means": means, "deficits": deficits, "by_model": by_model, "intervals": intervals,
-            "trained": trained, "verdict": verdict, "seeds": len(seeds)}
+    return {
+        "means": means,
+        "deficits": deficits,
+        "by_model": by_model,
+        "intervals": intervals,
+        "trained": trained,
+        "verdict": verdict,
+        "seeds": len(seeds),
+    }
 
 
 # --- what the notebook shows ----------------------------------------------------------------------
@@ -300,14 +365,18 @@ class PerInputWork(Findings):
 
     @classmethod
     def from_runs(cls, runs) -> PerInputWork:
-        return cls(tuple(w for r in runs if r.name == "DEQ" for w in r.work_per_input),
-                   tuple(w for r in runs if r.name == "Neural ODE" for w in r.work_per_input))
+        return cls(
+            tuple(w for r in runs if r.name == "DEQ" for w in r.work_per_input),
+            tuple(w for r in runs if r.name == "Neural ODE" for w in r.work_per_input),
+        )
 
     def markdown(self) -> str:
         (d_lo, d_hi), (o_lo, o_hi) = _span(self.deq_iters), _span(self.ode_nfe)
         ode = f"the same {o_lo:.0f} NFE on every input" if o_lo == o_hi else f"{o_lo:.0f} to {o_hi:.0f} NFE per input"
-        return (f"The DEQ spends {d_lo:.0f} to {d_hi:.0f} iterations per input (mean "
-                f"{statistics.fmean(self.deq_iters):.1f}); the neural ODE, at its training tolerance, spends {ode}.")
+        return (
+            f"The DEQ spends {d_lo:.0f} to {d_hi:.0f} iterations per input (mean "
+            f"{statistics.fmean(self.deq_iters):.1f}); the neural ODE, at its training tolerance, spends {ode}."
+        )
 
 
 @dataclass(frozen=True)
@@ -335,16 +404,29 @@ class ToleranceTable(Findings):
         for t in sorted({r["tol"] for r in sweep}, reverse=True):
             at = [r for r in sweep if r["tol"] == t]
             each = [v for r in at for v in r["nfe_per_input"]]
-            rows.append(ToleranceRow(t, statistics.fmean(r["accuracy"] for r in at),
-                                     statistics.fmean(r["nfe"] for r in at), min(each), max(each),
-                                     statistics.fmean(r["seconds"] for r in at), t == train_tol))
+            rows.append(
+                ToleranceRow(
+                    t,
+                    statistics.fmean(r["accuracy"] for r in at),
+                    statistics.fmean(r["nfe"] for r in at),
+                    min(each),
+                    max(each),
+                    statistics.fmean(r["seconds"] for r in at),
+                    t == train_tol,
+                )
+            )
         return cls(tuple(rows))
 
     def markdown(self) -> str:
-        lines = ["| test-time tolerance | test accuracy | NFE, one batch | NFE per input (min–max) | "
-                 "time, one batch (ms) |", "|---|---|---|---|---|"]
-        lines += [f"| {r.tol:g}{' (trained)' if r.trained else ''} | {100 * r.accuracy:.2f} % | {r.nfe:.0f} | "
-                  f"{r.nfe_min:.0f}–{r.nfe_max:.0f} | {1000 * r.seconds:.1f} |" for r in self.rows]
+        lines = [
+            "| test-time tolerance | test accuracy | NFE, one batch | NFE per input (min–max) | time, one batch (ms) |",
+            "|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {r.tol:g}{' (trained)' if r.trained else ''} | {100 * r.accuracy:.2f} % | {r.nfe:.0f} | "
+            f"{r.nfe_min:.0f}–{r.nfe_max:.0f} | {1000 * r.seconds:.1f} |"
+            for r in self.rows
+        ]
         return "\n".join(lines)
 
 
@@ -365,13 +447,17 @@ class AdaptiveWork(Findings):
     def markdown(self) -> str:
         lo, hi = self.ranges[self.train_tol]
         varied = [f"{t:g} ({a:.0f}–{b:.0f})" for t, (a, b) in self.ranges.items() if b > a and t != self.train_tol]
-        text = (f"At the training tolerance {self.train_tol:g} every test input gets "
-                + (f"the same {lo:.0f} NFE: the per-input adaptation the paper names is not there in this model as "
-                   "trained" if lo == hi else f"{lo:.0f} to {hi:.0f} NFE"))
+        text = f"At the training tolerance {self.train_tol:g} every test input gets " + (
+            f"the same {lo:.0f} NFE: the per-input adaptation the paper names is not there in this model as trained"
+            if lo == hi
+            else f"{lo:.0f} to {hi:.0f} NFE"
+        )
         if varied:
             text += f". Inputs differ at other tolerances: {', '.join(varied)}"
-        return text + (". In one batch the solver takes one set of steps for all inputs (its error norm covers the "
-                       "batch), so a batched model spends the hardest input's work on every input.")
+        return text + (
+            ". In one batch the solver takes one set of steps for all inputs (its error norm covers the "
+            "batch), so a batched model spends the hardest input's work on every input."
+        )
 
 
 @dataclass(frozen=True)
@@ -406,15 +492,22 @@ class TimeRatios(Findings):
 
     def markdown(self) -> str:
         by = {r.model: r for r in self.ratios}
-        lines = ["| model | training step / ResNet's | inference / ResNet's | whole training run / ResNet's |",
-                 "|---|---|---|---|"]
-        lines += [f"| {r.model} | {_ratio_range(r.train)} | {_ratio_range(r.inference)} | {_ratio_range(r.whole)} |"
-                  for r in self.ratios]
+        lines = [
+            "| model | training step / ResNet's | inference / ResNet's | whole training run / ResNet's |",
+            "|---|---|---|---|",
+        ]
+        lines += [
+            f"| {r.model} | {_ratio_range(r.train)} | {_ratio_range(r.inference)} | {_ratio_range(r.whole)} |"
+            for r in self.ratios
+        ]
         ode, deq = by["Neural ODE"], by["DEQ"]
-        lines += ["", f"Over the seeds, the neural ODE's training step takes {_ratio_range(ode.train)} the ResNet's "
-                      f"and its inference {_ratio_range(ode.inference)}; its whole training run took "
-                      f"{_ratio_range(ode.whole)} the ResNet's. The DEQ: training step {_ratio_range(deq.train)}, "
-                      f"inference {_ratio_range(deq.inference)}."]
+        lines += [
+            "",
+            f"Over the seeds, the neural ODE's training step takes {_ratio_range(ode.train)} the ResNet's "
+            f"and its inference {_ratio_range(ode.inference)}; its whole training run took "
+            f"{_ratio_range(ode.whole)} the ResNet's. The DEQ: training step {_ratio_range(deq.train)}, "
+            f"inference {_ratio_range(deq.inference)}.",
+        ]
         return "\n".join(lines)
 
 
@@ -433,8 +526,11 @@ class PeakOrder(Findings):
         if any(v is None for v in self.peak_mib.values()):
             return "The peak of a training step cannot be measured on this platform; the saved bytes above stand."
         order = sorted(self.peak_mib, key=self.peak_mib.get, reverse=True)
-        return (f"Measured peak of one training step (batch {self.batch}), highest first: "
-                + ", ".join(f"{n} {self.peak_mib[n]:.2f} MiB" for n in order) + ".")
+        return (
+            f"Measured peak of one training step (batch {self.batch}), highest first: "
+            + ", ".join(f"{n} {self.peak_mib[n]:.2f} MiB" for n in order)
+            + "."
+        )
 
 
 @dataclass(frozen=True)
@@ -464,19 +560,32 @@ class PeerMemoryTable(Findings):
         saved = statistics.fmean(r.saved_bytes for r in deq)
         peaks = [r.peak_bytes for r in deq]
         peak = None if None in peaks else statistics.fmean(peaks)
-        rows = tuple(PeerMemory(k, p["parameters"], p["saved_bytes"], p["peak_bytes"], 1 - saved / p["saved_bytes"],
-                                None if peak is None or p["peak_bytes"] is None else 1 - peak / p["peak_bytes"])
-                     for k, p in peers.items())
+        rows = tuple(
+            PeerMemory(
+                k,
+                p["parameters"],
+                p["saved_bytes"],
+                p["peak_bytes"],
+                1 - saved / p["saved_bytes"],
+                None if peak is None or p["peak_bytes"] is None else 1 - peak / p["peak_bytes"],
+            )
+            for k, p in peers.items()
+        )
         return cls(saved, peak, rows)
 
     def markdown(self) -> str:
-        lines = ["| peer | parameters | saved for backward (KiB) | DEQ's reduction, saved | measured peak (MiB) | "
-                 "DEQ's reduction, peak |", "|---|---|---|---|---|---|"]
+        lines = [
+            "| peer | parameters | saved for backward (KiB) | DEQ's reduction, saved | measured peak (MiB) | "
+            "DEQ's reduction, peak |",
+            "|---|---|---|---|---|---|",
+        ]
         for p in self.peers:
             peak = "n/a" if p.peak_bytes is None else f"{p.peak_bytes / 2**20:.2f}"
             red = "n/a" if p.peak_reduction is None else f"{100 * p.peak_reduction:.0f} %"
-            lines.append(f"| {escape_markdown_cell(p.name)} | {p.parameters:,} | {p.saved_bytes / 1024:.0f} | "
-                         f"{100 * p.saved_reduction:.0f} % | {peak} | {red} |")
+            lines.append(
+                f"| {escape_markdown_cell(p.name)} | {p.parameters:,} | {p.saved_bytes / 1024:.0f} | "
+                f"{100 * p.saved_reduction:.0f} % | {peak} | {red} |"
+            )
         deq_peak = "n/a" if self.deq_peak is None else f"{self.deq_peak / 2**20:.2f} MiB"
         lines += ["", f"The DEQ (trained): saved {self.deq_saved / 1024:.0f} KiB, peak {deq_peak}."]
         return "\n".join(lines)

@@ -1,5 +1,6 @@
 """Lesson 7's ledger rows (:data:`ROW_IDS`): thin adapters over its studies and findings, each with its threshold
 (:mod:`.thresholds`), declared before anything runs."""
+
 from __future__ import annotations
 
 import statistics
@@ -54,10 +55,10 @@ def _range(values, fmt: str = ".2f", unit: str = "") -> str:
 @claim(
     id="capstone-accuracy-parity",
     claim="At matched parameter count, an explicit ResNet, a neural ODE, a DEQ and an unrolled shared block "
-          "reach about the same test accuracy (digits)",
+    "reach about the same test accuracy (digits)",
     source="Chen et al. 2018 (Neural ODEs), sec. 3 and table 1; Bai et al. 2019 (Deep Equilibrium Models)",
     published="no matched-size comparison of the four: Chen et al.'s MNIST test errors (ResNet 0.41 %, 0.60 M "
-              "parameters; ODE-Net 0.42 %, 0.22 M) compare unmatched sizes, and no DEQ is in that table",
+    "parameters; ODE-Net 0.42 %, 0.22 M) compare unmatched sizes, and no DEQ is in that table",
     lesson="07",
     threshold=PARITY,
 )
@@ -67,26 +68,35 @@ def measure_accuracy_parity(quick: bool) -> Measurement:
     f = parity_findings(runs)
     params = [r.n_parameters for r in runs]
     deficits = "; ".join(
-        f"{n} {_range(d, '+.2f')} ({_iv(f['intervals'][n], '+.2f')})" for n, d in f["deficits"].items())
-    measured = ("test accuracy " + ", ".join(f"{n} {m:.1f}%" for n, m in f["means"].items())
-                + f" ({len(config.seeds)} seeds, {config.epochs} epochs; "
-                f"parameters {min(params):,}–{max(params):,}); "
-                f"deficit to the ResNet in points, per seed: {deficits}. Against {PARITY.value:g} points: "
-                + ", ".join(f"{n} {v.value}" for n, v in f["by_model"].items()))
+        f"{n} {_range(d, '+.2f')} ({_iv(f['intervals'][n], '+.2f')})" for n, d in f["deficits"].items()
+    )
+    measured = (
+        "test accuracy "
+        + ", ".join(f"{n} {m:.1f}%" for n, m in f["means"].items())
+        + f" ({len(config.seeds)} seeds, {config.epochs} epochs; "
+        f"parameters {min(params):,}–{max(params):,}); "
+        f"deficit to the ResNet in points, per seed: {deficits}. Against {PARITY.value:g} points: "
+        + ", ".join(f"{n} {v.value}" for n, v in f["by_model"].items())
+    )
     if not f["trained"]:
         measured += f"; some model is below {100 * TRAINED_FLOOR:.0f} %: under-trained at this scale, run full mode"
     elif len(config.seeds) < 3:
         measured += f"; {len(config.seeds)} seeds cannot give an interval: run full mode"
-    details = {"config": asdict(config), "means": f["means"], "deficits": f["deficits"],
-               "by_model": {n: v.value for n, v in f["by_model"].items()}, "trained": f["trained"],
-               "intervals": {n: None if iv is None else asdict(iv) for n, iv in f["intervals"].items()}}
+    details = {
+        "config": asdict(config),
+        "means": f["means"],
+        "deficits": f["deficits"],
+        "by_model": {n: v.value for n, v in f["by_model"].items()},
+        "trained": f["trained"],
+        "intervals": {n: None if iv is None else asdict(iv) for n, iv in f["intervals"].items()},
+    }
     return _measurement(measured, f["verdict"], details, f["seeds"])
 
 
 @claim(
     id="capstone-training-memory",
     claim="Training memory: the neural ODE (adjoint) and the DEQ (implicit backward) save the same for backward "
-          "whatever their depth (steps, iterations); the ResNet and the unrolled block save more with every block/step",
+    "whatever their depth (steps, iterations); the ResNet and the unrolled block save more with every block/step",
     source="Chen et al. 2018, table 1 (O(1) vs O(L) memory); Bai et al. 2019, sec. 3.3",
     published="ODE-Net O(1) memory, ResNet O(L); DEQ constant memory in its depth",
     lesson="07",
@@ -97,13 +107,19 @@ def measure_training_memory(quick: bool) -> Measurement:
     mem = memory_vs_depth(config)
     f = memory_findings(mem)
     measured = "; ".join(
-        f"{n}: " + "/".join(f"{w:.0f}" for w in f[n]["work"]) + f" {WORK_UNITS[n]} -> saved "
-        + "/".join(f"{b / 1024:.0f}" for b in f[n]["bytes"]) + " KiB" for n in MODELS)
+        f"{n}: "
+        + "/".join(f"{w:.0f}" for w in f[n]["work"])
+        + f" {WORK_UNITS[n]} -> saved "
+        + "/".join(f"{b / 1024:.0f}" for b in f[n]["bytes"])
+        + " KiB"
+        for n in MODELS
+    )
     measured += " (bytes set by the graph: the same on every seed and machine)"
     if not all(f[n]["work_grows"] for n in MODELS):
         verdict = ClaimVerdict.NOT_MEASURABLE
         measured += "; a tighter tolerance did not add work for " + ", ".join(
-            n for n in MODELS if not f[n]["work_grows"])
+            n for n in MODELS if not f[n]["work_grows"]
+        )
     else:
         verdict = ClaimVerdict.HOLDS if all(f[n]["ok"] for n in MODELS) else ClaimVerdict.DOES_NOT_HOLD
     return Measurement(measured, verdict, {"memory": mem, "findings": f})
@@ -112,10 +128,10 @@ def measure_training_memory(quick: bool) -> Measurement:
 @claim(
     id="capstone-step-mismatch",
     claim="A weight-tied block unrolled k times and trained that way loses accuracy when run with another number "
-          "of steps; a DEQ built from the same block gives the same accuracy with a tighter solve",
+    "of steps; a DEQ built from the same block gives the same accuracy with a tighter solve",
     source="Ott et al. 2021 (ResNet after all? Neural ODEs and their numerical solution); Bai et al. 2019",
     published="accuracy drops when the test-time discretisation differs from training (Ott et al.); a DEQ's output "
-              "is its fixed point, independent of the solver's path when that fixed point is unique",
+    "is its fixed point, independent of the solver's path when that fixed point is unique",
     lesson="07",
     threshold=MISMATCH,
 )
@@ -126,28 +142,37 @@ def measure_step_mismatch(quick: bool) -> Measurement:
     un = f["unrolled_by_steps"]
     d = mm["deq"]
     n_in, n_both, n_other = (sum(d[f"random start {k}"]) for k in ("inputs", "both converged", "other point"))
-    measured = (f"unrolled trained with {config.unrolled_steps} steps: "
-                + ", ".join(f"{k} steps {un[k]:.1f}%" for k in config.mismatch_steps)
-                + f"; drop at {f['worst_steps']} steps per seed {_range(f['drops'], '.1f')} points "
-                f"({_iv(f['drop_interval'], '.1f')}); DEQ as trained {f['deq_as_trained']:.1f}%, tol/100 "
-                f"{f['deq_tight']:.1f}% (|change| per seed {_range(f['deq_changes'], '.2f')} points); from a random "
-                f"start (accuracy {_range([100 * a for a in d['random start']], '.1f', '%')}) {n_both} of {n_in} "
-                f"test solves converge from both starts, and {n_other} of those land on another fixed point "
-                + ("(no sign of a second fixed point)" if n_other == 0 else
-                   "(not unique there: the answer depends on the start)")
-                + f". {parts_text(f['parts'])}")
+    measured = (
+        f"unrolled trained with {config.unrolled_steps} steps: "
+        + ", ".join(f"{k} steps {un[k]:.1f}%" for k in config.mismatch_steps)
+        + f"; drop at {f['worst_steps']} steps per seed {_range(f['drops'], '.1f')} points "
+        f"({_iv(f['drop_interval'], '.1f')}); DEQ as trained {f['deq_as_trained']:.1f}%, tol/100 "
+        f"{f['deq_tight']:.1f}% (|change| per seed {_range(f['deq_changes'], '.2f')} points); from a random "
+        f"start (accuracy {_range([100 * a for a in d['random start']], '.1f', '%')}) {n_both} of {n_in} "
+        f"test solves converge from both starts, and {n_other} of those land on another fixed point "
+        + (
+            "(no sign of a second fixed point)"
+            if n_other == 0
+            else "(not unique there: the answer depends on the start)"
+        )
+        + f". {parts_text(f['parts'])}"
+    )
     if len(config.seeds) < 3:
         measured += f"; {len(config.seeds)} seeds cannot give an interval: run full mode"
-    details = {"mismatch": {"unrolled": {str(k): v for k, v in mm["unrolled"].items()}, "deq": mm["deq"]},
-               "worst_steps": f["worst_steps"], "drops": f["drops"], "deq_changes": f["deq_changes"],
-               "parts": {k: v.value for k, v in f["parts"].items()}}
+    details = {
+        "mismatch": {"unrolled": {str(k): v for k, v in mm["unrolled"].items()}, "deq": mm["deq"]},
+        "worst_steps": f["worst_steps"],
+        "drops": f["drops"],
+        "deq_changes": f["deq_changes"],
+        "parts": {k: v.value for k, v in f["parts"].items()},
+    }
     return _measurement(measured, f["verdict"], details, len(config.seeds))
 
 
 @claim(
     id="adaptive-compute-per-input",
     claim="A neural ODE adapts its evaluation strategy to each input: the solver spends different work on "
-          "different inputs",
+    "different inputs",
     source="Chen et al. 2018 (Neural ODEs), abstract and sec. 3",
     published="continuous-depth models 'adapt their evaluation strategy to each input'",
     lesson="07",
@@ -160,20 +185,25 @@ def measure_adaptive_compute(quick: bool) -> Measurement:
     lo, hi = f["ranges"][config.ode_tol]
     others = ", ".join(f"{t:g}: {a:.0f}–{b:.0f}" for t, (a, b) in f["ranges"].items() if t != config.ode_tol)
     n_inputs = len(sweep[0]["nfe_per_input"])
-    measured = (f"the trained neural ODEs ({len(config.seeds)} seeds, {n_inputs} test inputs each, each input "
-                f"solved on its own) spend {lo:.0f} to {hi:.0f} NFE per input at the training tolerance "
-                f"{config.ode_tol:g}; at other test-time tolerances: {others}. "
-                f"{parts_text(f['readings'])}")
+    measured = (
+        f"the trained neural ODEs ({len(config.seeds)} seeds, {n_inputs} test inputs each, each input "
+        f"solved on its own) spend {lo:.0f} to {hi:.0f} NFE per input at the training tolerance "
+        f"{config.ode_tol:g}; at other test-time tolerances: {others}. "
+        f"{parts_text(f['readings'])}"
+    )
     if f["readings"]["at the training tolerance"] is ClaimVerdict.DOES_NOT_HOLD:
-        measured += ("; as trained, every input gets the same steps: the adaptation the claim names is not "
-                     "there at this scale")
+        measured += (
+            "; as trained, every input gets the same steps: the adaptation the claim names is not there at this scale"
+        )
     if len(config.seeds) < 3:
         measured += f"; {len(config.seeds)} seeds cannot give an interval: run full mode"
-    details = {"spread_by_tol": {f"{t:g}": s for t, s in f["spread"].items()},
-               "range_by_tol": {f"{t:g}": r for t, r in f["ranges"].items()},
-               "verdict_by_tol": {f"{t:g}": v.value for t, v in f["verdict_by_tol"].items()},
-               "readings": {k: v.value for k, v in f["readings"].items()},
-               "other_reading": ADAPTIVE_OTHER.describe()}
+    details = {
+        "spread_by_tol": {f"{t:g}": s for t, s in f["spread"].items()},
+        "range_by_tol": {f"{t:g}": r for t, r in f["ranges"].items()},
+        "verdict_by_tol": {f"{t:g}": v.value for t, v in f["verdict_by_tol"].items()},
+        "readings": {k: v.value for k, v in f["readings"].items()},
+        "other_reading": ADAPTIVE_OTHER.describe(),
+    }
     return _measurement(measured, f["verdict"], details, len(config.seeds))
 
 
@@ -182,7 +212,7 @@ def measure_adaptive_compute(quick: bool) -> Measurement:
     claim="A DEQ is several times slower than an explicit network of similar size, in training and at inference",
     source="Bai et al. 2021 (Stabilizing Equilibrium Models by Jacobian Regularization), table 1 and sec. 3.2",
     published="DEQ-Transformer: 30 NFE, 3.1x the training time of an 18-layer Transformer-XL (WikiText-103); "
-              "a multiscale DEQ is over 4x slower than ResNet-101 (ImageNet)",
+    "a multiscale DEQ is over 4x slower than ResNet-101 (ImageNet)",
     lesson="07",
     threshold=DEQ_COST,
 )
@@ -192,15 +222,21 @@ def measure_deq_cost(quick: bool) -> Measurement:
     f = cost_findings(timing_study(config))
     r = f["ratios"]
     iters = statistics.fmean(w for run in runs if run.name == "DEQ" for w in run.work_per_input)
-    measured = (f"not measurable at WikiText-103/ImageNet scale; the analogue measured: the trained digits DEQ over "
-                f"the trained ResNet at matched parameters ({len(config.seeds)} seeds, medians of interleaved "
-                f"repeats). Training step {_range(r['train'], '.1f', 'x')} ({_median_iv(f['train_interval'])}); "
-                f"inference {_range(r['inference'], '.1f', 'x')} ({_median_iv(f['inference_interval'])}); "
-                f"{iters:.1f} forward iterations per input. {parts_text(f['parts'])}")
+    measured = (
+        f"not measurable at WikiText-103/ImageNet scale; the analogue measured: the trained digits DEQ over "
+        f"the trained ResNet at matched parameters ({len(config.seeds)} seeds, medians of interleaved "
+        f"repeats). Training step {_range(r['train'], '.1f', 'x')} ({_median_iv(f['train_interval'])}); "
+        f"inference {_range(r['inference'], '.1f', 'x')} ({_median_iv(f['inference_interval'])}); "
+        f"{iters:.1f} forward iterations per input. {parts_text(f['parts'])}"
+    )
     if len(config.seeds) < 3:
         measured += f"; {len(config.seeds)} seeds cannot give an interval: run full mode"
-    details = {"ratios": r, "timings": timing_study(config).as_dict(),
-               "parts": {k: v.value for k, v in f["parts"].items()}, "deq_iterations_per_input": iters}
+    details = {
+        "ratios": r,
+        "timings": timing_study(config).as_dict(),
+        "parts": {k: v.value for k, v in f["parts"].items()},
+        "deq_iterations_per_input": iters,
+    }
     return _measurement(measured, f["verdict"], details, len(config.seeds))
 
 
@@ -226,27 +262,35 @@ def measure_deq_memory(quick: bool) -> Measurement:
             parts.append(f"{unit}: {rd['reason']}")
             continue
         at4 = statistics.fmean(rd["reductions"][f"ResNet {config.blocks}"])
-        parts.append(f"{unit}: best {100 * statistics.fmean(rd['reductions'][rd['best_peer']]):.0f} % against "
-                     f"{rd['best_peer']} ({_iv(rd['interval'], '.3f')}); against the capstone's ResNet "
-                     f"({config.blocks} blocks) {100 * at4:.0f} %")
-    measured = ("not measurable at WikiText-103 scale; the analogue measured: one training step on "
-                f"{config.memory_batch} digits, the trained DEQ against explicit peers at 4, 8 and 16 blocks/steps "
-                f"(ResNet with the same parameters, thinner as it deepens; the unrolled block). " + "; ".join(parts)
-                + f". {parts_text(f['parts'])}")
-    details = {"deq_bytes": deq_bytes, "peers": peers,
-               "reductions": {k: v.get("reductions") for k, v in f["readings"].items()},
-               "best_peer": {k: v.get("best_peer") for k, v in f["readings"].items()},
-               "parts": {k: v.value for k, v in f["parts"].items()}}
+        parts.append(
+            f"{unit}: best {100 * statistics.fmean(rd['reductions'][rd['best_peer']]):.0f} % against "
+            f"{rd['best_peer']} ({_iv(rd['interval'], '.3f')}); against the capstone's ResNet "
+            f"({config.blocks} blocks) {100 * at4:.0f} %"
+        )
+    measured = (
+        "not measurable at WikiText-103 scale; the analogue measured: one training step on "
+        f"{config.memory_batch} digits, the trained DEQ against explicit peers at 4, 8 and 16 blocks/steps "
+        f"(ResNet with the same parameters, thinner as it deepens; the unrolled block). "
+        + "; ".join(parts)
+        + f". {parts_text(f['parts'])}"
+    )
+    details = {
+        "deq_bytes": deq_bytes,
+        "peers": peers,
+        "reductions": {k: v.get("reductions") for k, v in f["readings"].items()},
+        "best_peer": {k: v.get("best_peer") for k, v in f["readings"].items()},
+        "parts": {k: v.value for k, v in f["parts"].items()},
+    }
     return _measurement(measured, f["verdict"], details, len(config.seeds))
 
 
 @claim(
     id="tolerance-dial-trained",
     claim="A trained neural ODE has a precision/speed dial: at test time the tolerance can be loosened to save "
-          "time with little accuracy lost",
+    "time with little accuracy lost",
     source="Chen et al. 2018 (Neural ODEs), sec. 3 and fig. 3",
     published="'tuning the tolerance gives us a trade-off between accuracy and computational cost'; time is "
-              "proportional to NFE (fig. 3b); train accurately, switch to a lower accuracy at test time",
+    "proportional to NFE (fig. 3b); train accurately, switch to a lower accuracy at test time",
     lesson="07",
     threshold=DIAL,
 )
@@ -258,23 +302,44 @@ def measure_tolerance_dial(quick: bool) -> Measurement:
     table = "; ".join(
         f"{t:g}: {100 * statistics.fmean(r['accuracy'] for r in sweep if r['tol'] == t):.1f}% / "
         f"{statistics.fmean(r['nfe'] for r in sweep if r['tol'] == t):.0f} NFE / "
-        f"{1000 * statistics.fmean(r['seconds'] for r in sweep if r['tol'] == t):.1f} ms" for t in tols)
+        f"{1000 * statistics.fmean(r['seconds'] for r in sweep if r['tol'] == t):.1f} ms"
+        for t in tols
+    )
     looser = "; ".join(
         f"at {t:g}: NFE {_range([100 * v for v in p['saving']], '.0f', ' %')} lower, time "
         f"{_range([100 * v for v in p['time_saving']], '.0f', ' %')} lower, accuracy "
-        f"{_range(p['loss'], '.2f')} points lower ({parts_text(p['parts'])})" for t, p in f["per_tol"].items())
-    measured = (f"trained at {config.ode_tol:g}, {len(config.seeds)} seeds, whole test split in one batch; "
-                f"tolerance: accuracy / NFE / time: {table}. {looser}")
+        f"{_range(p['loss'], '.2f')} points lower ({parts_text(p['parts'])})"
+        for t, p in f["per_tol"].items()
+    )
+    measured = (
+        f"trained at {config.ode_tol:g}, {len(config.seeds)} seeds, whole test split in one batch; "
+        f"tolerance: accuracy / NFE / time: {table}. {looser}"
+    )
     if len(config.seeds) < 3:
         measured += f"; {len(config.seeds)} seeds cannot give an interval: run full mode"
-    details = {"sweep": [{k: v for k, v in row.items() if k != "nfe_per_input"} for row in sweep],
-               "per_tol": {f"{t:g}": {"saving": p["saving"], "time_saving": p["time_saving"], "loss": p["loss"],
-                                      "parts": {k: v.value for k, v in p["parts"].items()}}
-                           for t, p in f["per_tol"].items()}}
+    details = {
+        "sweep": [{k: v for k, v in row.items() if k != "nfe_per_input"} for row in sweep],
+        "per_tol": {
+            f"{t:g}": {
+                "saving": p["saving"],
+                "time_saving": p["time_saving"],
+                "loss": p["loss"],
+                "parts": {k: v.value for k, v in p["parts"].items()},
+            }
+            for t, p in f["per_tol"].items()
+        },
+    }
     return _measurement(measured, f["verdict"], details, len(config.seeds))
 
 
-ROW_IDS = ("capstone-accuracy-parity", "capstone-training-memory", "capstone-step-mismatch",
-           "adaptive-compute-per-input", "deq-inference-cost", "deq-memory-reduction", "tolerance-dial-trained")
+ROW_IDS = (
+    "capstone-accuracy-parity",
+    "capstone-training-memory",
+    "capstone-step-mismatch",
+    "adaptive-compute-per-input",
+    "deq-inference-cost",
+    "deq-memory-reduction",
+    "tolerance-dial-trained",
+)
 
 """The lesson's ledger rows, in the order the notebook shows them."""

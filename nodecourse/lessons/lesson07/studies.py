@@ -1,5 +1,6 @@
 """Lesson 7's studies: train the four models on every seed and measure them; each study is cached per
 arguments (:func:`~nodecourse.lessons.study.cached_study`), so the notebook and the ledger rows read one run."""
+
 from __future__ import annotations
 
 import math
@@ -25,8 +26,9 @@ def single_block_hidden(config: CapstoneConfig) -> int:
     return matched_field_width(config.width, config.blocks, config.hidden)
 
 
-def build_model(name: str, config: CapstoneConfig, *, blocks: int | None = None, steps: int | None = None,
-                tol: float | None = None) -> DepthClassifier:
+def build_model(
+    name: str, config: CapstoneConfig, *, blocks: int | None = None, steps: int | None = None, tol: float | None = None
+) -> DepthClassifier:
     """A fresh model ``name`` of :data:`MODELS`; ``blocks``/``steps``/``tol`` override the depth knob."""
     w, h1 = config.width, single_block_hidden(config)
     if name == "ResNet":
@@ -119,8 +121,9 @@ def per_input_work(model: DepthClassifier, x: torch.Tensor) -> list[float]:
         return [forward_work(model)] * len(x)
 
 
-def train_capstone_model(name: str, seed: int, config: CapstoneConfig, *, data=None, device=None,
-                         progress: bool = False) -> CapstoneRun:
+def train_capstone_model(
+    name: str, seed: int, config: CapstoneConfig, *, data=None, device=None, progress: bool = False
+) -> CapstoneRun:
     """Train model ``name`` on the digits split of ``seed`` (weights seeded too) and measure it."""
     data = data or load_digits(seed=seed, n_samples=config.n_samples, device=device or "cpu")
     torch.manual_seed(seed)
@@ -136,9 +139,16 @@ def train_capstone_model(name: str, seed: int, config: CapstoneConfig, *, data=N
         works.append(row["work"] / row["batches"])
 
     start = time.perf_counter()
-    train_epochs(model, loss_on_batch, seeded_batches(len(y), config.batch_size, seed=seed, device=y.device),
-                 epochs=config.epochs, optimizer=torch.optim.Adam(model.parameters(), lr=config.lr),
-                 on_epoch=on_epoch, progress=progress, desc=f"{name} seed {seed}")
+    train_epochs(
+        model,
+        loss_on_batch,
+        seeded_batches(len(y), config.batch_size, seed=seed, device=y.device),
+        epochs=config.epochs,
+        optimizer=torch.optim.Adam(model.parameters(), lr=config.lr),
+        on_epoch=on_epoch,
+        progress=progress,
+        desc=f"{name} seed {seed}",
+    )
     train_seconds = time.perf_counter() - start
     backward = None
     if isinstance(model.core, ODECore):
@@ -153,8 +163,20 @@ def train_capstone_model(name: str, seed: int, config: CapstoneConfig, *, data=N
     saved, peak = _training_step_memory(model, x[: config.memory_batch], y[: config.memory_batch])
     model.eval()
     per_input = per_input_work(model, data.x_test[: config.per_input_samples])
-    return CapstoneRun(name, seed, model, count_parameters(model), acc, train_seconds, inference, saved, peak,
-                       works, per_input, backward)
+    return CapstoneRun(
+        name,
+        seed,
+        model,
+        count_parameters(model),
+        acc,
+        train_seconds,
+        inference,
+        saved,
+        peak,
+        works,
+        per_input,
+        backward,
+    )
 
 
 @cached_study
@@ -164,8 +186,10 @@ def capstone_study(config: CapstoneConfig = QUICK_CAPSTONE, *, progress: bool = 
 
     jobs = [(name, seed) for seed in config.seeds for name in MODELS]
     data_by_seed = {s: load_digits(seed=s, n_samples=config.n_samples) for s in config.seeds}
-    return tuple(train_capstone_model(name, seed, config, data=data_by_seed[seed])
-                 for name, seed in tqdm(jobs, desc="capstone runs", disable=not progress, leave=False))
+    return tuple(
+        train_capstone_model(name, seed, config, data=data_by_seed[seed])
+        for name, seed in tqdm(jobs, desc="capstone runs", disable=not progress, leave=False)
+    )
 
 
 @torch.no_grad()
@@ -195,9 +219,11 @@ def step_mismatch(runs, config: CapstoneConfig) -> dict:
         elif r.name == "DEQ":
             deq = r.model.core.deq
             settings = (deq.tol, deq.max_iter)
-            for label, tol, max_iter in (("as trained", deq.tol, deq.max_iter),
-                                         ("tol x 100", deq.tol * 100, deq.max_iter),
-                                         ("tol / 100, 4x iterations", deq.tol / 100, deq.max_iter * 4)):
+            for label, tol, max_iter in (
+                ("as trained", deq.tol, deq.max_iter),
+                ("tol x 100", deq.tol * 100, deq.max_iter),
+                ("tol / 100, 4x iterations", deq.tol / 100, deq.max_iter * 4),
+            ):
                 deq.tol, deq.max_iter = tol, max_iter
                 try:
                     acc = _accuracy(r.model, data.x_test, data.y_test)
@@ -219,8 +245,7 @@ def step_mismatch(runs, config: CapstoneConfig) -> dict:
             found.setdefault("random start", []).append(acc)
             found.setdefault("random start inputs", []).append(int(len(dist)))
             found.setdefault("random start both converged", []).append(int(both.sum()))
-            found.setdefault("random start other point", []).append(
-                int((both & (dist > SAME_POINT * deq.tol)).sum()))
+            found.setdefault("random start other point", []).append(int((both & (dist > SAME_POINT * deq.tol)).sum()))
             found.setdefault("random start distance", []).append(float(dist[both].max()) if both.any() else 0.0)
     return out
 
@@ -248,8 +273,9 @@ def memory_vs_depth(config: CapstoneConfig, seed: int = 0) -> dict:
         for label, kw in _depths(name, config):
             torch.manual_seed(seed)
             model = build_model(name, config, **kw)
-            saved = saved_tensor_bytes(lambda: nn.functional.cross_entropy(model(x), y),
-                                       exclude=tuple(model.parameters()))
+            saved = saved_tensor_bytes(
+                lambda: nn.functional.cross_entropy(model(x), y), exclude=tuple(model.parameters())
+            )
             rows.append({"depth": label, "saved_bytes": int(saved), "work": forward_work(model)})
         out[name] = rows
     return out
@@ -286,18 +312,27 @@ def reduction_peers(config: CapstoneConfig, depths: tuple[int, ...] = REDUCTION_
     for name in ("ResNet", "Unrolled"):
         for d in depths:
             torch.manual_seed(seed)
-            model = (build_model("ResNet", matched_resnet_config(config, d)) if name == "ResNet"
-                     else build_model("Unrolled", config, steps=d))
+            model = (
+                build_model("ResNet", matched_resnet_config(config, d))
+                if name == "ResNet"
+                else build_model("Unrolled", config, steps=d)
+            )
             saved, peak = _training_step_memory(model, x, y)
-            peers[f"{name} {d}"] = {"model": name, "depth": d, "parameters": count_parameters(model),
-                                    "saved_bytes": saved, "peak_bytes": peak}
+            peers[f"{name} {d}"] = {
+                "model": name,
+                "depth": d,
+                "parameters": count_parameters(model),
+                "saved_bytes": saved,
+                "peak_bytes": peak,
+            }
     return peers
 
 
 @cached_study
 @torch.no_grad()
-def ode_tolerance_sweep(config: CapstoneConfig, tolerances: tuple[float, ...] = DIAL_TOLERANCES,
-                        repeats: int = 5) -> list[dict]:
+def ode_tolerance_sweep(
+    config: CapstoneConfig, tolerances: tuple[float, ...] = DIAL_TOLERANCES, repeats: int = 5
+) -> list[dict]:
     """Each trained neural ODE of :func:`capstone_study` (one per seed) on its whole test split at each
     test-time tolerance ``rtol = atol``: accuracy and NFE of one batched solve (as deployed), the NFE of
     every input solved on its own (``per_sample``), and the time of the batched forward pass (median of
@@ -347,9 +382,13 @@ class Timings:
 
     def as_dict(self) -> dict:
         """For a row's ``details`` (JSON)."""
-        return {"seeds": list(self.seeds), "inference_s": {k: list(v) for k, v in self.inference_s.items()},
-                "train_step_s": {k: list(v) for k, v in self.train_step_s.items()}, "n_test": list(self.n_test),
-                "repeats": self.repeats}
+        return {
+            "seeds": list(self.seeds),
+            "inference_s": {k: list(v) for k, v in self.inference_s.items()},
+            "train_step_s": {k: list(v) for k, v in self.train_step_s.items()},
+            "n_test": list(self.n_test),
+            "repeats": self.repeats,
+        }
 
 
 @cached_study
@@ -362,8 +401,13 @@ def timing_study(config: CapstoneConfig, repeats: int = 9) -> Timings:
 
     """
     runs = capstone_study(config)
-    out = {"seeds": list(config.seeds), "inference_s": {n: [] for n in MODELS},
-           "train_step_s": {n: [] for n in MODELS}, "n_test": [], "repeats": repeats}
+    out = {
+        "seeds": list(config.seeds),
+        "inference_s": {n: [] for n in MODELS},
+        "train_step_s": {n: [] for n in MODELS},
+        "n_test": [],
+        "repeats": repeats,
+    }
     for seed in config.seeds:
         models = {r.name: r.model for r in runs if r.seed == seed}
         data = load_digits(seed=seed, n_samples=config.n_samples, device=models["ResNet"].embed.weight.device)
@@ -395,5 +439,10 @@ def timing_study(config: CapstoneConfig, repeats: int = 9) -> Timings:
         for name in MODELS:
             out["inference_s"][name].append(statistics.median(samples[name, "inference"]))
             out["train_step_s"][name].append(statistics.median(samples[name, "train"]))
-    return Timings(tuple(config.seeds), {n: tuple(v) for n, v in out["inference_s"].items()},
-                   {n: tuple(v) for n, v in out["train_step_s"].items()}, tuple(out["n_test"]), repeats)
+    return Timings(
+        tuple(config.seeds),
+        {n: tuple(v) for n, v in out["inference_s"].items()},
+        {n: tuple(v) for n, v in out["train_step_s"].items()},
+        tuple(out["n_test"]),
+        repeats,
+    )

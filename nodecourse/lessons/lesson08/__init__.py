@@ -6,6 +6,7 @@
 - :mod:`.findings`: what the lesson's sentences say, chosen from the measurements;
 - :mod:`.rows`: the ledger row ``cnf-hutchinson-variance``.
 """
+
 from nodecourse.lessons.lesson08 import rows
 from nodecourse.lessons.lesson08.config import (
     BIAS_Z_MAX,
@@ -47,10 +48,37 @@ from nodecourse.lessons.lesson08.studies import (
 )
 
 __all__ = [
-    "BIAS_Z_MAX", "FORMULA_SLACK", "FULL_FLOW", "FULL_TRACE", "QUICK_FLOW", "QUICK_TRACE", "SLOPE_SLACK",
-    "DensityGrid", "FlowConfig", "FlowFindings", "FlowRun", "HutchinsonFindings", "LinearFlowCheck",
-    "LinearFlowFindings", "LogdetCheck", "LogdetFindings", "ProbeNoiseFindings", "ProbeRow", "TraceCost",
-    "TraceStudy", "TraceStudyConfig", "adjoint_available", "density_grid", "gaussian_nll", "hutchinson_findings",
-    "linear_flow_check", "measure_hutchinson_variance", "resolve_gradient", "rows", "trace_cost_study",
-    "trace_estimator_study", "trace_vs_logdet", "train_flow",
+    "BIAS_Z_MAX",
+    "FORMULA_SLACK",
+    "FULL_FLOW",
+    "FULL_TRACE",
+    "QUICK_FLOW",
+    "QUICK_TRACE",
+    "SLOPE_SLACK",
+    "DensityGrid",
+    "FlowConfig",
+    "FlowFindings",
+    "FlowRun",
+    "HutchinsonFindings",
+    "LinearFlowCheck",
+    "LinearFlowFindings",
+    "LogdetCheck",
+    "LogdetFindings",
+    "ProbeNoiseFindings",
+    "ProbeRow",
+    "TraceCost",
+    "TraceStudy",
+    "TraceStudyConfig",
+    "adjoint_available",
+    "density_grid",
+    "gaussian_nll",
+    "hutchinson_findings",
+    "linear_flow_check",
+    "measure_hutchinson_variance",
+    "resolve_gradient",
+    "rows",
+    "trace_cost_study",
+    "trace_estimator_study",
+    "trace_vs_logdet",
+    "train_flow",
 ]

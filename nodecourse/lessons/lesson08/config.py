@@ -1,10 +1,20 @@
 """Lesson 8's declared settings: the Hutchinson study, the two-moons flow, and the ledger row's slacks."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["BIAS_Z_MAX", "FORMULA_SLACK", "FULL_FLOW", "FULL_TRACE", "FlowConfig", "QUICK_FLOW", "QUICK_TRACE",
-           "SLOPE_SLACK", "TraceStudyConfig"]
+__all__ = [
+    "BIAS_Z_MAX",
+    "FORMULA_SLACK",
+    "FULL_FLOW",
+    "FULL_TRACE",
+    "FlowConfig",
+    "QUICK_FLOW",
+    "QUICK_TRACE",
+    "SLOPE_SLACK",
+    "TraceStudyConfig",
+]
 
 
 @dataclass(frozen=True)

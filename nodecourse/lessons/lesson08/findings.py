@@ -1,4 +1,5 @@
 """Lesson 8's findings: the verdicts and the numbers its sentences quote, computed from the studies."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -7,8 +8,14 @@ from nodecourse.lessons.lesson08.config import BIAS_Z_MAX, FORMULA_SLACK, SLOPE_
 from nodecourse.lessons.lesson08.studies import FlowRun, LinearFlowCheck, LogdetCheck, TraceStudy
 from nodecourse.lessons.study import Findings
 
-__all__ = ["FlowFindings", "HutchinsonFindings", "LinearFlowFindings", "LogdetFindings", "ProbeNoiseFindings",
-           "hutchinson_findings"]
+__all__ = [
+    "FlowFindings",
+    "HutchinsonFindings",
+    "LinearFlowFindings",
+    "LogdetFindings",
+    "ProbeNoiseFindings",
+    "hutchinson_findings",
+]
 
 #: "to solver accuracy" on the linear field: dopri5 at rtol 1e-9 leaves errors far below this (nats).
 SOLVER_ACCURACY = 1e-5
@@ -34,14 +41,19 @@ class LinearFlowFindings(Findings):
 
     def markdown(self) -> str:
         c = self.check
-        first = (f"On $f(z) = Az$ with $\\operatorname{{tr}} A = {c.trace_A:.3f}$ (dopri5 at rtol {c.rtol:g}, "
-                 f"{c.nfe} evaluations), the CNF's $\\log p$ differs from the closed form by at most "
-                 f"{c.max_error:.1e} nats: ")
-        first += ("the integrated $-\\operatorname{tr}$ matches it to solver accuracy." if self.matches else
-                  f"more than the {SOLVER_ACCURACY:g} nats the solver's tolerance allows; the CNF is wrong here.")
-        second = (f" Dropping the volume term errs by up to {c.max_error_without_volume_term:.2f} nats"
-                  + (", visibly wrong." if self.dropping_is_wrong else
-                     ", too little to tell apart on this field."))
+        first = (
+            f"On $f(z) = Az$ with $\\operatorname{{tr}} A = {c.trace_A:.3f}$ (dopri5 at rtol {c.rtol:g}, "
+            f"{c.nfe} evaluations), the CNF's $\\log p$ differs from the closed form by at most "
+            f"{c.max_error:.1e} nats: "
+        )
+        first += (
+            "the integrated $-\\operatorname{tr}$ matches it to solver accuracy."
+            if self.matches
+            else f"more than the {SOLVER_ACCURACY:g} nats the solver's tolerance allows; the CNF is wrong here."
+        )
+        second = f" Dropping the volume term errs by up to {c.max_error_without_volume_term:.2f} nats" + (
+            ", visibly wrong." if self.dropping_is_wrong else ", too little to tell apart on this field."
+        )
         return first + second
 
 
@@ -57,11 +69,16 @@ class LogdetFindings(Findings):
 
     def markdown(self) -> str:
         c = self.check
-        verdict = ("they agree to the solver's tolerance." if self.agree else
-                   "they disagree by more than the solver's tolerance allows.")
-        return (f"On a random tanh field in $d = {c.dim}$ ({c.nfe} evaluations for the CNF solve): "
-                f"$\\max |\\Delta\\log p + \\log|\\det J|| = {c.max_diff:.1e}$ against a typical "
-                f"$|\\log\\det J|$ of {c.mean_abs_logdet:.2f}: {verdict}")
+        verdict = (
+            "they agree to the solver's tolerance."
+            if self.agree
+            else "they disagree by more than the solver's tolerance allows."
+        )
+        return (
+            f"On a random tanh field in $d = {c.dim}$ ({c.nfe} evaluations for the CNF solve): "
+            f"$\\max |\\Delta\\log p + \\log|\\det J|| = {c.max_diff:.1e}$ against a typical "
+            f"$|\\log\\det J|$ of {c.mean_abs_logdet:.2f}: {verdict}"
+        )
 
 
 @dataclass(frozen=True)
@@ -102,28 +119,43 @@ class HutchinsonFindings(Findings):
     def table(self) -> str:
         """Markdown table: one row per M."""
         lines = ["| M | mean ± s.e. | bias (s.e.) | variance | formula / M |", "|---|---|---|---|---|"]
-        lines += [f"| {r.M} | {r.mean:+.4f} ± {r.se:.4f} | {r.bias_z:+.1f} | {r.variance:.4f} | "
-                  f"{r.predicted_variance:.4f} |" for r in self.study.rows]
+        lines += [
+            f"| {r.M} | {r.mean:+.4f} ± {r.se:.4f} | {r.bias_z:+.1f} | {r.variance:.4f} | {r.predicted_variance:.4f} |"
+            for r in self.study.rows
+        ]
         return "\n".join(lines)
 
     def markdown(self) -> str:
         s = self.study
-        head = (f"Exact trace {s.exact:.4f}; {s.config.repeats} estimates per M ({s.config.noise} probes).\n\n"
-                + self.table() + "\n\n")
+        head = (
+            f"Exact trace {s.exact:.4f}; {s.config.repeats} estimates per M ({s.config.noise} probes).\n\n"
+            + self.table()
+            + "\n\n"
+        )
         parts = [
-            (f"**{'Unbiased' if self.unbiased else 'Biased'}**: the largest bias is {self.worst_bias_z:.1f} "
-             f"standard errors ({'under' if self.unbiased else 'not under'} {self.bias_z_max:g})."),
-            (f"**Variance {'falls' if self.slope_ok else 'does not fall'} as 1/M**: fitted slope {s.slope:.2f} "
-             f"(within ±{self.slope_slack:g} of −1: {'yes' if self.slope_ok else 'no'})."),
-            (f"**The formula {'predicts' if self.formula_ok else 'misses'} the single-probe variance**: measured "
-             f"/ formula = {self.formula_ratio:.2f} (within {100 * self.formula_slack:g} %: "
-             f"{'yes' if self.formula_ok else 'no'})."),
+            (
+                f"**{'Unbiased' if self.unbiased else 'Biased'}**: the largest bias is {self.worst_bias_z:.1f} "
+                f"standard errors ({'under' if self.unbiased else 'not under'} {self.bias_z_max:g})."
+            ),
+            (
+                f"**Variance {'falls' if self.slope_ok else 'does not fall'} as 1/M**: fitted slope {s.slope:.2f} "
+                f"(within ±{self.slope_slack:g} of −1: {'yes' if self.slope_ok else 'no'})."
+            ),
+            (
+                f"**The formula {'predicts' if self.formula_ok else 'misses'} the single-probe variance**: measured "
+                f"/ formula = {self.formula_ratio:.2f} (within {100 * self.formula_slack:g} %: "
+                f"{'yes' if self.formula_ok else 'no'})."
+            ),
         ]
         return head + " ".join(parts)
 
 
-def hutchinson_findings(study: TraceStudy, bias_z_max: float = BIAS_Z_MAX, slope_slack: float = SLOPE_SLACK,
-                        formula_slack: float = FORMULA_SLACK) -> HutchinsonFindings:
+def hutchinson_findings(
+    study: TraceStudy,
+    bias_z_max: float = BIAS_Z_MAX,
+    slope_slack: float = SLOPE_SLACK,
+    formula_slack: float = FORMULA_SLACK,
+) -> HutchinsonFindings:
     """:class:`HutchinsonFindings` of ``study`` at the declared slacks (or others, to see what moves)."""
     return HutchinsonFindings(study, bias_z_max, slope_slack, formula_slack)
 
@@ -141,12 +173,16 @@ class ProbeNoiseFindings(Findings):
 
     def markdown(self) -> str:
         r, g = self.rademacher, self.gaussian
-        return (f"Single-probe variance: Rademacher {r.rows[0].variance:.3f} (formula "
-                f"{r.predicted_single_variance:.3f}), Gaussian {g.rows[0].variance:.3f} (formula "
-                f"{g.predicted_single_variance:.3f}): "
-                + ("Rademacher probes are the less noisy here, as the formula says they must be." if
-                   self.rademacher_lower else
-                   "here the measured Rademacher variance is the larger one (sampling noise: compare the formulas)."))
+        return (
+            f"Single-probe variance: Rademacher {r.rows[0].variance:.3f} (formula "
+            f"{r.predicted_single_variance:.3f}), Gaussian {g.rows[0].variance:.3f} (formula "
+            f"{g.predicted_single_variance:.3f}): "
+            + (
+                "Rademacher probes are the less noisy here, as the formula says they must be."
+                if self.rademacher_lower
+                else "here the measured Rademacher variance is the larger one (sampling noise: compare the formulas)."
+            )
+        )
 
 
 @dataclass(frozen=True)
@@ -166,9 +202,14 @@ class FlowFindings(Findings):
     def markdown(self) -> str:
         r, c = self.run, self.run.config
         nfe_first, nfe_last = (r.nfe_forward[0], r.nfe_forward[-1]) if r.nfe_forward else (0, 0)
-        return (f"{c.iterations} Adam steps, batch {c.batch}, gradient `{r.gradient}`, {r.seconds:.0f} s. "
-                f"Test NLL: CNF {r.test_nll:.3f} nats (exact trace, {r.test_nfe} evaluations) against "
-                f"{r.gaussian_test_nll:.3f} nats for the best Gaussian: the CNF "
-                + ("**beats** the Gaussian on held-out data." if self.beats_gaussian else
-                   "**does not beat** the Gaussian on held-out data (too few steps to fold the density).")
-                + f" Forward NFE per iteration went from {nfe_first} to {nfe_last}.")
+        return (
+            f"{c.iterations} Adam steps, batch {c.batch}, gradient `{r.gradient}`, {r.seconds:.0f} s. "
+            f"Test NLL: CNF {r.test_nll:.3f} nats (exact trace, {r.test_nfe} evaluations) against "
+            f"{r.gaussian_test_nll:.3f} nats for the best Gaussian: the CNF "
+            + (
+                "**beats** the Gaussian on held-out data."
+                if self.beats_gaussian
+                else "**does not beat** the Gaussian on held-out data (too few steps to fold the density)."
+            )
+            + f" Forward NFE per iteration went from {nfe_first} to {nfe_last}."
+        )

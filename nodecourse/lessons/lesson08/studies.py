@@ -10,6 +10,7 @@
 - :func:`train_flow`: a CNF fitted to two moons by maximum likelihood, its NFE logged.
 - :func:`density_grid`: a trained CNF's log-density on a grid.
 """
+
 from __future__ import annotations
 
 import math
@@ -31,9 +32,24 @@ from nodecourse.models.flows import (
     two_moons,
 )
 
-__all__ = ["DensityGrid", "FlowRun", "LinearFlowCheck", "LogdetCheck", "ProbeRow", "TraceCost", "TraceStudy",
-           "adjoint_available", "density_grid", "gaussian_nll", "linear_flow_check", "resolve_gradient",
-           "trace_cost_study", "trace_estimator_study", "trace_vs_logdet", "train_flow"]
+__all__ = [
+    "DensityGrid",
+    "FlowRun",
+    "LinearFlowCheck",
+    "LogdetCheck",
+    "ProbeRow",
+    "TraceCost",
+    "TraceStudy",
+    "adjoint_available",
+    "density_grid",
+    "gaussian_nll",
+    "linear_flow_check",
+    "resolve_gradient",
+    "trace_cost_study",
+    "trace_estimator_study",
+    "trace_vs_logdet",
+    "train_flow",
+]
 
 
 def adjoint_available() -> bool:
@@ -43,8 +59,7 @@ def adjoint_available() -> bool:
     f = torch.nn.Linear(2, 2)
     y0 = torch.ones(1, 2, requires_grad=True)
     try:
-        sol = odeint(AutonomousField(f), y0, torch.tensor([0.0, 0.1]), method="rk4", step_size=0.05,
-                     gradient="adjoint")
+        sol = odeint(AutonomousField(f), y0, torch.tensor([0.0, 0.1]), method="rk4", step_size=0.05, gradient="adjoint")
         sol.ys[-1].sum().backward()
     except (ValueError, TypeError, NotImplementedError):
         return False
@@ -59,6 +74,7 @@ def resolve_gradient(requested: str) -> str:
 
 
 # --- the change of variables on fields where the answer is known -------------------------------------
+
 
 @dataclass(frozen=True)
 class LinearFlowCheck:
@@ -87,8 +103,13 @@ def linear_flow_check(seed: int = 0, n: int = 256, rtol: float = 1e-9) -> Linear
         z1 = x @ torch.linalg.matrix_exp(a).T
         exact = standard_normal_log_prob(z1) + torch.trace(a)
         no_volume = standard_normal_log_prob(z1)
-    return LinearFlowCheck((logp - exact).abs().max().item(), (no_volume - exact).abs().max().item(),
-                           torch.trace(a).item(), int(cnf.last_stats["nfe"]), rtol)
+    return LinearFlowCheck(
+        (logp - exact).abs().max().item(),
+        (no_volume - exact).abs().max().item(),
+        torch.trace(a).item(),
+        int(cnf.last_stats["nfe"]),
+        rtol,
+    )
 
 
 @dataclass(frozen=True)
@@ -121,11 +142,13 @@ def trace_vs_logdet(seed: int = 0, dim: int = 3, n: int = 8, rtol: float = 1e-9)
         return odeint(fld, x1.unsqueeze(0), t, rtol=rtol, atol=rtol).ys[-1, 0]
 
     logdets = torch.stack([torch.linalg.slogdet(torch.autograd.functional.jacobian(flow_map, xi))[1] for xi in x])
-    return LogdetCheck((delta + logdets).abs().max().item(), logdets.abs().mean().item(),
-                       int(cnf.last_stats["nfe"]), dim)
+    return LogdetCheck(
+        (delta + logdets).abs().max().item(), logdets.abs().mean().item(), int(cnf.last_stats["nfe"]), dim
+    )
 
 
 # --- Hutchinson's estimator ----------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class ProbeRow:
@@ -181,8 +204,7 @@ def trace_estimator_study(config: TraceStudyConfig = QUICK_TRACE) -> TraceStudy:
     predicted_single = hutchinson_variance(jac, config.noise).item()
     rows = []
     for m in config.probes:
-        probes = sample_probes((m, config.repeats, config.dim), noise=config.noise, generator=gen,
-                               dtype=torch.float64)
+        probes = sample_probes((m, config.repeats, config.dim), noise=config.noise, generator=gen, dtype=torch.float64)
         est = divergence_hutchinson(f_out, z, probes).detach()
         mean, var = est.mean().item(), est.var().item()
         se = math.sqrt(var / config.repeats)
@@ -202,8 +224,9 @@ class TraceCost:
     backward_passes_hutchinson: int = 1
 
 
-def trace_cost_study(dims=(2, 8, 32, 128), batch: int = 256, hidden: int = 128,
-                     repeats: int = 5) -> tuple[TraceCost, ...]:
+def trace_cost_study(
+    dims=(2, 8, 32, 128), batch: int = 256, hidden: int = 128, repeats: int = 5
+) -> tuple[TraceCost, ...]:
     """Seconds per trace of a tanh MLP field's Jacobian on a batch: exact (``d`` backward passes)
     against Hutchinson with one probe (one backward pass), per dimension (median of ``repeats``).
     Not cached: it is a timing, and a second call measures again."""
@@ -216,8 +239,10 @@ def trace_cost_study(dims=(2, 8, 32, 128), batch: int = 256, hidden: int = 128,
         timings = {}
         # check_batch=False: the study times the trace itself (d vector-Jacobian products), not the
         # one extra product that checks a field for batch mixing (the field here is row-wise).
-        for name, fn in (("exact", lambda: divergence_exact(f_out, z, check_batch=False)),
-                         ("hutchinson", lambda: divergence_hutchinson(f_out, z, probes))):
+        for name, fn in (
+            ("exact", lambda: divergence_exact(f_out, z, check_batch=False)),
+            ("hutchinson", lambda: divergence_hutchinson(f_out, z, probes)),
+        ):
             ts = []
             for _ in range(repeats):
                 start = time.perf_counter()
@@ -229,6 +254,7 @@ def trace_cost_study(dims=(2, 8, 32, 128), batch: int = 256, hidden: int = 128,
 
 
 # --- a CNF on two moons -------------------------------------------------------------------------
+
 
 @dataclass
 class FlowRun:
@@ -269,8 +295,16 @@ def train_flow(config: FlowConfig = QUICK_FLOW, *, progress: bool = False) -> Fl
     x_train = two_moons(config.n_train, seed=config.seed)
     x_test = two_moons(config.n_test, seed=config.seed + 1000)
     torch.manual_seed(config.seed)
-    model = CNF(2, config.hidden, trace=config.trace, n_probes=config.n_probes, method=config.method,
-                rtol=config.tol, atol=config.tol, gradient=gradient)
+    model = CNF(
+        2,
+        config.hidden,
+        trace=config.trace,
+        n_probes=config.n_probes,
+        method=config.method,
+        rtol=config.tol,
+        atol=config.tol,
+        gradient=gradient,
+    )
     gen = torch.Generator().manual_seed(config.seed)
     run = FlowRun(config, gradient, model)
 
@@ -287,9 +321,16 @@ def train_flow(config: FlowConfig = QUICK_FLOW, *, progress: bool = False) -> Fl
         run.nfe_backward.append(int(stats.get("nfe_backward", 0)))
 
     start = time.perf_counter()
-    train_epochs(model, loss_on_batch, fresh_batch, epochs=config.iterations,
-                 optimizer=torch.optim.Adam(model.parameters(), lr=config.lr), on_epoch=on_epoch,
-                 progress=progress, desc="CNF on two moons")
+    train_epochs(
+        model,
+        loss_on_batch,
+        fresh_batch,
+        epochs=config.iterations,
+        optimizer=torch.optim.Adam(model.parameters(), lr=config.lr),
+        on_epoch=on_epoch,
+        progress=progress,
+        desc="CNF on two moons",
+    )
     run.seconds = time.perf_counter() - start
     model.dynamics.trace = "exact"  # evaluation: no estimator noise in the reported likelihood
     with torch.no_grad():

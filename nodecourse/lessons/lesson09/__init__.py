@@ -13,6 +13,7 @@ The audit itself is library code (:mod:`nodecourse.audit`); this package holds w
 The lesson has no ledger row of its own (its measurements are the audit's verdicts), so there is no
 ``rows`` module.
 """
+
 from nodecourse.lessons.lesson09.config import (
     COURSE_MODELS,
     ICU_NAMES,
@@ -48,10 +49,35 @@ from nodecourse.lessons.lesson09.studies import StepBudget, step_budget
 from nodecourse.models.linear import LinearField, Readout, Rotation
 
 __all__ = [
-    "COURSE_MODELS", "ICU_NAMES", "PHYSIONET_EPOCHS", "PHYSIONET_HIDDEN", "PHYSIONET_QUICK_PATIENTS",
-    "PHYSIONET_QUICK_SHIFT", "SHIFT_ICU_TYPE", "TRAIN_ICU_TYPES", "BaselineFindings", "CourseModel", "DataFindings",
-    "FoundSolve", "LinearField", "MdeqFindings", "Readout", "Rotation", "RouteFindings", "ShiftFindings", "StepBudget",
-    "StepSummaries", "VerdictTable", "WorkFindings", "course_model", "digits_model", "icu_types",
-    "long_horizon_regressor", "physionet_model", "physionet_shift_split", "rotating_classifier", "rows_of",
+    "COURSE_MODELS",
+    "ICU_NAMES",
+    "PHYSIONET_EPOCHS",
+    "PHYSIONET_HIDDEN",
+    "PHYSIONET_QUICK_PATIENTS",
+    "PHYSIONET_QUICK_SHIFT",
+    "SHIFT_ICU_TYPE",
+    "TRAIN_ICU_TYPES",
+    "BaselineFindings",
+    "CourseModel",
+    "DataFindings",
+    "FoundSolve",
+    "LinearField",
+    "MdeqFindings",
+    "Readout",
+    "Rotation",
+    "RouteFindings",
+    "ShiftFindings",
+    "StepBudget",
+    "StepSummaries",
+    "VerdictTable",
+    "WorkFindings",
+    "course_model",
+    "digits_model",
+    "icu_types",
+    "long_horizon_regressor",
+    "physionet_model",
+    "physionet_shift_split",
+    "rotating_classifier",
+    "rows_of",
     "step_budget",
 ]

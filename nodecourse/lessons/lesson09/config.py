@@ -1,8 +1,17 @@
 """Lesson 9's declared settings: the course models the audit runs on, and the PhysioNet shift split."""
+
 from __future__ import annotations
 
-__all__ = ["COURSE_MODELS", "ICU_NAMES", "PHYSIONET_EPOCHS", "PHYSIONET_HIDDEN", "PHYSIONET_QUICK_PATIENTS",
-           "PHYSIONET_QUICK_SHIFT", "SHIFT_ICU_TYPE", "TRAIN_ICU_TYPES"]
+__all__ = [
+    "COURSE_MODELS",
+    "ICU_NAMES",
+    "PHYSIONET_EPOCHS",
+    "PHYSIONET_HIDDEN",
+    "PHYSIONET_QUICK_PATIENTS",
+    "PHYSIONET_QUICK_SHIFT",
+    "SHIFT_ICU_TYPE",
+    "TRAIN_ICU_TYPES",
+]
 
 COURSE_MODELS = ("digits-ode", "digits-deq", "physionet-odernn")
 ICU_NAMES = {1: "coronary care", 2: "cardiac surgery recovery", 3: "medical", 4: "surgical"}

@@ -4,6 +4,7 @@
 - :func:`long_horizon_regressor`, a long-horizon linear field with a fast decaying mode rotated into
   every coordinate, whose adjoint gradient is wrong (lesson 4's controlled problem as a model).
 """
+
 from __future__ import annotations
 
 import math
@@ -26,8 +27,9 @@ def long_horizon_regressor(gradient: str = "adjoint", *, T: float = 3.0, tol: fl
     wrong by orders of magnitude, while ``"checkpoint"`` (the forward steps replayed) is exact.
     """
     g = torch.Generator().manual_seed(seed)
-    model = Readout(ODEBlock(LinearField(), t1=T, method="dopri5", rtol=tol, atol=tol, gradient=gradient),
-                    nn.Linear(2, 1).double())
+    model = Readout(
+        ODEBlock(LinearField(), t1=T, method="dopri5", rtol=tol, atol=tol, gradient=gradient), nn.Linear(2, 1).double()
+    )
     x = torch.randn(96, 2, generator=g, dtype=torch.float64)
     with torch.no_grad():
         y = model(x) + 0.01 * torch.randn(96, 1, generator=g, dtype=torch.float64)

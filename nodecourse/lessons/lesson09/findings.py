@@ -4,6 +4,7 @@ Each class takes the measurement (a :class:`~nodecourse.lessons.lesson09.models.
 of an :class:`~nodecourse.audit.report.AuditReport`, a :class:`StepBudget`) and words it: a sentence
 says "a drop" only when the number dropped, "no extra steps" only when the log shows none.
 """
+
 from __future__ import annotations
 
 import math
@@ -13,9 +14,17 @@ from nodecourse.lessons.lesson09.models import CourseModel
 from nodecourse.lessons.lesson09.studies import StepBudget
 from nodecourse.lessons.study import Findings
 
-__all__ = ["BaselineFindings", "DataFindings", "FoundSolve", "MdeqFindings", "RouteFindings", "ShiftFindings",
-           "StepSummaries",
-           "VerdictTable", "WorkFindings"]
+__all__ = [
+    "BaselineFindings",
+    "DataFindings",
+    "FoundSolve",
+    "MdeqFindings",
+    "RouteFindings",
+    "ShiftFindings",
+    "StepSummaries",
+    "VerdictTable",
+    "WorkFindings",
+]
 
 #: MDEQ on ImageNet (Bai et al. 2020): top-1 of the DEQ and of its block truncated to 5 unrolled layers (%).
 MDEQ_TOP1, MDEQ_TRUNCATED_TOP1 = 77.5, 75.9
@@ -46,13 +55,18 @@ class DataFindings(Findings):
 
     def markdown(self) -> str:
         info, m = self.model.info, self.model.info["mortality"]
-        head = ("**⚠ Synthetic data: PhysioNet set A was not found; every number below describes the stand-in** "
-                "(see `nodecourse check`).\n\n" if info.get("synthetic") else "")
+        head = (
+            "**⚠ Synthetic data: PhysioNet set A was not found; every number below describes the stand-in** "
+            "(see `nodecourse check`).\n\n"
+            if info.get("synthetic")
+            else ""
+        )
         return head + (
             f"Trained on {info['n_train']} patients of the {', '.join(info['train_units'])} units "
             f"({100 * m['train']:.1f} % died), tested on {info['n_test']} held-out patients of the same units "
             f"({100 * m['test']:.1f} %) and on {info['n_shift']} patients of the {info['shift_unit']} ICU "
-            f"({100 * m['shift']:.1f} %); {info['epochs']} epochs in {self.model.train_seconds:.0f} s.")
+            f"({100 * m['shift']:.1f} %); {info['epochs']} epochs in {self.model.train_seconds:.0f} s."
+        )
 
 
 @dataclass(frozen=True)
@@ -77,12 +91,14 @@ class BaselineFindings(Findings):
             "above": "it lies above zero, so on these inputs the model is better than its discrete counterpart.",
             "below": "it lies below zero, so on these inputs the discrete counterpart is better than the model.",
             "contains": "it contains zero, so on these inputs the audit cannot tell the model from its discrete "
-                        "counterpart.",
+            "counterpart.",
             "none": "there were too few inputs to resample, so nothing is decided.",
         }[side]
-        return (f"The 95 % interval of the paired {self.metric} difference (model minus baseline, {q(self.diff)}) "
-                f"runs from {q(self.low)} to {q(self.high)}: {reading} The baseline's forward pass takes "
-                f"{self.baseline_time:.2f}x the model's time.")
+        return (
+            f"The 95 % interval of the paired {self.metric} difference (model minus baseline, {q(self.diff)}) "
+            f"runs from {q(self.low)} to {q(self.high)}: {reading} The baseline's forward pass takes "
+            f"{self.baseline_time:.2f}x the model's time."
+        )
 
 
 @dataclass(frozen=True)
@@ -97,22 +113,30 @@ class WorkFindings(Findings):
         hours = b.horizon_hours * b.step
         step_name = "one-hour" if math.isclose(hours, 1.0) else f"{hours:g}-hour"
         head = f"Median {self.median:.0f} NFE per patient against the {b.ideal} {step_name} steps the horizon holds"
-        grid = (f"The model divides float32 hours by {b.horizon_hours:g}; the step is 1/{b.ideal} as a Python float. "
-                f"In that arithmetic {b.longer} of the grid's {b.gaps} gaps between observation times are longer "
-                "than one step")
+        grid = (
+            f"The model divides float32 hours by {b.horizon_hours:g}; the step is 1/{b.ideal} as a Python float. "
+            f"In that arithmetic {b.longer} of the grid's {b.gaps} gaps between observation times are longer "
+            "than one step"
+        )
         if extra > 0:
-            return (f"{head}: {extra:.0f} more. {grid}; splitting each gap into whole steps gives {b.naive} steps, "
-                    f"the library's rule {b.by_rule}. Each extra step is a second, sliver-sized one: work no one "
-                    "asked for, visible only in a per-input log.")
+            return (
+                f"{head}: {extra:.0f} more. {grid}; splitting each gap into whole steps gives {b.naive} steps, "
+                f"the library's rule {b.by_rule}. Each extra step is a second, sliver-sized one: work no one "
+                "asked for, visible only in a per-input log."
+            )
         if extra < 0:
-            return (f"{head}: {-extra:.0f} fewer, so the solve stops short of the horizon or skips steps; read the "
-                    "step log before trusting the model's times.")
+            return (
+                f"{head}: {-extra:.0f} fewer, so the solve stops short of the horizon or skips steps; read the "
+                "step log before trusting the model's times."
+            )
         if b.longer:
-            return (f"{head}: no extra steps. {grid}, by a rounding sliver: splitting each gap into "
-                    f"`ceil(gap / step)` steps would take {b.naive}. The library's fixed-step rule counts a gap "
-                    f"within float32 rounding of a whole number of steps as that number ({b.by_rule} steps), and "
-                    "the log confirms the solver took no sliver steps.")
-        return (f"{head}: no extra steps. {grid}: none is, so no gap could cost a sliver-sized second step here.")
+            return (
+                f"{head}: no extra steps. {grid}, by a rounding sliver: splitting each gap into "
+                f"`ceil(gap / step)` steps would take {b.naive}. The library's fixed-step rule counts a gap "
+                f"within float32 rounding of a whole number of steps as that number ({b.by_rule} steps), and "
+                "the log confirms the solver took no sliver steps."
+            )
+        return f"{head}: no extra steps. {grid}: none is, so no gap could cost a sliver-sized second step here."
 
 
 @dataclass(frozen=True)
@@ -138,16 +162,18 @@ class ShiftFindings(Findings):
         side = interval_side(self.low, self.high)
         reading = {
             "above": "The whole interval is above zero: the shifted patients are scored better, and that is real "
-                     "at this size.",
+            "at this size.",
             "below": "The whole interval is below zero: the drop is real at this size.",
             "contains": f"The interval contains zero: with this many deaths in each set, {direction} of this size "
-                        "is not decided.",
+            "is not decided.",
             "none": "There is no interval (too few patients or deaths to resample): nothing is decided.",
         }[side]
-        return (f"{self.shift_unit.capitalize()}-ICU patients: {self.metric} {quality_text(self.metric, self.shifted)} "
-                f"against {quality_text(self.metric, self.test)} on held-out patients of the training units, "
-                f"{direction} of {q(self.diff)} (95 % bootstrap interval {q(self.low)} to {q(self.high)}, patients "
-                f"resampled within each set). {reading}")
+        return (
+            f"{self.shift_unit.capitalize()}-ICU patients: {self.metric} {quality_text(self.metric, self.shifted)} "
+            f"against {quality_text(self.metric, self.test)} on held-out patients of the training units, "
+            f"{direction} of {q(self.diff)} (95 % bootstrap interval {q(self.low)} to {q(self.high)}, patients "
+            f"resampled within each set). {reading}"
+        )
 
 
 @dataclass(frozen=True)
@@ -168,13 +194,18 @@ class MdeqFindings(Findings):
     def markdown(self) -> str:
         q = lambda v: quality_text(self.metric, v, signed=True)  # noqa: E731
         side = interval_side(self.low, self.high)
-        reading = {"above": "the DEQ is ahead, as in MDEQ", "below": "the truncation is ahead, unlike MDEQ",
-                   "contains": "the interval contains zero, so at this size neither is ahead",
-                   "none": "no interval could be computed"}[side]
-        return (f"MDEQ on ImageNet: the DEQ {MDEQ_TOP1 - MDEQ_TRUNCATED_TOP1:.1f} points above the same block "
-                f"truncated to 5 unrolled layers ({MDEQ_TOP1} % against {MDEQ_TRUNCATED_TOP1} %). Here, on digits, "
-                f"the DEQ minus its 5-step truncation: {q(self.diff)} (95 % interval {q(self.low)} to {q(self.high)}): "
-                f"{reading}; the truncation runs at {self.truncation_time:.2f}x the DEQ's forward time.")
+        reading = {
+            "above": "the DEQ is ahead, as in MDEQ",
+            "below": "the truncation is ahead, unlike MDEQ",
+            "contains": "the interval contains zero, so at this size neither is ahead",
+            "none": "no interval could be computed",
+        }[side]
+        return (
+            f"MDEQ on ImageNet: the DEQ {MDEQ_TOP1 - MDEQ_TRUNCATED_TOP1:.1f} points above the same block "
+            f"truncated to 5 unrolled layers ({MDEQ_TOP1} % against {MDEQ_TRUNCATED_TOP1} %). Here, on digits, "
+            f"the DEQ minus its 5-step truncation: {q(self.diff)} (95 % interval {q(self.low)} to {q(self.high)}): "
+            f"{reading}; the truncation runs at {self.truncation_time:.2f}x the DEQ's forward time."
+        )
 
 
 @dataclass(frozen=True)
@@ -189,8 +220,10 @@ class StepSummaries(Findings):
     def of(cls, report, numbers, model: CourseModel | None = None) -> StepSummaries:
         note = ""
         if model is not None and model.unconverged_steps:
-            note = (f"During training, {model.unconverged_steps} backward passes went through a forward solve that "
-                    "had not reached its tolerance (the DEQ warns about each; `course_model` counts the warnings).")
+            note = (
+                f"During training, {model.unconverged_steps} backward passes went through a forward solve that "
+                "had not reached its tolerance (the DEQ warns about each; `course_model` counts the warnings)."
+            )
         return cls(report.model["name"], tuple(report.step(n) for n in numbers), note)
 
     def markdown(self) -> str:
@@ -217,12 +250,15 @@ class FoundSolve(Findings):
     @classmethod
     def of(cls, report) -> FoundSolve:
         s = report.model["settings"][0]
-        return cls(s["entry"], tuple(s["state"][1:]), s["dtype"], s["grid"], s["rtol"], s["atol"], s["method"],
-                   s["gradient"])
+        return cls(
+            s["entry"], tuple(s["state"][1:]), s["dtype"], s["grid"], s["rtol"], s["atol"], s["method"], s["gradient"]
+        )
 
     def markdown(self) -> str:
-        return (f"Found `{self.entry}`: state {self.state} per row ({self.dtype}), grid {self.grid}, rtol "
-                f"{self.rtol:g}, atol {self.atol:g}, method {self.method}, gradient route **{self.gradient}**.")
+        return (
+            f"Found `{self.entry}`: state {self.state} per row ({self.dtype}), grid {self.grid}, rtol "
+            f"{self.rtol:g}, atol {self.atol:g}, method {self.method}, gradient route **{self.gradient}**."
+        )
 
 
 @dataclass(frozen=True)
@@ -258,15 +294,22 @@ class RouteFindings(Findings):
     @classmethod
     def of(cls, step) -> RouteFindings:
         ok = step.data["ok_threshold"]
-        routes = tuple((r["route"], r["used"], None if r.get("median") is None else r["high"] <= ok,
-                        r.get("failed", "")) for r in step.data["routes"])
+        routes = tuple(
+            (r["route"], r["used"], None if r.get("median") is None else r["high"] <= ok, r.get("failed", ""))
+            for r in step.data["routes"]
+        )
         return cls(step.verdict, step.data["route_used"], routes)
 
     def markdown(self) -> str:
         lines = [f"step 5: {self.verdict}; trains with {self.route_used}"]
         for name, used, within, why in self.routes:
             role = "judged" if used else "an alternative"
-            state = (f"not run: {why}" if within is None else
-                     "within the ok threshold" if within else "not within the ok threshold")
+            state = (
+                f"not run: {why}"
+                if within is None
+                else "within the ok threshold"
+                if within
+                else "not within the ok threshold"
+            )
             lines.append(f"- {name} ({role}): {state}")
         return "\n".join(lines)

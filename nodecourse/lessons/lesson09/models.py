@@ -9,6 +9,7 @@
 Every model is trained by :func:`nodecourse.audit.train`, the loop the audit trains its baseline
 with, for the same number of epochs: model and baseline get the same data and the same budget.
 """
+
 from __future__ import annotations
 
 import time
@@ -30,8 +31,15 @@ from nodecourse.lessons.lesson09.config import (
     TRAIN_ICU_TYPES,
 )
 
-__all__ = ["CourseModel", "course_model", "digits_model", "icu_types", "physionet_model", "physionet_shift_split",
-           "rows_of"]
+__all__ = [
+    "CourseModel",
+    "course_model",
+    "digits_model",
+    "icu_types",
+    "physionet_model",
+    "physionet_shift_split",
+    "rows_of",
+]
 
 
 @dataclass
@@ -59,8 +67,16 @@ class CourseModel:
 
     def audit_kwargs(self) -> dict:
         """The arguments of :func:`nodecourse.audit.audit` for this model (same budget for the baseline)."""
-        return dict(train=self.train, test=self.test, task=self.task, shift=self.shift, epochs=self.epochs,
-                    lr=self.lr, batch_size=self.batch_size, name=self.name)
+        return dict(
+            train=self.train,
+            test=self.test,
+            task=self.task,
+            shift=self.shift,
+            epochs=self.epochs,
+            lr=self.lr,
+            batch_size=self.batch_size,
+            name=self.name,
+        )
 
 
 def _train(model, data, *, task, epochs, lr, batch_size, seed, progress, desc) -> tuple[float, int]:
@@ -68,8 +84,9 @@ def _train(model, data, *, task, epochs, lr, batch_size, seed, progress, desc) -
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        train(model, data, task=task, epochs=epochs, lr=lr, batch_size=batch_size, seed=seed, progress=progress,
-              desc=desc)
+        train(
+            model, data, task=task, epochs=epochs, lr=lr, batch_size=batch_size, seed=seed, progress=progress, desc=desc
+        )
     for w in caught:  # keep what is not the DEQ's per-step note
         if "unconverged" not in str(w.message):
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
@@ -86,13 +103,38 @@ def digits_model(kind: str, quick: bool, *, seed: int = 0, progress: bool = Fals
     torch.manual_seed(seed)
     model = lesson07.build_model(kind, config)
     name = "digits-ode" if kind == "Neural ODE" else "digits-deq"
-    seconds, unconverged = _train(model, (data.x_train, data.y_train), task="classification", epochs=config.epochs,
-                                  lr=config.lr, batch_size=config.batch_size, seed=seed, progress=progress,
-                                  desc=name)
-    info = {"data": "scikit-learn digits (8x8)", "n_train": len(data.y_train), "n_test": len(data.y_test),
-            "model": f"lesson 7's {kind}", "epochs": config.epochs}
-    return CourseModel(name, model, "classification", (data.x_train, data.y_train), (data.x_test, data.y_test),
-                       None, config.epochs, config.lr, config.batch_size, info, seconds, unconverged)
+    seconds, unconverged = _train(
+        model,
+        (data.x_train, data.y_train),
+        task="classification",
+        epochs=config.epochs,
+        lr=config.lr,
+        batch_size=config.batch_size,
+        seed=seed,
+        progress=progress,
+        desc=name,
+    )
+    info = {
+        "data": "scikit-learn digits (8x8)",
+        "n_train": len(data.y_train),
+        "n_test": len(data.y_test),
+        "model": f"lesson 7's {kind}",
+        "epochs": config.epochs,
+    }
+    return CourseModel(
+        name,
+        model,
+        "classification",
+        (data.x_train, data.y_train),
+        (data.x_test, data.y_test),
+        None,
+        config.epochs,
+        config.lr,
+        config.batch_size,
+        info,
+        seconds,
+        unconverged,
+    )
 
 
 def icu_types(data) -> torch.Tensor:
@@ -118,11 +160,20 @@ def physionet_shift_split(quick: bool, *, seed: int = 0, test_fraction: float = 
     parts = home.split(test=test_fraction, seed=seed)
     norm = physionet.Normalizer.fit(parts["train"])
     train_set, test_set, shift_set = (norm.transform(s) for s in (parts["train"], parts["test"], away))
-    info = {"source": data.report.source, "synthetic": data.report.source == "synthetic",
-            "train_units": [ICU_NAMES[k] for k in TRAIN_ICU_TYPES], "shift_unit": ICU_NAMES[SHIFT_ICU_TYPE],
-            "n_train": len(train_set), "n_test": len(test_set), "n_shift": len(shift_set),
-            "mortality": {"train": float(train_set.labels.mean()), "test": float(test_set.labels.mean()),
-                          "shift": float(shift_set.labels.mean())}}
+    info = {
+        "source": data.report.source,
+        "synthetic": data.report.source == "synthetic",
+        "train_units": [ICU_NAMES[k] for k in TRAIN_ICU_TYPES],
+        "shift_unit": ICU_NAMES[SHIFT_ICU_TYPE],
+        "n_train": len(train_set),
+        "n_test": len(test_set),
+        "n_shift": len(shift_set),
+        "mortality": {
+            "train": float(train_set.labels.mean()),
+            "test": float(test_set.labels.mean()),
+            "shift": float(shift_set.labels.mean()),
+        },
+    }
     return train_set, test_set, shift_set, norm, info
 
 
@@ -142,11 +193,31 @@ def physionet_model(quick: bool, *, seed: int = 0, progress: bool = False) -> Co
     hidden = PHYSIONET_HIDDEN[mode]
     model = SharedInputs(ODERNN(d, s, hidden_dim=hidden, ode_hidden=hidden), train_set.times)
     epochs, lr, batch = PHYSIONET_EPOCHS[mode], 3e-3, 64
-    seconds, _ = _train(model, rows_of(train_set), task="classification", epochs=epochs, lr=lr, batch_size=batch,
-                        seed=seed, progress=progress, desc="physionet-odernn")
+    seconds, _ = _train(
+        model,
+        rows_of(train_set),
+        task="classification",
+        epochs=epochs,
+        lr=lr,
+        batch_size=batch,
+        seed=seed,
+        progress=progress,
+        desc="physionet-odernn",
+    )
     info.update(model=f"ODE-RNN (hidden {hidden}, Euler steps of one hour)", epochs=epochs)
-    return CourseModel("physionet-odernn", model, "classification", rows_of(train_set), rows_of(test_set),
-                       rows_of(shift_set), epochs, lr, batch, info, seconds)
+    return CourseModel(
+        "physionet-odernn",
+        model,
+        "classification",
+        rows_of(train_set),
+        rows_of(test_set),
+        rows_of(shift_set),
+        epochs,
+        lr,
+        batch,
+        info,
+        seconds,
+    )
 
 
 def course_model(name: str, quick: bool, *, seed: int = 0, progress: bool = False) -> CourseModel:

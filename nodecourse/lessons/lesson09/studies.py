@@ -1,4 +1,5 @@
 """What the lesson measures beside the audit: the work a fixed-step ODE-RNN solve should do, from its grid."""
+
 from __future__ import annotations
 
 import math
@@ -48,5 +49,6 @@ def step_budget(model: CourseModel) -> StepBudget | None:
     naive = sum(math.ceil(g / step) for g in gaps.tolist())
     ends = scaled.double().tolist()
     by_rule = sum(equal_steps(a, b, step) for a, b in zip(ends[:-1], ends[1:]))
-    return StepBudget(round(core.horizon / step), longer, int(gaps.numel()), naive, by_rule, float(step),
-                      float(HORIZON_HOURS))
+    return StepBudget(
+        round(core.horizon / step), longer, int(gaps.numel()), naive, by_rule, float(step), float(HORIZON_HOURS)
+    )

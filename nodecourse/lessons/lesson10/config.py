@@ -1,4 +1,5 @@
 """Lesson 10's thresholds and study sizes: declared here, before anything is measured."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -11,8 +12,8 @@ NFE_GROWTH_THRESHOLD = Threshold(
     "rtol = atol = 1e-5)",
     kind="course",
     why="Chen et al. 2018 (Fig. 3d) and Kelly et al. 2020 report that NFE climbs as training goes on, without a "
-        "number; 1.2 is one more dopri5 step (6 evaluations) on the 20 of an untrained field here, more than "
-        "the solver's own granularity",
+    "number; 1.2 is one more dopri5 step (6 evaluations) on the 20 of an untrained field here, more than "
+    "the solver's own granularity",
     value=1.2,
 )
 
@@ -26,10 +27,10 @@ KINETIC_THRESHOLD = Threshold(
     "published 2.8x (training wall-clock) judged as a reading on our training wall-clock; all parts",
     kind="course",
     why="Finlay et al. report fewer solver steps 'without loss in performance' and a 2.8x wall-clock speed-up on "
-        "FFJORD/MNIST (days of GPU training we cannot run); the NFE part asks only for the direction; 2 points "
-        "is the course's margin for 'without loss in performance' (2 of 96 test points in quick mode, 10 of 512 "
-        "in full mode), chosen, not measured: the spread between seeds is smaller (about 0.5 points in full "
-        "mode); the 2.8x is kept as the published reading",
+    "FFJORD/MNIST (days of GPU training we cannot run); the NFE part asks only for the direction; 2 points "
+    "is the course's margin for 'without loss in performance' (2 of 96 test points in quick mode, 10 of 512 "
+    "in full mode), chosen, not measured: the spread between seeds is smaller (about 0.5 points in full "
+    "mode); the 2.8x is kept as the published reading",
     value=1.0,
 )
 
@@ -50,8 +51,8 @@ EXACT_THRESHOLD = Threshold(
     "<= 1e-10 in float64 on the whole 95 % interval over seeds",
     kind="course",
     why="Kidger et al. 2021 call the gradient exact 'up to floating point'; 1e-10 is about 5e5 float64 epsilons, "
-        "room for rounding summed over a few hundred steps, while a solver-accuracy error (the adjoint's) is "
-        "1e-6 or more at the tolerances used in training",
+    "room for rounding summed over a few hundred steps, while a solver-accuracy error (the adjoint's) is "
+    "1e-6 or more at the tolerances used in training",
     value=1e-10,
 )
 
@@ -60,7 +61,7 @@ MEMORY_THRESHOLD = Threshold(
     "route's peak stays within 20 % of its smallest; both parts",
     kind="course",
     why="Kidger et al. 2021 and Zhuang et al. 2021 (MALI) state memory constant in the number of steps with no "
-        "figure; the same reading as lesson 4's adjoint-memory row, whose 3x and 20 % are argued there",
+    "figure; the same reading as lesson 4's adjoint-memory row, whose 3x and 20 % are argued there",
     value=3.0,
 )
 FLAT_FACTOR = 1.2  # the "within 20 %" of MEMORY_THRESHOLD
@@ -77,12 +78,16 @@ class MoonsTrainConfig:
     tol: float = 1e-5  # dopri5 rtol = atol
     lr: float = 1e-2
     noise: float = 0.1
-    settings: tuple[tuple[str, float, float], ...] = (("none", 0.0, 0.0), ("kinetic", RNODE_WEIGHTS[0], 0.0),
-                                                      ("kinetic+Jacobian", *RNODE_WEIGHTS))
+    settings: tuple[tuple[str, float, float], ...] = (
+        ("none", 0.0, 0.0),
+        ("kinetic", RNODE_WEIGHTS[0], 0.0),
+        ("kinetic+Jacobian", *RNODE_WEIGHTS),
+    )
 
 
-QUICK_TRAIN = MoonsTrainConfig(seeds=(0, 1, 2, 3, 4), steps=120, n_points=96,
-                               settings=(("none", 0.0, 0.0), ("kinetic+Jacobian", *RNODE_WEIGHTS)))
+QUICK_TRAIN = MoonsTrainConfig(
+    seeds=(0, 1, 2, 3, 4), steps=120, n_points=96, settings=(("none", 0.0, 0.0), ("kinetic+Jacobian", *RNODE_WEIGHTS))
+)
 """Quick mode: 5 seeds, 120 steps, 96 points, unregularised and kinetic+Jacobian."""
 FULL_TRAIN = MoonsTrainConfig(seeds=tuple(range(8)), steps=400, n_points=512)
 """Full mode: 8 seeds, 400 steps, 512 points, and the kinetic term alone as a third setting."""
@@ -114,13 +119,15 @@ class SeminormTaskConfig:
 
 def seminorm_tasks(train: MoonsTrainConfig) -> tuple[SeminormTask, ...]:
     """The seven tasks of :data:`SEMINORM_THRESHOLD`, the moons ones on ``train``'s models."""
-    return (SeminormTask("MLP width 16, batch 512", "mlp", width=16),
-            SeminormTask("MLP width 64, batch 512", "mlp", width=64),
-            SeminormTask("MLP width 256, batch 512", "mlp", width=256),
-            SeminormTask("MLP width 64, batch 512, tol 1e-7", "mlp", width=64, tol=1e-7),
-            SeminormTask("MLP width 64, batch 16", "mlp", width=64, batch=16),
-            SeminormTask("two moons, mean loss", "moons", tol=train.tol),
-            SeminormTask("two moons, loss x batch", "moons", tol=train.tol, loss_scale=float(train.n_points)))
+    return (
+        SeminormTask("MLP width 16, batch 512", "mlp", width=16),
+        SeminormTask("MLP width 64, batch 512", "mlp", width=64),
+        SeminormTask("MLP width 256, batch 512", "mlp", width=256),
+        SeminormTask("MLP width 64, batch 512, tol 1e-7", "mlp", width=64, tol=1e-7),
+        SeminormTask("MLP width 64, batch 16", "mlp", width=64, batch=16),
+        SeminormTask("two moons, mean loss", "moons", tol=train.tol),
+        SeminormTask("two moons, loss x batch", "moons", tol=train.tol, loss_scale=float(train.n_points)),
+    )
 
 
 QUICK_SEMINORM = SeminormTaskConfig(seminorm_tasks(QUICK_TRAIN), seeds=(0, 1), train=QUICK_TRAIN)

@@ -1,4 +1,5 @@
 """Lesson 10's figures (matplotlib Figures, closed so a notebook shows each once)."""
+
 from __future__ import annotations
 
 from nodecourse.lessons.lesson10.config import SEMINORM_THRESHOLD
@@ -31,7 +32,7 @@ def plot_memory(sweep: MemorySweep):
 
     fig, ax = plt.subplots(figsize=(6, 3.6))
     for mode in sweep.config.modes:
-        ax.plot(sweep.config.steps, [p / 2 ** 20 for p in sweep.peaks(mode)], "o-", label=mode)
+        ax.plot(sweep.config.steps, [p / 2**20 for p in sweep.peaks(mode)], "o-", label=mode)
     c = sweep.config
     ax.set_xlabel("reversible Heun steps on [0, 1]")
     ax.set_ylabel("peak memory, forward + backward (MiB)")
@@ -53,7 +54,7 @@ def plot_stability(extent: float = 1.5, n: int = 301):
     ys = np.linspace(-3.0, 3.0, n)
     X, Y = np.meshgrid(xs, ys)
     Z = X + 1j * Y
-    rk4 = np.abs(1 + Z + Z ** 2 / 2 + Z ** 3 / 6 + Z ** 4 / 24)
+    rk4 = np.abs(1 + Z + Z**2 / 2 + Z**3 / 6 + Z**4 / 24)
     fig, ax = plt.subplots(figsize=(5.2, 4.2))
     ax.contourf(X, Y, rk4 <= 1, levels=[0.5, 1.5], colors=["C0"], alpha=0.3)
     ax.contour(X, Y, rk4, levels=[1.0], colors=["C0"])
@@ -62,8 +63,11 @@ def plot_stability(extent: float = 1.5, n: int = 301):
     ax.plot([], [], color="C0", label="rk4: |R(h lam)| <= 1")
     ax.set_xlabel("Re(h lam)")
     ax.set_ylabel("Im(h lam)")
-    ax.set_title(f"linear stability (reversible Heun amplifies off the axis: max |mu| at h lam = -0.1 is "
-                 f"{amplification(-0.1):.3f})", fontsize=8)
+    ax.set_title(
+        f"linear stability (reversible Heun amplifies off the axis: max |mu| at h lam = -0.1 is "
+        f"{amplification(-0.1):.3f})",
+        fontsize=8,
+    )
     ax.legend(fontsize=8, loc="lower left")
     ax.set_aspect("equal")
     fig.tight_layout()
@@ -80,8 +84,15 @@ def plot_trained_convergence(rows: tuple[TrainedStability, ...]):
     names = list(dict.fromkeys(r.setting for r in rows))
     labelled: set[str] = set()
     for r in rows:
-        ax.loglog(r.steps, r.errors, "o-", color=f"C{names.index(r.setting)}", alpha=0.7, ms=3,
-                  label=None if r.setting in labelled else r.setting)
+        ax.loglog(
+            r.steps,
+            r.errors,
+            "o-",
+            color=f"C{names.index(r.setting)}",
+            alpha=0.7,
+            ms=3,
+            label=None if r.setting in labelled else r.setting,
+        )
         labelled.add(r.setting)
     steps = rows[0].steps
     top = max(r.errors[0] for r in rows)

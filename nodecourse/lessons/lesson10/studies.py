@@ -1,5 +1,6 @@
 """Lesson 10's studies: the functions that measure, each cached by :func:`~nodecourse.lessons.study.cached_study`
 so the notebook's figures, its findings and the ledger rows read the same runs."""
+
 from __future__ import annotations
 
 import copy
@@ -75,8 +76,9 @@ class MoonsRun:
         return tenth_means(self.nfe)[1]
 
 
-def train_moons(config: MoonsTrainConfig, seed: int, kinetic: float, jacobian: float,
-                setting: str = "") -> tuple[MoonsODE, MoonsRun]:
+def train_moons(
+    config: MoonsTrainConfig, seed: int, kinetic: float, jacobian: float, setting: str = ""
+) -> tuple[MoonsODE, MoonsRun]:
     """Train one :class:`~nodecourse.models.MoonsODE` (full-batch Adam); returns it and its :class:`MoonsRun`."""
     xtr, ytr, xte, yte = moons(config.n_points, seed, config.noise)
     torch.manual_seed(seed)
@@ -89,14 +91,20 @@ def train_moons(config: MoonsTrainConfig, seed: int, kinetic: float, jacobian: f
         return F.cross_entropy(logits, ytr[idx]) + model.penalty(), {}
 
     started = time.perf_counter()
-    train_epochs(model, loss_on_batch, seeded_batches(len(xtr), None, seed=seed), epochs=config.steps,
-                 optimizer=torch.optim.Adam(model.parameters(), lr=config.lr))
+    train_epochs(
+        model,
+        loss_on_batch,
+        seeded_batches(len(xtr), None, seed=seed),
+        epochs=config.steps,
+        optimizer=torch.optim.Adam(model.parameters(), lr=config.lr),
+    )
     seconds = time.perf_counter() - started
     with torch.no_grad():
         z = model.block(model.lift(xte))
         accuracy = float((model.head(z).argmax(1) == yte).float().mean())
-    return model, MoonsRun(setting, kinetic, jacobian, seed, tuple(nfe), accuracy,
-                           int(model.block.last_stats["nfe"]), seconds)
+    return model, MoonsRun(
+        setting, kinetic, jacobian, seed, tuple(nfe), accuracy, int(model.block.last_stats["nfe"]), seconds
+    )
 
 
 @cached_study
@@ -106,16 +114,19 @@ def train_run(config: MoonsTrainConfig, setting: str, seed: int) -> tuple[MoonsO
     return train_moons(config, seed, kinetic, jacobian, name)
 
 
-def training_study(config: MoonsTrainConfig = QUICK_TRAIN, settings: tuple[str, ...] | None = None,
-                   progress: bool = False) -> tuple[MoonsRun, ...]:
+def training_study(
+    config: MoonsTrainConfig = QUICK_TRAIN, settings: tuple[str, ...] | None = None, progress: bool = False
+) -> tuple[MoonsRun, ...]:
     """Every seed of ``config`` for each of ``settings`` (default: all of ``config.settings``). Each run is a
     cached study, so a progress bar never means a second training; the models: :func:`trained_model`."""
     from tqdm.auto import tqdm
 
     names = [s[0] for s in config.settings] if settings is None else list(settings)
     pairs = [(name, seed) for name in names for seed in config.seeds]
-    return tuple(train_run(config, name, seed)[1]
-                 for name, seed in tqdm(pairs, desc="training on two moons", disable=not progress, leave=False))
+    return tuple(
+        train_run(config, name, seed)[1]
+        for name, seed in tqdm(pairs, desc="training on two moons", disable=not progress, leave=False)
+    )
 
 
 def trained_model(config: MoonsTrainConfig, setting: str, seed: int) -> MoonsODE:
@@ -128,8 +139,9 @@ def trained_model(config: MoonsTrainConfig, setting: str, seed: int) -> MoonsODE
 
 
 def _backward_nfe_ours(field: nn.Module, z0, loss, tol: float, norm) -> int:
-    sol = odeint(field, z0, torch.tensor([0.0, 1.0]), rtol=tol, atol=tol, gradient="adjoint",
-                 adjoint_options={"norm": norm})
+    sol = odeint(
+        field, z0, torch.tensor([0.0, 1.0]), rtol=tol, atol=tol, gradient="adjoint", adjoint_options={"norm": norm}
+    )
     loss(sol.ys[-1]).backward()
     field.zero_grad(set_to_none=True)
     return int(sol.stats["nfe_backward"])
@@ -150,8 +162,9 @@ def _backward_nfe_torchdiffeq(field: nn.Module, z0, loss, tol: float, norm) -> i
             return self.inner(t, z)
 
     kw = {"adjoint_options": {"norm": norm}} if norm else {}
-    out = torchdiffeq.odeint_adjoint(Counting(), z0, torch.tensor([0.0, 1.0]), rtol=tol, atol=tol,
-                                     method="dopri5", **kw)
+    out = torchdiffeq.odeint_adjoint(
+        Counting(), z0, torch.tensor([0.0, 1.0]), rtol=tol, atol=tol, method="dopri5", **kw
+    )
     forward = calls[0]
     loss(out[-1]).backward()
     field.zero_grad(set_to_none=True)
@@ -170,8 +183,11 @@ class SeminormCount:
 
     def reduction(self, library: str) -> float:
         """``1 - NFE(seminorm) / NFE(full)`` for ``library`` ("nodecourse" or "torchdiffeq")."""
-        full, semi = ((self.ours_full, self.ours_seminorm) if library == "nodecourse"
-                      else (self.torchdiffeq_full, self.torchdiffeq_seminorm))
+        full, semi = (
+            (self.ours_full, self.ours_seminorm)
+            if library == "nodecourse"
+            else (self.torchdiffeq_full, self.torchdiffeq_seminorm)
+        )
         return 1 - semi / full
 
 
@@ -200,8 +216,9 @@ def _task_problem(task: SeminormTask, seed: int, train: MoonsTrainConfig):
 
 
 @cached_study
-def seminorm_study(config: SeminormTaskConfig = QUICK_SEMINORM, progress: bool = False
-                   ) -> tuple[SeminormTaskResult, ...]:
+def seminorm_study(
+    config: SeminormTaskConfig = QUICK_SEMINORM, progress: bool = False
+) -> tuple[SeminormTaskResult, ...]:
     """Per task of ``config`` and per seed (random fields: ``config.seeds``; moons: the training seeds):
     backward NFE of one gradient with the full norm and the seminorm, our adjoint and torchdiffeq's."""
     from tqdm.auto import tqdm
@@ -212,8 +229,11 @@ def seminorm_study(config: SeminormTaskConfig = QUICK_SEMINORM, progress: bool =
         counts = []
         for seed in seeds:
             field, z0, loss = _task_problem(task, seed, config.train)
-            n = [fn(field, z0, loss, task.tol, norm) for fn in (_backward_nfe_ours, _backward_nfe_torchdiffeq)
-                 for norm in (None, "seminorm")]
+            n = [
+                fn(field, z0, loss, task.tol, norm)
+                for fn in (_backward_nfe_ours, _backward_nfe_torchdiffeq)
+                for norm in (None, "seminorm")
+            ]
             counts.append(SeminormCount(seed, *n))
         out.append(SeminormTaskResult(task, tuple(counts)))
     return tuple(out)
@@ -259,9 +279,15 @@ def exact_study(config: ExactConfig = QUICK_EXACT) -> tuple[ExactRow, ...]:
         g_dbp, _ = _flat_grads(field, y0, gradient="backprop", **tol)
         g_adj, sol_adj = _flat_grads(field, y0, gradient="adjoint", **tol)
         s_rev, s_adj = sol_rev.stats, sol_adj.stats
-        rows.append(ExactRow(seed, float((g_rev - g_bp).norm() / g_bp.norm()),
-                             float((g_adj - g_dbp).norm() / g_dbp.norm()),
-                             s_rev["nfe"] + s_rev["nfe_backward"], s_adj["nfe"] + s_adj["nfe_backward"]))
+        rows.append(
+            ExactRow(
+                seed,
+                float((g_rev - g_bp).norm() / g_bp.norm()),
+                float((g_adj - g_dbp).norm() / g_dbp.norm()),
+                s_rev["nfe"] + s_rev["nfe_backward"],
+                s_adj["nfe"] + s_adj["nfe_backward"],
+            )
+        )
     return tuple(rows)
 
 
@@ -279,8 +305,9 @@ class Route:
 
 
 @cached_study
-def route_table(lam: float = -1.0, T: float = 1.0, steps: int = 100, *, fd_eps: float = 1e-6,
-                rtol: float = 1e-8) -> tuple[Route, ...]:
+def route_table(
+    lam: float = -1.0, T: float = 1.0, steps: int = 100, *, fd_eps: float = 1e-6, rtol: float = 1e-8
+) -> tuple[Route, ...]:
     """Lesson 4's gradient-route table on ``dz1/dt = lam z1, dz2/dt = theta z1``, ``L = z2(T)`` (float64),
     with reversible Heun added: per route the relative error of ``dL/d(z10, z20, lam, theta)`` against the
     analytic gradient and against central finite differences *of that route's own discretisation*,
@@ -289,12 +316,14 @@ def route_table(lam: float = -1.0, T: float = 1.0, steps: int = 100, *, fd_eps: 
     ref = analytic_gradient(lam, theta, T)[:4]
     dopri = dict(method="dopri5", rtol=rtol, atol=rtol)
     heun = dict(method="reversible_heun", step_size=T / steps)
-    routes = [("backprop (dopri5)", dict(dopri, gradient="backprop")),
-              ("checkpoint (dopri5)", dict(dopri, gradient="checkpoint")),
-              ("adjoint (dopri5)", dict(dopri, gradient="adjoint")),
-              ("adjoint + seminorm", dict(dopri, gradient="adjoint", adjoint_options={"norm": "seminorm"})),
-              ("backprop (reversible Heun)", dict(heun, gradient="backprop")),
-              ("reversible (reversible Heun)", dict(heun, gradient="reversible"))]
+    routes = [
+        ("backprop (dopri5)", dict(dopri, gradient="backprop")),
+        ("checkpoint (dopri5)", dict(dopri, gradient="checkpoint")),
+        ("adjoint (dopri5)", dict(dopri, gradient="adjoint")),
+        ("adjoint + seminorm", dict(dopri, gradient="adjoint", adjoint_options={"norm": "seminorm"})),
+        ("backprop (reversible Heun)", dict(heun, gradient="backprop")),
+        ("reversible (reversible Heun)", dict(heun, gradient="reversible")),
+    ]
 
     def loss(values, solve):
         field = DecayFeed(values[2], values[3])
@@ -328,8 +357,17 @@ def route_table(lam: float = -1.0, T: float = 1.0, steps: int = 100, *, fd_eps: 
             down[i] -= step
             with torch.no_grad():
                 fd.append(float(loss(up, plain)[0] - loss(down, plain)[0]) / (2 * step))
-        table.append(Route(name, rel(g, ref), rel(g, fd), int(sol.stats["nfe"]),
-                           int(sol.stats.get("nfe_backward", 0)), round(kept / 1024, 1), seconds))
+        table.append(
+            Route(
+                name,
+                rel(g, ref),
+                rel(g, fd),
+                int(sol.stats["nfe"]),
+                int(sol.stats.get("nfe_backward", 0)),
+                round(kept / 1024, 1),
+                seconds,
+            )
+        )
     return tuple(table)
 
 
@@ -375,8 +413,9 @@ def parasitic_root(x: complex) -> complex:
 
 
 @cached_study
-def stability_study(lams: tuple[complex, ...] = (-1.0, 1.0, -5.0, 2j), hs: tuple[float, ...] = (0.1, 0.01),
-                    T: float = 10.0) -> tuple[StabilityCase, ...]:
+def stability_study(
+    lams: tuple[complex, ...] = (-1.0, 1.0, -5.0, 2j), hs: tuple[float, ...] = (0.1, 0.01), T: float = 10.0
+) -> tuple[StabilityCase, ...]:
     """``y' = lam y``, ``y(0) = 1``, over ``[0, T]`` with reversible Heun and rk4 at each step ``h`` of ``hs``
     (a complex ``lam`` as a 2-D real rotation); float64."""
     cases = []
@@ -386,8 +425,9 @@ def stability_study(lams: tuple[complex, ...] = (-1.0, 1.0, -5.0, 2j), hs: tuple
             if lam.imag:
                 A = torch.tensor([[lam.real, -lam.imag], [lam.imag, lam.real]], dtype=torch.float64)
                 y0 = torch.tensor([1.0, 0.0], dtype=torch.float64)
-                exact = math.exp(lam.real * T) * torch.tensor([math.cos(lam.imag * T), math.sin(lam.imag * T)],
-                                                              dtype=torch.float64)
+                exact = math.exp(lam.real * T) * torch.tensor(
+                    [math.cos(lam.imag * T), math.sin(lam.imag * T)], dtype=torch.float64
+                )
             else:
                 A = torch.tensor([[lam.real]], dtype=torch.float64)
                 y0 = torch.ones(1, dtype=torch.float64)
@@ -395,8 +435,14 @@ def stability_study(lams: tuple[complex, ...] = (-1.0, 1.0, -5.0, 2j), hs: tuple
             errors = []
             for method in ("reversible_heun", "rk4"):
                 with torch.no_grad():
-                    sol = odeint(lambda t, y: y @ A.T, y0, torch.tensor([0.0, T], dtype=torch.float64),
-                                 method=method, step_size=h, throw=False)
+                    sol = odeint(
+                        lambda t, y: y @ A.T,
+                        y0,
+                        torch.tensor([0.0, T], dtype=torch.float64),
+                        method=method,
+                        step_size=h,
+                        throw=False,
+                    )
                 err = float((sol.ys[-1] - exact).norm() / exact.norm())
                 errors.append(err if math.isfinite(err) else math.inf)
             growth = abs(parasitic_root(h * lam)) ** (T / h)
@@ -423,8 +469,9 @@ class TrainedStability:
 
 
 @cached_study
-def trained_stability(config: MoonsTrainConfig = QUICK_TRAIN, steps: tuple[int, ...] = TRAINED_STEPS,
-                      n_times: int = 11) -> tuple[TrainedStability, ...]:
+def trained_stability(
+    config: MoonsTrainConfig = QUICK_TRAIN, steps: tuple[int, ...] = TRAINED_STEPS, n_times: int = 11
+) -> tuple[TrainedStability, ...]:
     """Reversible Heun on the trained moons models (every setting and seed of ``config``, float64 copies).
 
     Per model: the most negative real part ``c`` of the eigenvalues of ``df/dz`` over the test inputs at
@@ -447,8 +494,9 @@ def trained_stability(config: MoonsTrainConfig = QUICK_TRAIN, steps: tuple[int, 
                 z = path[k].clone().requires_grad_(True)
                 f = field(ts[k], z)
                 # (B, d, d): the rows taken apart, as the field treats them
-                jac = torch.stack([torch.autograd.grad(f[:, i].sum(), z, retain_graph=True)[0]
-                                   for i in range(f.shape[1])], dim=1)
+                jac = torch.stack(
+                    [torch.autograd.grad(f[:, i].sum(), z, retain_graph=True)[0] for i in range(f.shape[1])], dim=1
+                )
                 real.append(torch.linalg.eigvals(jac).real)
             real = torch.stack(real)
             errors = []
@@ -456,8 +504,7 @@ def trained_stability(config: MoonsTrainConfig = QUICK_TRAIN, steps: tuple[int, 
                 with torch.no_grad():
                     end = odeint(field, z0, ts[[0, -1]], method="reversible_heun", step_size=1.0 / n).ys[-1]
                 errors.append(float((end - path[-1]).norm() / path[-1].norm()))
-            rows.append(TrainedStability(name, seed, float(real.min()), float(real.max()), tuple(steps),
-                                         tuple(errors)))
+            rows.append(TrainedStability(name, seed, float(real.min()), float(real.max()), tuple(steps), tuple(errors)))
     return tuple(rows)
 
 
@@ -513,17 +560,27 @@ def explore(weight: float, route: str, steps: int = 40, seed: int = 0) -> dict:
     accurate = dict(rtol=EXPLORE_REFERENCE_TOL, atol=EXPLORE_REFERENCE_TOL)
     dopri = dict(rtol=tol, atol=tol)
     heun = dict(method="reversible_heun", step_size=1.0 / max(run.test_nfe, 1))
-    solve = {"backprop": dict(dopri), "adjoint": dict(dopri, gradient="adjoint"),
-             "adjoint + seminorm": dict(dopri, gradient="adjoint", adjoint_options={"norm": "seminorm"}),
-             "checkpoint": dict(dopri, gradient="checkpoint"), "reversible": dict(heun, gradient="reversible")}[route]
+    solve = {
+        "backprop": dict(dopri),
+        "adjoint": dict(dopri, gradient="adjoint"),
+        "adjoint + seminorm": dict(dopri, gradient="adjoint", adjoint_options={"norm": "seminorm"}),
+        "checkpoint": dict(dopri, gradient="checkpoint"),
+        "reversible": dict(heun, gradient="reversible"),
+    }[route]
     own = dict(heun) if route == "reversible" else dict(dopri)  # backprop through the route's own steps
     g_ref, _, _ = grad(**accurate)
     g_own, _, _ = grad(**own)
     g, stats, peak = grad(measure=True, **solve)
     rel = lambda a, b: float((a - b).norm() / b.norm())  # noqa: E731
-    return {"test NFE": run.test_nfe, "accuracy": run.accuracy, "NFE fwd": stats["nfe"],
-            "NFE bwd": stats.get("nfe_backward", 0), "error vs accurate": rel(g, g_ref),
-            "error vs own steps": rel(g, g_own), "peak KiB": peak / 1024}
+    return {
+        "test NFE": run.test_nfe,
+        "accuracy": run.accuracy,
+        "NFE fwd": stats["nfe"],
+        "NFE bwd": stats.get("nfe_backward", 0),
+        "error vs accurate": rel(g, g_ref),
+        "error vs own steps": rel(g, g_own),
+        "peak KiB": peak / 1024,
+    }
 
 
 def explorer_grid(weights=None, routes=None, steps: int = 40, seed: int = 0, progress: bool = False) -> dict:
@@ -534,6 +591,9 @@ def explorer_grid(weights=None, routes=None, steps: int = 40, seed: int = 0, pro
     weights = EXPLORER_WEIGHTS if weights is None else weights
     routes = EXPLORER_ROUTES if routes is None else routes
     pairs = [(w, r) for w in weights for r in routes]
-    return {(w, r): explore(w, r, steps, seed)
-            for w, r in tqdm(pairs, desc="explorer grid (train per weight, one gradient per route)",
-                             disable=not progress, leave=False)}
+    return {
+        (w, r): explore(w, r, steps, seed)
+        for w, r in tqdm(
+            pairs, desc="explorer grid (train per weight, one gradient per route)", disable=not progress, leave=False
+        )
+    }
