@@ -9,6 +9,7 @@ in an output, ...); the message names the cell.
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from pathlib import Path
@@ -19,7 +20,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def main(argv: list[str]) -> int:
-    paths = [Path(a) for a in argv] or sorted((ROOT / "notebooks").glob("*.ipynb"))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("notebooks", nargs="*", type=Path, help="lesson notebooks (default: every one in notebooks/)")
+    paths = parser.parse_args(argv).notebooks or sorted((ROOT / "notebooks").glob("*.ipynb"))
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        parser.error(f"no such notebook: {', '.join(missing)}")
     bad = 0
     for path in paths:
         start = time.perf_counter()
