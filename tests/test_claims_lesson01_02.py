@@ -47,14 +47,14 @@ def test_order_steps_derive_from_the_registry():
 @pytest.mark.parametrize("method", list(nodecourse.SOLVERS))
 def test_each_solver_order_is_measured_near_declared(method):
     r = lesson02.convergence(method)
-    assert abs(r["measured"] - r["declared"]) <= lesson02.ORDER_TOLERANCE
-    assert all(e > 0 and math.isfinite(e) for e in r["errors"])
+    assert abs(r.measured - r.declared) <= lesson02.ORDER_TOLERANCE
+    assert all(e > 0 and math.isfinite(e) for e in r.errors)
 
 
 def test_tolerance_sweep_rows_report_work():
     rows = lesson02.nfe_sweep([1e-8, 1e-4])
-    assert rows[0]["nfe"] > rows[1]["nfe"] and rows[0]["error"] < rows[1]["error"]
-    assert all(r["nfe"] >= r["n_accepted"] + r["n_rejected"] for r in rows)
+    assert rows[0].nfe > rows[1].nfe and rows[0].error < rows[1].error
+    assert all(r.nfe >= r.n_accepted + r.n_rejected for r in rows)
 
 
 # --- the verdicts are computed: a broken solver turns them into "does not hold" ---------------

@@ -105,9 +105,9 @@ def test_solver_lesson_helpers_on_the_device(cuda):
     out = lesson01.resnet_vs_euler(device="cuda", batch=8)
     assert out.agrees and out.nfe_euler == out.n_blocks  # one field call per block, within the ulps tolerance
     conv = lesson02.convergence("rk4", device="cuda")
-    assert conv
+    assert conv.method == "rk4" and len(conv.errors) == len(conv.step_sizes) > 1
     sweep = lesson02.nfe_sweep([1e-3, 1e-5], device="cuda")
-    assert len(sweep) == 2
+    assert [s.rtol for s in sweep] == [1e-3, 1e-5] and sweep[1].nfe >= sweep[0].nfe
 
 
 # ---------------------------------------------------------------------------

@@ -58,7 +58,7 @@ def test_memory_is_constant_for_adjoint_and_deq_and_linear_for_the_others():
 
 
 def test_memory_findings_fail_when_memory_grows_where_it_should_not():
-    fake = {n: [{"depth": str(i), "saved_bytes": 1000 * (i + 1), "work": i + 1} for i in range(3)] for n in L.MODELS}
+    fake = {n: tuple(L.DepthMemory(str(i), 1000 * (i + 1), i + 1) for i in range(3)) for n in L.MODELS}
     found = L.memory_findings(fake)
     assert found["ResNet"]["ok"] and not found["Neural ODE"]["ok"] and not found["DEQ"]["ok"]
 
@@ -88,13 +88,13 @@ def test_summary_table_and_markdown_escape_the_pipes():
 
 def test_sweep_timings_and_peers_reuse_the_trained_models():
     sweep = L.ode_tolerance_sweep(SMALL, tolerances=(1e-1, 1e-3), repeats=1)
-    assert {r["tol"] for r in sweep} == {1e-1, 1e-3}
-    assert len({len(r["nfe_per_input"]) for r in sweep}) == 1 and len(sweep[0]["nfe_per_input"]) > 0
-    assert all(r["nfe"] >= max(r["nfe_per_input"]) - 1e-9 for r in sweep)  # a batch takes its hardest input's steps
+    assert {r.tol for r in sweep} == {1e-1, 1e-3}
+    assert len({len(r.nfe_per_input) for r in sweep}) == 1 and len(sweep[0].nfe_per_input) > 0
+    assert all(r.nfe >= max(r.nfe_per_input) - 1e-9 for r in sweep)  # a batch takes its hardest input's steps
     timings = L.timing_study(SMALL, repeats=1)
     assert all(len(v) == len(SMALL.seeds) and min(v) > 0 for v in timings.inference_s.values())
     peers = L.reduction_peers(SMALL, depths=(4, 8))
-    assert peers["Unrolled 8"]["saved_bytes"] > peers["Unrolled 4"]["saved_bytes"] > 0
+    assert peers["Unrolled 8"].saved_bytes > peers["Unrolled 4"].saved_bytes > 0
 
 
 # --- thresholds, declared with the rows ----------------------------------------------------------
@@ -190,19 +190,19 @@ def _sweep(
     nfe_each: dict[float, list[list[float]]],
     acc: dict[float, float] | None = None,
     nfe_batch: dict[float, float] | None = None,
-) -> list[dict]:
+) -> list[L.DialSolve]:
     rows = []
     for tol, per_seed in nfe_each.items():
         for seed, each in zip(SEEDS, per_seed):
             rows.append(
-                {
-                    "seed": seed,
-                    "tol": tol,
-                    "nfe_per_input": each,
-                    "nfe": (nfe_batch or {}).get(tol, max(each)),
-                    "accuracy": (acc or {}).get(tol, 0.95),
-                    "seconds": 0.001 * max(each),
-                }
+                L.DialSolve(
+                    seed=seed,
+                    tol=tol,
+                    accuracy=(acc or {}).get(tol, 0.95),
+                    nfe=(nfe_batch or {}).get(tol, max(each)),
+                    nfe_per_input=tuple(each),
+                    seconds=0.001 * max(each),
+                )
             )
     return rows
 
@@ -251,8 +251,8 @@ def test_deq_cost_is_judged_against_both_published_ratios():
 
 def test_memory_reduction_takes_the_best_peer_and_both_readings():
     peers = {
-        "ResNet 4": {"saved_bytes": 1000, "peak_bytes": 500},
-        "Unrolled 16": {"saved_bytes": 10000, "peak_bytes": 5000},
+        "ResNet 4": L.PeerBytes("ResNet", 4, 19_000, 1000, 500),
+        "Unrolled 16": L.PeerBytes("Unrolled", 16, 19_000, 10000, 5000),
     }
     f = L.reduction_findings({"saved": [1000, 1000], "peak": [1000, 1000]}, peers)
     assert f["readings"]["saved"]["best_peer"] == "Unrolled 16"

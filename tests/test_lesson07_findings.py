@@ -2,6 +2,7 @@
 checked for the numbers and words its sentences quote, including edge cases (no measurable peak, a
 neural ODE that spends the same work on every input)."""
 
+from dataclasses import replace
 from types import SimpleNamespace
 
 from nodecourse.claims import ClaimVerdict
@@ -27,9 +28,7 @@ def _sweep():
     rows = []
     for seed in (0, 1):
         for tol, nfe, acc, each in ((1e-1, 14, 0.95, [14, 14]), (1e-3, 20, 0.96, [20, 26])):
-            rows.append(
-                {"seed": seed, "tol": tol, "nfe": nfe, "accuracy": acc, "nfe_per_input": each, "seconds": 0.01 * nfe}
-            )
+            rows.append(L.DialSolve(seed, tol, acc, nfe, tuple(each), seconds=0.01 * nfe))
     return rows
 
 
@@ -47,7 +46,7 @@ def test_adaptive_work_sentence_and_its_undecided_readings_with_two_seeds():
     md = found.markdown()
     assert "At the training tolerance 0.001 every test input gets 20 to 26 NFE" in md
     assert "Inputs differ at other tolerances" not in md  # at 0.1 every input got 14
-    flat = [dict(r, nfe_per_input=[20, 20]) for r in _sweep()]
+    flat = [replace(r, nfe_per_input=(20, 20)) for r in _sweep()]
     assert (
         "the same 20 NFE: the per-input adaptation the paper names is not there"
         in L.AdaptiveWork.from_sweep(flat, 1e-3).markdown()
@@ -75,8 +74,8 @@ def test_peak_order_highest_first_or_says_it_cannot_be_measured():
 
 def test_peer_memory_table_reductions_and_a_missing_peak():
     peers = {
-        "ResNet 4": {"parameters": 19_000, "saved_bytes": 4096, "peak_bytes": None},
-        "Unrolled 16": {"parameters": 19_100, "saved_bytes": 10240, "peak_bytes": 2 * 2**20},
+        "ResNet 4": L.PeerBytes("ResNet", 4, 19_000, 4096, None),
+        "Unrolled 16": L.PeerBytes("Unrolled", 16, 19_100, 10240, 2 * 2**20),
     }
     runs = [_run("DEQ", s, saved=1024, peak=2**20) for s in (0, 1)]
     table = L.PeerMemoryTable.from_studies(peers, runs)

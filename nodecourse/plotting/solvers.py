@@ -5,29 +5,33 @@ per-sample work. Each takes plain measured numbers (lists or dicts) and returns 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import plotly.graph_objects as go
 import torch
 
 from nodecourse.plotting import course_subplots, figure, solver_color
 
+if TYPE_CHECKING:
+    from nodecourse.lessons.lesson02 import ConvergenceResult
 
-def plot_convergence(results: Sequence[dict], *, title: str = "Convergence order") -> go.Figure:
+
+def plot_convergence(results: Sequence[ConvergenceResult], *, title: str = "Convergence order") -> go.Figure:
     """Log-log global error against step size, one line per method, fitted slope in the legend.
 
-    ``results``: dicts as returned by :func:`nodecourse.lessons.lesson02.convergence`
-    (``method``, ``declared``, ``step_sizes``, ``errors``, ``measured``; ``nfe`` shown on hover).
+    ``results``: :class:`~nodecourse.lessons.lesson02.ConvergenceResult` as returned by
+    :func:`nodecourse.lessons.lesson02.convergence` (``method``, ``declared``, ``step_sizes``, ``errors``,
+    ``measured``; ``nfe`` shown on hover).
     """
     fig = figure(title, "step size h", "global error at t = 2", log_x=True, log_y=True)
     for r in results:
         fig.add_scatter(
-            x=r["step_sizes"],
-            y=r["errors"],
+            x=list(r.step_sizes),
+            y=list(r.errors),
             mode="lines+markers",
-            name=f"{r['method']}: slope {r['measured']:.2f} (declared {r['declared']})",
-            line=dict(color=solver_color(r["method"])),
-            text=[f"NFE {n}" for n in r.get("nfe", [])] or None,
+            name=f"{r.method}: slope {r.measured:.2f} (declared {r.declared})",
+            line=dict(color=solver_color(r.method)),
+            text=[f"NFE {n}" for n in r.nfe] or None,
         )
     return fig
 

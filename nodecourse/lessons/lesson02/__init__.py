@@ -1,8 +1,8 @@
 """Lesson 2 (solvers, tolerance and solver work): the measurements the lesson plots, and its ledger rows.
 
 - :mod:`.config`: step counts by declared order, the order tolerance;
-- :mod:`.studies`: :func:`convergence` (error against step size, fitted order) and :func:`nfe_sweep`
-  (NFE and error against rtol on Van der Pol);
+- :mod:`.studies`: :func:`convergence` (error against step size, fitted order: a :class:`ConvergenceResult`)
+  and :func:`nfe_sweep` (NFE and error against rtol on Van der Pol: one :class:`ToleranceSolve` per rtol);
 - :mod:`.rows`: the ledger rows ``convergence-order`` and ``tolerance-nfe``.
 """
 
@@ -16,7 +16,15 @@ from nodecourse.lessons.lesson02.config import (
     order_steps,
 )
 from nodecourse.lessons.lesson02.rows import measure_orders, measure_tolerance_nfe
-from nodecourse.lessons.lesson02.studies import convergence, fit_slope, nfe_sweep, order_exact, order_problem
+from nodecourse.lessons.lesson02.studies import (
+    ConvergenceResult,
+    ToleranceSolve,
+    convergence,
+    fit_slope,
+    nfe_sweep,
+    order_exact,
+    order_problem,
+)
 
 __all__ = [
     "ORDER_STEPS",
@@ -24,6 +32,8 @@ __all__ = [
     "STEPS_BY_ORDER",
     "STEPS_OVERRIDE",
     "T_END",
+    "ConvergenceResult",
+    "ToleranceSolve",
     "convergence",
     "fit_slope",
     "measure_orders",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from nodecourse.claims import ClaimVerdict, Measurement, Threshold, claim
 from nodecourse.lessons.lesson02.config import ORDER_STEPS, ORDER_TOLERANCE
 from nodecourse.lessons.lesson02.studies import convergence, nfe_sweep
@@ -25,10 +27,16 @@ def measure_orders(quick: bool) -> Measurement:
     methods = ("euler", "midpoint", "rk4") if quick else tuple(ORDER_STEPS)
     methods = methods + (("bosh3", "dopri5") if quick else ())
     results = [convergence(m) for m in methods]
-    off = [r for r in results if abs(r["measured"] - r["declared"]) > ORDER_TOLERANCE]
+    off = [r for r in results if abs(r.measured - r.declared) > ORDER_TOLERANCE]
     verdict = ClaimVerdict.HOLDS if not off else ClaimVerdict.DOES_NOT_HOLD
-    measured = ", ".join(f"{r['method']} {r['measured']:.2f}" for r in results)
-    return Measurement(measured, verdict, {"results": results, "tolerance": ORDER_TOLERANCE})
+    measured = ", ".join(f"{r.method} {r.measured:.2f}" for r in results)
+    details = {"results": [_as_lists(asdict(r)) for r in results], "tolerance": ORDER_TOLERANCE}
+    return Measurement(measured, verdict, details)
+
+
+def _as_lists(fields: dict) -> dict:
+    """The ledger's JSON form of a result: its tuples as lists (as the rows have always written them)."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in fields.items()}
 
 
 @claim(
@@ -47,13 +55,13 @@ def measure_orders(quick: bool) -> Measurement:
 def measure_tolerance_nfe(quick: bool) -> Measurement:
     rtols = [10.0**-k for k in (range(10, 1, -2) if quick else range(10, 1, -1))]
     rows = nfe_sweep(rtols)
-    nfes = [r["nfe"] for r in rows]  # ordered from tightest to loosest rtol
+    nfes = [r.nfe for r in rows]  # ordered from tightest to loosest rtol
     monotone = all(a >= b for a, b in zip(nfes, nfes[1:]))
     # Baseline: the error must move the other way, or the dial would not be trading anything.
-    errors_rise = rows[-1]["error"] > rows[0]["error"]
+    errors_rise = rows[-1].error > rows[0].error
     verdict = ClaimVerdict.HOLDS if monotone and errors_rise else ClaimVerdict.DOES_NOT_HOLD
     measured = (
         f"dopri5 on Van der Pol: NFE {nfes[0]} → {nfes[-1]} as rtol {rtols[0]:.0e} → {rtols[-1]:.0e} "
-        f"(monotone: {'yes' if monotone else 'no'}); error {rows[0]['error']:.1e} → {rows[-1]['error']:.1e}"
+        f"(monotone: {'yes' if monotone else 'no'}); error {rows[0].error:.1e} → {rows[-1].error:.1e}"
     )
-    return Measurement(measured, verdict, {"rows": rows})
+    return Measurement(measured, verdict, {"rows": [asdict(r) for r in rows]})

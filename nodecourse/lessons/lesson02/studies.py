@@ -1,14 +1,48 @@
 """Lesson 2's measurements: a solver's convergence order on a problem with a known answer, and the NFE
-an adaptive solver spends as the tolerance moves (the dicts :mod:`nodecourse.plotting.solvers` draws)."""
+an adaptive solver spends as the tolerance moves (the results :mod:`nodecourse.plotting.solvers` draws)."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Sequence
 
 import torch
 
 from nodecourse.lessons.lesson02.config import T_END, order_steps
+
+
+@dataclass(frozen=True)
+class ConvergenceResult:
+    """One solver's global error against step size on :func:`order_problem`, and the order fitted to it.
+
+    ``step_sizes``, ``errors`` and ``nfe`` have one entry per step count, largest step first:
+    ``step_sizes[i] = T_END / n_i`` (time units), ``errors[i]`` the absolute error at ``t = T_END``,
+    ``nfe[i]`` the function evaluations of that solve. ``measured`` is the least-squares slope of
+    log error against log step size; ``declared`` the order the tableau declares.
+    """
+
+    method: str
+    declared: int
+    step_sizes: tuple[float, ...]
+    errors: tuple[float, ...]
+    nfe: tuple[int, ...]
+    measured: float
+
+
+@dataclass(frozen=True)
+class ToleranceSolve:
+    """One adaptive solve of the Van der Pol problem at one tolerance (``atol = rtol / 100``).
+
+    ``nfe``: function evaluations; ``n_accepted`` / ``n_rejected``: steps; ``error``: max absolute
+    error of the final state against the DOP853 reference (state units).
+    """
+
+    rtol: float
+    nfe: int
+    n_accepted: int
+    n_rejected: int
+    error: float
 
 
 def order_problem(t, y):
@@ -28,7 +62,9 @@ def fit_slope(xs: Sequence[float], ys: Sequence[float]) -> float:
     return sum((a - mx) * (b - my) for a, b in zip(lx, ly)) / sum((a - mx) ** 2 for a in lx)
 
 
-def convergence(method, n_steps: Sequence[int] | None = None, *, device: str | torch.device = "cpu") -> dict:
+def convergence(
+    method, n_steps: Sequence[int] | None = None, *, device: str | torch.device = "cpu"
+) -> ConvergenceResult:
     """Global error at ``t = 2`` of ``method`` with equal steps ``h = 2 / n`` on :func:`order_problem`, float64.
 
     ``method``: a registered name or a :class:`~nodecourse.solvers.ButcherTableau` (a learner's own;
@@ -37,7 +73,7 @@ def convergence(method, n_steps: Sequence[int] | None = None, *, device: str | t
     Adaptive pairs are run at a fixed step by setting ``first_step = max_step = h``
     with tolerances so loose that no step is rejected (checked: ``n_rejected == 0``),
     which measures the order of the solution they propagate.
-    Returns ``{"method", "declared", "step_sizes", "errors", "nfe", "measured"}``.
+    Returns a :class:`ConvergenceResult` (one entry per step count).
     """
     from nodecourse import odeint
     from nodecourse.solvers.registry import spec_for
@@ -60,19 +96,22 @@ def convergence(method, n_steps: Sequence[int] | None = None, *, device: str | t
         sizes.append(h)
         errors.append(abs(sol.ys[-1].item() - order_exact(T_END)))
         nfes.append(int(sol.stats["nfe"]))
-    return {
-        "method": spec.name,
-        "declared": spec.order,
-        "step_sizes": sizes,
-        "errors": errors,
-        "nfe": nfes,
-        "measured": fit_slope(sizes, errors),
-    }
+    return ConvergenceResult(
+        method=spec.name,
+        declared=spec.order,
+        step_sizes=tuple(sizes),
+        errors=tuple(errors),
+        nfe=tuple(nfes),
+        measured=fit_slope(sizes, errors),
+    )
 
 
-def nfe_sweep(rtols: Sequence[float], method: str = "dopri5", *, device: str | torch.device = "cpu") -> list[dict]:
+def nfe_sweep(
+    rtols: Sequence[float], method: str = "dopri5", *, device: str | torch.device = "cpu"
+) -> list[ToleranceSolve]:
     """NFE, steps and error of ``method`` on a Van der Pol oscillator (μ = 2, t in [0, 10]) for each rtol
-    (``atol = rtol / 100``). The reference is scipy's DOP853 at rtol 1e-12.
+    (``atol = rtol / 100``), one :class:`ToleranceSolve` per rtol in the order given. The reference is
+    scipy's DOP853 at rtol 1e-12.
     """
     import numpy as np
     from scipy.integrate import solve_ivp
@@ -99,12 +138,12 @@ def nfe_sweep(rtols: Sequence[float], method: str = "dopri5", *, device: str | t
         sol = odeint(vdp, y0, t, method=method, rtol=rtol, atol=rtol / 100)
         err = float(np.abs(sol.ys[-1].cpu().numpy() - ref).max())
         rows.append(
-            {
-                "rtol": rtol,
-                "nfe": int(sol.stats["nfe"]),
-                "n_accepted": int(sol.stats["n_accepted"]),
-                "n_rejected": int(sol.stats["n_rejected"]),
-                "error": err,
-            }
+            ToleranceSolve(
+                rtol=rtol,
+                nfe=int(sol.stats["nfe"]),
+                n_accepted=int(sol.stats["n_accepted"]),
+                n_rejected=int(sol.stats["n_rejected"]),
+                error=err,
+            )
         )
     return rows

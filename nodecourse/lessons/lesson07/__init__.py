@@ -60,6 +60,9 @@ from .rows import (
 )
 from .studies import (
     CapstoneRun,
+    DepthMemory,
+    DialSolve,
+    PeerBytes,
     Timings,
     build_model,
     capstone_study,
@@ -90,6 +93,9 @@ from .thresholds import (
 )
 
 __all__ = [
+    "DepthMemory",
+    "DialSolve",
+    "PeerBytes",
     "ADAPTIVE",
     "DEQ_COST",
     "DEQ_INFER_COST",

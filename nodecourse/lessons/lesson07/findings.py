@@ -12,7 +12,7 @@ from nodecourse.claims import ClaimVerdict, combine, escape_markdown_cell, judge
 from nodecourse.lessons.study import Findings
 
 from .config import MODELS, TRAINED_FLOOR, WORK_UNITS, CapstoneConfig
-from .studies import Timings
+from .studies import DepthMemory, DialSolve, PeerBytes, Timings
 from .thresholds import (
     ADAPTIVE,
     CONSTANT_SLACK,
@@ -163,24 +163,26 @@ def mismatch_findings(mismatch: dict, config: CapstoneConfig, *, min_seeds: int 
     }
 
 
-def memory_findings(mem: dict) -> dict:
+def memory_findings(mem: dict[str, Sequence[DepthMemory]]) -> dict:
     """Judge :data:`MEMORY_GROWTH`: constant (ODE, DEQ: saved bytes equal within :data:`CONSTANT_SLACK`
     while the work grows) and linear (ResNet, unrolled: equal positive increments per added depth,
     within :data:`LINEAR_SLACK`)."""
     found = {}
     for name, rows in mem.items():
-        b = [r["saved_bytes"] for r in rows]
-        work_grows = rows[-1]["work"] > rows[0]["work"]
+        b = [r.saved_bytes for r in rows]
+        work_grows = rows[-1].work > rows[0].work
         if name in ("Neural ODE", "DEQ"):
             ok = max(b) <= (1 + CONSTANT_SLACK) * min(b)
         else:
             d1, d2 = b[1] - b[0], b[2] - b[1]
             ok = d1 > 0 and abs(d2 - d1) <= LINEAR_SLACK * d1
-        found[name] = {"ok": ok, "work_grows": work_grows, "bytes": b, "work": [r["work"] for r in rows]}
+        found[name] = {"ok": ok, "work_grows": work_grows, "bytes": b, "work": [r.work for r in rows]}
     return found
 
 
-def reduction_findings(deq_bytes: dict[str, list[float | None]], peers: dict, *, min_seeds: int = 2) -> dict:
+def reduction_findings(
+    deq_bytes: dict[str, list[float | None]], peers: dict[str, PeerBytes], *, min_seeds: int = 2
+) -> dict:
     """Judge :data:`MEMORY_REDUCTION` on each reading (``"saved"``, ``"peak"``).
 
     ``deq_bytes[reading]``: the trained DEQ's bytes per seed; ``peers``: from :func:`reduction_peers`.
@@ -193,12 +195,12 @@ def reduction_findings(deq_bytes: dict[str, list[float | None]], peers: dict, *,
     verdicts = {}
     for reading, key in (("saved", "saved_bytes"), ("peak", "peak_bytes")):
         deq = deq_bytes.get(reading) or []
-        usable = {p: v for p, v in peers.items() if v[key]}
+        usable = {p: getattr(v, key) for p, v in peers.items() if getattr(v, key)}
         if not deq or any(d is None for d in deq) or not usable:
             verdicts[f"{reading} bytes"] = ClaimVerdict.NOT_MEASURABLE
             out["readings"][reading] = {"reason": "not measured on this platform"}
             continue
-        red = {p: [1 - d / v[key] for d in deq] for p, v in usable.items()}
+        red = {p: [1 - d / peer_bytes for d in deq] for p, peer_bytes in usable.items()}
         best = max(red, key=lambda p: statistics.fmean(red[p]))
         verdict, iv, why = judge(red[best], MEMORY_REDUCTION.value, above=True, min_seeds=min_seeds)
         verdicts[f"{reading} bytes"] = verdict
@@ -214,21 +216,19 @@ def reduction_findings(deq_bytes: dict[str, list[float | None]], peers: dict, *,
     return out
 
 
-def _by_seed(sweep: list[dict], tol: float) -> dict[int, dict]:
-    return {row["seed"]: row for row in sweep if row["tol"] == tol}
+def _by_seed(sweep: Sequence[DialSolve], tol: float) -> dict[int, DialSolve]:
+    return {row.seed: row for row in sweep if row.tol == tol}
 
 
-def adaptive_findings(sweep: list[dict], train_tol: float, *, min_seeds: int = 3) -> dict:
+def adaptive_findings(sweep: Sequence[DialSolve], train_tol: float, *, min_seeds: int = 3) -> dict:
     """Judge :data:`ADAPTIVE` (per-input NFE spread at the training tolerance) and the reading
     :data:`ADAPTIVE_OTHER` (the same at the other swept tolerances: holds if it holds at one)."""
-    tols = sorted({row["tol"] for row in sweep}, reverse=True)
-    spread = {
-        t: {s: max(r["nfe_per_input"]) - min(r["nfe_per_input"]) for s, r in _by_seed(sweep, t).items()} for t in tols
-    }
+    tols = sorted({row.tol for row in sweep}, reverse=True)
+    spread = {t: {s: max(r.nfe_per_input) - min(r.nfe_per_input) for s, r in _by_seed(sweep, t).items()} for t in tols}
     ranges = {
         t: (
-            min(min(r["nfe_per_input"]) for r in _by_seed(sweep, t).values()),
-            max(max(r["nfe_per_input"]) for r in _by_seed(sweep, t).values()),
+            min(min(r.nfe_per_input) for r in _by_seed(sweep, t).values()),
+            max(max(r.nfe_per_input) for r in _by_seed(sweep, t).values()),
         )
         for t in tols
     }
@@ -252,20 +252,20 @@ def adaptive_findings(sweep: list[dict], train_tol: float, *, min_seeds: int = 3
     }
 
 
-def dial_findings(sweep: list[dict], train_tol: float, *, min_seeds: int = 3) -> dict:
+def dial_findings(sweep: Sequence[DialSolve], train_tol: float, *, min_seeds: int = 3) -> dict:
     """Judge :data:`DIAL` at each test-time tolerance looser than ``train_tol`` (10x and 100x looser):
     per seed the NFE saving ``1 - nfe(tol) / nfe(train_tol)`` (>= :data:`DIAL_SAVING`) and the accuracy
     loss in points (<= ``DIAL.value``). The claim holds if both parts hold at one tolerance; a tolerance
     that saves nothing does not hold whatever its accuracy (a dial that does not turn)."""
     base = _by_seed(sweep, train_tol)
-    looser = [t for t in sorted({row["tol"] for row in sweep}) if t > train_tol and t <= 100 * train_tol * (1 + 1e-9)]
+    looser = [t for t in sorted({row.tol for row in sweep}) if t > train_tol and t <= 100 * train_tol * (1 + 1e-9)]
     per_tol = {}
     for t in looser:
         rows = _by_seed(sweep, t)
         seeds = sorted(rows)
-        saving = [1 - rows[s]["nfe"] / base[s]["nfe"] for s in seeds]
-        time_saving = [1 - rows[s]["seconds"] / base[s]["seconds"] for s in seeds]
-        loss = [100 * (base[s]["accuracy"] - rows[s]["accuracy"]) for s in seeds]
+        saving = [1 - rows[s].nfe / base[s].nfe for s in seeds]
+        time_saving = [1 - rows[s].seconds / base[s].seconds for s in seeds]
+        loss = [100 * (base[s].accuracy - rows[s].accuracy) for s in seeds]
         v_save, iv_save, _ = judge(saving, DIAL_SAVING, above=True, min_seeds=min_seeds)
         v_loss, iv_loss, _ = judge(loss, DIAL.value, above=False, min_seeds=min_seeds)
         parts = {"NFE >= 20 % lower": v_save, "accuracy <= 1 point lower": v_loss}
@@ -399,19 +399,19 @@ class ToleranceTable(Findings):
     rows: tuple[ToleranceRow, ...]
 
     @classmethod
-    def from_sweep(cls, sweep: Sequence[dict], train_tol: float) -> ToleranceTable:
+    def from_sweep(cls, sweep: Sequence[DialSolve], train_tol: float) -> ToleranceTable:
         rows = []
-        for t in sorted({r["tol"] for r in sweep}, reverse=True):
-            at = [r for r in sweep if r["tol"] == t]
-            each = [v for r in at for v in r["nfe_per_input"]]
+        for t in sorted({r.tol for r in sweep}, reverse=True):
+            at = [r for r in sweep if r.tol == t]
+            each = [v for r in at for v in r.nfe_per_input]
             rows.append(
                 ToleranceRow(
                     t,
-                    statistics.fmean(r["accuracy"] for r in at),
-                    statistics.fmean(r["nfe"] for r in at),
+                    statistics.fmean(r.accuracy for r in at),
+                    statistics.fmean(r.nfe for r in at),
                     min(each),
                     max(each),
-                    statistics.fmean(r["seconds"] for r in at),
+                    statistics.fmean(r.seconds for r in at),
                     t == train_tol,
                 )
             )
@@ -440,7 +440,7 @@ class AdaptiveWork(Findings):
     readings: dict[str, ClaimVerdict]
 
     @classmethod
-    def from_sweep(cls, sweep: Sequence[dict], train_tol: float) -> AdaptiveWork:
+    def from_sweep(cls, sweep: Sequence[DialSolve], train_tol: float) -> AdaptiveWork:
         f = adaptive_findings(list(sweep), train_tol)
         return cls(train_tol, f["ranges"], f["readings"])
 
@@ -555,7 +555,7 @@ class PeerMemoryTable(Findings):
     peers: tuple[PeerMemory, ...]
 
     @classmethod
-    def from_studies(cls, peers: dict, runs) -> PeerMemoryTable:
+    def from_studies(cls, peers: dict[str, PeerBytes], runs) -> PeerMemoryTable:
         deq = [r for r in runs if r.name == "DEQ"]
         saved = statistics.fmean(r.saved_bytes for r in deq)
         peaks = [r.peak_bytes for r in deq]
@@ -563,11 +563,11 @@ class PeerMemoryTable(Findings):
         rows = tuple(
             PeerMemory(
                 k,
-                p["parameters"],
-                p["saved_bytes"],
-                p["peak_bytes"],
-                1 - saved / p["saved_bytes"],
-                None if peak is None or p["peak_bytes"] is None else 1 - peak / p["peak_bytes"],
+                p.parameters,
+                p.saved_bytes,
+                p.peak_bytes,
+                1 - saved / p.saved_bytes,
+                None if peak is None or p.peak_bytes is None else 1 - peak / p.peak_bytes,
             )
             for k, p in peers.items()
         )

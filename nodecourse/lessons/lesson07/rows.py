@@ -122,7 +122,8 @@ def measure_training_memory(quick: bool) -> Measurement:
         )
     else:
         verdict = ClaimVerdict.HOLDS if all(f[n]["ok"] for n in MODELS) else ClaimVerdict.DOES_NOT_HOLD
-    return Measurement(measured, verdict, {"memory": mem, "findings": f})
+    memory = {name: [asdict(row) for row in rows] for name, rows in mem.items()}
+    return Measurement(measured, verdict, {"memory": memory, "findings": f})
 
 
 @claim(
@@ -184,7 +185,7 @@ def measure_adaptive_compute(quick: bool) -> Measurement:
     f = adaptive_findings(sweep, config.ode_tol)
     lo, hi = f["ranges"][config.ode_tol]
     others = ", ".join(f"{t:g}: {a:.0f}–{b:.0f}" for t, (a, b) in f["ranges"].items() if t != config.ode_tol)
-    n_inputs = len(sweep[0]["nfe_per_input"])
+    n_inputs = len(sweep[0].nfe_per_input)
     measured = (
         f"the trained neural ODEs ({len(config.seeds)} seeds, {n_inputs} test inputs each, each input "
         f"solved on its own) spend {lo:.0f} to {hi:.0f} NFE per input at the training tolerance "
@@ -276,7 +277,7 @@ def measure_deq_memory(quick: bool) -> Measurement:
     )
     details = {
         "deq_bytes": deq_bytes,
-        "peers": peers,
+        "peers": {name: asdict(peer) for name, peer in peers.items()},
         "reductions": {k: v.get("reductions") for k, v in f["readings"].items()},
         "best_peer": {k: v.get("best_peer") for k, v in f["readings"].items()},
         "parts": {k: v.value for k, v in f["parts"].items()},
@@ -298,11 +299,11 @@ def measure_tolerance_dial(quick: bool) -> Measurement:
     config = _config(quick)
     sweep = ode_tolerance_sweep(config)
     f = dial_findings(sweep, config.ode_tol)
-    tols = sorted({row["tol"] for row in sweep}, reverse=True)
+    tols = sorted({row.tol for row in sweep}, reverse=True)
     table = "; ".join(
-        f"{t:g}: {100 * statistics.fmean(r['accuracy'] for r in sweep if r['tol'] == t):.1f}% / "
-        f"{statistics.fmean(r['nfe'] for r in sweep if r['tol'] == t):.0f} NFE / "
-        f"{1000 * statistics.fmean(r['seconds'] for r in sweep if r['tol'] == t):.1f} ms"
+        f"{t:g}: {100 * statistics.fmean(r.accuracy for r in sweep if r.tol == t):.1f}% / "
+        f"{statistics.fmean(r.nfe for r in sweep if r.tol == t):.0f} NFE / "
+        f"{1000 * statistics.fmean(r.seconds for r in sweep if r.tol == t):.1f} ms"
         for t in tols
     )
     looser = "; ".join(
@@ -318,7 +319,7 @@ def measure_tolerance_dial(quick: bool) -> Measurement:
     if len(config.seeds) < 3:
         measured += f"; {len(config.seeds)} seeds cannot give an interval: run full mode"
     details = {
-        "sweep": [{k: v for k, v in row.items() if k != "nfe_per_input"} for row in sweep],
+        "sweep": [{k: v for k, v in asdict(row).items() if k != "nfe_per_input"} for row in sweep],
         "per_tol": {
             f"{t:g}": {
                 "saving": p["saving"],

@@ -256,14 +256,53 @@ def step_mismatch_study(config: CapstoneConfig) -> dict:
     return step_mismatch(capstone_study(config), config)
 
 
+@dataclass(frozen=True)
+class DepthMemory:
+    """One model at one depth in :func:`memory_vs_depth`: ``depth`` names the knob's setting ("8 blocks",
+    "tol 0.001"); ``saved_bytes`` the bytes autograd saves for backward in one training step;
+    ``work`` the evaluations of the depth block in that forward pass (blocks, NFE or iterations)."""
+
+    depth: str
+    saved_bytes: int
+    work: float
+
+
+@dataclass(frozen=True)
+class PeerBytes:
+    """One explicit peer of the DEQ in :func:`reduction_peers`: ``model`` ("ResNet" or "Unrolled") at
+    ``depth`` blocks/steps with ``parameters`` parameters; ``saved_bytes`` saved for backward and
+    ``peak_bytes`` the measured peak of one training step (None where the peak cannot be measured)."""
+
+    model: str
+    depth: int
+    parameters: int
+    saved_bytes: int
+    peak_bytes: int | None
+
+
+@dataclass(frozen=True)
+class DialSolve:
+    """One trained neural ODE (``seed``) on its whole test split at one test-time tolerance ``tol``
+    (``rtol = atol``) in :func:`ode_tolerance_sweep`: ``accuracy`` (fraction) and ``nfe`` of one batched
+    solve, ``nfe_per_input`` (one entry per test input, each solved on its own) and ``seconds`` (median
+    time of the batched forward pass)."""
+
+    seed: int
+    tol: float
+    accuracy: float
+    nfe: float
+    nfe_per_input: tuple[float, ...]
+    seconds: float
+
+
 @cached_study
-def memory_vs_depth(config: CapstoneConfig, seed: int = 0) -> dict:
+def memory_vs_depth(config: CapstoneConfig, seed: int = 0) -> dict[str, tuple[DepthMemory, ...]]:
     """Bytes saved for backward in one training step (batch ``memory_batch``), each model at three
     depths: ResNet and unrolled with 1x, 2x, 3x the blocks/steps; the ODE at its tolerance, 100x and
     10,000x tighter (more solver steps), the DEQ at 1x, 10x, 100x tighter (more iterations). Untrained, seeded
     models: the bytes depend on the graph, not on the weights' values.
 
-    Returns ``{model: [{"depth", "saved_bytes", "work"}, ...]}`` (three rows each).
+    Returns ``{model: (DepthMemory, DepthMemory, DepthMemory)}``, shallowest first.
     """
     data = load_digits(seed=seed, n_samples=config.n_samples)
     x, y = data.x_train[: config.memory_batch], data.y_train[: config.memory_batch]
@@ -276,8 +315,8 @@ def memory_vs_depth(config: CapstoneConfig, seed: int = 0) -> dict:
             saved = saved_tensor_bytes(
                 lambda: nn.functional.cross_entropy(model(x), y), exclude=tuple(model.parameters())
             )
-            rows.append({"depth": label, "saved_bytes": int(saved), "work": forward_work(model)})
-        out[name] = rows
+            rows.append(DepthMemory(label, int(saved), forward_work(model)))
+        out[name] = tuple(rows)
     return out
 
 
@@ -298,13 +337,15 @@ def matched_resnet_config(config: CapstoneConfig, blocks: int) -> CapstoneConfig
 
 
 @cached_study
-def reduction_peers(config: CapstoneConfig, depths: tuple[int, ...] = REDUCTION_DEPTHS, seed: int = 0) -> dict:
+def reduction_peers(
+    config: CapstoneConfig, depths: tuple[int, ...] = REDUCTION_DEPTHS, seed: int = 0
+) -> dict[str, PeerBytes]:
     """Training memory of the explicit peers of the DEQ, one training step on ``memory_batch`` inputs:
     the ResNet at ``depths`` blocks (parameters matched, :func:`matched_resnet_config`) and the unrolled
     block at ``depths`` steps (its parameters are the DEQ's). Explicit graphs: the bytes do not depend on
     the weights, so untrained seeded models stand in for trained ones.
 
-    Returns ``{"ResNet 8": {"model", "depth", "parameters", "saved_bytes", "peak_bytes"}, ...}``.
+    Returns ``{"ResNet 8": PeerBytes, ...}``, keyed ``"<model> <depth>"``.
     """
     data = load_digits(seed=seed, n_samples=config.n_samples)
     x, y = data.x_train[: config.memory_batch], data.y_train[: config.memory_batch]
@@ -318,13 +359,7 @@ def reduction_peers(config: CapstoneConfig, depths: tuple[int, ...] = REDUCTION_
                 else build_model("Unrolled", config, steps=d)
             )
             saved, peak = _training_step_memory(model, x, y)
-            peers[f"{name} {d}"] = {
-                "model": name,
-                "depth": d,
-                "parameters": count_parameters(model),
-                "saved_bytes": saved,
-                "peak_bytes": peak,
-            }
+            peers[f"{name} {d}"] = PeerBytes(name, d, count_parameters(model), saved, peak)
     return peers
 
 
@@ -332,13 +367,13 @@ def reduction_peers(config: CapstoneConfig, depths: tuple[int, ...] = REDUCTION_
 @torch.no_grad()
 def ode_tolerance_sweep(
     config: CapstoneConfig, tolerances: tuple[float, ...] = DIAL_TOLERANCES, repeats: int = 5
-) -> list[dict]:
+) -> list[DialSolve]:
     """Each trained neural ODE of :func:`capstone_study` (one per seed) on its whole test split at each
     test-time tolerance ``rtol = atol``: accuracy and NFE of one batched solve (as deployed), the NFE of
     every input solved on its own (``per_sample``), and the time of the batched forward pass (median of
     ``repeats``, the tolerances interleaved so that drift hits all alike). No training.
 
-    Returns rows ``{"seed", "tol", "accuracy", "nfe", "nfe_per_input" (list, one per test input), "seconds"}``.
+    Returns one :class:`DialSolve` per seed and tolerance (seeds in order, tolerances as given within each).
     """
     rows = []
     for r in capstone_study(config):
@@ -353,7 +388,7 @@ def ode_tolerance_sweep(
             acc = (model.readout(sol.ys[-1]).argmax(dim=1) == data.y_test).double().mean().item()
             nfe = float(sol.stats["nfe"])
             each = core.solve(z0, gradient="backprop", rtol=tol, atol=tol, per_sample=True).stats["nfe_per_sample"]
-            found[tol] = {"accuracy": acc, "nfe": nfe, "nfe_per_input": [float(v) for v in each.cpu()]}
+            found[tol] = (acc, nfe, tuple(float(v) for v in each.cpu()))
         times = {tol: [] for tol in tolerances}
         for _ in range(repeats):
             for tol in tolerances:
@@ -361,7 +396,7 @@ def ode_tolerance_sweep(
                 model.readout(core.solve(model.embed(data.x_test), gradient="backprop", rtol=tol, atol=tol).ys[-1])
                 times[tol].append(time.perf_counter() - start)
         for tol in tolerances:
-            rows.append({"seed": r.seed, "tol": tol, **found[tol], "seconds": statistics.median(times[tol])})
+            rows.append(DialSolve(r.seed, tol, *found[tol], seconds=statistics.median(times[tol])))
     return rows
 
 
