@@ -53,14 +53,14 @@ def test_each_model_trains_and_reports_its_work(name):
 
 def test_memory_is_constant_for_adjoint_and_deq_and_linear_for_the_others():
     found = L.memory_findings(L.memory_vs_depth(SMALL))
-    assert all(found[n]["work_grows"] for n in L.MODELS), found
-    assert all(found[n]["ok"] for n in L.MODELS), found
+    assert all(found[n].work_grows for n in L.MODELS), found
+    assert all(found[n].ok for n in L.MODELS), found
 
 
 def test_memory_findings_fail_when_memory_grows_where_it_should_not():
     fake = {n: tuple(L.DepthMemory(str(i), 1000 * (i + 1), i + 1) for i in range(3)) for n in L.MODELS}
     found = L.memory_findings(fake)
-    assert found["ResNet"]["ok"] and not found["Neural ODE"]["ok"] and not found["DEQ"]["ok"]
+    assert found["ResNet"].ok and not found["Neural ODE"].ok and not found["DEQ"].ok
 
 
 def test_unrolled_step_count_changes_the_function():
@@ -161,29 +161,31 @@ def test_parity_fails_on_a_large_gap_and_is_undecided_when_undertrained_or_with_
     assert L.parity_findings(two)["verdict"] is ClaimVerdict.UNDECIDED
 
 
-def _mismatch(drop: float, deq_change: float, n: int = 5) -> dict:
+def _mismatch(drop: float, deq_change: float, n: int = 5) -> L.StepMismatch:
     cfg = L.QUICK_CAPSTONE
     noise = [0.001 * i for i in range(n)]
-    return {
-        "unrolled": {
-            k: [0.95 + e if k == cfg.unrolled_steps else 0.95 - drop / 100 + e for e in noise]
+    return L.StepMismatch(
+        unrolled={
+            k: tuple(0.95 + e if k == cfg.unrolled_steps else 0.95 - drop / 100 + e for e in noise)
             for k in cfg.mismatch_steps
         },
-        "deq": {
-            "as trained": [0.93 + e for e in noise],
-            "tol / 100, 4x iterations": [0.93 + e + deq_change / 100 for e in noise],
+        deq={
+            "as trained": tuple(0.93 + e for e in noise),
+            "tol / 100, 4x iterations": tuple(0.93 + e + deq_change / 100 for e in noise),
         },
-    }
+        deq_iterations={"as trained": (10.0,) * n, "tol / 100, 4x iterations": (14.0,) * n},
+        random_start=(),
+    )
 
 
 def test_mismatch_is_judged_on_both_parts():
     cfg = L.QUICK_CAPSTONE
-    assert L.mismatch_findings(_mismatch(10, 0), cfg)["verdict"] is ClaimVerdict.HOLDS
+    assert L.mismatch_findings(_mismatch(10, 0), cfg).verdict is ClaimVerdict.HOLDS
     f = L.mismatch_findings(_mismatch(10, 5), cfg)
-    assert f["parts"]["DEQ moves <= 1 point"] is ClaimVerdict.DOES_NOT_HOLD
-    assert f["verdict"] is ClaimVerdict.HOLDS_IN_PART
-    assert L.mismatch_findings(_mismatch(1, 5), cfg)["verdict"] is ClaimVerdict.DOES_NOT_HOLD
-    assert L.mismatch_findings(_mismatch(10, 0, n=2), cfg)["verdict"] is ClaimVerdict.UNDECIDED
+    assert f.parts["DEQ moves <= 1 point"] is ClaimVerdict.DOES_NOT_HOLD
+    assert f.verdict is ClaimVerdict.HOLDS_IN_PART
+    assert L.mismatch_findings(_mismatch(1, 5), cfg).verdict is ClaimVerdict.DOES_NOT_HOLD
+    assert L.mismatch_findings(_mismatch(10, 0, n=2), cfg).verdict is ClaimVerdict.UNDECIDED
 
 
 def _sweep(
@@ -277,3 +279,16 @@ def test_deq_cost_is_judged_on_the_median_so_one_slowed_seed_cannot_undecide_it(
     assert f["parts"]["training >= 3.1x"] is ClaimVerdict.HOLDS and f["train_interval"].median == 22
     three = L.cost_findings(_timings([20, 22, 25], [50, 55, 60]))
     assert three["verdict"] is ClaimVerdict.UNDECIDED  # a median's interval needs five seeds
+
+
+def test_step_mismatch_has_one_entry_per_seed_and_the_ledger_layout():
+    mm = L.step_mismatch_study(SMALL)
+    n = len(SMALL.seeds)
+    assert set(mm.unrolled) == set(SMALL.mismatch_steps) and all(len(v) == n for v in mm.unrolled.values())
+    assert tuple(mm.deq) == L.DEQ_SOLVES and all(len(v) == n for v in mm.deq_iterations.values())
+    assert len(mm.random_start) == n
+    assert all(0 <= s.other_point <= s.both_converged <= s.inputs for s in mm.random_start)
+    as_json = mm.as_dict()
+    assert as_json["unrolled"] == {str(k): list(v) for k, v in mm.unrolled.items()}
+    assert as_json["deq"]["random start inputs"] == [s.inputs for s in mm.random_start]
+    assert as_json["deq"]["as trained iterations"] == list(mm.deq_iterations["as trained"])

@@ -8,11 +8,11 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from nodecourse.claims import ClaimVerdict, combine, escape_markdown_cell, judge, judge_median
+from nodecourse.claims import ClaimVerdict, ConfidenceInterval, combine, escape_markdown_cell, judge, judge_median
 from nodecourse.lessons.study import Findings
 
 from .config import MODELS, TRAINED_FLOOR, WORK_UNITS, CapstoneConfig
-from .studies import DepthMemory, DialSolve, PeerBytes, Timings
+from .studies import DepthMemory, DialSolve, PeerBytes, StepMismatch, Timings
 from .thresholds import (
     ADAPTIVE,
     CONSTANT_SLACK,
@@ -130,43 +130,80 @@ def annulus_row(quick: bool = True) -> dict[str, str]:
     }
 
 
-def mismatch_findings(mismatch: dict, config: CapstoneConfig, *, min_seeds: int = 3) -> dict:
+@dataclass(frozen=True)
+class MismatchFindings:
+    """The step-mismatch claim judged (:func:`mismatch_findings`); accuracies in percent, seeds in run order.
+
+    ``unrolled_by_steps``: step count -> mean accuracy of the unrolled model over seeds; ``worst_steps``:
+    the other step count with the worst mean; ``drops``: per seed, accuracy at the trained steps minus at
+    ``worst_steps`` (points), ``drop_interval`` their 95 % interval (None with too few seeds);
+    ``deq_as_trained`` / ``deq_tight``: the DEQ's mean accuracy as trained and with the 100x tighter solve;
+    ``deq_changes``: per seed, ``|tight - as trained|`` (points), ``deq_interval`` their interval;
+    ``reasons``: why each part was judged so (``"unrolled"``, ``"deq"``); ``parts``: part -> verdict.
+    """
+
+    unrolled_by_steps: dict[int, float]
+    worst_steps: int
+    drops: list[float]
+    drop_interval: ConfidenceInterval | None
+    deq_as_trained: float
+    deq_tight: float
+    deq_changes: list[float]
+    deq_interval: ConfidenceInterval | None
+    reasons: dict[str, str]
+    parts: dict[str, ClaimVerdict]
+    verdict: ClaimVerdict
+
+
+def mismatch_findings(mismatch: StepMismatch, config: CapstoneConfig, *, min_seeds: int = 3) -> MismatchFindings:
     """Judge both parts of the step-mismatch claim against :data:`MISMATCH` (per-seed values, 95 % interval).
 
     Unrolled: the drop from the trained step count to the other step count with the worst mean, per seed,
     must be >= ``MISMATCH.value`` points. DEQ: ``|accuracy with a 100x tighter solve - as trained|`` per seed
-    must be <= :data:`MISMATCH_DEQ_SLACK` points. Returns the numbers, the intervals and the verdicts.
+    must be <= :data:`MISMATCH_DEQ_SLACK` points.
     """
-    un = {k: [100 * a for a in v] for k, v in mismatch["unrolled"].items()}
+    un = {k: [100 * a for a in v] for k, v in mismatch.unrolled.items()}
     un_mean = {k: statistics.fmean(v) for k, v in un.items()}
     trained = un[config.unrolled_steps]
     worst_k = min((k for k in un if k != config.unrolled_steps), key=lambda k: un_mean[k])
     drops = [t - w for t, w in zip(trained, un[worst_k])]
-    as_trained = [100 * a for a in mismatch["deq"]["as trained"]]
-    tight = [100 * a for a in mismatch["deq"]["tol / 100, 4x iterations"]]
+    as_trained = [100 * a for a in mismatch.deq["as trained"]]
+    tight = [100 * a for a in mismatch.deq["tol / 100, 4x iterations"]]
     changes = [abs(t - a) for t, a in zip(tight, as_trained)]
     v_un, iv_un, why_un = judge(drops, MISMATCH.value, above=True, min_seeds=min_seeds)
     v_deq, iv_deq, why_deq = judge(changes, MISMATCH_DEQ_SLACK, above=False, min_seeds=min_seeds)
     parts = {"unrolled loses >= 5 points": v_un, "DEQ moves <= 1 point": v_deq}
-    return {
-        "unrolled_by_steps": un_mean,
-        "worst_steps": worst_k,
-        "drops": drops,
-        "drop_interval": iv_un,
-        "deq_as_trained": statistics.fmean(as_trained),
-        "deq_tight": statistics.fmean(tight),
-        "deq_changes": changes,
-        "deq_interval": iv_deq,
-        "reasons": {"unrolled": why_un, "deq": why_deq},
-        "parts": parts,
-        "verdict": combine(parts),
-    }
+    return MismatchFindings(
+        unrolled_by_steps=un_mean,
+        worst_steps=worst_k,
+        drops=drops,
+        drop_interval=iv_un,
+        deq_as_trained=statistics.fmean(as_trained),
+        deq_tight=statistics.fmean(tight),
+        deq_changes=changes,
+        deq_interval=iv_deq,
+        reasons={"unrolled": why_un, "deq": why_deq},
+        parts=parts,
+        verdict=combine(parts),
+    )
 
 
-def memory_findings(mem: dict[str, Sequence[DepthMemory]]) -> dict:
+@dataclass(frozen=True)
+class MemoryGrowth:
+    """One model's training memory against depth, judged (:func:`memory_findings`): ``bytes`` saved for
+    backward and ``work`` (blocks, steps, NFE or iterations) at three depths, shallowest first; ``ok``: the
+    growth the claim names (constant or linear) is there; ``work_grows``: the deepest setting did more work."""
+
+    ok: bool
+    work_grows: bool
+    bytes: list[int]
+    work: list[float]
+
+
+def memory_findings(mem: dict[str, Sequence[DepthMemory]]) -> dict[str, MemoryGrowth]:
     """Judge :data:`MEMORY_GROWTH`: constant (ODE, DEQ: saved bytes equal within :data:`CONSTANT_SLACK`
     while the work grows) and linear (ResNet, unrolled: equal positive increments per added depth,
-    within :data:`LINEAR_SLACK`)."""
+    within :data:`LINEAR_SLACK`). ``mem``: from :func:`~.studies.memory_vs_depth`."""
     found = {}
     for name, rows in mem.items():
         b = [r.saved_bytes for r in rows]
@@ -176,7 +213,7 @@ def memory_findings(mem: dict[str, Sequence[DepthMemory]]) -> dict:
         else:
             d1, d2 = b[1] - b[0], b[2] - b[1]
             ok = d1 > 0 and abs(d2 - d1) <= LINEAR_SLACK * d1
-        found[name] = {"ok": ok, "work_grows": work_grows, "bytes": b, "work": [r.work for r in rows]}
+        found[name] = MemoryGrowth(ok, work_grows, b, [r.work for r in rows])
     return found
 
 

@@ -108,22 +108,21 @@ def measure_training_memory(quick: bool) -> Measurement:
     f = memory_findings(mem)
     measured = "; ".join(
         f"{n}: "
-        + "/".join(f"{w:.0f}" for w in f[n]["work"])
+        + "/".join(f"{w:.0f}" for w in f[n].work)
         + f" {WORK_UNITS[n]} -> saved "
-        + "/".join(f"{b / 1024:.0f}" for b in f[n]["bytes"])
+        + "/".join(f"{b / 1024:.0f}" for b in f[n].bytes)
         + " KiB"
         for n in MODELS
     )
     measured += " (bytes set by the graph: the same on every seed and machine)"
-    if not all(f[n]["work_grows"] for n in MODELS):
+    if not all(f[n].work_grows for n in MODELS):
         verdict = ClaimVerdict.NOT_MEASURABLE
-        measured += "; a tighter tolerance did not add work for " + ", ".join(
-            n for n in MODELS if not f[n]["work_grows"]
-        )
+        measured += "; a tighter tolerance did not add work for " + ", ".join(n for n in MODELS if not f[n].work_grows)
     else:
-        verdict = ClaimVerdict.HOLDS if all(f[n]["ok"] for n in MODELS) else ClaimVerdict.DOES_NOT_HOLD
+        verdict = ClaimVerdict.HOLDS if all(f[n].ok for n in MODELS) else ClaimVerdict.DOES_NOT_HOLD
     memory = {name: [asdict(row) for row in rows] for name, rows in mem.items()}
-    return Measurement(measured, verdict, {"memory": memory, "findings": f})
+    findings = {name: asdict(growth) for name, growth in f.items()}
+    return Measurement(measured, verdict, {"memory": memory, "findings": findings})
 
 
 @claim(
@@ -140,34 +139,38 @@ def measure_step_mismatch(quick: bool) -> Measurement:
     config = _config(quick)
     mm = step_mismatch_study(config)
     f = mismatch_findings(mm, config)
-    un = f["unrolled_by_steps"]
-    d = mm["deq"]
-    n_in, n_both, n_other = (sum(d[f"random start {k}"]) for k in ("inputs", "both converged", "other point"))
+    un = f.unrolled_by_steps
+    starts = mm.random_start
+    n_in, n_both, n_other = (
+        sum(s.inputs for s in starts),
+        sum(s.both_converged for s in starts),
+        sum(s.other_point for s in starts),
+    )
     measured = (
         f"unrolled trained with {config.unrolled_steps} steps: "
         + ", ".join(f"{k} steps {un[k]:.1f}%" for k in config.mismatch_steps)
-        + f"; drop at {f['worst_steps']} steps per seed {_range(f['drops'], '.1f')} points "
-        f"({_iv(f['drop_interval'], '.1f')}); DEQ as trained {f['deq_as_trained']:.1f}%, tol/100 "
-        f"{f['deq_tight']:.1f}% (|change| per seed {_range(f['deq_changes'], '.2f')} points); from a random "
-        f"start (accuracy {_range([100 * a for a in d['random start']], '.1f', '%')}) {n_both} of {n_in} "
+        + f"; drop at {f.worst_steps} steps per seed {_range(f.drops, '.1f')} points "
+        f"({_iv(f.drop_interval, '.1f')}); DEQ as trained {f.deq_as_trained:.1f}%, tol/100 "
+        f"{f.deq_tight:.1f}% (|change| per seed {_range(f.deq_changes, '.2f')} points); from a random "
+        f"start (accuracy {_range([100 * s.accuracy for s in starts], '.1f', '%')}) {n_both} of {n_in} "
         f"test solves converge from both starts, and {n_other} of those land on another fixed point "
         + (
             "(no sign of a second fixed point)"
             if n_other == 0
             else "(not unique there: the answer depends on the start)"
         )
-        + f". {parts_text(f['parts'])}"
+        + f". {parts_text(f.parts)}"
     )
     if len(config.seeds) < 3:
         measured += f"; {len(config.seeds)} seeds cannot give an interval: run full mode"
     details = {
-        "mismatch": {"unrolled": {str(k): v for k, v in mm["unrolled"].items()}, "deq": mm["deq"]},
-        "worst_steps": f["worst_steps"],
-        "drops": f["drops"],
-        "deq_changes": f["deq_changes"],
-        "parts": {k: v.value for k, v in f["parts"].items()},
+        "mismatch": mm.as_dict(),
+        "worst_steps": f.worst_steps,
+        "drops": f.drops,
+        "deq_changes": f.deq_changes,
+        "parts": {k: v.value for k, v in f.parts.items()},
     }
-    return _measurement(measured, f["verdict"], details, len(config.seeds))
+    return _measurement(measured, f.verdict, details, len(config.seeds))
 
 
 @claim(

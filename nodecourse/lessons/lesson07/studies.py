@@ -192,19 +192,70 @@ def capstone_study(config: CapstoneConfig = QUICK_CAPSTONE, *, progress: bool = 
     )
 
 
-@torch.no_grad()
-def step_mismatch(runs, config: CapstoneConfig) -> dict:
-    """Test accuracy of each trained unrolled model evaluated with other step counts, and of each DEQ
-    with a looser and a tighter solve, and from a random start instead of zero.
+DEQ_SOLVES = ("as trained", "tol x 100", "tol / 100, 4x iterations")
+"""The DEQ solves of :func:`step_mismatch`: the training settings, a 100x looser tolerance, and a 100x
+tighter one with four times the iterations."""
 
-    Returns ``{"unrolled": {k: [acc per seed]}, "deq": {label: [...]}}``; the DEQ's labels also carry
-    ``"<label> iterations"`` and, per seed, from the random start: ``"random start"`` (accuracy),
-    ``"random start inputs"``, ``"random start both converged"`` (inputs whose solves from zero and from the
-    random start both reached the tolerance), ``"random start other point"`` (of those, inputs whose two
-    fixed points differ by more than ``SAME_POINT`` tolerances: a second fixed point) and
-    ``"random start distance"`` (the largest ``|z*_random - z*_zero| / |z*_zero|`` over those inputs).
+
+@dataclass(frozen=True)
+class RandomStart:
+    """One trained DEQ (one seed) solved on its whole test split from a random start as well as from zero.
+
+    ``accuracy``: test accuracy (fraction) from the random start; ``inputs``: test inputs;
+    ``both_converged``: inputs whose solves from both starts reached the tolerance; ``other_point``: of
+    those, inputs whose two fixed points differ by more than ``SAME_POINT`` tolerances (a second fixed
+    point); ``distance``: the largest ``|z*_random - z*_zero| / |z*_zero|`` over those inputs (0 if none).
     """
-    out = {"unrolled": {k: [] for k in config.mismatch_steps}, "deq": {}}
+
+    accuracy: float
+    inputs: int
+    both_converged: int
+    other_point: int
+    distance: float
+
+
+@dataclass(frozen=True)
+class StepMismatch:
+    """Test accuracy (fraction) of the trained models at other depths than they were trained with, one
+    entry per seed in every tuple (seeds in run order).
+
+    ``unrolled``: step count -> accuracy of the unrolled model run with that many steps;
+    ``deq``: solve label (:data:`DEQ_SOLVES`) -> accuracy of the DEQ; ``deq_iterations``: the same labels
+    -> forward iterations of that solve; ``random_start``: one :class:`RandomStart` per seed.
+    """
+
+    unrolled: dict[int, tuple[float, ...]]
+    deq: dict[str, tuple[float, ...]]
+    deq_iterations: dict[str, tuple[float, ...]]
+    random_start: tuple[RandomStart, ...]
+
+    def as_dict(self) -> dict:
+        """For a row's ``details`` (JSON): ``{"unrolled": {"k": [...]}, "deq": {label: [...], "<label>
+        iterations": [...], "random start": [...], "random start inputs": [...], ...}}``."""
+        deq: dict[str, list] = {}
+        for label in self.deq:
+            deq[label] = list(self.deq[label])
+            deq[label + " iterations"] = list(self.deq_iterations[label])
+        starts = self.random_start
+        if starts:
+            deq["random start"] = [s.accuracy for s in starts]
+            deq["random start inputs"] = [s.inputs for s in starts]
+            deq["random start both converged"] = [s.both_converged for s in starts]
+            deq["random start other point"] = [s.other_point for s in starts]
+            deq["random start distance"] = [s.distance for s in starts]
+        return {"unrolled": {str(k): list(v) for k, v in self.unrolled.items()}, "deq": deq}
+
+
+@torch.no_grad()
+def step_mismatch(runs, config: CapstoneConfig) -> StepMismatch:
+    """Test accuracy of each trained unrolled model evaluated with other step counts (``mismatch_steps``),
+    of each DEQ with a looser and a tighter solve (:data:`DEQ_SOLVES`), and from a random start instead of
+    zero (the fixed point is unique only if both starts land on the same point).
+    """
+    unrolled: dict[int, list[float]] = {k: [] for k in config.mismatch_steps}
+    deq_acc: dict[str, list[float]] = {}
+    deq_iters: dict[str, list[float]] = {}
+    starts = []
     for r in runs:
         data = load_digits(seed=r.seed, n_samples=config.n_samples, device=r.model.embed.weight.device)
         if r.name == "Unrolled":
@@ -213,22 +264,21 @@ def step_mismatch(runs, config: CapstoneConfig) -> dict:
                 trained = core.steps
                 core.steps = k
                 try:
-                    out["unrolled"][k].append(_accuracy(r.model, data.x_test, data.y_test))
+                    unrolled[k].append(_accuracy(r.model, data.x_test, data.y_test))
                 finally:
                     core.steps = trained
         elif r.name == "DEQ":
             deq = r.model.core.deq
             settings = (deq.tol, deq.max_iter)
-            for label, tol, max_iter in (
-                ("as trained", deq.tol, deq.max_iter),
-                ("tol x 100", deq.tol * 100, deq.max_iter),
-                ("tol / 100, 4x iterations", deq.tol / 100, deq.max_iter * 4),
+            for label, tol, max_iter in zip(
+                DEQ_SOLVES,
+                (deq.tol, deq.tol * 100, deq.tol / 100),
+                (deq.max_iter, deq.max_iter, deq.max_iter * 4),
             ):
                 deq.tol, deq.max_iter = tol, max_iter
                 try:
-                    acc = _accuracy(r.model, data.x_test, data.y_test)
-                    out["deq"].setdefault(label, []).append(acc)
-                    out["deq"].setdefault(label + " iterations", []).append(float(deq.stats["forward_iters"]))
+                    deq_acc.setdefault(label, []).append(_accuracy(r.model, data.x_test, data.y_test))
+                    deq_iters.setdefault(label, []).append(float(deq.stats["forward_iters"]))
                 finally:
                     deq.tol, deq.max_iter = settings
             # The answer is independent of the solver's path only if the fixed point is unique: start
@@ -240,18 +290,25 @@ def step_mismatch(runs, config: CapstoneConfig) -> dict:
             z_rand = deq(x, z0=torch.randn(z_zero.shape, generator=gen).to(z_zero))
             both = ok_zero & deq.forward_result.converged  # only converged solves are fixed points
             dist = (z_rand - z_zero).norm(dim=1) / z_zero.norm(dim=1).clamp_min(1e-12)
-            acc = (r.model.readout(z_rand).argmax(dim=1) == data.y_test).double().mean().item()
-            found = out["deq"]
-            found.setdefault("random start", []).append(acc)
-            found.setdefault("random start inputs", []).append(int(len(dist)))
-            found.setdefault("random start both converged", []).append(int(both.sum()))
-            found.setdefault("random start other point", []).append(int((both & (dist > SAME_POINT * deq.tol)).sum()))
-            found.setdefault("random start distance", []).append(float(dist[both].max()) if both.any() else 0.0)
-    return out
+            starts.append(
+                RandomStart(
+                    accuracy=(r.model.readout(z_rand).argmax(dim=1) == data.y_test).double().mean().item(),
+                    inputs=int(len(dist)),
+                    both_converged=int(both.sum()),
+                    other_point=int((both & (dist > SAME_POINT * deq.tol)).sum()),
+                    distance=float(dist[both].max()) if both.any() else 0.0,
+                )
+            )
+    return StepMismatch(
+        {k: tuple(v) for k, v in unrolled.items()},
+        {k: tuple(v) for k, v in deq_acc.items()},
+        {k: tuple(v) for k, v in deq_iters.items()},
+        tuple(starts),
+    )
 
 
 @cached_study
-def step_mismatch_study(config: CapstoneConfig) -> dict:
+def step_mismatch_study(config: CapstoneConfig) -> StepMismatch:
     """:func:`step_mismatch` on the trained models of :func:`capstone_study` (``config``)."""
     return step_mismatch(capstone_study(config), config)
 
