@@ -77,7 +77,7 @@ def test_unrolled_step_count_changes_the_function():
 def test_summary_table_and_markdown_escape_the_pipes():
     runs = L.capstone_study(SMALL)
     rows = L.summary_table(runs, L.timing_study(SMALL, repeats=1))
-    assert [r["model"] for r in rows] == list(L.MODELS) and all(r["train_step_ms"] > 0 for r in rows)
+    assert [r.model for r in rows] == list(L.MODELS) and all(r.train_step_ms > 0 for r in rows)
     text = L.format_summary(rows, {"ResNet": "yes: margin on |x|=1.25"})
     assert text.count("\n") == len(L.MODELS) + 1 and "not measured" in text
     assert r"\|x\|=1.25" in text and "||x|" not in text

@@ -64,11 +64,33 @@ def test_time_ratios_quote_each_models_range():
     assert "its whole training run took 1.0x to 1.0x the ResNet's" in md
 
 
+def _summary(model: str, **fields) -> L.ModelSummary:
+    """A capstone-table row with made-up values (the fields a test sets in ``fields``)."""
+    row = dict(
+        model=model,
+        accuracy_mean=0.94,
+        accuracy_sd=0.01,
+        seeds=5,
+        parameters=19_147,
+        saved_kib=678.0,
+        peak_mib=None,
+        work_mean=17.3,
+        work_min=9.0,
+        work_max=40.0,
+        work_last_epoch=17.0,
+        work_first_epoch=12.0,
+        backward_work=None,
+        train_s=12.0,
+        inference_ms_per_1000=80.0,
+    )
+    return L.ModelSummary(**(row | fields))
+
+
 def test_peak_order_highest_first_or_says_it_cannot_be_measured():
-    rows = [{"model": "ResNet", "peak_mib": 1.5}, {"model": "DEQ", "peak_mib": 3.25}]
+    rows = [_summary("ResNet", peak_mib=1.5), _summary("DEQ", peak_mib=3.25)]
     md = L.PeakOrder.from_table(rows, L.QUICK_CAPSTONE).markdown()
     assert md == "Measured peak of one training step (batch 256), highest first: DEQ 3.25 MiB, ResNet 1.50 MiB."
-    none = L.PeakOrder.from_table([{"model": "ResNet", "peak_mib": None}], L.QUICK_CAPSTONE).markdown()
+    none = L.PeakOrder.from_table([_summary("ResNet", peak_mib=None)], L.QUICK_CAPSTONE).markdown()
     assert "cannot be measured on this platform" in none
 
 
@@ -88,20 +110,7 @@ def test_peer_memory_table_reductions_and_a_missing_peak():
 
 
 def test_capstone_table_renders_the_summary_with_the_annulus_column():
-    row = {
-        "model": "DEQ",
-        "accuracy_mean": 0.94,
-        "accuracy_sd": 0.01,
-        "seeds": 5,
-        "parameters": 19_147,
-        "saved_kib": 678.0,
-        "peak_mib": None,
-        "work_mean": 17.3,
-        "work_min": 9.0,
-        "work_max": 40.0,
-        "train_s": 12.0,
-        "inference_ms_per_1000": 80.0,
-    }
+    row = _summary("DEQ")
     md = L.CapstoneTable((row,), {"DEQ": "not measured (lesson 3 trained the flows and a ResNet only)"}).markdown()
     assert "| DEQ | 94.0 ± 1.0 % (5 seeds) | 19,147 | 678 | n/a | 17.3 iterations (9–40)" in md
     assert md.rstrip().endswith("| not measured (lesson 3 trained the flows and a ResNet only) |")

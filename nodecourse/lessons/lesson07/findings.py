@@ -32,11 +32,44 @@ def _mean_sd(values: list[float]) -> tuple[float, float]:
     return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
 
 
-def summary_table(runs, timings: dict | None = None) -> list[dict]:
-    """One row per model: accuracy mean and sd over seeds, parameters, memory, work, times.
+@dataclass(frozen=True)
+class ModelSummary:
+    """One row of the capstone table (:func:`summary_table`): one model, means over its seeds.
+
+    ``accuracy_mean`` / ``accuracy_sd``: test accuracy (fraction) over ``seeds`` seeds; ``parameters``;
+    ``saved_kib``: bytes saved for backward in one training step (KiB); ``peak_mib``: the measured peak of
+    that step (MiB, None where the platform cannot measure it); ``work_mean`` / ``work_min`` / ``work_max``:
+    forward work per input (blocks, NFE or iterations, :data:`WORK_UNITS`) over every measured input;
+    ``work_first_epoch`` / ``work_last_epoch``: mean work per batch in the first and last training epoch;
+    ``backward_work``: backward NFE or iterations of the last training step (None for explicit models);
+    ``train_s``: the whole training run (s); ``inference_ms_per_1000``: inference (ms per 1000 inputs);
+    ``train_step_ms``: one training step (ms, median), None without interleaved timings.
+    """
+
+    model: str
+    accuracy_mean: float
+    accuracy_sd: float
+    seeds: int
+    parameters: int
+    saved_kib: float
+    peak_mib: float | None
+    work_mean: float
+    work_min: float
+    work_max: float
+    work_last_epoch: float
+    work_first_epoch: float
+    backward_work: float | None
+    train_s: float
+    inference_ms_per_1000: float
+    train_step_ms: float | None = None
+
+
+def summary_table(runs, timings: Timings | None = None) -> list[ModelSummary]:
+    """One row per model of :data:`MODELS`, in that order: accuracy mean and sd over seeds, parameters,
+    memory, work, times.
 
     With ``timings`` (:func:`timing_study`) the inference time is the mean over seeds of its interleaved
-    medians, and ``train_step_ms`` is added; without, the single timed pass of each run.
+    medians, and ``train_step_ms`` is set; without, the single timed pass of each run.
     """
     rows = []
     for name in MODELS:
@@ -44,39 +77,40 @@ def summary_table(runs, timings: dict | None = None) -> list[dict]:
         acc_mean, acc_sd = _mean_sd([r.accuracy for r in rs])
         per_input = [w for r in rs for w in r.work_per_input]
         peaks = [r.peak_bytes for r in rs if r.peak_bytes is not None]
+        inference_ms = statistics.fmean(r.inference_seconds_per_1000 for r in rs) * 1000
+        train_step_ms = None
+        if timings is not None:
+            inference_ms = 1e6 * statistics.fmean(t / n for t, n in zip(timings.inference_s[name], timings.n_test))
+            train_step_ms = 1000 * statistics.fmean(timings.train_step_s[name])
         rows.append(
-            {
-                "model": name,
-                "accuracy_mean": acc_mean,
-                "accuracy_sd": acc_sd,
-                "seeds": len(rs),
-                "parameters": rs[0].n_parameters,
-                "saved_kib": statistics.fmean(r.saved_bytes for r in rs) / 1024,
-                "peak_mib": statistics.fmean(peaks) / 2**20 if peaks else None,
-                "work_mean": statistics.fmean(per_input),
-                "work_min": min(per_input),
-                "work_max": max(per_input),
-                "work_last_epoch": statistics.fmean(r.work_per_epoch[-1] for r in rs),
-                "work_first_epoch": statistics.fmean(r.work_per_epoch[0] for r in rs),
-                "backward_work": (
+            ModelSummary(
+                model=name,
+                accuracy_mean=acc_mean,
+                accuracy_sd=acc_sd,
+                seeds=len(rs),
+                parameters=rs[0].n_parameters,
+                saved_kib=statistics.fmean(r.saved_bytes for r in rs) / 1024,
+                peak_mib=statistics.fmean(peaks) / 2**20 if peaks else None,
+                work_mean=statistics.fmean(per_input),
+                work_min=min(per_input),
+                work_max=max(per_input),
+                work_last_epoch=statistics.fmean(r.work_per_epoch[-1] for r in rs),
+                work_first_epoch=statistics.fmean(r.work_per_epoch[0] for r in rs),
+                backward_work=(
                     statistics.fmean(r.backward_work for r in rs) if rs[0].backward_work is not None else None
                 ),
-                "train_s": statistics.fmean(r.train_seconds for r in rs),
-                "inference_ms_per_1000": statistics.fmean(r.inference_seconds_per_1000 for r in rs) * 1000,
-            }
-        )
-        if timings is not None:
-            rows[-1]["inference_ms_per_1000"] = 1e6 * statistics.fmean(
-                t / n for t, n in zip(timings.inference_s[name], timings.n_test)
+                train_s=statistics.fmean(r.train_seconds for r in rs),
+                inference_ms_per_1000=inference_ms,
+                train_step_ms=train_step_ms,
             )
-            rows[-1]["train_step_ms"] = 1000 * statistics.fmean(timings.train_step_s[name])
+        )
     return rows
 
 
-def format_summary(rows: list[dict], annulus: dict[str, str] | None = None) -> str:
+def format_summary(rows: Sequence[ModelSummary], annulus: dict[str, str] | None = None) -> str:
     """The capstone table as Markdown (for ``IPython.display.Markdown``); text cells escaped, so a
     ``|x|`` in the annulus column cannot cut its cell."""
-    step = all("train_step_ms" in r for r in rows)
+    step = all(r.train_step_ms is not None for r in rows)
     head = (
         "| model | test accuracy (mean ± sd) | parameters | saved for backward (KiB) | peak training "
         "memory (MiB) | forward work per input | whole training run (s) | "
@@ -85,22 +119,20 @@ def format_summary(rows: list[dict], annulus: dict[str, str] | None = None) -> s
     )
     lines = [head, "|" + "---|" * (10 if step else 9)]
     for r in rows:
-        unit = WORK_UNITS[r["model"]]
+        unit = WORK_UNITS[r.model]
         work = (
-            f"{r['work_mean']:.0f} {unit}"
-            if r["work_min"] == r["work_max"]
-            else f"{r['work_mean']:.1f} {unit} ({r['work_min']:.0f}–{r['work_max']:.0f})"
+            f"{r.work_mean:.0f} {unit}"
+            if r.work_min == r.work_max
+            else f"{r.work_mean:.1f} {unit} ({r.work_min:.0f}–{r.work_max:.0f})"
         )
-        peak = "n/a" if r["peak_mib"] is None else f"{r['peak_mib']:.1f}"
+        peak = "n/a" if r.peak_mib is None else f"{r.peak_mib:.1f}"
         times = (
-            f"| {r['train_s']:.1f} "
-            + (f"| {r['train_step_ms']:.1f} " if step else "")
-            + f"| {r['inference_ms_per_1000']:.0f} "
+            f"| {r.train_s:.1f} " + (f"| {r.train_step_ms:.1f} " if step else "") + f"| {r.inference_ms_per_1000:.0f} "
         )
         lines.append(
-            f"| {r['model']} | {100 * r['accuracy_mean']:.1f} ± {100 * r['accuracy_sd']:.1f} % ({r['seeds']} seeds) "
-            f"| {r['parameters']:,} | {r['saved_kib']:.0f} | {peak} | {escape_markdown_cell(work)} {times}"
-            f"| {escape_markdown_cell((annulus or {}).get(r['model'], 'not measured'))} |"
+            f"| {r.model} | {100 * r.accuracy_mean:.1f} ± {100 * r.accuracy_sd:.1f} % ({r.seeds} seeds) "
+            f"| {r.parameters:,} | {r.saved_kib:.0f} | {peak} | {escape_markdown_cell(work)} {times}"
+            f"| {escape_markdown_cell((annulus or {}).get(r.model, 'not measured'))} |"
         )
     return "\n".join(lines)
 
@@ -382,11 +414,11 @@ def parity_findings(runs, *, min_seeds: int = 3) -> dict:
 class CapstoneTable(Findings):
     """The capstone table: one row per model (:func:`summary_table`), and lesson 3's annulus column."""
 
-    rows: tuple[dict, ...]
+    rows: tuple[ModelSummary, ...]
     annulus: dict[str, str]
 
     def markdown(self) -> str:
-        return format_summary(list(self.rows), self.annulus)
+        return format_summary(self.rows, self.annulus)
 
 
 def _span(values: Sequence[float]) -> tuple[float, float]:
@@ -556,8 +588,8 @@ class PeakOrder(Findings):
     batch: int
 
     @classmethod
-    def from_table(cls, rows: Sequence[dict], config: CapstoneConfig) -> PeakOrder:
-        return cls({r["model"]: r["peak_mib"] for r in rows}, config.memory_batch)
+    def from_table(cls, rows: Sequence[ModelSummary], config: CapstoneConfig) -> PeakOrder:
+        return cls({r.model: r.peak_mib for r in rows}, config.memory_batch)
 
     def markdown(self) -> str:
         if any(v is None for v in self.peak_mib.values()):
