@@ -8,7 +8,15 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from nodecourse.claims import ClaimVerdict, ConfidenceInterval, combine, escape_markdown_cell, judge, judge_median
+from nodecourse.claims import (
+    ClaimVerdict,
+    ConfidenceInterval,
+    MedianInterval,
+    combine,
+    escape_markdown_cell,
+    judge,
+    judge_median,
+)
 from nodecourse.lessons.study import Findings
 
 from .config import MODELS, TRAINED_FLOOR, WORK_UNITS, CapstoneConfig
@@ -249,9 +257,33 @@ def memory_findings(mem: dict[str, Sequence[DepthMemory]]) -> dict[str, MemoryGr
     return found
 
 
+@dataclass(frozen=True)
+class ReductionReading:
+    """One reading (saved bytes or measured peak) of :func:`reduction_findings`. ``reductions``: peer ->
+    ``1 - DEQ/peer`` per seed (fraction), None when the reading was not measured; ``best_peer``: the peer
+    with the largest mean reduction; ``interval``: its 95 % interval over seeds; ``verdict`` and ``reason``
+    as :func:`~nodecourse.claims.judge` gave them (the reason alone when not measured)."""
+
+    reason: str
+    reductions: dict[str, list[float]] | None = None
+    best_peer: str | None = None
+    interval: ConfidenceInterval | None = None
+    verdict: ClaimVerdict | None = None
+
+
+@dataclass(frozen=True)
+class ReductionFindings:
+    """:data:`MEMORY_REDUCTION` judged: ``readings`` (``"saved"``, ``"peak"``) -> :class:`ReductionReading`;
+    ``parts``: ``"<reading> bytes"`` -> verdict; ``verdict``: both parts combined."""
+
+    readings: dict[str, ReductionReading]
+    parts: dict[str, ClaimVerdict]
+    verdict: ClaimVerdict
+
+
 def reduction_findings(
     deq_bytes: dict[str, list[float | None]], peers: dict[str, PeerBytes], *, min_seeds: int = 2
-) -> dict:
+) -> ReductionFindings:
     """Judge :data:`MEMORY_REDUCTION` on each reading (``"saved"``, ``"peak"``).
 
     ``deq_bytes[reading]``: the trained DEQ's bytes per seed; ``peers``: from :func:`reduction_peers`.
@@ -260,36 +292,43 @@ def reduction_findings(
     graph, not by training noise). Returns per reading the reductions by peer, the best peer, its
     interval and verdict, and the overall verdict (both readings must hold).
     """
-    out: dict = {"readings": {}}
+    readings: dict[str, ReductionReading] = {}
     verdicts = {}
     for reading, key in (("saved", "saved_bytes"), ("peak", "peak_bytes")):
         deq = deq_bytes.get(reading) or []
         usable = {p: getattr(v, key) for p, v in peers.items() if getattr(v, key)}
         if not deq or any(d is None for d in deq) or not usable:
             verdicts[f"{reading} bytes"] = ClaimVerdict.NOT_MEASURABLE
-            out["readings"][reading] = {"reason": "not measured on this platform"}
+            readings[reading] = ReductionReading("not measured on this platform")
             continue
         red = {p: [1 - d / peer_bytes for d in deq] for p, peer_bytes in usable.items()}
         best = max(red, key=lambda p: statistics.fmean(red[p]))
         verdict, iv, why = judge(red[best], MEMORY_REDUCTION.value, above=True, min_seeds=min_seeds)
         verdicts[f"{reading} bytes"] = verdict
-        out["readings"][reading] = {
-            "reductions": red,
-            "best_peer": best,
-            "interval": iv,
-            "verdict": verdict,
-            "reason": why,
-        }
-    out["parts"] = verdicts
-    out["verdict"] = combine(verdicts)
-    return out
+        readings[reading] = ReductionReading(why, red, best, iv, verdict)
+    return ReductionFindings(readings, verdicts, combine(verdicts))
 
 
 def _by_seed(sweep: Sequence[DialSolve], tol: float) -> dict[int, DialSolve]:
     return {row.seed: row for row in sweep if row.tol == tol}
 
 
-def adaptive_findings(sweep: Sequence[DialSolve], train_tol: float, *, min_seeds: int = 3) -> dict:
+@dataclass(frozen=True)
+class AdaptiveFindings:
+    """:data:`ADAPTIVE` judged per test-time tolerance (keys: tolerances, loosest first). ``spread``:
+    tolerance -> seed -> largest minus smallest per-input NFE; ``ranges``: tolerance -> (smallest, largest)
+    per-input NFE over all seeds; ``verdict_by_tol`` / ``interval_by_tol``: the spread judged;
+    ``readings``: the two readings (at the training tolerance, at another) -> verdict; ``verdict``: combined."""
+
+    spread: dict[float, dict[int, float]]
+    ranges: dict[float, tuple[float, float]]
+    verdict_by_tol: dict[float, ClaimVerdict]
+    interval_by_tol: dict[float, ConfidenceInterval | None]
+    readings: dict[str, ClaimVerdict]
+    verdict: ClaimVerdict
+
+
+def adaptive_findings(sweep: Sequence[DialSolve], train_tol: float, *, min_seeds: int = 3) -> AdaptiveFindings:
     """Judge :data:`ADAPTIVE` (per-input NFE spread at the training tolerance) and the reading
     :data:`ADAPTIVE_OTHER` (the same at the other swept tolerances: holds if it holds at one)."""
     tols = sorted({row.tol for row in sweep}, reverse=True)
@@ -311,17 +350,42 @@ def adaptive_findings(sweep: Sequence[DialSolve], train_tol: float, *, min_seeds
     else:
         other = ClaimVerdict.DOES_NOT_HOLD
     readings = {"at the training tolerance": main, "at another test-time tolerance": other}
-    return {
-        "spread": spread,
-        "ranges": ranges,
-        "verdict_by_tol": {t: v[0] for t, v in judged.items()},
-        "interval_by_tol": {t: v[1] for t, v in judged.items()},
-        "readings": readings,
-        "verdict": combine(readings),
-    }
+    return AdaptiveFindings(
+        spread=spread,
+        ranges=ranges,
+        verdict_by_tol={t: v[0] for t, v in judged.items()},
+        interval_by_tol={t: v[1] for t, v in judged.items()},
+        readings=readings,
+        verdict=combine(readings),
+    )
 
 
-def dial_findings(sweep: Sequence[DialSolve], train_tol: float, *, min_seeds: int = 3) -> dict:
+@dataclass(frozen=True)
+class DialAtTolerance:
+    """:data:`DIAL` judged at one looser test-time tolerance, per seed (seeds in order): ``saving``: NFE
+    saving ``1 - nfe(tol) / nfe(train_tol)`` (fraction); ``time_saving``: the same for the time; ``loss``:
+    accuracy lost in points; their intervals, ``parts`` (part -> verdict) and ``verdict``."""
+
+    saving: list[float]
+    time_saving: list[float]
+    loss: list[float]
+    saving_interval: ConfidenceInterval | None
+    loss_interval: ConfidenceInterval | None
+    parts: dict[str, ClaimVerdict]
+    verdict: ClaimVerdict
+
+
+@dataclass(frozen=True)
+class DialFindings:
+    """:data:`DIAL` judged: ``looser``: the tolerances judged (10x and 100x looser than training, tightest
+    first); ``per_tol``: tolerance -> :class:`DialAtTolerance`; ``verdict``: the best of theirs."""
+
+    looser: list[float]
+    per_tol: dict[float, DialAtTolerance]
+    verdict: ClaimVerdict
+
+
+def dial_findings(sweep: Sequence[DialSolve], train_tol: float, *, min_seeds: int = 3) -> DialFindings:
     """Judge :data:`DIAL` at each test-time tolerance looser than ``train_tol`` (10x and 100x looser):
     per seed the NFE saving ``1 - nfe(tol) / nfe(train_tol)`` (>= :data:`DIAL_SAVING`) and the accuracy
     loss in points (<= ``DIAL.value``). The claim holds if both parts hold at one tolerance; a tolerance
@@ -340,19 +404,11 @@ def dial_findings(sweep: Sequence[DialSolve], train_tol: float, *, min_seeds: in
         parts = {"NFE >= 20 % lower": v_save, "accuracy <= 1 point lower": v_loss}
         # No saving, no dial: an unchanged accuracy then says nothing about the trade-off.
         verdict = ClaimVerdict.DOES_NOT_HOLD if v_save is ClaimVerdict.DOES_NOT_HOLD else combine(parts)
-        per_tol[t] = {
-            "saving": saving,
-            "time_saving": time_saving,
-            "loss": loss,
-            "saving_interval": iv_save,
-            "loss_interval": iv_loss,
-            "parts": parts,
-            "verdict": verdict,
-        }
+        per_tol[t] = DialAtTolerance(saving, time_saving, loss, iv_save, iv_loss, parts, verdict)
     order = (ClaimVerdict.HOLDS, ClaimVerdict.HOLDS_IN_PART, ClaimVerdict.UNDECIDED, ClaimVerdict.DOES_NOT_HOLD)
-    verdicts = [v["verdict"] for v in per_tol.values()]
+    verdicts = [v.verdict for v in per_tol.values()]
     verdict = next((v for v in order if v in verdicts), ClaimVerdict.UNDECIDED)
-    return {"looser": looser, "per_tol": per_tol, "verdict": verdict}
+    return DialFindings(looser, per_tol, verdict)
 
 
 def cost_ratios(timings: Timings, name: str, base: str = "ResNet") -> dict[str, list[float]]:
@@ -363,7 +419,20 @@ def cost_ratios(timings: Timings, name: str, base: str = "ResNet") -> dict[str, 
     }
 
 
-def cost_findings(timings: Timings, *, min_seeds: int = 5) -> dict:
+@dataclass(frozen=True)
+class CostFindings:
+    """:data:`DEQ_COST` judged: ``ratios``: ``{"inference": [...], "train": [...]}``, the DEQ's time over the
+    ResNet's per seed (:func:`cost_ratios`); ``train_interval`` / ``inference_interval``: the medians'
+    order-statistic intervals (None with too few seeds); ``parts`` (part -> verdict) and ``verdict``."""
+
+    ratios: dict[str, list[float]]
+    train_interval: MedianInterval | None
+    inference_interval: MedianInterval | None
+    parts: dict[str, ClaimVerdict]
+    verdict: ClaimVerdict
+
+
+def cost_findings(timings: Timings, *, min_seeds: int = 5) -> CostFindings:
     """Judge :data:`DEQ_COST`: the DEQ's training-step and inference ratios over the ResNet's, per seed,
     against :data:`DEQ_TRAIN_COST` and :data:`DEQ_INFER_COST` (both parts), each on the median over seeds
     (:func:`~nodecourse.claims.judge_median`: timing ratios are heavy-tailed)."""
@@ -371,16 +440,26 @@ def cost_findings(timings: Timings, *, min_seeds: int = 5) -> dict:
     v_train, iv_train, _ = judge_median(ratios["train"], DEQ_TRAIN_COST.value, above=True, min_seeds=min_seeds)
     v_inf, iv_inf, _ = judge_median(ratios["inference"], DEQ_INFER_COST.value, above=True, min_seeds=min_seeds)
     parts = {f"training >= {DEQ_TRAIN_COST.value:g}x": v_train, f"inference >= {DEQ_INFER_COST.value:g}x": v_inf}
-    return {
-        "ratios": ratios,
-        "train_interval": iv_train,
-        "inference_interval": iv_inf,
-        "parts": parts,
-        "verdict": combine(parts),
-    }
+    return CostFindings(ratios, iv_train, iv_inf, parts, combine(parts))
 
 
-def parity_findings(runs, *, min_seeds: int = 3) -> dict:
+@dataclass(frozen=True)
+class ParityFindings:
+    """:data:`PARITY` judged. ``means``: model -> mean test accuracy (percent); ``deficits``: model (not the
+    ResNet) -> the ResNet's accuracy minus its own, per seed (points); ``by_model`` / ``intervals``: each
+    model's deficit judged, with its 95 % interval; ``trained``: every model reached :data:`TRAINED_FLOOR`;
+    ``verdict``; ``seeds``: seeds compared."""
+
+    means: dict[str, float]
+    deficits: dict[str, list[float]]
+    by_model: dict[str, ClaimVerdict]
+    intervals: dict[str, ConfidenceInterval | None]
+    trained: bool
+    verdict: ClaimVerdict
+    seeds: int
+
+
+def parity_findings(runs, *, min_seeds: int = 3) -> ParityFindings:
     """Each model's accuracy deficit to the ResNet (points, paired per seed), judged against :data:`PARITY`.
 
     The claim holds when every model's 95 % interval is within the margin. ``trained`` is False when some
@@ -396,15 +475,7 @@ def parity_findings(runs, *, min_seeds: int = 3) -> dict:
         by_model[n], intervals[n], _ = judge(d, PARITY.value, above=False, min_seeds=min_seeds)
     trained = min(means.values()) >= 100 * TRAINED_FLOOR
     verdict = combine(by_model) if trained else ClaimVerdict.UNDECIDED
-    return {
-        "means": means,
-        "deficits": deficits,
-        "by_model": by_model,
-        "intervals": intervals,
-        "trained": trained,
-        "verdict": verdict,
-        "seeds": len(seeds),
-    }
+    return ParityFindings(means, deficits, by_model, intervals, trained, verdict, len(seeds))
 
 
 # --- what the notebook shows ----------------------------------------------------------------------
@@ -511,7 +582,7 @@ class AdaptiveWork(Findings):
     @classmethod
     def from_sweep(cls, sweep: Sequence[DialSolve], train_tol: float) -> AdaptiveWork:
         f = adaptive_findings(list(sweep), train_tol)
-        return cls(train_tol, f["ranges"], f["readings"])
+        return cls(train_tol, f.ranges, f.readings)
 
     def markdown(self) -> str:
         lo, hi = self.ranges[self.train_tol]

@@ -67,30 +67,28 @@ def measure_accuracy_parity(quick: bool) -> Measurement:
     runs = capstone_study(config)
     f = parity_findings(runs)
     params = [r.n_parameters for r in runs]
-    deficits = "; ".join(
-        f"{n} {_range(d, '+.2f')} ({_iv(f['intervals'][n], '+.2f')})" for n, d in f["deficits"].items()
-    )
+    deficits = "; ".join(f"{n} {_range(d, '+.2f')} ({_iv(f.intervals[n], '+.2f')})" for n, d in f.deficits.items())
     measured = (
         "test accuracy "
-        + ", ".join(f"{n} {m:.1f}%" for n, m in f["means"].items())
+        + ", ".join(f"{n} {m:.1f}%" for n, m in f.means.items())
         + f" ({len(config.seeds)} seeds, {config.epochs} epochs; "
         f"parameters {min(params):,}–{max(params):,}); "
         f"deficit to the ResNet in points, per seed: {deficits}. Against {PARITY.value:g} points: "
-        + ", ".join(f"{n} {v.value}" for n, v in f["by_model"].items())
+        + ", ".join(f"{n} {v.value}" for n, v in f.by_model.items())
     )
-    if not f["trained"]:
+    if not f.trained:
         measured += f"; some model is below {100 * TRAINED_FLOOR:.0f} %: under-trained at this scale, run full mode"
     elif len(config.seeds) < 3:
         measured += f"; {len(config.seeds)} seeds cannot give an interval: run full mode"
     details = {
         "config": asdict(config),
-        "means": f["means"],
-        "deficits": f["deficits"],
-        "by_model": {n: v.value for n, v in f["by_model"].items()},
-        "trained": f["trained"],
-        "intervals": {n: None if iv is None else asdict(iv) for n, iv in f["intervals"].items()},
+        "means": f.means,
+        "deficits": f.deficits,
+        "by_model": {n: v.value for n, v in f.by_model.items()},
+        "trained": f.trained,
+        "intervals": {n: None if iv is None else asdict(iv) for n, iv in f.intervals.items()},
     }
-    return _measurement(measured, f["verdict"], details, f["seeds"])
+    return _measurement(measured, f.verdict, details, f.seeds)
 
 
 @claim(
@@ -186,29 +184,29 @@ def measure_adaptive_compute(quick: bool) -> Measurement:
     config = _config(quick)
     sweep = ode_tolerance_sweep(config)
     f = adaptive_findings(sweep, config.ode_tol)
-    lo, hi = f["ranges"][config.ode_tol]
-    others = ", ".join(f"{t:g}: {a:.0f}–{b:.0f}" for t, (a, b) in f["ranges"].items() if t != config.ode_tol)
+    lo, hi = f.ranges[config.ode_tol]
+    others = ", ".join(f"{t:g}: {a:.0f}–{b:.0f}" for t, (a, b) in f.ranges.items() if t != config.ode_tol)
     n_inputs = len(sweep[0].nfe_per_input)
     measured = (
         f"the trained neural ODEs ({len(config.seeds)} seeds, {n_inputs} test inputs each, each input "
         f"solved on its own) spend {lo:.0f} to {hi:.0f} NFE per input at the training tolerance "
         f"{config.ode_tol:g}; at other test-time tolerances: {others}. "
-        f"{parts_text(f['readings'])}"
+        f"{parts_text(f.readings)}"
     )
-    if f["readings"]["at the training tolerance"] is ClaimVerdict.DOES_NOT_HOLD:
+    if f.readings["at the training tolerance"] is ClaimVerdict.DOES_NOT_HOLD:
         measured += (
             "; as trained, every input gets the same steps: the adaptation the claim names is not there at this scale"
         )
     if len(config.seeds) < 3:
         measured += f"; {len(config.seeds)} seeds cannot give an interval: run full mode"
     details = {
-        "spread_by_tol": {f"{t:g}": s for t, s in f["spread"].items()},
-        "range_by_tol": {f"{t:g}": r for t, r in f["ranges"].items()},
-        "verdict_by_tol": {f"{t:g}": v.value for t, v in f["verdict_by_tol"].items()},
-        "readings": {k: v.value for k, v in f["readings"].items()},
+        "spread_by_tol": {f"{t:g}": s for t, s in f.spread.items()},
+        "range_by_tol": {f"{t:g}": r for t, r in f.ranges.items()},
+        "verdict_by_tol": {f"{t:g}": v.value for t, v in f.verdict_by_tol.items()},
+        "readings": {k: v.value for k, v in f.readings.items()},
         "other_reading": ADAPTIVE_OTHER.describe(),
     }
-    return _measurement(measured, f["verdict"], details, len(config.seeds))
+    return _measurement(measured, f.verdict, details, len(config.seeds))
 
 
 @claim(
@@ -224,24 +222,24 @@ def measure_deq_cost(quick: bool) -> Measurement:
     config = _config(quick)
     runs = capstone_study(config)
     f = cost_findings(timing_study(config))
-    r = f["ratios"]
+    r = f.ratios
     iters = statistics.fmean(w for run in runs if run.name == "DEQ" for w in run.work_per_input)
     measured = (
         f"not measurable at WikiText-103/ImageNet scale; the analogue measured: the trained digits DEQ over "
         f"the trained ResNet at matched parameters ({len(config.seeds)} seeds, medians of interleaved "
-        f"repeats). Training step {_range(r['train'], '.1f', 'x')} ({_median_iv(f['train_interval'])}); "
-        f"inference {_range(r['inference'], '.1f', 'x')} ({_median_iv(f['inference_interval'])}); "
-        f"{iters:.1f} forward iterations per input. {parts_text(f['parts'])}"
+        f"repeats). Training step {_range(r['train'], '.1f', 'x')} ({_median_iv(f.train_interval)}); "
+        f"inference {_range(r['inference'], '.1f', 'x')} ({_median_iv(f.inference_interval)}); "
+        f"{iters:.1f} forward iterations per input. {parts_text(f.parts)}"
     )
     if len(config.seeds) < 3:
         measured += f"; {len(config.seeds)} seeds cannot give an interval: run full mode"
     details = {
         "ratios": r,
         "timings": timing_study(config).as_dict(),
-        "parts": {k: v.value for k, v in f["parts"].items()},
+        "parts": {k: v.value for k, v in f.parts.items()},
         "deq_iterations_per_input": iters,
     }
-    return _measurement(measured, f["verdict"], details, len(config.seeds))
+    return _measurement(measured, f.verdict, details, len(config.seeds))
 
 
 @claim(
@@ -261,14 +259,14 @@ def measure_deq_memory(quick: bool) -> Measurement:
     f = reduction_findings(deq_bytes, peers)
     parts = []
     for reading, unit in (("saved", "saved for backward"), ("peak", "measured peak")):
-        rd = f["readings"][reading]
-        if "reductions" not in rd:
-            parts.append(f"{unit}: {rd['reason']}")
+        rd = f.readings[reading]
+        if rd.reductions is None:
+            parts.append(f"{unit}: {rd.reason}")
             continue
-        at4 = statistics.fmean(rd["reductions"][f"ResNet {config.blocks}"])
+        at4 = statistics.fmean(rd.reductions[f"ResNet {config.blocks}"])
         parts.append(
-            f"{unit}: best {100 * statistics.fmean(rd['reductions'][rd['best_peer']]):.0f} % against "
-            f"{rd['best_peer']} ({_iv(rd['interval'], '.3f')}); against the capstone's ResNet "
+            f"{unit}: best {100 * statistics.fmean(rd.reductions[rd.best_peer]):.0f} % against "
+            f"{rd.best_peer} ({_iv(rd.interval, '.3f')}); against the capstone's ResNet "
             f"({config.blocks} blocks) {100 * at4:.0f} %"
         )
     measured = (
@@ -276,16 +274,16 @@ def measure_deq_memory(quick: bool) -> Measurement:
         f"{config.memory_batch} digits, the trained DEQ against explicit peers at 4, 8 and 16 blocks/steps "
         f"(ResNet with the same parameters, thinner as it deepens; the unrolled block). "
         + "; ".join(parts)
-        + f". {parts_text(f['parts'])}"
+        + f". {parts_text(f.parts)}"
     )
     details = {
         "deq_bytes": deq_bytes,
         "peers": {name: asdict(peer) for name, peer in peers.items()},
-        "reductions": {k: v.get("reductions") for k, v in f["readings"].items()},
-        "best_peer": {k: v.get("best_peer") for k, v in f["readings"].items()},
-        "parts": {k: v.value for k, v in f["parts"].items()},
+        "reductions": {k: v.reductions for k, v in f.readings.items()},
+        "best_peer": {k: v.best_peer for k, v in f.readings.items()},
+        "parts": {k: v.value for k, v in f.parts.items()},
     }
-    return _measurement(measured, f["verdict"], details, len(config.seeds))
+    return _measurement(measured, f.verdict, details, len(config.seeds))
 
 
 @claim(
@@ -310,10 +308,10 @@ def measure_tolerance_dial(quick: bool) -> Measurement:
         for t in tols
     )
     looser = "; ".join(
-        f"at {t:g}: NFE {_range([100 * v for v in p['saving']], '.0f', ' %')} lower, time "
-        f"{_range([100 * v for v in p['time_saving']], '.0f', ' %')} lower, accuracy "
-        f"{_range(p['loss'], '.2f')} points lower ({parts_text(p['parts'])})"
-        for t, p in f["per_tol"].items()
+        f"at {t:g}: NFE {_range([100 * v for v in p.saving], '.0f', ' %')} lower, time "
+        f"{_range([100 * v for v in p.time_saving], '.0f', ' %')} lower, accuracy "
+        f"{_range(p.loss, '.2f')} points lower ({parts_text(p.parts)})"
+        for t, p in f.per_tol.items()
     )
     measured = (
         f"trained at {config.ode_tol:g}, {len(config.seeds)} seeds, whole test split in one batch; "
@@ -325,15 +323,15 @@ def measure_tolerance_dial(quick: bool) -> Measurement:
         "sweep": [{k: v for k, v in asdict(row).items() if k != "nfe_per_input"} for row in sweep],
         "per_tol": {
             f"{t:g}": {
-                "saving": p["saving"],
-                "time_saving": p["time_saving"],
-                "loss": p["loss"],
-                "parts": {k: v.value for k, v in p["parts"].items()},
+                "saving": p.saving,
+                "time_saving": p.time_saving,
+                "loss": p.loss,
+                "parts": {k: v.value for k, v in p.parts.items()},
             }
-            for t, p in f["per_tol"].items()
+            for t, p in f.per_tol.items()
         },
     }
-    return _measurement(measured, f["verdict"], details, len(config.seeds))
+    return _measurement(measured, f.verdict, details, len(config.seeds))
 
 
 ROW_IDS = (
