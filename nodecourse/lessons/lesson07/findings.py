@@ -411,21 +411,30 @@ def dial_findings(sweep: Sequence[DialSolve], train_tol: float, *, min_seeds: in
     return DialFindings(looser, per_tol, verdict)
 
 
-def cost_ratios(timings: Timings, name: str, base: str = "ResNet") -> dict[str, list[float]]:
-    """Per seed, ``name``'s time over ``base``'s: ``{"inference": [...], "train": [...]}``."""
-    return {
-        "inference": [a / b for a, b in zip(timings.inference_s[name], timings.inference_s[base])],
-        "train": [a / b for a, b in zip(timings.train_step_s[name], timings.train_step_s[base])],
-    }
+@dataclass(frozen=True)
+class CostRatios:
+    """One model's time over the base model's, per seed (seeds in :class:`Timings` order): ``inference``
+    on the whole test split and ``train`` for one training step (dimensionless ratios)."""
+
+    inference: list[float]
+    train: list[float]
+
+
+def cost_ratios(timings: Timings, name: str, base: str = "ResNet") -> CostRatios:
+    """Per seed, ``name``'s time over ``base``'s, at inference and for a training step."""
+    return CostRatios(
+        inference=[a / b for a, b in zip(timings.inference_s[name], timings.inference_s[base])],
+        train=[a / b for a, b in zip(timings.train_step_s[name], timings.train_step_s[base])],
+    )
 
 
 @dataclass(frozen=True)
 class CostFindings:
-    """:data:`DEQ_COST` judged: ``ratios``: ``{"inference": [...], "train": [...]}``, the DEQ's time over the
-    ResNet's per seed (:func:`cost_ratios`); ``train_interval`` / ``inference_interval``: the medians'
-    order-statistic intervals (None with too few seeds); ``parts`` (part -> verdict) and ``verdict``."""
+    """:data:`DEQ_COST` judged: ``ratios``: the DEQ's time over the ResNet's per seed (:func:`cost_ratios`);
+    ``train_interval`` / ``inference_interval``: the medians' order-statistic intervals (None with too few
+    seeds); ``parts`` (part -> verdict) and ``verdict``."""
 
-    ratios: dict[str, list[float]]
+    ratios: CostRatios
     train_interval: MedianInterval | None
     inference_interval: MedianInterval | None
     parts: dict[str, ClaimVerdict]
@@ -437,8 +446,8 @@ def cost_findings(timings: Timings, *, min_seeds: int = 5) -> CostFindings:
     against :data:`DEQ_TRAIN_COST` and :data:`DEQ_INFER_COST` (both parts), each on the median over seeds
     (:func:`~nodecourse.claims.judge_median`: timing ratios are heavy-tailed)."""
     ratios = cost_ratios(timings, "DEQ")
-    v_train, iv_train, _ = judge_median(ratios["train"], DEQ_TRAIN_COST.value, above=True, min_seeds=min_seeds)
-    v_inf, iv_inf, _ = judge_median(ratios["inference"], DEQ_INFER_COST.value, above=True, min_seeds=min_seeds)
+    v_train, iv_train, _ = judge_median(ratios.train, DEQ_TRAIN_COST.value, above=True, min_seeds=min_seeds)
+    v_inf, iv_inf, _ = judge_median(ratios.inference, DEQ_INFER_COST.value, above=True, min_seeds=min_seeds)
     parts = {f"training >= {DEQ_TRAIN_COST.value:g}x": v_train, f"inference >= {DEQ_INFER_COST.value:g}x": v_inf}
     return CostFindings(ratios, iv_train, iv_inf, parts, combine(parts))
 
@@ -627,7 +636,7 @@ class TimeRatios(Findings):
             r = cost_ratios(timings, name)
             mine, base = ([x for x in runs if x.name == n] for n in (name, "ResNet"))
             whole = tuple(a.train_seconds / b.train_seconds for a, b in zip(mine, base))
-            out.append(TimeRatio(name, tuple(r["train"]), tuple(r["inference"]), whole))
+            out.append(TimeRatio(name, tuple(r.train), tuple(r.inference), whole))
         return cls(tuple(out))
 
     def markdown(self) -> str:

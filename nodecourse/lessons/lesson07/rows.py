@@ -227,14 +227,14 @@ def measure_deq_cost(quick: bool) -> Measurement:
     measured = (
         f"not measurable at WikiText-103/ImageNet scale; the analogue measured: the trained digits DEQ over "
         f"the trained ResNet at matched parameters ({len(config.seeds)} seeds, medians of interleaved "
-        f"repeats). Training step {_range(r['train'], '.1f', 'x')} ({_median_iv(f.train_interval)}); "
-        f"inference {_range(r['inference'], '.1f', 'x')} ({_median_iv(f.inference_interval)}); "
+        f"repeats). Training step {_range(r.train, '.1f', 'x')} ({_median_iv(f.train_interval)}); "
+        f"inference {_range(r.inference, '.1f', 'x')} ({_median_iv(f.inference_interval)}); "
         f"{iters:.1f} forward iterations per input. {parts_text(f.parts)}"
     )
     if len(config.seeds) < 3:
         measured += f"; {len(config.seeds)} seeds cannot give an interval: run full mode"
     details = {
-        "ratios": r,
+        "ratios": asdict(r),
         "timings": timing_study(config).as_dict(),
         "parts": {k: v.value for k, v in f.parts.items()},
         "deq_iterations_per_input": iters,
