@@ -243,14 +243,28 @@ def test_hutchinson_is_compared_on_the_graders_probes(torch_defaults):
 
 
 def test_rk4_order_draws_leave_a_margin_to_the_window():
-    """Issue 32: seed 636853358 once measured a correct RK4 at order 4.30; every draw now has the library's
-    own order inside ORDER_BAND, 0.15 inside the window."""
+    """Seed 636853358 once measured a correct RK4 at order 4.30; every draw now has the library's own
+    order inside ORDER_BAND, 0.15 inside the window. Seed 147 once drew a grid on which a midpoint step's
+    error changes sign and measures order 3.75, inside the window: a lower-order step must measure below
+    LOWER_ORDER_CEILING on every draw."""
     from nodecourse.course.tasks import ex02
 
-    for seed in (636853358, *range(10)):
-        order = ex02._library_order(make_inputs(tasks.get_task("02", "rk4-order"), seed))
+    for seed in (636853358, 147, *range(10)):
+        inp = make_inputs(tasks.get_task("02", "rk4-order"), seed)
+        order = ex02._float_order(ex02._rk4_float_step, inp)
         assert ex02.ORDER_BAND[0] < order < ex02.ORDER_BAND[1], (seed, order)
+        assert ex02._float_order(ex02._midpoint_float_step, inp) < ex02.LOWER_ORDER_CEILING, seed
     assert ex02.ORDER_WINDOW[0] < ex02.ORDER_BAND[0] and ex02.ORDER_BAND[1] < ex02.ORDER_WINDOW[1]
+    assert ex02.LOWER_ORDER_CEILING < ex02.ORDER_WINDOW[0]
+
+
+def test_error_norm_draws_tell_the_rms_from_the_largest_component():
+    """Seed 196 once drew six one-component cases, on which the largest component is the RMS."""
+    from nodecourse.course.tasks import ex02
+
+    for seed in (196, *range(10)):
+        ref = ex02.norm_reference(make_inputs(tasks.get_task("02", "error-norm"), seed))
+        assert any(abs(r - m) > 1e-6 * max(1.0, m) for r, m in zip(ref["norms"], ref["max_norms"])), seed
     assert tasks.get_task("09", "breaking-tolerance").decidable and tasks.get_task("02", "rk4-order").decidable
 
 
