@@ -5,23 +5,31 @@ per-sample work. Each takes plain measured numbers (lists or dicts) and returns 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Sequence
+from typing import Protocol, Sequence
 
 import plotly.graph_objects as go
 import torch
 
 from nodecourse.plotting import course_subplots, figure, solver_color
 
-if TYPE_CHECKING:
-    from nodecourse.lessons.lesson02 import ConvergenceResult
+
+class ConvergenceRun(Protocol):
+    """What :func:`plot_convergence` reads of one method's run (lesson 2's ``ConvergenceResult`` is one;
+    the library does not import lessons)."""
+
+    method: str
+    declared: int
+    step_sizes: Sequence[float]
+    errors: Sequence[float]
+    nfe: Sequence[int]
+    measured: float
 
 
-def plot_convergence(results: Sequence[ConvergenceResult], *, title: str = "Convergence order") -> go.Figure:
+def plot_convergence(results: Sequence[ConvergenceRun], *, title: str = "Convergence order") -> go.Figure:
     """Log-log global error against step size, one line per method, fitted slope in the legend.
 
-    ``results``: :class:`~nodecourse.lessons.lesson02.ConvergenceResult` as returned by
-    :func:`nodecourse.lessons.lesson02.convergence` (``method``, ``declared``, ``step_sizes``, ``errors``,
-    ``measured``; ``nfe`` shown on hover).
+    ``results``: one :class:`ConvergenceRun` per method, such as lesson 2's ``convergence`` returns
+    (``method``, ``declared``, ``step_sizes``, ``errors``, ``measured``; ``nfe`` shown on hover).
     """
     fig = figure(title, "step size h", "global error at t = 2", log_x=True, log_y=True)
     for r in results:
