@@ -62,7 +62,7 @@ __all__ = [
     "invalid_values",
     "short_repr",
 ]
-__all__ += ["SecondDerivativeError"]
+__all__ += ["SecondDerivativeError", "RandomFieldError"]
 
 
 class WrongTypeError(TypeError, ValueError):
@@ -77,6 +77,15 @@ class SecondDerivativeError(RuntimeError):
     """A gradient route that cannot give a differentiable gradient was asked for one
     (``create_graph=True``: a gradient penalty, a Hessian-vector product). Raised at the route's
     first backward call, instead of a gradient whose graph is silently missing."""
+
+
+class RandomFieldError(ValueError):
+    """A gradient that cannot replay the random numbers a field drew (dropout in training mode):
+    ``gradient="adjoint"`` (its backward solve evaluates the field at other states and times than the
+    forward solve did), gradients with respect to the output times ``t`` (slopes evaluated again at
+    each output), and ``DEQ(backward="implicit")`` (a fixed point of a map that changes at every
+    call does not exist). No replay of the forward's random numbers exists, so the gradient would
+    belong to no function that ran."""
 
 
 def short_repr(value: Any, limit: int = 80) -> str:

@@ -1,7 +1,8 @@
 """A field that draws random numbers (dropout in training mode): the gradient routes that replay the
 solve reproduce the forward's random numbers (checkpoint, reversible), so their gradient equals
-backprop's from the same seed; the adjoint, which cannot, refuses by name. CPU and the fake CUDA
-device (whose generator is the CPU's; tests/fake_cuda.py)."""
+backprop's from the same seed; the routes that cannot (the adjoint, gradients with respect to t, a
+DEQ's implicit backward) refuse by name. CPU and the fake CUDA device (whose generator is the CPU's;
+tests/fake_cuda.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ import torch
 from torch import nn
 
 from fake_cuda import fake_cuda_device
+from nodecourse.deq import DEQ, fixed_point
+from nodecourse.deq.fixed_point import FixedPointBatchMixingError
 from nodecourse.solvers import odeint
-from nodecourse.solvers.field_checks import RandomFieldError
+from nodecourse.validation import RandomFieldError
 
 
 class DropoutField(nn.Module):
@@ -74,3 +77,91 @@ def test_adjoint_refuses_a_random_field_by_name():
         odeint(f, y0, torch.tensor([0.0, 1.0], dtype=torch.float64), gradient="adjoint")
     f.eval()  # no random numbers: the adjoint runs
     odeint(f, y0, torch.tensor([0.0, 1.0], dtype=torch.float64), gradient="adjoint")
+
+
+@pytest.mark.parametrize("gradient", ["backprop", "checkpoint"])
+def test_time_gradients_refuse_a_random_field_by_name(gradient):
+    # dL/dt_i needs f(t_i, y_i) again in the backward pass: with dropout, another mask than the solve's
+    f = DropoutField()
+    y0 = torch.ones(2, 4, dtype=torch.float64)
+    t = torch.tensor([0.0, 0.5, 1.0], dtype=torch.float64, requires_grad=True)
+    loss = odeint(f, y0, t, method="rk4", step_size=0.1, gradient=gradient).ys.sum()
+    with pytest.raises(RandomFieldError, match=r"output times t.*t\.detach\(\).*eval"):
+        loss.backward()
+    f.eval()  # no random numbers: the time gradient is taken
+    odeint(f, y0, t, method="rk4", step_size=0.1, gradient=gradient).ys.sum().backward()
+    assert t.grad is not None and torch.isfinite(t.grad).all()
+
+
+class DropoutMap(nn.Module):
+    """``f(z, x) = 0.5 tanh(dropout(W z)) + x``: a fresh mask at every call (``variational=False``) or
+    one mask per forward pass, drawn at its first call (``variational=True``, as torchdeq's
+    ``VariationalDropout``; ``reset()`` before each forward)."""
+
+    def __init__(self, variational: bool = False, p: float = 0.3):
+        super().__init__()
+        torch.manual_seed(3)
+        self.lin = nn.Linear(4, 4)
+        self.p, self.variational, self.mask = p, variational, None
+
+    def reset(self):
+        self.mask = None
+
+    def forward(self, z, x):
+        h = self.lin(z)
+        if not self.variational:
+            h = nn.functional.dropout(h, self.p, self.training)
+        elif self.training:
+            if self.mask is None:
+                self.mask = torch.bernoulli(torch.full_like(h, 1 - self.p)) / (1 - self.p)
+            h = h * self.mask
+        return 0.5 * torch.tanh(h) + x
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+def test_deq_implicit_refuses_a_random_field_by_name(batch):
+    deq = DEQ(DropoutMap(), backward="implicit", state=4, max_iter=30, warn=False)
+    with pytest.raises(RandomFieldError, match="implicit.*VariationalDropout.*eval.*unrolled"):
+        deq(torch.randn(batch, 4))
+    with torch.no_grad():  # no gradient asked for: the forward solve runs
+        deq(torch.randn(batch, 4))
+    deq.f.eval()
+    deq(torch.randn(batch, 4)).sum().backward()
+
+
+def test_deq_implicit_takes_a_mask_drawn_once_per_forward():
+    f = DropoutMap(variational=True)
+    deq = DEQ(f, backward="implicit", state=4, max_iter=60, tol=1e-6)
+    x = torch.randn(3, 4)
+    torch.manual_seed(0)
+    f.reset()
+    deq(x).sum().backward()
+    assert deq.stats["forward_status"] == "success" and deq.stats["backward_status"] == "success"
+    assert f.lin.weight.grad is not None and torch.isfinite(f.lin.weight.grad).all()
+
+
+def test_deq_unrolled_random_field_passes_the_batch_probe():
+    # the probe replays the first call's random numbers: per-entry dropout is not taken for batch mixing
+    deq = DEQ(DropoutMap(), backward="unrolled", state=4, max_iter=10, warn=False)
+    deq(torch.randn(3, 4)).sum().backward()
+    assert deq.f.lin.weight.grad is not None
+
+
+def test_fixed_point_batch_probe_does_not_shift_the_random_stream():
+    f = DropoutMap()
+    x = torch.randn(3, 4)
+    runs = []
+    for check in (True, False):
+        torch.manual_seed(7)
+        z = fixed_point(
+            lambda z: f(z, x), torch.zeros(3, 4), method="picard", max_iter=12, check_batch=check, warn=False
+        ).z
+        runs.append((z, torch.rand(3)))
+    assert torch.equal(runs[0][0], runs[1][0]) and torch.equal(runs[0][1], runs[1][1])
+
+
+def test_a_random_map_that_mixes_the_batch_is_still_caught():
+    f = DropoutMap()
+    x = torch.randn(3, 4)
+    with pytest.raises(FixedPointBatchMixingError):
+        fixed_point(lambda z: f(z, x) + 0.3 * z.mean(0), torch.zeros(3, 4), method="picard", max_iter=12)

@@ -19,6 +19,7 @@ returned, ``result.returned == "best"``, and a :class:`FixedPointWarning` is iss
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import math
@@ -33,6 +34,7 @@ from nodecourse.deq.picard import picard
 from nodecourse.deq.result import FixedPointResult, FixedPointStatus, FixedPointWarning, ResidualTrace
 from nodecourse.deq.settings import FIXED_POINT_ARGS, check_method_options, check_tol, method_defaults
 from nodecourse.deq.tracking import Tracker
+from nodecourse.solvers import field_checks
 from nodecourse.validation import WrongTypeError, check_args
 
 METHODS: dict[str, Callable] = {"picard": picard, "anderson": anderson, "broyden": broyden}
@@ -67,9 +69,14 @@ def shape_error(out: Any, shape: torch.Size, call: int) -> FixedPointShapeError:
     )
 
 
-def check_samples_independent(f: Callable[[torch.Tensor], torch.Tensor], z: torch.Tensor, fz: torch.Tensor) -> None:
+def check_samples_independent(
+    f: Callable[[torch.Tensor], torch.Tensor], z: torch.Tensor, fz: torch.Tensor, rng: Any = None
+) -> None:
     """Raise :class:`FixedPointBatchMixingError` when f's output for sample 0 moves as the other
     samples move. ``z``, ``fz = f(z)``: ``(B, ...)`` with ``B >= 2``; one more evaluation of f.
+    ``rng``: the random state ``fz``'s call started from (``field_checks.rng_state``); the probe
+    replays it, so a map that draws random numbers per entry (dropout in training mode) draws the
+    same ones and is not mistaken for one that mixes samples, and the caller's stream is left as it was.
 
     Samples 1..B-1 are shifted by half the state's scale and sample 0 is kept, so a mean over the
     batch moves sample 0's output by about half that shift whatever B is (perturbing one sample
@@ -83,7 +90,8 @@ def check_samples_independent(f: Callable[[torch.Tensor], torch.Tensor], z: torc
         z = z.detach()
         probe = z.clone()
         probe[1:] += 0.5 * (1 + z.abs().amax())
-        moved = f(probe)
+        with field_checks.replayed_rng(rng, z.device) if rng is not None else contextlib.nullcontext():
+            moved = f(probe)
         if not isinstance(moved, torch.Tensor) or moved.shape != fz.shape:
             return  # the shape check of the next call names it
         before, after = fz.detach()[0], moved[0].to(fz.dtype)
@@ -99,8 +107,9 @@ def check_samples_independent(f: Callable[[torch.Tensor], torch.Tensor], z: torc
         f"independent problems and stops each sample once its own residual meets tol, so a map that mixes them "
         f"(a mean or sum over the batch, BatchNorm in training mode, attention across the batch) would end with "
         f"residuals above tol. Make f act on each sample alone, or solve the batch as one problem: "
-        f"fixed_point(lambda v: f(v.reshape(z0.shape)).reshape(1, -1), z0.reshape(1, -1)). If f acts per sample "
-        f"but is random (dropout), fix its randomness or pass check_batch=False"
+        f"fixed_point(lambda v: f(v.reshape(z0.shape)).reshape(1, -1), z0.reshape(1, -1)). (The probe replays f's "
+        f"random numbers, so dropout alone does not trip it; a map that draws from its own torch.Generator is "
+        f"not replayed: pass check_batch=False for it)"
     )
 
 
@@ -240,9 +249,13 @@ def fixed_point(
     calls = 0
     probe = check_batch and batch >= 2
 
+    rng = None
+
     def F(z_flat: torch.Tensor) -> torch.Tensor:
-        nonlocal calls
+        nonlocal calls, rng
         z = z_flat.reshape(shape)
+        if calls == 0 and probe:
+            rng = field_checks.rng_state(z.device)  # the probe replays the first call's random numbers
         out = f(z)
         calls += 1
         # every call: a tuple comparison, cheap; a resized or transposed output would otherwise be
@@ -250,7 +263,7 @@ def fixed_point(
         if not isinstance(out, torch.Tensor) or out.shape != shape:
             raise shape_error(out, shape, calls)
         if calls == 1 and probe:
-            check_samples_independent(f, z, out)
+            check_samples_independent(f, z, out, rng)
             calls += 1  # the probe's call, so that "call k" counts every call of f
         return out.reshape(flat0.shape)
 

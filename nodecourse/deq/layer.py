@@ -24,7 +24,8 @@ from nodecourse.deq.fixed_point import METHODS, FixedPointResult, fixed_point
 from nodecourse.deq.regularizer import jacobian_regularizer
 from nodecourse.deq.result import FixedPointWarning
 from nodecourse.deq.settings import BACKWARDS, DEQ_ARGS, WARN_MODES, check_method_options, check_tol
-from nodecourse.validation import SecondDerivativeError, check_args
+from nodecourse.solvers import field_checks
+from nodecourse.validation import RandomFieldError, SecondDerivativeError, check_args
 
 
 class DEQInputError(ValueError):
@@ -71,6 +72,18 @@ def unconverged_gradient_text(forward: FixedPointResult, backward: FixedPointRes
         f"What to try: raise max_iter or backward_max_iter, loosen tol, add the Jacobian regulariser "
         f"(deq.jacobian_loss()), or use backward='unrolled' for the exact gradient of the truncated solve; "
         f"DEQ(..., warn=False) silences this where an unconverged solve is intended"
+    )
+
+
+def random_implicit_text() -> str:
+    """Why ``DEQ(backward="implicit")`` refuses a field that draws random numbers at every call."""
+    return (
+        "DEQ(backward='implicit') with a field that draws random numbers at every call (dropout in training "
+        "mode): the implicit gradient assumes z* = f(z*, x) for one map f, but each call of this f draws a "
+        "new mask, so the solve found a fixed point of no single map and the gradient would belong to no "
+        "function that ran. Draw the mask once per forward pass (variational dropout, as torchdeq's "
+        "VariationalDropout: the same mask at every iteration), put f in eval mode, or use "
+        "DEQ(..., backward='unrolled') (backprop through the iterations that ran)"
     )
 
 
@@ -348,7 +361,10 @@ class DEQ(nn.Module):
             out = z_star
             if torch.is_grad_enabled():
                 z_leaf = z_star.clone().requires_grad_()
-                f_z = self.f(z_leaf, x)  # one application of f: the only graph kept for backward
+                # one application of f: the only graph kept for backward
+                f_z, drew = field_checks.call_keeping_rng(lambda: self.f(z_leaf, x), z_leaf.device)
+                if drew:
+                    raise RandomFieldError(random_implicit_text())
                 # the VJPs of a map the forward probe found per-sample act per sample too: no second probe;
                 # the backward pass warns itself (one warning naming both solves), so its solve does not
                 solve = lambda vjp_map, y0: self._solve(

@@ -28,7 +28,7 @@ from typing import Callable
 import torch
 
 from nodecourse.solvers.control import rms
-from nodecourse.solvers.field_checks import RandomFieldError
+from nodecourse.validation import RandomFieldError
 from nodecourse.solvers.gradient_run import (
     GradientRun,
     differentiable_solution,

@@ -23,12 +23,6 @@ class BatchMixingError(ValueError):
     """``per_sample=True`` with a field whose output for one row depends on the other rows."""
 
 
-class RandomFieldError(ValueError):
-    """``gradient="adjoint"`` with a field that draws random numbers (dropout in training mode): the
-    backward solve evaluates the field at other states and times than the forward solve did, so no
-    replay of the forward's random numbers exists and the gradient would belong to no function."""
-
-
 class PerSampleTimeError(ValueError, RuntimeError):
     """``per_sample=True`` passes ``t`` of shape ``(B,)`` (one time per row) and ``func`` failed on it
     where it works with a 0-d ``t``. A ``RuntimeError`` too: that is what ``func`` raised."""

@@ -13,8 +13,9 @@ import dataclasses
 
 import torch
 
+from nodecourse.solvers import field_checks
 from nodecourse.solvers.result import Solution
-from nodecourse.validation import SecondDerivativeError
+from nodecourse.validation import RandomFieldError, SecondDerivativeError
 
 
 class _TimeNode(torch.autograd.Function):
@@ -60,7 +61,19 @@ class _TimeInfo:
         stats = self.stats_holder.get("stats")
         if stats is not None:
             stats["nfe_backward"] = stats.get("nfe_backward", 0) + 1
-        return self.func(ti.detach(), yi)
+        out, drew = field_checks.call_keeping_rng(lambda: self.func(ti.detach(), yi), yi.device)
+        if drew:
+            # the slope would use other random numbers than the step that reached y_i: a gradient of no
+            # function that ran. (Replaying is not possible: the solve never evaluated f at (t_i, y_i)
+            # with a random state of its own for every output time.)
+            raise RandomFieldError(
+                "the gradient with respect to the output times t needs the field's slope f(t_i, y_i) at each "
+                "output time, evaluated again in the backward pass; this field draws random numbers (dropout in "
+                "training mode), so those slopes would use other numbers than the solve did and the time "
+                "gradient would belong to no function that ran. Detach t (t.detach()) or put the field in eval "
+                "mode (model.eval()) for this solve"
+            )
+        return out
 
 
 def attach_time_gradients(solve, func, y0: torch.Tensor, t: torch.Tensor) -> Solution:
