@@ -28,7 +28,6 @@ from typing import Callable
 import torch
 
 from nodecourse.solvers.control import rms
-from nodecourse.validation import RandomFieldError
 from nodecourse.solvers.gradient_run import (
     GradientRun,
     differentiable_solution,
@@ -39,6 +38,7 @@ from nodecourse.solvers.gradient_run import (
 from nodecourse.solvers.registry import IMPLICIT, spec_for
 from nodecourse.solvers.result import Solution, SolverError, Status
 from nodecourse.solvers.validate import check_adjoint_options
+from nodecourse.validation import RandomFieldError
 
 # ----------------------------------------------------------------------------------------------
 # The augmented dynamics
