@@ -211,12 +211,14 @@ class RKPlan:
         mats = self.matrices(y0)
         ks = [f0]
         t1 = t0 + h
-        scalar, dtype, device, cat, addmm = torch.scalar_tensor, y0.dtype, y0.device, torch.cat, torch.addmm
-        c = self.c
-        for i, (row, a_i) in enumerate(zip(self.rows, mats.rows), start=1):
+        cat, addmm = torch.cat, torch.addmm
+        # every stage's time in one tensor: one op (one copy to the device) where a 0-d tensor per stage is one each
+        times = torch.tensor(
+            [t1 if ci == 1.0 else t0 + ci * h for ci in self.c[1:]], dtype=y0.dtype, device=y0.device
+        ).unbind()
+        for row, a_i, ti in zip(self.rows, mats.rows, times):
             yi = combine(y0, ks, row, h) if len(row) < 2 else addmm(y0, a_i, cat(ks), alpha=h)
-            ci = c[i]
-            ks.append(func(scalar(t1 if ci == 1.0 else t0 + ci * h, dtype=dtype, device=device), yi))
+            ks.append(func(ti, yi))
         if self.fsal:
             return yi, ks
         if len(self.b) < 2:
@@ -233,7 +235,9 @@ class RKPlan:
         k0 = ks[0]
         if len(self.err) > 2 and _one_small_row(k0):
             slopes = torch.cat(ks)
-            return torch.mm(self.matrices(k0).err, slopes.detach() if slopes.requires_grad else slopes).mul_(h)
+            slopes, k0 = (slopes.detach(), k0.detach()) if slopes.requires_grad else (slopes, k0)
+            # beta=0: k0 only gives the output's shape (its values are ignored, NaN included); h folded in
+            return torch.addmm(k0, self.matrices(k0).err, slopes, beta=0, alpha=h)
         with torch.no_grad():
             return combine(None, ks, self.err, h)
 
