@@ -7,7 +7,9 @@ run to run without the lesson changing:
 - no execution timestamps (``cell.metadata.execution``);
 - no saved widget state (``application/vnd.jupyter.widget-state+json``): a
   widget only lives in a running kernel, so its saved view is replaced by a
-  line of text; a ``tqdm.auto`` bar is saved as the text of its final state;
+  line of text; a ``tqdm.auto`` bar is saved as the text of its final state
+  (description, percentage and count from the progress model, without the
+  times and rates, which differ on every run);
 - no path of the machine it ran on in any output.
 
 :func:`problems` lists what a notebook still carries (the notebook test uses
@@ -32,6 +34,8 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 MACHINE_PATH = re.compile(r"(?<![\w.])(/work/|/tmp/|/root/|/home/|/Users/|[A-Z]:\\Users\\)[A-Za-z0-9_.-]")
 LIVE_WIDGET_TEXT = "[interactive widget: run the notebook to use it]"
 _TAGS = re.compile(r"<[^>]+>")
+#: tqdm's right-hand text: `` n/total [elapsed<remaining, rate, postfix]`` (the postfix optional).
+_TQDM_RIGHT = re.compile(r"^\s*(?P<n>[^/\s]+)/\S+\s*\[[^,\]]*,[^,\]]*(?:,\s*(?P<postfix>[^\]]*))?\]\s*$")
 
 
 def _model_value(state: dict, ref: str):
@@ -40,7 +44,12 @@ def _model_value(state: dict, ref: str):
 
 
 def _progress_text(state: dict, model_id: str) -> str | None:
-    """The final text of a tqdm.notebook bar (an HBox of HTML, FloatProgress, HTML), or None."""
+    """The final text of a tqdm.notebook bar (an HBox of HTML, FloatProgress, HTML), or None.
+
+    The progress model's ``value`` and ``max`` are the bar's final state; the two HTML texts can be
+    older (tqdm throttles their updates, and the last may not reach the saved state: a bar full to
+    6/6 was saved with "0%" and "0/6" beside it), so the percentage and the count are taken from the
+    model, and the postfix (``loss=...``) is kept only when the text's count is the final one."""
     name, box = _model_value(state, model_id)
     if name != "HBoxModel":
         return None
@@ -51,7 +60,13 @@ def _progress_text(state: dict, model_id: str) -> str | None:
     total, value = bar.get("max") or 0, bar.get("value") or 0
     filled = int(10 * value / total) if total else 0
     text = lambda m: html.unescape(_TAGS.sub("", m.get("value", "")))  # noqa: E731
-    return f"{text(left)}|{'█' * filled}{' ' * (10 - filled)}|{text(right)}".strip()
+    description = re.sub(r"\s*\d+%\s*$", "", text(left))
+    percent = int(100 * value / total) if total else 0  # tqdm rounds the percentage down too
+    count = f"{value:g}/{total:g}" if total else f"{value:g}"
+    right = _TQDM_RIGHT.match(text(right))
+    postfix = right["postfix"] if right and right["postfix"] and right["n"] == f"{value:g}" else ""
+    line = f"{description} {percent:3d}%|{'█' * filled}{' ' * (10 - filled)}| {count}"
+    return (line + (f" [{postfix.strip()}]" if postfix else "")).strip()
 
 
 def strip_notebook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
