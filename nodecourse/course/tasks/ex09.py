@@ -195,6 +195,11 @@ def _first_below(tols, acc, base_of):
     return next((t for k, (t, a) in enumerate(zip(tols, acc)) if k >= 1 and a < base_of(k) - DROP), None)
 
 
+def _same(a, b) -> bool:
+    """The same tolerance (or both None), up to float rounding."""
+    return a == b or (a is not None and b is not None and math.isclose(a, b, rel_tol=1e-12))
+
+
 @judged
 def breaking_judge(answer, ref) -> None:
     cases = ref["cases"]
@@ -203,25 +208,20 @@ def breaking_judge(answer, ref) -> None:
     for value, want, c in zip(got, expected, cases):
         if value is not None and not _is_number(value):
             raise Wrong(f"breaking_tolerance returned {describe(value)}: a tolerance from tols or None")
-        if value == want or (value is not None and want is not None and math.isclose(value, want, rel_tol=1e-12)):
+        if _same(value, want):
             continue
         tols, acc = c["tols"], c["acc"]
         previous = _first_below(tols, acc, lambda k: acc[k - 1])
         index = tols.index(want) if want is not None else None
-        cause = ""
-        if value == previous or (
-            value is not None and previous is not None and math.isclose(value, previous, rel_tol=1e-12)
-        ):
-            cause = "likely cause: each accuracy is compared with the previous one, not with the tightest"
-        elif (
-            index is not None
-            and value is not None
-            and index >= 1
-            and math.isclose(value, tols[index - 1], rel_tol=1e-12)
-        ):
-            cause = "likely cause: the tolerance before the break is returned (the last good one)"
-        elif want is not None and value is None:
-            cause = "likely cause: the threshold (0.05 below the tightest's accuracy) is not reached by your rule"
+        # every mistake that gives this answer is named: on some draws two give the same (both None)
+        causes = []
+        if _same(value, previous):
+            causes.append("each accuracy is compared with the previous one, not with the tightest")
+        if index is not None and index >= 1 and value is not None and _same(value, tols[index - 1]):
+            causes.append("the tolerance before the break is returned (the last good one)")
+        if want is not None and value is None:
+            causes.append("the threshold (0.05 below the tightest's accuracy) is not reached by your rule")
+        cause = ("likely cause: " + ", or ".join(causes)) if causes else ""
         accs = ", ".join(f"{t:g}: {a:.3f}" for t, a in zip(tols, acc))
         raise Wrong(
             f"omega {c['omega']:.4g}, {len(tols)} tolerances: got {value!r}, expected {want!r} "
