@@ -268,6 +268,16 @@ def test_error_norm_draws_tell_the_rms_from_the_largest_component():
     assert tasks.get_task("09", "breaking-tolerance").decidable and tasks.get_task("02", "rk4-order").decidable
 
 
+@pytest.mark.slow
+def test_breaking_tolerance_names_every_mistake_that_returns_none():
+    """Seed 88 draws accuracies 1.000, 1.000, 0.994, 0.988, 0.942: a rule that compares each accuracy
+    with the previous one and a rule whose threshold is never reached both return None, so the message
+    names both (it once named only the first, found by the wrong-answer catalogue at 200 seeds)."""
+    for wrong in [w for w in calibration.CATALOGUE if w.check == "breaking-tolerance"]:
+        verdict = calibration.verdict("09", "breaking-tolerance", 88, calibration.namespace("09", wrong))
+        assert not verdict.passed and wrong.cause in verdict.detail, (wrong.id, verdict.detail)
+
+
 def test_a_draw_with_no_decidable_candidate_says_so():
     from nodecourse.course.tasks.draw import NoDecidableDraw, integer, redraw
 
