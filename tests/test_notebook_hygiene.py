@@ -6,6 +6,10 @@ tests/test_notebooks.py (nbval); this file checks what is stored.
 
 from __future__ import annotations
 
+import asyncio
+import time
+from queue import Empty
+
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook, new_output
@@ -94,3 +98,42 @@ def test_problems_names_state_timestamps_and_machine_paths(tmp_path):
     nbformat.write(nb, path)
     found = " | ".join(hygiene.problems(path))
     assert "widget state" in found and "execution timestamps" in found and "machine path" in found
+
+
+class _Channel:
+    """A kernel channel whose message arrives at ``arrives`` (monotonic seconds) and whose poll misses
+    the wake-up: a wait that starts before the arrival lasts its whole timeout, as pyzmq's did."""
+
+    def __init__(self, arrives: float | None):
+        self.arrives, self.waits = arrives, []
+
+    async def get_msg(self, timeout=None):
+        self.waits.append(timeout)
+        if self.arrives is not None and time.monotonic() >= self.arrives:
+            return {"msg": "reply"}
+        await asyncio.sleep(timeout if timeout is not None else 3600)  # the missed wake-up
+        if self.arrives is not None and time.monotonic() >= self.arrives:
+            return {"msg": "reply"}
+        raise Empty
+
+
+def _run(coro):
+    return asyncio.run(coro)
+
+
+def test_sliced_waits_bound_a_missed_wake_up_to_one_slice():
+    channel = _Channel(arrives=time.monotonic() + 0.05)
+    start = time.monotonic()
+    assert _run(hygiene.sliced_waits(channel.get_msg, slice_s=0.1)(timeout=600)) == {"msg": "reply"}
+    assert time.monotonic() - start < 5  # unsliced, the wait would have lasted the 600 s timeout
+    assert all(w <= 0.1 for w in channel.waits)
+
+
+def test_sliced_waits_keep_the_overall_timeout_and_the_endless_wait():
+    channel = _Channel(arrives=None)
+    start = time.monotonic()
+    with pytest.raises(Empty):
+        _run(hygiene.sliced_waits(channel.get_msg, slice_s=0.05)(timeout=0.3))
+    assert 0.25 < time.monotonic() - start < 5 and len(channel.waits) >= 5
+    late = _Channel(arrives=time.monotonic() + 0.3)  # timeout=None waits, slice by slice, until it comes
+    assert _run(hygiene.sliced_waits(late.get_msg, slice_s=0.05)(timeout=None)) == {"msg": "reply"}

@@ -22,6 +22,7 @@ import html
 import json
 import os
 import re
+import time
 from pathlib import Path
 
 import nbformat
@@ -110,21 +111,61 @@ def problems(path: Path | str) -> list[str]:
     return found
 
 
+#: The longest one wait for a kernel message lasts before the socket is checked again (seconds).
+POLL_SLICE_S = 1.0
+
+
+def sliced_waits(get_msg, slice_s: float = POLL_SLICE_S):
+    """``get_msg(timeout)`` of a kernel client's channel, waiting in slices of at most ``slice_s``.
+
+    pyzmq's asyncio poll can miss the wake-up of a message that has already arrived; the wait then
+    lasts its whole timeout, and the poll that ends it finds the message waiting. Lesson 2 hit it
+    about once in ten runs, on the cell that shows a widget: the cell took exactly the 600 s timeout
+    and then completed normally. A poll that times out checks the socket again, so waiting in
+    slices bounds such a stall to one slice; the overall timeout (None: wait for ever) still holds.
+    """
+    from queue import Empty
+
+    async def get(timeout: float | None = None):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                return await get_msg(timeout=slice_s if left is None else min(slice_s, left))
+            except Empty:
+                if left is not None and left <= slice_s:
+                    raise
+
+    return get
+
+
+def _client(nb: nbformat.NotebookNode, path: Path, timeout_s: int):
+    """An ``nbclient.NotebookClient`` for ``nb`` whose shell and IOPub waits are :func:`sliced_waits`."""
+    from nbclient import NotebookClient
+
+    class SlicedClient(NotebookClient):
+        async def async_start_new_kernel_client(self):
+            kc = await super().async_start_new_kernel_client()
+            for channel in (kc.shell_channel, kc.iopub_channel):
+                channel.get_msg = sliced_waits(channel.get_msg)
+            return kc
+
+    return SlicedClient(
+        nb, timeout=timeout_s, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    )
+
+
 def execute(path: Path | str, *, timeout_s: int = 600, quick: bool = True) -> list[str]:
     """Run ``path`` top to bottom in a fresh kernel (quick mode by default), strip it, save it.
 
     Returns :func:`problems` of the saved notebook. The kernel runs in the
     notebook's folder with one thread per process, as a learner's would.
     """
-    from nbclient import NotebookClient
-
     path = Path(path)
     nb = nbformat.read(path, as_version=4)
     env = {**os.environ, "NODECOURSE_QUICK": "1" if quick else "0"}
     env.setdefault("OMP_NUM_THREADS", "1")
-    client = NotebookClient(
-        nb, timeout=timeout_s, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
-    )
+    client = _client(nb, path, timeout_s)
     saved = os.environ.copy()
     os.environ.update(env)  # the kernel inherits the environment of this process
     try:
