@@ -2,7 +2,7 @@
 #   make course      set everything up and open JupyterLab at lesson 0
 #   make test        set everything up and run the whole test suite (what CI runs)
 # For contributors:
-#   make test-fast   library, grader and builder tests only: no kernels, browser or fresh environments (< 2 min)
+#   make test-fast   library, grader and builder tests only: no kernels, browser or fresh environments (~2.5 min)
 #   make lint        ruff check and ruff format --check (pyproject.toml's [tool.ruff]); CI runs it before make test
 #   make notebooks   re-execute every lesson in quick mode and strip volatile output, before committing
 #   make lock        write constraints.txt (the lock) from .venv, after the notebooks and tests passed there
