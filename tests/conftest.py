@@ -1,4 +1,5 @@
-"""Per-test time limits: a short default, longer ones for the slow tiers.
+"""Per-test time limits (a short default, longer ones for the slow tiers) and the worker count of
+``pytest -n auto``.
 
 pytest-timeout only stops a hang; no test asserts on wall-clock time.
 """
@@ -28,3 +29,12 @@ def torch_defaults():
     torch.set_default_dtype(torch.float32)
     yield
     torch.set_default_dtype(before)
+
+
+def pytest_xdist_auto_num_workers(config):
+    """``pytest -n auto`` (``make test-fast``): one worker per CPU this process may keep busy, counted
+    as the course counts them (affinity capped by the container's cgroup quota), not the cores the
+    machine has: on Binder or CI those are many more than the quota lets the workers use."""
+    from nodecourse.config import usable_cpus
+
+    return usable_cpus()[0]

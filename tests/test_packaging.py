@@ -225,6 +225,7 @@ def test_lessons_and_library_import_only_course_dependencies():
 def test_every_test_dependency_is_used():
     used_by = {
         "pytest-timeout": "timeout",
+        "pytest-xdist": "pytest -n $(TEST_WORKERS)",
         "torchode": "torchode",
         "playwright": "playwright",
         "ruff": "bin/ruff check",
