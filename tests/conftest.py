@@ -1,10 +1,14 @@
-"""Per-test time limits (a short default, longer ones for the slow tiers) and the worker count of
-``pytest -n auto``.
+"""Per-test time limits (a short default, longer ones for the slow tiers), the check that every
+subprocess a test starts has a timeout inside that limit, and the worker count of ``pytest -n auto``.
 
 pytest-timeout only stops a hang; no test asserts on wall-clock time.
 """
 
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -38,3 +42,48 @@ def pytest_xdist_auto_num_workers(config):
     from nodecourse.config import usable_cpus
 
     return usable_cpus()[0]
+
+
+#: Seconds a subprocess started by a test must leave before the test's own limit, so that its
+#: ``TimeoutExpired`` (with the command and its output) is what a hang reports, not pytest-timeout's
+#: stack dump of the waiting test.
+SUBPROCESS_MARGIN_S = 15
+#: The timeout a test of the default limit gives its subprocesses.
+SUBPROCESS_TIMEOUT_S = DEFAULT_TIMEOUT_S - SUBPROCESS_MARGIN_S
+TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+#: The limit of the test running in this process (set by the fixture below).
+running_test_limit_s: float | None = None
+
+
+def subprocess_timeout() -> float:
+    """The timeout a helper gives a subprocess when its caller names none: the running test's limit
+    less :data:`SUBPROCESS_MARGIN_S`."""
+    return (running_test_limit_s or DEFAULT_TIMEOUT_S) - SUBPROCESS_MARGIN_S
+
+
+@pytest.fixture(autouse=True)
+def subprocess_timeouts_fit_the_test(request, monkeypatch):
+    """Every ``subprocess.run`` called from the tests' code (a test, or a helper in ``tests/``) must give a
+    ``timeout`` at least :data:`SUBPROCESS_MARGIN_S` below the test's own limit (the ``timeout`` marker set
+    above): a wait longer than the test may take is a limit that can never fire. Calls from the library
+    pass through unchecked."""
+    marker = request.node.get_closest_marker("timeout")
+    if marker is None or not marker.args:
+        return
+    limit = marker.args[0]
+    monkeypatch.setattr(sys.modules[__name__], "running_test_limit_s", limit)
+    run = subprocess.run
+
+    def checked_run(*args, **kwargs):
+        caller = sys._getframe(1).f_code.co_filename
+        if os.path.dirname(os.path.abspath(caller)) == TESTS_DIR:
+            timeout = kwargs.get("timeout")
+            if timeout is None or timeout > limit - SUBPROCESS_MARGIN_S:
+                where = f"{os.path.basename(caller)}:{sys._getframe(1).f_lineno}"
+                raise AssertionError(
+                    f"{where}: subprocess.run(timeout={timeout}) in a test limited to {limit} s; give it a "
+                    f"timeout of at most {limit - SUBPROCESS_MARGIN_S} s, or mark the test with a longer limit"
+                )
+        return run(*args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "run", checked_run)

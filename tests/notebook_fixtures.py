@@ -76,13 +76,16 @@ def write(nb, path: Path) -> Path:
     return path
 
 
-def run_cli(*args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-    """Run ``python -m nodecourse.cli ARGS`` with this checkout on the path."""
+def run_cli(*args: str, cwd: Path | None = None, timeout: float | None = None) -> subprocess.CompletedProcess:
+    """Run ``python -m nodecourse.cli ARGS`` with this checkout on the path. ``timeout`` defaults to what the
+    running test's own limit leaves (``conftest.subprocess_timeout``)."""
+    from conftest import subprocess_timeout
+
     return subprocess.run(
         [sys.executable, "-m", "nodecourse.course.cli", *args],
         cwd=cwd or REPO,
         env=SUBPROCESS_ENV,
         capture_output=True,
         text=True,
-        timeout=timeout,
+        timeout=subprocess_timeout() if timeout is None else timeout,
     )

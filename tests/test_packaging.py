@@ -24,6 +24,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 import nodecourse
+from conftest import SUBPROCESS_TIMEOUT_S
 from notebook_fixtures import REPO
 
 LOCK = REPO / "constraints.txt"
@@ -125,7 +126,7 @@ def test_lock_writer_reproduces_the_committedlocked_versions():
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=SUBPROCESS_TIMEOUT_S,
     )
     assert out.returncode == 0, out.stdout + out.stderr
 
@@ -257,7 +258,9 @@ def _fake_venv(tmp_path):
 def test_make_targets_install_from_the_lock(tmp_path, target, extra):
     """`make course` installs `.` (no test extra) with the lock; the test targets install `.[test]`."""
     venv, log = _fake_venv(tmp_path)
-    out = subprocess.run(["make", "-s", target, f"VENV={venv}"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        ["make", "-s", target, f"VENV={venv}"], cwd=REPO, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT_S
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     installs = [l for l in log.read_text().splitlines() if "-m pip install" in l]
     assert len(installs) == 1, installs
@@ -330,6 +333,7 @@ def test_setup_script_reads_the_version_it_installs():
         capture_output=True,
         text=True,
         check=True,
+        timeout=SUBPROCESS_TIMEOUT_S,
     ).stdout.strip()
     assert out == _torch_version_from_lock()
 
@@ -359,7 +363,11 @@ def test_built_metadata_carries_the_licence_expression(tmp_path):
         (project / name).write_bytes((REPO / name).read_bytes())
     code = "import sys, setuptools.build_meta as b; print(b.prepare_metadata_for_build_wheel(sys.argv[1]))"
     out = subprocess.run(
-        [sys.executable, "-c", code, str(tmp_path)], cwd=project, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", code, str(tmp_path)],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=SUBPROCESS_TIMEOUT_S,
     )
     assert out.returncode == 0, out.stderr[-2000:]
     meta = (tmp_path / out.stdout.strip().splitlines()[-1] / "METADATA").read_text()
