@@ -16,6 +16,7 @@ import sys
 
 import pytest
 
+from conftest import SUBPROCESS_MARGIN_S, TIER_TIMEOUT_S
 from nodecourse.course import grading
 from notebook_fixtures import REPO, SUBPROCESS_ENV
 
@@ -25,7 +26,7 @@ EXERCISES = sorted((REPO / "exercises").glob("*.ipynb"))
 
 # Quick mode must run a lesson in well under a minute; these bounds only stop a hang.
 LESSON_CELL_TIMEOUT_S = 300
-LESSON_TIMEOUT_S = 900
+LESSON_TIMEOUT_S = TIER_TIMEOUT_S["slow"] - SUBPROCESS_MARGIN_S  # inside the test's own limit
 GRADE_CELL_TIMEOUT_S = 300
 # The seeds the solutions and exercises are graded on: fixed, so CI never fails on a draw. The checks'
 # behaviour over thousands of seeds is the calibration test's (test_grading_calibration.py).
