@@ -48,8 +48,6 @@ def pytest_xdist_auto_num_workers(config):
 #: ``TimeoutExpired`` (with the command and its output) is what a hang reports, not pytest-timeout's
 #: stack dump of the waiting test.
 SUBPROCESS_MARGIN_S = 15
-#: The timeout a test of the default limit gives its subprocesses.
-SUBPROCESS_TIMEOUT_S = DEFAULT_TIMEOUT_S - SUBPROCESS_MARGIN_S
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 #: The limit of the test running in this process (set by the fixture below).
 running_test_limit_s: float | None = None

@@ -18,7 +18,7 @@ import sys
 import nbformat
 import pytest
 
-from conftest import SUBPROCESS_TIMEOUT_S
+from conftest import subprocess_timeout
 from nodecourse.course import grading, sandbox, tasks
 from nodecourse.course.exercise_builder import answer_id, build_exercise
 from notebook_fixtures import REPO, write
@@ -86,7 +86,7 @@ def test_the_learners_kernel_cannot_import_task_specs_or_grader_modules():
         "print(json.dumps(out))\n"
     )
     argv, env = sandbox.wrap(isolation, [sys.executable, "-c", probe], {"PYTHONPATH": str(REPO)}, hide_grader=True)
-    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT_S)
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=subprocess_timeout())
     assert proc.returncode == 0, proc.stderr
     seen = json.loads(proc.stdout)
     assert seen == {

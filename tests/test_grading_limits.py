@@ -24,7 +24,7 @@ import pytest
 from nbformat.v4 import new_code_cell
 from test_grading_timeouts import ISOLATION, ScriptedKernel, _answer, _task_check
 
-from conftest import SUBPROCESS_TIMEOUT_S
+from conftest import subprocess_timeout
 from nodecourse.course import grading_kernel, grading_run, sandbox
 from nodecourse.course.grading_kernel import CellResult, HeadTail, Kernel
 
@@ -35,7 +35,7 @@ NEEDS_BWRAP = pytest.mark.skipif(
 
 def _inside(code: str, limits: sandbox.Limits) -> subprocess.CompletedProcess:
     argv, env = sandbox.wrap(sandbox.probe(), [sys.executable, "-c", code], {}, limits=limits)
-    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT_S)
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=subprocess_timeout())
 
 
 @NEEDS_BWRAP

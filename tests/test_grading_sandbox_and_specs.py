@@ -23,7 +23,7 @@ import sys
 import nbformat
 import pytest
 
-from conftest import SUBPROCESS_TIMEOUT_S
+from conftest import subprocess_timeout
 from nodecourse.course import grading, sandbox, tasks
 from nodecourse.course.exercise_builder import answer_id, build_exercise, check_id
 from nodecourse.course.tasks import plain
@@ -76,7 +76,7 @@ def _inside(isolation) -> dict:
     package = os.path.dirname(os.path.abspath(grading.__file__)).rsplit(os.sep, 1)[0]
     argv, env = sandbox.wrap(isolation, [sys.executable, "-c", _INSIDE, str(REPO), package], {"NODECOURSE_QUICK": "1"})
     proc = subprocess.run(
-        argv, env={**env, "NODECOURSE_GRADE_SECRET": "x"}, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT_S
+        argv, env={**env, "NODECOURSE_GRADE_SECRET": "x"}, capture_output=True, text=True, timeout=subprocess_timeout()
     )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
@@ -118,7 +118,7 @@ def test_without_a_sandbox_every_report_says_self_study(monkeypatch):
         capture_output=True,
         text=True,
         env={**SUBPROCESS_ENV, sandbox.BWRAP_ENV: "/bin/false"},
-        timeout=SUBPROCESS_TIMEOUT_S,
+        timeout=subprocess_timeout(),
     )
     line = next(x for x in check.stdout.splitlines() if "grading isolation" in x)
     assert line.startswith("[warn]") and "self-study only" in line, line

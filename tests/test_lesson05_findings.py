@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import SUBPROCESS_TIMEOUT_S
+from conftest import subprocess_timeout
 from nodecourse.claims import ClaimVerdict
 from nodecourse.lessons import lesson05 as L
 from nodecourse.lessons.lesson05 import curve
@@ -123,7 +123,7 @@ def test_the_curve_command_runs_as_a_module_without_warnings():
         capture_output=True,
         text=True,
         check=False,
-        timeout=SUBPROCESS_TIMEOUT_S,
+        timeout=subprocess_timeout(),
     )
     assert out.returncode == 0, out.stderr
     assert "--full" in out.stdout

@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from conftest import SUBPROCESS_MARGIN_S, TIER_TIMEOUT_S
+from conftest import subprocess_timeout
 from nodecourse.course import grading
 from notebook_fixtures import REPO, SUBPROCESS_ENV
 
@@ -26,7 +26,6 @@ EXERCISES = sorted((REPO / "exercises").glob("*.ipynb"))
 
 # Quick mode must run a lesson in well under a minute; these bounds only stop a hang.
 LESSON_CELL_TIMEOUT_S = 300
-LESSON_TIMEOUT_S = TIER_TIMEOUT_S["slow"] - SUBPROCESS_MARGIN_S  # inside the test's own limit
 GRADE_CELL_TIMEOUT_S = 300
 # The seeds the solutions and exercises are graded on: fixed, so CI never fails on a draw. The checks'
 # behaviour over thousands of seeds is the calibration test's (test_grading_calibration.py).
@@ -62,10 +61,11 @@ def test_lesson_runs_in_quick_mode(notebook, tmp_path):
         str(notebook),
     ]
     env = {**SUBPROCESS_ENV, "NODECOURSE_QUICK": "1"}
+    timeout = subprocess_timeout()  # only stops a hang, inside the test's own limit
     try:
-        proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=LESSON_TIMEOUT_S)
+        proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        pytest.fail(f"{notebook.name} did not finish within {LESSON_TIMEOUT_S} s in quick mode")
+        pytest.fail(f"{notebook.name} did not finish within {timeout} s in quick mode")
     assert proc.returncode == 0, f"{notebook.name} failed under nbval:\n{proc.stdout[-6000:]}\n{proc.stderr[-2000:]}"
 
 

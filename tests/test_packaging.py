@@ -24,7 +24,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 import nodecourse
-from conftest import SUBPROCESS_TIMEOUT_S
+from conftest import subprocess_timeout
 from notebook_fixtures import REPO
 
 LOCK = REPO / "constraints.txt"
@@ -126,7 +126,7 @@ def test_lock_writer_reproduces_the_committedlocked_versions():
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=SUBPROCESS_TIMEOUT_S,
+        timeout=subprocess_timeout(),
     )
     assert out.returncode == 0, out.stdout + out.stderr
 
@@ -259,7 +259,7 @@ def test_make_targets_install_from_the_lock(tmp_path, target, extra):
     """`make course` installs `.` (no test extra) with the lock; the test targets install `.[test]`."""
     venv, log = _fake_venv(tmp_path)
     out = subprocess.run(
-        ["make", "-s", target, f"VENV={venv}"], cwd=REPO, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT_S
+        ["make", "-s", target, f"VENV={venv}"], cwd=REPO, capture_output=True, text=True, timeout=subprocess_timeout()
     )
     assert out.returncode == 0, out.stdout + out.stderr
     installs = [l for l in log.read_text().splitlines() if "-m pip install" in l]
@@ -333,7 +333,7 @@ def test_setup_script_reads_the_version_it_installs():
         capture_output=True,
         text=True,
         check=True,
-        timeout=SUBPROCESS_TIMEOUT_S,
+        timeout=subprocess_timeout(),
     ).stdout.strip()
     assert out == _torch_version_from_lock()
 
@@ -367,7 +367,7 @@ def test_built_metadata_carries_the_licence_expression(tmp_path):
         cwd=project,
         capture_output=True,
         text=True,
-        timeout=SUBPROCESS_TIMEOUT_S,
+        timeout=subprocess_timeout(),
     )
     assert out.returncode == 0, out.stderr[-2000:]
     meta = (tmp_path / out.stdout.strip().splitlines()[-1] / "METADATA").read_text()

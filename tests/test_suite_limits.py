@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import DEFAULT_TIMEOUT_S, SUBPROCESS_MARGIN_S, SUBPROCESS_TIMEOUT_S, subprocess_timeout
+from conftest import DEFAULT_TIMEOUT_S, SUBPROCESS_MARGIN_S, subprocess_timeout
 
 PASS = [sys.executable, "-c", "print('ran')"]
 
@@ -24,7 +24,7 @@ def test_a_subprocess_timeout_beyond_what_the_test_leaves_is_refused():
 
 
 def test_a_subprocess_timeout_inside_the_limit_runs():
-    done = subprocess.run(PASS, timeout=SUBPROCESS_TIMEOUT_S, capture_output=True, text=True)
+    done = subprocess.run(PASS, timeout=subprocess_timeout(), capture_output=True, text=True)
     assert done.stdout == "ran\n"
 
 
