@@ -97,7 +97,7 @@ def _shift_report(diff, low, high):
 
 def test_shift_findings_call_a_rise_a_rise():
     text = L.ShiftFindings.of(_shift_report(0.063, -0.1, 0.2), "medical").markdown()
-    assert "a rise of +0.063" in text and "drop" not in text and "not decided" in text
+    assert "a rise of 0.063 (shifted minus held-out: +0.063," in text and "drop" not in text and "not decided" in text
     assert text.startswith("Medical-ICU patients: AUC 0.696 against 0.633")
 
 
@@ -106,7 +106,13 @@ def test_shift_findings_drop_decided_or_not():
         "The whole interval is below zero: the drop is real"
         in L.ShiftFindings.of(_shift_report(-0.2, -0.3, -0.05), "medical").markdown()
     )
-    assert "a drop of -0.106" in L.ShiftFindings.of(_shift_report(-0.106, -0.352, 0.109), "medical").markdown()
+    # a fall is a drop of a positive size; the signed difference is named as one
+    text = L.ShiftFindings.of(_shift_report(-0.106, -0.352, 0.109), "medical").markdown()
+    assert "a drop of 0.106 (shifted minus held-out: -0.106, 95 % bootstrap interval -0.352 to +0.109" in text
+    assert "of -" not in text
+    # accuracy: the size in points, unsigned
+    acc = L.ShiftFindings("medical", "accuracy", 0.70, 0.75, -0.05, -0.09, -0.01).markdown()
+    assert "a drop of 5.0 points (shifted minus held-out: -5.0 points" in acc
     assert "scored better" in L.ShiftFindings.of(_shift_report(0.1, 0.02, 0.2), "medical").markdown()
     assert "nothing is decided" in L.ShiftFindings.of(_shift_report(0.0, math.nan, math.nan), "medical").markdown()
 

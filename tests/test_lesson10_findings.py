@@ -41,7 +41,9 @@ def test_training_table_and_regularisation_parts():
     assert "| none | 20.0 | 41.5 | 41.5 | 0.950 | 1.00 |" in table
     text = f.markdown()
     assert "**Solver work.**" in text and "1.60, 1.58, 1.56, 1.54" in text
-    assert "Test accuracy 95.0% without, 94.0% with" in text and "+0.010" in text
+    # the drop in percentage points, the unit of its 2-point margin (never a fraction beside points)
+    assert "Test accuracy 95.0% without, 94.0% with" in text and "drop per seed +1.0, +1.0, +1.0, +1.0 points" in text
+    assert "interval [+1.0, +1.0] points against at most 2 points" in text and "+0.010" not in text
     assert "Training took 1.00 s without and 2.00 s with" in text and "does not hold here" in text
 
 
@@ -180,6 +182,16 @@ def test_stability_says_what_the_error_is_relative_to_and_names_an_overflow():
     assert "in absolute terms the error is 2e+15" in text
     assert "$\\sqrt{1 + x^2} - x < 1$: over the horizon it shrinks to 4.6e-05" in text
     assert "1.6e-02 and 1.7e-04" in text
+    # the growth against e^{|lam| T} follows the numbers: 5.2e21 / 7.9e20 = 6.6, 5.2e21 / 5e21 = 1.04
+    assert "6.6 times smaller with $h = 0.1$ and 1.04 times smaller with $h = 0.01$" in text
+    assert "smaller steps bring it closer to that bound and do not reduce it" in text
+    swapped = tuple(
+        _case(c.lam, c.h, 8e20 if c.h == 0.01 else 5e21, c.heun_error, c.rk4_error, c.solution_size)
+        if c.lam == -5
+        else c
+        for c in cases
+    )
+    assert "here the smaller step grows less" in L.StabilityFindings(swapped).markdown()
 
 
 def test_trained_stability_table_has_a_clean_header():
@@ -230,5 +242,6 @@ def test_explorer_and_closing_findings():
         results, L.GrowthFindings.from_runs(runs), L.RegularisationFindings.from_runs(runs), seminorm, exact, memory
     ).markdown()
     assert "over 5 tasks, ours +20% to +20%" in closing
+    assert "accuracy drop +1.0 points at most" in closing
     assert "`seminorm-backward-nfe` (does not hold)" in closing and "undecided (5 seeds)" in closing
     assert "training is slower (mean speed-up 0.50x)" in closing

@@ -158,7 +158,10 @@ class ShiftFindings(Findings):
 
     def markdown(self) -> str:
         q = lambda v: quality_text(self.metric, v, signed=True)  # noqa: E731
+        # the size unsigned beside its direction ("a drop of 0.106", never "a drop of -0.106"); the signed
+        # difference and its interval follow, so the reader sees which way round it is taken
         direction = "a rise" if self.diff > 0 else "a drop" if self.diff < 0 else "no change"
+        size = "" if self.diff == 0 else f" of {q(self.diff).lstrip('+-')}"
         side = interval_side(self.low, self.high)
         reading = {
             "above": "The whole interval is above zero: the shifted patients are scored better, and that is real "
@@ -171,8 +174,8 @@ class ShiftFindings(Findings):
         return (
             f"{self.shift_unit.capitalize()}-ICU patients: {self.metric} {quality_text(self.metric, self.shifted)} "
             f"against {quality_text(self.metric, self.test)} on held-out patients of the training units, "
-            f"{direction} of {q(self.diff)} (95 % bootstrap interval {q(self.low)} to {q(self.high)}, patients "
-            f"resampled within each set). {reading}"
+            f"{direction}{size} (shifted minus held-out: {q(self.diff)}, 95 % bootstrap interval {q(self.low)} "
+            f"to {q(self.high)}, patients resampled within each set). {reading}"
         )
 
 
