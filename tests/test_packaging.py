@@ -241,6 +241,34 @@ def test_every_test_dependency_is_used():
         assert used_by[name] in sources, f"test dependency {name} is used nowhere"
 
 
+def test_the_learners_self_check_reads_the_config_without_a_warning():
+    """The README's self-check (`pytest --nbval exercises/...`) in the environment `make course` builds:
+    pyproject's [tool.pytest.ini_options] names no option that only a test-extra plugin knows
+    (pytest-timeout's ``timeout`` was one: "Unknown config option: timeout"). The test extra's plugins
+    are switched off here (``-p no:NAME``), so this process sees the course's plugins only."""
+    write_lock = _write_lock_module()
+    course = set(write_lock.installed_closure(_requirements(PROJECT["dependencies"])))
+    test_only = sorted(
+        ep.name for ep in metadata.entry_points(group="pytest11") if canonicalize_name(ep.dist.name) not in course
+    )
+    assert "timeout" in test_only, test_only  # pytest-timeout is the test extra's, not the course's
+    blocked = [arg for name in test_only for arg in ("-p", f"no:{name}")]
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    command = re.search(r"`pytest --nbval (exercises/\S+\.ipynb)`", readme)
+    assert command, "the README no longer gives the self-check as `pytest --nbval exercises/....ipynb`"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "--nbval", command[1], "--collect-only", "-q", "-p", "no:cacheprovider"]
+        + blocked,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=subprocess_timeout(),
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0 and "tests collected" in out, out[-2000:]
+    assert "Unknown config option" not in out and "PytestConfigWarning" not in out, out[-2000:]
+
+
 def _fake_venv(tmp_path):
     """A .venv whose python and nodecourse log their arguments and succeed (torch "installed")."""
     venv, log = tmp_path / "venv", tmp_path / "calls.log"
