@@ -25,7 +25,9 @@ The modules, one job each:
   :func:`judge`, :func:`judge_effect`, :func:`judge_median`, :func:`median_interval`, :func:`sign_test`,
   :func:`combine`, :func:`parts_text`;
 - :mod:`~nodecourse.claims.registry`: :func:`claim`, :data:`REGISTRY`, :func:`load_rows`,
-  :class:`ClaimSpec`, :class:`ClaimResult`;
+  :class:`ClaimSpec`, :class:`ClaimResult`; the rule for a published figure at a scale this machine cannot
+  run (:data:`UNRUN_SCALE_WORDS`, :func:`unrun_scale_words`, :func:`unrun_scale_parts`,
+  :func:`check_unrun_scale`);
 - :mod:`~nodecourse.claims.runner`: :func:`run_claims`, :func:`show`;
 - :mod:`~nodecourse.claims.columns`: what every report shares (:data:`COLUMNS`,
   :func:`verdict_counts`, :func:`report_header`);
@@ -38,7 +40,18 @@ from nodecourse.claims.columns import COLUMNS, report_header, verdict_counts
 from nodecourse.claims.html_report import format_html, html_table
 from nodecourse.claims.markdown_report import escape_markdown_cell, format_markdown
 from nodecourse.claims.readme import LEDGER_BEGIN, LEDGER_END, replace_between_markers, verdicts_in_markdown
-from nodecourse.claims.registry import REGISTRY, ClaimResult, ClaimSpec, claim, load_rows
+from nodecourse.claims.registry import (
+    PUBLISHED_PART,
+    REGISTRY,
+    UNRUN_SCALE_WORDS,
+    ClaimResult,
+    ClaimSpec,
+    check_unrun_scale,
+    claim,
+    load_rows,
+    unrun_scale_parts,
+    unrun_scale_words,
+)
 from nodecourse.claims.runner import run_claims, show
 from nodecourse.claims.spread import (
     ConfidenceInterval,
@@ -59,8 +72,10 @@ __all__ = [
     "COLUMNS",
     "LEDGER_BEGIN",
     "LEDGER_END",
+    "PUBLISHED_PART",
     "REGISTRY",
     "THRESHOLD_KINDS",
+    "UNRUN_SCALE_WORDS",
     "ClaimResult",
     "ClaimSpec",
     "ClaimVerdict",
@@ -68,6 +83,7 @@ __all__ = [
     "Measurement",
     "MedianInterval",
     "Threshold",
+    "check_unrun_scale",
     "claim",
     "combine",
     "escape_markdown_cell",
@@ -87,6 +103,8 @@ __all__ = [
     "seed_interval",
     "show",
     "sign_test",
+    "unrun_scale_parts",
+    "unrun_scale_words",
     "verdict_counts",
     "verdict_text",
     "verdicts_in_markdown",

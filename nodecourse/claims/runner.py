@@ -8,7 +8,7 @@ import time
 from typing import Iterable
 
 from nodecourse.claims.html_report import html_table
-from nodecourse.claims.registry import ClaimResult, load_rows
+from nodecourse.claims.registry import ClaimResult, check_unrun_scale, load_rows
 from nodecourse.claims.text_report import format_table
 from nodecourse.claims.verdict import ClaimVerdict, Measurement
 
@@ -52,6 +52,7 @@ def run_claims(
                         f"claim {cid!r} returned verdict {m.verdict!r}; expected one of "
                         f"{[v for v in ClaimVerdict if v is not ClaimVerdict.ERROR]}"
                     )
+                check_unrun_scale(spec, m)
             except Exception as exc:  # noqa: BLE001 - recorded, not swallowed: the verdict says error
                 if not keep_going:
                     raise

@@ -134,12 +134,20 @@ def median_interval(values: Iterable[float], *, confidence: float = 0.95) -> Med
     return MedianInterval(statistics.median(vals), lo, hi, covered if k else 1.0 - 2 * 0.5**n, n)
 
 
-def sign_test(values: Iterable[float], threshold: float, *, above: bool = True) -> float:
-    """One-sided sign test's p-value that the median is on the claimed side of ``threshold``
-    (values equal to it are dropped, as the test does)."""
+def sign_test(values: Iterable[float], threshold: float, *, above: bool = True, ties: str = "drop") -> float:
+    """One-sided sign test's p-value that the median is on the claimed side of ``threshold``.
+
+    ``ties``: what a value equal to ``threshold`` counts as. ``"drop"`` (the textbook test) leaves it out;
+    ``"against"`` counts it as a loss for the claim, the reading of a strict claim ("higher" means strictly
+    higher: a tie is not higher).
+    """
     from scipy import stats
 
-    vals = [float(v) for v in values if float(v) != threshold]
+    if ties not in ("drop", "against"):
+        raise ValueError(f"sign_test: ties={ties!r}; expected 'drop' or 'against'")
+    vals = [float(v) for v in values]
+    if ties == "drop":
+        vals = [v for v in vals if v != threshold]
     if not vals:
         return 1.0
     wins = sum((v > threshold) if above else (v < threshold) for v in vals)
@@ -147,26 +155,43 @@ def sign_test(values: Iterable[float], threshold: float, *, above: bool = True) 
 
 
 def judge_median(
-    values: Iterable[float], threshold: float, *, above: bool = True, min_seeds: int = 5
+    values: Iterable[float], threshold: float, *, above: bool = True, min_seeds: int = 5, strict: bool = False
 ) -> tuple[ClaimVerdict, MedianInterval | None, str]:
     """Judge heavy-tailed per-seed (or per-task) ``values`` by their median's order-statistic interval.
 
     HOLDS when the interval is wholly on the claimed side of ``threshold``, DOES_NOT_HOLD when wholly
     on the other, UNDECIDED otherwise or with fewer than ``min_seeds`` values (with five values the
     interval is the range and covers the median with probability 0.94).
+
+    ``strict=True`` reads the claim as strictly above (or below) ``threshold``: a tie is not on the claimed
+    side. The interval must then exclude ``threshold`` (an interval whose end sits exactly on it is
+    UNDECIDED, not HOLDS), an interval wholly at or beyond it on the other side does not hold, and the sign
+    test counts ties against the claim.
     """
     vals = [float(v) for v in values]
     if len(vals) < min_seeds:
         return ClaimVerdict.UNDECIDED, None, f"{len(vals)} value(s): too few for a median's interval (need {min_seeds})"
     mi = median_interval(vals)
-    side = ">=" if above else "<="
-    p = sign_test(vals, threshold, above=above)
+    if strict:
+        side = ">" if above else "<"
+        claimed = (mi.lo > threshold) if above else (mi.hi < threshold)
+        against = (mi.hi <= threshold) if above else (mi.lo >= threshold)
+    else:
+        side = ">=" if above else "<="
+        claimed = (mi.lo >= threshold) if above else (mi.hi <= threshold)
+        against = (mi.hi < threshold) if above else (mi.lo > threshold)
+    p = sign_test(vals, threshold, above=above, ties="against" if strict else "drop")
     span = f"median {mi.median:.3g}, {mi.confidence:.0%} interval [{mi.lo:.3g}, {mi.hi:.3g}], sign test p = {p:.2g}"
-    if (mi.lo >= threshold) if above else (mi.hi <= threshold):
+    if claimed:
         return ClaimVerdict.HOLDS, mi, f"{span}: the whole interval is {side} {threshold:g}"
-    if (mi.hi < threshold) if above else (mi.lo > threshold):
+    if against:
         return ClaimVerdict.DOES_NOT_HOLD, mi, f"{span}: the whole interval misses {side} {threshold:g}"
-    return ClaimVerdict.UNDECIDED, mi, f"{span}: undecided, the interval contains {threshold:g} at {mi.n} values"
+    tie = " (or ends on it: a tie is not on the claimed side)" if strict else ""
+    return (
+        ClaimVerdict.UNDECIDED,
+        mi,
+        f"{span}: undecided, the interval contains {threshold:g}{tie} at {mi.n} values",
+    )
 
 
 def combine(parts: dict[str, ClaimVerdict]) -> ClaimVerdict:

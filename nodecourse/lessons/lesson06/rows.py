@@ -8,14 +8,19 @@ here, before anything runs (see :mod:`nodecourse.claims`):
 - ``deq-iteration-growth``: the forward iterations of a DEQ grow during training by more than 3x (Bai et al.
   2021, fig. 1), read as end over the start of the paper's curve (early training); the readings against the
   first 2 % of training and against epoch 0 are shown beside it and do not decide.
-- ``jacobian-regularization``: two parts, fewer iterations (the published effect, 30 -> 12 NFE, judged as
-  an effect size) AND a slightly worse fit (worse, by no more than the published 24.0 -> 24.9 perplexity).
+- ``jacobian-regularization``: published on WikiText-103 (30 -> 12 NFE, perplexity 24.0 -> 24.9), not
+  measurable here; the analogue on the lesson's regression, two parts: fewer iterations (ratio below 1; the
+  published factor 12/30 shown beside it) AND a slightly worse fit (worse, by no more than the published
+  relative change, +3.75 %).
 - ``mdeq-truncation``: the DEQ against the same block truncated to 5 unrolled steps (published on ImageNet:
   77.5 % vs 75.9 % top-1, not measurable here; the lesson's regression is the analogue).
 
-Verdicts that rest on training runs compare the 95 % interval over seeds with the threshold, ratios on the
-log scale (:mod:`.ratios`). Quick mode trains two seeds, too few for an interval: those rows are
-"undecided (2 seeds)" there and show the numbers.
+Both follow the ledger's rule for a figure measured at a scale this machine cannot run (``published_scale``):
+the published part is "not measurable at this scale" and the analogue is judged beside it on the course's
+own threshold. Verdicts that rest on training runs judge per-seed ratios (of errors, of iteration counts:
+heavy-tailed, one failed solve gives 0.00x or 16x) by the median's order-statistic interval over seeds
+(:mod:`.ratios`). Quick mode trains two seeds, too few for an interval: those rows are "undecided (2 seeds)"
+there and show the numbers.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ from .findings import (
     GROWTH_FACTOR,
     JACREG_FIT_RATIO,
     JACREG_NFE_RATIO,
+    JACREG_SCALE,
+    TRUNCATION_SCALE,
     GrowthFindings,
     RegularizationFindings,
     SolverComparison,
@@ -146,9 +153,10 @@ def measure_hutchinson(quick: bool) -> Measurement:
 
 GROWTH_THRESHOLD = Threshold(
     "forward iterations over the last tenth of training >= 3x those over the first tenth (the start of "
-    "the paper's curve: early training), the 95 % interval over seeds wholly above 3x. This reading decides; "
+    "the paper's curve: early training), the median's interval over seeds wholly at or above 3x. This reading decides; "
     "the same test against the first 2 % of training and against epoch 0 (the untrained block) is shown "
-    "beside it and does not decide",
+    "beside it and does not decide. Per-seed ratios are heavy-tailed, so the interval is the median's "
+    "(order statistics, 5 seeds at least)",
     kind="published",
     value=GROWTH_FACTOR,
     why="'more than 3x by the end of training' (Bai et al. 2021) means 3x; their fig. 1 plots NFE against "
@@ -208,16 +216,20 @@ def measure_growth(quick: bool) -> Measurement:
 # --- jacobian-regularization ----------------------------------------------------------------------
 
 JACREG_THRESHOLD = Threshold(
-    f"two parts, per-seed ratios regularised/plain at the study's largest weight, each judged by the 95 % "
-    f"interval over seeds. Fewer iterations: the published effect, final forward iterations ratio "
-    f"{JACREG_NFE_RATIO:.2f} (12/30), judged as an effect size on the log scale (an interval wholly short of "
-    f"it does not hold; one wholly below ratio 1 that reaches it holds); 'fewer at all' (< 1) shown beside it, "
-    f"not deciding. Slightly worse fit: test-MSE ratio > 1 (worse) and, when worse, <= {JACREG_FIT_RATIO:.4f} "
-    f"(published perplexity 24.9/24.0, +3.75 %), both needed. Both parts must hold",
-    kind="published",
-    value=JACREG_NFE_RATIO,
-    why="the published figures are the only sizes given; perplexity and MSE are different scales, so the "
-    "fit is compared as a relative change of the task's test error, the one measure they share",
+    f"the WikiText-103 figures (30 -> 12 NFE, perplexity 24.0 -> 24.9) are not measurable here. The analogue, "
+    f"the lesson's regression at the study's largest weight: per-seed ratios regularised/plain, each judged by "
+    f"the median's order-statistic interval over seeds (5 seeds at least). Fewer iterations: final forward "
+    f"iterations ratio < 1 (fewer and worse are strict: an interval that ends on 1 is undecided; the "
+    f"published factor {JACREG_NFE_RATIO:.2f} = 12/30 is shown beside it, judged as "
+    f"an effect size, and decides nothing). Slightly worse fit: test-MSE ratio > 1 (worse) and, when worse, "
+    f"<= {JACREG_FIT_RATIO:.4f} (the published relative change, +3.75 %), both needed. Verdict: the published "
+    f"part and the analogue's two parts combined (the published part is never decided)",
+    kind="course",
+    value=1.0,
+    why="the published sizes are a Transformer's on WikiText-103, which this machine cannot train; on a 1-D "
+    "regression the course tests what carries over: the direction of the iteration cut (no size: the saving "
+    "depends on the model and the task), and 'slightly worse' read with the paper's own size of 'slightly' "
+    "(+3.75 %, as a relative change of the task's test error: perplexity and MSE share no other scale)",
 )
 
 
@@ -228,6 +240,7 @@ JACREG_THRESHOLD = Threshold(
     published="WikiText-103: 30 NFE, ppl 24.0 without; 12 NFE, ppl 24.9 with",
     lesson="06",
     threshold=JACREG_THRESHOLD,
+    published_scale=JACREG_SCALE,
 )
 def measure_regularization(quick: bool) -> Measurement:
     config = train_config(quick)
@@ -238,7 +251,8 @@ def measure_regularization(quick: bool) -> Measurement:
     ro = f.rho_end
     measured = (
         f"{f.seeds} seeds, weight {f.weight:g}: final forward iterations {f.iters[0]:.1f} -> "
-        f"{f.iters[1]:.1f} (means), ratio {it_j.text()} [{parts_text(fewer_v)}; the published factor decides]; "
+        f"{f.iters[1]:.1f} (means), ratio {it_j.text()} [{parts_text(fewer_v)}; fewer at all decides, the "
+        f"published factor is a {JACREG_SCALE} figure shown beside it]; "
         f"test MSE {f.test_mse[0]:.3f} -> {f.test_mse[1]:.3f} (medians), ratio {mse_j.text()}, worse on "
         f"{sum(r > 1 for r in mse_j.values)} of {mse_j.seeds} seeds [{parts_text(worse_v)}]. "
         f"Spectral radius of df/dz at the fixed point at the end (mean over inputs, max, share >= 1; medians over "
@@ -263,8 +277,9 @@ def measure_regularization(quick: bool) -> Measurement:
 
 TRUNCATION_THRESHOLD = Threshold(
     "the ImageNet figure (77.5 % vs 75.9 % top-1) is not measurable here; the analogue holds when the DEQ's "
-    "test MSE is lower than the same block truncated to 5 unrolled steps, the 95 % interval of the per-seed "
-    "ratio truncated/DEQ wholly above 1. Verdict: the two parts combined (the ImageNet part is never decided)",
+    "test MSE is lower than the same block truncated to 5 unrolled steps: the per-seed ratio truncated/DEQ "
+    "above 1 by the median's order-statistic interval over seeds (5 seeds at least; an interval that reaches "
+    "1 is undecided). Verdict: the two parts combined (the ImageNet part is never decided)",
     kind="course",
     value=1.0,
     why="the published result is a 1.6-point top-1 gap on ImageNet, which has no counterpart in a 1-D "
@@ -280,6 +295,7 @@ TRUNCATION_THRESHOLD = Threshold(
     published="ImageNet: MDEQ 77.5 % top-1 vs 75.9 % truncated to 5 unrolled layers",
     lesson="06",
     threshold=TRUNCATION_THRESHOLD,
+    published_scale=TRUNCATION_SCALE,
 )
 def measure_truncation(quick: bool) -> Measurement:
     config = train_config(quick)
