@@ -374,6 +374,24 @@ def test_a_typical_mistake_gets_its_likely_cause(case, torch_defaults):
     assert not verdict.passed and MISTAKES[case] in verdict.detail, verdict
 
 
+@pytest.mark.parametrize("exercise, check", [("04", "adjoint-dynamics"), ("08", "dynamics")])
+def test_the_self_check_names_a_missing_enable_grad_as_the_grader_does(exercise, check, torch_defaults):
+    """In the notebook a missing torch.enable_grad() fails the check with a FAIL line that adds the
+    course's hint to PyTorch's message; PyTorch's error is chained as the cause (the traceback on request)."""
+    from nodecourse.course.checks import CheckFailed
+
+    ns = _solved(exercise)
+    path = next((REPO / "solutions").glob(f"{exercise}_*.ipynb"))
+    exec(_answer_source(path, check).replace("with torch.enable_grad():", "if True:"), ns)
+    with pytest.raises(CheckFailed) as failed:
+        tasks.self_check(exercise, check, ns)
+    line = str(failed.value)
+    assert line.startswith(f"FAIL {check}: RuntimeError: ") and "does not require grad" in line, line
+    assert "likely cause: no torch.enable_grad()" in line, line
+    assert isinstance(failed.value.__cause__, RuntimeError), failed.value.__cause__
+    assert line == f"FAIL {check}: " + _verdict(exercise, check, tasks.SELF_CHECK_SEED, ns).detail
+
+
 @pytest.mark.slow
 def test_the_notebooks_self_check_under_nbval_passes_solved_and_fails_unsolved():
     """The learner's self-check (README): `pytest --nbval exercises/NN_….ipynb` runs the same specs."""

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from nodecourse.course import tasks
+from nodecourse.course.checks import CheckFailed
 from nodecourse.course.tasks import plain
 
 LIBRARY_EULER = """
@@ -62,8 +63,8 @@ def test_the_librarys_own_answer_raises_while_the_task_runs(case, torch_defaults
     reference = plain.decode(tasks.reference_text(exercise, [check], 3))[check]
     verdict = tasks.judge_texts(task, tasks.answer_text(exercise, check, 3, ns), reference)
     assert not verdict.passed and "this task asks you to write it" in verdict.detail
-    with pytest.raises(RuntimeError, match="this task asks you to write it"):  # the self-check says the same
-        tasks.self_check(exercise, check, ns)
+    with pytest.raises(CheckFailed, match=f"FAIL {check}: RuntimeError: this task asks you to write it"):
+        tasks.self_check(exercise, check, ns)  # the self-check says the same
 
 
 def test_the_library_works_again_after_the_task(torch_defaults):

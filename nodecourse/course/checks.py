@@ -8,7 +8,11 @@ A check cell looks like::
 
 On success it prints one line, ``PASS <name>``, which is the cell's expected
 output. On failure it raises :class:`CheckFailed`, so the cell errors and the
-grader reports the reason.
+grader reports the reason. In a notebook the error shows as its one line,
+``FAIL <name>: <what is wrong>``, not as a traceback; the traceback is there on
+request: :func:`show_traceback` prints the last failed check's, and with the
+environment variable ``NODECOURSE_TRACEBACK=1`` (``%env NODECOURSE_TRACEBACK=1``
+in a cell) every failed check shows its own.
 
 ``passed`` must be a real truth value: a ``bool``, a numpy bool or a one-element
 bool tensor of the plain ``torch.Tensor`` type. Anything else (an object whose
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import builtins as _builtins
 import math as _math
+import os as _os
 
 import numpy as _np
 
@@ -72,8 +77,54 @@ except ImportError:  # the checks also work without torch
 _PLAIN_SCALARS = (bool, int, float)
 
 
+TRACEBACK_ENV = "NODECOURSE_TRACEBACK"
+"""Set to 1 (not empty, not 0) and a failed check shows its whole traceback in a notebook."""
+
+_last_failure: BaseException | None = None
+
+
 class CheckFailed(AssertionError):
-    """A check in an exercise notebook did not pass."""
+    """A check in an exercise notebook did not pass; its text is the ``FAIL <name>: ...`` line.
+
+    IPython shows an exception through its ``_render_traceback_`` when it has one: here the FAIL
+    line and how to see the traceback, or the whole traceback when :data:`TRACEBACK_ENV` asks for
+    it. Only the display changes: the cell still errors (nbval and the grader read the error's name
+    and text, not its display).
+    """
+
+    def _render_traceback_(self) -> list[str]:
+        global _last_failure
+        _last_failure = self
+        if _os.environ.get(TRACEBACK_ENV, "") not in ("", "0"):
+            return _traceback_lines(self)
+        return [
+            str(self),
+            f"(where it failed: run nodecourse.course.checks.show_traceback(), or set {TRACEBACK_ENV}=1)",
+        ]
+
+
+def _traceback_lines(exc: BaseException) -> list[str]:
+    """``exc``'s whole traceback (its cause included) as lines: IPython's, coloured, in a kernel."""
+    try:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        if shell is not None:
+            return list(shell.InteractiveTB.structured_traceback(_type(exc), exc, exc.__traceback__))
+    except Exception:  # noqa: BLE001 - no IPython, or it could not format: the standard library's text
+        pass
+    import traceback
+
+    return "".join(traceback.format_exception(_type(exc), exc, exc.__traceback__)).rstrip("\n").split("\n")
+
+
+def show_traceback() -> None:
+    """Print the whole traceback of the last check that failed in this kernel (the display of a
+    failed check is its FAIL line only)."""
+    if _last_failure is None:
+        _print("no check has failed in this kernel yet")
+        return
+    _print("\n".join(_traceback_lines(_last_failure)))
 
 
 class NotPlainValue(TypeError):
@@ -111,7 +162,11 @@ def check(name: str, passed, detail: str = "") -> None:
         raise ValueError(f"name={name!r}: give each check a short non-empty name")
     if _refusal:
         raise CheckFailed(f"FAIL {name}: {_refusal}")
-    if _truth(passed):
+    try:
+        truth = _truth(passed)
+    except CheckFailed as exc:  # the FAIL line names the check whatever went wrong
+        raise CheckFailed(f"FAIL {name}: {exc}") from None
+    if truth:
         _print(f"PASS {name}")
         return
     raise CheckFailed(f"FAIL {name}" + (f": {detail}" if detail else ""))

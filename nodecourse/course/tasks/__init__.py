@@ -8,7 +8,9 @@ A converted check cell in an exercise notebook reads::
 
 In JupyterLab (or ``pytest --nbval``) that runs the whole task in the
 learner's kernel on seed 0 and prints ``PASS euler-step`` or raises
-``CheckFailed`` with the judge's message. The grader runs the same spec split
+``CheckFailed`` with the judge's message (an error the learner's code raised is
+reported as the grader reports it, with its likely cause, and chained as the
+cause). The grader runs the same spec split
 in three: the inputs drawn from its seed in its own process, and only the call
 of the learner's function on them in the learner's isolated kernel
 (:mod:`~nodecourse.course.tasks.kernel_side`, which this package is not visible
@@ -114,9 +116,12 @@ def judge_texts(task: Task, answer: str, reference) -> Verdict:
 
 def self_check(exercise: str, check: str, namespace: Mapping, seed: int = SELF_CHECK_SEED) -> None:
     """The notebook's check: the whole task here, on ``seed``; prints ``PASS <check>`` or raises
-    ``CheckFailed`` with the judge's message (an error in the learner's code is raised as it is)."""
+    ``CheckFailed`` with the judge's message. An error in the learner's code fails the check with the
+    grader's words for it (``FAIL <check>: RuntimeError: ...; likely cause: ...``), the error itself
+    chained as the cause (its traceback: ``nodecourse.course.checks.show_traceback()``)."""
+    from nodecourse.course.checks import CheckFailed
     from nodecourse.course.checks import check as report
-    from nodecourse.course.tasks.kernel_side import disabled
+    from nodecourse.course.tasks.kernel_side import disabled, failure_text
 
     task = get_task(exercise, check)
     outside = code_outside_answers_here(namespace)
@@ -126,15 +131,22 @@ def self_check(exercise: str, check: str, namespace: Mapping, seed: int = SELF_C
         warnings.warn(f"the grader will not run this code: {outside}", stacklevel=2)
     inputs = make_inputs(task, seed)  # drawn first: a draw may use the library's own solver
     undo = disabled(task.library_answers)  # the grader disables them too: the self-check says the same
+    failure: Exception | None = None
     try:
-        value = task.run(namespace, inputs)
+        answer = plain.dumps({"ok": True, "value": task.run(namespace, inputs)})
+    except Exception as exc:  # the learner's code (or an answer that is not plain data): its reply, as graded
+        failure, answer = exc, failure_text(exc)
     finally:
         for fn, code in undo:
             fn.__code__ = code
-    answer = plain.dumps({"ok": True, "value": value})
     reference = plain.decode(reference_text(exercise, [check], seed))[check]
     verdict = judge_texts(task, answer, reference)
-    report(check, verdict.passed, verdict.detail)
+    try:
+        report(check, verdict.passed, verdict.detail)
+    except CheckFailed as exc:
+        if failure is None:
+            raise
+        raise exc from failure
 
 
 def code_outside_answers_here(namespace: Mapping) -> str:

@@ -59,14 +59,20 @@ def answer(run, inputs, library_answers, namespace) -> str:
     try:
         value = run(namespace, inputs)
         return dumps({"ok": True, "value": value})
-    except NotPlain as exc:
-        return dumps({"ok": False, "type": "NotPlain", "message": f"the answer is {exc}"})
     except BaseException as exc:  # the learner's code: any exception is its answer
-        message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        return dumps({"ok": False, "type": type(exc).__name__, "message": message[:500]})
+        return failure_text(exc)
     finally:
         for fn, code in undo:
             fn.__code__ = code
+
+
+def failure_text(exc: BaseException) -> str:
+    """The reply for an answer that raised ``exc`` (or returned what :func:`dumps` refuses): JSON text
+    ``{"ok": false, "type": ..., "message": <its first line>}``; the notebook's self-check sends the same."""
+    if isinstance(exc, NotPlain):
+        return dumps({"ok": False, "type": "NotPlain", "message": f"the answer is {exc}"})
+    message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return dumps({"ok": False, "type": type(exc).__name__, "message": message[:500]})
 
 
 def settle(namespace, inputs) -> None:
