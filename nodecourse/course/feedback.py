@@ -14,6 +14,7 @@ _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 def feedback_markdown(student: str, result: dict) -> str:
     """The feedback for one student and exercise: every check with its reason, warnings, the seed."""
+    from nodecourse.course.grading_run import REASON_LIMIT
     from nodecourse.course.textsafe import escape
 
     rows = result["rows"]
@@ -30,7 +31,7 @@ def feedback_markdown(student: str, result: dict) -> str:
     if checks:
         lines += ["", "| check | result | why |", "|---|---|---|"]
         for r in checks:
-            why = escape(r["reason"], 600).replace("|", "\\|")
+            why = escape(r["reason"], REASON_LIMIT).replace("|", "\\|")
             lines.append(f"| {escape(r['check'])} | {'pass' if r['passed'] else 'FAIL'} | {why} |")
     warnings = [w for w in result.get("warnings", []) if not w.startswith("note: ")]
     if warnings:

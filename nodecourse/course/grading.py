@@ -51,7 +51,7 @@ from nodecourse.course.exercise_builder import (
     check_id,
 )
 from nodecourse.course.grading_run import NBVAL_MARKER as _NBVAL_MARKER
-from nodecourse.course.grading_run import RunError, Runner
+from nodecourse.course.grading_run import REASON_LIMIT, RunError, Runner
 from nodecourse.course.references import (  # noqa: F401 (part of the grader's surface)
     COPY_SUFFIX,
     OUTSIDE_PREFIX,
@@ -66,7 +66,6 @@ from nodecourse.measure.tables import text_table
 DEFAULT_CELL_TIMEOUT_S = 120
 DEFAULT_NOTEBOOK_TIMEOUT_S = 1800  # the whole notebook, replays after a restart included
 KERNEL_START_TIMEOUT_S = grading_kernel.KERNEL_START_TIMEOUT_S
-REASON_LIMIT = 300
 
 
 @dataclass

@@ -413,6 +413,10 @@ def _outcome_of(res: CellResult, timeout_s: float, prefix: str = "", what: str =
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+REASON_LIMIT = 2000
+"""Characters a reason may keep: far above any the course writes (a judge's message with its inputs
+and likely cause, a learner's error's first line, at most 500), so the table shows reasons whole and
+wraps them; only a runaway message (a learner's check text of megabytes) is cut, with "..."."""
 
 
 def error_reason(ename: str, evalue: str) -> str:
@@ -425,4 +429,4 @@ def error_reason(ename: str, evalue: str) -> str:
         else f"{ename}: {_ANSI.sub('', evalue).strip()}".rstrip(": ")
     )
     text = text.splitlines()[0] if text else (ename or "failed")
-    return text if len(text) <= 160 else text[:157] + "..."
+    return text if len(text) <= REASON_LIMIT else text[: REASON_LIMIT - 3] + "..."

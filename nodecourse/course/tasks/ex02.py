@@ -227,6 +227,8 @@ def norm_run(ns, inp) -> dict:
 
 
 def norm_reference(inp) -> dict:
+    """The norms, the largest components (a likely wrong answer) and each case's inputs as plain
+    numbers, so that a failure can show the call it failed on."""
     from nodecourse.solvers.control import error_scale, rms
 
     return {
@@ -234,7 +236,20 @@ def norm_reference(inp) -> dict:
         "max_norms": [
             float((err / error_scale(y0, y1, rtol, atol)).abs().max()) for err, y0, y1, rtol, atol in inp["cases"]
         ],
+        "cases": [
+            {"err": err.tolist(), "y0": y0.tolist(), "y1": y1.tolist(), "rtol": float(rtol), "atol": float(atol)}
+            for err, y0, y1, rtol, atol in inp["cases"]
+        ],
     }
+
+
+def _norm_call(case: dict) -> str:
+    """``error_norm(err=[...], y0=[...], y1=[...], rtol=..., atol=...)`` for one case, 6 digits a number."""
+    vec = lambda xs: "[" + ", ".join(f"{x:.6g}" for x in xs) + "]"
+    return (
+        f"error_norm(err={vec(case['err'])}, y0={vec(case['y0'])}, y1={vec(case['y1'])}, "
+        f"rtol={case['rtol']:.6g}, atol={case['atol']:.6g})"
+    )
 
 
 @judged
@@ -243,12 +258,12 @@ def norm_judge(answer, ref) -> None:
     expected = ref["norms"]
     if not isinstance(got, list) or len(got) != len(expected):
         raise Wrong(f"expected {len(expected)} numbers, got {describe(got)}")
-    for i, (g, e, m) in enumerate(zip(got, expected, ref["max_norms"])):
+    for i, (g, e, m, case) in enumerate(zip(got, expected, ref["max_norms"], ref["cases"])):
         if type(g) is not float:
-            raise Wrong(f"case {i}: error_norm returned {describe(g)}; the task asks for a float (use .item())")
+            raise Wrong(f"case {i}: {_norm_call(case)} returned {describe(g)}; the task asks for a float (use .item())")
         if not abs(g - e) <= 1e-9 * max(1.0, abs(e)):
             cause = "; likely cause: the largest component, not the RMS" if abs(g - m) <= 1e-9 * max(1.0, m) else ""
-            raise Wrong(f"case {i}: expected {e:.9g}, got {g:.9g}{cause}")
+            raise Wrong(f"case {i}: {_norm_call(case)} should be {e:.9g}, got {g:.9g}{cause}")
 
 
 # --- step-control ---------------------------------------------------------------------------------
