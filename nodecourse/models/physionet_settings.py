@@ -265,7 +265,7 @@ NOT_FOLLOWED: dict[str, str] = {
     "code keeps set A only (see train_patients). The course trains on set A only (its shared copy); "
     "set B is not used for training in this course.",
     "normalisation": "published: (x - min) / max over train and test together; the course z-scores with "
-    "training-split statistics only (COURSE.md section 5).",
+    "training-split statistics only, so nothing of the test patients reaches training.",
     "time scale": "published: times divided by each batch's maximum; the course divides by the fixed 48 h.",
     "descriptors": "published: Age, Gender, Height, ICUType, Weight as time-0 series among 41 variables; the "
     "course keeps 37 series and gives the 5 descriptors (and their mask) to the head.",

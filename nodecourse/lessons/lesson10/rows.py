@@ -35,7 +35,7 @@ from nodecourse.lessons.lesson10.studies import exact_study, reversible_memory_s
 @claim(
     id="ode-nfe-growth",
     claim="The number of function evaluations of an adaptive solver climbs as a neural ODE trains",
-    source="Chen et al. 2018 (Neural ODEs), Fig. 3d; Kelly et al. 2020, abstract; course plan (seed)",
+    source="Chen et al. 2018 (Neural ODEs), Fig. 3d; Kelly et al. 2020, abstract",
     published="NFE increases throughout training (a curve, no number)",
     lesson="10",
     threshold=NFE_GROWTH_THRESHOLD,
