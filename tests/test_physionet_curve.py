@@ -4,15 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from physionet_fixtures import synthetic_set
+from physionet_fixtures import needs_set_a, synthetic_set
 
-from nodecourse.data.physionet import sources
 from nodecourse.lessons.lesson05 import curve as lc
 from nodecourse.plotting.physionet import plot_learning_curve
-
-needs_real = pytest.mark.skipif(
-    not sources.has_set(sources.SHARED_DIR, "set-a"), reason="../shared/physionet2012 not present"
-)
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +63,7 @@ def test_curve_points_summary_and_plot(raw):
     assert list(fig.data[0].x) == [20, 40]
 
 
-@needs_real
+@needs_set_a
 @pytest.mark.slow
 def test_quick_curve_on_real_set_a():
     result = lc.learning_curve(lc.QUICK_CURVE, progress=False)

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from physionet_fixtures import SET_A, needs_set_a
 
 from nodecourse.data import physionet
 from nodecourse.data.physionet import records, sources
@@ -480,11 +481,8 @@ def test_a_planted_cache_cannot_run_code(tmp_path):
 
 # ------------------------------------------------------------------ the real set A
 
-REAL = sources.SHARED_DIR
-needs_real = pytest.mark.skipif(not sources.has_set(REAL, "set-a"), reason="../shared/physionet2012 not present")
 
-
-@needs_real
+@needs_set_a
 @pytest.mark.slow
 def test_real_set_a_counts_match_the_readme():
     data = load_quiet()
@@ -496,10 +494,10 @@ def test_real_set_a_counts_match_the_readme():
     assert 50 < float(data.values[..., hr][data.mask[..., hr].bool()].mean()) < 120
 
 
-@needs_real
+@needs_set_a
 def test_corrupted_copy_of_real_records_loads_the_good_ones(tmp_path):
     """Take 60 real records, corrupt 5 in five different ways, and load the copy."""
-    with tarfile.open(REAL / "set-a.tar.gz", "r:gz") as tf:
+    with tarfile.open(SET_A / "set-a.tar.gz", "r:gz") as tf:
         texts = []
         for m in tf:
             if m.isfile() and m.name.endswith(".txt"):
@@ -517,7 +515,7 @@ def test_corrupted_copy_of_real_records_loads_the_good_ones(tmp_path):
     folder.mkdir()
     for i, (name, text) in enumerate(texts):
         (folder / name).write_text(corrupt[i](text) if i in corrupt else text)
-    shutil.copy(REAL / "Outcomes-a.txt", tmp_path / "Outcomes-a.txt")
+    shutil.copy(SET_A / "Outcomes-a.txt", tmp_path / "Outcomes-a.txt")
     with pytest.warns(physionet.BadRecordWarning):
         data = physionet.load(path=tmp_path, progress=False, verbose=False)
     assert data.report.n_files == 60 and len(data) == 55 and data.report.n_skipped == 5

@@ -9,16 +9,12 @@ import json
 
 import pytest
 import torch
-from physionet_fixtures import synthetic_set
+from physionet_fixtures import needs_set_a, synthetic_set
 
 from nodecourse.course import physionet_cmd
 from nodecourse.data import physionet
-from nodecourse.data.physionet import sources
 from nodecourse.models import latent
 from nodecourse.models import physionet_settings as ps
-
-REAL = sources.SHARED_DIR
-needs_real = pytest.mark.skipif(not sources.has_set(REAL, "set-a"), reason="../shared/physionet2012 not present")
 
 
 def run(argv):
@@ -209,7 +205,7 @@ def test_cli_unknown_settings_are_refused_by_the_parser(capsys):
     assert info.value.code == 2 and "--settings: invalid choice: 'paper'" in capsys.readouterr().err
 
 
-@needs_real
+@needs_set_a
 @pytest.mark.slow
 def test_cli_published_quick_on_real_set_a(capsys):
     rc = run(["--model", "odernn", "--settings", "published", "--quick", "--json"])
