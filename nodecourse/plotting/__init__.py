@@ -40,7 +40,7 @@ class CourseFigure(go.Figure):
     plotly's Figure.
     """
 
-    def show(self, *args, **kwargs):
+    def _show(self, *args, **kwargs):
         """Show the figure with :data:`RENDERER` (or the ``renderer`` given), as ``go.Figure.show``.
 
         Where kaleido cannot draw the PNG (plotly raises ``RuntimeError``: kaleido missing, no
@@ -57,6 +57,18 @@ class CourseFigure(go.Figure):
             static_image_problem = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
             return super().show(renderer=INTERACTIVE_RENDERER, **kwargs)
 
+    def show(self, *args, **kwargs):
+        """Check that every trace can be drawn on its axes (:func:`text_on_numeric_axes`), then show
+        the figure with :data:`RENDERER` (or the ``renderer`` given), as ``go.Figure.show``.
+
+        Raises ``ValueError`` where a trace puts text categories on an axis set to ``"linear"`` or
+        ``"log"``: plotly would draw axes and no marks there.
+        """
+        problems = text_on_numeric_axes(self)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self._show(*args, **kwargs)
+
     def _ipython_display_(self):
         # IPython's display() and a cell's last expression come here; plotly's own version would
         # read the global default renderer, which this module no longer sets.
@@ -64,6 +76,48 @@ class CourseFigure(go.Figure):
             self.show()
         else:
             print(repr(self))
+
+
+#: Axis types on which plotly.js places numbers only: a text category there gets no mark.
+NUMERIC_AXIS_TYPES = ("linear", "log")
+
+
+def _is_text_category(value) -> bool:
+    """True for a string plotly.js cannot read as a number (``"ODE-RNN"``; not ``"2.5"``)."""
+    if not isinstance(value, str):
+        return False
+    try:
+        float(value)
+    except ValueError:
+        return True
+    return False
+
+
+def text_on_numeric_axes(fig: go.Figure) -> list[str]:
+    """Each trace of ``fig`` that puts text categories on an axis whose type is set to ``"linear"``
+    or ``"log"``, as a sentence naming the trace, the axis and the fix; empty when there is none.
+
+    plotly draws axes and no bars or points for such a trace (it cannot place ``"ODE-RNN"`` on a
+    number line), so a figure that shows them has lost its data. An axis whose type is not set
+    takes its type from its data (``"category"`` for text), as :func:`figure` leaves it.
+    """
+    found = []
+    for trace in fig.data:
+        for letter in ("x", "y"):
+            if f"{letter}axis" not in trace or trace[letter] is None:  # not a 2-D cartesian trace
+                continue
+            values = trace[letter]
+            name = f"{letter}axis{(trace[f'{letter}axis'] or letter)[1:]}"  # "x" (the default), "x2", ...
+            kind = fig.layout[name].type if name in fig.layout else None
+            texts = [v for v in values if _is_text_category(v)]
+            if kind in NUMERIC_AXIS_TYPES and texts:
+                found.append(
+                    f"trace {trace.name or trace.type!r} puts text categories ({', '.join(map(repr, texts[:3]))}"
+                    f"{', ...' if len(texts) > 3 else ''}) on {name}, whose type is {kind!r}, where plotly "
+                    f"draws none of them: leave that axis's type unset (as figure() does without log_{letter}=True) "
+                    f"or make it categorical with fig.update_{letter}axes(type='category')"
+                )
+    return found
 
 
 def course_subplots(**kwargs) -> CourseFigure:
@@ -155,7 +209,12 @@ def figure(
     height: int = 360,
     width: int | None = None,
 ) -> CourseFigure:
-    """An empty plotly figure (a :class:`CourseFigure`) with a title and labelled axes (put units in the titles)."""
+    """An empty plotly figure (a :class:`CourseFigure`) with a title and labelled axes (put units in the titles).
+
+    ``log_x`` / ``log_y`` make that axis logarithmic; otherwise its type is left unset, so plotly
+    takes it from the data: a number line for numbers, one slot per category for text (bars of
+    named models, variables, inputs). Setting ``"linear"`` here would leave text bars undrawn.
+    """
     fig = CourseFigure()
     fig.update_layout(
         title=title,
@@ -165,14 +224,15 @@ def figure(
         margin=dict(l=60, r=20, t=50, b=50),
         legend=dict(font=dict(size=11)),
     )
-    fig.update_xaxes(title=x_title, type="log" if log_x else "linear")
-    fig.update_yaxes(title=y_title, type="log" if log_y else "linear")
+    fig.update_xaxes(title=x_title, **({"type": "log"} if log_x else {}))
+    fig.update_yaxes(title=y_title, **({"type": "log"} if log_y else {}))
     return fig
 
 
 __all__ = [
     "INTERACTIVE_RENDERER",
     "MPL_STYLE",
+    "NUMERIC_AXIS_TYPES",
     "RENDERER",
     "SOLVER_COLORS",
     "CourseFigure",
@@ -180,5 +240,6 @@ __all__ = [
     "figure",
     "solver_color",
     "solver_colors",
+    "text_on_numeric_axes",
     "use_style",
 ]

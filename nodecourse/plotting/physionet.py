@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import plotly.graph_objects as go
@@ -40,6 +41,8 @@ def plot_patient(data, index: int, variables: Sequence[str] = DEFAULT_VARIABLES,
                 y=values[m, j].tolist(),
                 mode="markers+lines",
                 name=f"{name} ({int(m.sum())} obs)",
+                # a variable never measured has nothing to draw: its legend entry (greyed) says so
+                visible=True if bool(m.any()) else "legendonly",
             )
         )
     return fig
@@ -64,7 +67,12 @@ def plot_observation_rates(data) -> go.Figure:
 def plot_auc_comparison(
     ours: dict[str, tuple[float, float]], published: dict[str, tuple[float, float]], title: str
 ) -> go.Figure:
-    """Mean AUC ± one standard deviation: our models beside the published table."""
+    """Mean AUC ± one standard deviation: our models beside the published table.
+
+    ``ours`` and ``published`` map a model's label to (mean, standard deviation). The AUC axis
+    shows 0.5 to 0.9, widened to take in every bar's top and whisker (a measured AUC below 0.5
+    would otherwise have no bar in view).
+    """
     fig = figure(title, "model", "test AUC (mortality)", height=380)
     fig.add_trace(
         go.Bar(
@@ -82,7 +90,10 @@ def plot_auc_comparison(
             error_y=dict(type="data", array=[s for _, s in published.values()]),
         )
     )
-    fig.update_yaxes(range=[0.5, 0.9])
+    ends = [m + k * s for m, s in [*ours.values(), *published.values()] for k in (-1, 0, 1)]
+    ends = [e for e in ends if math.isfinite(e)]  # a spread of nan (one seed) widens nothing
+    low, high = min([0.5, *(e - 0.02 for e in ends)]), max([0.9, *(e + 0.02 for e in ends)])
+    fig.update_yaxes(range=[low, high])
     fig.update_layout(barmode="group")
     return fig
 
