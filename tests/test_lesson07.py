@@ -111,8 +111,13 @@ def test_every_row_is_registered_with_its_threshold():
     parity = REGISTRY["capstone-accuracy-parity"].threshold
     assert parity.kind == "course" and parity.value == pytest.approx(100 * 9 / 450)  # 9 test images of 450
     assert "DEQ" not in REGISTRY["capstone-accuracy-parity"].published.split("no DEQ")[0]  # no DEQ reference
-    assert REGISTRY["deq-memory-reduction"].threshold.value == 0.88
-    assert L.DEQ_TRAIN_COST.value == 3.1 and L.DEQ_INFER_COST.value == 4.0
+    # the published 88 % (WikiText-103), 3.1x and 4x (WikiText-103, ImageNet) are not run here: each row judges
+    # its digits analogue on the course's own reading ("much less": half; "several times": 3x) beside them
+    memory, cost = REGISTRY["deq-memory-reduction"], REGISTRY["deq-inference-cost"]
+    assert memory.published_scale == "WikiText-103" and memory.threshold.kind == "course"
+    assert memory.threshold.value == 0.5 and "88 %" in memory.threshold.text
+    assert cost.published_scale == "WikiText-103 and ImageNet" and cost.threshold.kind == "course"
+    assert L.DEQ_TRAIN_COST.value == 3.0 and L.DEQ_INFER_COST.value == 3.0
     assert "unique" in REGISTRY["capstone-step-mismatch"].published
 
 
@@ -243,7 +248,7 @@ def _timings(deq_train: list[float], deq_infer: list[float]) -> L.Timings:
     )
 
 
-def test_deq_cost_is_judged_against_both_published_ratios():
+def test_deq_cost_analogue_is_judged_on_both_ratios():
     assert L.cost_findings(_timings([20, 22, 25, 21, 23], [50, 55, 60, 52, 58])).verdict is ClaimVerdict.HOLDS
     f = L.cost_findings(_timings([2.0, 2.1, 1.9, 2.0, 2.2], [50, 55, 60, 52, 58]))
     assert f.verdict is ClaimVerdict.HOLDS_IN_PART
@@ -254,9 +259,9 @@ def test_deq_cost_is_judged_against_both_published_ratios():
 def test_memory_reduction_takes_the_best_peer_and_both_readings():
     peers = {
         "ResNet 4": L.PeerBytes("ResNet", 4, 19_000, 1000, 500),
-        "Unrolled 16": L.PeerBytes("Unrolled", 16, 19_000, 10000, 5000),
+        "Unrolled 16": L.PeerBytes("Unrolled", 16, 19_000, 10000, 1500),
     }
-    f = L.reduction_findings({"saved": [1000, 1000], "peak": [1000, 1000]}, peers)
+    f = L.reduction_findings({"saved": [1000, 1000], "peak": [1000, 1000]}, peers)  # 90 % and 33 % less
     assert f.readings["saved"].best_peer == "Unrolled 16"
     assert f.parts == {"saved bytes": ClaimVerdict.HOLDS, "peak bytes": ClaimVerdict.DOES_NOT_HOLD}
     assert f.verdict is ClaimVerdict.HOLDS_IN_PART
@@ -274,9 +279,9 @@ def test_accuracy_row_is_undecided_with_two_seeds(monkeypatch):
 
 
 def test_deq_cost_is_judged_on_the_median_so_one_slowed_seed_cannot_undecide_it():
-    # one seed's timing slowed twentyfold by another program: a t-interval would span below 3.1x, the median's not
+    # one seed's timing slowed twentyfold by another program: a t-interval would span below 3x, the median's not
     f = L.cost_findings(_timings([20, 22, 25, 21, 400], [50, 55, 60, 52, 58]))
-    assert f.parts["training >= 3.1x"] is ClaimVerdict.HOLDS and f.train_interval.median == 22
+    assert f.parts["training >= 3x"] is ClaimVerdict.HOLDS and f.train_interval.median == 22
     three = L.cost_findings(_timings([20, 22, 25], [50, 55, 60]))
     assert three.verdict is ClaimVerdict.UNDECIDED  # a median's interval needs five seeds
 

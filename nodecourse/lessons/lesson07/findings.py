@@ -287,9 +287,10 @@ def reduction_findings(
     """Judge :data:`MEMORY_REDUCTION` on each reading (``"saved"``, ``"peak"``).
 
     ``deq_bytes[reading]``: the trained DEQ's bytes per seed; ``peers``: from :func:`reduction_peers`.
-    Per peer, the reduction ``1 - DEQ/peer`` per seed; "up to" is the best case, so the peer with the
-    largest mean reduction is judged (95 % interval over seeds, ``min_seeds``: the bytes are set by the
-    graph, not by training noise). Returns per reading the reductions by peer, the best peer, its
+    Per peer, the reduction ``1 - DEQ/peer`` per seed; the peer with the largest mean reduction is judged
+    (95 % interval over seeds, ``min_seeds``: the bytes are set by the graph, not by training noise). The
+    ledger row passes one peer, the one that does the DEQ's work (its block unrolled for the solve's
+    iterations), so no choice of depth sets its verdict. Returns per reading the reductions by peer, the best peer, its
     interval and verdict, and the overall verdict (both readings must hold).
     """
     readings: dict[str, ReductionReading] = {}

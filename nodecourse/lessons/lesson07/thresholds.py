@@ -66,40 +66,71 @@ ADAPTIVE_OTHER = Threshold(
 )
 
 
+DEQ_COST_SCALE = "WikiText-103 and ImageNet"
+"""Where the DEQ's published cost figures were measured (a Transformer on WikiText-103, a multiscale DEQ on
+ImageNet): not run here, the digits analogue is judged instead."""
+
+SEVERAL_TIMES = 3.0
+"""The course's reading of "several times slower": at least 3x (two would be "twice"; both published figures,
+3.1x and over 4x, are 'several' by this reading)."""
+
 DEQ_TRAIN_COST = Threshold(
-    "DEQ training-step time / ResNet's >= 3.1 (per seed: medians of interleaved repeats; over seeds, the median's "
-    "order-statistic interval, 5 seeds at least: timing ratios are heavy-tailed)",
-    kind="published",
-    value=3.1,
-    why="Bai et al. 2021, table 1: DEQ-Transformer t_train 3.1x a Transformer-XL",
+    f"DEQ training-step time / ResNet's >= {SEVERAL_TIMES:g} (per seed: medians of interleaved repeats; over "
+    "seeds, the median's order-statistic interval, 5 seeds at least: timing ratios are heavy-tailed)",
+    kind="course",
+    value=SEVERAL_TIMES,
+    why="the claim says 'several times slower'; the course reads 'several' as at least 3x (two would be "
+    "'twice'). Bai et al. 2021's 3.1x (table 1, a DEQ-Transformer on WikiText-103) is shown beside it",
 )
 
 
 DEQ_INFER_COST = Threshold(
-    "DEQ inference time / ResNet's >= 4 (per seed: medians of interleaved repeats; over seeds, the median's "
-    "order-statistic interval, 5 seeds at least: timing ratios are heavy-tailed)",
-    kind="published",
-    value=4.0,
-    why="Bai et al. 2021, sec. 3.2: a multiscale DEQ is over 4x slower than ResNet-101 on ImageNet",
+    f"DEQ inference time / ResNet's >= {SEVERAL_TIMES:g} (per seed: medians of interleaved repeats; over seeds, "
+    "the median's order-statistic interval, 5 seeds at least: timing ratios are heavy-tailed)",
+    kind="course",
+    value=SEVERAL_TIMES,
+    why="the claim says 'several times slower'; the course reads 'several' as at least 3x. Bai et al. 2021's "
+    "'over 4x slower than ResNet-101' (sec. 3.2, ImageNet) is shown beside it",
 )
 
 
 DEQ_COST = Threshold(
-    f"training-time ratio >= {DEQ_TRAIN_COST.value:g} (Bai et al. 2021, table 1) and inference-time ratio >= "
-    f"{DEQ_INFER_COST.value:g} (sec. 3.2), DEQ over the ResNet at matched parameters, each judged on the median over "
-    "seeds by its order-statistic interval (timing ratios are heavy-tailed: one seed's run slowed by another "
-    "program must not decide)",
-    kind="published",
+    f"the published figures (3.1x training time on WikiText-103, over 4x at inference on ImageNet) are not "
+    f"measurable here. The analogue, the trained digits DEQ over the trained ResNet at matched parameters: "
+    f"training-time ratio >= {SEVERAL_TIMES:g} and inference-time ratio >= {SEVERAL_TIMES:g}, each judged on the "
+    "median over seeds by its order-statistic interval (timing ratios are heavy-tailed: one seed's run slowed "
+    "by another program must not decide). Verdict: the published part and the analogue's two parts combined "
+    "(the published part is never decided)",
+    kind="course",
+    value=SEVERAL_TIMES,
+    why="the published ratios are a Transformer's and a multiscale DEQ's, on GPUs, against other explicit "
+    "networks; a digits DEQ on this CPU says nothing about their size, only whether a DEQ is 'several times' "
+    "slower than its matched explicit peer, which the course reads as at least 3x (two would be 'twice')",
 )
 
 
+MEMORY_SCALE = "WikiText-103"
+"""Where the DEQ's published memory saving was measured (language models): not run here."""
+
+MUCH_LESS = 0.5
+"""The course's reading of "much less memory": at most half (a saving of 50 % or more), the same reading as
+'far fewer' evaluations (at least a 2x saving) in lesson 6's ``anderson-vs-picard``."""
+
 MEMORY_REDUCTION = Threshold(
-    "best case over the declared explicit peers (ResNet at matched parameters, and the unrolled block, each "
-    "at 4, 8 and 16 blocks/steps): 1 - DEQ/peer training memory >= 88 %, read on the bytes saved for backward "
-    "and on the measured peak (95 % interval over seeds)",
-    kind="published",
-    value=0.88,
-    why="Bai et al. 2019: 'up to 88 %' less memory than explicit peers (the best case of its comparisons)",
+    f"the published 'up to 88 %' (WikiText-103 language models) is not measurable here. The analogue, one "
+    f"training step on digits: the trained DEQ against the explicit peer that does the same work, the weight-tied "
+    f"block unrolled for as many steps as the DEQ's forward solve takes (its forward iterations per input, median "
+    f"over seeds, rounded up): 1 - DEQ/peer training memory >= {MUCH_LESS:.0%}, read on the bytes saved for "
+    f"backward and on the measured peak (95 % interval over seeds), both needed. The ResNet and unrolled peers at "
+    f"4, 8 and 16 blocks/steps are shown beside it and decide nothing. Verdict: the published part and the "
+    f"analogue's parts combined (the published part is never decided)",
+    kind="course",
+    value=MUCH_LESS,
+    why="88 % is Bai et al.'s best case over large language models; an explicit peer's memory grows with its "
+    "depth, so on a toy the saving can be made any size by choosing the peer's depth. The peer is therefore "
+    "fixed by the DEQ itself: the same block applied as many times as the solve applies it, kept for backward "
+    "(what a DEQ avoids storing). 'Much less' is read as at most half, the course's reading of 'far fewer' "
+    "elsewhere (a 2x saving)",
 )
 
 

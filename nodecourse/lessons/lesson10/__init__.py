@@ -19,6 +19,7 @@ from nodecourse.lessons.lesson10.config import (
     FULL_EXACT,
     FULL_SEMINORM,
     FULL_TRAIN,
+    KINETIC_SCALE,
     KINETIC_THRESHOLD,
     MEMORY_THRESHOLD,
     NFE_GROWTH_THRESHOLD,
@@ -35,6 +36,7 @@ from nodecourse.lessons.lesson10.config import (
     SeminormTaskConfig,
 )
 from nodecourse.lessons.lesson10.findings import (
+    FASTER_PART,
     ClosingFindings,
     ControlledSeminorm,
     ExactFindings,
@@ -91,6 +93,7 @@ __all__ = [
     "FULL_EXACT",
     "FULL_SEMINORM",
     "FULL_TRAIN",
+    "KINETIC_SCALE",
     "KINETIC_THRESHOLD",
     "MEMORY_THRESHOLD",
     "NFE_GROWTH_THRESHOLD",
@@ -112,6 +115,7 @@ __all__ = [
     "MemoryFindings",
     "MoonsRun",
     "MoonsTrainConfig",
+    "FASTER_PART",
     "RegularisationFindings",
     "RegulariserCheck",
     "RoundTrip",

@@ -20,17 +20,22 @@ NFE_GROWTH_THRESHOLD = Threshold(
 RNODE_WEIGHTS = (0.01, 0.01)  # kinetic, Jacobian: the weights of Finlay et al. 2020 (RNODE)
 PUBLISHED_SPEEDUP = 2.8  # Finlay et al. 2020: RNODE trains about 2.8x faster than FFJORD (wall-clock, MNIST)
 ACCURACY_DROP = 0.02
+KINETIC_SCALE = "FFJORD on MNIST, GPU wall clock"
+"""Where RNODE's published 2.8x was measured: not run here, the two-moons analogue is judged instead."""
 KINETIC_THRESHOLD = Threshold(
-    "with kinetic and Jacobian weights 0.01 (RNODE's), forward NFE at the end of training (last tenth) "
-    "unregularised over regularised >= 1 on the 95 % seed interval (of the log ratios), and test accuracy drop "
-    "<= 2 points; the "
-    "published 2.8x (training wall-clock) judged as a reading on our training wall-clock; all parts",
+    "the published 2.8x faster training (FFJORD on MNIST, GPU wall clock) is not measurable here. The analogue, "
+    "two moons with kinetic and Jacobian weights 0.01 (RNODE's), three parts: forward NFE at the end of "
+    "training (last tenth) unregularised over regularised >= 1 on the 95 % seed interval (of the log ratios); "
+    "test accuracy drop <= 2 points (95 % seed interval); and faster training: wall-clock speed-up "
+    "(unregularised time over regularised) > 1 by the median's order-statistic interval over seeds (timing "
+    "ratios are heavy-tailed; strictly faster: an interval that reaches 1 is undecided). Verdict: the published "
+    "part and the three analogue parts combined (the published part is never decided)",
     kind="course",
     why="Finlay et al. report fewer solver steps 'without loss in performance' and a 2.8x wall-clock speed-up on "
-    "FFJORD/MNIST (days of GPU training we cannot run); the NFE part asks only for the direction; 2 points "
-    "is the course's margin for 'without loss in performance' (2 of 96 test points in quick mode, 10 of 512 "
-    "in full mode), chosen, not measured: the spread between seeds is smaller (about 0.5 points in full "
-    "mode); the 2.8x is kept as the published reading",
+    "FFJORD/MNIST (days of GPU training we cannot run); a speed-up's size depends on the model, the data and "
+    "the hardware, so, as for the NFE, the analogue asks only its direction; 2 points is the course's margin "
+    "for 'without loss in performance' (2 of 96 test points in quick mode, 10 of 512 in full mode), chosen, "
+    "not measured: the spread between seeds is smaller (about 0.5 points in full mode)",
     value=1.0,
 )
 
