@@ -3,6 +3,8 @@
 - :mod:`.config`: step counts by declared order, the order tolerance;
 - :mod:`.studies`: :func:`convergence` (error against step size, fitted order: a :class:`ConvergenceResult`)
   and :func:`nfe_sweep` (NFE and error against rtol on Van der Pol: one :class:`ToleranceSolve` per rtol);
+- :mod:`.findings`: :class:`StiffFindings` (the stiff problem's solves: steps, evaluations a step, and the
+  Newton work of an implicit step that NFE does not count);
 - :mod:`.rows`: the ledger rows ``convergence-order`` and ``tolerance-nfe``.
 """
 
@@ -15,6 +17,7 @@ from nodecourse.lessons.lesson02.config import (
     T_END,
     order_steps,
 )
+from nodecourse.lessons.lesson02.findings import StiffFindings, StiffRun
 from nodecourse.lessons.lesson02.rows import measure_orders, measure_tolerance_nfe
 from nodecourse.lessons.lesson02.studies import (
     ConvergenceResult,
@@ -32,6 +35,8 @@ __all__ = [
     "STEPS_BY_ORDER",
     "STEPS_OVERRIDE",
     "T_END",
+    "StiffFindings",
+    "StiffRun",
     "ConvergenceResult",
     "ToleranceSolve",
     "convergence",
