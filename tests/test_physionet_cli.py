@@ -118,7 +118,7 @@ def _shifted(base, shift):
 
 ODE = [0.845, 0.838, 0.850, 0.836, 0.842]  # interval well above 0.824, and above 0.833
 WOBBLE = [0.004, -0.003, 0.002, -0.004, 0.001]
-DT_CLEAR = [0.05, 0.045, 0.048, 0.052, 0.047]  # above RNN-Δt's published +0.046 gap, seed by seed
+DT_CLEAR = [0.05, 0.045, 0.048, 0.052, 0.047]  # GRU-Δt well behind ODE-RNN, seed by seed
 
 
 def _aucs(odernn, gaps):
@@ -137,7 +137,7 @@ def test_thresholds_are_the_published_figures_declared_with_the_rows():
     assert "0.824" in auc.text and "0.810" in grud.text and lesson05.AHEAD_MARGIN == 0.0
 
 
-CLEAR = [0.02, 0.025, 0.018, 0.022, 0.02]  # above GRU-D's published +0.015 gap, below RNN-Δt's +0.046
+CLEAR = [0.02, 0.025, 0.018, 0.022, 0.02]  # inside GRU-D's published range (+0.003 to +0.027), above 0
 NOISE = [0.01, -0.012, 0.015, -0.009, 0.004]
 
 
@@ -156,11 +156,12 @@ NOISE = [0.01, -0.012, 0.015, -0.009, 0.004]
             ClaimVerdict.HOLDS_IN_PART,
             (ClaimVerdict.HOLDS, ClaimVerdict.HOLDS_IN_PART),
         ),
-        # ahead of GRU-Δt, but by less than RNN-Δt's published +0.046: that gap does not reproduce
+        # ahead of GRU-Δt by less than the paper's RNN-Δt gap (+0.046): GRU-Δt is the course's model, judged
+        # against 0, not against another model's published gap
         (
             _aucs(ODE, {"gru-d": CLEAR, "gru-dt": CLEAR, "summary-logreg": CLEAR}),
-            ClaimVerdict.HOLDS_IN_PART,
-            (ClaimVerdict.HOLDS, ClaimVerdict.HOLDS_IN_PART),
+            ClaimVerdict.HOLDS,
+            (ClaimVerdict.HOLDS, ClaimVerdict.HOLDS),
         ),
         # level missed, and the regression ahead of ODE-RNN on every seed
         (
@@ -168,8 +169,9 @@ NOISE = [0.01, -0.012, 0.015, -0.009, 0.004]
             ClaimVerdict.DOES_NOT_HOLD,
             (ClaimVerdict.DOES_NOT_HOLD, ClaimVerdict.DOES_NOT_HOLD),
         ),
-        # set A as once measured (3 seeds): the level's interval straddles 0.824 (undecided), GRU-D's gap contains
-        # both 0 and +0.015 (undecided), but GRU-Δt's lies wholly below +0.046: (b) does not hold whatever the noise
+        # set A as once measured (3 seeds): the level's interval straddles 0.824 (undecided), GRU-D's gap overlaps
+        # the published range and contains 0 (undecided), GRU-Δt's contains 0 (undecided; the paper's RNN-Δt gap,
+        # which this interval lies wholly below, is another model's and not judged)
         (
             {
                 "odernn": [0.8335, 0.8201, 0.8352],
@@ -177,8 +179,8 @@ NOISE = [0.01, -0.012, 0.015, -0.009, 0.004]
                 "gru-dt": [0.8263, 0.8184, 0.8390],
                 "summary-logreg": [0.8278, 0.7995, 0.8571],
             },
-            ClaimVerdict.DOES_NOT_HOLD,
-            (ClaimVerdict.UNDECIDED, ClaimVerdict.DOES_NOT_HOLD),
+            ClaimVerdict.UNDECIDED,
+            (ClaimVerdict.UNDECIDED, ClaimVerdict.UNDECIDED),
         ),
     ],
 )
@@ -248,18 +250,33 @@ def test_quick_mode_is_undecided_and_synthetic_data_not_measurable(monkeypatch, 
     assert "published +0.015" in m.measured
 
 
-def test_full_study_gap_wholly_below_the_published_gap_does_not_hold(monkeypatch):
-    """The full run's reading: GRU-D at its level, ODE-RNN − GRU-D in about [-0.024, +0.012] over 8 seeds."""
+def test_full_study_gap_overlapping_the_published_range_is_undecided_not_a_failure(monkeypatch):
+    """The full run's reading once: GRU-D at its level, ODE-RNN − GRU-D in about [-0.020, +0.008] over 8 seeds.
+
+    Against the published +0.015 read as exact, that interval was "does not hold"; the paper's own spreads give
+    the gap a range of +0.003 to +0.027, which the interval overlaps while containing 0: undecided."""
     grud = [0.812, 0.826, 0.818, 0.83, 0.81, 0.822, 0.815, 0.827]
     gaps = [-0.03, 0.01, -0.02, 0.015, -0.025, 0.005, -0.012, 0.009]
     aucs = {"odernn": [g + d for g, d in zip(grud, gaps)], "gru-d": grud}
     monkeypatch.setattr(lesson05.studies, "auc_study", lambda config, progress=False: _fake_study(aucs))
     m = lesson05.measure_physionet_gru_d(False)
+    gap = m.details["gap"]
+    assert gap["interval"]["hi"] < 0.015 and gap["interval"]["hi"] > gap["published_range"]["lo"]
+    assert gap["verdict"] == ClaimVerdict.UNDECIDED.value and m.details["level"]["verdict"] == "holds"
     assert m.verdict is ClaimVerdict.HOLDS_IN_PART and m.seeds is None
-    assert m.details["gap"]["verdict"] == ClaimVerdict.DOES_NOT_HOLD.value
-    assert m.details["gap"]["interval"]["hi"] < 0.015 and m.details["level"]["verdict"] == "holds"
-    assert "(b) behind ODE-RNN: does not hold" in m.measured
+    assert "(b) behind ODE-RNN: undecided" in m.measured
     json.dumps(m.details)
+
+
+def test_full_study_gap_wholly_below_the_published_range_does_not_hold(monkeypatch):
+    """ODE-RNN behind GRU-D on every seed: the paired interval lies wholly below +0.003, the range's low end."""
+    grud = [0.812, 0.826, 0.818, 0.83, 0.81, 0.822, 0.815, 0.827]
+    gaps = [-0.03, -0.01, -0.02, -0.015, -0.025, -0.005, -0.012, -0.009]
+    aucs = {"odernn": [g + d for g, d in zip(grud, gaps)], "gru-d": grud}
+    monkeypatch.setattr(lesson05.studies, "auc_study", lambda config, progress=False: _fake_study(aucs))
+    m = lesson05.measure_physionet_gru_d(False)
+    assert m.details["gap"]["verdict"] == ClaimVerdict.DOES_NOT_HOLD.value
+    assert "(b) behind ODE-RNN: does not hold" in m.measured
 
 
 def test_both_rows_share_one_study(monkeypatch, fresh_auc_study):

@@ -2,7 +2,7 @@
 
 - :mod:`.config`: the published figures, thresholds (declared before anything runs) and study configs;
 - :mod:`.studies`: what measures (the AUC study, the learning curve, pitfall 1), each cached;
-- :mod:`.judging`: levels by 95 % seed intervals, gaps against the published effect sizes;
+- :mod:`.judging`: levels by 95 % seed intervals, gaps against the ranges of the published gaps;
 - :mod:`.findings`: what the lesson's sentences quote, rendering its own Markdown;
 - :mod:`.rows`: the ledger rows ``physionet-auc`` and ``physionet-gru-d``;
 - :mod:`.curve`: the learning curve over patients of set A (``python -m nodecourse.lessons.lesson05.curve``;
@@ -15,6 +15,7 @@ from nodecourse.lessons.lesson05.config import (
     AUC_THRESHOLD,
     BASELINES,
     FULL_STUDY,
+    GAP_RULE,
     GRUD_FLOOR,
     GRUD_THRESHOLD,
     LATENT_STUDY,
@@ -24,9 +25,16 @@ from nodecourse.lessons.lesson05.config import (
     PUBLISHED_GAPS,
     PUBLISHED_PATIENTS,
     PUBLISHED_PATIENTS_SOURCE,
+    PUBLISHED_SELECTION,
     QUICK_LATENT_STUDY,
     QUICK_STUDY,
+    REFERENCE_GAPS,
+    RELATIVES,
     AUCStudyConfig,
+    PublishedGap,
+    grid_text,
+    published_gap,
+    split_sizes,
 )
 from nodecourse.lessons.lesson05.findings import (
     FULL_CURVE_COMMAND,
@@ -36,7 +44,14 @@ from nodecourse.lessons.lesson05.findings import (
     ModelAUC,
     ScalingFindings,
 )
-from nodecourse.lessons.lesson05.judging import GapVerdict, judge_auc_claim, judge_gap, judge_grud_claim, paired_gaps
+from nodecourse.lessons.lesson05.judging import (
+    GapVerdict,
+    judge_auc_claim,
+    judge_gap,
+    judge_gap_range,
+    judge_grud_claim,
+    paired_gaps,
+)
 from nodecourse.lessons.lesson05.rows import measure_physionet_auc, measure_physionet_gru_d
 from nodecourse.lessons.lesson05.studies import (
     AUCStudy,
@@ -53,6 +68,7 @@ __all__ = [
     "AUC_THRESHOLD",
     "BASELINES",
     "FULL_STUDY",
+    "GAP_RULE",
     "GRUD_FLOOR",
     "GRUD_THRESHOLD",
     "LATENT_STUDY",
@@ -62,9 +78,16 @@ __all__ = [
     "PUBLISHED_GAPS",
     "PUBLISHED_PATIENTS",
     "PUBLISHED_PATIENTS_SOURCE",
+    "PUBLISHED_SELECTION",
     "QUICK_LATENT_STUDY",
     "QUICK_STUDY",
+    "REFERENCE_GAPS",
+    "RELATIVES",
     "AUCStudyConfig",
+    "PublishedGap",
+    "grid_text",
+    "published_gap",
+    "split_sizes",
     "FULL_CURVE_COMMAND",
     "AUCFindings",
     "CurveFindings",
@@ -74,6 +97,7 @@ __all__ = [
     "GapVerdict",
     "judge_auc_claim",
     "judge_gap",
+    "judge_gap_range",
     "judge_grud_claim",
     "paired_gaps",
     "measure_physionet_auc",

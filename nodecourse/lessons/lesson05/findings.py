@@ -10,10 +10,21 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from nodecourse.claims import verdict_text
-from nodecourse.lessons.lesson05.config import BASELINES, FULL_STUDY, NAMES, PUBLISHED, PUBLISHED_PATIENTS
+from nodecourse.lessons.lesson05.config import (
+    BASELINES,
+    FULL_STUDY,
+    NAMES,
+    PUBLISHED,
+    PUBLISHED_PATIENTS,
+    PUBLISHED_SELECTION,
+    PUBLISHED_SETTINGS,
+    grid_text,
+    split_sizes,
+)
 from nodecourse.lessons.lesson05.judging import GapVerdict, judge_gap
 from nodecourse.lessons.lesson05.studies import AUCStudy, ScalingRow, scaling_study
 from nodecourse.lessons.study import Findings
+from nodecourse.models.physionet_settings import by_name
 
 if TYPE_CHECKING:  # not imported at run time, so that ``python -m nodecourse.lessons.lesson05.curve`` runs cleanly
     from nodecourse.lessons.lesson05.curve import CurveResult
@@ -60,19 +71,29 @@ class DataFindings(Findings):
             else ""
         )
         rate = 100 * self.n_deaths / self.n_patients if self.n_patients else float("nan")
-        train_side = round((1 - FULL_STUDY.test_fraction) * self.n_patients)
-        n_val = round(FULL_STUDY.val_fraction * self.n_patients)
+        full = split_sizes(self.n_patients, FULL_STUDY.test_fraction, FULL_STUDY.val_fraction)
+        train_side = full["train"] + full["val"]
+        short = PUBLISHED_PATIENTS - full["train"]
+        fewer = (
+            f"{short:,} fewer than the published {PUBLISHED_PATIENTS:,}"
+            if short > 0
+            else f"{-short:,} more than the published {PUBLISHED_PATIENTS:,}"
+        )
         return (
             f"{warning}**{self.n_patients:,} patients** ({self.source} copy of set A), {self.n_deaths:,} "
-            f"in-hospital deaths ({rate:.2f} %), on a grid of {self.grid_hours:g} h × {self.n_times} times.\n\n"
+            f"in-hospital deaths ({rate:.2f} %), on a grid of {self.grid_hours:g} h × {self.n_times} times "
+            f"(the published runs: a {grid_text(PUBLISHED_SETTINGS.quantization_hours)} grid).\n\n"
             f"**{len(self.variables) + len(self.descriptors)} variables**: {len(self.variables)} time series "
             f"({', '.join(self.variables)}) and {len(self.descriptors)} descriptors "
             f"({', '.join(self.descriptors)}).\n\n"
             f"**Scale.** The published classifiers trained on {PUBLISHED_PATIENTS:,} patients: 80 % of set A "
-            f"(the authors' `lib/parse_datasets.py` keeps set A only when it classifies). Split 80/20 the same "
-            f"way, these {self.n_patients:,} patients give {train_side:,} on the training side (full mode trains "
-            f"on {train_side - n_val:,} and lets {n_val:,} choose the epoch): the course's full mode trains at "
-            f"the published scale, so the number of patients does not explain a gap to the published AUCs."
+            f"(the authors' `lib/parse_datasets.py` keeps set A only when it classifies); "
+            f"{PUBLISHED_SELECTION}. Split 80/20 the same way, these {self.n_patients:,} patients give "
+            f"{train_side:,} on the training side, and full mode sets {full['val']:,} of them aside to choose "
+            f"the epoch: it trains on **{full['train']:,} patients**, {fewer}, at the course's settings "
+            f"(grid, model sizes, optimiser, epochs), not the published ones. Whether that difference in "
+            f"patients moves the AUC is what a learning curve measures (below); its full run is not part of "
+            f"this lesson, so the lesson cannot say the number of patients explains a gap, nor that it does not."
         )
 
 
@@ -153,24 +174,31 @@ class AUCFindings(Findings):
         if self.gaps:
             lines += [
                 "",
-                "**ODE-RNN − baseline, paired per seed** (95 % interval of the mean gap), against the published gap:",
+                "**ODE-RNN − baseline, paired per seed** (95 % interval of the mean gap), against the published "
+                "gap's range (the published means' difference ± their standard deviations combined); a model "
+                "the paper did not train is judged against 0, its nearest published relative shown, not judged:",
                 "",
-                "| baseline | gap here | 95 % interval | published gap | verdict at this scale |",
-                "|---|---:|---|---:|---|",
+                "| baseline | gap here | 95 % interval | judged against | verdict at this scale |",
+                "|---|---:|---|---|---|",
             ]
             for g in self.gaps:
                 iv = g.interval
                 gap = "n/a" if iv is None else f"{iv.mean:+.3f}"
                 span = "too few seeds" if iv is None else f"{iv.lo:+.3f} to {iv.hi:+.3f}"
-                pub = "— (judged against 0)" if g.published_gap is None else f"{g.published_gap:+.3f}"
+                if g.published is not None:
+                    against = f"published {g.published.text()}"
+                elif g.reference is not None:
+                    against = f"0 (the paper's RNN-Δt, another model: {g.reference.text()}, not judged)"
+                else:
+                    against = "0 (nothing published)"
                 verdict = verdict_text(g.verdict, g.n_seeds)
-                lines.append(f"| {NAMES[g.baseline]} | {gap} | {span} | {pub} | {verdict} |")
+                lines.append(f"| {NAMES[g.baseline]} | {gap} | {span} | {against} | {verdict} |")
             if self.mode == "quick":
                 lines += [
                     "",
                     "Quick mode trains on a few hundred patients for a few epochs: these verdicts say "
                     "what this scale shows, and the ledger reports the quick rows as undecided; the full "
-                    "study (all of set A, eight seeds) decides the claims.",
+                    f"study (all of set A, {len(FULL_STUDY.seeds)} seeds) decides the claims.",
                 ]
         return "\n".join(lines)
 
@@ -194,10 +222,17 @@ class CurveFindings(Findings):
         )
         out = head + self.result.to_markdown()
         if not self.full_measured:
+            from nodecourse.lessons.lesson05.curve import FULL_CURVE  # here: ``-m ...curve`` must import cleanly
+
+            full = FULL_CURVE
+            st = by_name(full.settings)
             out += (
-                "\n\n**The full curve is not measured here.** At the published settings (minute grid, 100 "
-                "epochs) four models × three sizes (1,000 / 2,000 / 3,200) × three seeds take hours of CPU, "
-                "beyond this course's two shared cores; no full-curve number appears in this lesson. "
-                f"The command that produces it: `{FULL_CURVE_COMMAND}`."
+                f"\n\n**The full curve is not measured here.** It would train {len(full.models)} models "
+                f"({', '.join(NAMES[m] for m in full.models)}) at the {st.name} settings "
+                f"({grid_text(st.quantization_hours)} grid, {st.epochs} epochs) on "
+                f"{' / '.join(f'{n:,}' for n in full.sizes)} training patients of set A, {len(full.seeds)} seeds "
+                "each, every size of a seed scored on the same held-out patients: held-out AUC against the "
+                "number of training patients. That takes hours of CPU, beyond this course's two shared cores; "
+                f"no full-curve number appears in this lesson. The command that produces it: `{FULL_CURVE_COMMAND}`."
             )
         return out

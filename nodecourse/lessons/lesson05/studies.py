@@ -106,7 +106,8 @@ def auc_study(config: AUCStudyConfig, progress: bool = False) -> AUCStudy:
 
     Per seed: ``n_patients`` drawn (or all of set A), split by patient (stratified, seeded) into
     train / validation / test; normalisation fitted on the training patients; every model trained
-    on the same split, so differences between models are paired per seed.
+    on the same split with ``config.training`` (sizes, optimiser, epochs), so differences between
+    models are paired per seed.
     """
     return _run_study(config, progress)
 
@@ -124,7 +125,7 @@ def _run_study(config: AUCStudyConfig, progress: bool) -> AUCStudy:
         train, test = norm.transform(parts["train"]), norm.transform(parts["test"])
         val = norm.transform(parts["val"]) if "val" in parts else None
         for name in config.models:
-            _, r = fit(name, train, test, val=val, epochs=config.epochs, seed=seed, progress=progress)
+            _, r = fit(name, train, test, val=val, seed=seed, progress=progress, settings=config.training)
             runs.append(
                 ModelRun(
                     name,
