@@ -109,7 +109,7 @@ def test_annulus_parts_turn_with_the_evidence():
     j = L.annulus_parts(undecided)
     assert (
         j.subparts["NFE ratio (end)"] is ClaimVerdict.UNDECIDED
-        and j.parts["NFE NODE >= ANODE"] is j.subparts["NFE ratio (end)"]
+        and j.parts["NFE NODE > ANODE"] is j.subparts["NFE ratio (end)"]
     )
     # all parts fail: does not hold
     bad = L.annulus_parts(_annulus_values(node=0.5, anode=-0.5, resnet=-0.5, end=0.7, whole=0.7))
@@ -118,10 +118,10 @@ def test_annulus_parts_turn_with_the_evidence():
 
 def test_annulus_nfe_end_of_training_reading_decides_and_whole_training_is_shown():
     j = L.annulus_parts(_annulus_values(end=1.3, whole=0.8))
-    assert j.parts["NFE NODE >= ANODE"] is ClaimVerdict.HOLDS
+    assert j.parts["NFE NODE > ANODE"] is ClaimVerdict.HOLDS
     assert j.subparts["NFE ratio (whole)"] is ClaimVerdict.DOES_NOT_HOLD  # reported, deciding nothing
     j = L.annulus_parts(_annulus_values(end=0.8, whole=1.3))
-    assert j.parts["NFE NODE >= ANODE"] is ClaimVerdict.DOES_NOT_HOLD
+    assert j.parts["NFE NODE > ANODE"] is ClaimVerdict.DOES_NOT_HOLD
 
 
 def test_annulus_nfe_ratio_is_judged_by_its_median_not_a_t_interval():
@@ -133,14 +133,33 @@ def test_annulus_nfe_ratio_is_judged_by_its_median_not_a_t_interval():
     values = _annulus_values(n=10)
     values["NFE ratio (end)"] = dict(enumerate(ratios))
     j = L.annulus_parts(values)
-    assert j.parts["NFE NODE >= ANODE"] is ClaimVerdict.HOLDS
+    assert j.parts["NFE NODE > ANODE"] is ClaimVerdict.HOLDS
     assert j.intervals["NFE ratio (end)"].median == pytest.approx(1.3)
+
+
+def test_annulus_a_tie_is_not_higher_nfe():
+    """Two seeds tie at ratio 1.00 and the median's interval ends exactly on 1: "higher" is strict, so the part
+    is undecided (not "holds"); every seed tied does not hold; the sign test counts ties against the claim."""
+    from nodecourse.claims import sign_test
+
+    values = _annulus_values(n=8)
+    values["NFE ratio (end)"] = dict(enumerate([1.0, 1.0, 1.2, 1.3, 1.3, 1.4, 1.5, 1.65]))
+    j = L.annulus_parts(values)
+    assert j.intervals["NFE ratio (end)"].lo == 1.0
+    assert j.parts["NFE NODE > ANODE"] is ClaimVerdict.UNDECIDED and j.verdict is ClaimVerdict.HOLDS_IN_PART
+    assert "a tie is not on the claimed side" in j.reasons["NFE ratio (end)"]
+    tied = _annulus_values(n=8)
+    tied["NFE ratio (end)"] = dict.fromkeys(range(8), 1.0)
+    assert L.annulus_parts(tied).parts["NFE NODE > ANODE"] is ClaimVerdict.DOES_NOT_HOLD
+    ratios = list(values["NFE ratio (end)"].values())
+    assert sign_test(ratios, 1.0, ties="against") > sign_test(ratios, 1.0)  # ties count against, not dropped
+    assert "strictly higher" in L.ANNULUS_THRESHOLD.text and "a tie" in L.ANNULUS_THRESHOLD.text
 
 
 def test_annulus_parts_compare_with_the_declared_constants(monkeypatch):
     monkeypatch.setattr(L.config, "ANNULUS_NFE_RATIO", 2.0)  # the code reads the declared number, no other
     j = L.annulus_parts(_annulus_values(end=1.3, whole=1.2))
-    assert j.parts["NFE NODE >= ANODE"] is ClaimVerdict.DOES_NOT_HOLD
+    assert j.parts["NFE NODE > ANODE"] is ClaimVerdict.DOES_NOT_HOLD
 
 
 def test_annulus_threshold_says_which_reading_decides_and_names_the_condition():

@@ -40,7 +40,7 @@ def test_annulus_markdown_quotes_parts_readings_and_the_disk_condition():
 def test_annulus_markdown_when_the_nfe_part_is_undecided():
     values = _annulus_values(end=0.98)  # median interval [0.98, 1.02] contains 1
     f = _annulus(values)
-    assert f.judged.parts["NFE NODE >= ANODE"] is ClaimVerdict.UNDECIDED
+    assert f.judged.parts["NFE NODE > ANODE"] is ClaimVerdict.UNDECIDED
     assert "undecided, the reading that decides" in f.markdown() and f.verdict is ClaimVerdict.HOLDS_IN_PART
 
 

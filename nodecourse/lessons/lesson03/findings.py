@@ -94,11 +94,12 @@ def annulus_parts(values: dict[str, dict[int, float]]) -> JudgedParts:
     for name, above in (("NODE margin", False), ("ANODE margin", True), ("ResNet margin", True)):
         sub[name], iv[name], why[name] = judge(list(values[name].values()), C.ANNULUS_MARGIN, above=above)
     for name in ("NFE ratio (end)", "NFE ratio (whole)"):
-        sub[name], iv[name], why[name] = judge_median(list(values[name].values()), C.ANNULUS_NFE_RATIO)
+        # "higher NFE" is strictly higher: a tie (ratio 1) counts against it, an interval ending on 1 is undecided
+        sub[name], iv[name], why[name] = judge_median(list(values[name].values()), C.ANNULUS_NFE_RATIO, strict=True)
     parts = {
         "NODE wrong arc": sub["NODE margin"],
         "ANODE and ResNet positive margin": combine({k: sub[k] for k in ("ANODE margin", "ResNet margin")}),
-        "NFE NODE >= ANODE": sub["NFE ratio (end)"],
+        "NFE NODE > ANODE": sub["NFE ratio (end)"],
     }
     return JudgedParts(parts, iv, why, sub)
 

@@ -2,8 +2,8 @@
 
 - ``annulus`` (Dupont et al. 2019): across seeds, a plain 2-D neural ODE with a linear readout leaves a
   misclassified arc on the circle |x| = 1.25 (beside its sample accuracy), the augmented ODE and a ResNet of
-  matched size have a positive margin on the whole circle, and the plain ODE's forward NFE is at least the
-  augmented one's (by the median of the per-seed ratio).
+  matched size have a positive margin on the whole circle, and the plain ODE's forward NFE is higher than the
+  augmented one's (by the median of the per-seed ratio; strictly higher: a tie at ratio 1 is not higher).
 - ``augmentation-2p`` (Zhang et al. 2020, first half): h(x) = -x on [-1, 1].
 - ``flow-readout-noninvertible`` (Zhang et al. 2020, second half): h(x) = |x|.
 
@@ -45,7 +45,7 @@ def _intervals(iv: dict) -> dict:
     id="annulus",
     claim="A plain 2-D neural ODE cannot separate disk from ring: its boundary leaves a wrong arc on |x|=1.25 "
     "(whatever its sample accuracy); augmented ODE and ResNet have a positive margin there; NODE needs "
-    ">= the NFE of ANODE",
+    "more NFE than ANODE (a tie is not more)",
     source="Dupont et al. 2019 (Augmented Neural ODEs), sec. 3-4",
     published="NODE cannot represent g (proof); ANODE fits it; NODE flows complex, higher NFE; ANODE simpler and "
     "faster (dopri5, tol 1e-3, MLP 32-32, SmoothL1)",
