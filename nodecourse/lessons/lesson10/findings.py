@@ -52,14 +52,14 @@ def _listed(values, fmt: str = "{:.2f}") -> str:
     return ", ".join(fmt.format(v) for v in values)
 
 
-def _points(fraction: float) -> str:
+def points(fraction: float) -> str:
     """A signed accuracy difference in percentage points (0.021 -> "+2.1"): the unit of the 2-point margin."""
     return f"{100 * fraction:+.1f}"
 
 
-def _points_span(iv) -> str:
+def points_span(iv) -> str:
     """:func:`span` of an interval of accuracy differences, in points."""
-    return "no interval (too few seeds)" if iv is None else f"[{_points(iv.lo)}, {_points(iv.hi)}] points"
+    return "no interval (too few seeds)" if iv is None else f"[{points(iv.lo)}, {points(iv.hi)}] points"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -305,7 +305,7 @@ class RegularisationFindings(Findings):
                 f"- **Solver work.** At the end of training the unregularised model needs {_listed(self.nfe_ratio)} "
                 f"times the regularised one's forward NFE (per seed; 95 % interval {span(iv_nfe)}): {self.part(1)}.",
                 f"- **Quality.** Test accuracy {none.accuracy:.1%} without, {reg.accuracy:.1%} with (drop per seed "
-                f"{', '.join(_points(d) for d in self.accuracy_drop)} points; interval {_points_span(iv_acc)} "
+                f"{', '.join(points(d) for d in self.accuracy_drop)} points; interval {points_span(iv_acc)} "
                 f"against at most {ACCURACY_DROP * 100:g} points): {self.part(2)}.",
                 f"- **Time.** Training took {none.seconds:.2f} s without and {reg.seconds:.2f} s with (speed-up "
                 f"per seed "
@@ -809,7 +809,7 @@ class ClosingFindings(Findings):
                 "RNODE: fewer steps, same quality, faster",
                 "no loss in performance; about 2.8x faster training (MNIST)",
                 f"NFE {min(k.nfe_ratio):.2f}x to {max(k.nfe_ratio):.2f}x fewer; accuracy drop "
-                f"{_points(max(k.accuracy_drop))} points "
+                f"{points(max(k.accuracy_drop))} points "
                 f"at most; wall-clock speed-up {min(k.speedup):.2f}x to {max(k.speedup):.2f}x",
                 self.verdict("kinetic-regularization-nfe"),
             ],

@@ -28,6 +28,7 @@ from nodecourse.lessons.lesson10.findings import (
     MemoryFindings,
     RegularisationFindings,
     SeminormFindings,
+    points_span,
     span,
 )
 from nodecourse.lessons.lesson10.studies import exact_study, reversible_memory_study, seminorm_study, training_study
@@ -83,7 +84,7 @@ def measure_kinetic(quick: bool) -> Measurement:
         f"two moons, {len(config.seeds)} seeds: NFE at the end {none.nfe_last:.1f} unregularised vs "
         f"{reg.nfe_last:.1f} with kinetic+Jacobian 0.01 (ratio interval {span(iv_nfe)}"
         + (f"; kinetic alone {f.table['kinetic'].nfe_last:.1f}" if "kinetic" in names else "")
-        + f"); accuracy {none.accuracy:.3f} vs {reg.accuracy:.3f} (drop interval {span(iv_acc, '{:.3f}')}); "
+        + f"); accuracy {none.accuracy:.1%} vs {reg.accuracy:.1%} (drop interval {points_span(iv_acc)}); "
         f"training wall-clock {none.seconds:.2f} s vs {reg.seconds:.2f} s (speed-up per seed "
         f"{', '.join(f'{v:.2f}' for v in f.speedup)}; median's interval {span(iv_time)}: {f.time_clause}). "
         f"The published 2.8x ({KINETIC_SCALE}) is not measurable at this scale. {parts_text(dict(f.parts))}"
