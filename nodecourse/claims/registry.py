@@ -37,9 +37,11 @@ PUBLISHED_PART = "published figure"
 
 
 def unrun_scale_words(text: str) -> list[str]:
-    """The words of :data:`UNRUN_SCALE_WORDS` that ``text`` names (case-insensitive), in that order."""
-    low = text.lower()
-    return [w for w in UNRUN_SCALE_WORDS if w.lower() in low]
+    """The words of :data:`UNRUN_SCALE_WORDS` that ``text`` names (case-insensitive, each at the start of a
+    word: "GPUs" and "CIFAR-10" count, the "tpu" inside "output" does not), in that order."""
+    import re
+
+    return [w for w in UNRUN_SCALE_WORDS if re.search(rf"\b{re.escape(w)}", text, flags=re.IGNORECASE)]
 
 
 def unrun_scale_parts(scale: str, analogue: dict[str, ClaimVerdict]) -> dict[str, ClaimVerdict]:
