@@ -432,7 +432,8 @@ def test_a_course_figure_refuses_to_show_text_categories_on_a_numeric_axis():
 
 
 def test_lesson_5_figures_draw_each_trace_they_show(tmp_path):
-    """A variable never measured is a legend entry only; a measured AUC below 0.5 keeps its bar in view."""
+    """A variable never measured is named beside the legend, not drawn; a measured AUC below 0.5
+    keeps its bar in view."""
     from physionet_fixtures import synthetic_set
 
     from nodecourse.plotting.physionet import plot_auc_comparison, plot_observation_rates, plot_patient
@@ -441,6 +442,7 @@ def test_lesson_5_figures_draw_each_trace_they_show(tmp_path):
     data.mask[0, :, data.variables.index("Lactate")] = 0
     fig = plot_patient(data, 0, variables=("HR", "Lactate")).to_plotly_json()
     assert [t["visible"] for t in fig["data"]] == [True, "legendonly"]
+    assert [a["text"] for a in fig["layout"]["annotations"]] == ["not measured:<br>Lactate"]
     assert plotly_problems(fig) == []
     assert plotly_problems(plot_observation_rates(data).to_plotly_json()) == []
     fig = plot_auc_comparison({"ODE-RNN": (0.45, 0.03)}, {"ODE-RNN": (0.833, 0.009)}, "t").to_plotly_json()

@@ -41,9 +41,23 @@ def plot_patient(data, index: int, variables: Sequence[str] = DEFAULT_VARIABLES,
                 y=values[m, j].tolist(),
                 mode="markers+lines",
                 name=f"{name} ({int(m.sum())} obs)",
-                # a variable never measured has nothing to draw: its legend entry (greyed) says so
+                # a variable never measured has no point to draw (its colour stays reserved)
                 visible=True if bool(m.any()) else "legendonly",
             )
+        )
+    never = [name for name in variables if not bool(data.mask[index, :, data.variables.index(name)].any())]
+    if never:  # plotly lists no legend entry for a trace without points, so name them beneath it
+        fig.add_annotation(
+            text="not measured:<br>" + ", ".join(never),
+            x=1.02,
+            y=0.0,
+            xref="paper",
+            yref="paper",
+            xanchor="left",
+            yanchor="bottom",
+            align="left",
+            showarrow=False,
+            font=dict(size=11),
         )
     return fig
 
