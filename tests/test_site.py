@@ -197,9 +197,116 @@ def test_the_ledger_and_setup_pages_carry_their_sources(built):
     ledger = (out / "ledger.html").read_text()
     rows = [ln for ln in (REPO / "docs" / "ledger-full.md").read_text().splitlines() if ln.startswith("| ")]
     ids = [r.split("|")[1].strip() for r in rows[2:]]
-    assert ids and all(f"<td>{i}</td>" in ledger for i in ids), "every row of docs/ledger-full.md is on the page"
+    assert ids and all(f'<tr id="{i}">' in ledger for i in ids), "every row of docs/ledger-full.md is on the page"
     setup = _text((out / "setup.html").read_text())
     assert "make course" in setup and "nodecourse grade exercises/" in setup
+
+
+LEDGER_SAMPLE = """# Claims ledger: one full run
+
+How it was run: one paragraph.
+
+## The report
+
+- verdicts: 1 hold
+
+| id | claim | source | published | threshold | measured | verdict |
+|---|---|---|---|---|---|---|
+| row-one | a claim | a paper | 1 | 2 | 3 | **holds** |
+
+## What changed since the previous full run
+
+- row-one: the same.
+"""
+
+
+def test_the_ledger_page_opens_with_the_report_whatever_comes_before_it():
+    # the order the ledger is written in: a short opening, the report, then the changes
+    shown = site.ledger_report_first(LEDGER_SAMPLE)
+    assert [ln for ln in shown.splitlines() if ln.startswith("#")] == [
+        "# Claims ledger: one full run",
+        "## The report",
+        "## What changed since the previous full run",
+    ]
+    assert shown.index("How it was run") < shown.index("| row-one")
+    # a long opening (a changelog before the report) moves after the report
+    long_lead = LEDGER_SAMPLE.replace("How it was run: one paragraph.", "A changelog line.\n\n" * 80)
+    shown = site.ledger_report_first(long_lead)
+    headings = [ln for ln in shown.splitlines() if ln.startswith("#")]
+    assert headings[:3] == ["# Claims ledger: one full run", "## The report", f"## {site.LEDGER_ABOUT}"]
+    assert shown.index("| row-one") < shown.index("A changelog line.")
+    assert shown.count("A changelog line.") == 80
+    # without a report section the file is shown as it is
+    assert site.ledger_report_first("# Notes\n\nprose\n") == "# Notes\n\nprose\n"
+
+
+@pytest.mark.slow  # uses the site built once for this module (about 20 s)
+def test_the_built_ledger_opens_with_its_table_and_every_row_has_an_anchor(built):
+    from nodecourse.claims import load_rows
+
+    out, _, _ = built
+    soup = _soup(out / "ledger.html")
+    main = soup.find("main")
+    table = main.find("table")
+    assert "nc-ledger" in table["class"]
+    # nothing but the title, the report's heading and its summary list come before the table
+    before = [t.name for t in table.find_all_previous(["h1", "h2", "h3", "p", "ul", "ol"]) if main in t.parents]
+    assert before.count("h2") == 1 and before.count("p") <= 1, before
+    # the table scrolls in a box that takes keyboard focus and has a name
+    box = table.parent
+    assert box.get("tabindex") == "0" and box.get("role") == "region" and box.get("aria-label"), box.attrs
+    row_ids = [tr["id"] for tr in table.find_all("tr", id=True)]
+    assert set(row_ids) == set(load_rows()), set(load_rows()) ^ set(row_ids)
+    for row_id in row_ids:
+        assert soup.find(id=row_id).find("a", href=f"#{row_id}"), row_id
+    # a lesson's or the README's link to a row becomes the row's anchor on the site
+    pages = site.site_pages(REPO)
+    link = '<a href="../docs/ledger-full.md#deq-memory-reduction">the row</a>'
+    fixed = site.rewrite_links(link, "notebooks/00_start_here.ipynb", pages, site.repository_url(REPO))
+    assert 'href="ledger.html#deq-memory-reduction"' in fixed
+    assert soup.find("tr", id="deq-memory-reduction")
+
+
+#: TeX's commands (a backslash and letters): never text a reader sees, only in code and annotations.
+_TEX_COMMAND = re.compile(r"\\[A-Za-z]+")
+
+
+@pytest.mark.slow  # uses the site built once for this module (about 20 s)
+def test_no_page_shows_tex_commands_or_namespace_prefixed_mathml(built):
+    out, _, _ = built
+    problems = []
+    for page in sorted(out.glob("*.html")):
+        soup = _soup(page)
+        prefixed = {t.name for t in soup.find_all(lambda t: ":" in t.name)}
+        if prefixed:
+            problems.append(f"{page.name}: {sorted(prefixed)}")
+        for tag in soup.select("code, pre, annotation, script, style"):
+            tag.extract()
+        text = soup.get_text(" ")
+        problems += [f"{page.name}: …{text[m.start() - 30 : m.end() + 10]}…" for m in _TEX_COMMAND.finditer(text)]
+    assert not problems, problems
+    # lesson 8's heading with a formula: MathML in the heading; plain text in the contents and the index
+    soup = _soup(out / "08_continuous_normalising_flows.html")
+    heading = next(h for h in soup.find_all("h2") if "of the solved map" in h.get_text())
+    assert heading.find("math") is not None
+    assert heading["id"] == "The-discrete-baseline:-log%7Cdet-J%7C-of-the-solved-map"
+    toc = soup.select_one(f'.nc-toc a[href="#{heading["id"]}"]').get_text()
+    assert toc == "The discrete baseline: log|det J| of the solved map"
+    sections = {e["section"] for e in _search_index(out)}
+    assert "The discrete baseline: log|det J| of the solved map" in sections
+
+
+def test_a_heading_with_a_formula_keeps_mathml_and_a_plain_id():
+    rendered = site_markdown.markdown_to_html("## Cost of $\\frac{a}{b}$ here\n")
+    assert "<math" in rendered and "ns0:" not in rendered and "<mfrac>" in rendered
+    assert 'id="Cost-of-a-b-here"' in rendered, rendered  # the formula's text, not its TeX
+    assert site_markdown.plain_text(rendered) == "Cost of a b here ¶"
+    assert "\\frac" not in site_markdown.plain_text(rendered)
+
+
+def _search_index(out: Path) -> list[dict]:
+    text = (out / site.SEARCH_JS).read_text()
+    return json.loads(text.removeprefix("window.NC_SEARCH = ").rstrip().removesuffix(";"))
 
 
 def _text(page: str) -> str:
@@ -527,7 +634,12 @@ def test_accessibility_markup(built):
     out, _, _ = built
     for page in sorted(out.glob("*.html")):
         soup = _soup(page)
-        assert not soup.select('[tabindex]:not([tabindex="-1"])'), page.name
+        # the only tab stops besides links and controls: scroll boxes, each a named region
+        focusable = soup.select('[tabindex]:not([tabindex="-1"])')
+        assert all(
+            t.get("tabindex") == "0" and "nc-scroll" in t["class"] and t.get("role") == "region" and t.get("aria-label")
+            for t in focusable
+        ), (page.name, [t.attrs for t in focusable][:3])
         anchors = soup.select("a.anchor-link")
         assert all(a.get("tabindex") == "-1" for a in anchors), page.name
         skip = soup.body.find("a")

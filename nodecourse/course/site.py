@@ -394,6 +394,34 @@ def _markdown_page(title: str, body_md: str) -> str:
     )
 
 
+#: The ledger's section that holds the generated report (``nodecourse claims --format markdown``).
+LEDGER_REPORT = "The report"
+#: A ledger's opening prose longer than this (characters) goes after the report, under
+#: :data:`LEDGER_ABOUT`: the page opens with the report, not with how the run was made.
+LEDGER_LEAD_CHARS = 700
+LEDGER_ABOUT = "How this run was made"
+
+
+def ledger_report_first(markdown: str) -> str:
+    """``docs/ledger-full.md`` in the order a reader wants it: its title, a short opening paragraph
+    (when it is short), the report (its ``## The report`` section: the summary and the table), then
+    every other section in its order. A long opening (how the run was made, what changed) moves
+    after the report under "## How this run was made". A file without ``## The report`` is shown
+    as it is."""
+    parts = re.split(r"(?m)^(?=## )", markdown)
+    head, sections = parts[0], parts[1:]
+    report = [s for s in sections if s.splitlines()[0][3:].strip() == LEDGER_REPORT]
+    if not report:
+        return markdown
+    title, _, lead = head.partition("\n") if head.startswith("# ") else ("", "", head)
+    rest = [s for s in sections if s is not report[0]]
+    if len(lead.strip()) > LEDGER_LEAD_CHARS:
+        rest.insert(0, f"## {LEDGER_ABOUT}\n\n{lead.strip()}\n\n")
+        lead = ""
+    opening = "\n\n".join(x for x in (title.strip(), lead.strip()) if x)
+    return opening + "\n\n" + report[0].rstrip() + "\n\n" + "".join(rest)
+
+
 def readme_setup(root: Path) -> str:
     """The README's set-up sections (:data:`SETUP_SECTIONS`) as markdown, with the course's intro."""
     text = (root / "README.md").read_text(encoding="utf-8")
@@ -465,7 +493,7 @@ def build(root: Path, out: Path, *, date: str | None = None) -> list[Path]:
             download.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(page.source, download)
         elif page.kind == "ledger":
-            raw = _markdown_page(page.title, page.source.read_text(encoding="utf-8"))
+            raw = _markdown_page(page.title, ledger_report_first(page.source.read_text(encoding="utf-8")))
         else:
             raw = _markdown_page(page.title, readme_setup(root))
         images: dict[str, bytes] = {}

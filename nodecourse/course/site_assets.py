@@ -95,6 +95,19 @@ body.nc-plain main > ul, body.nc-plain main > ol { max-width: var(--nc-text-widt
 .nc-scroll td, .nc-scroll th { text-align: left !important; vertical-align: top; padding: 0.3em 0.6em;
   border: 1px solid #ccc; min-width: 6em; max-width: 28em; }
 .nc-content .jp-RenderedHTMLCommon td, .nc-content .jp-RenderedHTMLCommon th { text-align: left; vertical-align: top; }
+.nc-scroll:focus-visible { outline: 2px solid #1a5fb4; outline-offset: 2px; }
+/* the claims ledger: seven columns that fit the page's width on a desktop (long words and ids
+   break anywhere), and scroll inside their box below 50rem */
+table.nc-ledger { table-layout: fixed; width: 100%%; min-width: 50rem; font-size: 0.85em; }
+table.nc-ledger td, table.nc-ledger th { min-width: 0; max-width: none; overflow-wrap: anywhere; padding: 0.3em 0.4em; }
+table.nc-ledger th:nth-child(1) { width: 12%%; }
+table.nc-ledger th:nth-child(2) { width: 18%%; }
+table.nc-ledger th:nth-child(3), table.nc-ledger th:nth-child(4) { width: 13%%; }
+table.nc-ledger th:nth-child(5) { width: 15%%; }
+table.nc-ledger th:nth-child(6) { width: 18%%; }
+table.nc-ledger th:nth-child(7) { width: 11%%; }
+table.nc-ledger tr:target { outline: 3px solid #1a5fb4; outline-offset: -3px; background: #eef4fb; }
+table.nc-ledger .nc-row-link { font-weight: 600; }
 .nc-plotly { position: relative; max-width: 100%%; overflow-x: auto; }
 .nc-plotly-drawn .nc-plotly-static { display: none; }
 .nc-plotly-missing { color: #a00; }

@@ -18,6 +18,7 @@ import logging
 import re
 
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+from nbconvert.filters.strings import _convert_header_id
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +54,46 @@ def tex_to_mathml(tex: str, *, display: str = "inline") -> str:
     return f"{head}><semantics>{body}{annotation}</semantics></math>"
 
 
+def plain_text(fragment) -> str:
+    """The text a reader sees in an HTML ``fragment`` (a string or a BeautifulSoup tag), with each
+    formula as the text of its MathML (``log|det J|``), not that text followed by its TeX
+    annotation (``log|detJ|\\log|\\det J|``): for headings' ids, the contents and the search index."""
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(str(fragment), "html.parser")
+    for note in soup.find_all("annotation"):
+        note.extract()
+    for math in soup.find_all("math"):
+        math.replace_with(_math_text(math))
+    return " ".join(soup.get_text(" ").split())
+
+
+def _math_text(math) -> str:
+    """A formula's MathML tokens joined as they read: ``log | det J |`` -> ``log|det J|`` (a space
+    only between two words or numbers, which the formula draws apart)."""
+    out = ""
+    for token in math.find_all(["mi", "mn", "mo", "mtext"]):
+        text = token.get_text().strip()
+        if not text:
+            continue
+        if out and out[-1].isalnum() and text[0].isalnum():
+            out += " "
+        out += text
+    return out
+
+
 class CourseRenderer(IPythonRenderer):
     """nbconvert's markdown renderer with formulas as MathML instead of TeX left for MathJax."""
+
+    def heading(self, text: str, level: int, **attrs) -> str:
+        """A heading with its id and "¶" link, made here rather than by nbconvert's ``add_anchor``:
+        that one round-trips the heading through ElementTree, which writes a formula's MathML as
+        ``<ns0:math>`` (no browser draws it), and makes the id from the TeX annotation too."""
+        if self.exclude_anchor_links:
+            return super().heading(text, level, **attrs)
+        anchor = html.escape(_convert_header_id(plain_text(text)), quote=True)
+        link = f'<a class="anchor-link" href="#{anchor}">{self.anchor_link_text}</a>'
+        return f'<h{level} id="{anchor}">{text}{link}</h{level}>\n'
 
     def block_math(self, body: str) -> str:
         return tex_to_mathml(body, display="block")

@@ -19,10 +19,11 @@ from dataclasses import dataclass
 
 from bs4 import BeautifulSoup
 
+from nodecourse.course import site_markdown
+
 #: Where the navigation goes: put in after the page's own links are rewritten (site.rewrite_links).
 NAV_MARK = "<!-- nodecourse-site-nav -->"
 PAGER_MARK = "<!-- nodecourse-site-pager -->"
-SEARCH_TEXT_CHARS = 1500
 IMAGES = "_images"
 #: A page with fewer headings (the index) has no contents sidebar.
 MIN_SECTIONS_FOR_CONTENTS = 3
@@ -38,9 +39,10 @@ class Section:
 
 
 def _heading_text(tag) -> str:
+    """The heading as plain text: its "¶" link out, each formula as the text it shows (not its TeX)."""
     for a in tag.select("a.anchor-link"):
         a.extract()
-    return " ".join(tag.get_text(" ").split())
+    return site_markdown.plain_text(tag)
 
 
 def headings(soup) -> list[Section]:
@@ -64,11 +66,38 @@ def toc_html(sections: list[Section], label: str) -> str:
 
 
 def _wrap_tables(soup, root) -> None:
+    """Each table in a box that scrolls sideways on its own; the box takes keyboard focus (a
+    keyboard reader scrolls it with the arrow keys) and is named after the table's columns."""
     for table in root.find_all("table"):
         if table.parent is not None and "nc-scroll" in (table.parent.get("class") or []):
             continue
-        box = soup.new_tag("div", attrs={"class": "nc-scroll"})
+        heads = [" ".join(th.get_text(" ").split()) for th in table.find_all("th")[:4]]
+        label = "Table" + (f" of {', '.join(h for h in heads if h)}" if any(heads) else "")
+        box = soup.new_tag("div", attrs={"class": "nc-scroll", "tabindex": "0", "role": "region", "aria-label": label})
         table.wrap(box)
+
+
+#: The claims ledger's table (its first column "id", its last "verdict"): each row gets the row's
+#: id as its anchor (``ledger.html#deq-memory-reduction``), and the id cell links to it.
+LEDGER_FIRST, LEDGER_LAST = "id", "verdict"
+
+
+def _anchor_ledger_rows(soup, root) -> None:
+    for table in root.find_all("table"):
+        heads = [th.get_text(strip=True) for th in table.find_all("th")]
+        if not heads or heads[0] != LEDGER_FIRST or heads[-1] != LEDGER_LAST:
+            continue
+        table["class"] = (table.get("class") or []) + ["nc-ledger"]
+        for tr in table.find_all("tr"):
+            first = tr.find("td")
+            row_id = first.get_text(strip=True) if first is not None else ""
+            if not row_id or root.find(id=row_id) is not None:
+                continue
+            tr["id"] = row_id
+            link = soup.new_tag("a", attrs={"href": f"#{row_id}", "class": "nc-row-link"})
+            link.string = row_id
+            first.clear()
+            first.append(link)
 
 
 def _quiet_anchors(root) -> None:
@@ -109,6 +138,7 @@ def shape(
         del tag["tabindex"]
     main = soup.find("main")
     _quiet_anchors(main)
+    _anchor_ledger_rows(soup, main)
     _wrap_tables(soup, main)
     if images is not None:
         _images_to_files(soup, main, images, stem)
@@ -129,23 +159,33 @@ def shape(
 
 def search_entries(page_html: str, *, page: str, url: str) -> list[dict]:
     """The page's sections for the search index: ``page``, ``section``, ``url`` (with the
-    heading's #anchor) and ``text`` (the prose under the heading, at most
-    :data:`SEARCH_TEXT_CHARS` characters)."""
+    heading's #anchor) and ``text`` (all the prose under the heading: code and outputs are left
+    out). A table row with an id (the ledger's) is an entry of its own, its id the section."""
     soup = BeautifulSoup(page_html, "html.parser")
     main = soup.find("main") or soup
     for tag in main.select("a.anchor-link, annotation, .nc-toc, script, style"):
         tag.extract()
+    for math in main.find_all("math"):
+        math.replace_with(site_markdown._math_text(math))
     prose = main.select(".jp-MarkdownCell .jp-RenderedMarkdown") or [main]
     entries = [{"page": page, "section": "", "url": url, "text": ""}]
+    rows: list[dict] = []
     for block in prose:
-        for tag in block.find_all(["h1", "h2", "h3", "p", "li", "td", "th"]):
+        for tag in block.find_all(["h1", "h2", "h3", "p", "li", "td", "th", "tr"]):
+            if tag.name == "tr":
+                if tag.get("id"):
+                    text = " ".join(tag.get_text(" ").split())
+                    rows.append({"page": page, "section": tag["id"], "url": f"{url}#{tag['id']}", "text": text})
+                continue
+            if tag.name in ("td", "th") and tag.find_parent("tr", id=True):
+                continue  # in its row's own entry
             text = " ".join(tag.get_text(" ").split())
             if tag.name in ("h1", "h2", "h3") and tag.get("id"):
                 section = "" if text == page else text  # the page's own title is not a section of it
                 entries.append({"page": page, "section": section, "url": f"{url}#{tag['id']}", "text": ""})
-            elif tag.name in ("p", "li", "td", "th") and text and len(entries[-1]["text"]) < SEARCH_TEXT_CHARS:
-                entries[-1]["text"] = (entries[-1]["text"] + " " + text).strip()[:SEARCH_TEXT_CHARS]
-    return [e for e in entries if e["section"] or e["text"]]
+            elif text and not tag.find_parent(["li", "td", "th"]):  # nested text is in its parent's already
+                entries[-1]["text"] = (entries[-1]["text"] + " " + text).strip()
+    return [e for e in entries if e["section"] or e["text"]] + rows
 
 
 def search_box() -> str:
