@@ -117,17 +117,52 @@ class AdjointExplorer(FigureExplorer):
 
         check_device(device)
         self.render = render
-        self.lam = self._control("lam", w.FloatSlider, lam, min=-30.0, max=-0.5, step=0.5, description="lam")
-        self.T = self._control("T", w.FloatSlider, T, min=0.25, max=4.0, step=0.25, description="horizon T")
-        self.tol = self._control(
-            "tol", w.FloatLogSlider, tol, base=10, min=-10, max=-3, step=1, description="tol", readout_format=".0e"
+        self.lam = self._control(
+            "lam",
+            w.FloatSlider,
+            lam,
+            min=-30.0,
+            max=-0.5,
+            step=0.5,
+            description="lam",
+            tooltip="decay rate of the fast mode",
         )
-        self.mode = self._control("mode", w.Dropdown, mode, options=list(MODES), description="gradient")
+        self.T = self._control(
+            "T",
+            w.FloatSlider,
+            T,
+            min=0.25,
+            max=4.0,
+            step=0.25,
+            description="horizon T",
+            tooltip="end time of the solve",
+        )
+        self.tol = self._control(
+            "tol",
+            w.FloatLogSlider,
+            tol,
+            base=10,
+            min=-10,
+            max=-3,
+            step=1,
+            description="tol",
+            readout_format=".0e",
+            tooltip="solver tolerance (rtol = atol)",
+        )
+        self.mode = self._control(
+            "mode",
+            w.Dropdown,
+            mode,
+            options=list(MODES),
+            description="gradient",
+            tooltip="how the gradient is computed",
+        )
         self.device = device_control(device)
         self.result: AdjointResult | None = None
         assemble(self, [self.lam, self.T, self.tol, self.mode, self.device], first_row=3)
 
     def update(self) -> AdjointResult:
-        """Recompute the gradient with the current controls; refresh result, status line and figure."""
-        result = run_gradient(self.lam.value, self.T.value, self.tol.value, self.mode.value, self.device.value)
-        return show_result(self, result, result_figure)
+        """Recompute the gradient with the current controls (busy state meanwhile); refresh result,
+        status line and figure."""
+        settings = (self.lam.value, self.T.value, self.tol.value, self.mode.value, self.device.value)
+        return self._recompute(lambda: run_gradient(*settings), lambda r: show_result(self, r, result_figure))

@@ -109,6 +109,8 @@ class AnnulusExplorer(FigureExplorer):
     ``render=True``). Display it with ``display(explorer.widget)`` or just ``explorer``.
     """
 
+    BUSY_VERB = "training"
+
     def __init__(
         self,
         *,
@@ -132,6 +134,7 @@ class AnnulusExplorer(FigureExplorer):
             min=0,
             max=max_augment,
             description="augment dims",
+            tooltip="zero dimensions added to the state (0: a plain neural ODE)",
             style={"description_width": "initial"},
             hint="raise max_augment",
             **style,
@@ -144,10 +147,20 @@ class AnnulusExplorer(FigureExplorer):
             max=max_epochs,
             step=5,
             description="epochs",
+            tooltip="training epochs",
             hint="raise max_epochs",
             **style,
         )
-        self.seed = self._control("seed", w.IntSlider, seed, min=0, max=4, description="seed", **style)
+        self.seed = self._control(
+            "seed",
+            w.IntSlider,
+            seed,
+            min=0,
+            max=4,
+            description="seed",
+            tooltip="seed of the data and the weights",
+            **style,
+        )
         self.status = w.HTML()
         self.output = w.Output()
         self.controls = [self.augment_dim, self.epochs, self.seed]
@@ -159,17 +172,24 @@ class AnnulusExplorer(FigureExplorer):
         self.update()
 
     def update(self) -> AnnulusResult:
-        """Train (or fetch from the cache) with the current values; refresh result, status and figure."""
+        """Train (or fetch from the cache) with the current values (busy state meanwhile); refresh result,
+        status and figure."""
         key = (self.augment_dim.value, self.epochs.value, self.seed.value)
-        if key not in self._cache:
-            self.status.value = "<i>training…</i>"
-            self._cache[key] = train_and_probe(*key, device=self.device)
-        self.result = self._cache[key]
-        self.status.value = f"<code>{self.result.summary()}</code>"
+
+        def compute() -> AnnulusResult:
+            if key not in self._cache:
+                self._cache[key] = train_and_probe(*key, device=self.device)
+            return self._cache[key]
+
+        return self._recompute(compute, self._show)
+
+    def _show(self, result: AnnulusResult) -> AnnulusResult:
+        self.result = result
+        self.status.value = f"<code>{result.summary()}</code>"
         if self.render:
-            self.figure = self._make_figure(self.result)
+            self.figure = self._make_figure(result)
             self._draw()
-        return self.result
+        return result
 
     @staticmethod
     def _make_figure(res: AnnulusResult):

@@ -155,14 +155,26 @@ class CheaperExplorer(FigureExplorer):
         weights, routes = check_grid(grid)
         self.grid = dict(grid)
         self.render = render
-        self.weight = self._control("weight", w.Dropdown, weight, options=weights, description="reg. weight")
-        self.route = self._control("route", w.Dropdown, route, options=routes, description="gradient")
+        self.weight = self._control(
+            "weight",
+            w.Dropdown,
+            weight,
+            options=weights,
+            description="reg. weight",
+            tooltip="kinetic and Jacobian weight the model was trained with",
+        )
+        self.route = self._control(
+            "route", w.Dropdown, route, options=routes, description="gradient", tooltip="the route the gradient takes"
+        )
         self.result: CheaperResult | None = None
         assemble(self, [self.weight, self.route], first_row=2)
 
     def update(self) -> CheaperResult:
         """Read the grid at the current controls; refresh :attr:`result`, the status line and the figure."""
-        return show_result(self, result_for(self.grid, self.weight.value, self.route.value), result_figure)
+        weight, route = self.weight.value, self.route.value
+        return self._recompute(
+            lambda: result_for(self.grid, weight, route), lambda r: show_result(self, r, result_figure)
+        )
 
 
 __all__ = ["CheaperExplorer", "CheaperResult", "check_grid", "result_figure", "result_for"]

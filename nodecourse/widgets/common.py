@@ -24,7 +24,12 @@ def device_control(device: str):
 
     from nodecourse.config import available_devices
 
-    return w.Dropdown(options=available_devices(), value=device, description="device")
+    return w.Dropdown(
+        options=available_devices(),
+        value=device,
+        description="device",
+        tooltip="where the computation runs (the devices found on this machine)",
+    )
 
 
 def assemble(explorer, controls: Sequence, first_row: int, notes: Sequence = ()) -> None:

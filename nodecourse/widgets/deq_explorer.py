@@ -131,12 +131,29 @@ class DEQExplorer(FigureExplorer):
 
         check_device(device)
         self.render = render
-        self.solver = self._control("solver", w.Dropdown, solver, options=sorted(METHODS), description="solver")
+        self.solver = self._control(
+            "solver",
+            w.Dropdown,
+            solver,
+            options=sorted(METHODS),
+            description="solver",
+            tooltip="the fixed-point solver",
+        )
         self.tol = self._control(
-            "tol", w.SelectionSlider, tol, options=[(f"{t:.0e}", t) for t in TOLERANCES], description="tol"
+            "tol",
+            w.SelectionSlider,
+            tol,
+            options=[(f"{t:.0e}", t) for t in TOLERANCES],
+            description="tol",
+            tooltip="relative residual at which the solve stops",
         )
         self.jac_weight = self._control(
-            "jac_weight", w.Dropdown, jac_weight, options=list(JAC_WEIGHTS), description="Jacobian reg."
+            "jac_weight",
+            w.Dropdown,
+            jac_weight,
+            options=list(JAC_WEIGHTS),
+            description="Jacobian reg.",
+            tooltip="weight of the Jacobian regulariser the block was trained with",
         )
         self.device = device_control(device)
         self.result: DEQExplorerResult | None = None
@@ -144,5 +161,5 @@ class DEQExplorer(FigureExplorer):
 
     def update(self) -> DEQExplorerResult:
         """Solve with the current control values; refresh :attr:`result`, the status line and the figure."""
-        result = run_deq(self.solver.value, self.tol.value, self.jac_weight.value, self.device.value)
-        return show_result(self, result, result_figure)
+        settings = (self.solver.value, self.tol.value, self.jac_weight.value, self.device.value)
+        return self._recompute(lambda: run_deq(*settings), lambda r: show_result(self, r, result_figure))

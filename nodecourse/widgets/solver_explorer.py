@@ -241,13 +241,35 @@ class SolverExplorer(FigureExplorer):
 
         check_device(device)
         self.render = render
-        self.problem = self._control("problem", w.Dropdown, problem, options=list(PROBLEMS), description="problem")
-        self.method = self._control("method", w.Dropdown, method, options=list(SOLVERS), description="solver")
+        self.problem = self._control(
+            "problem", w.Dropdown, problem, options=list(PROBLEMS), description="problem", tooltip="the ODE to solve"
+        )
+        self.method = self._control(
+            "method", w.Dropdown, method, options=list(SOLVERS), description="solver", tooltip="the integration method"
+        )
         self.rtol = self._control(
-            "rtol", w.FloatLogSlider, rtol, base=10, min=-10, max=-1, step=0.5, description="rtol", readout_format=".0e"
+            "rtol",
+            w.FloatLogSlider,
+            rtol,
+            base=10,
+            min=-10,
+            max=-1,
+            step=0.5,
+            description="rtol",
+            readout_format=".0e",
+            tooltip="relative tolerance of the adaptive and implicit solvers",
         )
         self.atol = self._control(
-            "atol", w.FloatLogSlider, atol, base=10, min=-12, max=-1, step=0.5, description="atol", readout_format=".0e"
+            "atol",
+            w.FloatLogSlider,
+            atol,
+            base=10,
+            min=-12,
+            max=-1,
+            step=0.5,
+            description="atol",
+            readout_format=".0e",
+            tooltip="absolute tolerance of the adaptive and implicit solvers",
         )
         self.step_size = self._control(
             "step_size",
@@ -272,15 +294,22 @@ class SolverExplorer(FigureExplorer):
             notes=[self.note],
         )
 
-    def update(self) -> ExplorerResult:
-        """Solve with the current control values; refresh :attr:`result`, the status line and the figure."""
+    def _applies(self, control) -> bool:
+        """``fixed h`` applies to the fixed-step solvers only, rtol and atol to the others."""
         from nodecourse import SOLVERS
 
         fixed = SOLVERS[self.method.value].kind == "fixed"
-        self.step_size.disabled = not fixed
-        self.rtol.disabled = self.atol.disabled = fixed
+        if control is self.step_size:
+            return fixed
+        if control is self.rtol or control is self.atol:
+            return not fixed
+        return True
+
+    def update(self) -> ExplorerResult:
+        """Solve with the current control values (busy state meanwhile); refresh :attr:`result`,
+        the status line and the figure."""
         self.note.value = f"<small>{step_note(self.method.value)}</small>"
-        result = run_solver(
+        settings = (
             PROBLEMS[self.problem.value],
             self.method.value,
             self.rtol.value,
@@ -288,4 +317,4 @@ class SolverExplorer(FigureExplorer):
             self.step_size.value,
             self.device.value,
         )
-        return show_result(self, result, result_figure)
+        return self._recompute(lambda: run_solver(*settings), lambda r: show_result(self, r, result_figure))
