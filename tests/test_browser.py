@@ -607,3 +607,57 @@ def test_explorer_in_the_page_shows_what_the_library_computes(lab, page, case):
             case.plotly_check(B.plotly_traces(box), settings)
         B.screenshot(box, f"{case.id}-{n}-after.png")
     assert not B.error_outputs(page)
+
+
+# ---------------------------------------------------------------------------
+# the busy state: lesson 2's slow case
+# ---------------------------------------------------------------------------
+
+# implicit_euler on van der pol at rtol 1e-6 is the explorer's slowest setting: 16.0 s on one
+# thread here (every other solver under 1.2 s), long enough to see the page while it runs.
+SLOW_CASE = dict(SOLVER_INITIAL, method="implicit_euler")
+
+
+def test_solver_explorer_says_it_is_busy_and_clears(lab, page):
+    """Choosing the slow solver shows the busy line, locks the controls and dims the figure; when
+    the solve ends they clear and the page shows the library's result. Slider handles are named."""
+    server, _ = lab
+    B.open_notebook(page, server, "notebooks/02_solvers_and_tolerance.ipynb")
+    B.run_all_cells(page, RUN_ALL_TIMEOUT_MS)
+    errors = B.error_outputs(page)
+    assert not errors, f"lesson 2 raised in the page:\n{errors[0][:2000]}"
+    box = B.explorer(page, "SolverExplorer")
+    box.scroll_into_view_if_needed()
+    box.locator(".nc-figure .jp-OutputArea-output").first.wait_for(state="visible")
+
+    # every slider handle has an accessible name: its description (ipywidgets 8 gives none)
+    for control, name in (("rtol", "rtol"), ("atol", "atol"), ("step_size", "fixed h")):
+        handle = box.locator(f".nc-control-{control} .noUi-handle").first
+        page.wait_for_function("([h, n]) => h.getAttribute('aria-label') === n", arg=[handle.element_handle(), name])
+    figure_before = B.figure_signature(box)
+
+    B.select_option(box, "method", "implicit_euler")
+    busy = box.locator(".nc-status .nc-busy").first
+    busy.wait_for(state="visible", timeout=60_000)
+    text = busy.inner_text()
+    assert "computing…" in text and "solver implicit_euler" in text and "rtol 1e-06" in text, text
+    assert "previous result" in B.status_text(box)
+    assert box.locator(".nc-control-method select").first.is_disabled()
+    assert box.locator(".nc-control-rtol .noUi-target").first.get_attribute("disabled") is not None
+    figure = box.locator(".nc-figure").first
+    assert "nc-stale" in (figure.get_attribute("class") or "")
+    assert float(figure.evaluate("el => getComputedStyle(el).opacity")) < 1  # dimmed
+    B.screenshot(box, "02_solvers_and_tolerance-busy.png")
+
+    busy.wait_for(state="detached", timeout=UPDATE_TIMEOUT_MS)
+    B.wait_figure_change(page, box, figure_before, UPDATE_TIMEOUT_MS)
+    assert "nc-stale" not in (figure.get_attribute("class") or "")
+    assert not box.locator(".nc-control-method select").first.is_disabled()
+    assert box.locator(".nc-control-rtol .noUi-target").first.get_attribute("disabled") is None
+    status = B.status_text(box)
+    expected = _expected_solver(SLOW_CASE)
+    assert _parse_solver(status) == expected.numbers
+    assert _masked(status) == _masked(expected.summary)
+    _check_solver_plot(B.plotly_traces(box), SLOW_CASE)
+    B.screenshot(box, "02_solvers_and_tolerance-busy-cleared.png")
+    assert not B.error_outputs(page)
