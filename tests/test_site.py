@@ -721,3 +721,27 @@ def test_the_search_index_covers_every_page_and_points_at_real_sections(built):
             assert anchor in ids[page], e["url"]
     annulus = [e for e in entries if "circle probe" in e["text"].lower()]
     assert any(e["url"].startswith("03_annulus.html") for e in annulus)
+
+
+@pytest.mark.slow  # uses the site built once for this module (about 20 s)
+def test_the_search_index_holds_the_full_text_and_every_ledger_row(built):
+    from nodecourse.claims import load_rows
+
+    out, _, _ = built
+    entries = _search_index(out)
+    # every ledger row is an entry of its own, named by its id, pointing at the row's anchor
+    rows = {e["section"]: e for e in entries if e["url"].startswith("ledger.html#") and e["url"].endswith(e["section"])}
+    for row_id in load_rows():
+        assert row_id in rows, row_id
+        assert rows[row_id]["url"] == f"ledger.html#{row_id}" and len(rows[row_id]["text"]) > len(row_id)
+    # the full text: every paragraph and list item of lesson 4's prose is in its page's entries
+    lesson4 = " ".join(e["text"] for e in entries if e["url"].startswith("04_adjoint.html"))
+    for word in ("L-stability", "subnormal"):
+        assert word.lower() in lesson4.lower(), word
+    soup = _soup(out / "04_adjoint.html")
+    for math in soup.find_all("math"):  # formulas are in the index as the text they show
+        math.replace_with(site_markdown._math_text(math))
+    blocks = soup.select(".jp-MarkdownCell .jp-RenderedMarkdown p, .jp-MarkdownCell .jp-RenderedMarkdown li")
+    assert len(blocks) > 20
+    missing = [b for b in blocks if " ".join(b.get_text(" ").split()) not in lesson4]
+    assert not missing, [" ".join(b.get_text(" ").split())[:80] for b in missing[:3]]

@@ -295,7 +295,8 @@ def test_navigation_contents_previous_next_exercise_copy_and_search(served):
     results.first.click()
     page.wait_for_url(re.compile(re.escape(base) + r"03_annulus\.html#.+"))
     page.fill("#nc-q", "zzzz-nothing-like-this")
-    assert page.locator(".nc-results li").inner_text() == "No page mentions that."
+    assert page.locator(".nc-count").inner_text() == "No page mentions that."
+    assert page.locator(".nc-results li").count() == 0
     context.close()
     assert blocked == [], blocked
 
@@ -337,6 +338,101 @@ def test_at_a_phones_width_no_page_scrolls_sideways(served):
         "() => { const b = document.querySelector('.nc-scroll'); "
         "return b.scrollWidth > b.clientWidth && getComputedStyle(b).overflowX === 'auto'; }"
     )
+    # the box takes keyboard focus, and the arrow keys scroll it
+    page.focus(".nc-scroll")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    try:  # Chromium scrolls smoothly: the position moves over a few frames
+        page.wait_for_function("() => document.querySelector('.nc-scroll').scrollLeft > 0", timeout=5_000)
+    except Exception:  # noqa: BLE001 - the assertion below says what failed
+        pass
+    ledger_keys = page.evaluate("() => document.querySelector('.nc-scroll').scrollLeft")
     context.close()
     assert not problems, "\n".join(problems)
     assert ledger_scrolls, "the ledger's table scrolls inside its own box on a phone"
+    assert ledger_keys > 0, "the arrow keys scroll the ledger's table once it has focus"
+
+
+DESKTOP = {"width": 1280, "height": 900}
+
+
+def test_the_ledger_opens_with_its_table_which_fits_a_desktop_and_each_row_has_an_anchor(served):
+    out, base, browser = served
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    context, blocked = _context(browser, base)
+    page = context.new_page()
+    page.set_viewport_size(DESKTOP)
+    page.goto(base + "ledger.html", wait_until="load")
+    fit = page.evaluate("""() => {
+        const box = document.querySelector('main .nc-scroll');
+        const right = box.getBoundingClientRect().right;
+        const cells = [...box.querySelectorAll('tr')].map(tr => tr.lastElementChild);
+        return {scroll: box.scrollWidth - box.clientWidth, rows: cells.length,
+                cut: cells.filter(c => c.getBoundingClientRect().right > right + 0.5).length,
+                top: box.getBoundingClientRect().top}; }""")
+    assert fit["rows"] > 10 and fit["scroll"] <= 0 and fit["cut"] == 0, fit
+    assert fit["top"] < 2 * DESKTOP["height"], f"the table starts {fit['top']:.0f} px down the page"
+    page.screenshot(path=str(ARTIFACTS / "ledger-1280.png"))
+    # a row's anchor opens the page at that row
+    page.goto(base + "ledger.html#deq-memory-reduction", wait_until="load")
+    row = page.evaluate("""() => { const r = document.getElementById('deq-memory-reduction');
+        return r && r.tagName === 'TR' ? r.getBoundingClientRect().top : null; }""")
+    assert row is not None and 0 <= row < DESKTOP["height"], row
+    page.screenshot(path=str(ARTIFACTS / "ledger-row-anchor.png"))
+    context.close()
+    assert blocked == [], blocked
+
+
+def test_search_finds_ledger_rows_and_lesson_words_counts_results_and_takes_the_keyboard(served):
+    from nodecourse.claims import load_rows
+
+    out, base, browser = served
+    context, blocked = _context(browser, base)
+    page = context.new_page()
+    page.goto(base + "04_adjoint.html", wait_until="load")
+    count = page.locator(".nc-count")
+    results = page.locator(".nc-results a")
+    # every ledger row's id: its row is the first result
+    for row_id in load_rows():
+        page.fill("#nc-q", row_id)
+        assert results.first.get_attribute("href") == f"ledger.html#{row_id}", row_id
+    # lesson 4's words; the count says how many results the list holds
+    for word in ("L-stability", "subnormal"):
+        page.fill("#nc-q", word)
+        hrefs = [results.nth(i).get_attribute("href") for i in range(results.count())]
+        assert any(h.startswith("04_adjoint.html") for h in hrefs), (word, hrefs)
+        n = len(hrefs)
+        assert count.inner_text() == (f"{n} results" if n > 1 else "1 result"), (count.inner_text(), n)
+    page.fill("#nc-q", "adjoint")
+    n = results.count()
+    assert n > 12 and count.inner_text() == f"{n} results", (n, count.inner_text())  # no longer cut at 12
+    # the keyboard: down into the results and through them, up back to the box, Escape closes
+    focused = "() => document.activeElement.getAttribute('href') || document.activeElement.id"
+    page.focus("#nc-q")
+    page.keyboard.press("ArrowDown")
+    assert page.evaluate(focused) == results.nth(0).get_attribute("href")
+    page.keyboard.press("ArrowDown")
+    assert page.evaluate(focused) == results.nth(1).get_attribute("href")
+    page.keyboard.press("ArrowUp")
+    page.keyboard.press("ArrowUp")
+    assert page.evaluate(focused) == "nc-q"
+    panel = page.locator(".nc-results-panel")
+    assert panel.is_visible()
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("Escape")
+    assert not panel.is_visible() and page.evaluate(focused) == "nc-q"
+    assert page.get_attribute("#nc-q", "aria-expanded") == "false"
+    # typing opens the results again; a click elsewhere on the page closes them
+    page.keyboard.type(" solver")
+    assert panel.is_visible() and results.count() > 0
+    page.screenshot(path=str(ARTIFACTS / "search-adjoint-solver.png"))
+    page.locator("main h1").click()
+    assert not panel.is_visible()
+    # Enter on a focused result opens it
+    page.focus("#nc-q")
+    page.keyboard.press("ArrowDown")
+    target = page.evaluate(focused)
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(re.escape(base + target.partition("#")[0]) + "#.+"))
+    context.close()
+    assert blocked == [], blocked

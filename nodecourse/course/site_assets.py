@@ -59,10 +59,13 @@ body {
 .nc-search { position: relative; }
 .nc-search input { font: inherit; padding: 0.2em 0.4em; width: 14em; max-width: 60vw; }
 .nc-search label { position: absolute; left: -999px; }
-.nc-results { position: absolute; z-index: 5; background: #fff; border: 1px solid #999; margin: 0.2em 0 0;
-  padding: 0.3em 0.6em; list-style: none; width: min(32em, 90vw); max-height: 70vh; overflow-y: auto; }
-.nc-results:empty { display: none; }
+.nc-results-panel { position: absolute; z-index: 5; background: #fff; border: 1px solid #999; margin: 0.2em 0 0;
+  padding: 0.3em 0.6em; width: min(32em, 90vw); max-height: 70vh; overflow-y: auto; }
+.nc-results-panel[hidden] { display: none; }
+.nc-count { margin: 0.2em 0; font-weight: 600; }
+.nc-results { list-style: none; margin: 0; padding: 0; }
 .nc-results li { margin: 0.4em 0; }
+.nc-results a:focus { outline: 2px solid #1a5fb4; outline-offset: 1px; }
 .nc-results small { display: block; color: #444; }
 /* the page: contents beside the lesson on a wide screen, above it on a narrow one */
 .nc-layout { display: grid; grid-template-columns: 15rem minmax(0, 1fr); gap: 0 2rem;
@@ -100,12 +103,13 @@ body.nc-plain main > ul, body.nc-plain main > ol { max-width: var(--nc-text-widt
    break anywhere), and scroll inside their box below 50rem */
 table.nc-ledger { table-layout: fixed; width: 100%%; min-width: 50rem; font-size: 0.85em; }
 table.nc-ledger td, table.nc-ledger th { min-width: 0; max-width: none; overflow-wrap: anywhere; padding: 0.3em 0.4em; }
-table.nc-ledger th:nth-child(1) { width: 12%%; }
-table.nc-ledger th:nth-child(2) { width: 18%%; }
-table.nc-ledger th:nth-child(3), table.nc-ledger th:nth-child(4) { width: 13%%; }
-table.nc-ledger th:nth-child(5) { width: 15%%; }
+table.nc-ledger th:nth-child(1) { width: 14%%; }
+table.nc-ledger th:nth-child(2) { width: 17%%; }
+table.nc-ledger th:nth-child(3) { width: 13%%; }
+table.nc-ledger th:nth-child(4) { width: 12%%; }
+table.nc-ledger th:nth-child(5) { width: 14%%; }
 table.nc-ledger th:nth-child(6) { width: 18%%; }
-table.nc-ledger th:nth-child(7) { width: 11%%; }
+table.nc-ledger th:nth-child(7) { width: 12%%; }
 table.nc-ledger tr:target { outline: 3px solid #1a5fb4; outline-offset: -3px; background: #eef4fb; }
 table.nc-ledger .nc-row-link { font-weight: 600; }
 .nc-plotly { position: relative; max-width: 100%%; overflow-x: auto; }
@@ -162,31 +166,42 @@ SITE_JS = r"""
     editor.appendChild(button);
   });
 
-  // search: every term must occur; a match in a heading ranks first
+  // search: every term must occur (in the section's heading, its text or its page's title); a
+  // match in the heading ranks first, then one in the text. Every result is listed, under a count; ArrowDown/ArrowUp move
+  // from the box into the results and through them, Escape or a click elsewhere closes them.
   var form = document.querySelector('form.nc-search');
   if (!form || !window.NC_SEARCH) return;
   form.hidden = false;
   var input = form.querySelector('input');
+  var panel = form.querySelector('.nc-results-panel');
+  var count = form.querySelector('.nc-count');
   var list = form.querySelector('.nc-results');
+  var links = function () { return Array.prototype.slice.call(list.querySelectorAll('a')); };
+  var close = function () { panel.hidden = true; input.setAttribute('aria-expanded', 'false'); };
+  var open = function () { panel.hidden = false; input.setAttribute('aria-expanded', 'true'); };
   form.addEventListener('submit', function (e) { e.preventDefault(); var a = list.querySelector('a'); if (a) a.click(); });
-  input.addEventListener('input', function () {
+  var search = function () {
     var terms = input.value.toLowerCase().split(/\s+/).filter(function (t) { return t.length > 1; });
     list.innerHTML = '';
-    if (!terms.length) return;
+    count.textContent = '';
+    if (!terms.length) { close(); return; }
     var hits = [];
     window.NC_SEARCH.forEach(function (entry) {
-      var head = (entry.page + ' ' + entry.section).toLowerCase();
+      var section = entry.section.toLowerCase();
       var body = entry.text.toLowerCase();
+      var title = entry.page.toLowerCase();
       var score = 0;
       for (var i = 0; i < terms.length; i++) {
-        if (head.indexOf(terms[i]) >= 0) score += 3;
+        if (section === terms[i]) score += 10;  // a ledger row's id, as typed
+        else if (section.indexOf(terms[i]) >= 0) score += 3;
         else if (body.indexOf(terms[i]) >= 0) score += 1;
+        else if (title.indexOf(terms[i]) >= 0) score += 0.5;  // the page's title is every section's
         else return;
       }
       hits.push([score, entry]);
     });
     hits.sort(function (a, b) { return b[0] - a[0]; });
-    hits.slice(0, 12).forEach(function (hit) {
+    hits.forEach(function (hit) {
       var entry = hit[1];
       var li = document.createElement('li');
       var a = document.createElement('a');
@@ -197,7 +212,29 @@ SITE_JS = r"""
       small.textContent = at >= 0 ? '…' + entry.text.slice(Math.max(0, at - 40), at + 100) + '…' : entry.text.slice(0, 120);
       li.appendChild(a); li.appendChild(small); list.appendChild(li);
     });
-    if (!hits.length) { var none = document.createElement('li'); none.textContent = 'No page mentions that.'; list.appendChild(none); }
+    count.textContent = hits.length === 0 ? 'No page mentions that.'
+      : hits.length === 1 ? '1 result' : hits.length + ' results';
+    open();
+  };
+  input.addEventListener('input', search);
+  input.addEventListener('focus', function (e) {  // back to the box from elsewhere: the results again
+    if (e.relatedTarget && form.contains(e.relatedTarget)) return;  // from a result (Escape, ArrowUp)
+    if (input.value.trim() && panel.hidden) search();
   });
+  form.addEventListener('keydown', function (e) {
+    var all = links();
+    var at = all.indexOf(document.activeElement);
+    if (e.key === 'Escape') {
+      if (!panel.hidden) { e.preventDefault(); close(); input.focus(); }
+    } else if (e.key === 'ArrowDown' && !panel.hidden && all.length) {
+      e.preventDefault();
+      all[Math.min(at + 1, all.length - 1)].focus();
+    } else if (e.key === 'ArrowUp' && at >= 0) {
+      e.preventDefault();
+      if (at === 0) input.focus(); else all[at - 1].focus();
+    }
+  });
+  document.addEventListener('click', function (e) { if (!form.contains(e.target)) close(); });
+  document.addEventListener('focusin', function (e) { if (!form.contains(e.target)) close(); });
 })();
 """

@@ -189,11 +189,15 @@ def search_entries(page_html: str, *, page: str, url: str) -> list[dict]:
 
 
 def search_box() -> str:
-    """The search form (hidden until the script finds the index)."""
+    """The search form (hidden until the script finds the index): the box, and a panel under it
+    with the count of results (announced to a screen reader) and the results."""
     return (
         '<form class="nc-search" role="search" hidden><label for="nc-q">Search the course</label>'
-        '<input id="nc-q" type="search" placeholder="Search the course" autocomplete="off">'
-        '<ol class="nc-results" aria-live="polite"></ol></form>'
+        '<input id="nc-q" type="search" placeholder="Search the course" autocomplete="off" '
+        'aria-controls="nc-results-panel" aria-expanded="false" aria-describedby="nc-count">'
+        '<div class="nc-results-panel" id="nc-results-panel" hidden>'
+        '<p class="nc-count" id="nc-count" role="status" aria-live="polite"></p>'
+        '<ol class="nc-results" aria-label="Search results"></ol></div></form>'
     )
 
 
