@@ -357,8 +357,18 @@ def selected_option(box, control: str) -> str:
     return select.evaluate("s => s.options[s.selectedIndex].text").replace("\xa0", " ")
 
 
+def wait_slider_enabled(box, control: str, timeout_ms: int = 180_000) -> None:
+    """Wait until the slider ``nc-control-<control>`` takes input: an explorer disables its controls
+    while it computes (and re-enables them just after drawing), and a disabled slider's readout
+    ignores typing."""
+    box.locator(f".nc-control-{control} .noUi-target:not([disabled])").first.wait_for(
+        state="attached", timeout=timeout_ms
+    )
+
+
 def set_slider(box, control: str, text: str) -> None:
     """Type ``text`` into the slider's readout and press Enter, as a learner can in ipywidgets 8."""
+    wait_slider_enabled(box, control)
     readout = box.locator(f".nc-control-{control} .widget-readout").first
     readout.click()
     readout.press("Control+a")
@@ -368,6 +378,7 @@ def set_slider(box, control: str, text: str) -> None:
 
 def press_on_slider(box, control: str, key: str) -> None:
     """Focus the slider's handle and press ``key`` (one step per arrow key, as with a keyboard)."""
+    wait_slider_enabled(box, control)
     handle = box.locator(f".nc-control-{control} .noUi-handle").first
     handle.focus()
     handle.press(key)

@@ -203,6 +203,10 @@ class FigureExplorer:
         shown, so the page never shows a result for settings it no longer has. A dropped request
         returns :attr:`result` (what is on display). An error in ``compute`` or ``show`` of the
         latest request becomes the status line (the controls are enabled again) and is raised.
+
+        In a Jupyter kernel a change the page sends while a computation runs waits in the kernel's
+        queue and becomes the next request as soon as this one ends, which marks the result just
+        shown as previous again; the controls are disabled so that the page rarely sends one.
         """
         self._generation += 1
         request = self._generation
