@@ -745,3 +745,41 @@ def test_the_search_index_holds_the_full_text_and_every_ledger_row(built):
     assert len(blocks) > 20
     missing = [b for b in blocks if " ".join(b.get_text(" ").split()) not in lesson4]
     assert not missing, [" ".join(b.get_text(" ").split())[:80] for b in missing[:3]]
+
+
+@pytest.mark.slow  # uses the site built once for this module (about 20 s)
+def test_nbconverts_stylesheet_is_written_once_and_linked_from_every_lesson(built):
+    out, _, _ = built
+    files = sorted((out / "_static").glob("nb-*.css"))
+    assert files and sum(f.stat().st_size for f in files) > 100_000  # nbconvert's theme, once
+    for path in site.lesson_notebooks(REPO) + site.exercise_notebooks(REPO):
+        page = (out / f"{path.stem}.html").read_text()
+        head = page[: page.index("</head>")]
+        assert "<style" not in head, path.name
+        linked = re.findall(r'href="(_static/nb-[0-9a-f]+\.css)"', head)
+        assert sorted(linked) == sorted(f"_static/{f.name}" for f in files), (path.name, linked)
+
+
+def test_prompts_and_links_reach_4_5_to_1():
+    for name, colour in site_assets.PROMPT_COLOURS.items():
+        assert contrast(colour, site_assets.PROMPT_BACKGROUND) >= 4.5, name
+    assert contrast(site_assets.LINK_COLOUR, "#ffffff") >= 4.5
+    css = site_assets.SITE_CSS
+    assert "--jp-cell-prompt-not-active-opacity: 1;" in css  # nbconvert's 0.5 halves the contrast
+    assert re.search(r"a:not\(\.anchor-link\)[^{]*\{\s*text-decoration: underline", css)
+
+
+@pytest.mark.slow  # uses the site built once for this module (about 20 s)
+def test_no_table_has_an_empty_header_cell(built):
+    out, _, _ = built
+    empty = [
+        page.name
+        for page in sorted(out.glob("*.html"))
+        for th in _soup(page).find_all("th")
+        if not th.get_text(strip=True) and not th.find(["img", "math"])
+    ]
+    assert not empty, empty
+    # the set-up page's comparison table keeps its row labels, under an empty corner cell
+    setup = _soup(out / "setup.html")
+    table = next(t for t in setup.find_all("table") if "nbgrader" in t.get_text())
+    assert [c.name for c in table.find("tr").find_all(["td", "th"])][:2] == ["td", "th"]

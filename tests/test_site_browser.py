@@ -328,6 +328,13 @@ def test_at_a_phones_width_no_page_scrolls_sideways(served):
             .filter(e => e.getBoundingClientRect().right > window.innerWidth + 1).length""")
         if wide:
             problems.append(f"{path.name}: {wide} figures or tables wider than the screen")
+        # every box that scrolls sideways (code, output, formula, figure, table) takes keyboard focus
+        unfocusable = page.evaluate("""() => [...document.querySelectorAll('main *')]
+            .filter(e => !e.closest('.nc-plotly-live') && e.scrollWidth > e.clientWidth + 1
+                         && /auto|scroll/.test(getComputedStyle(e).overflowX) && e.tabIndex < 0)
+            .map(e => e.tagName.toLowerCase() + '.' + [...e.classList].join('.'))""")
+        if unfocusable:
+            problems.append(f"{path.name}: scroll boxes without keyboard focus: {sorted(set(unfocusable))[:4]}")
         if page.locator("details.nc-toc").count() and page.locator("details.nc-toc").evaluate("el => el.open"):
             problems.append(f"{path.name}: the contents are open above the page on a phone")
         if path.name in ("03_annulus.html", "ledger.html", "10_cheaper_and_exact.html", "index.html"):

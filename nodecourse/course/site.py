@@ -242,6 +242,7 @@ document.querySelectorAll('.nc-plotly').forEach(function (box) {
   delete layout.width;  // the box's width, so a phone shows the whole figure
   Plotly.newPlot(plot, spec.data || [], layout, {responsive: true}).then(function () {
     box.classList.add('nc-plotly-drawn');
+    if (window.ncMarkScrollers) window.ncMarkScrollers();  // a drawn figure may now scroll
   });
 });
 </script>"""
@@ -430,6 +431,30 @@ def readme_setup(root: Path) -> str:
     return "# Setting up the course\n\n" + "\n".join(chosen)
 
 
+_HEAD_STYLE = re.compile(r"<style[^>]*>(.*?)</style>", re.DOTALL)
+
+
+def styles_to_files(page_html: str, out: Path) -> str:
+    """``page_html`` with each ``<style>`` of its ``<head>`` (nbconvert's theme: about 262 KB, the
+    same on every page) written once to ``_static/nb-<hash>.css`` and linked in its place, so a
+    browser loads it once for the whole site. Styles in the body (an output's own) stay."""
+    import hashlib
+
+    head_end = page_html.find("</head>")
+    if head_end < 0:
+        return page_html
+
+    def to_file(match: re.Match) -> str:
+        css = match.group(1)
+        name = f"_static/nb-{hashlib.sha256(css.encode('utf-8')).hexdigest()[:12]}.css"
+        target = out / name
+        if not target.is_file():
+            target.write_text(css, encoding="utf-8")
+        return f'<link rel="stylesheet" href="{name}">'
+
+    return _HEAD_STYLE.sub(to_file, page_html[:head_end]) + page_html[head_end:]
+
+
 def _finish(
     body: str, *, page: Page | None, pages: list[Page], repo_url: str, nav: str, top: str, bottom: str, stamp: str
 ) -> str:
@@ -489,6 +514,7 @@ def build(root: Path, out: Path, *, date: str | None = None) -> list[Path]:
                     "nc_footer_js": FIGURE_SCRIPT % PLOTLY_JS if figures else "",
                 },
             )
+            raw = styles_to_files(raw, out)
             download = out / "download" / page.rel
             download.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(page.source, download)

@@ -35,6 +35,13 @@ CODE_COLOURS = {
     "variable": "#212121",
 }
 
+#: The ``In [n]:`` / ``Out[n]:`` prompts: nbconvert draws them in grey at half opacity (2.16:1 on
+#: white); here at full opacity, each 4.5:1 or more on PROMPT_BACKGROUND (tests/test_site.py).
+PROMPT_BACKGROUND = "#ffffff"
+PROMPT_COLOURS = {"inprompt": "#1f5f99", "outprompt": "#9a3b1f", "not-active": "#595959"}
+#: Links in prose: underlined (not told apart by colour alone), in a blue of 4.5:1 or more.
+LINK_COLOUR = "#0d47a1"
+
 _CODE_VARS = "\n".join(f"  --jp-mirror-editor-{name}-color: {colour};" for name, colour in CODE_COLOURS.items())
 
 SITE_CSS = """
@@ -43,7 +50,15 @@ SITE_CSS = """
 body {
   --jp-cell-editor-background: %(background)s;
 %(code_vars)s
+  --jp-cell-inprompt-font-color: %(inprompt)s;
+  --jp-cell-outprompt-font-color: %(outprompt)s;
+  --jp-cell-prompt-not-active-font-color: %(not_active)s;
+  --jp-cell-prompt-not-active-opacity: 1;
+  --jp-content-link-color: %(link)s;
 }
+/* links in the text are underlined: colour alone does not tell them apart */
+.nc-content .jp-RenderedHTMLCommon a:not(.anchor-link), body.nc-plain main a:not(.anchor-link) {
+  text-decoration: underline; color: %(link)s; }
 .nc-skip { position: absolute; left: -999px; top: 0; background: #fff; padding: 0.5em 1em; z-index: 10; }
 .nc-skip:focus { left: 0.5em; }
 .nc-site-nav { font-family: system-ui, sans-serif; padding: 0.6em 1em; margin-bottom: 1em;
@@ -98,7 +113,7 @@ body.nc-plain main > ul, body.nc-plain main > ol { max-width: var(--nc-text-widt
 .nc-scroll td, .nc-scroll th { text-align: left !important; vertical-align: top; padding: 0.3em 0.6em;
   border: 1px solid #ccc; min-width: 6em; max-width: 28em; }
 .nc-content .jp-RenderedHTMLCommon td, .nc-content .jp-RenderedHTMLCommon th { text-align: left; vertical-align: top; }
-.nc-scroll:focus-visible { outline: 2px solid #1a5fb4; outline-offset: 2px; }
+.nc-scroll:focus-visible, [data-nc-scroller]:focus-visible { outline: 2px solid #1a5fb4; outline-offset: 2px; }
 /* the claims ledger: seven columns that fit the page's width on a desktop (long words and ids
    break anywhere), and scroll inside their box below 50rem */
 table.nc-ledger { table-layout: fixed; width: 100%%; min-width: 50rem; font-size: 0.85em; }
@@ -134,13 +149,41 @@ body.nc-plain { font-family: system-ui, sans-serif; margin: 0; }
 body.nc-plain main { max-width: 60em; padding: 0 0 3em; }
 body.nc-plain table { border-collapse: collapse; font-size: 0.9em; }
 body.nc-plain td, body.nc-plain th { border: 1px solid #ccc; padding: 0.3em 0.5em; vertical-align: top; }
-""" % {"background": CODE_BACKGROUND, "code_vars": _CODE_VARS}
+""" % {
+    "background": CODE_BACKGROUND,
+    "code_vars": _CODE_VARS,
+    "inprompt": PROMPT_COLOURS["inprompt"],
+    "outprompt": PROMPT_COLOURS["outprompt"],
+    "not_active": PROMPT_COLOURS["not-active"],
+    "link": LINK_COLOUR,
+}
 
 SITE_JS = r"""
 (function () {
   // contents: folded on a narrow screen, open beside the page on a wide one
   var toc = document.querySelector('details.nc-toc');
   if (toc && window.matchMedia('(max-width: 60rem)').matches) toc.removeAttribute('open');
+
+  // a box that scrolls sideways (code, an output, a wide formula or figure) takes keyboard focus, so
+  // a keyboard reader can scroll it; one that fits is no tab stop. Tables' boxes are focusable in
+  // the page itself (site_page._wrap_tables).
+  window.ncMarkScrollers = function () {
+    document.querySelectorAll('main *').forEach(function (el) {
+      if (el.closest('.nc-plotly-live')) return;  // plotly's own drawing
+      var scrolls = el.scrollWidth > el.clientWidth + 1 && /auto|scroll/.test(getComputedStyle(el).overflowX);
+      if (scrolls && !el.hasAttribute('tabindex')) {
+        el.setAttribute('tabindex', '0');
+        el.setAttribute('data-nc-scroller', '');
+      } else if (!scrolls && el.hasAttribute('data-nc-scroller')) {
+        el.removeAttribute('tabindex');
+        el.removeAttribute('data-nc-scroller');
+      }
+    });
+  };
+  window.ncMarkScrollers();
+  var resizing;
+  window.addEventListener('resize', function () { clearTimeout(resizing); resizing = setTimeout(window.ncMarkScrollers, 200); });
+  window.addEventListener('load', window.ncMarkScrollers);
 
   // a copy button on every code cell
   document.querySelectorAll('.jp-InputArea-editor').forEach(function (editor) {

@@ -71,6 +71,9 @@ def _wrap_tables(soup, root) -> None:
     for table in root.find_all("table"):
         if table.parent is not None and "nc-scroll" in (table.parent.get("class") or []):
             continue
+        for th in table.find_all("th"):  # an empty corner over a column of row labels is no header
+            if not th.get_text(strip=True) and not th.find(["img", "math"]):
+                th.name = "td"
         heads = [" ".join(th.get_text(" ").split()) for th in table.find_all("th")[:4]]
         label = "Table" + (f" of {', '.join(h for h in heads if h)}" if any(heads) else "")
         box = soup.new_tag("div", attrs={"class": "nc-scroll", "tabindex": "0", "role": "region", "aria-label": label})
