@@ -783,3 +783,13 @@ def test_no_table_has_an_empty_header_cell(built):
     setup = _soup(out / "setup.html")
     table = next(t for t in setup.find_all("table") if "nbgrader" in t.get_text())
     assert [c.name for c in table.find("tr").find_all(["td", "th"])][:2] == ["td", "th"]
+
+
+@pytest.mark.slow  # uses the site built once for this module (about 20 s)
+def test_every_script_is_inside_the_body(built):
+    out, _, _ = built
+    for page in sorted(out.glob("*.html")):
+        text = page.read_text()
+        assert "".join(text[text.rindex("</body>") :].split()) == "</body></html>", page.name
+    annulus = (out / "03_annulus.html").read_text()
+    assert annulus.index(site.PLOTLY_JS) < annulus.index("</body>")  # the figures' script too

@@ -270,11 +270,21 @@ def test_navigation_contents_previous_next_exercise_copy_and_search(served):
     assert -2 <= top < 200, top  # at the top of the window (to sub-pixel rounding)
     # copy: the button puts the cell's code on the clipboard
     button = page.locator(".jp-InputArea-editor .nc-copy").first
-    assert page.locator(".nc-copy").count() == page.locator(".jp-InputArea-editor pre").count() > 0
+    code_blocks = page.locator(".jp-InputArea-editor pre, .jp-RenderedMarkdown pre").count()
+    assert page.locator(".nc-copy").count() == code_blocks > 0
     code = button.evaluate("b => b.parentElement.querySelector('pre').innerText")
     button.click()
     page.wait_for_function("() => document.querySelector('.nc-copy').textContent === 'Copied'")
     assert page.evaluate("() => navigator.clipboard.readText()") == code
+    # a code block in the text has its copy button too: the grading line of an exercise page
+    page.goto(base + "03_annulus_exercises.html", wait_until="load")
+    grade = page.locator(".jp-RenderedMarkdown .nc-code", has_text="nodecourse grade").first
+    grade.locator(".nc-copy").click()
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.nc-code .nc-copy')].some(b => b.textContent === 'Copied')"
+    )
+    assert "nodecourse grade" in page.evaluate("() => navigator.clipboard.readText()")
+    page.goto(base + "03_annulus.html", wait_until="load")
     # previous / next at the bottom and at the top; lesson <-> exercise
     page.locator("nav.nc-pager-bottom a.nc-next").click()
     page.wait_for_url(base + "04_adjoint.html")
@@ -328,6 +338,19 @@ def test_at_a_phones_width_no_page_scrolls_sideways(served):
             .filter(e => e.getBoundingClientRect().right > window.innerWidth + 1).length""")
         if wide:
             problems.append(f"{path.name}: {wide} figures or tables wider than the screen")
+        # targets of 24 px or more (WCAG 2.5.8): the navigation, the contents, the copy buttons
+        small = page.evaluate("""() => [...document.querySelectorAll(
+              '.nc-site-nav a, .nc-pager a, .nc-toc summary, .nc-toc a, .nc-copy, .nc-fold > summary')]
+            .filter(e => e.getClientRects().length && e.getBoundingClientRect().height < 24)
+            .map(e => e.className + ' ' + e.textContent.trim().slice(0, 30))""")
+        if small:
+            problems.append(f"{path.name}: {len(small)} targets under 24 px, e.g. {small[:3]}")
+        # a copy button sits above its code, not over its first line
+        covering = page.evaluate("""() => [...document.querySelectorAll('.nc-copy')].filter(b => {
+            const pre = b.parentElement.querySelector('pre');
+            return pre && b.getBoundingClientRect().bottom > pre.getBoundingClientRect().top + 1; }).length""")
+        if covering:
+            problems.append(f"{path.name}: {covering} copy buttons over their code")
         # every box that scrolls sideways (code, output, formula, figure, table) takes keyboard focus
         unfocusable = page.evaluate("""() => [...document.querySelectorAll('main *')]
             .filter(e => !e.closest('.nc-plotly-live') && e.scrollWidth > e.clientWidth + 1

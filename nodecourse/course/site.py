@@ -295,7 +295,8 @@ PAGE_TEMPLATE = """{%- extends 'index.html.j2' -%}
 {%- else -%}{{ super() }}{%- endif -%}
 {%- endblock input_group %}
 {% block extra_css %}<meta name="description" content="{{ resources.metadata.name | escape_html }}"><link rel="stylesheet" href="_static/site.css">{% endblock extra_css %}
-{% block footer_js %}{{ resources.nc_footer_js }}{% endblock footer_js %}
+{# the figures' script goes inside <body>, with the site's (site._finish), not after it #}
+{% block footer_js %}{% endblock footer_js %}
 """  # noqa: E501 (HTML template lines)
 
 
@@ -456,13 +457,23 @@ def styles_to_files(page_html: str, out: Path) -> str:
 
 
 def _finish(
-    body: str, *, page: Page | None, pages: list[Page], repo_url: str, nav: str, top: str, bottom: str, stamp: str
+    body: str,
+    *,
+    page: Page | None,
+    pages: list[Page],
+    repo_url: str,
+    nav: str,
+    top: str,
+    bottom: str,
+    stamp: str,
+    figure_js: str = "",
 ) -> str:
-    """The page's own links rewritten (rewrite_links), then the navigation, scripts and footer put in."""
+    """The page's own links rewritten (rewrite_links), then the navigation, footer and scripts put in
+    (the site's, then ``figure_js``, the plotly figures' script, all at the end of ``<body>``)."""
     if page is not None:
         body = rewrite_links(body, page.rel, pages, repo_url)
     body = body.replace(site_page.NAV_MARK, nav + top, 1).replace(site_page.PAGER_MARK, bottom + stamp, 1)
-    scripts = f'<script src="{SEARCH_JS}"></script><script src="{SITE_JS}"></script>'
+    scripts = f'<script src="{SEARCH_JS}"></script><script src="{SITE_JS}"></script>{figure_js}'
     return body.replace("</body>", scripts + "</body>", 1)
 
 
@@ -501,6 +512,7 @@ def build(root: Path, out: Path, *, date: str | None = None) -> list[Path]:
             partners[ex.out], partners[lesson.out] = lesson, ex
     for page in pages:
         prev = nxt = None
+        figures = 0
         if page.kind in ("lesson", "exercise"):
             group = lessons if page.kind == "lesson" else exercises
             i = group.index(page)
@@ -509,10 +521,7 @@ def build(root: Path, out: Path, *, date: str | None = None) -> list[Path]:
             figures = prepare_notebook(nb, launch=binder_url(repo_url, page.rel), page_label=page_label(page))
             raw, _ = exporter.from_notebook_node(
                 nb,
-                resources={
-                    "metadata": {"name": page.title},
-                    "nc_footer_js": FIGURE_SCRIPT % PLOTLY_JS if figures else "",
-                },
+                resources={"metadata": {"name": page.title}},
             )
             raw = styles_to_files(raw, out)
             download = out / "download" / page.rel
@@ -537,6 +546,7 @@ def build(root: Path, out: Path, *, date: str | None = None) -> list[Path]:
             top=_pager(prev, nxt, "top"),
             bottom=_pager(prev, nxt, "bottom"),
             stamp=stamp,
+            figure_js=FIGURE_SCRIPT % PLOTLY_JS if figures else "",
         )
         (out / page.out).write_text(body, encoding="utf-8")
         written.append(out / page.out)

@@ -86,11 +86,15 @@ body {
 .nc-layout { display: grid; grid-template-columns: 15rem minmax(0, 1fr); gap: 0 2rem;
   max-width: 78rem; margin: 0 auto; padding: 0 1rem; }
 .nc-layout.nc-no-sidebar { grid-template-columns: minmax(0, 1fr); }
-.nc-sidebar { font-family: system-ui, sans-serif; font-size: 0.9em; }
+.nc-sidebar { font-family: system-ui, sans-serif; font-size: 0.95rem; }
 .nc-toc { position: sticky; top: 0.5em; max-height: calc(100vh - 1em); overflow-y: auto; }
 .nc-toc summary { font-weight: 600; cursor: pointer; }
 .nc-toc ol { list-style: none; padding-left: 0.8em; margin: 0.3em 0; }
-.nc-toc a { text-decoration: none; display: block; padding: 0.15em 0; }
+.nc-toc a { text-decoration: none; display: block; padding: 0.2em 0; min-height: 24px; box-sizing: border-box; }
+/* 24 px targets (WCAG 2.5.8) for the navigation's links and the buttons */
+.nc-site-nav a, .nc-pager a { display: inline-flex; align-items: center; min-height: 24px; }
+.nc-results a { display: flex; align-items: center; min-height: 24px; }
+.nc-toc summary, .nc-fold > summary { min-height: 24px; box-sizing: border-box; padding: 0.2em 0; }
 .nc-toc .nc-toc-h3 { padding-left: 0.8em; font-size: 0.95em; }
 .nc-content { min-width: 0; }
 @media (max-width: 60rem) {
@@ -135,8 +139,12 @@ math[display="block"] { margin: 0.6em 0; overflow-x: auto; overflow-y: hidden; m
 .nc-fold > summary { cursor: pointer; font-family: system-ui, sans-serif; font-size: 0.85em; color: #333;
   padding: 0.2em 0; }
 .jp-InputArea-editor { position: relative; }
+.nc-code { position: relative; }
 .nc-copy { position: absolute; top: 0.2em; right: 0.2em; font: 0.8em system-ui, sans-serif; padding: 0.1em 0.5em;
-  background: #fff; border: 1px solid #888; border-radius: 3px; cursor: pointer; color: #222; }
+  background: #fff; border: 1px solid #888; border-radius: 3px; cursor: pointer; color: #222; min-height: 24px;
+  min-width: 24px; z-index: 1; }
+/* on a phone the button sits above the code, not over the end of its first line */
+@media (max-width: 40rem) { .nc-copy { position: static; display: block; margin: 0 0 0.2em auto; } }
 .nc-explorer-static { border: 1px solid #9ab; background: #f4f8fb; padding: 0.3em 1em; max-width: var(--nc-text-width); }
 .nc-explorer-title { font-weight: 600; }
 /* prompts take room a phone does not have */
@@ -185,10 +193,22 @@ SITE_JS = r"""
   window.addEventListener('resize', function () { clearTimeout(resizing); resizing = setTimeout(window.ncMarkScrollers, 200); });
   window.addEventListener('load', window.ncMarkScrollers);
 
-  // a copy button on every code cell
+  // a copy button on every code block: a code cell's, and one in the text (markdown); a block
+  // in the text is put in a box (nc-code) that holds the button as a cell's editor does
+  var blocks = [];
   document.querySelectorAll('.jp-InputArea-editor').forEach(function (editor) {
     var pre = editor.querySelector('pre');
-    if (!pre) return;
+    if (pre) blocks.push([editor, pre]);
+  });
+  document.querySelectorAll('main .jp-RenderedMarkdown pre, body.nc-plain main pre').forEach(function (pre) {
+    var box = document.createElement('div');
+    box.className = 'nc-code';
+    pre.parentNode.insertBefore(box, pre);
+    box.appendChild(pre);
+    blocks.push([box, pre]);
+  });
+  blocks.forEach(function (pair) {
+    var editor = pair[0], pre = pair[1];
     var button = document.createElement('button');
     button.type = 'button';
     button.className = 'nc-copy';
@@ -206,12 +226,13 @@ SITE_JS = r"""
         document.body.removeChild(area);
       }
     });
-    editor.appendChild(button);
+    editor.insertBefore(button, editor.firstChild);  // first: on a phone it sits above the code
   });
 
   // search: every term must occur (in the section's heading, its text or its page's title); a
-  // match in the heading ranks first, then one in the text. Every result is listed, under a count; ArrowDown/ArrowUp move
-  // from the box into the results and through them, Escape or a click elsewhere closes them.
+  // match in the heading ranks first, then one in the text. Every result is listed, under a
+  // count; ArrowDown/ArrowUp move from the box into the results and through them, Escape or a
+  // click elsewhere closes them.
   var form = document.querySelector('form.nc-search');
   if (!form || !window.NC_SEARCH) return;
   form.hidden = false;
