@@ -14,7 +14,11 @@ as a learner reads the site:
   the machine, and its code colours reach 4.5:1 on their background;
 * the navigation works: the contents sidebar, previous/next at both ends, lesson <-> exercise,
   the skip link, a copy button, and the search box finds a lesson;
-* at a phone's width (390 px) no page scrolls sideways.
+* the ledger's table fits 1280 px and a row's anchor opens the page at it; search finds every
+  ledger row and lesson 4's words, counts its results and takes the keyboard (arrows, Escape);
+* at a phone's width (390 px) no page scrolls sideways, every plotly figure keeps at least half
+  its box for the plot (legend below, panels stacked), targets are 24 px or more, copy buttons sit
+  clear of their code, and every box that scrolls sideways takes keyboard focus.
 
 Screenshots of every page go to test-artifacts/site/ (git-ignored).
 """
@@ -331,6 +335,18 @@ def test_at_a_phones_width_no_page_scrolls_sideways(served):
             page.wait_for_function(
                 "() => [...document.querySelectorAll('.nc-plotly')].every(b => b.classList.contains('nc-plotly-drawn'))"
             )
+            # each figure's plot keeps at least half the box's width (legend below, panels stacked)
+            narrow = page.evaluate("""() => [...document.querySelectorAll('.nc-plotly')].map((box, i) => {
+                const full = box.querySelector('.nc-plotly-live')._fullLayout;
+                const widths = Object.keys(full).filter(k => /^xaxis[0-9]*$/.test(k)).map(k => full[k]._length);
+                return [i, Math.min(...widths) / box.clientWidth]; }).filter(([i, share]) => !(share >= 0.5))""")
+            if narrow:
+                problems.append(f"{path.name}: plot narrower than half its box (figure, share): {narrow}")
+            if path.stem.startswith(("02_", "05_")) and "_exercises" not in path.stem:
+                for i in range(page.locator(".nc-plotly").count()):
+                    page.locator(".nc-plotly").nth(i).screenshot(
+                        path=str(ARTIFACTS / f"{path.stem}-phone-figure-{i}.png")
+                    )
         width = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
         if width[0] > width[1]:
             problems.append(f"{path.name}: {width[0]} px wide in a {width[1]} px window")
