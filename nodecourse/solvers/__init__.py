@@ -1,6 +1,7 @@
 """ODE solvers with visible work: fixed-step, adaptive embedded pairs, implicit (stiff) methods.
 
 Public: :func:`odeint`, :data:`SOLVERS`, :class:`Solution`, :class:`SolverError`, :class:`Status`,
+:class:`BackwardSolveWarning` (a failed backward pass under ``throw=False``),
 :class:`ButcherTableau` (``odeint(method=tableau)`` runs your own), :data:`REVERSIBLE_SOLVERS`
 (``method="reversible_heun"``, ``gradient="reversible"``), :class:`StepRecord` and
 :class:`StepEvent` (``record_steps=True`` / ``on_step=``), :class:`SolveConfig` (the settings a model
@@ -10,12 +11,13 @@ holds for its solves).
 from nodecourse.solvers.odeint import odeint
 from nodecourse.solvers.record import StepEvent, StepRecord
 from nodecourse.solvers.registry import SOLVERS, SolverSpec
-from nodecourse.solvers.result import Solution, SolverError, Status
+from nodecourse.solvers.result import BackwardSolveWarning, Solution, SolverError, Status
 from nodecourse.solvers.reversible import REVERSIBLE_SOLVERS
 from nodecourse.solvers.solve_config import SolveConfig
 from nodecourse.solvers.tableaux import ButcherTableau
 
 __all__ = [
+    "BackwardSolveWarning",
     "REVERSIBLE_SOLVERS",
     "SOLVERS",
     "ButcherTableau",

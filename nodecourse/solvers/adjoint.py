@@ -16,7 +16,8 @@ The other gradient modes live beside it: :mod:`~nodecourse.solvers.checkpoint`
 respect to the output times); what they share is in :mod:`~nodecourse.solvers.gradient_run`.
 
 A backward solve that fails never returns a silent wrong gradient: it raises
-:class:`SolverError` (``throw=True``) or fills the gradients with NaN and sets
+:class:`SolverError` (``throw=True``) or fills the gradients with NaN, warns
+(:class:`~nodecourse.solvers.result.BackwardSolveWarning`, naming the status) and sets
 ``stats["backward_status"]``.
 """
 
@@ -36,7 +37,7 @@ from nodecourse.solvers.gradient_run import (
     refuse_second_derivative,
 )
 from nodecourse.solvers.registry import IMPLICIT, spec_for
-from nodecourse.solvers.result import Solution, SolverError, Status
+from nodecourse.solvers.result import Solution, SolverError, Status, warn_backward_failure
 from nodecourse.solvers.validate import check_adjoint_options
 from nodecourse.validation import RandomFieldError
 
@@ -205,7 +206,10 @@ def adjoint_backward(run: GradientRun, t, ys, grad_ys, params, *, need_t: bool):
                 status = back.status
                 message = (
                     f"the backward (adjoint) solve from t={float(t[i]):.6g} to t={float(t[i - 1]):.6g} "
-                    f"ended with status {status.name}: {back.message}"
+                    f"ended with status {status.name}: {back.message} (its own method and tolerances go in "
+                    f"adjoint_options and default to the forward's; the parameter-gradient entries start at 0, "
+                    f"so with a tiny atol their rounding noise can stall it: adjoint_options={{'atol': 1e-9}} "
+                    f"or {{'norm': 'seminorm'}} lets them not steer the step)"
                 )
                 break
             _, a, g = dyn.unpack(back.ys[-1])
@@ -222,6 +226,7 @@ def adjoint_backward(run: GradientRun, t, ys, grad_ys, params, *, need_t: bool):
     if status is not Status.SUCCESS:
         if run.throw:
             raise SolverError(status, f"gradient='adjoint': {message}")
+        warn_backward_failure(status, f"gradient='adjoint': {message}")
         nan = float("nan")
         a = torch.full_like(a, nan)
         g = torch.full_like(g, nan)

@@ -19,7 +19,7 @@ from nodecourse.solvers.gradient_run import (
     inspect_field,
 )
 from nodecourse.solvers.registry import ADAPTIVE, spec_for
-from nodecourse.solvers.result import Solution, SolverError, Status
+from nodecourse.solvers.result import Solution, SolverError, Status, warn_backward_failure
 from nodecourse.solvers.validate import internal_times
 
 
@@ -79,6 +79,7 @@ def checkpoint_backward(run: GradientRun, t, grad_ys, params):
         stats["backward_status"], stats["backward_message"] = solution.status, message
         if run.throw:
             raise SolverError(solution.status, f"gradient='checkpoint': {message}")
+        warn_backward_failure(solution.status, f"gradient='checkpoint': {message}")
         return [torch.full_like(grad_ys[0], float("nan"))] + [torch.full_like(p, float("nan")) for p in params]
     record = solution.steps
     steps, states = record.accepted_steps(), record.states
@@ -117,6 +118,7 @@ def checkpoint_backward(run: GradientRun, t, grad_ys, params):
                 stats["nfe_backward"] = stats.get("nfe_backward", 0) + nfe
                 if run.throw:
                     raise SolverError(step.status, f"gradient='checkpoint': {message}")
+                warn_backward_failure(step.status, f"gradient='checkpoint': {message}")
                 return [torch.full_like(a, float("nan"))] + [torch.full_like(p, float("nan")) for p in params]
             outs = [step.ys[-1]] + [step.ys[j + 1] for j in range(len(inside))]
             cotangents = [a] + [grad_ys[i] for i in inside]

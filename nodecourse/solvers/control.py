@@ -38,6 +38,14 @@ CONTROL_OPTIONS = {
 #: Underflow: a step is too small when ``t + h`` cannot be told from ``t`` (a few ulps of margin).
 ULP_MARGIN = 4
 TINY_STEP = 1e-300
+#: The initial-step estimate is a guess, never a reason to stop: a guess below this many ulps of ``t0`` is
+#: raised to it (25x the underflow margin, so rounding ``t0 + h`` moves the step by at most 0.5 %), and
+#: the error control then decides. Why it matters: an entry that starts at 0 with a tiny ``atol`` (the
+#: adjoint ``a`` and the parameter gradients of a backward solve, ``atol=1e-20``) has a scale of ``atol``,
+#: so Hairer's estimate ``0.01 * |y0| / |f0|`` comes out near ``1e-18``, below ``4 ulp(t0)`` for any
+#: ``t0`` away from 0, and the solve ended STEP_UNDERFLOW before trying one step (steps of that size and
+#: larger have error ratios near 1e-13 there).
+FIRST_STEP_ULPS = 100
 
 
 def all_finite(x: torch.Tensor) -> bool:
@@ -51,6 +59,12 @@ def all_finite(x: torch.Tensor) -> bool:
 def _plain(x: torch.Tensor) -> torch.Tensor:
     """``x`` without its graph: ``x.detach()``, or ``x`` itself when it has none (one call less per read)."""
     return x.detach() if x.requires_grad else x
+
+
+def resolvable_step(t0: float) -> float:
+    """The smallest first step the initial-step estimate may propose at time ``t0``:
+    ``FIRST_STEP_ULPS`` ulps of ``t0`` (0 at ``t0 = 0``, where any positive step resolves)."""
+    return FIRST_STEP_ULPS * math.ulp(abs(t0)) if t0 != 0 else 0.0
 
 
 def rms(x: torch.Tensor) -> torch.Tensor:
@@ -176,7 +190,7 @@ class StepControl:
         h = min(100 * h0, h1)
         if not math.isfinite(h) or h <= 0:
             h = 1e-6
-        return self.clip(h), 1
+        return self.clip(max(h, resolvable_step(t0))), 1
 
     def propose(self, t: float, h: float, target: float) -> tuple[float, float]:
         """``(h_use, t_new)``: ``h`` or, when it reaches ``target``, exactly the rest.
@@ -366,6 +380,8 @@ class BatchStepControl:
             )
             h = torch.minimum(100 * h0, h1)
             h = torch.where(torch.isfinite(h) & (h > 0), h, torch.full_like(h, 1e-6))
+            # a guess below the times' resolution is raised to it (see FIRST_STEP_ULPS)
+            h = torch.maximum(h.to(self.t_dtype), FIRST_STEP_ULPS * self.eps * t.abs())
         return self.clip((self.direction * h).to(self.t_dtype)), 1
 
     def propose(self, t: torch.Tensor, h: torch.Tensor, target: float):

@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from nodecourse.solvers import field_checks
-from nodecourse.solvers.result import Solution, SolverError, Status
+from nodecourse.solvers.result import Solution, SolverError, Status, warn_backward_failure
 from nodecourse.validation import SecondDerivativeError
 
 
@@ -189,6 +189,7 @@ def backprop_replay(
             stats["backward_status"], stats["backward_message"] = solution.status, message
             if run.throw:
                 raise SolverError(solution.status, f"{route}: {message}")
+            warn_backward_failure(solution.status, f"{route}: {message}")
             return [torch.full_like(y0, float("nan"))] + [torch.full_like(p, float("nan")) for p in params]
         wanted = [p for p in params if p.requires_grad]
         inputs = ([y_in] if y_in.requires_grad else []) + wanted

@@ -37,12 +37,18 @@ _FROM_CODE = {v: k for k, v in _CODES.items()}
 _REMEDIES = {
     Status.SUCCESS: "nothing to do",
     Status.MAX_STEPS: (
-        "raise max_steps, loosen rtol/atol, or, if the problem is stiff (fast decaying modes), "
-        "use method='implicit_euler' or 'trapezoid'"
+        "raise max_steps; if the problem is stiff (fast decaying modes), use method='implicit_euler' or "
+        "'trapezoid'; if atol is tiny (say 1e-20) and some entries sit at or near zero, raise atol to the size "
+        "below which those entries do not matter (their rounding noise fails a tiny atol at every step "
+        "size, which no rtol cures cheaply); otherwise loosen rtol"
     ),
     Status.STEP_UNDERFLOW: (
-        "the solution may blow up in finite time or be stiff: try method='trapezoid' or "
-        "'implicit_euler', use float64 (y0.double()), or loosen rtol/atol"
+        "if the solution blows up in finite time near the t named (as y' = y**2 does), no setting helps: end "
+        "the solve before that time; if atol is tiny (say 1e-20) and some entries sit at or near zero, raise "
+        "atol to the size below which those entries do not matter: their rounding noise fails a tiny atol at "
+        "every step size, which a tighter rtol does not cure and a looser one cures only at many more steps; "
+        "for a stiff problem use "
+        "method='trapezoid' or 'implicit_euler'; float64 (y0.double()) gives a float32 solve more room"
     ),
     Status.NON_FINITE: (
         "func returned NaN/inf (or the state overflowed) at the time given: check func there (a log, sqrt "
@@ -109,6 +115,27 @@ class Solution:
         )
         shape = tuple(tuple(part.shape) for part in self.ys) if isinstance(self.ys, tuple) else tuple(self.ys.shape)
         return f"Solution(method={self.method!r}, status={self.status.name}, ys.shape={shape}, {work})"
+
+
+class BackwardSolveWarning(RuntimeWarning):
+    """A backward pass (``gradient="adjoint"``, ``"checkpoint"``, ``"reversible"``, ...) failed with
+    ``throw=False``: the gradients it returned are NaN. ``.status`` is the :class:`Status` it ended
+    with (also in ``solution.stats["backward_status"]``); the text names it and what to try."""
+
+    def __init__(self, status: Status, message: str):
+        self.status = status
+        super().__init__(
+            f"the backward pass ended with status {status.name}, so its gradients are NaN: {message}. "
+            f"What to try: {status.remedy()}. (throw=True raises this as a SolverError.)"
+        )
+
+
+def warn_backward_failure(status: Status, message: str) -> None:
+    """Warn (:class:`BackwardSolveWarning`) that a backward pass under ``throw=False`` failed: its NaN
+    gradients must never pass unnoticed."""
+    import warnings
+
+    warnings.warn(BackwardSolveWarning(status, message), stacklevel=3)
 
 
 class SolverError(RuntimeError):

@@ -43,7 +43,7 @@ import torch
 from nodecourse.solvers import field_checks, observers
 from nodecourse.solvers.fixed import steps_per_interval
 from nodecourse.solvers.gradient_run import backprop_replay, differentiable_solution, inspect_field
-from nodecourse.solvers.result import Solution, SolverError, Status
+from nodecourse.solvers.result import Solution, SolverError, Status, warn_backward_failure
 from nodecourse.solvers.rk import CheckedFunc, time_tensor
 
 REVERSIBLE = "reversible"
@@ -287,6 +287,7 @@ def reversible_backward(run: _Run, grad_ys: torch.Tensor, params: list) -> list:
         stats["backward_status"], stats["backward_message"] = status, message
         if run.throw:
             raise SolverError(status, f"gradient='reversible': {message}")
+        warn_backward_failure(status, f"gradient='reversible': {message}")
         return nan_grads()
 
     if run.solution.status is not Status.SUCCESS:
