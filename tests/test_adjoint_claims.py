@@ -25,9 +25,13 @@ def test_lesson04_rows_are_registered_with_declared_thresholds():
     assert rows["adjoint-error-rotated"].threshold is L.ROTATED_THRESHOLD
 
 
-def test_reversal_row_names_the_seed_figure_as_unlocated_and_judges_the_derived_count():
+def test_reversal_row_says_where_the_200000_comes_from_and_judges_the_derived_count():
     spec = load_rows()["reversal-steps"]
-    assert "source unlocated" in spec.source and "200,000" in spec.source
+    # the figure is quoted with ANODE's account of the reversal instability (issue 38): the row says so
+    assert "200,000" in spec.source and "Gholami et al. 2019" in spec.source and "ANODE" in spec.source
+    for text in (spec.source, spec.published, spec.threshold.text, spec.threshold.why):
+        for word in ("unlocated", "seed figure", "course plan"):
+            assert word not in text.lower(), (word, text)
     assert "500,000" in spec.threshold.text and "decides nothing" in spec.threshold.text
     assert L.DERIVED_REVERSAL_STEPS == 50 * 100**2 == L.derived_reversal_steps(-100.0)
 

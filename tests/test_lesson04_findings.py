@@ -20,7 +20,7 @@ def _counts(euler, implicit, verified=True):
     )
 
 
-def test_reversal_markdown_quotes_counts_derived_figure_and_the_unlocated_one():
+def test_reversal_markdown_quotes_counts_derived_figure_and_the_quoted_one():
     text = L.reversal_findings(_counts(497_430, 502_563), GONE).markdown()
     for needle in (
         "497,430",
@@ -28,14 +28,16 @@ def test_reversal_markdown_quotes_counts_derived_figure_and_the_unlocated_one():
         "500,000",
         "450,000 to 550,000",
         "200,000",
-        "source unlocated",
+        "quoted with ANODE",
         "5,001 to 7,072",
         "Solver runs confirm 1 of 1",
         "**holds**",
         "z(0) = 0",
     ):
         assert needle in text, needle
-    # the error the seed figure would leave: forward Euler under-amplifies, backward Euler over-amplifies
+    for word in ("unlocated", "seed figure", "course plan"):  # words a learner cannot place (issue 38)
+        assert word not in text.lower(), word
+    # the error the quoted figure would leave: forward Euler under-amplifies, backward Euler over-amplifies
     assert "-2.5%" in text and "+2.5%" in text
 
 
@@ -102,6 +104,19 @@ def test_gradient_error_markdown_names_a_failed_solve_instead_of_a_number():
     text = f.markdown()
     assert "atol = 1e-20" in text and "failed (step-underflow)" in text and "no error is reported" in text
     assert "inf" not in f.sweep_text()
+    # one of the two horizons failed: the sentence counts it (it said "at some horizon" whatever the count)
+    assert "fails at 1 of the 2 horizons" in text and "some horizon" not in text
+    assert "legend counts it as failed" in text
+
+
+def test_gradient_error_markdown_says_every_horizon_when_every_one_failed():
+    rows = _sweep(atol=1e-20)
+    for r in rows:
+        if r["route"] == "adjoint" and r["tol"] == 1e-8:
+            r.update(rel_error=math.inf, status="failed", note="backward status STEP_UNDERFLOW")
+    text = L.gradient_error_findings(rows, CFG).markdown()
+    assert "fails at every horizon (T = 0.5: failed (step-underflow), T = 3: failed (step-underflow))" in text
+    assert "legend counts them as failed" in text
 
 
 def _probe(adj_loose, adj_tight, ck, angle=0.0):

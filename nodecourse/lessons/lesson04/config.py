@@ -30,8 +30,13 @@ def derived_reversal_steps(lam: float, target: float = TARGET) -> float:
 
 DERIVED_REVERSAL_STEPS = derived_reversal_steps(REVERSAL_LAMBDA)  # 500,000 at lam = -100
 UNLOCATED_REVERSAL_STEPS = 200_000
-"""The course plan's "about 200,000 steps at lam = -100 for a low-order method": its source passage was not
-located, so it is reported beside the count, never used as the threshold."""
+"""The "about 200,000 steps at lam = -100 for a low-order method" quoted with ANODE's account of the
+adjoint's reversal instability (Gholami et al. 2019): it comes with no method and no tolerance, so it is
+reported beside the count, never used as the threshold."""
+QUOTED_FIGURE_SOURCE = (
+    "quoted with ANODE's account of the adjoint's reversal instability (Gholami et al. 2019), with no "
+    "method or tolerance attached"
+)
 
 # ----------------------------------------------------------------------------------------------
 # Thresholds: declared here, before anything is measured.
@@ -40,12 +45,12 @@ REVERSAL_THRESHOLD = Threshold(
     "count: forward Euler and backward Euler each need within 10 % of the derived 50 lam^2 = 500,000 steps "
     "(450,000 to 550,000) at lam = -100 to recover z(0) within 1 %; every fixed-step count the solver is run on "
     "(up to the mode's limit) lands on either side of 1 % at n and n - 1 steps; underflow: e^-1e4 == 0 in "
-    "float64 and a reversal from it returns z(0) = 0. All parts; the course plan's 200,000 (source unlocated) "
-    "is shown beside the count and decides nothing",
+    "float64 and a reversal from it returns z(0) = 0. All parts; the 200,000 quoted with ANODE (Gholami et al. "
+    "2019), which names no method or tolerance, is shown beside the count and decides nothing",
     kind="course",
     why="50 lam^2 is derived in the lesson (the leading term of the reversal error, lam^2 / (2n)); the terms it "
     "drops are of relative size the target (1 %) and |lam| / n (2e-4), so 10 % is ten times the larger; "
-    "the unlocated 200,000 has no stated tolerance and no source to read one from; the underflow part is "
+    "the quoted 200,000 comes with no method or tolerance to judge it by; the underflow part is "
     "exact (IEEE 754 float64)",
     value=0.10,
 )

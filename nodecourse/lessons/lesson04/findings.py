@@ -19,6 +19,7 @@ from nodecourse.lessons.lesson04.config import (
     GRADIENT_THRESHOLD,
     MEMORY_THRESHOLD,
     PROBE,
+    QUOTED_FIGURE_SOURCE,
     REVERSAL_LAMBDA,
     REVERSAL_THRESHOLD,
     ROTATED_THRESHOLD,
@@ -97,7 +98,7 @@ class ReversalFindings(Findings):
             f"At λ = {REVERSAL_LAMBDA:g}, {first}; the derived estimate 50 λ² is {self.derived:,.0f} and the row's "
             f"band {band} (within {self.tolerance * 100:g} %).",
             (f"The second-order methods need {min(second):,} to {max(second):,}." if second else ""),
-            f"The course plan's figure of {UNLOCATED_REVERSAL_STEPS:,} (source unlocated) would leave z(0) off by "
+            f"The {UNLOCATED_REVERSAL_STEPS:,} steps {QUOTED_FIGURE_SOURCE}, would leave z(0) off by "
             + ", ".join(f"{v:+.1%} ({METHOD_NAMES.get(m, m)})" for m, v in at_unlocated.items())
             + ": it fits neither the 1 % target nor the derivation, so it decides nothing here.",
             f"Solver runs confirm {self.checks[0]} of {self.checks[1]} counted entries.",
@@ -244,6 +245,19 @@ class GradientErrorFindings(Findings):
             return ClaimVerdict.DOES_NOT_HOLD
         return ClaimVerdict.NOT_MEASURABLE
 
+    def failure_sentence(self, tol: float) -> str:
+        """Where the adjoint's solves failed at ``tol``, counted from the results: "fails at every horizon"
+        or "fails at 2 of the 3 horizons", each named with its status; the plot draws no point for them and
+        its legend counts them as failed."""
+        failed = [(h, t) for (tl, h), t in sorted(self.failures.items()) if tl == tol]
+        n, total = len(failed), len(self.config.horizons)
+        where = "every horizon" if n == total else f"{n} of the {total} horizons"
+        named = ", ".join(f"T = {h:g}: {t}" for h, t in failed)
+        return (
+            f"the adjoint's gradient fails at {where} ({named}); no error is reported for "
+            f"{'them' if n > 1 else 'it'}, and the plot's legend counts {'them' if n > 1 else 'it'} as failed."
+        )
+
     def sweep_text(self) -> str:
         """``"adjoint 2.1e-04 -> 2.2e+07 (tol 0.0001), ...; checkpoint <= 2.2e-05"``."""
         lo, hi = min(self.config.horizons), max(self.config.horizons)
@@ -271,11 +285,7 @@ class GradientErrorFindings(Findings):
                 f"{worst:.2g} times the tolerance at worst."
             )
         for tol in self.failed:
-            lines.append(
-                f"- tol {tol:g}: the adjoint's backward solve fails at some horizon ("
-                + ", ".join(f"T = {h:g}: {t}" for (tl, h), t in self.failures.items() if tl == tol)
-                + "); no error is reported for it."
-            )
+            lines.append(f"- tol {tol:g}: {self.failure_sentence(tol)}")
         lines.append(
             f"\nCheckpoint stays within {self.factor:g} x tol at every horizon: "
             f"{'yes' if self.checkpoint_at_solver_accuracy else 'no'}. Verdict of this reading: "

@@ -64,11 +64,11 @@ def _plain(rows) -> list[dict]:
     claim="Recovering z(0) from z(1) for dz/dt = lam z on [0, 1] to within 1 % takes a first-order method about "
     "50 lam^2 = 500,000 steps at lam = -100 (derived in lesson 4); at lam = -1e4, e^lam underflows to 0 in "
     "float64 and no method can",
-    source="derived in lesson 4 (error lam^2 / (2n) of a first-order reversal); the course plan's seed figure of "
-    "about 200,000 steps: source unlocated (not used as the threshold); the reversal instability itself: "
-    "Gholami et al. 2019 (ANODE)",
-    published="50 lam^2 = 500,000 steps at lam = -100 (derived; the seed figure's 200,000: source unlocated); "
-    "e^-1e4 = 0 in float64",
+    source="derived in lesson 4 (error lam^2 / (2n) of a first-order reversal); the reversal instability itself "
+    "and the figure of about 200,000 steps at lam = -100 for a low-order method: quoted with Gholami et al. 2019 "
+    "(ANODE), with no method or tolerance attached (shown, not used as the threshold)",
+    published="50 lam^2 = 500,000 steps at lam = -100 (derived; the 200,000 quoted with ANODE names no method "
+    "or tolerance); e^-1e4 = 0 in float64",
     lesson="04",
     threshold=REVERSAL_THRESHOLD,
 )
@@ -87,12 +87,12 @@ def measure_reversal(quick: bool) -> Measurement:
         for m in ("midpoint", "trapezoid", "rk4", "dopri5 (adaptive)")
         if (m, REVERSAL_LAMBDA) in by
     )
-    unlocated = ", ".join(
+    quoted = ", ".join(
         f"{UNLOCATED_REVERSAL_STEPS / n:.2f}x {METHOD_NAMES[m]}'s" for m, n in f.counts.items() if n is not None
     )
     measured = (
         f"lam=-100, 1 %: {first}; derived 50 lam^2 = {f.derived:,.0f}; second order and up: {others}. "
-        f"The seed figure's {UNLOCATED_REVERSAL_STEPS:,} (source unlocated) is {unlocated} count. "
+        f"The {UNLOCATED_REVERSAL_STEPS:,} quoted with ANODE (no method or tolerance given) is {quoted} count. "
         f"e^-1e4 in float64 = {under.z1:g}, reversal returns z(0) = {under.recovered:g}. Solver runs "
         f"confirm {f.checks[0]}/{f.checks[1]} counts (up to {config.verify_up_to:,} steps). "
         f"{parts_text(f.parts)}"
@@ -106,9 +106,9 @@ def measure_reversal(quick: bool) -> Measurement:
             "underflow": asdict(under),
             "counts": f.counts,
             "derived_steps": f.derived,
-            "unlocated_seed_figure": UNLOCATED_REVERSAL_STEPS,
+            "quoted_figure": UNLOCATED_REVERSAL_STEPS,
             "parts": {k: v.value for k, v in f.parts.items()},
-            "source_passage_located": False,
+            "quoted_figure_method_and_tolerance_given": False,
         },
     )
 
@@ -169,7 +169,7 @@ def _sweep_details(f, suffix: str) -> dict:
     id="adjoint-gradient-error",
     claim="Where reconstructing the forward state backwards drifts (a fast decaying mode feeding a slow one), "
     "the adjoint's gradient error grows with the horizon T; checkpointing stays at solver accuracy",
-    source="Gholami et al. 2019 (ANODE), sec. 3; course plan, lesson 4",
+    source="Gholami et al. 2019 (ANODE), sec. 3; the controlled problem and the sweep are lesson 4's",
     published="adjoint gradients can be wrong (reversal unstable); checkpointing is exact for the discrete solve",
     lesson="04",
     threshold=GRADIENT_THRESHOLD,
@@ -212,7 +212,8 @@ def measure_gradient_error(quick: bool) -> Measurement:
     claim="With the decayed mode mixed into every coordinate (the controlled problem rotated by 0.7 rad), the "
     "adjoint's gradient stays wrong even with a tiny absolute tolerance, while checkpointing stays at "
     "solver accuracy",
-    source="Gholami et al. 2019 (ANODE), sec. 3 (reversal instability of the adjoint); course plan, lesson 4",
+    source="Gholami et al. 2019 (ANODE), sec. 3 (reversal instability of the adjoint); the rotated problem is "
+    "lesson 4's",
     published="adjoint gradients can have O(1) errors; checkpointing (discretise-then-optimise) is exact for the "
     "discrete solve",
     lesson="04",
