@@ -793,3 +793,22 @@ def test_every_script_is_inside_the_body(built):
         assert "".join(text[text.rindex("</body>") :].split()) == "</body></html>", page.name
     annulus = (out / "03_annulus.html").read_text()
     assert annulus.index(site.PLOTLY_JS) < annulus.index("</body>")  # the figures' script too
+
+
+@pytest.mark.slow  # uses the site built once for this module (about 20 s)
+def test_the_dark_scheme_reaches_4_5_to_1_and_each_notebook_page_links_its_theme(built):
+    out, _, _ = built
+    low = {
+        n: round(contrast(c, site_assets.DARK_CODE_BACKGROUND), 2)
+        for n, c in site_assets.DARK_CODE_COLOURS.items()
+        if contrast(c, site_assets.DARK_CODE_BACKGROUND) < 4.5
+    }
+    assert not low, low
+    assert set(site_assets.DARK_CODE_COLOURS) == set(site_assets.CODE_COLOURS)
+    for name, colour in {**site_assets.DARK_PROMPT_COLOURS, "link": site_assets.DARK_LINK_COLOUR}.items():
+        assert contrast(colour, site_assets.DARK_BACKGROUND) >= 4.5, name
+    assert contrast(site_assets.DARK_TEXT, site_assets.DARK_BACKGROUND) >= 4.5
+    assert (out / site.DARK_THEME).stat().st_size > 1000
+    for path in site.lesson_notebooks(REPO) + site.exercise_notebooks(REPO):
+        link = _soup(out / f"{path.stem}.html").find("link", href=site.DARK_THEME)
+        assert link is not None and link["media"] == "(prefers-color-scheme: dark)", path.name

@@ -482,3 +482,45 @@ def test_search_finds_ledger_rows_and_lesson_words_counts_results_and_takes_the_
     page.wait_for_url(re.compile(re.escape(base + target.partition("#")[0]) + "#.+"))
     context.close()
     assert blocked == [], blocked
+
+
+#: Text colours against the background they are drawn on (the nearest ancestor with one), for
+#: the elements a reader reads: prose, links, code, prompts, navigation, contents, footer.
+_LOW_CONTRAST_JS = """() => {
+    const rgb = c => c.match(/[\\d.]+/g).slice(0, 4).map(Number);
+    const lum = c => { const v = rgb(c).slice(0, 3).map(x => { x /= 255; return x <= 0.04045 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4; });
+                       return 0.2126 * v[0] + 0.7152 * v[1] + 0.0722 * v[2]; };
+    const clear = c => c === 'transparent' || (rgb(c).length === 4 && rgb(c)[3] === 0);
+    const out = [];
+    document.querySelectorAll('main p, main li, main a, .highlight pre span, .jp-InputPrompt, .jp-OutputPrompt, '
+                              + '.jp-RenderedText pre, .nc-site-nav a, .nc-toc a, .nc-pager a, .nc-footer').forEach(e => {
+      if (!e.textContent.trim() || !e.getClientRects().length || e.closest('.nc-plotly')) return;
+      let bg = e, c;
+      while (bg && clear(c = getComputedStyle(bg).backgroundColor)) bg = bg.parentElement;
+      if (!bg) c = 'rgb(255, 255, 255)';
+      const a = lum(getComputedStyle(e).color), b = lum(c);
+      const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+      if (ratio < 4.5) out.push(e.tagName + '.' + e.className + ' ' + getComputedStyle(e).color + ' on ' + c + ': ' + ratio.toFixed(2));
+    });
+    return [...new Set(out)]; }"""
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_text_reaches_4_5_to_1_in_the_light_and_the_dark_scheme(served, scheme):
+    out, base, browser = served
+    context, blocked = _context(browser, base)
+    page = context.new_page()
+    page.emulate_media(color_scheme=scheme)
+    problems = []
+    for name in ("10_cheaper_and_exact.html", "04_adjoint_exercises.html", "ledger.html", "setup.html"):
+        page.goto(base + name, wait_until="load")
+        background = page.evaluate("() => getComputedStyle(document.body).backgroundColor")
+        dark = page.evaluate("() => matchMedia('(prefers-color-scheme: dark)').matches")
+        assert dark == (scheme == "dark"), name
+        problems += [f"{name}: {p}" for p in page.evaluate(_LOW_CONTRAST_JS)]
+        if scheme == "dark":
+            assert background not in ("rgb(255, 255, 255)", "rgba(0, 0, 0, 0)"), (name, background)
+        page.screenshot(path=str(ARTIFACTS / f"{Path(name).stem}-{scheme}.png"))
+    context.close()
+    assert not problems, problems[:12]
+    assert blocked == [], blocked

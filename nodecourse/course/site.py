@@ -505,7 +505,25 @@ def styles_to_files(page_html: str, out: Path) -> str:
             target.write_text(css, encoding="utf-8")
         return f'<link rel="stylesheet" href="{name}">'
 
-    return _HEAD_STYLE.sub(to_file, page_html[:head_end]) + page_html[head_end:]
+    return _HEAD_STYLE.sub(to_file, page_html[:head_end]) + DARK_THEME_LINK + page_html[head_end:]
+
+
+#: nbconvert's dark JupyterLab theme (its lab template's ``static/theme-dark.css``), for a reader
+#: whose system asks for dark colours; the site's stylesheet sets its own colours over it.
+DARK_THEME = "_static/theme-dark.css"
+DARK_THEME_LINK = f'<link rel="stylesheet" href="{DARK_THEME}" media="(prefers-color-scheme: dark)">'
+
+
+def _copy_dark_theme(exporter, out: Path) -> None:
+    for folder in exporter.template_paths:
+        source = Path(folder) / "static" / "theme-dark.css"
+        if source.is_file():
+            shutil.copy2(source, out / DARK_THEME)
+            return
+    raise FileNotFoundError(
+        f"nbconvert's lab template has no static/theme-dark.css in {exporter.template_paths}: "
+        "reinstall nbconvert (make setup)"
+    )
 
 
 def _finish(
@@ -552,6 +570,7 @@ def build(root: Path, out: Path, *, date: str | None = None) -> list[Path]:
     )
 
     exporter = _exporter()
+    _copy_dark_theme(exporter, out)
     written = []
     index_entries: list[dict] = []
     has_ledger = any(p.kind == "ledger" for p in pages)

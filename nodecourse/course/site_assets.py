@@ -42,7 +42,41 @@ PROMPT_COLOURS = {"inprompt": "#1f5f99", "outprompt": "#9a3b1f", "not-active": "
 #: Links in prose: underlined (not told apart by colour alone), in a blue of 4.5:1 or more.
 LINK_COLOUR = "#0d47a1"
 
+#: The dark scheme (``prefers-color-scheme: dark``): nbconvert's dark JupyterLab theme with these
+#: over it, each 4.5:1 or more on its background (tests/test_site.py computes it).
+DARK_CODE_BACKGROUND = "#1e1e1e"
+DARK_CODE_COLOURS = {
+    "atom": "#c3a6ff",
+    "attribute": "#9cdcfe",
+    "bracket": "#d4d4aa",
+    "builtin": "#7ee787",
+    "comment": "#9ab8b8",
+    "def": "#79c0ff",
+    "error": "#ff7b72",
+    "header": "#79c0ff",
+    "hr": "#b0b0b0",
+    "keyword": "#7ee787",
+    "link": "#79c0ff",
+    "meta": "#d2a8ff",
+    "number": "#a5d6a7",
+    "operator": "#d2a8ff",
+    "property": "#9cdcfe",
+    "punctuation": "#9cdcfe",
+    "qualifier": "#c0c0c0",
+    "quote": "#7ee787",
+    "string": "#ffab91",
+    "tag": "#7ee787",
+    "variable": "#e0e0e0",
+}
+DARK_BACKGROUND = "#111111"  # nbconvert's dark --jp-layout-color0
+DARK_TEXT = "#e8e8e8"
+DARK_PROMPT_COLOURS = {"inprompt": "#7fb8ff", "outprompt": "#ff9e80", "not-active": "#b0b0b0"}
+DARK_LINK_COLOUR = "#8ab4f8"
+
 _CODE_VARS = "\n".join(f"  --jp-mirror-editor-{name}-color: {colour};" for name, colour in CODE_COLOURS.items())
+_DARK_CODE_VARS = "\n".join(
+    f"    --jp-mirror-editor-{name}-color: {colour};" for name, colour in DARK_CODE_COLOURS.items()
+)
 
 SITE_CSS = """
 :root { --nc-text-width: 75ch; }
@@ -157,7 +191,36 @@ body.nc-plain { font-family: system-ui, sans-serif; margin: 0; }
 body.nc-plain main { max-width: 60em; padding: 0 0 3em; }
 body.nc-plain table { border-collapse: collapse; font-size: 0.9em; }
 body.nc-plain td, body.nc-plain th { border: 1px solid #ccc; padding: 0.3em 0.5em; vertical-align: top; }
+/* the dark scheme: nbconvert's dark theme (linked for this media) and the site's own colours */
+@media (prefers-color-scheme: dark) {
+  :root { color-scheme: dark; }
+  body {
+    --jp-cell-editor-background: %(dark_code_bg)s;
+%(dark_code_vars)s
+    --jp-cell-inprompt-font-color: %(dark_inprompt)s;
+    --jp-cell-outprompt-font-color: %(dark_outprompt)s;
+    --jp-cell-prompt-not-active-font-color: %(dark_not_active)s;
+    --jp-content-link-color: %(dark_link)s;
+    background: %(dark_bg)s; color: %(dark_text)s;
+  }
+  a, .nc-content .jp-RenderedHTMLCommon a:not(.anchor-link), body.nc-plain main a:not(.anchor-link) { color: %(dark_link)s; }
+  .nc-site-nav, .nc-pager, .nc-toc, .nc-scroll td, .nc-scroll th, body.nc-plain td, body.nc-plain th { border-color: #555; }
+  .nc-footer, .nc-results small, .nc-fold > summary { color: #c8c8c8; }
+  .nc-results-panel, .nc-copy, .nc-skip, .nc-search input { background: %(dark_code_bg)s; color: %(dark_text)s;
+    border-color: #888; }
+  .nc-explorer-static { background: #16222c; border-color: #46607a; }
+  table.nc-ledger tr:target { background: #1a2a3d; }
+  .nc-plotly, .jp-RenderedImage img { background: #fff; }  /* figures keep their white ground */
+}
 """ % {
+    "dark_code_bg": DARK_CODE_BACKGROUND,
+    "dark_code_vars": _DARK_CODE_VARS,
+    "dark_inprompt": DARK_PROMPT_COLOURS["inprompt"],
+    "dark_outprompt": DARK_PROMPT_COLOURS["outprompt"],
+    "dark_not_active": DARK_PROMPT_COLOURS["not-active"],
+    "dark_link": DARK_LINK_COLOUR,
+    "dark_bg": DARK_BACKGROUND,
+    "dark_text": DARK_TEXT,
     "background": CODE_BACKGROUND,
     "code_vars": _CODE_VARS,
     "inprompt": PROMPT_COLOURS["inprompt"],
