@@ -561,12 +561,39 @@ def test_a_figures_description_comes_from_its_titles_its_comment_or_its_section(
         "Figure (lesson 3): the decision boundary on a grid"
     )
     assert alt(
-        "fig = P.circle_probe_figure(probes)\nax.plot(x)",
+        "fig = P.probe_sketch_figure(probes)\nax.plot(x)",  # a function the course does not define
         "The circle probe",
         "lesson 3",
         "<Figure size 900x300 with 3 Axes>",
-    ) == ("Figure from lesson 3, section “The circle probe”: circle probe figure (3 panels)")
+    ) == ("Figure from lesson 3, section “The circle probe”: probe sketch figure (3 panels)")
     assert alt("plt.show()", "", "lesson 6", "<Figure size 640x480 with 1 Axes>") == "Figure from lesson 6"
+    # axes from a keyword or a setter; TeX's $ and backslashes out; a placeholder-only title left out
+    code = 'ax.set(xlabel="step $k$", ylabel="$\\lambda$ error", title=f"label {k}")'
+    assert alt(code, "S", "lesson 6") == "Figure from lesson 6, section “S”: lambda error against step k"
+    # a figure drawn by the course's own plotting function: that function's titles and axes
+    described = alt("fig = plot_memory(sweep)", "The promise: memory", "lesson 4")
+    assert described.startswith("Figure from lesson 4, section “The promise: memory”: ")
+    assert "against rk4 steps" in described  # lesson 4's plot_memory, not lesson 10's (reversible Heun steps)
+
+
+def test_a_plotly_figures_description_names_its_title_panels_and_axes():
+    figure = {
+        "layout": {
+            "title": {"text": "Cost <b>against</b> rtol"},
+            "xaxis": {"domain": [0, 0.45], "anchor": "y", "title": {"text": "rtol"}},
+            "yaxis": {"anchor": "x", "title": {"text": "error"}},
+            "xaxis2": {"domain": [0.55, 1], "anchor": "y2", "title": {"text": "rtol"}},
+            "yaxis2": {"anchor": "x2", "title": "NFE"},
+            "annotations": [
+                {"text": "error", "xref": "paper", "yref": "paper", "x": 0.2, "y": 1},
+                {"text": "work", "xref": "paper", "yref": "paper", "x": 0.8, "y": 1},
+            ],
+        }
+    }
+    assert site_notebook.plotly_alt(figure) == (
+        "Figure: Cost against rtol; panels: error, work (error against rtol; NFE against rtol)"
+    )
+    assert site_notebook.plotly_alt({"layout": {}}) == ""
 
 
 def test_the_fold_rule():

@@ -12,9 +12,10 @@ What a page shows differs from what the notebook holds in a few ways, all decide
 - **folded cells** (:func:`folds`): a code cell whose every output is Markdown (findings that
   render their own text) or that is tagged ``hide-input`` shows its output, and its code behind
   a "show the code" fold;
-- **figures** get a description (``alt``): the titles the cell's code sets, else the cell's
-  first comment, else a sentence naming the section of the lesson it is in, the plotting
-  function the cell calls and the number of panels;
+- **figures** get a description (``alt``): the titles and axis labels the cell's code sets
+  (a plotly figure's own, from its JSON), else the cell's first comment, else a sentence naming
+  the section of the lesson it is in, the plotting function the cell calls and the number of
+  panels;
 - **plotly figures** become a live box over their static PNG (see ``site.py``).
 """
 
@@ -36,6 +37,13 @@ _MARKER = re.compile(r"^\s*#\s*NBVAL_\w+.*$\n?", re.MULTILINE)
 #: tqdm's line: "desc: 67%|██████    | 4/6 [...]" (the spaces may be figure spaces, U+2007).
 PROGRESS = re.compile(r"\d+%\|[^|\n]*\|[\s\u2007]*\d+/\d+")
 _TITLE_CALL = re.compile(r"""(?:set_title|suptitle|title)\(\s*f?(["'])(.+?)\1""")
+#: An axis label or title given as a keyword (``ax.set(xlabel="h", ylabel="error", title="...")``)
+#: or by its setter (``ax.set_xlabel("h")``).
+_LABEL = {
+    kind: re.compile(rf"""(?:\b{kind}\s*=\s*|set_{kind}\(\s*|\b{kind}\(\s*)f?(["'])(.+?)\1""")
+    for kind in ("xlabel", "ylabel")
+}
+_TITLE_KEYWORD = re.compile(r"""(?<![\w.])title\s*=\s*f?(["'])(.+?)\1""")
 _PLOT_CALL = re.compile(r"\b(\w*(?:plot|figure|draw)\w*)\s*\(")
 _PLOT_PLUMBING = {"plot", "subplots", "subplot", "figure", "add_subplot", "subplots_adjust"}
 _AXES = re.compile(r"with (\d+) Axes")
@@ -121,22 +129,126 @@ def explorer_box(source: str, launch: str, lesson_label: str, has_picture: bool)
     )
 
 
+def _label_text(text: str) -> str:
+    """A title or label from code as a reader reads it: ``{...}`` placeholders as "…", TeX's
+    ``$`` and backslashes out (``$\\lambda$`` -> "lambda")."""
+    text = re.sub(r"\{[^}]*\}", "…", text)
+    return " ".join(re.sub(r"\\([A-Za-z]+)", r"\1", text).replace("$", "").split()).strip(" ,;:")
+
+
+def _says_something(text: str) -> bool:
+    """False for a title that is mostly placeholders: "label …" (fewer than two words of its own),
+    "batch …, MLP …, …" (three placeholders or more)."""
+    return "…" not in text or (text.count("…") < 3 and len(re.findall(r"[A-Za-z]{2,}", text)) >= 2)
+
+
+def _axes(source: str) -> str:
+    """ "y against x" for each distinct pair of axis labels the code sets (at most three)."""
+    xs = [_label_text(m.group(2)) for m in _LABEL["xlabel"].finditer(source)]
+    ys = [_label_text(m.group(2)) for m in _LABEL["ylabel"].finditer(source)]
+    pairs = list(dict.fromkeys(f"{y} against {x}" for x, y in zip(xs, ys) if x and y))
+    return "; ".join(pairs[:3])
+
+
+def _titles(source: str) -> str:
+    """The titles that ``source`` sets, joined ("loss at … steps; training"), or ""."""
+    found = [m.group(2) for m in _TITLE_CALL.finditer(source)] + [m.group(2) for m in _TITLE_KEYWORD.finditer(source)]
+    return "; ".join(t for t in dict.fromkeys(_label_text(t) for t in found) if t and _says_something(t))
+
+
+def _described(source: str) -> str:
+    """The titles and axes that ``source`` sets ("loss at … steps (loss against epoch)"), or ""."""
+    titles, axes = _titles(source), _axes(source)
+    return f"{titles} ({axes})" if titles and axes else titles or axes
+
+
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
+
+
+@lru_cache(maxsize=None)
+def _plot_functions() -> dict[str, tuple[tuple[str, str], ...]]:
+    """The course package's plotting functions (a name with "plot", "figure" or "draw") by name:
+    (module path, source) of each definition (two lessons may each have a ``plot_memory``)."""
+    found: dict[str, list[tuple[str, str]]] = {}
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if "def " not in text:
+            continue
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.FunctionDef) and _PLOT_CALL.match(node.name + "("):
+                found.setdefault(node.name, []).append((path.as_posix(), ast.get_source_segment(text, node) or ""))
+    return {name: tuple(defs) for name, defs in found.items()}
+
+
+def _library_figure(calls: list[str], page_label: str) -> str:
+    """What the course's own plotting function that the cell calls draws (its titles and axes), or
+    "". Of two functions with one name, the one in the page's lesson (``lessonNN``) is taken."""
+    number = re.search(r"(\d+)$", page_label)
+    lesson = f"lesson{int(number.group(1)):02d}" if number else None
+    for name in reversed(calls):
+        defs = _plot_functions().get(name, ())
+        mine = [d for d in defs if lesson and f"/{lesson}/" in d[0]] or (list(defs) if len(defs) == 1 else [])
+        if mine and _described(mine[0][1]):
+            return _described(mine[0][1])
+    return ""
+
+
 def image_alt(source: str, section: str, page_label: str, plain: str = "") -> str:
-    """A description of a figure from its cell's code: the titles it sets; else the cell's first
-    comment; else the section of the page it is in, with the plotting function the cell calls and
-    the number of panels (from matplotlib's ``plain`` text, "<Figure size ... with 3 Axes>")."""
-    titles = [re.sub(r"\{[^}]*\}", "…", m.group(2)) for m in _TITLE_CALL.finditer(source)]
+    """A description of a figure from its cell's code: the titles it sets and its axes ("error
+    against h"); else the cell's first comment; else the titles and axes of the course's plotting
+    function the cell calls; else the section of the page it is in, with the plotting function
+    the cell calls and the number of panels (from matplotlib's ``plain`` text, "<Figure size ...
+    with 3 Axes>")."""
+    titles, axes = _titles(source), _axes(source)
     if titles:
-        return "Figure: " + "; ".join(titles)
+        return f"Figure: {_described(source)}"
     comment = _COMMENT.search(source)
     if comment:
-        return f"Figure ({page_label}): {comment.group(1).strip()}"
-    where = f", section “{section}”" if section else ""
+        return f"Figure ({page_label}): {comment.group(1).strip()}" + (f" ({axes})" if axes else "")
     calls = [c for c in _PLOT_CALL.findall(source) if c not in _PLOT_PLUMBING]
+    where = f", section “{section}”" if section else ""
+    if axes:
+        return f"Figure from {page_label}{where}: {axes}"
+    library = _library_figure(calls, page_label)
+    if library:
+        return f"Figure from {page_label}{where}: {library}"
     what = f": {calls[-1].replace('_', ' ').strip()}" if calls else ""
     axes = _AXES.search(plain)
     panels = f" ({axes.group(1)} panels)" if axes and int(axes.group(1)) > 1 else ""
     return f"Figure from {page_label}{where}{what}{panels}"
+
+
+def _plotly_text(value) -> str:
+    """A plotly title (a string or ``{"text": ...}``) as plain text (its ``<br>``/``<b>`` tags out)."""
+    text = value.get("text", "") if isinstance(value, dict) else str(value or "")
+    return " ".join(re.sub(r"<[^>]+>", " ", text).split())
+
+
+def plotly_alt(figure: dict) -> str:
+    """A description of a plotly figure from its JSON: its title, its panels' titles and its axes
+    ("error against rtol"); "" when it has none of them."""
+    layout = figure.get("layout") or {}
+    title = _plotly_text(layout.get("title"))
+    xs = sorted(k for k in layout if re.fullmatch(r"xaxis\d*", k))
+    pairs = []
+    for key in xs:
+        x = _plotly_text((layout[key] or {}).get("title"))
+        anchor = (layout[key] or {}).get("anchor") or "y"
+        y = _plotly_text((layout.get("yaxis" + anchor[1:]) or {}).get("title"))
+        if x and y:
+            pairs.append(f"{y} against {x}")
+    panels = []
+    if len(xs) > 1:  # make_subplots' titles: annotations placed on the page (paper) over each panel
+        panels = [
+            _plotly_text(a.get("text"))
+            for a in layout.get("annotations") or []
+            if a.get("xref") == "paper" and a.get("yref") == "paper" and a.get("text")
+        ]
+    parts = [p for p in (title, "panels: " + ", ".join(panels) if panels else "") if p]
+    axes = "; ".join(list(dict.fromkeys(pairs))[:3])
+    if not parts and not axes:
+        return ""
+    return "Figure: " + ("; ".join(parts) or axes) + (f" ({axes})" if parts and axes else "")
 
 
 def _heading_text(markdown: str) -> str | None:
@@ -165,9 +277,8 @@ def prepare_notebook(nb, *, launch: str = "", page_label: str = "this lesson", p
             if is_live_widget(out):
                 out["data"] = {"text/html": explorer_box(cell.source, launch, page_label, has_picture)}
             elif PLOTLY_MIME in data and plotly_html is not None:
-                layout_title = (data[PLOTLY_MIME].get("layout") or {}).get("title") or {}
-                title = layout_title.get("text") if isinstance(layout_title, dict) else str(layout_title)
-                out["data"] = {"text/html": plotly_html(data, title or image_alt(cell.source, section, page_label))}
+                described = plotly_alt(data[PLOTLY_MIME]) or image_alt(cell.source, section, page_label)
+                out["data"] = {"text/html": plotly_html(data, described)}
                 count += 1
             elif "image/png" in data:
                 out.setdefault("metadata", {})["nc_alt"] = image_alt(
