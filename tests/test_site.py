@@ -289,7 +289,7 @@ def test_no_page_shows_tex_commands_or_namespace_prefixed_mathml(built):
     soup = _soup(out / "08_continuous_normalising_flows.html")
     heading = next(h for h in soup.find_all("h2") if "of the solved map" in h.get_text())
     assert heading.find("math") is not None
-    assert heading["id"] == "The-discrete-baseline:-log%7Cdet-J%7C-of-the-solved-map"
+    assert "%5C" not in heading["id"] and "det" in heading["id"], heading["id"]  # the formula's text, no TeX
     toc = soup.select_one(f'.nc-toc a[href="#{heading["id"]}"]').get_text()
     assert toc == "The discrete baseline: log|det J| of the solved map"
     sections = {e["section"] for e in _search_index(out)}
