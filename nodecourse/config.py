@@ -280,9 +280,9 @@ def use_course_threads(**kwargs) -> int:
     """Apply :func:`course_threads`: ``torch.set_num_threads`` in this process, and
     ``OMP_NUM_THREADS`` (when unset) for the processes it starts (kernels, the
     grader's nbval run). Returns the count. Call it first in a notebook."""
+    n = course_threads(**kwargs)  # a bad NODECOURSE_THREADS is refused before torch is imported
     import torch
 
-    n = course_threads(**kwargs)
     if torch.get_num_threads() != n:
         torch.set_num_threads(n)
     os.environ.setdefault("OMP_NUM_THREADS", str(n))

@@ -125,12 +125,21 @@ def load_build(spec: str):
     )
 
 
+def usage_error(args: argparse.Namespace) -> str | None:
+    """What is wrong with ``args`` beyond each flag's own parser check, as a message naming the
+    flag; None when nothing is. Needs no torch (the CLI calls it before importing it)."""
+    if args.out is not None and not args.out.lower().endswith((".html", ".htm", ".md", ".json")):
+        return f"--out {args.out}: give a file name ending in .html, .md or .json"
+    return None
+
+
 def main(args: argparse.Namespace) -> int:
     from nodecourse.course.redirect import StdoutToStderr
 
     quick = args.quick or quick_mode()
-    if args.out is not None and not args.out.lower().endswith((".html", ".htm", ".md", ".json")):
-        print(f"error: --out {args.out}: give a file name ending in .html, .md or .json", file=sys.stderr)
+    refused = usage_error(args)  # the CLI checked it before importing torch; callers of main() get it too
+    if refused is not None:
+        print(f"error: {refused}", file=sys.stderr)
         return 2
     if args.out is not None and not Path(args.out).resolve().parent.is_dir():
         print(

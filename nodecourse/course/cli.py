@@ -36,6 +36,7 @@ FLAGS: dict[tuple[str, str], Arg] = {
     ),
     ("grade", "--memory-mb"): Arg(Interval(int, 16, None), fix="e.g. --memory-mb 4096"),
     ("grade", "--tmp-mb"): Arg(Interval(int, 16, None), fix="e.g. --tmp-mb 512"),
+    ("grade", "--jobs"): Arg(Interval(int, 1, None), fix="e.g. --jobs 4"),
 }
 
 
@@ -219,18 +220,33 @@ def run_lab(args: argparse.Namespace, extra: Sequence[str]) -> int:
 # ---------------------------------------------------------------------------
 
 
-def run_grade(args: argparse.Namespace) -> int:
-    from nodecourse.course import grading
+def grade_usage_error(args: argparse.Namespace) -> str | None:
+    """How the flags of ``grade`` contradict each other, as a message naming them; None when they
+    do not. Standard library only: :func:`main` calls it before torch is imported."""
+    if args.gradebook is not None:
+        if args.json or args.keep:
+            return (
+                "--gradebook writes a CSV (and a feedback file per student beside it); it does not "
+                "combine with --json or --keep: grade one notebook with them to see its details"
+            )
+        return None
+    for flag, value in (("--jobs", args.jobs), ("--regrade", args.regrade), ("--roster", args.roster)):
+        if value is not None:
+            return f"{flag} applies to --gradebook (a class graded at once); add --gradebook FILE.csv"
+    if args.reference is not None and len(args.notebooks) != 1:
+        return f"--reference applies to one notebook, got {len(args.notebooks)}; grade them one by one"
+    return None
 
+
+def run_grade(args: argparse.Namespace) -> int:
+    refused = grade_usage_error(args)
+    if refused is not None:
+        print(f"error: {refused}", file=sys.stderr)
+        return 2
     if args.gradebook is not None:
         return run_gradebook(args)
-    for flag, value in (("--jobs", args.jobs), ("--regrade", args.regrade), ("--roster", args.roster)):
-        if value:
-            print(
-                f"error: {flag} applies to --gradebook (a class graded at once); add --gradebook FILE.csv",
-                file=sys.stderr,
-            )
-            return 2
+    from nodecourse.course import grading
+
     return grading.main(
         args.notebooks,
         reference=args.reference,
@@ -252,12 +268,9 @@ def _limits(args: argparse.Namespace):
 def run_gradebook(args: argparse.Namespace) -> int:
     from nodecourse.course import gradebook
 
-    if args.json or args.keep:
-        print(
-            "error: --gradebook writes a CSV (and a feedback file per student beside it); it does not "
-            "combine with --json or --keep: grade one notebook with them to see its details",
-            file=sys.stderr,
-        )
+    refused = grade_usage_error(args)
+    if refused is not None:
+        print(f"error: {refused}", file=sys.stderr)
         return 2
     try:
         summary = gradebook.grade_class(
@@ -472,6 +485,67 @@ def output_path_error(args: argparse.Namespace) -> str | None:
     return None
 
 
+#: The input paths each subcommand reads: (command, dest) -> "file" or "folder", which must exist.
+INPUT_PATHS: dict[tuple[str, str], str] = {
+    ("grade", "notebooks"): "file",
+    ("grade", "reference"): "file",
+    ("grade", "roster"): "file",
+    ("build", "solutions"): "folder",
+    ("physionet", "data"): "folder",
+}
+
+
+def input_path_error(args: argparse.Namespace) -> str | None:
+    """The first input path of ``args`` that does not exist (or is a file where a folder is read, or
+    the reverse), as a message naming the argument; None when all are there. Standard library only."""
+    for (command, dest), kind in INPUT_PATHS.items():
+        value = getattr(args, dest, None) if args.command == command else None
+        if value is None:
+            continue
+        flag = "NOTEBOOK" if dest == "notebooks" else "--" + dest.replace("_", "-")
+        for item in value if isinstance(value, list) else [value]:
+            path = Path(item)
+            if not path.exists():
+                return f"{flag} {item}: no such {kind}; check the path (relative to {os.getcwd()})"
+            if kind == "file" and path.is_dir():
+                return f"{flag} {item}: is a folder; give a file"
+            if kind == "folder" and not path.is_dir():
+                return f"{flag} {item}: is a file; give a folder"
+    return None
+
+
+def usage_error(args: argparse.Namespace) -> str | None:
+    """What is wrong with ``args`` beyond each flag's own check (how two flags combine, an input
+    that is not there), as a message naming the flag; None when nothing is. Imports no torch: every
+    command's arguments are refused before any work starts."""
+    refused = input_path_error(args)
+    if refused is None and args.command == "grade":
+        refused = grade_usage_error(args)
+    if refused is None and args.command == "claims":
+        if args.json and args.format not in ("text", "json"):
+            refused = f"--json and --format={args.format} both given; use one (--json is --format json)"
+        elif args.update and (args.format if not args.json else "json") != "markdown":
+            refused = "--update writes the Markdown table; add --format markdown"
+    if refused is None and args.command in ("physionet", "audit"):
+        from nodecourse.course import audit_cmd, physionet_cmd  # the standard library only
+
+        refused = (physionet_cmd if args.command == "physionet" else audit_cmd).usage_error(args)
+    return refused
+
+
+def unknown_leading_flag(parser: argparse.ArgumentParser, argv: Sequence[str]) -> str | None:
+    """The first flag before the command that ``nodecourse`` itself does not know (``nodecourse
+    --frobnicate``); None when there is none. argparse would otherwise answer that the command is
+    missing, without naming the flag."""
+    known = {s for action in parser._actions for s in action.option_strings}
+    for item in argv:
+        if not item.startswith("-"):
+            return None
+        if item.split("=", 1)[0] not in known:
+            return item
+    return None
+
+
 def build_parser() -> argparse.ArgumentParser:
     from nodecourse.course.sandbox import DEFAULT_MEMORY_MB, DEFAULT_TMP_MB  # the standard library only
 
@@ -549,7 +623,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--jobs",
-        type=int,
+        type=argparse_type(FLAGS["grade", "--jobs"]),
         default=None,
         metavar="N",
         help="with --gradebook: submissions graded at once (default: the usable CPUs)",
@@ -678,10 +752,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``nodecourse`` console script; returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
+    unknown = unknown_leading_flag(parser, argv)
+    if unknown is not None:
+        parser.error(f"unrecognized argument {unknown} (give it after the command, e.g. nodecourse grade --help)")
     args, extra = parser.parse_known_args(argv)
+    if extra and args.command != "lab":  # lab passes what it does not know to jupyter
+        parser.error(f"unrecognized arguments for `{args.command}`: {' '.join(extra)}")
     path_error = output_path_error(args)
     if path_error is not None:
         parser.error(path_error)  # exit 2, before any work
+    if getattr(args, "root", None) is not None:
+        _course_root_or_exit(args.root)  # a wrong --root is named before torch is imported
+    refused = usage_error(args)
+    if refused is not None:
+        print(f"error: {refused}", file=sys.stderr)
+        return 2  # as the commands' own checks return it, before torch is imported
     if args.command != "check":  # `check` reports the choice from the environment as it is
         from nodecourse.config import use_course_threads
 
@@ -696,8 +781,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         if extra and extra[0] == "--":
             extra = extra[1:]
         return run_lab(args, extra)
-    if extra:
-        parser.error(f"unrecognized arguments for `{args.command}`: {' '.join(extra)}")
     handlers = {
         "grade": run_grade,
         "check": run_check,

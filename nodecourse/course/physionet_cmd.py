@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 import warnings
@@ -57,6 +58,30 @@ FLAGS: dict[str, Arg] = {
     "--patients": Arg(Interval(int, 1, None), fix="e.g. --patients 600"),
     "--threads": Arg(Interval(int, 1, None), fix="e.g. --threads 2"),
 }
+
+
+_DEVICE_NAME = re.compile(r"^(auto|(cpu|cuda|mps)(:[0-9]+)?)$")
+
+
+def device_arg(text: str) -> str:
+    """``--device``: checked by its spelling only (cpu, cuda, cuda:N, mps, auto), so that a typo is
+    refused before torch is imported; whether the device is on this machine is checked after."""
+    if _DEVICE_NAME.match(text) is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a device; give cpu, cuda, cuda:N, mps or auto")
+    return text
+
+
+def usage_error(args: argparse.Namespace) -> str | None:
+    """How two flags of ``args`` contradict each other, as a message naming them; None when they
+    do not. Each flag's own range is the parser's (:data:`FLAGS`); this needs no torch."""
+    if args.eval == args.train:
+        return f"--eval {args.eval} is the training set; use --eval split to hold out patients of it"
+    if args.eval == "split" and args.val_fraction + args.test_fraction >= 1:
+        return (
+            f"--val-fraction {args.val_fraction} with --test-fraction {args.test_fraction} leaves no "
+            f"training patients: keep their sum below 1"
+        )
+    return None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -136,7 +161,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="torch CPU threads (default: the course's choice, shown by `nodecourse check`)",
     )
-    parser.add_argument("--device", default="cpu", help="cpu, cuda, mps or auto (default cpu)")
+    parser.add_argument("--device", type=device_arg, default="cpu", help="cpu, cuda, cuda:N, mps or auto (default cpu)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
 
@@ -164,14 +189,9 @@ def main(args: argparse.Namespace) -> int:
     from nodecourse.models.physionet_settings import by_name
 
     quick = args.quick or quick_mode()
-    if args.eval == args.train:
-        return _fail(f"--eval {args.eval} is the training set; use --eval split to hold out patients of it")
-    # each flag's own range is the parser's (FLAGS); what is left is how two of them combine
-    if args.eval == "split" and args.val_fraction + args.test_fraction >= 1:
-        return _fail(
-            f"--val-fraction {args.val_fraction} with --test-fraction {args.test_fraction} leaves no "
-            f"training patients: keep their sum below 1"
-        )
+    refused = usage_error(args)  # the CLI checked it before importing torch; callers of main() get it too
+    if refused is not None:
+        return _fail(refused)
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     try:
