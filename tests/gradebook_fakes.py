@@ -62,3 +62,18 @@ def fake_grade(job: tuple) -> dict:
             }
         )
     return result
+
+
+def sleepy_grade(job: tuple) -> dict:
+    """:func:`fake_grade`, except that a submission whose metadata says ``{"sleep": true}`` starts a
+    child process (as a grading starts its kernel) and waits on it without end: a run stopped by a
+    signal must end both the worker and that child."""
+    import subprocess
+    import sys
+
+    path = job[0]
+    fake = json.loads(Path(path).read_text(encoding="utf-8"))["metadata"]["fake"]
+    if fake.get("sleep"):
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+        child.wait()
+    return fake_grade(job)

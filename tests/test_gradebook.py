@@ -23,6 +23,7 @@ from gradebook_fakes import EXERCISE, fake_grade, write_submission
 from class_fixtures import make_class
 from grading_attacks import CHECKS
 from nodecourse.course import gradebook, sandbox
+from nodecourse.course.feedback import feedback_name
 from notebook_fixtures import run_cli
 
 COLUMNS = [f"01:{c}" for c in CHECKS]
@@ -218,11 +219,13 @@ def test_a_feedback_file_per_student_with_reasons_and_seed(tmp_path):
     book = tmp_path / "grades.csv"
     _grade(files, book)
     folder = tmp_path / "grades-feedback"
-    assert sorted(p.name for p in folder.iterdir()) == ["hal.md", "ivy.md"]
-    text = (folder / "hal.md").read_text(encoding="utf-8")
+    hal, ivy = feedback_name("hal"), feedback_name("ivy")  # a slug and a hash of the id: never shared
+    assert hal.startswith("hal-") and ivy.startswith("ivy-")
+    assert sorted(p.name for p in folder.iterdir()) == sorted([hal, ivy])
+    text = (folder / hal).read_text(encoding="utf-8")
     assert "seed: 5" in text and "likely cause: a fake mistake" in text and "| euler-step | pass |" in text
     _grade(files[:1], book, regrade=["hal"])  # a regrade replaces its section, it does not add one
-    assert (folder / "hal.md").read_text(encoding="utf-8").count(f"## {EXERCISE}") == 1
+    assert (folder / hal).read_text(encoding="utf-8").count(f"## {EXERCISE}") == 1
 
 
 def test_code_outside_answer_cells_and_review_flags_have_their_own_columns(tmp_path):

@@ -266,7 +266,7 @@ def _limits(args: argparse.Namespace):
 
 
 def run_gradebook(args: argparse.Namespace) -> int:
-    from nodecourse.course import gradebook
+    from nodecourse.course import gradebook, sandbox
 
     refused = grade_usage_error(args)
     if refused is not None:
@@ -284,6 +284,8 @@ def run_gradebook(args: argparse.Namespace) -> int:
             roster=args.roster,
             notebook_timeout_s=args.notebook_timeout,
             limits=_limits(args),
+            isolation=sandbox.probe(),
+            allow_unisolated=args.allow_unisolated,
         )
     except gradebook.GradebookError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -642,6 +644,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE.csv",
         help="with --gradebook: a CSV with columns file,student giving each submission's student "
         "id (default: taken from the file name, see README)",
+    )
+    p.add_argument(
+        "--allow-unisolated",
+        action="store_true",
+        help="with --gradebook: grade the class even where no sandbox can be made (by default such a run "
+        "stops before grading); the summary and every feedback file then say the grades were made without it",
     )
     p.add_argument(
         "--notebook-timeout",

@@ -28,7 +28,16 @@ loses only the submissions in progress; the same command again skips every
 student whose row is there for the same file content (SHA-256) without an
 error, unless ``--regrade ID`` names them. Every cell is safe to open in a
 spreadsheet (:func:`cell_text`). A feedback file per student (reasons, likely
-causes, the seed) is written into ``grades-feedback/`` beside the CSV.
+causes, the seed) is written into ``grades-feedback/`` beside the CSV
+(:func:`nodecourse.course.feedback.feedback_name`: no two ids share a file).
+
+Class mode needs isolation: given an :class:`~nodecourse.course.sandbox.Isolation`
+that is not a sandbox, :func:`grade_class` refuses to start unless
+``allow_unisolated`` (``--allow-unisolated``), and then the summary and every
+feedback file say the grades were made without it. SIGTERM, SIGHUP and SIGINT
+stop a run cleanly (:class:`GradebookStopped`): the grading workers and what
+they started are ended, and the CSV holds every row finished before the signal
+(each write is whole: a temporary file renamed over it).
 """
 
 from __future__ import annotations
@@ -39,6 +48,7 @@ import datetime
 import hashlib
 import multiprocessing
 import os
+import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,6 +80,78 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 class GradebookError(RuntimeError):
     """The gradebook cannot be written or resumed (the message names the file and the fix)."""
+
+
+class GradebookStopped(GradebookError):
+    """A signal (SIGTERM, SIGHUP, SIGINT) stopped the run; its workers are ended, finished rows kept."""
+
+    def __init__(self, signum: int, written: int):
+        self.signum = signum
+        name = signal.Signals(signum).name
+        super().__init__(
+            f"stopped by {name}: the grading workers were ended; {written} submission(s) were written to the "
+            "gradebook before it; the same command again grades the rest"
+        )
+
+
+# Signals that stop a class run: the workers must not outlive it (they hold a kernel each).
+_STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP", "SIGINT") if hasattr(signal, n))
+_WORKER_GRACE_S = 10.0  # a worker's time to shut its kernel down after SIGTERM before SIGKILL
+
+
+class _Stop(BaseException):
+    """Raised by a stop signal's handler (a BaseException: no ``except Exception`` turns it into a row)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+_IN_TASK = False  # in a worker: whether it is grading a submission now
+
+
+def _worker_start() -> None:
+    """Each grading worker leads its own process group (so what it starts can be ended with it); SIGTERM
+    in the middle of a grading unwinds its ``finally`` blocks (the kernel shut down), then exits."""
+    os.setpgrp()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; it then sends SIGTERM
+    signal.signal(signal.SIGTERM, _worker_signal)
+
+
+def _worker_signal(signum, frame):
+    if _IN_TASK:
+        raise _Stop(signum)
+    os._exit(128 + signum)
+
+
+def _in_worker(grader, job: tuple) -> dict:
+    """Run ``grader(job)`` in a worker; a stop signal ends the worker once the grading has unwound."""
+    global _IN_TASK
+    _IN_TASK = True
+    try:
+        return grader(job)
+    except _Stop as stop:
+        os._exit(128 + stop.signum)
+    finally:
+        _IN_TASK = False
+
+
+def _end_workers(pool: futures.ProcessPoolExecutor) -> None:
+    """SIGTERM to every worker's process group, then SIGKILL to what is left after the grace time."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for proc in procs:
+            for kill in (os.killpg, os.kill):  # the group (what the worker started), then the worker
+                try:
+                    kill(proc.pid, sig)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        deadline = time.monotonic() + (_WORKER_GRACE_S if sig == signal.SIGTERM else 5.0)
+        for proc in procs:
+            proc.join(max(0.0, deadline - time.monotonic()))
+        if not any(proc.is_alive() for proc in procs):
+            break
 
 
 def file_hash(path: Path) -> str:
@@ -131,9 +213,13 @@ class Summary:
     seconds: float
     jobs: int
     errors: list[str] = field(default_factory=list)
+    unisolated: str = ""  # why there was no sandbox, when the run was allowed without one
 
     def lines(self) -> list[str]:
-        out = [
+        from nodecourse.course.feedback import UNISOLATED
+
+        out = [f"{UNISOLATED}: {self.unisolated}"] if self.unisolated else []
+        out += [
             f"{self.graded} submission(s) graded, {self.skipped} skipped (unchanged since their row was "
             f"written), in {self.seconds:.0f} s with {self.jobs} at a time"
         ]
@@ -279,11 +365,16 @@ def grade_class(
     notebook_timeout_s: float | None = None,
     limits=None,
     grader=None,
+    isolation=None,
+    allow_unisolated: bool = False,
 ) -> Summary:
     """Grade ``notebooks`` into ``csv_path`` as the module docstring describes; returns the summary.
 
     ``grader``: the function a worker process calls on each submission (default: the real grading,
-    ``_grade_one``; tests pass a module-level stand-in with the same result shape)."""
+    ``_grade_one``; tests pass a module-level stand-in with the same result shape).
+    ``isolation``: the :class:`~nodecourse.course.sandbox.Isolation` of this machine (the CLI probes
+    it); without a sandbox the run is refused before anything is graded unless ``allow_unisolated``,
+    and then every feedback file and the summary say so."""
     grader = grader or _grade_one
     import secrets
 
@@ -299,6 +390,16 @@ def grade_class(
         )
     if jobs is not None and jobs < 1:
         raise GradebookError(f"--jobs {jobs}: give a positive number of submissions to grade at once")
+    unisolated = ""
+    if isolation is not None and not isolation.sandboxed:
+        if not allow_unisolated:
+            raise GradebookError(
+                f"no isolation for the learners' code here ({isolation.reason}); class grades need the "
+                "sandbox, so nothing was graded. Install bubblewrap (apt-get install bubblewrap) where the "
+                "machine allows it, or add --allow-unisolated to grade anyway (every feedback file and the "
+                "summary will then say the grades were made without isolation)"
+            )
+        unisolated = f"{isolation.reason}; the learners' code ran with this user's rights and could reach the grader"
     names = [Path(reference).name] if reference else exercise_names(list(notebooks))
     table = read_roster(roster) if roster is not None else None
     existing = _read(csv_path)
@@ -376,11 +477,30 @@ def grade_class(
     jobs = jobs or usable_cpus()[0]
     seed = secrets.randbelow(2**31) if seed is None else int(seed)
     start = time.monotonic()
+    # A stop signal during a row's write waits for the write to end (the CSV, history and feedback of
+    # one submission stay together); anywhere else it stops the run at once.
+    stop = {"busy": False, "signum": None}
+
+    def on_stop(signum, frame):
+        stop["signum"] = signum
+        if not stop["busy"]:
+            raise _Stop(signum)
+
+    written = 0
     if todo:
         context = multiprocessing.get_context("spawn")
-        with futures.ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=context) as pool:
+        pool = futures.ProcessPoolExecutor(
+            max_workers=min(jobs, len(todo)), mp_context=context, initializer=_worker_start
+        )
+        previous = {}
+        try:
+            try:
+                for signum in _STOP_SIGNALS:
+                    previous[signum] = signal.signal(signum, on_stop)
+            except ValueError:  # not the main thread: signals stay as they are
+                pass
             pending = {
-                pool.submit(grader, (path, reference, timeout_s, seed, notebook_timeout_s, limits)): (
+                pool.submit(_in_worker, grader, (path, reference, timeout_s, seed, notebook_timeout_s, limits)): (
                     path,
                     sid,
                     digest,
@@ -408,15 +528,30 @@ def grade_class(
                             "error": error,
                         }
                     result["exercise"] = exercise  # the row's key, whatever happened
+                    result["unisolated"] = unisolated
+                    stop["busy"] = True
                     put(_safe(_row(result, sid, digest)))
                     write_feedback(feedback, sid, result)
+                    written += 1
+                    stop["busy"] = False
+                    if stop["signum"] is not None:
+                        raise _Stop(stop["signum"])
                     if result["error"]:
                         errors.append(f"{sid}: {result['error']}")
-            except KeyboardInterrupt:
-                pool.shutdown(wait=False, cancel_futures=True)
+            except _Stop as exc:
+                _end_workers(pool)
+                raise GradebookStopped(exc.signum, written) from None
+            except BaseException:
+                _end_workers(pool)
                 raise
+            pool.shutdown(wait=True)
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
     columns = [c for c in _header(list(book.values())) if c not in FIXED_BEFORE + FIXED_AFTER]
-    return Summary(len(todo), skipped, [book[k] for k in order], columns, time.monotonic() - start, jobs, errors)
+    return Summary(
+        len(todo), skipped, [book[k] for k in order], columns, time.monotonic() - start, jobs, errors, unisolated
+    )
 
 
 def read_roster(path: str | Path) -> dict[str, str]:
@@ -427,4 +562,13 @@ def read_roster(path: str | Path) -> dict[str, str]:
         raise GradebookError(str(exc)) from exc
 
 
-__all__ = ["GradebookError", "Summary", "cell_text", "feedback_markdown", "grade_class", "read_roster", "student_id"]
+__all__ = [
+    "GradebookError",
+    "GradebookStopped",
+    "Summary",
+    "cell_text",
+    "feedback_markdown",
+    "grade_class",
+    "read_roster",
+    "student_id",
+]
