@@ -113,8 +113,7 @@ _IN_TASK = False  # in a worker: whether it is grading a submission now
 def _worker_start() -> None:
     """Each grading worker leads its own process group (so what it starts can be ended with it); SIGTERM
     in the middle of a grading unwinds its ``finally`` blocks (the kernel shut down), then exits."""
-    os.setpgrp()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; it then sends SIGTERM
+    os.setpgrp()  # also out of the terminal's foreground group: Ctrl-C reaches the parent, which decides
     signal.signal(signal.SIGTERM, _worker_signal)
 
 
