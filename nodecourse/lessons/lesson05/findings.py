@@ -63,6 +63,12 @@ class DataFindings(Findings):
     def synthetic(self) -> bool:
         return self.source == "synthetic"
 
+    def _origin(self) -> str:
+        """Where the patients come from, in words: the synthetic stand-in names itself."""
+        if self.synthetic:
+            return "the synthetic stand-in for set A, not real patients"
+        return f"{self.source} copy of set A"
+
     def markdown(self) -> str:
         warning = (
             "## ⚠ SYNTHETIC DATA: PhysioNet set A was not found. "
@@ -80,7 +86,7 @@ class DataFindings(Findings):
             else f"{-short:,} more than the published {PUBLISHED_PATIENTS:,}"
         )
         return (
-            f"{warning}**{self.n_patients:,} patients** ({self.source} copy of set A), {self.n_deaths:,} "
+            f"{warning}**{self.n_patients:,} patients** ({self._origin()}), {self.n_deaths:,} "
             f"in-hospital deaths ({rate:.2f} %), on a grid of {self.grid_hours:g} h × {self.n_times} times "
             f"(the published runs: a {grid_text(PUBLISHED_SETTINGS.quantization_hours)} grid).\n\n"
             f"**{len(self.variables) + len(self.descriptors)} variables**: {len(self.variables)} time series "
