@@ -61,7 +61,7 @@ def free_port() -> int:
 def copy_course(dest: Path) -> Path:
     """A copy of the course's learner-facing files (what a fresh clone shows in JupyterLab):
     running lessons in the page never touches the repository's notebooks."""
-    for name in ("notebooks", "exercises", "solutions"):
+    for name in ("notebooks", "exercises", "solutions", "docs"):  # lesson 0 links docs/ledger-full.md
         src = REPO / name
         if src.is_dir():
             shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
