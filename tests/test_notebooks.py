@@ -44,6 +44,27 @@ def _params(paths, what):
     return [pytest.param(p, id=p.name) for p in paths]
 
 
+# Without set A beside the checkout, lesson 5 trains on the synthetic stand-in, whose PhysioNet rows read
+# "not measurable at this scale" where the committed run on set A printed its verdicts. Only those lines
+# are set aside (both sides sanitised to one token); every other checked output is compared as usual, and
+# the stand-in's own verdicts are checked by the quick-ledger test.
+_STAND_IN_SANITIZE = """[physionet verdicts on the stand-in]
+regex: (physionet-[a-z-]+): [^\\n]*
+replace: \\1: (verdict needs set A; not compared on the synthetic stand-in)
+"""
+
+
+def _sanitize_args(notebook, tmp_path) -> list[str]:
+    """nbval's ``--nbval-sanitize-with`` for a lesson that printed set A's verdicts, when set A is absent."""
+    from nodecourse.data.physionet import locate
+
+    if not notebook.name.startswith("05_") or locate("set-a") is not None:
+        return []
+    path = tmp_path / "stand-in-sanitize.cfg"
+    path.write_text(_STAND_IN_SANITIZE, encoding="utf-8")
+    return [f"--nbval-sanitize-with={path}"]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("notebook", _params(LESSONS, "lessons"))
 def test_lesson_runs_in_quick_mode(notebook, tmp_path):
@@ -58,6 +79,7 @@ def test_lesson_runs_in_quick_mode(notebook, tmp_path):
         "no:cacheprovider",
         "-q",
         "--color=no",
+        *_sanitize_args(notebook, tmp_path),
         str(notebook),
     ]
     env = {**SUBPROCESS_ENV, "NODECOURSE_QUICK": "1"}
