@@ -159,9 +159,9 @@ def collect() -> list[Item]:
         Item(
             "python",
             f"{platform.python_version()} ({sys.executable})",
-            sys.version_info >= (3, 10),
+            sys.version_info >= (3, 11),
             True,
-            "use Python 3.10 or newer",
+            "use Python 3.11 or newer",
         ),
         Item("platform", platform.platform(), True, False),
     ]
