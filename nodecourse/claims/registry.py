@@ -144,12 +144,28 @@ def claim(
             )
 
     def register(measure: Callable[[bool], Measurement]):
-        if id in REGISTRY:
-            raise ValueError(f"claim id {id!r} is registered twice")
+        if id in REGISTRY and not _same_definition(REGISTRY[id].measure, measure):
+            old = REGISTRY[id].measure
+            raise ValueError(
+                f"claim id {id!r} is registered twice: by {_where(old)} and by {_where(measure)}; "
+                "give one of the rows another id"
+            )
+        # A reload of the row's own module (importlib.reload, IPython's %autoreload) defines the
+        # same function again: the new definition replaces the old one.
         REGISTRY[id] = ClaimSpec(id, claim, source, published, lesson, measure, threshold, published_scale)
         return measure
 
     return register
+
+
+def _where(measure: Callable) -> str:
+    return f"{getattr(measure, '__module__', '?')}.{getattr(measure, '__qualname__', '?')}"
+
+
+def _same_definition(old: Callable, new: Callable) -> bool:
+    """Whether ``new`` is ``old`` defined again (same module, same qualified name), as when the
+    module that holds the row is reloaded; a row from another module or another function is not."""
+    return _where(old) == _where(new) and "?" not in _where(new)
 
 
 def check_unrun_scale(spec: ClaimSpec, m: Measurement) -> None:
