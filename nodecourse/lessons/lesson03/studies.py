@@ -48,9 +48,12 @@ def _mse(out: torch.Tensor, y: torch.Tensor) -> float:
     return float(torch.mean((out.double() - y.double()) ** 2))
 
 
-@dataclass
+@dataclass(frozen=True)
 class AnnulusRun:
-    """One trained model on one seed: its log, sample accuracy and circle probes (by radius)."""
+    """One trained model on one seed: its log, sample accuracy and circle probes (by radius).
+
+    Frozen: :func:`annulus_study` caches its runs and hands every caller the same objects, so no field
+    can be set to something the next caller would read. (``model`` and ``log`` are shared too.)"""
 
     model_name: str
     seed: int

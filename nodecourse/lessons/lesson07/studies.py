@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import torch
 from torch import nn
@@ -56,9 +56,13 @@ def forward_work(model: DepthClassifier) -> float:
     return float(core.steps)
 
 
-@dataclass
+@dataclass(frozen=True)
 class CapstoneRun:
-    """One model trained on one seed, and what was measured on it."""
+    """One model trained on one seed, and what was measured on it.
+
+    Frozen, its work lists stored as tuples: :func:`capstone_study` caches its runs and hands every
+    caller the same objects, so no caller can change what the next one reads. (``model`` is the trained
+    module itself, shared too: evaluate it, do not train it further.)"""
 
     name: str
     seed: int
@@ -69,9 +73,14 @@ class CapstoneRun:
     inference_seconds_per_1000: float
     saved_bytes: int
     peak_bytes: int | None
-    work_per_epoch: list[float] = field(default_factory=list)
-    work_per_input: list[float] = field(default_factory=list)
+    work_per_epoch: tuple[float, ...] = ()
+    work_per_input: tuple[float, ...] = ()
     backward_work: float | None = None
+
+    def __post_init__(self):
+        # lists given by a caller become tuples, so the cached run cannot be appended to
+        object.__setattr__(self, "work_per_epoch", tuple(self.work_per_epoch))
+        object.__setattr__(self, "work_per_input", tuple(self.work_per_input))
 
 
 def _accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:

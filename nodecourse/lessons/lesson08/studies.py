@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
@@ -256,21 +256,29 @@ def trace_cost_study(
 # --- a CNF on two moons -------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(frozen=True)
 class FlowRun:
     """A trained two-moons CNF and its log: per-iteration batch NLL (nats) and NFE, the test NLL (exact
-    trace) against the best Gaussian's."""
+    trace) against the best Gaussian's.
+
+    Frozen, its logs stored as tuples: :func:`train_flow` caches the run and hands every caller the same
+    object, so no caller can change what the next one reads. (``model`` is shared too.)"""
 
     config: FlowConfig
     gradient: str
     model: CNF
-    losses: list[float] = field(default_factory=list)
-    nfe_forward: list[int] = field(default_factory=list)
-    nfe_backward: list[int] = field(default_factory=list)
+    losses: tuple[float, ...] = ()
+    nfe_forward: tuple[int, ...] = ()
+    nfe_backward: tuple[int, ...] = ()
     seconds: float = 0.0
     test_nll: float = float("nan")
     gaussian_test_nll: float = float("nan")
     test_nfe: int = 0
+
+    def __post_init__(self):
+        # lists given by a caller become tuples, so the cached run cannot be appended to
+        for name in ("losses", "nfe_forward", "nfe_backward"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
 
 
 def gaussian_nll(train: torch.Tensor, test: torch.Tensor) -> float:
@@ -306,7 +314,9 @@ def train_flow(config: FlowConfig = QUICK_FLOW, *, progress: bool = False) -> Fl
         gradient=gradient,
     )
     gen = torch.Generator().manual_seed(config.seed)
-    run = FlowRun(config, gradient, model)
+    losses: list[float] = []
+    nfe_forward: list[int] = []
+    nfe_backward: list[int] = []
 
     def fresh_batch():  # each "epoch" of the loop is one step on a freshly drawn batch
         yield torch.randint(0, config.n_train, (config.batch,), generator=gen)
@@ -316,9 +326,9 @@ def train_flow(config: FlowConfig = QUICK_FLOW, *, progress: bool = False) -> Fl
 
     def on_epoch(row, model):
         stats = model.last_stats  # read after backward: the adjoint adds its backward NFE there
-        run.losses.append(row["loss"])
-        run.nfe_forward.append(int(stats["nfe"]))
-        run.nfe_backward.append(int(stats.get("nfe_backward", 0)))
+        losses.append(row["loss"])
+        nfe_forward.append(int(stats["nfe"]))
+        nfe_backward.append(int(stats.get("nfe_backward", 0)))
 
     start = time.perf_counter()
     train_epochs(
@@ -331,14 +341,24 @@ def train_flow(config: FlowConfig = QUICK_FLOW, *, progress: bool = False) -> Fl
         progress=progress,
         desc="CNF on two moons",
     )
-    run.seconds = time.perf_counter() - start
+    seconds = time.perf_counter() - start
     model.dynamics.trace = "exact"  # evaluation: no estimator noise in the reported likelihood
     with torch.no_grad():
-        run.test_nll = -model.log_prob(x_test).mean().item()
-    run.test_nfe = int(model.last_stats["nfe"])
+        test_nll = -model.log_prob(x_test).mean().item()
+    test_nfe = int(model.last_stats["nfe"])
     model.dynamics.trace = config.trace
-    run.gaussian_test_nll = gaussian_nll(x_train, x_test)
-    return run
+    return FlowRun(
+        config,
+        gradient,
+        model,
+        losses=tuple(losses),
+        nfe_forward=tuple(nfe_forward),
+        nfe_backward=tuple(nfe_backward),
+        seconds=seconds,
+        test_nll=test_nll,
+        gaussian_test_nll=gaussian_nll(x_train, x_test),
+        test_nfe=test_nfe,
+    )
 
 
 @dataclass(frozen=True)
