@@ -23,6 +23,7 @@ A backward solve that fails never returns a silent wrong gradient: it raises
 
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import Callable
 
@@ -57,6 +58,7 @@ class AugmentedDynamics:
         self.func, self.shape, self.params = func, shape, params
         self.n = math.prod(shape)
         self.calls = 0
+        self.used = [False] * len(params)  # parameter k reached by some evaluation (else its gradient is None)
 
     def pack(self, z, a, g) -> torch.Tensor:
         return torch.cat([z.reshape(-1), a.reshape(-1), g])
@@ -83,6 +85,8 @@ class AugmentedDynamics:
                 vjps = (None,) * len(inputs)
         dz = f if create else f.detach()
         da = -vjps[0] if vjps[0] is not None else torch.zeros_like(a)
+        for k, v in enumerate(vjps[1:]):
+            self.used[k] = self.used[k] or v is not None
         dg = [
             (-v if v is not None else torch.zeros_like(p)).reshape(-1).to(aug.dtype)
             for v, p in zip(vjps[1:], self.params)
@@ -165,7 +169,11 @@ class AdjointFunction(torch.autograd.Function):
         )
         run: GradientRun = ctx.run
         t, ys, _y0, *params = ctx.saved_tensors
-        grad_t, grad_y0, grad_params = adjoint_backward(run, t, ys, grad_ys, params, need_t=ctx.needs_input_grad[1])
+        # stand-ins for the non-leaf closed-over tensors: every evaluation's vjp stops at them, and
+        # autograd carries the total dL/dq back through q's own graph once
+        live = run.deps.live(params) if run.deps is not None else contextlib.nullcontext(list(params))
+        with live as stand:
+            grad_t, grad_y0, grad_params = adjoint_backward(run, t, ys, grad_ys, stand, need_t=ctx.needs_input_grad[1])
         return (None, grad_t, grad_y0, *grad_params)
 
 
@@ -232,8 +240,10 @@ def adjoint_backward(run: GradientRun, t, ys, grad_ys, params, *, need_t: bool):
         g = torch.full_like(g, nan)
         grad_t = torch.full_like(grad_t, nan) if grad_t is not None else None
     grad_params, offset = [], 0
-    for p in params:
-        grad_params.append(g[offset : offset + p.numel()].view_as(p).to(p.dtype))
+    for k, p in enumerate(params):
+        # a parameter no evaluation reached gets None, as backprop gives it
+        unused = status is Status.SUCCESS and not dyn.used[k]
+        grad_params.append(None if unused else g[offset : offset + p.numel()].view_as(p).to(p.dtype))
         offset += p.numel()
     return grad_t, a, grad_params
 
@@ -312,7 +322,8 @@ def solve_adjoint(
     extra_params = backward.pop("params")
     backward_kwargs = dict(backward, backend=backend)
     norm = backward_kwargs.pop("norm")
-    params, random = inspect_field(func, y0, t[0], extra_params)
+    deps, random = inspect_field(func, y0, t[0], extra_params, route="gradient='adjoint'")
+    params = deps.params
     if callable(norm):
         # adjoint_options={"norm": f}, torchdiffeq's spelling: f gets its tuple (t, y, adj_y, *adj_params).
         # A norm in the backward solve's own options ({"options": {"norm": f}}) is a norm of that solve's
@@ -341,5 +352,6 @@ def solve_adjoint(
         backward_kwargs=backward_kwargs,
         throw=throw,
         params=params,
+        deps=deps,
     )
     return differentiable_solution(run, AdjointFunction.apply(run, t, y0, *params), t)

@@ -7,10 +7,12 @@ the vector-Jacobian products (step sizes held fixed, as backprop holds them), fo
 
 from __future__ import annotations
 
+import contextlib
 from typing import Callable
 
 import torch
 
+from nodecourse.solvers import field_checks
 from nodecourse.solvers.gradient_run import (
     GradientRun,
     backprop_replay,
@@ -31,9 +33,9 @@ class CheckpointFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, run: GradientRun, t, y0, *params):
-        return forward_without_graph(
-            ctx, run, t, y0, params, record_steps="states", on_step=run.backward_kwargs.get("on_step")
-        )
+        jumps = run.backward_kwargs.get("rng_jumps")
+        on_step = jumps if jumps is not None else run.backward_kwargs.get("on_step")
+        return forward_without_graph(ctx, run, t, y0, params, record_steps="states", on_step=on_step)
 
     @staticmethod
     def backward(ctx, grad_ys):
@@ -44,8 +46,13 @@ class CheckpointFunction(torch.autograd.Function):
             # would miss the states' dependence on y0 and the parameters), or a random field (a
             # replayed step cannot draw the numbers its stages drew: the first stage's evaluation
             # belongs to the previous step): replay the whole solve from the forward's random state
+            jumps = run.backward_kwargs.get("rng_jumps")
+            replay_on_step = jumps.replayer() if jumps is not None else None
+
             def solve(y_in, t_in):
-                return run.solve(run.func, y_in, t_in, gradient="backprop", throw=False, **run.forward_kwargs)
+                return run.solve(
+                    run.func, y_in, t_in, gradient="backprop", throw=False, on_step=replay_on_step, **run.forward_kwargs
+                )
 
             return (
                 None,
@@ -95,7 +102,25 @@ def checkpoint_backward(run: GradientRun, t, grad_ys, params):
             k += 1
         (at_end if ts[i] == ends[k] else inner).setdefault(k, []).append(i)
     a = torch.zeros_like(grad_ys[0])
-    grad_params = [torch.zeros_like(p) for p in params]
+    grad_params: list = [None] * len(params)  # None until a step uses the parameter (backprop's None)
+    nfe = 0
+    live = run.deps.live(params) if run.deps is not None else contextlib.nullcontext(list(params))
+    with live as stand:
+        a, nfe, failed = _replay_steps(run, t, grad_ys, stand, grad_params, steps, states, ts, ends, inner, at_end, a)
+    if failed is not None:
+        stats["nfe_backward"] = stats.get("nfe_backward", 0) + nfe
+        return failed
+    a = a + grad_ys[0]
+    stats["nfe_backward"] = stats.get("nfe_backward", 0) + nfe
+    stats["backward_status"], stats["backward_message"] = Status.SUCCESS, ""
+    return [a] + grad_params
+
+
+def _replay_steps(run: GradientRun, t, grad_ys, params, grad_params, steps, states, ts, ends, inner, at_end, a):
+    """The loop of :func:`checkpoint_backward` (``params``: the tensors to differentiate, stand-ins
+    for the non-leaf ones; ``grad_params`` is filled in place). Returns ``(a, nfe, failed)``,
+    ``failed`` the NaN gradients of a replay that failed (else None)."""
+    stats = run.solution.stats
     nfe = 0
     for k in range(len(steps) - 1, -1, -1):
         for i in at_end.get(k, []):
@@ -115,22 +140,20 @@ def checkpoint_backward(run: GradientRun, t, grad_ys, params):
                     f"{step.status.name}: {step.message}"
                 )
                 stats["backward_status"], stats["backward_message"] = step.status, message
-                stats["nfe_backward"] = stats.get("nfe_backward", 0) + nfe
                 if run.throw:
+                    stats["nfe_backward"] = stats.get("nfe_backward", 0) + nfe
                     raise SolverError(step.status, f"gradient='checkpoint': {message}")
                 warn_backward_failure(step.status, f"gradient='checkpoint': {message}")
-                return [torch.full_like(a, float("nan"))] + [torch.full_like(p, float("nan")) for p in params]
+                nans = [torch.full_like(a, float("nan"))] + [torch.full_like(p, float("nan")) for p in params]
+                return a, nfe, nans
             outs = [step.ys[-1]] + [step.ys[j + 1] for j in range(len(inside))]
             cotangents = [a] + [grad_ys[i] for i in inside]
             grads = torch.autograd.grad(outs, [y_in, *params], grad_outputs=cotangents, allow_unused=True)
         a = grads[0] if grads[0] is not None else torch.zeros_like(a)
         for j, g in enumerate(grads[1:]):
             if g is not None:
-                grad_params[j] = grad_params[j] + g
-    a = a + grad_ys[0]
-    stats["nfe_backward"] = stats.get("nfe_backward", 0) + nfe
-    stats["backward_status"], stats["backward_message"] = Status.SUCCESS, ""
-    return [a] + grad_params
+                grad_params[j] = g if grad_params[j] is None else grad_params[j] + g
+    return a, nfe, None
 
 
 def solve_checkpoint(
@@ -168,14 +191,20 @@ def solve_checkpoint(
         per_sample=per_sample,
         options=options,
     )
-    params, random = inspect_field(func, y0, t[0])
+    deps, random = inspect_field(func, y0, t[0], route="gradient='checkpoint'")
+    params = deps.params
+    backward_kwargs = {"on_step": on_step}
+    if random and on_step is not None:
+        # on_step may draw from the random stream the field draws from: the replay must see the same jumps
+        backward_kwargs["rng_jumps"] = field_checks.RngJumps(on_step, y0.device)
     run = GradientRun(
         func=func,
         solve=solve,
         forward_kwargs=forward_kwargs,
-        backward_kwargs={"on_step": on_step},
+        backward_kwargs=backward_kwargs,
         throw=throw,
         params=params,
+        deps=deps,
         random=random,
     )
     return differentiable_solution(run, CheckpointFunction.apply(run, t, y0, *params), t)

@@ -21,62 +21,43 @@ import dataclasses
 from typing import Any, Callable, Optional
 
 import torch
-from torch import nn
 
 from nodecourse.solvers import field_checks
+from nodecourse.solvers.dependencies import Dependencies, cut, find_dependencies
 from nodecourse.solvers.result import Solution, SolverError, Status, warn_backward_failure
 from nodecourse.validation import SecondDerivativeError
 
 
-def _graph_leaves(out: torch.Tensor) -> list[torch.Tensor]:
-    """The leaf tensors (requiring grad) that ``out``'s autograd graph reaches."""
-    leaves, seen, stack = [], set(), [out.grad_fn]
-    while stack:
-        node = stack.pop()
-        if node is None or node in seen:
-            continue
-        seen.add(node)
-        variable = getattr(node, "variable", None)  # AccumulateGrad nodes hold their leaf
-        if isinstance(variable, torch.Tensor):
-            leaves.append(variable)
-        stack.extend(fn for fn, _ in node.next_functions)
-    return leaves
-
-
 def field_parameters(func, y0: torch.Tensor, t0: torch.Tensor, extra=()) -> list[torch.Tensor]:
     """:func:`inspect_field`'s parameters."""
-    return inspect_field(func, y0, t0, extra)[0]
+    return inspect_field(func, y0, t0, extra)[0].params
 
 
-def inspect_field(func, y0: torch.Tensor, t0: torch.Tensor, extra=()) -> tuple[list[torch.Tensor], bool]:
-    """``(params, random)``: the tensors a gradient mode that does not keep the solver's graph must differentiate:
-    the trainable parameters of an ``nn.Module`` ``func``, then ``extra``, then any other tensor
-    that requires grad and that ``func(t0, y0)`` reaches (e.g. a tensor a plain function closes
-    over), found by walking the autograd graph of one evaluation. Without that walk such a
-    tensor would silently get no gradient. ``random``: the evaluation drew random numbers (dropout
-    in training mode); the probe runs from the current random state and restores it afterwards, so
+def inspect_field(
+    func, y0: torch.Tensor, t0: torch.Tensor, extra=(), *, route: str = "this gradient route"
+) -> tuple[Dependencies, bool]:
+    """``(dependencies, random)``: the tensors a gradient mode that does not keep the solver's graph
+    must differentiate (:func:`~nodecourse.solvers.dependencies.find_dependencies`: an ``nn.Module``'s
+    parameters, ``extra``, every tensor requiring grad the field holds (closure, defaults, globals,
+    module state), and any other the graph of one evaluation ``func(t0, y0)`` reaches), with the
+    stand-ins for the non-leaf ones. ``random``: the evaluation drew random numbers (dropout in
+    training mode); the probe runs from the current random state and restores it afterwards, so
     the solve that follows draws what a backprop solve from the same seed draws.
 
     Costs one evaluation of ``func`` (only when grad mode is on; without grad nothing is
     differentiated and ``random`` is False).
     """
-    params = [p for p in func.parameters() if p.requires_grad] if isinstance(func, nn.Module) else []
-    for p in extra:
-        if not isinstance(p, torch.Tensor) or not p.requires_grad:
-            raise TypeError(f"adjoint_options['params'] must hold tensors that require grad; got {type(p).__name__}")
-        if all(p is not q for q in params):
-            params.append(p)
-    if not torch.is_grad_enabled():
-        return params, False
-    # a copy: func never sees the caller's y0
-    out, random = field_checks.call_keeping_rng(lambda: _probe_call(func, t0.detach(), y0.detach().clone()), y0.device)
-    if isinstance(out, torch.Tensor) and out.requires_grad:
-        known = {id(p) for p in params}
-        for q in _graph_leaves(out):
-            if id(q) not in known:
-                params.append(q)
-                known.add(id(q))
-    return params, random
+    drew = [False]
+
+    def probe(f):
+        # a copy: func never sees the caller's y0
+        out, drew[0] = field_checks.call_keeping_rng(
+            lambda: _probe_call(f, t0.detach(), y0.detach().clone()), y0.device
+        )
+        return out
+
+    deps, _ = find_dependencies(func, probe, extra, route=route)
+    return deps, drew[0]
 
 
 def _probe_call(func, t0: torch.Tensor, y: torch.Tensor):
@@ -111,6 +92,8 @@ class GradientRun:
     backward_kwargs: dict
     throw: bool
     params: list
+    #: the stand-ins of the non-leaf parameters (:class:`~nodecourse.solvers.dependencies.Dependencies`)
+    deps: Optional[Dependencies] = None
     solution: Optional[Solution] = None
     #: the field draws random numbers (:func:`inspect_field`); ``rng`` is then the random state the
     #: forward solve started from (``field_checks.rng_state``), which :func:`backprop_replay` restores
@@ -178,8 +161,17 @@ def backprop_replay(
     """
     create = torch.is_grad_enabled()
     stats = run.solution.stats
+    nan = lambda: [torch.full_like(y0, float("nan"))] + [torch.full_like(p, float("nan")) for p in params]  # noqa: E731
+    if run.solution.status is not Status.SUCCESS:  # no replay: the failed solve's gradient is undefined
+        message = f"the forward solve ended with status {run.solution.status.name}; its gradient is undefined"
+        stats["backward_status"], stats["backward_message"] = run.solution.status, message
+        if run.throw:
+            raise SolverError(run.solution.status, f"{route}: {message}")
+        warn_backward_failure(run.solution.status, f"{route}: {message}")
+        return nan()
     replay = field_checks.replayed_rng(run.rng, y0.device) if run.rng is not None else contextlib.nullcontext()
-    with torch.enable_grad(), replay:
+    live = run.deps.live(params, create=create) if run.deps is not None else contextlib.nullcontext(list(params))
+    with torch.enable_grad(), replay, live as stand:
         # first order: a fresh leaf (no graph to keep); second order: the saved input itself
         y_in = y0 if (create and y0.requires_grad) else y0.detach().requires_grad_(need_y0)
         solution = solve(y_in, t.detach())
@@ -190,19 +182,24 @@ def backprop_replay(
             if run.throw:
                 raise SolverError(solution.status, f"{route}: {message}")
             warn_backward_failure(solution.status, f"{route}: {message}")
-            return [torch.full_like(y0, float("nan"))] + [torch.full_like(p, float("nan")) for p in params]
-        wanted = [p for p in params if p.requires_grad]
+            return nan()
+        wanted = [s for s in stand if s.requires_grad]
         inputs = ([y_in] if y_in.requires_grad else []) + wanted
-        got = (
-            list(torch.autograd.grad(solution.ys, inputs, grad_outputs=grad_ys, allow_unused=True, create_graph=create))
-            if inputs and solution.ys.requires_grad
-            else [None] * len(inputs)
-        )
+        with cut():  # stop at the stand-ins: autograd carries dL/dq back past them once, afterwards
+            got = (
+                list(
+                    torch.autograd.grad(
+                        solution.ys, inputs, grad_outputs=grad_ys, allow_unused=True, create_graph=create
+                    )
+                )
+                if inputs and solution.ys.requires_grad
+                else [None] * len(inputs)
+            )
     grad_y0 = got.pop(0) if y_in.requires_grad else None
     if need_y0 and grad_y0 is None:
         grad_y0 = torch.zeros_like(y0)
     found = iter(got)
-    grads = [next(found) if p.requires_grad else None for p in params]
-    grads = [g if g is not None else torch.zeros_like(p) for g, p in zip(grads, params)]
+    # a parameter the solve never used gets None, as backprop gives it
+    grads = [next(found) if s.requires_grad else None for s in stand]
     stats["backward_status"], stats["backward_message"] = Status.SUCCESS, ""
     return [grad_y0] + grads

@@ -33,6 +33,7 @@ with). Nothing here imports :func:`nodecourse.odeint`.
 from __future__ import annotations
 
 import cmath
+import contextlib
 import time
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -211,6 +212,7 @@ class _Run:
     final: tuple = ()
     random: bool = False  # the field draws random numbers; rng: the state the forward solve started from
     rng: Any = None
+    deps: Any = None  # the stand-ins of the non-leaf closed-over tensors (dependencies.Dependencies)
 
 
 class ReversibleFunction(torch.autograd.Function):
@@ -261,7 +263,9 @@ class ReversibleFunction(torch.autograd.Function):
                     run, solve, t, y0, grad_ys, params, need_y0=ctx.needs_input_grad[2], route="gradient='reversible'"
                 ),
             )
-        grads = reversible_backward(run, grad_ys, list(params))
+        live = run.deps.live(params) if run.deps is not None else contextlib.nullcontext(list(params))
+        with live as stand:
+            grads = reversible_backward(run, grad_ys, stand)
         return (None, None, *grads)
 
 
@@ -301,7 +305,7 @@ def reversible_backward(run: _Run, grad_ys: torch.Tensor, params: list) -> list:
     a_y = torch.zeros_like(y)
     a_z = torch.zeros_like(y)
     a_f = torch.zeros_like(y)
-    g_params = [torch.zeros_like(p) for p in params]
+    g_params: list = [None] * len(params)  # None until an evaluation uses the parameter (backprop's None)
     nfe = 0
 
     def evaluate(t_value: float, z_in: torch.Tensor):
@@ -331,7 +335,7 @@ def reversible_backward(run: _Run, grad_ys: torch.Tensor, params: list) -> list:
             jt_c, p_share = pull(leaf, f_graph, c)
             for k, g in enumerate(p_share):
                 if g is not None:
-                    g_params[k] = g_params[k] + g
+                    g_params[k] = g if g_params[k] is None else g_params[k] + g
             g_vec = a_z + jt_c
             a_y, a_z, a_f = a_y + 2 * g_vec, -g_vec, h * g_vec + (0.5 * h) * a_y
             # reconstruct the step's inputs: z, then f = func(t0, z) (with a graph, for the next product)
@@ -349,7 +353,7 @@ def reversible_backward(run: _Run, grad_ys: torch.Tensor, params: list) -> list:
     jt_c, p_share = pull(leaf, f_graph, a_f)
     for k, g in enumerate(p_share):
         if g is not None:
-            g_params[k] = g_params[k] + g
+            g_params[k] = g if g_params[k] is None else g_params[k] + g
     grad_y0 = a_y + a_z + jt_c + grad_ys[0]
     stats["nfe_backward"] = stats.get("nfe_backward", 0) + nfe
     stats["backward_status"], stats["backward_message"] = Status.SUCCESS, ""
@@ -386,7 +390,8 @@ def solve_reversible(
         return solution
     if gradient != REVERSIBLE:
         raise ValueError(f"gradient={gradient!r}: method={name!r} takes gradient='reversible' or 'backprop'")
-    params, random = inspect_field(func, y0, t[0])
+    deps, random = inspect_field(func, y0, t[0], route="gradient='reversible'")
+    params = deps.params
     run = _Run(
         func=func,
         ts=ts,
@@ -396,6 +401,7 @@ def solve_reversible(
         name=name,
         started=started,
         random=random,
+        deps=deps,
     )
     ys = ReversibleFunction.apply(run, t, y0, *params)
     return differentiable_solution(run, ys, t)
