@@ -576,6 +576,18 @@ def test_a_figures_description_comes_from_its_titles_its_comment_or_its_section(
     assert "against rk4 steps" in described  # lesson 4's plot_memory, not lesson 10's (reversible Heun steps)
 
 
+def test_a_figure_that_carries_its_title_and_caption_is_described_by_them():
+    # lesson 9's audit figures: the cell only shows `step.figures[0]`; the object's text form names it
+    plain = "Figure(title='Contraction', caption=\"spectral radius at 8 test inputs' fixed points\")"
+    assert site_notebook.image_alt("step.figures[0]", "Step 4", "lesson 9", plain) == (
+        "Figure: Contraction: spectral radius at 8 test inputs' fixed points"
+    )
+    assert site_notebook.image_alt("x", "S", "lesson 9", "Figure(title='Work')") == "Figure: Work"
+    # a call whose title is not a plain string, or matplotlib's own text, falls back to the section
+    for other in ("Figure(title=name)", "<Figure size 640x480 with 1 Axes>", "Figure(title='')"):
+        assert site_notebook.image_alt("x", "S", "lesson 9", other) == "Figure from lesson 9, section “S”"
+
+
 def test_a_plotly_figures_description_names_its_title_panels_and_axes():
     figure = {
         "layout": {
@@ -676,6 +688,8 @@ def test_accessibility_markup(built):
         for img in soup.find_all("img"):
             alt = img.get("alt", "")
             assert alt.strip() and alt not in ("Figure", "Figure drawn by the code cell above"), (page.name, alt)
+            # it says what the figure shows, not only where it is
+            assert not re.fullmatch(r"Figure from lesson \d+(, section “[^”]*”)?", alt), (page.name, alt)
         # a link's text says where it goes: one text, one destination
         by_text: dict[str, set[str]] = {}
         for a in soup.find_all("a", href=True):

@@ -12,8 +12,10 @@ What a page shows differs from what the notebook holds in a few ways, all decide
 - **folded cells** (:func:`folds`): a code cell whose every output is Markdown (findings that
   render their own text) or that is tagged ``hide-input`` shows its output, and its code behind
   a "show the code" fold;
-- **figures** get a description (``alt``): the titles and axis labels the cell's code sets
-  (a plotly figure's own, from its JSON), else the cell's first comment, else a sentence naming
+- **figures** get a description (``alt``): a figure object's own title and caption where its
+  text form carries them (the audit's ``Figure(title=..., caption=...)``), else the titles and
+  axis labels the cell's code sets (a plotly figure's own, from its JSON), else the cell's first
+  comment, else a sentence naming
   the section of the lesson it is in, the plotting function the cell calls and the number of
   panels;
 - **plotly figures** become a live box over their static PNG (see ``site.py``).
@@ -193,12 +195,33 @@ def _library_figure(calls: list[str], page_label: str) -> str:
     return ""
 
 
+def _titled_figure(plain: str) -> str:
+    """ "title: caption" from a figure object's text form when it is a call with a ``title`` (and
+    perhaps a ``caption``) given as plain strings, as the audit's figures show themselves
+    (``Figure(title='Contraction', caption="spectral radius at ...")``); "" for anything else."""
+    try:
+        call = ast.parse(plain.strip(), mode="eval").body
+    except (SyntaxError, ValueError):
+        return ""
+    if not isinstance(call, ast.Call):
+        return ""
+    given = {k.arg: k.value.value for k in call.keywords if isinstance(k.value, ast.Constant)}
+    title, caption = given.get("title"), given.get("caption")
+    if not isinstance(title, str) or not title.strip():
+        return ""
+    return title.strip() + (f": {caption.strip()}" if isinstance(caption, str) and caption.strip() else "")
+
+
 def image_alt(source: str, section: str, page_label: str, plain: str = "") -> str:
-    """A description of a figure from its cell's code: the titles it sets and its axes ("error
-    against h"); else the cell's first comment; else the titles and axes of the course's plotting
-    function the cell calls; else the section of the page it is in, with the plotting function
-    the cell calls and the number of panels (from matplotlib's ``plain`` text, "<Figure size ...
-    with 3 Axes>")."""
+    """A description of a figure: the title and caption its object carries (``plain``, its text
+    form, as the audit's ``Figure(title=..., caption=...)``); else from its cell's code, the titles
+    it sets and its axes ("error against h"); else the cell's first comment; else the titles and
+    axes of the course's plotting function the cell calls; else the section of the page it is in,
+    with the plotting function the cell calls and the number of panels (from matplotlib's
+    ``plain`` text, "<Figure size ... with 3 Axes>")."""
+    own = _titled_figure(plain)
+    if own:
+        return f"Figure: {own}"
     titles, axes = _titles(source), _axes(source)
     if titles:
         return f"Figure: {_described(source)}"
