@@ -77,7 +77,7 @@ def integrate_adaptive(
     next_i = 1
     while True:
         if ctl.out_of_steps():
-            return (outputs, stats(), *ctl.max_steps_failure(t))
+            return (outputs, stats(), *ctl.max_steps_failure(t, func, y))
         h_use, t_new = ctl.propose(t, h, t_end)
         if ctl.underflows(t, h_use):
             return (outputs, stats(), *ctl.underflow_failure(t, h_use))

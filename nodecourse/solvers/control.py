@@ -285,12 +285,37 @@ class StepControl:
             )
         return Status.STEP_UNDERFLOW, f"step size {abs(h_used):.3g} underflowed at t={t:.10g}"
 
-    def max_steps_failure(self, t: float) -> tuple[Status, str]:
-        return Status.MAX_STEPS, (
+    def max_steps_failure(self, t: float, func=None, y: torch.Tensor | None = None) -> tuple[Status, str]:
+        """MAX_STEPS; with ``func`` and the state ``y`` reached at ``t``, a field whose slope at one
+        ``(t, y)`` changes from call to call is named as the cause (:func:`random_slopes`)."""
+        message = (
             f"max_steps={self.max_steps} steps used ({self.n_accepted} accepted, "
             f"{self.n_rejected} rejected), reached t={t:.6g} of "
             f"[{self.t_start:.6g}, {self.t_end:.6g}]"
         )
+        if self.n_rejected and func is not None and y is not None and random_slopes(func, t, y):
+            message += (
+                f". The {self.n_rejected} rejections are not stiffness: func gives different slopes at the same "
+                f"(t, y) (it draws random numbers: dropout or noise in training mode), so the error estimate is "
+                f"noise that no step size brings under the tolerance. Solve with the field in eval mode "
+                f"(func.eval()), or with fixed steps (method='rk4', step_size=...)"
+            )
+        return Status.MAX_STEPS, message
+
+
+def random_slopes(func, t: float, y: torch.Tensor) -> bool:
+    """Whether two calls ``func(t, y)`` differ (a field that draws random numbers). Two evaluations,
+    only on the MAX_STEPS path; the random stream is left as it was."""
+    devices = [y.device] if y.device.type == "cuda" else []
+    call = getattr(func, "func", func)  # the field itself, not the solver's counting wrapper
+    try:
+        with torch.no_grad(), torch.random.fork_rng(devices=devices):
+            first, second = call(time_tensor(t, y), y), call(time_tensor(t, y), y)
+    except Exception:  # noqa: BLE001 (a diagnosis on a failure path: keep the MAX_STEPS message as it is)
+        return False
+    if not isinstance(first, torch.Tensor) or not isinstance(second, torch.Tensor):
+        return False
+    return not torch.equal(first, second)
 
 
 def locate_nonfinite(ks: list[torch.Tensor], y1: torch.Tensor, t0: float, h: float, nodes) -> tuple[float, str] | None:

@@ -193,7 +193,7 @@ def integrate_implicit(
             h = h_fixed
         while t != target:
             if ctl.out_of_steps():
-                return (outputs, stats(), *ctl.max_steps_failure(t))
+                return (outputs, stats(), *ctl.max_steps_failure(t, func, y))
             h_use, t_new = ctl.propose(t, h, target)
             if ctl.underflows(t, h_use):
                 status, message = ctl.underflow_failure(t, h_use)
