@@ -36,6 +36,15 @@ STDOUT_KEEP_CHARS = 32 * 1024
 # The largest message the grader accepts from the kernel (zmq drops a bigger one before it is read
 # into memory): a task's reply is at most nodecourse.course.tasks.plain.MAX_TEXT characters.
 MAX_MESSAGE_BYTES = 64 * 2**20
+# Messages each of the grader's sockets may hold unread (zmq's receive high-water mark; its default,
+# 1,000, let 25 printed messages of 40 MiB grow the grader by 740 MB). Past it zmq stops reading from
+# the kernel, whose own queue fills and then drops: the grader holds at most this many messages of at
+# most MAX_MESSAGE_BYTES each, whatever the kernel prints.
+RECEIVE_QUEUE_MESSAGES = 4
+# After the kernel's reply, how long the grader waits for the "idle" status with nothing arriving on
+# the output channel (a flood can make the kernel drop output messages, that one included).
+IDLE_GRACE_S = 2.0
+PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 
 
 class KernelStartError(RuntimeError):
@@ -79,7 +88,9 @@ class CellResult:
     stdout: str = ""
     ename: str = ""
     evalue: str = ""
-    user_expressions: dict = field(default_factory=dict)
+    # The reply's user_expressions as the kernel sent them: read with :meth:`Kernel.evaluate`, which
+    # turns any shape that is not a dict of results into a named failure.
+    user_expressions: object = field(default_factory=dict)
     exit_code: int | None = None
 
     @property
@@ -87,12 +98,91 @@ class CellResult:
         return self.status == "ok"
 
 
-def _status_bytes(pid: int, key: str) -> int:
-    """A ``kB`` field of ``/proc/<pid>/status``, in bytes (read by the grader, never by the kernel)."""
+def _status_bytes(pid: int, key: str) -> int | None:
+    """A ``kB`` field of ``/proc/<pid>/status``, in bytes (read by the grader, never by the kernel);
+    None when the process has none (a zombie has no memory fields)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith(key):
             return int(line.split()[1]) * 1024
-    raise ValueError(f"{key} not in /proc/{pid}/status")
+    return None
+
+
+def _stat(pid: int) -> tuple[int, int, int, str]:
+    """``(ppid, minor faults, minor faults of its reaped children, start time)`` from
+    ``/proc/<pid>/stat`` (the command name, in parentheses, may hold spaces and parentheses)."""
+    text = Path(f"/proc/{pid}/stat").read_text()
+    rest = text[text.rindex(")") + 2 :].split()
+    return int(rest[1]), int(rest[7]), int(rest[8]), rest[19]
+
+
+def sandbox_pids(root: int) -> list[int]:
+    """``root`` and every process descending from it, found from every process's parent on this host
+    (so a child of any thread, and a double fork re-parented to the sandbox's init, are found too)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                children.setdefault(_stat(int(entry.name))[0], []).append(int(entry.name))
+            except (OSError, ValueError, IndexError):
+                continue  # gone since listed
+    found, frontier = [], [root]
+    while frontier:
+        pid = frontier.pop()
+        found.append(pid)
+        frontier.extend(children.get(pid, ()))
+    return found
+
+
+@dataclass
+class TreeMemory:
+    """The memory of every process of a sandbox, as the grader reads it from outside.
+
+    :meth:`mark` resets each process's peak resident set size (``/proc/<pid>/clear_refs``) and keeps
+    what it holds; :meth:`growth` then adds, over the processes found at the end, each one's peak above
+    its mark (a process started since: its whole peak) and the minor page faults of every child reaped
+    since (a process that allocated and exited between the two readings; a zombie's own faults). A sum
+    of per-process peaks is at least the peak of the sum: processes can only add to the figure, so a
+    forked decoy cannot stand in for the kernel, and memory moved into a short-lived child still counts.
+    """
+
+    held: int  # bytes resident in all the processes at the mark
+    before: dict  # pid -> (start time, resident bytes, minor faults, reaped children's minor faults)
+
+    @classmethod
+    def mark(cls, root: int) -> TreeMemory | None:
+        """None when the root is gone or this machine does not let the grader reset a peak."""
+        before, held = {}, 0
+        for pid in sandbox_pids(root):
+            try:
+                _, minflt, cminflt, started = _stat(pid)
+                Path(f"/proc/{pid}/clear_refs").write_text("5")
+                rss = _status_bytes(pid, "VmRSS:") or 0
+            except (OSError, ValueError, IndexError):
+                if pid == root:
+                    return None
+                continue  # a process that exited while being read: its reaper's faults count it
+            before[pid], held = (started, rss, minflt, cminflt), held + rss
+        return cls(held, before) if before else None
+
+    def growth(self, root: int) -> int:
+        """Bytes the processes held above the mark at most, since the mark (see the class)."""
+        total = 0
+        for pid in sandbox_pids(root):
+            try:
+                _, minflt, cminflt, started = _stat(pid)
+                peak = _status_bytes(pid, "VmHWM:")
+            except (OSError, ValueError, IndexError):
+                continue
+            was = self.before.get(pid)
+            if was is not None and was[0] != started:
+                was = None  # the pid was reused by a new process
+            if was is None:
+                total += (peak if peak is not None else minflt * PAGE_BYTES) + cminflt * PAGE_BYTES
+                continue
+            _, rss, minflt0, cminflt0 = was
+            total += max(0, peak - rss) if peak is not None else max(0, minflt - minflt0) * PAGE_BYTES
+            total += max(0, cminflt - cminflt0) * PAGE_BYTES
+        return total
 
 
 class HeadTail:
@@ -190,6 +280,7 @@ class Kernel:
         # Set on the manager's own context before any socket exists: every socket it makes, the
         # client's included, refuses a message over the bound instead of reading it into memory.
         self.km.context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
+        self.km.context.setsockopt(zmq.RCVHWM, RECEIVE_QUEUE_MESSAGES)
         self._conn = conn
         if isolation.sandboxed:
             self.km.ip = str(conn / "k")
@@ -223,7 +314,11 @@ class Kernel:
     def execute(
         self, code: str, timeout_s: float, user_expressions: dict | None = None, silent: bool = False
     ) -> CellResult:
-        """Run ``code``; wait for its reply and idle state, at most ``timeout_s`` seconds."""
+        """Run ``code``; wait for its reply and idle state, at most ``timeout_s`` seconds.
+
+        Every message is read defensively: one the grader cannot read (a replaced ``json.dumps`` in the
+        kernel, a header without ``msg_id``, a content that is not a dict, a bad signature) ends this
+        request as a failure named ``UnreadableMessage``, never as the grader's own exception."""
         msg_id = self.kc.execute(
             code,
             silent=silent,
@@ -237,31 +332,49 @@ class Kernel:
         error: dict = {}
         reply = None
         idle = False
-        while not (idle and reply is not None):
-            if time.monotonic() > deadline:
-                self.sweep()
-                return CellResult("timeout", stdout.text())
-            if not self.km.is_alive():
-                return CellResult("dead", stdout.text(), exit_code=self.exit_code())
-            try:
-                msg = self.kc.get_iopub_msg(timeout=0.1)
-            except queue.Empty:
-                msg = None
-            if msg is not None and msg.get("parent_header", {}).get("msg_id") == msg_id:
-                kind, content = msg["msg_type"], msg["content"]
-                if kind == "stream" and content.get("name") == "stdout":
-                    stdout.add(str(content.get("text", "")))
-                elif kind == "error":
-                    error = content
-                elif kind == "status" and content.get("execution_state") == "idle":
-                    idle = True
-            if reply is None:
-                try:
-                    shell = self.kc.get_shell_msg(timeout=0.01)
-                except queue.Empty:
-                    shell = None
-                if shell is not None and shell.get("parent_header", {}).get("msg_id") == msg_id:
-                    reply = shell["content"]
+        heard = time.monotonic()  # the last time anything arrived on the output channel
+        try:
+            while not (idle and reply is not None):
+                if reply is not None and time.monotonic() - heard > IDLE_GRACE_S:
+                    break  # replied, and the output channel is quiet: its "idle" was dropped in a flood
+                if time.monotonic() > deadline:
+                    self.sweep()
+                    return CellResult("timeout", stdout.text())
+                if not self.km.is_alive():
+                    return CellResult("dead", stdout.text(), exit_code=self.exit_code())
+                # Drain what is waiting (without blocking once something came), so that the bounded
+                # receive queue empties as fast as the kernel fills it.
+                for wait in (0.05, *([0.0] * 63)):
+                    try:
+                        msg = self.kc.get_iopub_msg(timeout=wait)
+                    except queue.Empty:
+                        break
+                    heard = time.monotonic()
+                    parent, kind, content = _parts(msg)
+                    if parent != msg_id:
+                        continue
+                    if kind == "stream" and content.get("name") == "stdout":
+                        stdout.add(_text(content.get("text", "")))
+                    elif kind == "error":
+                        error = content
+                    elif kind == "status" and content.get("execution_state") == "idle":
+                        idle = True
+                        break
+                if reply is None:
+                    try:
+                        shell = self.kc.get_shell_msg(timeout=0.01)
+                    except queue.Empty:
+                        shell = None
+                    if shell is not None:
+                        parent, _, content = _parts(shell)
+                        if parent == msg_id:
+                            reply, heard = content, time.monotonic()
+        except _Unreadable as exc:
+            self.sweep()
+            return CellResult("error", stdout.text(), "UnreadableMessage", str(exc))
+        except Exception as exc:  # noqa: BLE001 - the client failed to read a message: the kernel's doing
+            self.sweep()
+            return CellResult("error", stdout.text(), "UnreadableMessage", _unreadable(exc))
         self.sweep()
         status = reply.get("status", "error")
         if status != "ok":
@@ -269,49 +382,32 @@ class Kernel:
         return CellResult(
             "ok" if status == "ok" and not error else "error",
             stdout.text(),
-            str(error.get("ename", "")),
-            str(error.get("evalue", "")),
+            _text(error.get("ename", ""), 200),
+            _text(error.get("evalue", "")),
             reply.get("user_expressions", {}),
         )
 
-    def kernel_pid(self) -> int | None:
-        """The host's pid of the Python process that runs the learner's code (inside bubblewrap, the
-        descendant of the sandbox whose command line runs ``ipykernel_launcher``)."""
+    def root_pid(self) -> int | None:
+        """The host's pid of the process the grader started (bubblewrap, or the kernel itself without
+        a sandbox): every process of the submission descends from it."""
         prov = getattr(self.km, "provisioner", None)
-        root = getattr(getattr(prov, "process", None), "pid", None)
-        if root is None:
-            return None
-        found, frontier = None, [root]
-        while frontier:
-            pid = frontier.pop()
-            try:
-                if b"ipykernel_launcher" in Path(f"/proc/{pid}/cmdline").read_bytes():
-                    found = pid
-                children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-            except OSError:
-                continue
-            frontier.extend(int(c) for c in children)
-        return found
+        return getattr(getattr(prov, "process", None), "pid", None)
 
     def memory_mark(self) -> int | None:
-        """Reset the kernel process's peak resident set size (``/proc/<pid>/clear_refs``) to what it
-        holds now, and return that (bytes); None where this cannot be done here."""
-        pid = self.kernel_pid()
-        if pid is None:
-            return None
-        try:
-            Path(f"/proc/{pid}/clear_refs").write_text("5")
-            return _status_bytes(pid, "VmRSS:")
-        except (OSError, ValueError):
-            return None
+        """Start a measurement of the whole sandbox's memory (:class:`TreeMemory`): every process's
+        peak resident set size reset to what it holds now; returns the total held now (bytes), or
+        None where this machine does not let the grader do it."""
+        root = self.root_pid()
+        self._memory = TreeMemory.mark(root) if root is not None else None
+        return None if self._memory is None else self._memory.held
 
     def memory_peak(self) -> int | None:
-        """The kernel process's peak resident set size since :meth:`memory_mark` (bytes), or None."""
-        pid = self.kernel_pid()
-        try:
-            return None if pid is None else _status_bytes(pid, "VmHWM:")
-        except (OSError, ValueError):
+        """What :meth:`memory_mark` returned plus the most the submission's processes can have held
+        above it since (bytes), or None."""
+        memory, root = getattr(self, "_memory", None), self.root_pid()
+        if memory is None or root is None:
             return None
+        return memory.held + memory.growth(root)
 
     def sweep(self) -> list[str]:
         """Remove from the connection folder whatever is not the kernel's sockets or its connection
@@ -340,16 +436,33 @@ class Kernel:
 
     def evaluate(self, expression: str, timeout_s: float) -> CellResult:
         """Evaluate one expression through ``user_expressions`` (no input transformer sees it);
-        on success ``result.stdout`` is replaced by the expression's ``text/plain`` value."""
+        on success ``result.stdout`` is replaced by the expression's ``text/plain`` value. A reply of
+        any other shape (user_expressions not a dict, a value without ``text/plain`` text) is a
+        failure named ``UnreadableReply``."""
         res = self.execute("", timeout_s, user_expressions={"value": expression}, silent=True)
-        if res.ok:
-            value = res.user_expressions.get("value", {})
-            if not isinstance(value, dict) or value.get("status") != "ok":
-                value = value if isinstance(value, dict) else {}
-                res.status, res.ename, res.evalue = "error", str(value.get("ename", "?")), str(value.get("evalue", ""))
-            else:
-                data = value.get("data", {})
-                res.stdout = data.get("text/plain", "") if isinstance(data, dict) else ""
+        if not res.ok:
+            return res
+        found = res.user_expressions
+        value = found.get("value") if isinstance(found, dict) else None
+        if not isinstance(value, dict):
+            what = (
+                f"user_expressions is {_shape(found)}"
+                if not isinstance(found, dict)
+                else f"its value is {_shape(value)}"
+            )
+            return _unreadable_reply(res, f"{what}, not a dict")
+        if value.get("status") != "ok":
+            res.status, res.ename, res.evalue = (
+                "error",
+                _text(value.get("ename", "?"), 200),
+                _text(value.get("evalue", "")),
+            )
+            return res
+        data = value.get("data")
+        text = data.get("text/plain") if isinstance(data, dict) else None
+        if not isinstance(text, str):
+            return _unreadable_reply(res, f"its text/plain value is {_shape(text)}, not text")
+        res.stdout = text
         return res
 
     def close(self) -> None:
@@ -368,3 +481,50 @@ class Kernel:
             pass
         self._devnull.close()
         shutil.rmtree(self._dir, ignore_errors=True)
+
+
+class _Unreadable(Exception):
+    """A message from the kernel that is not the shape the messaging protocol gives it."""
+
+
+LIKELY_CAUSE = (
+    "likely cause: code in the notebook changed how the kernel sends its messages (json.dumps, "
+    "the session, the sockets); put the answer cells back to plain code"
+)
+
+
+def _shape(value) -> str:
+    """What a value is, in a few words (never its repr: it may be megabytes)."""
+    if isinstance(value, (list, tuple, dict, str, bytes)):
+        return f"a {type(value).__name__} of length {len(value)}"
+    return "None" if value is None else f"a {type(value).__name__}"
+
+
+def _text(value, limit: int | None = None) -> str:
+    """A field the kernel sent, as text (a non-string is named by its shape, not converted)."""
+    text = value if isinstance(value, str) else _shape(value)
+    return text if limit is None else text[:limit]
+
+
+def _parts(msg) -> tuple[object, str, dict]:
+    """``(parent msg_id, msg_type, content)`` of a message; :class:`_Unreadable` for any other shape."""
+    if not isinstance(msg, dict):
+        raise _Unreadable(f"the kernel sent a message that is {_shape(msg)}, not a dict; {LIKELY_CAUSE}")
+    parent, kind, content = msg.get("parent_header"), msg.get("msg_type"), msg.get("content")
+    if not isinstance(parent, dict) or not isinstance(kind, str) or not isinstance(content, dict):
+        raise _Unreadable(
+            f"the kernel sent a message whose parent_header is {_shape(parent)}, msg_type {_shape(kind)} and "
+            f"content {_shape(content)}; {LIKELY_CAUSE}"
+        )
+    return parent.get("msg_id"), kind, content
+
+
+def _unreadable(exc: Exception) -> str:
+    first = (str(exc).strip().splitlines() or [""])[0][:160]
+    return f"the grader could not read a message from the kernel ({type(exc).__name__}: {first}); {LIKELY_CAUSE}"
+
+
+def _unreadable_reply(res: CellResult, what: str) -> CellResult:
+    res.status, res.ename = "error", "UnreadableReply"
+    res.evalue = f"the kernel's reply to the grader's request: {what}; {LIKELY_CAUSE}"
+    return res

@@ -5,8 +5,10 @@ of a random contraction and the library's Picard iteration on it; backprop
 through unrolled Picard steps (``DEQ(backward="unrolled")``); the exact
 Jacobian of a random ``EquilibriumBlock`` (its squared Frobenius norm is the
 estimator's mean) and the estimator itself on the grader's probes.
-The Anderson task counts the learner's evaluations of ``f`` (a reported count
-below it fails); the Hutchinson task runs the estimator on probes the grader
+The Anderson task is judged on evidence the grader checks itself: the points
+where ``f`` was evaluated, each replayed outside the kernel as Anderson's step
+from the points before it (a count reported by the kernel decides nothing);
+the Hutchinson task runs the estimator on probes the grader
 supplies (it seeds torch's generator before each call) and compares the
 estimates exactly with the estimator's on the same probes, so the exact value
 times noise fails.
@@ -100,6 +102,19 @@ def weights_judge(answer, ref) -> None:
 # --- anderson -------------------------------------------------------------------------------------
 
 
+# Evidence, not testimony: the grader does not count the learner's calls of f (a counter in the
+# kernel can be wound back through f's closure). The kernel keeps every point f was evaluated at; the
+# grader evaluates f there itself, replays Anderson's step from each window of points (the weights of
+# task 1 over the residuals it computed) and checks that each next point is that step. A trace that
+# passes is Anderson's own iteration from z0, so its length is the work done, whatever was reported.
+
+RECORD_LIMIT = 2000  # points kept by the kernel; more evaluations than Picard needs fail anyway
+WINDOW = 6
+TOL = 1e-8
+LAM = 1e-10  # mixing_weights' default
+STEP_RTOL, STEP_ATOL = 1e-6, 1e-12  # of a step's length, of the iterate's scale: rounding, not method
+
+
 def anderson_inputs(seed: int) -> dict:
     from nodecourse.deq.problems import contraction
 
@@ -113,39 +128,100 @@ def anderson_inputs(seed: int) -> dict:
 
 def anderson_run(ns, inp) -> dict:
     p = inp["problem"]
-    calls = [0]
+    evaluated: list = []
 
     def f(v):
-        calls[0] += 1
+        if len(evaluated) < RECORD_LIMIT:
+            evaluated.append(v.detach().clone())
         return p.f(v[None])[0]
 
-    z, n = ns["anderson"](f, p.z0[0].clone(), m=6, tol=1e-8, max_iter=3000)
-    return {"z": z, "n": n, "calls": calls[0]}
+    z, n = ns["anderson"](f, p.z0[0].clone(), m=WINDOW, tol=TOL, max_iter=3000)
+    return {"z": z, "n": n, "evaluated": evaluated}
 
 
 def anderson_reference(inp) -> dict:
     from nodecourse import fixed_point
 
     p = inp["problem"]
-    picard = fixed_point(p.f, p.z0, method="picard", tol=1e-8, max_iter=20000, warn=False)
-    return {"z_star": p.z_star[0], "picard": int(picard.n_iter)}
+    picard = fixed_point(p.f, p.z0, method="picard", tol=TOL, max_iter=20000, warn=False)
+    dim = p.z0.shape[1]
+    b = p.f(torch.zeros(1, dim, dtype=F64))[0]
+    A = (p.f(torch.eye(dim, dtype=F64)) - b).T  # f(z) = A z + b, read off f itself
+    return {"z_star": p.z_star[0], "picard": int(picard.n_iter), "A": A, "b": b, "z0": p.z0[0]}
+
+
+def _weights(G: np.ndarray, lam: float = LAM) -> np.ndarray:
+    """Task 1's mixing weights of residual rows ``G`` (n, D), in the grader's own arithmetic."""
+    H = G @ G.T
+    s = max(float(np.mean(np.diag(H))), np.finfo(float).tiny)
+    a = np.linalg.solve(H + lam * s * np.eye(len(G)), np.ones(len(G)))
+    return a / a.sum()
+
+
+def replay_failure(A: np.ndarray, b: np.ndarray, points, m: int = WINDOW) -> str:
+    """ "" when each point after the first is Anderson's step (window ``m``) from the points before it,
+    for f(z) = A z + b evaluated here; else which evaluation is not, and by how much. ``points``:
+    the evaluated points in order, each (D,)."""
+    X = np.stack([np.asarray(p, dtype=float) for p in points])
+    F = X @ A.T + b
+    for k in range(1, len(X)):
+        lo = max(0, k - m)
+        step = _weights(F[lo:k] - X[lo:k]) @ F[lo:k]
+        off = float(np.linalg.norm(X[k] - step))
+        allowed = STEP_RTOL * float(np.linalg.norm(X[k] - X[k - 1])) + STEP_ATOL * (1 + float(np.linalg.norm(X[k])))
+        if not off <= allowed:
+            return (
+                f"evaluation {k + 1} of f is not an Anderson step from the {k - lo} evaluation(s) before it "
+                f"(it is {off:.1e} away from the mixed point sum_i alpha_i f(x_i), the grader replaying "
+                "the steps allows rounding only)"
+            )
+    return ""
 
 
 @judged
 def anderson_judge(answer, ref) -> None:
     z_star = array(ref["z_star"], "the fixed point")
     z = array(field_of(answer, "z", "iterate"), "the returned z", z_star.shape)
-    n, calls = field_of(answer, "n", "count"), field_of(answer, "calls", "count")
+    n = field_of(answer, "n", "count")
     if isinstance(n, bool) or not isinstance(n, int):
         raise Wrong(f"the evaluation count is {describe(n)}, not an int")
-    if n < calls:
-        raise Wrong(f"anderson reported {n} evaluations but called f {calls} times: report every evaluation")
+    evaluated = field_of(answer, "evaluated", "points")
+    if not isinstance(evaluated, list):
+        raise Wrong(f"the points f was evaluated at are {describe(evaluated)}, not a list")
+    if len(evaluated) >= RECORD_LIMIT:
+        raise Wrong(
+            f"f was evaluated at least {RECORD_LIMIT} times, Picard needs {ref['picard']}: Anderson "
+            "should need at most half; likely cause: the step uses the iterates x_i, not f(x_i) = x_i + g_i"
+        )
+    if not evaluated:
+        raise Wrong("anderson never evaluated f")
+    points = [array(p, f"evaluation {k + 1}'s point", z_star.shape) for k, p in enumerate(evaluated)]
+    z0 = array(ref["z0"], "z0")
+    if max_diff(points[0], z0) > 0:
+        raise Wrong("the first evaluation of f is not at z0: start the iteration from the z0 given")
+    A, b = array(ref["A"], "A"), array(ref["b"], "b")
+    distinct = [p for k, p in enumerate(points) if k == 0 or max_diff(p, points[k - 1]) > 0]
+    replayed = replay_failure(A, b, distinct)
+    if replayed:
+        raise Wrong(
+            replayed + "; likely cause: the window is not the last m points, or the step is not "
+            "sum_i alpha_i (x_i + g_i) with alpha = mixing_weights(G)"
+        )
+    last = points[-1]
+    residual = float(np.linalg.norm(last @ A.T + b - last) / np.linalg.norm(last @ A.T + b))
+    if not residual <= 10 * TOL:
+        raise Wrong(
+            f"after {len(points)} evaluations the last point's residual |f(z) - z| / |f(z)| is {residual:.1e} "
+            f"(tol {TOL:g}): the iteration stopped before converging"
+        )
+    if n != len(points):
+        raise Wrong(f"anderson returned n={n} but evaluated f {len(points)} times: return the evaluations made")
     err = float(np.linalg.norm(z - z_star) / np.linalg.norm(z_star))
     if not err < 1e-5:
-        raise Wrong(f"relative error {err:.1e} to the exact fixed point after {n} evaluations")
-    if not n <= ref["picard"] / 2:
+        raise Wrong(f"relative error {err:.1e} to the exact fixed point after {len(points)} evaluations")
+    if not len(points) <= ref["picard"] / 2:
         raise Wrong(
-            f"{n} evaluations, Picard needs {ref['picard']}: Anderson should need at most half; likely "
+            f"{len(points)} evaluations, Picard needs {ref['picard']}: Anderson should need at most half; likely "
             "cause: the step uses the iterates x_i, not f(x_i) = x_i + g_i"
         )
 
