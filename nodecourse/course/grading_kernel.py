@@ -495,9 +495,11 @@ LIKELY_CAUSE = (
 
 def _shape(value) -> str:
     """What a value is, in a few words (never its repr: it may be megabytes)."""
+    name = type(value).__name__
+    article = "an" if name[:1] in "aeiou" else "a"
     if isinstance(value, (list, tuple, dict, str, bytes)):
-        return f"a {type(value).__name__} of length {len(value)}"
-    return "None" if value is None else f"a {type(value).__name__}"
+        return f"{article} {name} of length {len(value)}"
+    return "None" if value is None else f"{article} {name}"
 
 
 def _text(value, limit: int | None = None) -> str:
