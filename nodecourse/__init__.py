@@ -2,7 +2,8 @@
 
 Public surface (see README.md and the lessons):
 
-- :func:`odeint`, :data:`SOLVERS`, :class:`Solution`, :class:`SolverError`, :class:`Status`
+- :func:`odeint`, :func:`odeint_event` (torchdiffeq's terminal events), :data:`SOLVERS`, :class:`Solution`,
+  :class:`SolverError`, :class:`Status`
 - :mod:`nodecourse.models`: fields, ODE blocks, augmentation (:mod:`~nodecourse.models.augment`),
   latent ODEs (:mod:`~nodecourse.models.latent`)
 - :mod:`nodecourse.measure`: solver-work logs, tolerance sweeps, memory, gradient checks, probes
@@ -24,6 +25,7 @@ _LAZY = {
     "SolverError": "nodecourse.solvers",
     "Status": "nodecourse.solvers",
     "odeint": "nodecourse.solvers",
+    "odeint_event": "nodecourse.solvers",
     "AugmentedODE": "nodecourse.models.augment",
     "DEQ": "nodecourse.deq",
     "fixed_point": "nodecourse.deq",
@@ -54,6 +56,7 @@ __all__ = [
     "SolverError",
     "Status",
     "odeint",
+    "odeint_event",
     "pick",
     "quick_mode",
     "fixed_point",

@@ -5,10 +5,10 @@ Public: :func:`odeint`, :data:`SOLVERS`, :class:`Solution`, :class:`SolverError`
 :class:`ButcherTableau` (``odeint(method=tableau)`` runs your own), :data:`REVERSIBLE_SOLVERS`
 (``method="reversible_heun"``, ``gradient="reversible"``), :class:`StepRecord` and
 :class:`StepEvent` (``record_steps=True`` / ``on_step=``), :class:`SolveConfig` (the settings a model
-holds for its solves).
+holds for its solves), :func:`odeint_event` (torchdiffeq's terminal events).
 """
 
-from nodecourse.solvers.odeint import odeint
+from nodecourse.solvers.odeint import odeint, odeint_event
 from nodecourse.solvers.record import StepEvent, StepRecord
 from nodecourse.solvers.registry import SOLVERS, SolverSpec
 from nodecourse.solvers.result import BackwardSolveWarning, Solution, SolverError, Status
@@ -29,4 +29,5 @@ __all__ = [
     "StepEvent",
     "StepRecord",
     "odeint",
+    "odeint_event",
 ]

@@ -18,7 +18,7 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from nodecourse.solvers import adjoint, checkpoint, observers, reversible
+from nodecourse.solvers import adjoint, checkpoint, events, observers, reversible
 from nodecourse.solvers import validate as v
 from nodecourse.solvers.adaptive import integrate_adaptive
 from nodecourse.solvers.fixed import integrate_fixed
@@ -30,7 +30,7 @@ from nodecourse.solvers.result import Solution, SolverError, Status
 from nodecourse.solvers.rk import CheckedFunc
 from nodecourse.solvers.time_gradients import attach_time_gradients
 from nodecourse.solvers.torchdiffeq_backend import integrate_torchdiffeq
-from nodecourse.solvers.tuple_state import is_tuple_state, solve_tuple
+from nodecourse.solvers.tuple_state import TupleFunc, _norm_on_parts, is_tuple_state, layout_of, solve_tuple
 
 
 def odeint(
@@ -51,6 +51,9 @@ def odeint(
     adjoint_options: dict | None = None,
     record_steps: bool | str = False,
     on_step: Optional[Callable[[StepEvent], Any]] = None,
+    event_fn: Optional[Callable] = None,
+    adjoint_params=None,
+    **torchdiffeq_keywords,
 ) -> Solution:
     """Solve ``dy/dt = func(t, y)``, ``y(t[0]) = y0``, and report the solver's work.
 
@@ -120,6 +123,25 @@ def odeint(
         on_step: called with a :class:`~nodecourse.solvers.record.StepEvent` after every
             attempted step (live plots, logging); it must not modify the tensors (a change in place
             raises ``StepEventModifiedError``; a write through ``.data`` is not seen).
+        event_fn: ``event_fn(t, y) -> tensor`` (torchdiffeq's terminal event): the solve runs from
+            ``t[0]`` until ``event_fn`` changes sign; ``t`` must then hold two times, ``t[1]`` giving
+            only the direction. Several entries: the first to cross ends it; an entry exactly 0 at
+            ``t[0]`` is an event there. The returned ``Solution`` has ``event_t`` (shape ``()``),
+            ``ts = [t[0], event_t]`` and ``ys`` of shape ``(2, *S)`` (``y0`` and the state at the
+            event); gradients reach ``event_t`` and the final state through the event time (implicit
+            function theorem) on every gradient route, once (not ``create_graph``). The event is
+            searched without a graph (``stats["nfe_event_search"]``), then the solve to ``event_t``
+            runs as any solve (its status, ``stats``, ``steps``). Not with ``per_sample``; ``t`` must not
+            require grad. See :mod:`nodecourse.solvers.events`.
+        adjoint_params: torchdiffeq's ``odeint_adjoint`` keyword: the same as
+            ``adjoint_options={"params": ...}`` (needs ``gradient="adjoint"``).
+        **torchdiffeq_keywords: ``adjoint_rtol``, ``adjoint_atol``, ``adjoint_method`` (torchdiffeq's
+            ``odeint_adjoint``): ``adjoint_options["rtol"]`` etc., with ``gradient="adjoint"``. Any other
+            keyword is refused by name. torchdiffeq's ``options`` keys are understood too:
+            ``step_size`` (fixed-step methods) and ``max_num_steps`` (= ``max_steps``) are moved to the
+            keywords; ``grid_points``, ``eps``, ``step_t``, ``jump_t``, ``perturb``, ``grid_constructor``,
+            ``interp``, ``min_step`` and ``dtype`` have no counterpart and are refused naming what to write
+            instead. ``method=None`` is ``"dopri5"``, as in torchdiffeq.
 
     Returns:
         :class:`Solution` with ``ys`` of shape ``(T, *S)`` (a tuple of such for a tuple ``y0``), ``ts``,
@@ -131,6 +153,36 @@ def odeint(
         SolverError: the solve failed and ``throw=True``.
     """
     v.check_func(func)
+    if method is None:  # torchdiffeq's spelling of its default
+        method = "dopri5"
+    if torchdiffeq_keywords or adjoint_params is not None:
+        adjoint_options = v.torchdiffeq_keywords(
+            torchdiffeq_keywords, gradient=gradient, adjoint_options=adjoint_options, adjoint_params=adjoint_params
+        )
+    v.check_adjoint_option_keys(adjoint_options)
+    options, step_size, max_steps = v.torchdiffeq_options(options, step_size, max_steps)
+    if event_fn is not None:
+        return _solve_event(
+            func,
+            y0,
+            t,
+            event_fn,
+            dict(
+                method=method,
+                rtol=rtol,
+                atol=atol,
+                step_size=step_size,
+                max_steps=max_steps,
+                gradient=gradient,
+                throw=throw,
+                backend=backend,
+                per_sample=per_sample,
+                options=options,
+                adjoint_options=adjoint_options,
+                record_steps=record_steps,
+                on_step=on_step,
+            ),
+        )
     if is_tuple_state(y0):  # a state in parts (torchdiffeq's convention): flattened, solved, split back
         return solve_tuple(
             odeint,
@@ -241,6 +293,102 @@ def odeint(
 
 
 v.register_defaults(odeint)
+
+
+def _solve_event(func, y0, t, event_fn, settings: dict) -> Solution:
+    """``odeint(..., event_fn=...)``: checks, a tuple state flattened, then
+    :func:`nodecourse.solvers.events.solve_until_event` (which calls ``odeint`` back)."""
+    v.check_arg("event_fn", event_fn)
+    if settings["per_sample"] is not False:
+        raise ValueError(
+            "event_fn ends the whole solve at one time; per_sample=True is not available with it. Solve each "
+            "sample on its own (a loop over the batch), or drop per_sample"
+        )
+    layout, flat_func, flat_y0 = None, func, y0
+    if is_tuple_state(y0):  # the search and the gradient work on the flat state, event_fn sees the parts
+        layout = layout_of(y0, False)
+        flat_func, flat_y0 = TupleFunc(func, layout), layout.flatten(y0)
+        settings["options"] = _norm_on_parts(settings["options"], layout)
+    v.check_y0(flat_y0, False)
+    v.check_t(t, flat_y0)
+    step_size = v.check_arg("step_size", settings["step_size"])
+    spec = v.check_method(settings["method"], step_size, False)
+    v.check_backend(settings["backend"], False, spec)
+    search = None
+    if settings["backend"] == "torchdiffeq":
+
+        def search(counted, event):
+            return _torchdiffeq_event_time(counted, event, flat_y0, t, spec, settings)
+
+    return events.solve_until_event(
+        odeint,
+        func,
+        flat_y0,
+        t,
+        event_fn=event_fn,
+        flat_func=flat_func,
+        layout=layout,
+        settings=settings,
+        fixed_step=float(step_size) if spec.kind == reversible.REVERSIBLE else None,
+        torchdiffeq_search=search,
+    )
+
+
+def _torchdiffeq_event_time(func, event, y0, t, spec, settings) -> float:
+    """``backend="torchdiffeq"``: the event time from torchdiffeq's own event search."""
+    import torchdiffeq
+
+    options = dict(settings["options"] or {})
+    if settings["step_size"] is not None:
+        options["step_size"] = float(settings["step_size"])
+    elif spec.kind == ADAPTIVE:
+        options["max_num_steps"] = settings["max_steps"]
+    with torch.no_grad():
+        event_t, _ = torchdiffeq.odeint(
+            func,
+            y0.detach(),
+            t.detach(),
+            rtol=settings["rtol"],
+            atol=settings["atol"],
+            method=spec.torchdiffeq,
+            options=options,
+            event_fn=event,
+        )
+    return float(event_t)
+
+
+def odeint_event(func, y0, t0, *, event_fn, reverse_time=False, odeint_interface=odeint, **kwargs):
+    """torchdiffeq's ``odeint_event``: solve from ``t0`` until ``event_fn(t, y)`` crosses zero.
+
+    Args:
+        func, y0: as in :func:`odeint` (a tensor or a tuple of tensors).
+        t0: the start time, a tensor of one element (a float is taken in ``y0``'s dtype).
+        event_fn: ``event_fn(t, y) -> tensor``; see :func:`odeint`.
+        reverse_time: solve backwards in time from ``t0``.
+        odeint_interface: :func:`odeint` (the default), or torchdiffeq's ``odeint`` /
+            ``odeint_adjoint`` (their ``(event_t, solution)`` result then gains the gradient through
+            the event time here, as torchdiffeq's own ``odeint_event`` does).
+        **kwargs: passed to ``odeint_interface`` (``method``, ``rtol``, ``gradient``, ...).
+
+    Returns:
+        ``(event_t, ys)``: the event time, shape ``()``, and the states at ``[t0, event_t]``, shape
+        ``(2, *y0.shape)`` (a tuple of such for a tuple ``y0``), both carrying gradients through the
+        event time (implicit function theorem). The full :class:`Solution` (status, stats) comes from
+        ``odeint(func, y0, t, event_fn=...)`` with ``t = [t0, t0 + 1]``.
+    """
+    like = y0[0] if isinstance(y0, (tuple, list)) and y0 else y0
+    if not isinstance(t0, torch.Tensor):
+        t0 = torch.as_tensor(t0, dtype=like.dtype if isinstance(like, torch.Tensor) else None)
+    if t0.numel() != 1:
+        raise ValueError(f"odeint_event: t0 must hold one time, got shape {tuple(t0.shape)}; e.g. torch.tensor(0.0)")
+    step = -1.0 if reverse_time else 1.0
+    t = torch.cat([t0.reshape(-1), t0.reshape(-1).detach() + step])
+    result = odeint_interface(func, y0, t, event_fn=event_fn, **kwargs)
+    if isinstance(result, Solution):
+        return result.event_t, result.ys
+    event_t, solution = result  # torchdiffeq's form: no gradient through the event time yet
+    layout = layout_of(y0, False) if is_tuple_state(y0) else None
+    return events.event_time_reroute(func, event_fn, y0, t0, event_t, solution, layout)
 
 
 @dataclass

@@ -84,6 +84,8 @@ class Solution:
             :attr:`Status.code` values (see :meth:`sample_statuses`).
         method, rtol, atol: the settings used, echoed.
         message: a sentence describing a failure (empty on success).
+        event_t: with ``odeint(..., event_fn=...)``: the event time, shape ``()`` (it carries
+            gradients); ``ts`` is then ``[t[0], event_t]`` and ``ys`` the states there. Else None.
     """
 
     ys: torch.Tensor | tuple[torch.Tensor, ...]
@@ -96,6 +98,7 @@ class Solution:
     message: str = ""
     steps: Optional[Any] = None
     status_per_sample: Optional[torch.Tensor] = None
+    event_t: Optional[torch.Tensor] = None
 
     def sample_statuses(self) -> list[Status]:
         """Per-sample mode: the status of each batch element, as :class:`Status` values."""

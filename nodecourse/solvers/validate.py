@@ -40,6 +40,7 @@ from nodecourse.validation import (
     IsCallable,
     NoneAllowed,
     Options,
+    UnknownNameError,
     WrongTypeError,
     check,
     check_options,
@@ -77,6 +78,12 @@ ODEINT_ARGS: dict[str, Arg] = {
     "adjoint_options": Arg(AnyOf((InstanceOf(Mapping, "a dict of backward-solve settings"), NoneAllowed()))),
     "record_steps": Arg(Options((False, True, "states"), kind=(bool, str))),
     "on_step": Arg(AnyOf((IsCallable("a callable taking a StepEvent"), NoneAllowed()))),
+    "event_fn": Arg(AnyOf((IsCallable("a callable event_fn(t, y) -> tensor"), NoneAllowed()))),
+    # torchdiffeq's odeint_adjoint keyword, the same as adjoint_options={"params": ...}
+    "adjoint_params": Arg(
+        AnyOf((InstanceOf((list, tuple), "a list or tuple of tensors that require grad"), NoneAllowed())),
+        fix="adjoint_params=tuple(func.parameters()) with gradient='adjoint' (or adjoint_options={'params': ...})",
+    ),
 }
 
 #: ``options`` of the adaptive and implicit methods: the valid values of each key (the
@@ -523,3 +530,152 @@ def check_adjoint_options(
             names=("adjoint_options['rtol']", "adjoint_options['atol']"),
         )
     return settings
+
+
+# --- torchdiffeq's call surface -------------------------------------------------------------------
+# Every keyword of torchdiffeq.odeint / odeint_adjoint, and every key of their ``options``, is either
+# accepted here with torchdiffeq's meaning or refused by name with the spelling this package uses.
+
+#: ``odeint_adjoint``'s keywords that set the backward solve: each is a key of ``adjoint_options``.
+TORCHDIFFEQ_ADJOINT_KEYWORDS = {
+    "adjoint_rtol": "rtol",
+    "adjoint_atol": "atol",
+    "adjoint_method": "method",
+    "adjoint_params": "params",
+}
+
+_PIECES = (
+    "solve in pieces instead: odeint(func, y0, t_a) up to the time, then odeint(func, sol.ys[-1], t_b) from it "
+    "(a step never crosses a time it should not, and the field is evaluated afresh after it)"
+)
+
+#: torchdiffeq's ``options`` keys with no counterpart here: why, and what to write instead.
+TORCHDIFFEQ_REFUSED_OPTIONS = {
+    "grid_points": "torchdiffeq's (older) times that steps must end on; here output times never end a step, so "
+    + _PIECES,
+    "eps": "torchdiffeq's (older) offset around grid_points; here there are no grid points: " + _PIECES,
+    "step_t": f"torchdiffeq's times that steps must end on; here output times never end a step, so {_PIECES}",
+    "jump_t": f"torchdiffeq's times where the field jumps; {_PIECES}",
+    "perturb": "torchdiffeq's perturb passes a `perturb` argument to the field at the grid points; fields here "
+    "take (t, y) only: for a field with a jump, " + _PIECES,
+    "grid_constructor": "torchdiffeq's custom grid of a fixed-step method; here give step_size=h (equal steps "
+    "of at most h between output times) or list the grid times in t",
+    "interp": "torchdiffeq's interpolation of a fixed-step method between its grid points; here the fixed-step "
+    "methods step to every output time (equal steps of at most step_size) and an event is located by solving the "
+    "partial step, so there is nothing to interpolate: drop it",
+    "min_step": "torchdiffeq's smallest step; here a step that shrinks below the floating-point resolution ends "
+    "the solve with Status.STEP_UNDERFLOW (throw=False returns it): drop min_step",
+    "dtype": "torchdiffeq's dtype of the times; here the field receives times in y0's dtype: solve in "
+    "float64 for finer times (y0.double())",
+    "max_order": "a setting of torchdiffeq's Adams methods, which this package does not have: use method='dopri5'",
+    "max_iters": "a setting of torchdiffeq's Adams methods, which this package does not have: use method='dopri5'",
+}
+
+#: ``options`` keys torchdiffeq accepts that are top-level keywords here (the name here).
+TORCHDIFFEQ_OPTION_KEYWORDS = {"step_size": "step_size", "max_num_steps": "max_steps"}
+
+
+def _closest(name: str, names) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(name, list(names), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def torchdiffeq_keywords(extra: dict, *, gradient, adjoint_options, adjoint_params):
+    """``odeint_adjoint``'s keywords (``adjoint_rtol``, ``adjoint_atol``, ``adjoint_method``,
+    ``adjoint_params``) merged into ``adjoint_options`` (returned); any other keyword in ``extra``
+    is refused by name. They set the backward solve, so they need ``gradient="adjoint"``."""
+    for name in extra:
+        if name not in TORCHDIFFEQ_ADJOINT_KEYWORDS:
+            known = list(ODEINT_ARGS) + ["method", "t", "y0"] + list(TORCHDIFFEQ_ADJOINT_KEYWORDS)
+            if name in TORCHDIFFEQ_REFUSED_OPTIONS or name in TORCHDIFFEQ_OPTION_KEYWORDS:
+                raise UnknownNameError(
+                    f"odeint() got {name}= as a keyword; in torchdiffeq it is an options key, and here: "
+                    + (
+                        f"use {TORCHDIFFEQ_OPTION_KEYWORDS[name]}=..."
+                        if name in TORCHDIFFEQ_OPTION_KEYWORDS
+                        else TORCHDIFFEQ_REFUSED_OPTIONS[name]
+                    )
+                )
+            raise UnknownNameError(f"odeint() got an unexpected keyword argument {name!r}{_closest(name, known)}")
+    if (
+        adjoint_params is not None
+        and not isinstance(adjoint_params, (list, tuple))
+        and hasattr(adjoint_params, "__next__")
+    ):
+        adjoint_params = tuple(adjoint_params)  # module.parameters(), as torchdiffeq takes it
+    check_arg("adjoint_params", adjoint_params)
+    given = {k: v for k, v in dict(extra, adjoint_params=adjoint_params).items() if v is not None}
+    if not given:
+        return adjoint_options
+    names = ", ".join(f"{k}=" for k in given)
+    if gradient != "adjoint":
+        raise ValueError(
+            f"{names} set the backward solve of the adjoint method (torchdiffeq's odeint_adjoint); here that is "
+            f"gradient='adjoint': add it, or drop them (got gradient={gradient!r})"
+        )
+    if adjoint_options is not None and not isinstance(adjoint_options, Mapping):
+        return adjoint_options  # check_adjoint_options names it
+    merged = dict(adjoint_options or {})
+    for name, value in given.items():
+        key = TORCHDIFFEQ_ADJOINT_KEYWORDS[name]
+        if key in merged and merged[key] is not value:
+            raise ValueError(
+                f"{name}= and adjoint_options[{key!r}] both set the backward solve's {key}; give one of them"
+            )
+        merged[key] = value
+    return merged
+
+
+def torchdiffeq_options(options, step_size, max_steps, *, name: str = "options"):
+    """torchdiffeq's ``options`` keys that are keywords here, moved: ``step_size`` (fixed-step
+    methods) and ``max_num_steps`` (-> ``max_steps``); keys with no counterpart are refused by name
+    with what to write instead. Returns ``(options, step_size, max_steps)``."""
+    if not isinstance(options, Mapping):
+        return options, step_size, max_steps  # None, or a wrong type that check_options names
+    for key in options:
+        if key in TORCHDIFFEQ_REFUSED_OPTIONS:
+            raise UnknownNameError(f"{name}[{key!r}] is not a setting here: {TORCHDIFFEQ_REFUSED_OPTIONS[key]}")
+    if not any(key in options for key in TORCHDIFFEQ_OPTION_KEYWORDS):
+        return options, step_size, max_steps
+    opts = dict(options)
+    if "step_size" in opts:
+        h = opts.pop("step_size")
+        if step_size is not None and h != step_size:
+            raise ValueError(
+                f"step_size={step_size!r} and {name}['step_size']={h!r} disagree; give one of them "
+                f"(here it is the keyword step_size=...)"
+            )
+        step_size = h
+    if "max_num_steps" in opts:
+        n = opts.pop("max_num_steps")
+        if max_steps != _odeint_defaults().get("max_steps", max_steps) and n != max_steps:
+            raise ValueError(
+                f"max_steps={max_steps!r} and {name}['max_num_steps']={n!r} disagree; give one of them "
+                f"(here it is the keyword max_steps=...)"
+            )
+        max_steps = n
+    return opts, step_size, max_steps
+
+
+def check_adjoint_option_keys(adjoint_options) -> None:
+    """torchdiffeq's ``adjoint_options`` is the backward method's ``options`` dict; here those settings
+    sit one level down, in ``adjoint_options['options']``: a method setting at the top is refused
+    naming that spelling (``step_size`` and ``norm`` mean the same at both places and are accepted)."""
+    if not isinstance(adjoint_options, Mapping):
+        return
+    for key in adjoint_options:
+        if key in ADJOINT_OPTION_ARGS:
+            continue
+        if key in OPTION_RANGES:
+            raise UnknownNameError(
+                f"adjoint_options[{key!r}] is a setting of the backward method (torchdiffeq's adjoint_options "
+                f"is that method's options dict); here write adjoint_options={{'options': {{{key!r}: ...}}}}"
+            )
+        if key == "max_num_steps":
+            raise UnknownNameError("adjoint_options['max_num_steps'] is spelled adjoint_options['max_steps'] here")
+        if key in TORCHDIFFEQ_REFUSED_OPTIONS:
+            raise UnknownNameError(
+                f"adjoint_options[{key!r}] is not a setting here: {TORCHDIFFEQ_REFUSED_OPTIONS[key]}"
+            )
