@@ -17,7 +17,9 @@ beside it (``grades.history.csv``). Columns (the LMS-import columns are
 - ``points`` (the weights of the checks passed), ``max`` (all the weights),
   ``total`` (points as a percentage of max), ``passed``, ``checks`` (counts);
 - ``review`` (answers a person should read), ``outside_answers`` (code the
-  grader does not run because it is outside the answer cells), ``error`` (why
+  grader does not run because it is outside the answer cells), ``limits`` (the
+  limits on the whole submission its code went over: memory of all its
+  processes, bytes written, processes, CPU time), ``error`` (why
   the submission could not be graded), ``time_s``, ``isolation``, ``seed``,
   ``graded_at`` (UTC).
 
@@ -68,6 +70,7 @@ FIXED_AFTER = [
     "checks",
     "review",
     "outside_answers",
+    "limits",
     "error",
     "time_s",
     "isolation",
@@ -282,6 +285,10 @@ def _row(result: dict, student: str, digest: str) -> dict[str, str]:
     row["outside_answers"] = "; ".join(
         w[len(OUTSIDE_PREFIX) :].strip() for w in warnings if w.startswith(OUTSIDE_PREFIX)
     )
+    from nodecourse.course.grading_run import LIMITS_NOTE
+
+    hit = "note: " + LIMITS_NOTE  # written by the grader's run loop, never from the kernel's words
+    row["limits"] = "; ".join(w[len(hit) :] for w in warnings if w.startswith(hit))
     return row
 
 

@@ -308,6 +308,15 @@ def _check_keep_dir(keep_dir: Path) -> Path:
 
 
 def _read_notebook(path: Path, what: str):
+    from nodecourse.course import submission_limits
+
+    size, bound = path.stat().st_size if path.is_file() else 0, submission_limits.MAX_NOTEBOOK_BYTES
+    if size > bound:  # refused before parsing: a file's parsed form takes several times its size
+        raise GradingError(
+            f"{what} {path} is {submission_limits.size_text(size)}, over the grader's "
+            f"{submission_limits.size_text(bound)} bound for a "
+            "notebook; clear its outputs (Edit > Clear All Outputs, or jupyter nbconvert --clear-output) and save it"
+        )
     try:
         return nbformat.read(path, as_version=4)
     except Exception as exc:  # nbformat raises several types for a broken file

@@ -30,6 +30,7 @@ from nodecourse.course import tasks
 from nodecourse.course.exercise_builder import answer_id, check_id
 from nodecourse.course.grading_kernel import MAX_MESSAGE_BYTES, CellResult, Kernel, KernelStartError
 from nodecourse.course.sandbox import Isolation, Limits
+from nodecourse.course.submission_limits import limit_of_exit
 from nodecourse.course.tasks import kernel_side, plain
 from nodecourse.course.tasks.spec import make_inputs
 from nodecourse.course.textsafe import escape
@@ -42,6 +43,10 @@ NBVAL_MARKER = re.compile(r"^\s*#.*\b(NBVAL_\w+|PYTEST_VALIDATE_\w+)")
 SKIP_MARKER = re.compile(r"^\s*#\s*NBVAL_SKIP\b")
 RAISES_MARKER = re.compile(r"^\s*#\s*NBVAL_RAISES_EXCEPTION\b")
 _NAME_ERROR = re.compile(r"^NameError: name '([A-Za-z_][A-Za-z0-9_]*)' is not defined")
+
+
+LIMITS_NOTE = "limits hit: "
+"""The start of the note that names the limits on the whole submission its code went over."""
 
 
 class RunError(RuntimeError):
@@ -99,6 +104,7 @@ class Runner:
         self.live: dict[int, str] = {}  # cell number -> "" when its effects are in the kernel, else why not
         self.notes: list[str] = []
         self.last_words: list[str] = []
+        self.hits: list[str] = []  # limits on the whole submission it went over (submission_limits.EXIT_CODES keys)
 
     # --- kernels ---------------------------------------------------------------------------------
 
@@ -135,12 +141,12 @@ class Runner:
         task, cid = answer_id(cell), check_id(cell)
         refused = ""
         if cid is not None and self.guard:
-            guard = kernel.evaluate(f"{_GUARD}.before_check({cid!r})", self.timeout_s)
+            guard = kernel.evaluate(f"{_GUARD}.before_check({cid!r})", self._t())
             if not guard.ok:
-                return _outcome_of(guard, self.timeout_s, prefix="the grader's guard before this check: ")
+                return self._outcome(guard, prefix="the grader's guard before this check: ")
             refused = _literal(guard.stdout)
-        res = kernel.execute(cell.source, self.timeout_s)
-        outcome = _outcome_of(res, self.timeout_s)
+        res = kernel.execute(cell.source, self._t())
+        outcome = self._outcome(res)
         if (
             task is None
             and outcome["outcome"] == "failed"
@@ -149,13 +155,13 @@ class Runner:
         ):
             outcome = {"outcome": "passed", "reason": "", "stdout": res.stdout}  # an error was expected
         if self.guard and task is None and cid is None and res.status in ("ok", "error"):
-            after = kernel.evaluate(f"{_GUARD}.after_reference_cell()", self.timeout_s)
+            after = kernel.evaluate(f"{_GUARD}.after_reference_cell()", self._t())
             if after.status in ("timeout", "dead"):
-                return _outcome_of(after, self.timeout_s)
+                return self._outcome(after)
         if cid is not None and self.guard and res.status in ("ok", "error"):
-            after = kernel.evaluate(f"{_GUARD}.after_check({cid!r})", self.timeout_s)
+            after = kernel.evaluate(f"{_GUARD}.after_check({cid!r})", self._t())
             if after.status in ("timeout", "dead"):
-                return _outcome_of(after, self.timeout_s, prefix="the grader's guard after this check: ")
+                return self._outcome(after, prefix="the grader's guard after this check: ")
             tampered = _literal(after.stdout) if after.ok else f"{after.ename}: {after.evalue}"
             if tampered and outcome["outcome"] == "passed":
                 outcome = {
@@ -190,6 +196,32 @@ class Runner:
             if why:
                 return f"not run: needs answer {need!r}, whose cell {why}"
         return ""
+
+    def _t(self) -> float:
+        """The limit of the next request to the kernel: the per-cell one, or what is left of the
+        notebook's when that is less (replays, guards and measurements included)."""
+        self._time_left()
+        return self.timeout_s
+
+    def _limit_text(self) -> str:
+        """The limit just applied, in words (for a timed-out outcome)."""
+        if self.timeout_s < self.cell_timeout_s:
+            return f"{self.timeout_s:.3g} s (what was left of the notebook's {self.notebook_timeout_s:g} s time limit)"
+        return f"{self.timeout_s:g} s"
+
+    def _outcome(self, res: CellResult, prefix: str = "", what: str = "this cell") -> dict:
+        """An outcome from a kernel's result; a kernel the limits' watcher ended says which limit."""
+        outcome = _outcome_of(res, self._limit_text(), prefix=prefix, what=what)
+        limit = limit_of_exit(res.exit_code) if res.status == "dead" else None
+        if limit is not None:
+            if limit not in self.hits:
+                self.hits.append(limit)
+            outcome["reason"] = (
+                f"{prefix}the submission went over its limit on {(self.limits or Limits()).describe(limit)} "
+                f"while {what} ran: every process it ran was ended"
+            )
+            outcome["limit"] = limit
+        return outcome
 
     def _time_left(self) -> bool:
         """Set this cell's limit to what the notebook's limit leaves (at most the per-cell one);
@@ -234,6 +266,8 @@ class Runner:
             for earlier in range(num):
                 if not self._replayable(earlier):
                     continue
+                if not self._time_left():
+                    return self._out_of_time()
                 res = self._run_cell(kernel, earlier)
                 if res["outcome"] != "passed":
                     return {
@@ -252,17 +286,17 @@ class Runner:
         where the memory of the kernel cannot be read here; ``(None, outcome)`` when a run failed."""
         measured = []
         for key in task.measure_keys(inputs):
-            settle = kernel.evaluate(kernel_side.request(task, inputs, kernel_side.settle), self.timeout_s)
+            settle = kernel.evaluate(kernel_side.request(task, inputs, kernel_side.settle), self._t())
             start = kernel.memory_mark()
             if start is None:
                 return None, None
             res = kernel.evaluate(
-                kernel_side.request(task, inputs, kernel_side.measuring(task.measure, key)), self.timeout_s
+                kernel_side.request(task, inputs, kernel_side.measuring(task.measure, key)), self._t()
             )
             peak = kernel.memory_peak()
             for r in (settle, res):
                 if r.status in ("timeout", "dead"):
-                    return None, _outcome_of(r, self.timeout_s, what="the task")
+                    return None, self._outcome(r, what="the task")
             reply = plain.decode(_literal(res.stdout, "")) if res.ok else {"ok": False, "type": res.ename}
             if not isinstance(reply, dict) or reply.get("ok") is not True or peak is None:
                 why = f"{reply.get('type', '?')}: {reply.get('message', '')}" if isinstance(reply, dict) else "?"
@@ -290,13 +324,13 @@ class Runner:
                     f"check {task.check!r}: this machine does not let the grader read the kernel's "
                     "memory from outside; it was measured inside the kernel (the weaker way)"
                 )
-        res = kernel.evaluate(kernel_side.request(task, inputs), self.timeout_s)
+        res = kernel.evaluate(kernel_side.request(task, inputs), self._t())
         if res.status in ("timeout", "dead"):
-            outcome = _outcome_of(res, self.timeout_s, what="the task")
+            outcome = self._outcome(res, what="the task")
             if res.status == "timeout":
                 bound_mib = MAX_MESSAGE_BYTES // 2**20
                 outcome["reason"] = (
-                    f"the task timed out after {self.timeout_s:g} s (the learner's code did not "
+                    f"the task timed out after {self._limit_text()} (the learner's code did not "
                     f"return, or returned a value over the grader's {bound_mib} MiB bound)"
                 )
             return outcome
@@ -336,6 +370,9 @@ class Runner:
                         kernel = self._replay(num)
         finally:
             kernel.close()
+        if self.hits:
+            limits = self.limits or Limits()
+            self.notes.append(LIMITS_NOTE + "; ".join(limits.describe(hit) for hit in self.hits))
         return self.outcomes, self.notes
 
     def _replayable(self, num: int) -> bool:
@@ -391,13 +428,15 @@ def _literal(text: str, default=""):
         return default if default is not None else None
 
 
-def _outcome_of(res: CellResult, timeout_s: float, prefix: str = "", what: str = "this cell") -> dict:
+def _outcome_of(res: CellResult, timeout_s: float | str, prefix: str = "", what: str = "this cell") -> dict:
+    """An outcome from a kernel's result; ``timeout_s``, the limit it ran under (seconds, or in words)."""
+    limit = timeout_s if isinstance(timeout_s, str) else f"{timeout_s:g} s"
     if res.status == "ok":
         return {"outcome": "passed", "reason": "", "stdout": res.stdout}
     if res.status == "timeout":
         return {
             "outcome": "failed",
-            "reason": prefix + f"timed out after {timeout_s:g} s",
+            "reason": prefix + f"timed out after {limit}",
             "stdout": res.stdout,
             "lost_kernel": True,
         }

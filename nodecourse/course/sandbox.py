@@ -10,13 +10,19 @@ Inside the sandbox (:func:`sandbox_argv`):
   learners' submissions) is not there at all;
 - no network (``--unshare-net``), its own PID namespace (``--unshare-pid``: the
   grader's processes and their ``/proc`` entries do not exist in it), a new
-  session (no controlling terminal to write into), no capabilities, and every
-  process in it killed when the grader goes (``--die-with-parent``);
+  session (no controlling terminal to write into), no capabilities, its own user
+  namespace with the learner's code running as the unprivileged :data:`KERNEL_UID` (not
+  root, even when the grader runs as root), and every process in it killed when the
+  grader goes (``--die-with-parent``);
 - a cleared environment: only the variables the grader sets;
 - for the learner's kernel (``hide_grader``), a ``nodecourse/course/`` holding only
   :data:`KERNEL_VISIBLE_COURSE`: no task specs, references, judges or grader modules;
-- resource limits (:class:`Limits`): memory (RLIMIT_DATA), the size of the in-memory
-  ``/tmp``, ``/dev/shm`` and home, and of any file written (RLIMIT_FSIZE).
+- resource limits (:class:`Limits`): per process, memory (RLIMIT_DATA), the size of the
+  in-memory ``/tmp``, ``/dev/shm`` and home, and of any file written (RLIMIT_FSIZE); for the
+  submission as a whole, the memory of all its processes, the bytes written anywhere it can
+  write (the connection folder included), the number of processes and the CPU time, kept by a
+  watcher outside the sandbox (:mod:`nodecourse.course.submission_limits`), which ends every
+  process of the submission when one is exceeded and says which.
 
 Where bubblewrap is missing or cannot create namespaces (some Binder hosts,
 containers without user namespaces), :func:`probe` says why, grading still
@@ -61,31 +67,82 @@ _TOP_LEVEL = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 KERNEL_VISIBLE_COURSE = ("__init__.py", "checks.py", "kernel_guard.py")
 DEFAULT_MEMORY_MB = 4096  # per sandboxed process (RLIMIT_DATA: heap and anonymous mappings)
 DEFAULT_TMP_MB = 512  # each of the sandbox's in-memory folders (/tmp, the home)
+DEFAULT_PROCESSES = 64  # live processes of one submission at once (bubblewrap's own two included)
+DEFAULT_CPU_S = 3600  # CPU seconds of one sandbox, all its processes together (twice the notebook's default time)
+KERNEL_UID = 1000  # the user and group id of the learner's code inside the sandbox (any id but 0)
 IN_FORCE = (
     "private temporary home, IPython folder and working folder; the course's code and Python "
     "environment read-only; the task specs, references and grader modules not visible to the "
     "learner's kernel; solutions/ and the rest of the course folder not visible; no network; "
-    "its own PID namespace; a memory limit and size-limited /tmp and home; nothing it writes is kept"
+    "its own PID namespace; an unprivileged user id; a memory limit and size-limited /tmp and home; limits on "
+    "the submission as a whole (memory of all its processes, bytes written, processes, CPU time); nothing it "
+    "writes is kept"
 )
 
 
 @dataclass(frozen=True)
 class Limits:
-    """Resource limits of one sandboxed process (defaults: :data:`DEFAULT_MEMORY_MB`, :data:`DEFAULT_TMP_MB`).
+    """Resource limits of a sandboxed submission (defaults: :data:`DEFAULT_MEMORY_MB`, :data:`DEFAULT_TMP_MB`,
+    :data:`DEFAULT_PROCESSES`, :data:`DEFAULT_CPU_S`).
 
-    ``memory_mb`` is applied as RLIMIT_DATA (heap and anonymous mappings: an allocation beyond it
-    fails with a MemoryError in the kernel); ``tmp_mb`` sizes each in-memory folder (/tmp, the
-    home) and caps every file the process writes (RLIMIT_FSIZE), the kernel's connection folder
-    included."""
+    Per process: ``memory_mb`` is applied as RLIMIT_DATA (heap and anonymous mappings: an allocation
+    beyond it fails with a MemoryError in the kernel); ``tmp_mb`` sizes each in-memory folder (/tmp,
+    /dev/shm, the home) and caps every file the process writes (RLIMIT_FSIZE), the kernel's
+    connection folder included.
+
+    For all the processes of the submission together (:mod:`nodecourse.course.submission_limits`
+    ends them all when one is exceeded, and the grade names it): ``total_memory_mb`` (proportional
+    set sizes summed; None: ``memory_mb``), ``written_mb`` (bytes in its in-memory folders and the
+    connection folder; None: ``tmp_mb``), ``processes`` (live at once) and ``cpu_s`` (user and
+    system seconds)."""
 
     memory_mb: int = DEFAULT_MEMORY_MB
     tmp_mb: int = DEFAULT_TMP_MB
+    total_memory_mb: int | None = None
+    written_mb: int | None = None
+    processes: int = DEFAULT_PROCESSES
+    cpu_s: float = DEFAULT_CPU_S
 
     def __post_init__(self):
-        for name in ("memory_mb", "tmp_mb"):
+        for name in ("memory_mb", "tmp_mb", "total_memory_mb", "written_mb"):
             value = getattr(self, name)
+            if value is None and name in ("total_memory_mb", "written_mb"):
+                continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 16:
                 raise ValueError(f"{name}={value!r}: give a whole number of megabytes, at least 16")
+        if isinstance(self.processes, bool) or not isinstance(self.processes, int) or self.processes < 4:
+            raise ValueError(
+                f"processes={self.processes!r}: give a whole number of processes, at least 4 "
+                "(the sandbox itself runs two, the kernel one)"
+            )
+        if isinstance(self.cpu_s, bool) or not isinstance(self.cpu_s, (int, float)) or not self.cpu_s > 0:
+            raise ValueError(f"cpu_s={self.cpu_s!r}: give a positive number of CPU seconds")
+
+    def watcher(self, inside: Sequence[str] = (), host: Sequence[Path] = ()) -> list[str]:
+        """The prefix that runs a command under the watcher of the submission's whole limits:
+        ``inside``, the sandbox's writable in-memory folders; ``host``, host folders it can write."""
+        from nodecourse.course.submission_limits import watcher_argv
+
+        return watcher_argv(
+            memory_mb=self.total_memory_mb or self.memory_mb,
+            written_mb=self.written_mb or self.tmp_mb,
+            processes=self.processes,
+            cpu_s=self.cpu_s,
+            inside=tuple(inside),
+            host=tuple(str(h) for h in host),
+        )
+
+    def describe(self, limit: str) -> str:
+        """A limit of the whole submission by name (a key of ``submission_limits.EXIT_CODES``), with its value."""
+        from nodecourse.course.submission_limits import WHAT
+
+        value = {
+            "memory": f"{self.total_memory_mb or self.memory_mb} MB",
+            "written": f"{self.written_mb or self.tmp_mb} MB",
+            "processes": f"{self.processes} at once",
+            "cpu": f"{self.cpu_s:g} s",
+        }[limit]
+        return f"{WHAT[limit]} ({value})"
 
     def prlimit(self) -> list[str]:
         """The ``prlimit`` prefix that applies them to a command (util-linux; none where it is missing,
@@ -103,6 +160,7 @@ class Isolation:
     program: str  # the bubblewrap program, or "" when there is none
     version: str  # e.g. "bubblewrap 0.8.0"; "" when there is none
     reason: str  # why there is no sandbox ("" when there is one)
+    unprivileged: bool = True  # the learner's code runs as KERNEL_UID in its own user namespace
 
     @property
     def label(self) -> str:
@@ -112,7 +170,7 @@ class Isolation:
     def describe(self) -> str:
         """One sentence for a report."""
         if self.sandboxed:
-            return f"isolation: {self.version or 'bubblewrap'} ({IN_FORCE})"
+            return f"isolation: {self.version or 'bubblewrap'} ({self._in_force()})"
         return (
             f"isolation: NONE ({self.reason}). The learner's code ran with this user's rights and could "
             "reach the grader, so this grade is for self-study only, not for marks"
@@ -121,8 +179,13 @@ class Isolation:
     def summary(self) -> str:
         """One line for ``nodecourse check``: what a grading run here would have."""
         if self.sandboxed:
-            return f"{self.version or 'bubblewrap'} ({IN_FORCE})"
+            return f"{self.version or 'bubblewrap'} ({self._in_force()})"
         return f"NONE ({self.reason}); grades made here are for self-study only, not for marks"
+
+    def _in_force(self) -> str:
+        if self.unprivileged:
+            return IN_FORCE
+        return IN_FORCE.replace("an unprivileged user id", "the host user's id (no user namespace here)")
 
     def as_dict(self) -> dict:
         return {"sandboxed": self.sandboxed, "label": self.label, "detail": self.describe()}
@@ -158,6 +221,7 @@ def sandbox_argv(
     program: str = "bwrap",
     hide_grader: bool = False,
     limits: Limits | None = None,
+    unprivileged: bool = True,
 ) -> list[str]:
     """``command`` wrapped in bubblewrap as the module docstring describes.
 
@@ -166,6 +230,7 @@ def sandbox_argv(
     the same path (the kernel's connection folder; nothing else). ``hide_grader``: the
     learner's kernel sees only :data:`KERNEL_VISIBLE_COURSE` of ``nodecourse/course/``.
     ``limits``: memory and in-memory folder sizes (:class:`Limits`; default: the defaults).
+    ``unprivileged``: run ``command`` as :data:`KERNEL_UID` in a user namespace of its own.
     """
     limits = limits or Limits()
     size = ["--size", str(limits.tmp_mb * 2**20)]
@@ -180,6 +245,8 @@ def sandbox_argv(
         "--cap-drop",
         "ALL",
     ]
+    if unprivileged:
+        args += ["--unshare-user", "--uid", str(KERNEL_UID), "--gid", str(KERNEL_UID)]
     for name in _TOP_LEVEL:
         path = Path("/") / name
         if path.is_symlink():
@@ -207,7 +274,8 @@ def sandbox_argv(
     inside.update({"HOME": HOME, "IPYTHONDIR": IPYTHONDIR, "TMPDIR": "/tmp", "PWD": WORKDIR})
     for key, value in sorted(inside.items()):
         args += ["--setenv", key, value]
-    return args + ["--", *limits.prlimit(), *command]
+    watcher = limits.watcher(inside=("/tmp", "/dev/shm", HOME), host=shared_dirs)
+    return [*watcher, *args, "--", *limits.prlimit(), *command]
 
 
 def base_environment() -> dict[str, str]:
@@ -232,6 +300,15 @@ def _bwrap_program() -> str | None:
 
 @functools.lru_cache(maxsize=8)
 def _probe(program: str | None) -> Isolation:
+    """A trial sandbox with a user namespace of its own; where bubblewrap cannot make one, a trial without."""
+    first = _trial(program, unprivileged=True)
+    if first.sandboxed or program is None:
+        return first
+    second = _trial(program, unprivileged=False)
+    return second if second.sandboxed else first
+
+
+def _trial(program: str | None, unprivileged: bool) -> Isolation:
     if program is None:
         return Isolation(
             False, "", "", "bubblewrap (bwrap) is not installed; on Debian or Ubuntu: apt-get install bubblewrap"
@@ -244,6 +321,7 @@ def _probe(program: str | None) -> Isolation:
                 [sys.executable, "-c", "import os; print(os.getcwd(), os.getpid())"],
                 base_environment(),
                 program=program,
+                unprivileged=unprivileged,
             ),
             capture_output=True,
             text=True,
@@ -257,7 +335,8 @@ def _probe(program: str | None) -> Isolation:
     cwd, _, pid = trial.stdout.strip().partition(" ")
     if cwd != WORKDIR or pid not in ("1", "2"):  # pid 2 under bwrap's own init in a new PID namespace
         return Isolation(False, "", "", f"{program} ran, but not in the expected sandbox (cwd {cwd!r}, pid {pid!r})")
-    return Isolation(True, program, ver if ver.lower().startswith("bubblewrap") else f"bubblewrap {ver}", "")
+    version = ver if ver.lower().startswith("bubblewrap") else f"bubblewrap {ver}"
+    return Isolation(True, program, version, "", unprivileged)
 
 
 def probe() -> Isolation:
@@ -288,10 +367,21 @@ def wrap(
     the most that can be done (nothing is hidden then: grades are for self-study only)."""
     full = {**base_environment(), **env}
     if isolation.sandboxed:
-        return sandbox_argv(
-            command, full, shared_dirs=shared_dirs, program=isolation.program, hide_grader=hide_grader, limits=limits
-        ), full
+        argv = sandbox_argv(
+            command,
+            full,
+            shared_dirs=shared_dirs,
+            program=isolation.program,
+            hide_grader=hide_grader,
+            limits=limits,
+            unprivileged=isolation.unprivileged,
+        )
+        return argv, full
+    limits = limits or Limits()
     if home is not None:
         (home / "ipython").mkdir(parents=True, exist_ok=True)
         full.update({"HOME": str(home), "IPYTHONDIR": str(home / "ipython")})
-    return [*(limits or Limits()).prlimit(), *command], full
+    # Without a sandbox the watcher still bounds memory, processes and CPU time, and the bytes in
+    # the folders the grader made for the kernel (it can write elsewhere too: self-study only).
+    watched = [*shared_dirs, *([home] if home is not None else [])]
+    return [*limits.watcher(host=watched), *limits.prlimit(), *command], full
