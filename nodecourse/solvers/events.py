@@ -311,15 +311,10 @@ def solve_until_event(
             f"with event_fn, t must hold two times, got shape {tuple(t.shape)}: t[0] is the start and "
             f"t[1] only gives the direction (as in torchdiffeq), e.g. t=torch.tensor([0.0, 1.0])"
         )
-    if t.requires_grad:
-        raise ValueError(
-            "with event_fn, t must not require grad: the gradient with respect to the start time through "
-            "the event is not available here; pass t.detach() (the event time itself carries gradients)"
-        )
     split = layout.split if layout is not None else None
     event = CombinedEvent(event_fn, t[0].detach(), y0.detach(), split)
     throw = settings.get("throw", True)
-    t0 = float(t[0])
+    t0 = float(t[0].detach())
     counted = Counting(flat_func)
     searcher = EventSearch(
         lambda y_s, t_s, **kw: solve(counted, y_s, t_s, **{**_search_settings(settings), **kw}),
@@ -346,7 +341,9 @@ def solve_until_event(
     if status is not Status.SUCCESS or _same_time(t0, tau, y0):
         solution = _no_solve(y0, t, tau, status, message, settings)
     else:
-        t_event = torch.tensor([t0, tau], dtype=t.dtype, device=t.device)
+        # t[0] keeps its graph (a chain of events: the start is the last event time); the event time
+        # enters as a constant, its gradient comes from the rerouting below
+        t_event = torch.cat([t[:1], torch.tensor([tau], dtype=t.dtype, device=t.device)])
         solution = solve(flat_func, y0, t_event, **settings)
     solution.stats["nfe_event_search"] = search_nfe
     solution.stats["n_event_evals"] = search_evals
@@ -357,7 +354,7 @@ def solve_until_event(
     event_t, state_t = reroute(solution.ts[-1].detach(), solution.ys[-1], flat_func, event, solution.stats)
     ys = torch.cat([solution.ys[:-1], state_t[None]], dim=0)
     solution.ys = ys
-    solution.ts = torch.stack([t[0].detach(), event_t])
+    solution.ts = torch.stack([t[0], event_t])
     return _finish(solution, layout, event_t)
 
 
@@ -377,7 +374,7 @@ def _no_solve(y0, t, tau, status, message, settings) -> Solution:
     stats = {"nfe": 0, "n_steps": 0, "n_accepted": 0, "n_rejected": 0, "nfe_backward": 0}
     return Solution(
         ys=torch.stack([y0, second]),
-        ts=torch.tensor([float(t[0]), tau if ok else float("nan")], dtype=t.dtype, device=t.device),
+        ts=torch.tensor([float(t[0].detach()), tau if ok else float("nan")], dtype=t.dtype, device=t.device),
         stats=stats,
         status=status,
         method=str(settings.get("method", "")),

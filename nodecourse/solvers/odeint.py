@@ -131,8 +131,9 @@ def odeint(
             event); gradients reach ``event_t`` and the final state through the event time (implicit
             function theorem) on every gradient route, once (not ``create_graph``). The event is
             searched without a graph (``stats["nfe_event_search"]``), then the solve to ``event_t``
-            runs as any solve (its status, ``stats``, ``steps``). Not with ``per_sample``; ``t`` must not
-            require grad. See :mod:`nodecourse.solvers.events`.
+            runs as any solve (its status, ``stats``, ``steps``). Not with ``per_sample``. ``t[0]`` may
+            require grad (a chain of events, each starting at the last one's time). See
+            :mod:`nodecourse.solvers.events`.
         adjoint_params: torchdiffeq's ``odeint_adjoint`` keyword: the same as
             ``adjoint_options={"params": ...}`` (needs ``gradient="adjoint"``).
         **torchdiffeq_keywords: ``adjoint_rtol``, ``adjoint_atol``, ``adjoint_method`` (torchdiffeq's
