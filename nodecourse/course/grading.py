@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import ast
 import json
-import re
 import secrets
 import sys
 from dataclasses import asdict, dataclass
@@ -45,7 +44,7 @@ from typing import Sequence
 
 import nbformat
 
-from nodecourse.course import grading_kernel, sandbox, tasks
+from nodecourse.course import answer_reading, grading_kernel, sandbox, tasks
 from nodecourse.course.exercise_builder import (
     answer_id,
     check_id,
@@ -104,85 +103,45 @@ def _neutralise_nbval_markers(source: str) -> str:
     return "".join(out)
 
 
-# Names an exercise answer has no need for, and that reach the machinery a check
-# relies on: a grade with them is flagged for a person to read (see machinery_used).
-MACHINERY_NAMES = frozenset(
-    (
-        "get_ipython",
-        "kernel_guard",
-        "ctypes",
-        "gc",
-        "builtins",
-        "__builtins__",
-        "__code__",
-        "__globals__",
-        "__closure__",
-        "__kwdefaults__",
-        "__defaults__",
-        "__torch_function__",
-        "__torch_dispatch__",
-        "__array_ufunc__",
-        "__array_function__",
-        "TorchFunctionMode",
-        "TorchDispatchMode",
-        "set_custom_exc",
-        "input_transformers_cleanup",
-        "input_transformers_post",
-        "ast_transformers",
-        "exec",
-        "eval",
-        "compile",
-        "__import__",
-        "importlib",
-        "subprocess",
-        "modules",
-        "settrace",
-        "setprofile",
-        "__subclasses__",
-        "_refuse",
-        "_refusal",
-        "_truth",
-        "inspect",
-        # routes to a module or a function object without a plain import (issue 28: the review flag was
-        # bypassed by pkgutil.resolve_name and runpy), and to restoring a disabled library function
-        "pkgutil",
-        "resolve_name",
-        "runpy",
-        "reload",
-        "FunctionType",
-        "CodeType",
-        "__func__",
-    )
-)
+# The review flag reads the answers as a person would (:mod:`nodecourse.course.answer_reading`): what
+# could answer a task (the library's own answer, a name built at run time, a code object, ``eval``), and
+# nothing of ordinary PyTorch (``model.eval()``, ``.modules()``, ``torch.compile``, strings, comments).
+MACHINERY_NAMES = answer_reading.INTERPRETER_NAMES
 
 
 def machinery_used(source: str) -> list[str]:
-    """The names from :data:`MACHINERY_NAMES` that ``source`` uses (as a name, an attribute,
-    an import or a string), sorted; ``nodecourse.course`` imports count too."""
+    """What the review flag names in ``source`` read on its own (no task's reach), sorted."""
+    return answer_reading.interpreter_names(source)
+
+
+def _exercise_key(reference) -> str:
+    """The exercise key ("06") whose task specs the reference's check cells call ("" when none)."""
+    for cell in reference.cells:
+        call = tasks.spec_call(cell.source) if cell.cell_type == "code" and check_id(cell) else None
+        if call is not None:
+            return call[0]
+    return ""
+
+
+def _read_answers(answers: dict[str, str], reference) -> dict[str, list]:
+    """Each answer's findings, read with its exercise's declared reach and the reference's own imports."""
+    setup = [c.source for c in reference.cells if c.cell_type == "code" and answer_id(c) is None]
+    return answer_reading.read_answers(answers, _exercise_key(reference), setup)
+
+
+def _refusing(source: str, refused: list) -> str:
+    """``source`` followed by stubs that raise in place of what it defines at top level: an answer that
+    uses what its task asks the learner to write fails its checks, saying so (its own lines unchanged)."""
     try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):  # a huge expression: the kernel says why
-        return []
-    found = set()
-    for node in ast.walk(tree):
-        names = []
-        if isinstance(node, ast.Name):
-            names = [node.id]
-        elif isinstance(node, ast.Attribute):
-            names = [node.attr]
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names = [node.name]
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            modules = [a.name for a in node.names] + (
-                [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
-            )
-            names = [part for m in modules for part in m.split(".")]
-            if any(m.startswith("nodecourse.course") for m in modules):
-                found.add("nodecourse.course")
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            names = re.findall(r"[A-Za-z_][A-Za-z0-9_]*", node.value)
-        found.update(n for n in names if n in MACHINERY_NAMES)
-    return sorted(found)
+        defined = [n for n in answer_reading.definitions(ast.parse(source)) if n.isidentifier()]
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return source
+    message = "this task asks you to write it (" + answer_reading.summary(refused, 2) + ")"
+    stubs = "".join(
+        f"\ndef {name}(*args, **kwargs):  # the grader: refused, see the message\n    raise RuntimeError({message!r})\n"
+        for name in defined
+    )
+    return source + ("\n" if not source.endswith("\n") else "") + stubs
 
 
 def assemble(learner, reference) -> tuple[object, list[str]]:
@@ -201,6 +160,7 @@ def assemble(learner, reference) -> tuple[object, list[str]]:
             warnings.append(f"answer {task!r} appears more than once; grading the last one")
         answers[task] = cell.source
     nb = nbformat.from_dict(json.loads(json.dumps(reference)))  # a deep, independent copy
+    reading = _read_answers(answers, reference)
     reference_tasks = set()
     for cell in nb.cells:
         if cell.cell_type != "code":
@@ -210,12 +170,20 @@ def assemble(learner, reference) -> tuple[object, list[str]]:
             reference_tasks.add(task)
             if task in answers:
                 cell.source = _neutralise_nbval_markers(answers[task])
-                reached = machinery_used(answers[task])
+                found = reading.get(task, [])
+                refused = [f for f in found if f.kind == answer_reading.REFUSED]
+                reached = [f for f in found if f.kind == answer_reading.REVIEW]
+                if refused:
+                    cell.source = _refusing(cell.source, refused)
+                    warnings.append(
+                        f"review: answer {task!r} uses what its task asks the learner to write "
+                        f"({answer_reading.summary(refused)}); its checks fail with this reason"
+                    )
                 if reached:
                     warnings.append(
-                        f"review: answer {task!r} reaches into the interpreter ({', '.join(reached)}); the "
-                        "grader's guards stop the tampering its trust model lists, they are not a sandbox: "
-                        "read this answer before giving marks"
+                        f"review: answer {task!r} reaches into the interpreter "
+                        f"({', '.join(sorted({f.what for f in reached}))}: {answer_reading.summary(reached)}); "
+                        "the reader cannot tell what this code runs: read this answer before giving marks"
                     )
             else:
                 warnings.append(f"answer {task!r} not found in the notebook; its stub is graded")

@@ -25,45 +25,103 @@ REFUSAL = "this task asks you to write it ({name} is the library's own answer to
 
 
 def disabled(names):
-    """Make each ``module:function`` of ``names`` raise while the task runs; returns the undo list.
+    """Make each ``module:function`` of ``names`` raise while the task runs; returns the undo list
+    of ``(function, its code)`` pairs, each function once.
 
     The function object itself is changed (its code swapped), so a name the learner bound to it
-    earlier (``from nodecourse import odeint``) raises too."""
+    earlier (``from nodecourse import odeint``), a ``functools.partial`` of it or a closure that
+    calls it raises too. It is found by its code (the library file and qualified name), not only by
+    the module attribute, so an attribute the learner replaced with a wrapper does not hide it, and
+    a copy made from its code object raises as well."""
+    import gc
     import importlib
+    import types
 
-    undo = []
+    wanted: dict[tuple[str, str], str] = {}  # (source file, qualified name) -> the name as listed
     for name in names:
         module, _, qualname = name.partition(":")
         try:
             obj = importlib.import_module(module)
-            for part in qualname.split("."):
-                obj = getattr(obj, part)
-        except (ImportError, AttributeError):
-            continue  # not in this version of the library: nothing to disable
-        fn = getattr(obj, "__func__", obj)
-        code = getattr(fn, "__code__", None)
-        if code is None or code.co_freevars:
+        except ImportError:
+            continue  # not in this environment: nothing to disable
+        source = getattr(obj, "__file__", None)
+        if source:
+            wanted.setdefault((source, qualname), name)
+        for part in qualname.split("."):  # a re-export ("nodecourse.solvers:odeint"): where it is defined
+            obj = getattr(obj, part, None)
+        code = getattr(_unwrapped(obj), "__code__", None)
+        if code is not None:
+            wanted.setdefault((code.co_filename, code.co_qualname), name)
+    found: dict[int, tuple[object, str]] = {}
+    for obj in gc.get_objects():
+        if type(obj) is not types.FunctionType:  # not isinstance: no lazy module's __class__ is touched
             continue
-        message = REFUSAL.format(name=name)
-        scope: dict = {}
-        exec(f"def _refused(*args, **kwargs):\n    raise RuntimeError({message!r})\n", scope)  # noqa: S102
-        fn.__code__ = scope["_refused"].__code__
+        code = obj.__code__
+        key = (getattr(code, "co_filename", None), getattr(code, "co_qualname", None))
+        if key in wanted:
+            found.setdefault(id(obj), (obj, wanted[key]))
+    undo = []
+    for fn, name in found.values():
+        code = fn.__code__
+        refusal = _refusal_code(REFUSAL.format(name=name), code.co_freevars)
+        if refusal is None:
+            continue
+        fn.__code__ = refusal
         undo.append((fn, code))
     return undo
+
+
+def _unwrapped(obj, depth: int = 0):
+    """The function under a bound method, a ``functools.partial`` or a ``functools.wraps`` wrapper."""
+    for attr in ("__func__", "func", "__wrapped__"):
+        inner = getattr(obj, attr, None) if depth < 8 else None
+        if inner is not None and inner is not obj:
+            return _unwrapped(inner, depth + 1)
+    return obj
+
+
+def _refusal_code(message: str, freevars: tuple[str, ...]):
+    """The code of a function that raises ``RuntimeError(message)``, with the same free variables as
+    the code it replaces (a function's closure must fit its code); None when they cannot be matched."""
+    lines = ["def _outer():", *[f"    {v} = None" for v in freevars], "    def _refused(*args, **kwargs):"]
+    if freevars:
+        lines.append("        (" + ", ".join(freevars) + ",)")
+    lines += [f"        raise RuntimeError({message!r})", "    return _refused"]
+    scope: dict = {}
+    exec("\n".join(lines) + "\n", scope)  # noqa: S102 - our own text, from names a code object holds
+    code = scope["_outer"]().__code__
+    return code if code.co_freevars == tuple(freevars) else None
+
+
+def put_back(undo, refusals) -> list[str]:
+    """Restore what :func:`disabled` changed; returns the ``module:function`` names whose refusal
+    (``refusals``, the codes it put in, in the same order) had been replaced while the task ran:
+    an answer that put the library's own code back."""
+    restored = []
+    for (fn, code), refusal in zip(undo, refusals):
+        if fn.__code__ is not refusal:
+            restored.append(f"{fn.__module__}:{fn.__qualname__}")
+        fn.__code__ = code
+    return restored
 
 
 def answer(run, inputs, library_answers, namespace) -> str:
     """``run(namespace, inputs)`` as JSON text: ``{"ok": true, "value": ...}`` or
     ``{"ok": false, "type": ..., "message": ...}`` (the grader adds the likely cause)."""
     undo = disabled(library_answers)
+    refusals = [fn.__code__ for fn, _ in undo]
+    restored: list[str] = []
     try:
         value = run(namespace, inputs)
-        return dumps({"ok": True, "value": value})
+        text = dumps({"ok": True, "value": value})
     except BaseException as exc:  # the learner's code: any exception is its answer
-        return failure_text(exc)
+        text = failure_text(exc)
     finally:
-        for fn, code in undo:
-            fn.__code__ = code
+        restored = put_back(undo, refusals)
+    if restored:  # the library's answer ran: the value is not the learner's work
+        message = REFUSAL.format(name=restored[0]) + "; its code was put back while the task ran"
+        return dumps({"ok": False, "type": "RuntimeError", "message": message})
+    return text
 
 
 def failure_text(exc: BaseException) -> str:

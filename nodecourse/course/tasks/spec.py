@@ -22,7 +22,9 @@ A :class:`Task` says, for one check of an exercise:
   learner typically meets.
 - ``library_answers``: ``"module:function"`` names of the library's functions
   that would answer a "write it yourself" task; while the task runs in the
-  grader's kernel they raise "this task asks you to write it (...)".
+  grader's kernel they raise "this task asks you to write it (...)". The
+  exercise's declared reach (:data:`nodecourse.course.tasks.reach.RUN_TIME`:
+  torchdiffeq's and torchdeq's solvers too) is added when the task is made.
 - ``weight``: the points this check is worth in a gradebook (default 1).
 - ``measure_keys`` / ``measure``: for an observed check, what the grader
   measures itself from outside the kernel (see the field's comment).
@@ -80,6 +82,16 @@ class Task:
     measure: Callable[[Mapping[str, Any], dict, Any], Any] | None = None
     decidable: str = ""
     calibration: int = 2000
+
+    def __post_init__(self) -> None:
+        # The declared reach of the task's exercise (found from the module its ``run`` lives in) adds
+        # to what the exercise module lists: one table decides, whoever builds the task.
+        from nodecourse.course.tasks import reach
+
+        exercise = reach.exercise_of(getattr(self.run, "__module__", "") or "")
+        declared = reach.run_time(exercise, self.check) if exercise else ()
+        merged = tuple(dict.fromkeys((*self.library_answers, *declared)))
+        object.__setattr__(self, "library_answers", merged)
 
     def hint_for(self, message: str) -> str:
         """The likely cause of an error whose message contains one of :attr:`hints`' texts."""
