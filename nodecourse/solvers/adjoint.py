@@ -39,6 +39,7 @@ from nodecourse.solvers.gradient_run import (
 )
 from nodecourse.solvers.registry import IMPLICIT, spec_for
 from nodecourse.solvers.result import Solution, SolverError, Status, warn_backward_failure
+from nodecourse.solvers.transforms import refuse_transforms
 from nodecourse.solvers.validate import check_adjoint_options
 from nodecourse.validation import RandomFieldError
 
@@ -322,6 +323,7 @@ def solve_adjoint(
     extra_params = backward.pop("params")
     backward_kwargs = dict(backward, backend=backend)
     norm = backward_kwargs.pop("norm")
+    refuse_transforms("gradient='adjoint'", func, y0, t)
     deps, random = inspect_field(func, y0, t[0], extra_params, route="gradient='adjoint'")
     params = deps.params
     if callable(norm):

@@ -22,6 +22,7 @@ from nodecourse.solvers.gradient_run import (
 )
 from nodecourse.solvers.registry import ADAPTIVE, spec_for
 from nodecourse.solvers.result import Solution, SolverError, Status, warn_backward_failure
+from nodecourse.solvers.transforms import refuse_transforms
 from nodecourse.solvers.validate import internal_times
 
 
@@ -191,6 +192,7 @@ def solve_checkpoint(
         per_sample=per_sample,
         options=options,
     )
+    refuse_transforms("gradient='checkpoint'", func, y0, t)
     deps, random = inspect_field(func, y0, t[0], route="gradient='checkpoint'")
     params = deps.params
     backward_kwargs = {"on_step": on_step}

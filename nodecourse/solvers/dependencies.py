@@ -88,13 +88,14 @@ class _Search:
     """The walk of :func:`closed_over`: ``found`` maps ``id(tensor)`` to ``(tensor, [slots])``; a slot
     of None marks a place no stand-in can go (a tuple entry, a parameter)."""
 
-    def __init__(self):
+    def __init__(self, wanted=lambda x: x.requires_grad):
+        self.wanted = wanted
         self.found: dict[int, tuple[torch.Tensor, list]] = {}
         self.seen: set[int] = set()
         self.visits = 0
 
     def tensor(self, x: torch.Tensor, slot: Slot | None) -> None:
-        if not x.requires_grad:
+        if not self.wanted(x):
             return
         entry = self.found.setdefault(id(x), (x, []))
         entry[1].append(slot)
@@ -190,6 +191,13 @@ def closed_over(func) -> list[tuple[torch.Tensor, list]]:
     search = _Search()
     search.visit(func, None, 0)
     return list(search.found.values())
+
+
+def all_tensors(func) -> list[torch.Tensor]:
+    """Every tensor the search of :func:`closed_over` finds from ``func``, requiring grad or not."""
+    search = _Search(wanted=lambda x: True)
+    search.visit(func, None, 0)
+    return [x for x, _ in search.found.values()]
 
 
 # ----------------------------------------------------------------------------------------------

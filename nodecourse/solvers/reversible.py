@@ -48,6 +48,7 @@ from nodecourse.solvers.fixed import steps_per_interval
 from nodecourse.solvers.gradient_run import backprop_replay, differentiable_solution, inspect_field
 from nodecourse.solvers.result import Solution, SolverError, Status, warn_backward_failure
 from nodecourse.solvers.rk import CheckedFunc, time_tensor
+from nodecourse.solvers.transforms import refuse_transforms
 
 REVERSIBLE = "reversible"
 
@@ -191,6 +192,7 @@ class _ParasiticWatch:
 
     def step(self, h: float, dz: torch.Tensor, df: torch.Tensor) -> None:
         tiny = torch.finfo(dz.dtype).tiny
+        dz, df = dz.detach(), df.detach()  # a diagnosis: never on the graph
         rate = (df * dz).sum() / (dz * dz).sum().clamp_min(tiny)
         contraction = torch.nan_to_num((-rate).clamp_min(0.0), nan=0.0, posinf=0.0)
         self.log_growth = self.log_growth + torch.asinh(contraction * abs(h))
@@ -440,6 +442,7 @@ def solve_reversible(
         return solution
     if gradient != REVERSIBLE:
         raise ValueError(f"gradient={gradient!r}: method={name!r} takes gradient='reversible' or 'backprop'")
+    refuse_transforms("gradient='reversible'", func, y0, t)
     deps, random = inspect_field(func, y0, t[0], route="gradient='reversible'")
     params = deps.params
     run = _Run(

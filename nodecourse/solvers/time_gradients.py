@@ -15,6 +15,7 @@ import torch
 
 from nodecourse.solvers import field_checks
 from nodecourse.solvers.result import Solution
+from nodecourse.solvers.transforms import refuse_transforms
 from nodecourse.validation import RandomFieldError, SecondDerivativeError
 
 
@@ -84,6 +85,7 @@ def attach_time_gradients(solve, func, y0: torch.Tensor, t: torch.Tensor) -> Sol
     ``dy(t_i)/dt_0 = -(dy(t_i)/dy_0) f(t_0, y_0)``. Each costs ``len(t) + 1`` evaluations of
     ``func`` in the backward pass (counted in ``stats["nfe_backward"]``).
     """
+    refuse_transforms("gradients with respect to t (t.requires_grad)", func, y0, t)
     holder: dict = {}
     info = _TimeInfo(func, holder)
     y_in = _TimeNode.apply(info, True, t, y0)

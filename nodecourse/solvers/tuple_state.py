@@ -140,11 +140,28 @@ def _norm_on_parts(options, layout: TupleLayout):
     return {**options, "norm": lambda flat: norm(layout.split(flat))}
 
 
+def _adjoint_norm_on_parts(adjoint_options, layout: TupleLayout):
+    """``adjoint_options`` with a callable ``norm`` wrapped as torchdiffeq wraps it for a tuple state: the
+    backward solve calls it on ``(t, y, adj_y, *adj_params)`` of the flat state, and it receives
+    ``(t, y_a, y_b, ..., adj_y_a, adj_y_b, ..., *adj_params)``, each part in its component's shape.
+    Anything else (no norm, ``"seminorm"``, a norm in the backward ``options``) comes back unchanged."""
+    if not isinstance(adjoint_options, dict) or not callable(adjoint_options.get("norm")):
+        return adjoint_options
+    norm = adjoint_options["norm"]
+
+    def on_parts(parts):
+        t, y, adj_y, *adj_params = parts
+        return norm((t, *layout.split(y), *layout.split(adj_y), *adj_params))
+
+    return {**adjoint_options, "norm": on_parts}
+
+
 def solve_tuple(solve, func, y0: tuple, t: torch.Tensor, **settings):
     """``odeint`` for a tuple ``y0``: flatten, ``solve(func_flat, y0_flat, t, **settings)`` (the
     ordinary ``odeint``, injected), split ``ys`` back into a tuple (component ``i``: shape
     ``(T, *y0[i].shape)``)."""
     layout = layout_of(y0, settings.get("per_sample", False) is True)
     settings["options"] = _norm_on_parts(settings.get("options"), layout)
+    settings["adjoint_options"] = _adjoint_norm_on_parts(settings.get("adjoint_options"), layout)
     solution = solve(TupleFunc(func, layout), layout.flatten(y0), t, **settings)
     return dataclasses.replace(solution, ys=layout.split(solution.ys))
