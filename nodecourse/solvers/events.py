@@ -24,6 +24,8 @@ is watched. An entry that is exactly zero at ``t[0]`` is an event at ``t[0]`` (t
 
 from __future__ import annotations
 
+import struct
+
 import torch
 from torch.autograd.functional import vjp
 
@@ -35,9 +37,9 @@ class _Crossed(Exception):
     """Raised from ``on_step`` to stop the search at the first accepted step whose end changed
     the sign of the event function."""
 
-    def __init__(self, t0: float, h: float, y0: torch.Tensor):
+    def __init__(self, t0: float, h: float, y0: torch.Tensor, g1: float):
         super().__init__("event bracketed")
-        self.t0, self.h, self.y0 = t0, h, y0
+        self.t0, self.h, self.y0, self.g1 = t0, h, y0, g1
 
 
 class Counting:
@@ -131,17 +133,19 @@ class EventSearch:
         with torch.no_grad():
             return self.solve(y_start, torch.tensor([ta, tb], dtype=self.y0.dtype, device=self.y0.device), **kwargs)
 
-    def bracket(self) -> tuple[Status, str, float, float, torch.Tensor]:
-        """``(status, message, ta, h, y_a)``: the accepted step ``[ta, ta + h]`` whose end changed
-        the event's sign, with the state at ``ta``; a status other than SUCCESS when the solve failed
-        or the step budget ran out first."""
+    def bracket(self) -> tuple[Status, str, float, float, torch.Tensor, float]:
+        """``(status, message, ta, h, y_a, g_b)``: the accepted step ``[ta, ta + h]`` whose end changed
+        the event's sign, with the state at ``ta`` and the combined event value at the end; a status
+        other than SUCCESS when the solve failed or the step budget ran out first."""
         ta, y = self.t0, self.y0.detach()
         length = self.fixed_step if self.fixed_step is not None else self.horizon
 
         def watch(step):
             self.n_steps += 1
-            if step.accepted and self.event.value(step.t0 + step.h, step.y1) <= 0:
-                raise _Crossed(step.t0, step.h, step.y0.detach().clone())
+            if step.accepted:
+                g1 = self.event.value(step.t0 + step.h, step.y1)
+                if g1 <= 0:
+                    raise _Crossed(step.t0, step.h, step.y0.detach().clone(), g1)
 
         while True:
             left = self.max_steps - self.n_steps
@@ -153,18 +157,20 @@ class EventSearch:
                     ta,
                     0.0,
                     y,
+                    0.0,
                 )
             tb = ta + self.direction * length
             try:
                 if self.fixed_step is not None:
                     sol = self._run(y, ta, tb, max_steps=left, throw=False)
-                    if sol.status is Status.SUCCESS and self.event.value(tb, sol.ys[-1]) <= 0:
+                    g1 = self.event.value(tb, sol.ys[-1]) if sol.status is Status.SUCCESS else 1.0
+                    if g1 <= 0:
                         self.n_steps += int(sol.stats.get("n_steps", 1))
-                        return Status.SUCCESS, "", ta, tb - ta, y
+                        return Status.SUCCESS, "", ta, tb - ta, y, g1
                 else:
                     sol = self._run(y, ta, tb, max_steps=left, throw=False, on_step=watch)
             except _Crossed as crossed:
-                return Status.SUCCESS, "", crossed.t0, crossed.h, crossed.y0
+                return Status.SUCCESS, "", crossed.t0, crossed.h, crossed.y0, crossed.g1
             if self.fixed_step is not None:
                 self.n_steps += int(sol.stats.get("n_steps", 1))
             if sol.status is Status.MAX_STEPS:
@@ -175,26 +181,28 @@ class EventSearch:
                     ta,
                     0.0,
                     y,
+                    0.0,
                 )
             if sol.status is not Status.SUCCESS:
-                return sol.status, f"before any event: {sol.message}", ta, 0.0, y
+                return sol.status, f"before any event: {sol.message}", ta, 0.0, y, 0.0
             ta, y = tb, sol.ys[-1].detach()
             if self.fixed_step is None:
                 length *= 2.0  # fewer restarts of the step-size control on a long search
 
-    def root(self, ta: float, h: float, y_a: torch.Tensor) -> float:
-        """The event time in the accepted step ``[ta, ta + h]`` (state ``y_a`` at ``ta``): Illinois
-        false position on ``g(s) = event(s, y(s))``, each ``y(s)`` the solver's partial step from
-        ``ta``, to a few units of the dtype's resolution. Returns the bracket's end on the side
-        where the sign has changed (the event has happened by then)."""
+    def root(self, ta: float, h: float, y_a: torch.Tensor, g_b: float) -> float:
+        """The event time in the accepted step ``[ta, ta + h]`` (state ``y_a`` at ``ta``, combined
+        event value ``g_b`` at the end): Illinois false position on ``g(s) = event(s, y(s))``, each
+        ``y(s)`` the solver's partial step from ``ta``, until the bracket or the last move is a few
+        units of the dtype's resolution. Returns that last estimate, or, when the bracket closed first,
+        its end on the side where the sign has changed (the event has happened by then)."""
         a, b = ta, ta + h
         eps = torch.finfo(self.y0.dtype).eps
         tol = 4.0 * eps * max(abs(a), abs(b), abs(h))
         g_a = self.event.value(a, y_a)
-        g_b = self._g(ta, y_a, b)
         if g_b == 0.0:
             return b
         side = 0
+        c_last = b
         for _ in range(200):
             if abs(b - a) <= tol:
                 break
@@ -206,6 +214,7 @@ class EventSearch:
             g_c = self._g(ta, y_a, c)
             if g_c == 0.0:
                 return c
+            moved, c_last = abs(c - c_last), c
             if g_c > 0:  # before the event: the root is in [c, b]
                 a, g_a = c, g_c
                 if side == -1:
@@ -216,6 +225,8 @@ class EventSearch:
                 if side == 1:
                     g_a *= 0.5
                 side = 1
+            if moved <= tol:  # converged: the last two estimates agree to the resolution
+                return c
         return b
 
     def _g(self, ta: float, y_a: torch.Tensor, s: float) -> float:
@@ -227,14 +238,18 @@ class EventSearch:
 
     def locate(self) -> tuple[Status, str, float]:
         """Bracket, then root: ``(status, message, event time)``."""
-        status, message, ta, h, y_a = self.bracket()
+        status, message, ta, h, y_a, g_b = self.bracket()
         if status is not Status.SUCCESS:
             return status, message, ta
-        return Status.SUCCESS, "", self.root(ta, h, y_a)
+        return Status.SUCCESS, "", self.root(ta, h, y_a, g_b)
 
 
 def _same_time(a: float, b: float, like: torch.Tensor) -> bool:
     """``a`` and ``b`` round to one time in the state's dtype (a solve between them has no length)."""
+    if like.dtype == torch.float64:
+        return a == b
+    if like.dtype == torch.float32:
+        return struct.pack("f", a) == struct.pack("f", b)
     pair = torch.tensor([a, b], dtype=like.dtype)
     return bool(pair[0] == pair[1])
 
