@@ -37,6 +37,19 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 ARTIFACTS = REPO / "test-artifacts" / "browser"
+
+# axe-core, the accessibility checker the site's browser tests inject into each page. It is npm's
+# package, installed into a cache folder outside the repository (no node_modules in the tree; one
+# file, axe.min.js, is all a test reads), at one exact version: a new axe release adds rules, and
+# CI should not turn red on a day nothing here changed. `.ci/run` installs it before the tests
+# (python tests/browser_support.py install-axe); a test set-up installs it where it is missing.
+AXE_VERSION = "4.14.1"
+AXE_DIR = Path(
+    os.environ.get("NODECOURSE_AXE_DIR")
+    or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "nodecourse" / f"axe-core-{AXE_VERSION}"
+)
+AXE_SCRIPT = AXE_DIR / "node_modules" / "axe-core" / "axe.min.js"
+NPM_TIMEOUT_S = 180
 SERVER_START_TIMEOUT_S = 120
 
 # JupyterLab user settings for the test server: no news/update prompt over the course,
@@ -50,6 +63,48 @@ LAB_SETTINGS = {
     "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
     "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none", "kernelShutdown": True},
 }
+
+
+def install_axe() -> Path:
+    """``axe.min.js`` at :data:`AXE_VERSION`, installed with npm into :data:`AXE_DIR` if it is not
+    there yet. Raises ``RuntimeError`` naming what is missing (npm, or the install's own error)."""
+    if AXE_SCRIPT.is_file():
+        return AXE_SCRIPT
+    npm = shutil.which("npm")
+    if npm is None:
+        raise RuntimeError(f"npm is not installed (apt-get install npm) and {AXE_SCRIPT} does not exist")
+    AXE_DIR.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(
+        [npm, "install", "--prefix", str(AXE_DIR), "--no-audit", "--no-fund", "--no-save", f"axe-core@{AXE_VERSION}"],
+        capture_output=True,
+        text=True,
+        timeout=NPM_TIMEOUT_S,
+    )
+    if done.returncode != 0 or not AXE_SCRIPT.is_file():
+        raise RuntimeError(
+            f"npm install axe-core@{AXE_VERSION} into {AXE_DIR} failed (exit {done.returncode}): "
+            f"{(done.stderr or done.stdout).strip()[-800:]}"
+        )
+    return AXE_SCRIPT
+
+
+def axe_violations(page, script: Path) -> list[dict]:
+    """Run axe-core (``script``, injected as an inline script: no request leaves the page) on
+    ``page`` with its default rules (WCAG 2.x A and AA, and best practices); each violation as
+    ``{"id", "impact", "help", "nodes": [(selector, what to fix), ...]}``."""
+    page.add_script_tag(path=str(script))
+    version = page.evaluate("() => window.axe && window.axe.version")
+    if version != AXE_VERSION:
+        raise AssertionError(f"{script} is axe-core {version}, not the {AXE_VERSION} the tests pin")
+    return page.evaluate(
+        """async () => {
+            const result = await axe.run(document, {resultTypes: ['violations']});
+            return result.violations.map(v => ({
+                id: v.id, impact: v.impact, help: v.help,
+                nodes: v.nodes.map(n => [n.target.join(' '), n.failureSummary]),
+            }));
+        }"""
+    )
 
 
 def free_port() -> int:
@@ -447,3 +502,12 @@ def screenshot(box, name: str) -> Path:
     box.scroll_into_view_if_needed()
     box.screenshot(path=str(path))
     return path
+
+
+if __name__ == "__main__":  # `python tests/browser_support.py install-axe`, as .ci/run does
+    if sys.argv[1:] != ["install-axe"]:
+        sys.exit(f"usage: {sys.argv[0]} install-axe (got {sys.argv[1:]})")
+    try:
+        print(install_axe())
+    except (RuntimeError, subprocess.TimeoutExpired) as err:
+        sys.exit(f"[ci] {err}")

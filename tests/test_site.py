@@ -679,6 +679,8 @@ def test_accessibility_markup(built):
             t.get("tabindex") == "0" and "nc-scroll" in t["class"] and t.get("role") == "region" and t.get("aria-label")
             for t in focusable
         ), (page.name, [t.attrs for t in focusable][:3])
+        names = [t["aria-label"] for t in soup.select('[role="region"]')]  # one name, one region
+        assert len(names) == len(set(names)), (page.name, sorted(n for n in names if names.count(n) > 1))
         anchors = soup.select("a.anchor-link")
         assert all(a.get("tabindex") == "-1" for a in anchors), page.name
         skip = soup.body.find("a")

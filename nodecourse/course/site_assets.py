@@ -304,8 +304,8 @@ SITE_JS = r"""
   var count = form.querySelector('.nc-count');
   var list = form.querySelector('.nc-results');
   var links = function () { return Array.prototype.slice.call(list.querySelectorAll('a')); };
-  var close = function () { panel.hidden = true; input.setAttribute('aria-expanded', 'false'); };
-  var open = function () { panel.hidden = false; input.setAttribute('aria-expanded', 'true'); };
+  var close = function () { panel.hidden = true; };
+  var open = function () { panel.hidden = false; };
   form.addEventListener('submit', function (e) { e.preventDefault(); var a = list.querySelector('a'); if (a) a.click(); });
   var search = function () {
     var terms = input.value.toLowerCase().split(/\s+/).filter(function (t) { return t.length > 1; });

@@ -67,7 +67,10 @@ def toc_html(sections: list[Section], label: str) -> str:
 
 def _wrap_tables(soup, root) -> None:
     """Each table in a box that scrolls sideways on its own; the box takes keyboard focus (a
-    keyboard reader scrolls it with the arrow keys) and is named after the table's columns."""
+    keyboard reader scrolls it with the arrow keys) and is named after the table's columns; a name
+    a table before it on the page already has gets a number ("Table of model, AUC (2)"), since
+    two regions of one name cannot be told apart in a screen reader's list of landmarks."""
+    used: dict[str, int] = {}
     for table in root.find_all("table"):
         if table.parent is not None and "nc-scroll" in (table.parent.get("class") or []):
             continue
@@ -76,6 +79,9 @@ def _wrap_tables(soup, root) -> None:
                 th.name = "td"
         heads = [" ".join(th.get_text(" ").split()) for th in table.find_all("th")[:4]]
         label = "Table" + (f" of {', '.join(h for h in heads if h)}" if any(heads) else "")
+        used[label] = used.get(label, 0) + 1
+        if used[label] > 1:
+            label = f"{label} ({used[label]})"
         box = soup.new_tag("div", attrs={"class": "nc-scroll", "tabindex": "0", "role": "region", "aria-label": label})
         table.wrap(box)
 
@@ -193,11 +199,13 @@ def search_entries(page_html: str, *, page: str, url: str) -> list[dict]:
 
 def search_box() -> str:
     """The search form (hidden until the script finds the index): the box, and a panel under it
-    with the count of results (announced to a screen reader) and the results."""
+    with the count of results (announced to a screen reader) and the results. The box is a plain
+    search box (no ``aria-expanded``: a searchbox has no such state, and the panel is a list of links,
+    not a combobox's listbox); the live count says when results appear."""
     return (
         '<form class="nc-search" role="search" hidden><label for="nc-q">Search the course</label>'
         '<input id="nc-q" type="search" placeholder="Search the course" autocomplete="off" '
-        'aria-controls="nc-results-panel" aria-expanded="false" aria-describedby="nc-count">'
+        'aria-controls="nc-results-panel" aria-describedby="nc-count">'
         '<div class="nc-results-panel" id="nc-results-panel" hidden>'
         '<p class="nc-count" id="nc-count" role="status" aria-live="polite"></p>'
         '<ol class="nc-results" aria-label="Search results"></ol></div></form>'
