@@ -204,3 +204,22 @@ def test_the_grader_refuses_torchdiffeq_answering_exercise_1(tmp_path):
     for check in ("euler-step", "euler-integrate-matches", "euler-order"):
         assert not by[check].passed and "this task asks you to write it" in by[check].reason, by[check]
     assert any(w.startswith("review: answer 'euler-step' uses what its task asks") for w in warnings), warnings
+
+
+def test_a_refused_class_raises_on_use_as_well():
+    """``LearnerAdjoint.apply``: the refusal is raised when an attribute of a refused class is read."""
+    source = (
+        "from torchdiffeq import odeint_adjoint\n\n"
+        "class LearnerAdjoint(torch.autograd.Function):\n"
+        "    @staticmethod\n"
+        "    def forward(ctx, func, t1, n_steps, y0, *params):\n"
+        "        return odeint_adjoint(func, y0, torch.tensor([0.0, t1]))[-1]\n"
+    )
+    nb = _solution("04")
+    assembled, warnings = grading.assemble(_with(nb, learner_adjoint=source), nb)
+    assert any(w.startswith("review: answer 'learner-adjoint' uses what its task asks") for w in warnings), warnings
+    (cell,) = [c for c in assembled.cells if answer_id(c) == "learner-adjoint"]
+    ns: dict = {"torch": torch}
+    exec(compile(cell.source, "<answer>", "exec"), ns)
+    with pytest.raises(RuntimeError, match="this task asks you to write it"):
+        ns["LearnerAdjoint"].apply(None, 1.0, 4, torch.ones(2))

@@ -286,7 +286,7 @@ def _parse(source: str) -> ast.Module | None:
         return None
 
 
-def _python(source: str) -> str:
+def python_text(source: str) -> str:
     """The cell as IPython runs it (magics and ``!`` lines become calls), or as it is."""
     try:
         from IPython.core.inputtransformer2 import TransformerManager
@@ -546,7 +546,7 @@ def read_answers(
     trees: dict[str, ast.Module] = {}
     unreadable: dict[str, Finding] = {}
     for answer, source in answers.items():
-        text = _python(source)
+        text = python_text(source)
         try:
             tree = ast.parse(text)
         except SyntaxError:

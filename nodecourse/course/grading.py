@@ -129,19 +129,31 @@ def _read_answers(answers: dict[str, str], reference) -> dict[str, list]:
     return answer_reading.read_answers(answers, _exercise_key(reference), setup)
 
 
+_REFUSED_STUB = """
+class _GraderRefused:  # the grader: this answer uses what its task asks the learner to write
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError({message!r})
+
+    def __getattr__(self, name):  # ``LearnerAdjoint.apply``: the same refusal
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise RuntimeError({message!r})
+
+"""
+
+
 def _refusing(source: str, refused: list) -> str:
-    """``source`` followed by stubs that raise in place of what it defines at top level: an answer that
-    uses what its task asks the learner to write fails its checks, saying so (its own lines unchanged)."""
+    """``source`` followed by stubs that raise in place of what it defines at top level (called, or an
+    attribute read): an answer that uses what its task asks the learner to write fails its checks,
+    saying so, its own lines unchanged."""
     try:
-        defined = [n for n in answer_reading.definitions(ast.parse(source)) if n.isidentifier()]
+        tree = ast.parse(answer_reading.python_text(source))
     except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return source
+        return source  # the kernel stops at it too
+    defined = [n for n in answer_reading.definitions(tree) if n.isidentifier()]
     message = "this task asks you to write it (" + answer_reading.summary(refused, 2) + ")"
-    stubs = "".join(
-        f"\ndef {name}(*args, **kwargs):  # the grader: refused, see the message\n    raise RuntimeError({message!r})\n"
-        for name in defined
-    )
-    return source + ("\n" if not source.endswith("\n") else "") + stubs
+    stubs = _REFUSED_STUB.format(message=message) + "".join(f"{name} = _GraderRefused()\n" for name in defined)
+    return source + ("" if source.endswith("\n") else "\n") + stubs + "del _GraderRefused\n"
 
 
 def assemble(learner, reference) -> tuple[object, list[str]]:

@@ -117,7 +117,6 @@ ANSWERS: dict[str, dict[str, Reach]] = {
             "nodecourse.deq.models",
             "nodecourse.deq.training",
             "torchdeq",
-            allowed=(),
         ),
         "hutchinson": _write("a Hutchinson estimate of the Jacobian's norm"),
     },
