@@ -162,9 +162,9 @@ def test_limits_refuse_values_that_cannot_be_limits():
         sandbox.Limits(written_mb=4)
     with pytest.raises(ValueError, match="total_memory_mb=1.5"):
         sandbox.Limits(total_memory_mb=1.5)
-    limits = sandbox.Limits(memory_mb=512, tmp_mb=64)  # the totals default to the per-process values
+    limits = sandbox.Limits(memory_mb=512, tmp_mb=64)  # the totals default from the per-process values
     assert limits.describe("memory") == "memory of all its processes (512 MB)"
-    assert limits.describe("written") == "bytes written (64 MB)"
+    assert limits.describe("written") == "bytes written (128 MB)"  # one folder filled is an ordinary error
 
 
 def test_the_sandbox_runs_under_the_watcher_with_a_user_namespace_of_its_own(tmp_path):

@@ -93,8 +93,9 @@ class Limits:
     For all the processes of the submission together (:mod:`nodecourse.course.submission_limits`
     ends them all when one is exceeded, and the grade names it): ``total_memory_mb`` (proportional
     set sizes summed; None: ``memory_mb``), ``written_mb`` (bytes in its in-memory folders and the
-    connection folder; None: ``tmp_mb``), ``processes`` (live at once) and ``cpu_s`` (user and
-    system seconds)."""
+    connection folder; None: twice ``tmp_mb``, so that filling one folder is the ordinary "no space
+    left" error the learner sees, and filling several ends the run), ``processes`` (live at once)
+    and ``cpu_s`` (user and system seconds)."""
 
     memory_mb: int = DEFAULT_MEMORY_MB
     tmp_mb: int = DEFAULT_TMP_MB
@@ -118,6 +119,11 @@ class Limits:
         if isinstance(self.cpu_s, bool) or not isinstance(self.cpu_s, (int, float)) or not self.cpu_s > 0:
             raise ValueError(f"cpu_s={self.cpu_s!r}: give a positive number of CPU seconds")
 
+    @property
+    def total_written_mb(self) -> int:
+        """The limit on bytes written, all folders together (megabytes)."""
+        return self.written_mb or 2 * self.tmp_mb
+
     def watcher(self, inside: Sequence[str] = (), host: Sequence[Path] = ()) -> list[str]:
         """The prefix that runs a command under the watcher of the submission's whole limits:
         ``inside``, the sandbox's writable in-memory folders; ``host``, host folders it can write."""
@@ -125,7 +131,7 @@ class Limits:
 
         return watcher_argv(
             memory_mb=self.total_memory_mb or self.memory_mb,
-            written_mb=self.written_mb or self.tmp_mb,
+            written_mb=self.total_written_mb,
             processes=self.processes,
             cpu_s=self.cpu_s,
             inside=tuple(inside),
@@ -138,7 +144,7 @@ class Limits:
 
         value = {
             "memory": f"{self.total_memory_mb or self.memory_mb} MB",
-            "written": f"{self.written_mb or self.tmp_mb} MB",
+            "written": f"{self.total_written_mb} MB",
             "processes": f"{self.processes} at once",
             "cpu": f"{self.cpu_s:g} s",
         }[limit]
