@@ -362,3 +362,242 @@ def _fit(model, x, y, steps, loss_fn, lr=1e-2):
         loss.backward()
         opt.step()
     model.eval()
+
+
+# --- every solve on its own: two solves through one helper -----------------------------------------
+
+
+def solve_to(func, z, t_end, tol):
+    """A user's helper: every solve of the model goes through this one line."""
+    return odeint(func, z, torch.tensor([0.0, t_end], dtype=z.dtype), rtol=tol, atol=tol)[-1]
+
+
+class Decay(nn.Module):
+    def __init__(self, d=2):
+        super().__init__()
+        self.lin = nn.Linear(d, d).double()
+
+    def forward(self, t, z):
+        return torch.tanh(self.lin(z)) - z
+
+
+class TwoSolvesOneHelper(nn.Module):
+    """Two fields solved one after the other through :func:`solve_to`: a coarse encoder solve at
+    rtol 1e-3, a fine decoder solve at rtol 1e-7 (float64), then a linear readout."""
+
+    def __init__(self, d=2):
+        super().__init__()
+        self.enc, self.dec = Decay(d), Decay(d)
+        self.readout = nn.Linear(d, 1).double()
+
+    def forward(self, x):
+        h = solve_to(self.enc, x, 1.0, 1e-3)
+        return self.readout(solve_to(self.dec, h, 0.5, 1e-7))
+
+
+def build_two_solves(n: int = 40, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    model = TwoSolvesOneHelper()
+    x = torch.randn(n, 2, generator=g, dtype=torch.float64)
+    y = x[:, :1] - 0.5 * x[:, 1:]
+    _fit(model, x[: n // 2], y[: n // 2], 10, lambda out, tgt: (out - tgt).pow(2).mean())
+    return model, (x[: n // 2], y[: n // 2]), (x[n // 2 :], y[n // 2 :]), "regression"
+
+
+# --- torchdeq under either stop mode, failing at its deployed setting --------------------------------
+
+
+class StarvedDEQ(nn.Module):
+    """``z* = tanh(W z* + U x)`` by torchdeq's fixed-point iteration with too few iterations for its
+    tolerance (4 iterations, tol 1e-6): every row stops unconverged, under ``stop_mode`` ``"abs"``
+    or ``"rel"``, and torchdeq returns its best iterate without a word."""
+
+    def __init__(self, stop_mode="rel", d_in=4, width=12, n_classes=3, max_iter=4, tol=1e-6):
+        super().__init__()
+        from torchdeq import get_deq
+
+        self.inj = nn.Linear(d_in, width)
+        self.W = nn.Linear(width, width, bias=False)
+        with torch.no_grad():
+            self.W.weight.mul_(0.5)
+        self.head = nn.Linear(width, n_classes)
+        self.deq = get_deq(f_solver="fixed_point_iter", f_max_iter=max_iter, f_tol=tol, f_stop_mode=stop_mode, ift=True)
+        self.width = width
+
+    def forward(self, x):
+        u = self.inj(x)
+        z0 = torch.zeros(x.shape[0], self.width, dtype=x.dtype, device=x.device)
+        z_out, info = self.deq(lambda z: torch.tanh(self.W(z) + u), z0)
+        return self.head(z_out[-1])
+
+
+def build_starved_deq(stop_mode: str = "rel", n: int = 80, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    model = StarvedDEQ(stop_mode)
+    x = torch.randn(n, 4, generator=g)
+    y = (x[:, 0] > 0).long() + (x[:, 1] > 0.5).long()
+    _fit(model, x[: n // 2], y[: n // 2], 10, lambda out, tgt: nn.functional.cross_entropy(out, tgt))
+    return model, (x[: n // 2], y[: n // 2]), (x[n // 2 :], y[n // 2 :]), "classification"
+
+
+# --- the training route: a model that picks its solver on self.training --------------------------
+
+
+class TrainsWithAdjoint(AdjointRegressor):
+    """:class:`AdjointRegressor`'s field, solved through ``odeint_adjoint`` in training (whose
+    parameter gradient cannot reverse the fast decaying mode) and through ``odeint`` in eval mode
+    (FFJORD's CNF switches its tolerances on ``self.training`` the same way)."""
+
+    def forward(self, x):
+        t = torch.tensor([0.0, self.T], dtype=x.dtype)
+        solve = odeint_adj if self.training else odeint
+        return self.readout(solve(self.func, x, t, rtol=self.tol, atol=self.tol)[-1])
+
+
+def build_train_eval_switch(n: int = 48, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    model = TrainsWithAdjoint()
+    x = torch.randn(n, 2, generator=g, dtype=torch.float64)
+    with torch.no_grad():
+        model.eval()
+        y = model(x) + 0.01 * torch.randn(n, 1, generator=g, dtype=torch.float64)
+    return model, (x[: n // 2], y[: n // 2]), (x[n // 2 :], y[n // 2 :]), "regression"
+
+
+# --- exact dynamics: regression from an initial condition ------------------------------------------
+
+
+class ExactLinear(nn.Module):
+    """``y = z(1)`` of ``dz/dt = A z`` with ``A`` the true dynamics' matrix (learned exactly):
+    its loss under input noise grows as the targets themselves would."""
+
+    def __init__(self):
+        super().__init__()
+        self.A = nn.Parameter(TRUE_A.clone().double())
+
+    def forward(self, y0):
+        t = torch.tensor([0.0, 1.0], dtype=y0.dtype)
+        return odeint(lambda t, z: z @ self.A.T, y0, t, rtol=1e-6, atol=1e-8)[-1]
+
+
+def build_exact_regression(n: int = 60, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    model = ExactLinear()
+    x = torch.randn(n, 2, generator=g, dtype=torch.float64)
+    with torch.no_grad():
+        y = odeint(lambda t, z: z @ TRUE_A.double().T, x, torch.tensor([0.0, 1.0], dtype=torch.float64))[-1]
+    return model, (x[: n // 2], y[: n // 2]), (x[n // 2 :], y[n // 2 :]), "regression"
+
+
+# --- torchcde's README: a neural CDE on a cubic spline ------------------------------------------
+
+
+class CDEFunc(nn.Module):
+    def __init__(self, input_channels, hidden_channels):
+        super().__init__()
+        self.input_channels, self.hidden_channels = input_channels, hidden_channels
+        self.linear1 = nn.Linear(hidden_channels, 16)
+        self.linear2 = nn.Linear(16, input_channels * hidden_channels)
+
+    def forward(self, t, z):
+        z = self.linear2(self.linear1(z).relu()).tanh()
+        return z.view(z.size(0), self.hidden_channels, self.input_channels)
+
+
+class NeuralCDE(nn.Module):
+    """Spline coefficients ``(N, L, C)`` -> one logit: ``torchcde.cdeint`` (adjoint, torchdiffeq's
+    dopri5 at its defaults) over the spline, a linear readout of the final state."""
+
+    def __init__(self, input_channels=3, hidden_channels=4):
+        super().__init__()
+        self.initial = nn.Linear(input_channels, hidden_channels)
+        self.func = CDEFunc(input_channels, hidden_channels)
+        self.readout = nn.Linear(hidden_channels, 1)
+
+    def forward(self, coeffs):
+        import torchcde
+
+        X = torchcde.CubicSpline(coeffs)
+        z0 = self.initial(X.evaluate(X.interval[0]))
+        z_T = torchcde.cdeint(X=X, z0=z0, func=self.func, t=X.interval, rtol=1e-3, atol=1e-5)
+        return self.readout(z_T[:, 1]).squeeze(-1)
+
+
+def build_cde(n: int = 48, length: int = 12, seed: int = 0):
+    """torchcde's README task: spirals clockwise (0) or anticlockwise (1), time as a channel."""
+    import torchcde
+
+    g = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    t = torch.linspace(0.0, 4 * math.pi, length)
+    start = torch.rand(n, generator=g) * 2 * math.pi
+    x_pos = torch.cos(start.unsqueeze(1) + t.unsqueeze(0)) / (1 + 0.5 * t)
+    x_pos[: n // 2] *= -1
+    y_pos = torch.sin(start.unsqueeze(1) + t.unsqueeze(0)) / (1 + 0.5 * t)
+    x = torch.stack([t.unsqueeze(0).repeat(n, 1), x_pos, y_pos], dim=2) + 0.1 * torch.randn(n, length, 3, generator=g)
+    y = torch.zeros(n)
+    y[: n // 2] = 1
+    perm = torch.randperm(n, generator=g)
+    coeffs = torchcde.hermite_cubic_coefficients_with_backward_differences(x[perm])
+    y = y[perm]
+    model = NeuralCDE()
+    _fit(model, coeffs[: n // 2], y[: n // 2], 5, nn.functional.binary_cross_entropy_with_logits)
+    return model, (coeffs[: n // 2], y[: n // 2]), (coeffs[n // 2 :], y[n // 2 :]), "classification"
+
+
+# --- libraries the audit cannot measure ---------------------------------------------------------
+
+
+class SDE(nn.Module):
+    """torchsde's README shape: ``dy = f dt + g dW`` (diagonal noise, Itô), solved by ``torchsde.sdeint``."""
+
+    noise_type, sde_type = "diagonal", "ito"
+
+    def __init__(self, d=2):
+        super().__init__()
+        self.mu = nn.Linear(d, d)
+        self.sigma = nn.Linear(d, d)
+
+    def f(self, t, y):
+        return self.mu(y)
+
+    def g(self, t, y):
+        return torch.sigmoid(self.sigma(y))
+
+
+class SDERegressor(nn.Module):
+    def __init__(self, d=2):
+        super().__init__()
+        self.sde = SDE(d)
+
+    def forward(self, y0):
+        import torchsde
+
+        return torchsde.sdeint(self.sde, y0, torch.tensor([0.0, 1.0]), dt=0.1)[-1]
+
+
+def build_sde(n: int = 20, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    x = torch.randn(n, 2, generator=g)
+    return SDERegressor(), (x[: n // 2], x[: n // 2]), (x[n // 2 :], x[n // 2 :]), "regression"
+
+
+# --- fixed-step rk4 with its step size ------------------------------------------------------------
+
+
+class FixedStepRK4(nn.Module):
+    """``torchdiffeq.odeint(..., method="rk4", options=dict(step_size=0.25))`` over ``[0, 1]``, two logits."""
+
+    def __init__(self, d=3):
+        super().__init__()
+        self.func = Decay(d).float()
+        self.head = nn.Linear(d, 2)
+
+    def forward(self, x):
+        t = torch.tensor([0.0, 1.0])
+        return self.head(odeint(self.func, x, t, method="rk4", options=dict(step_size=0.25))[-1])

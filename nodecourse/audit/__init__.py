@@ -18,7 +18,12 @@ The steps, each with a verdict, a sentence with its numbers, the measurements an
 The solves are found by walking the model for the library's blocks (:mod:`~nodecourse.audit.discovery`)
 and by watching one forward pass for calls to ``torchdiffeq.odeint``, ``torchdiffeq.odeint_adjoint``,
 ``nodecourse.odeint`` and torchdeq's DEQ (:mod:`~nodecourse.audit.hook`, :mod:`~nodecourse.audit.observed`):
-a model is audited as written, its solves changed on their calls and restored afterwards.
+a model is audited as written, its solves changed on their calls and restored afterwards. Each solve
+is a call's identity (its site, the function solved, the settings it was called with), so two solves
+through one helper are two solves, each swept from its own setting. The forward pass is watched in
+eval mode and in the mode the model trains in; where they differ, the report says how and step 5
+judges the training route. torchsde and torchdyn are refused by name (the audit measures deterministic
+solves it can watch), and a failure of the audit's own watching names the solve, never the data.
 :class:`TorchdiffeqBlock` stays as an explicit option (torchdiffeq's defaults); a sequence model on a
 shared time grid goes through :class:`SharedInputs` (:mod:`~nodecourse.audit.adapters`). Each
 verdict's rule and threshold is written in its step's module docstring.

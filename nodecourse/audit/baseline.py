@@ -235,10 +235,12 @@ def observed_counterpart(model: nn.Module, cores, *, seed: int = 0) -> tuple[nn.
     weights whose ODE solves take fixed RK4 steps matching the model's work per output interval and
     whose torchdeq DEQs are unrolled. Returns ``(baseline, description)``."""
     baseline = reinitialise(copy.deepcopy(model), seed=seed)
+    ids = _copied_ids(model, baseline)
     changes, parts = {}, []
     for c in cores:
+        key = _translated(c.key, ids)  # a solve's key names its field's parameters: the copy's own
         if c.kind == "deq":
-            changes[c.key] = {"unroll": UNROLLED_STEPS}
+            changes[key] = {"unroll": UNROLLED_STEPS}
             parts.append(
                 f"{c.label} at {c.path}: its block unrolled {UNROLLED_STEPS} times from the initial state "
                 "(backprop through every application)"
@@ -247,7 +249,7 @@ def observed_counterpart(model: nn.Module, cores, *, seed: int = 0) -> tuple[nn.
         intervals = max(1, len(c.call.grid) - 1)
         per_interval = (c.call.nfe or 4.0) / intervals
         k = max(1, round(per_interval / 4))
-        changes[c.key] = {"unroll_steps": k, "route": "backprop"}
+        changes[key] = {"unroll_steps": k, "route": "backprop"}
         parts.append(
             f"{c.label} at {c.path}: {k} fixed RK4 step{'s' if k > 1 else ''} per output interval "
             f"({4 * k} evaluations; the model's solve made {per_interval:.3g} per interval), backprop"
@@ -255,6 +257,22 @@ def observed_counterpart(model: nn.Module, cores, *, seed: int = 0) -> tuple[nn.
     return Overridden(baseline, changes, "; ".join(parts)), (
         "the same architecture with fresh weights, " + "; ".join(parts)
     )
+
+
+def _copied_ids(original: nn.Module, copy_: nn.Module) -> dict[int, int]:
+    """``id`` of each parameter and module of ``original`` -> ``id`` of its twin in ``copy_`` (a deep copy)."""
+    out = {id(a): id(b) for a, b in zip(original.parameters(), copy_.parameters())}
+    out.update({id(a): id(b) for (_, a), (_, b) in zip(original.named_modules(), copy_.named_modules())})
+    return out
+
+
+def _translated(key, ids: dict[int, int]):
+    """A solve's key with the original's object ids replaced by the copy's (line numbers are far below any id)."""
+    if isinstance(key, tuple):
+        return tuple(_translated(k, ids) for k in key)
+    if isinstance(key, int) and not isinstance(key, bool):
+        return ids.get(key, key)
+    return key
 
 
 def forward_seconds(model: nn.Module, x, *, repeats: int = 3) -> float:

@@ -73,6 +73,8 @@ class AuditContext:
     batch_size: int
     seed: int
     progress: bool
+    train_cores: list[Core] | None = None  # the training pass's solves, where they differ from the eval pass's
+    training_route: dict = field(default_factory=dict)  # the comparison (nodecourse.audit.observed.training_route)
     _runs: dict = field(default_factory=dict)
 
     @property

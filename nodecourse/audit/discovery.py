@@ -17,6 +17,7 @@ changes nothing else. A DEQ's settings are its attributes (``tol``, ``max_iter``
 from __future__ import annotations
 
 import contextlib
+import math
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -286,8 +287,19 @@ def scaled_settings(core: Core, factor: float) -> tuple[dict, str]:
     if s.step_size is not None:
         size = s.step_size * factor
         return {"step_size": size}, f"step {size:.3g}"
-    rtol = min(s.rtol * factor, 0.5)
-    return {"rtol": rtol, "atol": s.atol * factor}, f"rtol {rtol:.0e}"
+    rtol = min(s.rtol * factor, RTOL_CAP)
+    return {"rtol": rtol, "atol": s.atol * factor}, _rtol_label(rtol, s.rtol, factor)
+
+
+RTOL_CAP = 0.5  # a relative tolerance above one half accepts any step
+
+
+def _rtol_label(rtol: float, deployed: float, factor: float) -> str:
+    """The rtol a sweep point ran at, saying where the cap made it other than ``factor`` x deployed."""
+    if rtol < deployed * factor * (1 - 1e-9):
+        same = ", the deployed rtol" if math.isclose(rtol, deployed) else ""
+        return f"rtol {rtol:.0e} (capped at {RTOL_CAP:g}{same}; {factor:g}x deployed would be {deployed * factor:.0e})"
+    return f"rtol {rtol:.0e}"
 
 
 RESOLVABLE = 10.0  # a relative tolerance under 10 machine epsilons asks for digits the dtype does not hold
@@ -302,13 +314,13 @@ def _observed_scaled(core, factor: float) -> tuple[dict | None, str]:
         return {"tol": tol, "max_iter": int(s["max_iter"] * extra)}, f"tol {tol:.0e}"
     if core.fixed_step:
         grid = core.call.grid
-        base = (s.get("options") or {}).get("step_size") or min(abs(b - a) for a, b in zip(grid, grid[1:]))
+        base = core.step_size or min(abs(b - a) for a, b in zip(grid, grid[1:]))
         size = base * factor
         return {"step_size": size}, f"step {size:.3g}"
-    rtol, atol = min(s["rtol"] * factor, 0.5), s["atol"] * factor
+    rtol, atol = min(s["rtol"] * factor, RTOL_CAP), s["atol"] * factor
     if factor < 1.0 and rtol < RESOLVABLE * eps:  # only a tighter setting than deployed is refused
         return None, f"rtol {rtol:.0e} (below {RESOLVABLE:g} x {core.call.dtype} epsilon {eps:.1e}: not resolvable)"
-    return {"rtol": rtol, "atol": atol}, f"rtol {rtol:.0e}"
+    return {"rtol": rtol, "atol": atol}, _rtol_label(rtol, s["rtol"], factor)
 
 
 def replace_module(model: nn.Module, path: str, new: nn.Module) -> None:

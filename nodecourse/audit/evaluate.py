@@ -88,11 +88,12 @@ class WorkMeter:
         }
 
     def by_solve(self) -> dict[str, dict]:
-        """Observed solves' work by call site: ``{site: {"calls", "nfe", "state_max"}}`` (``state_max``:
-        the largest ``|z|`` in any of the site's outputs)."""
+        """Observed solves' work by solve: ``{name: {"calls", "nfe", "state_max"}}`` (``name``: the
+        solve's name, its call site numbered where a site holds several; ``state_max``: the largest
+        ``|z|`` in any of the solve's outputs)."""
         out: dict[str, dict] = {}
         for c in self.observed:
-            e = out.setdefault(c.site, {"calls": 0, "nfe": 0.0, "state_max": None})
+            e = out.setdefault(c.name or c.site, {"calls": 0, "nfe": 0.0, "state_max": None})
             e["calls"] += 1
             e["nfe"] += c.nfe or 0.0
             if c.state_max is not None:

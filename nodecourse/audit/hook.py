@@ -15,11 +15,27 @@ Everything is put back on exit, also after an error. A name held somewhere else 
 ``self.solve = odeint``, a closure) is not reached: the audit then says it found no solve.
 
 Each intercepted call is one :class:`SolveCall` (its call site, state shapes, grid, tolerances,
-method, gradient route, work) handed to every listener; calls from the same source line are one
-*solve* (``key``). :attr:`SolveHook.overrides` changes a solve's calls: ``rtol``, ``atol``,
+method, gradient route, work) handed to every listener. A *solve* (``key``) is a call's identity, not
+its source line: the entry point, the user's call site, the function solved (a module by its
+parameters, a function by its code) and the settings it was called with. Two solves through one
+helper (the same line, another field or another tolerance) are two solves, each swept from its own
+deployed setting; a loop calling the same field with the same settings (an ODE-RNN) is one solve
+called several times. Each solve gets a ``name`` (its call site, numbered where a site holds
+several), the same for the whole audit.
+
+A failure of the hook's own bookkeeping (reading the call's arguments or its output) raises
+:class:`HookError` naming the solve, never an error that reads as the model's or the data's.
+Known libraries the audit cannot measure (torchsde's SDE solves) are recorded when called
+(:attr:`SolveHook.unsupported`) so the audit can refuse them by name.
+
+:attr:`SolveHook.overrides` changes a solve's calls: ``rtol``, ``atol``,
 ``method``, ``step_size``, ``horizon`` (the grid stretched about its first time), ``route``
 (``"backprop"``: torchdiffeq's ``odeint``; ``"adjoint"``: its ``odeint_adjoint``), for a DEQ ``tol``,
 ``max_iter`` and ``unroll`` (the block applied ``k`` times from the initial state, with backprop).
+A DEQ given ``max_iter`` in training mode is also given it as torchdeq's per-call ``f_max_iter``, so
+its training-mode output is the iterate at the new budget (torchdeq otherwise samples the index fixed
+at its construction). Its convergence is read the way torchdeq stops: the lowest residual under its
+``f_stop_mode`` (``"abs"`` or ``"rel"``) below ``f_tol``.
 """
 
 from __future__ import annotations
@@ -48,6 +64,14 @@ LIBRARY_CALLERS = (
 # Modules whose bindings stay the originals: torchdiffeq's adjoint solves backwards through its own `odeint`.
 KEEP_ORIGINAL = ("torchdiffeq._impl.adjoint", "torchdiffeq._impl.odeint", "nodecourse.audit")
 TORCHDIFFEQ_DEFAULTS = {"rtol": 1e-7, "atol": 1e-9, "method": "dopri5"}
+#: Entry points of libraries the audit cannot measure, watched so the refusal names them.
+UNSUPPORTED_ENTRIES = {"torchsde": ("sdeint", "sdeint_adjoint")}
+
+
+class HookError(RuntimeError):
+    """The audit's own observation of a solve failed (not the model, not the data): names the solve."""
+
+
 FIXED_GRID = ("euler", "midpoint", "rk4", "heun2", "heun3", "explicit_adams", "implicit_adams", "fixed_adams")
 
 _ACTIVE: "SolveHook | None" = None
@@ -58,9 +82,10 @@ class SolveCall:
     """One intercepted solve. ``key``: ``(entry, file, line)`` of the call site (one *solve*);
     ``state``: the shapes of the state's tensors (one for a tensor state, several for a tuple);
     ``site``: ``file.py:line (function)`` (the file's name only: no machine path in a report; ``key``
-    holds the full path); ``grid``: the output times (``None`` for a DEQ); ``nfe``: evaluations of the field (DEQ:
-    iterations, the mean over the batch); ``state_max``: the largest ``|z|`` at the last output time
-    (a DEQ: of the fixed point)."""
+    holds the full path); ``name``: the solve's name in the report (the site, numbered ``#2``... where
+    one site holds several solves); ``grid``: the output times (``None`` for a DEQ); ``nfe``:
+    evaluations of the field (DEQ: iterations, the mean over the batch); ``state_max``: the largest
+    ``|z|`` at the last output time (a DEQ: of the fixed point)."""
 
     key: tuple
     entry: str
@@ -75,6 +100,7 @@ class SolveCall:
     status: str = "success"
     unconverged: int = 0
     state_max: float | None = None
+    name: str = ""
     func: Any = field(default=None, repr=False)
 
     @property
@@ -104,12 +130,18 @@ class _Counted(nn.Module):
         return self.func(t, y)
 
 
+# Libraries whose frames are passed over to find the user's call site (torchcde's cdeint calls
+# torchdiffeq from its own file: the site is the user's cdeint call).
+PASS_THROUGH = ("torch.", "torchdeq", "torchdiffeq", "torchcde", "torchsde")
+
+
 def _caller(depth: int = 2):
-    """The first frame outside torch, torchdeq, torchdiffeq and this module: ``(module, file, line, name)``."""
+    """The first frame outside torch, torchdeq, torchdiffeq, torchcde, torchsde and this module:
+    ``(module, file, line, name)``."""
     frame = sys._getframe(depth)
     while frame is not None:
         name = frame.f_globals.get("__name__", "")
-        if not (name.startswith(("torch.", "torchdeq", "torchdiffeq")) or name == "torch" or name == __name__):
+        if not (name.startswith(PASS_THROUGH) or name == "torch" or name == __name__):
             code = frame.f_code
             return name, code.co_filename, frame.f_lineno, getattr(code, "co_qualname", code.co_name)
         frame = frame.f_back
@@ -138,6 +170,8 @@ class SolveHook:
         self.overrides: dict = {}
         self.recorder: list | None = None
         self.depth = 0
+        self.names: dict = {}  # key -> the solve's name, stable for the hook's life
+        self.unsupported: list[tuple[str, str]] = []  # (entry, site) of calls the audit cannot measure
         self._patched: list[tuple[Any, str, Any]] = []
         self._previous = None
 
@@ -177,6 +211,12 @@ class SolveHook:
         from nodecourse.solvers.odeint import odeint as nc_odeint
 
         originals[id(nc_odeint)] = (nc_odeint, _ode_wrapper(nc_odeint, "nodecourse.odeint"))
+        for lib, names in UNSUPPORTED_ENTRIES.items():
+            module = sys.modules.get(lib)
+            for name in names if module is not None else ():
+                original = getattr(module, name, None)
+                if callable(original):
+                    originals[id(original)] = (original, _unsupported_wrapper(original, f"{lib}.{name}"))
         for mod_name, module in list(sys.modules.items()):
             if module is None or mod_name.startswith(KEEP_ORIGINAL):
                 continue
@@ -246,9 +286,18 @@ class SolveHook:
 
     # --- an ODE solve -------------------------------------------------------------------------
 
+    def name_of(self, key, site: str) -> str:
+        """The solve's name in the report: its site, numbered where the site holds several solves."""
+        if key not in self.names:
+            same = sum(1 for k in self.names if k[1:3] == key[1:3])
+            self.names[key] = site if same == 0 else f"{site} #{same + 1}"
+        return self.names[key]
+
     def solve_ode(self, entry: str, original, site, func, y0, t, kwargs: dict):
         _, filename, line, qualname = site
-        key = (entry, filename, line)
+        where = f"{entry} at {_site(filename, line, qualname)}"
+        with _bookkeeping(where, "reading the call"):
+            key = (entry, filename, line, _identity(func), _settings_signature(kwargs))
         ov = self.override_for(key)
         kw = dict(kwargs)
         for name in ("rtol", "atol", "method"):
@@ -287,24 +336,26 @@ class SolveHook:
             and "adjoint_params" not in kw
         )
         counted = None if adjoint_needs_module or native else _Counted(func, self.recorder, key)
-        settings = {k: kw.get(k, TORCHDIFFEQ_DEFAULTS.get(k)) for k in ("rtol", "atol", "method")}
-        if native:
-            settings = {k: kw.get(k, d) for k, d in (("rtol", 1e-7), ("atol", 1e-9), ("method", "dopri5"))}
-            if kw.get("step_size") is not None:
-                settings["step_size"] = kw["step_size"]
-        if kw.get("options"):
-            settings["options"] = {k: v for k, v in kw["options"].items() if isinstance(v, (int, float, str))}
-        call = SolveCall(
-            key,
-            entry,
-            _site(filename, line, qualname),
-            _shapes(y0),
-            str(_first(y0).dtype).replace("torch.", ""),
-            [float(v) for v in t.detach().cpu().reshape(-1)],
-            settings,
-            route,
-            func=func,
-        )
+        with _bookkeeping(where, "reading the call"):
+            settings = {k: kw.get(k, TORCHDIFFEQ_DEFAULTS.get(k)) for k in ("rtol", "atol", "method")}
+            if native:
+                settings = {k: kw.get(k, d) for k, d in (("rtol", 1e-7), ("atol", 1e-9), ("method", "dopri5"))}
+                if kw.get("step_size") is not None:
+                    settings["step_size"] = kw["step_size"]
+            if kw.get("options"):
+                settings["options"] = {k: v for k, v in kw["options"].items() if isinstance(v, (int, float, str))}
+            call = SolveCall(
+                key,
+                entry,
+                _site(filename, line, qualname),
+                _shapes(y0),
+                str(_first(y0).dtype).replace("torch.", ""),
+                [float(v) for v in t.detach().cpu().reshape(-1)],
+                settings,
+                route,
+                func=func,
+            )
+            call.name = self.name_of(key, call.site)
         start = time.perf_counter()
         self.depth += 1
         try:
@@ -318,34 +369,38 @@ class SolveHook:
             if counted is not None:
                 call.nfe = float(counted.n)
             self.tell(call)
-        if native:
-            call.nfe = float(out.stats["nfe"])
-            call.status = getattr(out.status, "name", str(out.status)).lower()
-            with torch.no_grad():
-                call.state_max = float(out.ys[-1].detach().abs().max())
-        else:
-            with torch.no_grad():  # the state at the last output time (time is the first dimension)
-                call.state_max = float(_first(out)[-1].detach().abs().max())
+        with _bookkeeping(where, "reading its output"):
+            if native:
+                call.nfe = float(out.stats["nfe"])
+                call.status = getattr(out.status, "name", str(out.status)).lower()
+                with torch.no_grad():
+                    call.state_max = float(out.ys[-1].detach().abs().max())
+            else:
+                with torch.no_grad():  # the state at the last output time (time is the first dimension)
+                    call.state_max = float(_first(out)[-1].detach().abs().max())
         return out
 
     # --- a torchdeq solve ---------------------------------------------------------------------
 
     def solve_deq(self, original, deq, site, func, z_init, args, kwargs):
         _, filename, line, qualname = site
-        key = ("torchdeq", filename, line)
-        ov = self.override_for(key)
-        route = _deq_route(deq)
-        call = SolveCall(
-            key,
-            "torchdeq DEQ",
-            _site(filename, line, qualname),
-            _shapes(z_init),
-            str(_first(z_init).dtype).replace("torch.", ""),
-            None,
-            _deq_settings(deq),
-            route,
-            func=func,
-        )
+        where = f"torchdeq DEQ at {_site(filename, line, qualname)}"
+        with _bookkeeping(where, "reading the call"):
+            key = ("torchdeq", filename, line, ("module", type(deq).__qualname__, id(deq)), ())
+            ov = self.override_for(key)
+            route = _deq_route(deq)
+            call = SolveCall(
+                key,
+                "torchdeq DEQ",
+                _site(filename, line, qualname),
+                _shapes(z_init),
+                str(_first(z_init).dtype).replace("torch.", ""),
+                None,
+                _deq_settings(deq),
+                route,
+                func=func,
+            )
+            call.name = self.name_of(key, call.site)
         start = time.perf_counter()
         if "unroll" in ov:  # the block applied k times, backprop through every application
             z = z_init
@@ -364,6 +419,11 @@ class SolveHook:
         for k, v in changes.items():
             saved[k] = getattr(deq, k)
             setattr(deq, k, v)
+        if "max_iter" in ov and deq.training:
+            # in training mode torchdeq samples the iterate at an index fixed when it was built; a
+            # per-call f_max_iter makes it sample at the new budget (its own way of changing it)
+            kwargs = dict(kwargs)
+            kwargs["solver_kwargs"] = {**(kwargs.get("solver_kwargs") or {}), "f_max_iter": int(ov["max_iter"])}
         self.depth += 1
         try:
             out = original(deq, func, z_init, *args, **kwargs)
@@ -376,22 +436,76 @@ class SolveHook:
             for k, v in saved.items():
                 setattr(deq, k, v)
         call.seconds = time.perf_counter() - start
-        info = out[1] if isinstance(out, tuple) and len(out) > 1 else {}
-        nstep = info.get("nstep") if isinstance(info, dict) else None
-        if isinstance(nstep, torch.Tensor):
-            call.nfe = float(nstep.double().mean())
-        lowest = info.get("abs_lowest") if isinstance(info, dict) else None
-        tol = changes.get("f_tol", deq.f_tol)
-        if isinstance(lowest, torch.Tensor) and deq.f_stop_mode == "abs":
-            call.unconverged = int((lowest.reshape(-1) > tol).sum())
-            call.status = "success" if call.unconverged == 0 else "not converged"
-        z_out = out[0][-1] if isinstance(out, tuple) and out[0] else None
-        if isinstance(z_out, torch.Tensor):
-            call.state_max = float(z_out.detach().abs().max())
-            if self.recorder is not None:
-                self.recorder.append((key, func, None, z_out.detach()))
+        with _bookkeeping(where, "reading its output"):
+            info = out[1] if isinstance(out, tuple) and len(out) > 1 else {}
+            info = info if isinstance(info, dict) else {}
+            nstep = info.get("nstep")
+            if isinstance(nstep, torch.Tensor):
+                call.nfe = float(nstep.double().mean())
+            call.unconverged = deq_unconverged(info, deq.f_stop_mode, changes.get("f_tol", deq.f_tol))
+            if call.unconverged is not None:
+                call.status = "success" if call.unconverged == 0 else "not converged"
+            call.unconverged = call.unconverged or 0
+            z_out = out[0][-1] if isinstance(out, tuple) and out[0] else None
+            if isinstance(z_out, torch.Tensor):
+                call.state_max = float(z_out.detach().abs().max())
+                if self.recorder is not None:
+                    self.recorder.append((key, func, None, z_out.detach()))
         self.tell(call)
         return out
+
+
+def deq_unconverged(info: dict, stop_mode: str, tol: float) -> int | None:
+    """Samples a torchdeq solve left unconverged, the way torchdeq stops: its lowest residual under
+    ``stop_mode`` (``"abs"``: ``|f(z) - z|``, ``"rel"``: that over ``|f(z)|``) not below ``tol``
+    (torchdeq stops when it is below). ``None`` when the info holds no residual (torchdeq's
+    placeholder is -1)."""
+    lowest = info.get(f"{stop_mode}_lowest")
+    if not isinstance(lowest, torch.Tensor) or bool((lowest < 0).any()):
+        return None
+    return int((lowest.reshape(-1) >= tol).sum())
+
+
+@contextlib.contextmanager
+def _bookkeeping(where: str, doing: str):
+    """The hook's own work on a call: a failure is the hook's (:class:`HookError`), naming the solve."""
+    try:
+        yield
+    except HookError:
+        raise
+    except Exception as exc:  # anything the hook's reading of an unexpected call raises is its own failure
+        raise HookError(
+            f"the audit's hook failed {doing} of the solve {where}: {type(exc).__name__}: "
+            f"{str(exc).splitlines()[0][:200] if str(exc) else ''} (the model and the data are not at fault; "
+            "this solve's form is one the audit does not read)"
+        ) from exc
+
+
+def _identity(func) -> tuple:
+    """What a solve's function is, stable across forward passes: a module by its parameters (a
+    wrapper made per call, as torchcde's, holds the user's field and so its parameters), a function
+    by its code (a closure made per call keeps its code), any other callable by its type."""
+    if isinstance(func, nn.Module):
+        params = tuple(id(p) for p in func.parameters())
+        return ("module", type(func).__qualname__, params)
+    target = getattr(func, "__func__", func)
+    code = getattr(target, "__code__", None)
+    if code is not None:
+        owner = getattr(func, "__self__", None)
+        return ("function", code.co_filename, code.co_firstlineno, code.co_name, id(owner) if owner is not None else 0)
+    return ("callable", type(func).__qualname__)
+
+
+def _settings_signature(kwargs: dict) -> tuple:
+    """The settings a solve was called with, as a key: two calls of one line at different tolerances
+    are two solves."""
+    out = []
+    for k in ("rtol", "atol", "method", "step_size", "options", "gradient", "backend"):
+        if k in kwargs:
+            v = kwargs[k]
+            v = sorted((str(a), repr(b)) for a, b in v.items()) if isinstance(v, dict) else repr(v)
+            out.append((k, str(v)))
+    return tuple(out)
 
 
 def _site(filename: str, line: int, qualname: str) -> str:
@@ -455,6 +569,21 @@ def _ode_wrapper(original, entry: str):
     return wrapper
 
 
+def _unsupported_wrapper(original, entry: str):
+    """A library the audit cannot measure: its calls are recorded (entry, site) and run unchanged."""
+
+    @functools.wraps(original)
+    def wrapper(*args, **kwargs):
+        hook = _ACTIVE
+        if hook is not None and hook.depth == 0:
+            _, filename, line, qualname = _caller()
+            hook.unsupported.append((entry, _site(filename, line, qualname)))
+        return original(*args, **kwargs)
+
+    wrapper.__nodecourse_original__ = original
+    return wrapper
+
+
 def _deq_wrapper(original):
     @functools.wraps(original)
     def forward(self, func, z_init, *args, **kwargs):
@@ -472,4 +601,4 @@ def active() -> "SolveHook | None":
     return _ACTIVE
 
 
-__all__ = ["FIXED_GRID", "SolveCall", "SolveHook", "TORCHDIFFEQ_DEFAULTS", "active"]
+__all__ = ["FIXED_GRID", "HookError", "SolveCall", "SolveHook", "TORCHDIFFEQ_DEFAULTS", "active", "deq_unconverged"]

@@ -243,6 +243,12 @@ def better_beyond_gap(d: dict, factor: float = 1.0) -> bool:
 
 
 def interval_text(metric: Metric, d: dict) -> str:
-    if not math.isfinite(d["low"]):
-        return metric.fmt_diff(d["diff"]) if math.isfinite(d["diff"]) else "n/a"
-    return f"{metric.fmt_diff(d['diff'])} (95 % interval {metric.fmt_diff(d['low'])} to {metric.fmt_diff(d['high'])})"
+    """``a - b`` and its interval as the metric reads (the sentences say "a minus b"): for a metric
+    where lower is better (MSE) the oriented difference of :func:`difference` is turned back, so a
+    model with the larger MSE shows a positive difference."""
+    sign = 1.0 if metric.higher_better else -1.0
+    diff, lo, hi = sign * d["diff"], sign * d["low"], sign * d["high"]
+    lo, hi = min(lo, hi), max(lo, hi)
+    if not math.isfinite(lo):
+        return metric.fmt_diff(diff) if math.isfinite(diff) else "n/a"
+    return f"{metric.fmt_diff(diff)} (95 % interval {metric.fmt_diff(lo)} to {metric.fmt_diff(hi)})"

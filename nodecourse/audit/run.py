@@ -15,8 +15,8 @@ from nodecourse.audit import inputs as I
 from nodecourse.audit import quality as Q
 from nodecourse.audit import step1_baseline, step2_work, step3_tolerance, step4_regimes, step5_gradients
 from nodecourse.audit.context import FULL, QUICK, AuditContext
-from nodecourse.audit.hook import SolveHook
-from nodecourse.audit.observed import find_solves
+from nodecourse.audit.hook import HookError, SolveHook
+from nodecourse.audit.observed import find_solves, training_route
 from nodecourse.audit.report import AuditReport, StepResult
 from nodecourse.audit.state import kept_as_found
 from nodecourse.models import count_parameters
@@ -117,6 +117,8 @@ def audit(
         model.eval()
         probe = _probe_splits(model, splits, task)
         cores = find_solves(model, test[0], hook)
+        train_cores, route_info = training_route(model, test[0], hook, cores)
+        model.eval()
         metric = Q.metric_for(task, probe)
         ctx = AuditContext(
             model=model,
@@ -133,6 +135,8 @@ def audit(
             batch_size=batch_size,
             seed=seed,
             progress=progress,
+            train_cores=train_cores,
+            training_route=route_info,
         )
         steps = [_run_one(module, ctx, k + 1, progress) for k, module in enumerate(STEPS)]
     info = {
@@ -141,6 +145,7 @@ def audit(
         "parameters": count_parameters(model),
         "cores": [c.describe() for c in cores],
         "settings": [{"path": c.path, "label": c.label, **c.settings()} for c in cores],
+        "training_route": _route_text(route_info, train_cores),
     }
     setup = {
         "task": task,
@@ -189,6 +194,21 @@ def check_out(out) -> Path | None:
     return path
 
 
+def _route_text(info: dict, train_cores) -> str:
+    """The training pass against the eval pass, in words (the report's header)."""
+    if info.get("error"):
+        return f"the pass in training mode could not be watched ({info['error']}); the eval route is judged"
+    if info.get("same"):
+        return "the same solves in training mode as in eval mode"
+    return (
+        "training mode differs from eval mode: "
+        + "; ".join(info["differences"])
+        + "; step 5 judges the training route ("
+        + "; ".join(c.describe() for c in train_cores)
+        + ")"
+    )
+
+
 def _probe_splits(model: nn.Module, splits: dict, task: str) -> torch.Tensor:
     """One forward pass on two rows of each split: the inputs fit the model, every split gives the
     same output shape, and the targets fit the task and the outputs. Returns the test split's outputs."""
@@ -197,6 +217,8 @@ def _probe_splits(model: nn.Module, splits: dict, task: str) -> torch.Tensor:
         try:
             with torch.no_grad():
                 o = I.call(model, I.take(pair[0], slice(0, 2)))
+        except HookError:  # the audit's own observation failed: its error names the solve, not the data
+            raise
         except Exception as exc:  # the user's model: any error is a wrong input shape or type here
             shapes_in = [tuple(p.shape) for p in I.parts(pair[0])]
             raise ValueError(

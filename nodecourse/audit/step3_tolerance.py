@@ -10,7 +10,12 @@ Verdict: *problem* when the deployed model and its tightest solve differ by more
 :data:`PROBLEM_GAPS` practical gaps (the model's quality is an artefact of its discretisation: it is
 not the ODE or fixed point it is said to be); *warning* when they differ by more than one gap, or
 when quality already breaks (worse by a gap, or solves fail) at the first looser setting (the
-deployed setting sits at a cliff); *ok* otherwise. A model with several solves also gets each solve
+deployed setting sits at a cliff); *ok* otherwise. "Breaks" is always a comparison with the deployed
+setting on the same rows: more failed rows than deployed (both counts shown), or quality worse by
+more than the practical gap; a model that already fails rows at its deployed setting is not said to
+break where a looser one fails no more. Each solve is swept from its own deployed setting.
+
+A model with several solves also gets each solve
 alone at the loosest and the tightest setting, the others as deployed (shown, not judged): which
 solve its quality rests on.
 """
@@ -102,8 +107,13 @@ def run_step(ctx: AuditContext) -> StepResult:
     looser = [f for f in factors if f > 1.0]
     looser.sort()  # nearest first
 
-    def broken(p):
-        return p["failed_rows"] > 0 or Q.worse_beyond_gap(p["vs_deployed"])
+    dep_failed = deployed.failed_rows
+
+    def broken(p):  # worse than the deployed setting on the same rows: more failures, or a gap lost
+        return p["failed_rows"] > dep_failed or Q.worse_beyond_gap(p["vs_deployed"])
+
+    def failed_text(p):
+        return f"{p['failed_rows']} rows failed against {dep_failed} at the deployed setting"
 
     breaks_at = next((f for f in looser if broken(by[f])), None)
     holds_to = max([f for f in looser if breaks_at is None or f < breaks_at], default=1.0)
@@ -132,8 +142,8 @@ def run_step(ctx: AuditContext) -> StepResult:
     if looser and breaks_at == looser[0]:
         p = by[breaks_at]
         why = (
-            f"{p['failed_rows']} rows failed"
-            if p["failed_rows"]
+            failed_text(p)
+            if p["failed_rows"] > dep_failed
             else f"{metric.name} {metric.fmt(p['quality'])} against {metric.fmt(deployed_quality(points))}"
         )
         warnings.append(f"quality breaks at the first looser setting ({p['setting']}, {breaks_at:g}x deployed): {why}")
@@ -151,12 +161,12 @@ def run_step(ctx: AuditContext) -> StepResult:
         )
         where = (
             f"{held} at {breaks_at:g}x ({p['setting']}: "
-            + (f"{p['failed_rows']} rows failed" if p["failed_rows"] else f"{metric.name} {metric.fmt(p['quality'])}")
+            + (failed_text(p) if p["failed_rows"] > dep_failed else f"{metric.name} {metric.fmt(p['quality'])}")
             + ")"
         )
     # several solves: each alone at the ends of the sweep, shown (the verdict reads the sweep of all together)
     per_solve = _per_solve(ctx, deployed, sweep, key, n_chunks) if len(ctx.cores) > 1 else []
-    tight_fail = [p for p in points if p["factor"] < 1 and p["failed_rows"]]
+    tight_fail = [p for p in points if p["factor"] < 1 and p["failed_rows"] > dep_failed]
     note = (
         f"; at {', '.join(p['setting'] for p in tight_fail)} {sum(p['failed_rows'] for p in tight_fail)} rows "
         "did not reach the tighter setting"
@@ -177,9 +187,11 @@ def run_step(ctx: AuditContext) -> StepResult:
         if has_tight
         else "no tighter setting measured"
     )
+    dep_fail = f", {dep_failed} of {deployed.n_rows} rows failed" if dep_failed else ""
+    each = f" (each of {len(ctx.cores)} solves from its own deployed setting)" if len(ctx.cores) > 1 else ""
     summary = (
-        f"Deployed ({dep['setting']}): {metric.name} {metric.fmt(dep['quality'])} at {dep['work_per_pass']:.3g} "
-        f"{unit} per forward pass; {where}; {tighter}{note}."
+        f"Deployed ({dep['setting']}{each}): {metric.name} {metric.fmt(dep['quality'])} at "
+        f"{dep['work_per_pass']:.3g} {unit} per forward pass{dep_fail}; {where}; {tighter}{note}."
     )
     table = {
         "columns": ["setting", "x deployed", metric.name, f"{unit} per pass", "seconds", "failed rows"],

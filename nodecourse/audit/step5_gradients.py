@@ -22,13 +22,23 @@ step 1e-2, rtol at least 1e-6 (about ten float32 epsilons). A fixed-step solve i
 (it *is* its discretisation). Their own noise (the change between step ``h`` and ``2h`` on one
 direction) is reported.
 
+The route judged is the one the model trains with: where the forward pass in train mode (gradients
+on) makes other solves than in eval mode (another solver, tolerance, gradient route; FFJORD picks its
+tolerances on ``self.training``), the check runs in train mode on those solves, every evaluation with
+the same random draw (dropout, a sampled latent). A torchdeq DEQ's gradient is taken in training mode
+(where torchdeq attaches it), its reference in eval mode, where torchdeq solves to the tolerance asked
+(in training mode it returns the iterate at the index fixed when it was built).
+
 Thresholds (the course's, declared before any run): the gradient is **ok** when the whole interval
 lies at or below ``min(1 %, max(floor, 100 x the solve's rtol or tol))``: a tolerance-controlled
 solve promises about a hundred times its tolerance (lesson 4), and never more than 1 %; ``floor``
 (:data:`OK_MIN`: 1e-4 in float64, 1e-3 in float32) is what the finite differences resolve; a
 **problem** when the whole interval lies above 10 % (the training step points elsewhere);
 **warning** when it lies between the two; **undecided** when it straddles either threshold, or
-when the finite differences are too noisy to certify "ok" (noise above half the ok threshold).
+when the finite differences are too noisy to certify "ok" (noise above half the ok threshold);
+**not measured (reference noise ...)** when their noise is above the ok threshold itself, unless the
+error's whole interval lies above both 10 % and :data:`NOISE_CLEAR` x that noise (then it is the
+gradient's, a problem): an error the size of the reference's own noise is not the gradient's.
 
 The library's other routes (backprop, checkpoint, adjoint; torchdiffeq's odeint against
 odeint_adjoint) are computed beside it as what the user could switch to: shown, never a finding.
@@ -69,6 +79,8 @@ NOISE_DIRECTIONS = 1  # the step-2h repeat costs two solves per direction: one d
 #: per dtype: (finite-difference step relative to the parameters' length, reference rtol, atol)
 FD = {torch.float64: (1e-4, 1e-10, 1e-12), torch.float32: (1e-2, 1e-6, 1e-8)}
 FIXED_STEP_ALLOWED = OK_MAX
+NOISE_CLEAR = 10.0  # an error ten times the reference's own noise is the gradient's, not the reference's
+TRAINING_SEED = 20240607  # the one random draw every training-mode evaluation of step 5 makes
 
 
 def ok_threshold(core, dtype: torch.dtype = torch.float64) -> tuple[float, str]:
@@ -121,6 +133,26 @@ def _torchdeq_train_mode(model: nn.Module) -> int:
     return n
 
 
+class _torchdeq_eval:
+    """Within the block, torchdeq's DEQ modules of ``model`` in eval mode (their modes restored after)."""
+
+    def __init__(self, model: nn.Module):
+        self.model, self.saved = model, []
+
+    def __enter__(self):
+        if "torchdeq" in __import__("sys").modules:
+            from torchdeq.core import DEQBase
+
+            self.saved = [(m, m.training) for m in self.model.modules() if isinstance(m, DEQBase)]
+            for m, _ in self.saved:
+                m.train(False)
+        return self
+
+    def __exit__(self, *exc):
+        for m, mode in self.saved:
+            m.train(mode)
+
+
 def _routes(cores) -> list[str]:
     primary = cores[0]
     if primary.kind == "deq":
@@ -157,6 +189,15 @@ def median_interval(errors: list[float], seed: int) -> tuple[float, float, float
     meds = np.median(e[rng.integers(0, len(e), size=(N_BOOT, len(e)))], axis=1)
     lo, hi = np.percentile(meds, [2.5, 97.5])
     return float(np.median(e)), float(lo), float(hi)
+
+
+def reference_too_noisy(lo: float, fd_noise: float, ok_max: float) -> bool:
+    """The finite differences' own noise is above the ok threshold and the error does not stand
+    clear of it (its whole interval above both :data:`PROBLEM` and :data:`NOISE_CLEAR` x the noise):
+    the error measured may be the reference's, so nothing is measured."""
+    if not fd_noise > ok_max:
+        return False
+    return not (lo > PROBLEM and lo > NOISE_CLEAR * fd_noise)
 
 
 def verdict_for(lo: float, hi: float, ok_max: float, noisy: bool) -> str:
@@ -197,10 +238,16 @@ def run_step(ctx: AuditContext) -> StepResult:
 
 def _check(ctx: AuditContext, x, rows, dtype, precision: str, start: float) -> StepResult:
     model = ctx.model
-    model.eval()
-    n_deq_train = _torchdeq_train_mode(model)
-    lib = [c for c in ctx.cores if not is_observed(c)]
-    cores = list(ctx.cores)
+    training = ctx.train_cores is not None  # the training pass differs from the eval pass: judge it
+    if training:
+        model.train()
+        cores = list(ctx.train_cores)
+        n_deq_train = 0
+    else:
+        model.eval()
+        n_deq_train = _torchdeq_train_mode(model)
+        cores = list(ctx.cores)
+    lib = [c for c in cores if not is_observed(c)]
     primary = cores[0]
     params, seen = [], set()
     for c in lib:
@@ -218,6 +265,8 @@ def _check(ctx: AuditContext, x, rows, dtype, precision: str, start: float) -> S
     w = torch.randn(shape, generator=gen, dtype=dtype)
 
     def loss():
+        if training:  # train mode may draw noise (dropout, a sampled latent): the same draw every time
+            torch.manual_seed(TRAINING_SEED)
         out = I.call(model, x)
         return (w.to(out.device) * out).sum() / shape[0]
 
@@ -232,7 +281,10 @@ def _check(ctx: AuditContext, x, rows, dtype, precision: str, start: float) -> S
     ref_rtol = reference_tolerance(dtype, ok_max)
     ref = _reference(cores, ref_rtol)
     adaptive = [c for c in cores if c.kind == "deq" or not c.fixed_step]
-    with solver_settings(adaptive, ode=ref["ode"], deq=ref["deq"]):
+    # torchdeq's DEQs in eval mode for the reference: in training mode torchdeq returns the iterate at
+    # the index fixed when it was built, whatever tolerance the reference asks; in eval mode it solves
+    # to the reference tolerance (its eval budget raised with it)
+    with solver_settings(adaptive, ode=ref["ode"], deq=ref["deq"]), _torchdeq_eval(model):
         fd = [_central(loss, params, v, h) for v in directions]
         fd2 = [_central(loss, params, v, 2 * h) for v in directions[:NOISE_DIRECTIONS]]
     rms = math.sqrt(sum(f * f for f in fd) / len(fd))
@@ -256,6 +308,12 @@ def _check(ctx: AuditContext, x, rows, dtype, precision: str, start: float) -> S
     if used.get("median") is None:
         verdict = "not measured"
         reasons.append(f"the model's own gradient could not be computed ({used['failed']})")
+    elif reference_too_noisy(used["low"], fd_noise, ok_max):
+        verdict = "not measured"
+        reasons.append(
+            f"not measured (reference noise {fd_noise:.1e} above the ok threshold {ok_max:.0e}): the finite "
+            f"differences cannot tell the gradient's error (median {used['median']:.2g}) from their own"
+        )
     else:
         verdict = verdict_for(used["low"], used["high"], ok_max, noisy)
         interval = f"median {used['median']:.2g} (95 % interval {used['low']:.2g} to {used['high']:.2g})"
@@ -293,10 +351,20 @@ def _check(ctx: AuditContext, x, rows, dtype, precision: str, start: float) -> S
         else "not computed"
     )
     deq_note = " (torchdeq's DEQ in training mode, where it attaches its gradient)" if n_deq_train else ""
+    if training:
+        deq_note = " (the model in training mode, the route it trains with: it differs from its eval route)"
+    if any(c.kind == "deq" and is_observed(c) for c in cores):
+        deq_note += "; the reference solves torchdeq's DEQ in eval mode, to the reference tolerance"
+    errs = f"errs by {own}"
+    if verdict == "not measured" and used.get("median") is not None:
+        errs = (
+            f"is not measured (reference noise {fd_noise:.1e} above the ok threshold {ok_max:.0e}; against "
+            f"the noisy reference it differs by {own})"
+        )
     summary = (
         f"On {len(rows)} test rows in {precision}, a random projection of the outputs differentiated along "
         f"{len(directions)} random directions in {n_params:,} parameters{deq_note}: the gradient as written "
-        f"({', '.join(written)}) errs by {own} (relative to finite differences of {ref_text}, step {h:g}, "
+        f"({', '.join(written)}) {errs} (relative to finite differences of {ref_text}, step {h:g}, "
         f"their own noise {fd_noise:.1e}); ok at or below {ok_max:.0e} ({why_ok}), problem above "
         f"{PROBLEM:g}" + (f"; routes it could switch to: {others}" if others else "") + "."
     )
@@ -329,6 +397,7 @@ def _check(ctx: AuditContext, x, rows, dtype, precision: str, start: float) -> S
         "n_directions": len(directions),
         "n_parameters": n_params,
         "route_used": ", ".join(written),
+        "training_mode": training,
         "table": table,
     }
     return StepResult(

@@ -9,7 +9,9 @@ Examples::
 
 ``file.py:build`` names a function of no arguments in that file returning ``(model, splits, task)``:
 ``splits`` a dict with ``"train"`` and ``"test"`` (and optionally ``"shift"``), each an ``(x, y)``
-pair; ``(model, train, test, task)`` is accepted too. The model is audited as written (its
+pair; ``(model, train, test, task)`` is accepted too. Either may end with a dict of the baseline's
+training settings, the ones your model was trained with: ``{"epochs": 30, "lr": 1e-3, "batch_size": 64}``
+(any of the three). The model is audited as written (its
 ``torchdiffeq`` / ``torchdeq`` calls are watched: no glue). A course model is trained first (the
 course's recipe), then audited with the same training budget for the baseline. One line per step
 with its verdict and time, and progress bars, go to stderr; with ``--json`` stdout carries only
@@ -88,6 +90,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress on stderr")
 
 
+BASELINE_SETTINGS = ("epochs", "lr", "batch_size")  # what build() may set of the baseline's training
+
+
 def load_build(spec: str):
     """``path/to/file.py:build`` -> what ``build()`` returns, as ``(model, kwargs for audit)``."""
     import importlib.util
@@ -107,6 +112,16 @@ def load_build(spec: str):
     if not callable(build):
         raise ValueError(f"--model {spec}: {path.name} has no function {m['func']!r}")
     result = build()
+    settings = {}
+    if isinstance(result, tuple) and len(result) >= 4 and isinstance(result[-1], dict):
+        if not {"train", "test"} <= set(result[-1]):  # a trailing dict that is not the splits: baseline settings
+            settings, result = result[-1], result[:-1]
+            unknown = set(settings) - set(BASELINE_SETTINGS)
+            if unknown:
+                raise ValueError(
+                    f"--model {spec}: the baseline settings {sorted(settings)} hold {sorted(unknown)}; give any "
+                    f"of {', '.join(BASELINE_SETTINGS)} (the budget your model was trained with)"
+                )
     if isinstance(result, tuple) and len(result) == 3 and isinstance(result[1], dict):
         model, splits, task = result
         unknown = set(splits) - {"train", "test", "shift"}
@@ -115,10 +130,10 @@ def load_build(spec: str):
                 f"--model {spec}: splits has keys {sorted(splits)}; give 'train' and 'test' "
                 "(and optionally 'shift'), each an (x, y) pair"
             )
-        return model, dict(train=splits["train"], test=splits["test"], shift=splits.get("shift"), task=task)
+        return model, dict(train=splits["train"], test=splits["test"], shift=splits.get("shift"), task=task, **settings)
     if isinstance(result, tuple) and len(result) in (4, 5):
         model, train, test, task, *shift = result
-        return model, dict(train=train, test=test, task=task, shift=shift[0] if shift else None)
+        return model, dict(train=train, test=test, task=task, shift=shift[0] if shift else None, **settings)
     raise ValueError(
         f"--model {spec}: {m['func']}() returned {type(result).__name__}; return (model, splits, task) "
         "with splits = {'train': (x, y), 'test': (x, y)}"
