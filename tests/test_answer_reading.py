@@ -287,6 +287,17 @@ IDIOMATIC = [
     ),
     ("03", "pad-zeros", "def pad_with_zeros(x, p):\n    return nn.functional.pad(x, (0, p))\n"),
     (
+        "08",
+        "dynamics",
+        "class HutchinsonDynamics(nn.Module):\n    def __init__(self, field):\n        super().__init__()\n"
+        "        self.field, self.probes = field, None\n        for i, width in enumerate((4, 4)):\n"
+        "            setattr(self, f'unused{i}', nn.Identity())\n\n    def forward(self, t, state):\n"
+        "        with torch.enable_grad():\n            z = state[:, :-1]\n"
+        "            z = z if z.requires_grad else z.requires_grad_(True)\n            dz = self.field(t, z)\n"
+        "            div = hutchinson_divergence(dz, z, getattr(self, 'probes'))\n"
+        "        return torch.cat([dz, -div.unsqueeze(1)], dim=1)\n",
+    ),
+    (
         "03",
         "classifier",
         "class AnnulusClassifier(nn.Module):\n    def __init__(self, augment_dim):\n"

@@ -421,6 +421,8 @@ class _Reader:
             base = _root(target) if target else ""
             if name == "hasattr" or (base and base not in WATCHED and base not in INTERPRETER_MODULES):
                 return  # ``getattr(torch.nn, activation)``: an attribute of an ordinary module
+            if isinstance(node.args[0], ast.Name) and node.args[0].id in ("self", "cls") and not target:
+                return  # ``setattr(self, f"layer{i}", ...)``: the learner's own object
             self.add(node, name, REVIEW, "an attribute whose name is built at run time", offset)
         elif key in INTERPRETER_NAMES or key in _IDENTITY_DUNDERS and name != "getattr":
             self.add(node, key, REVIEW, f"{name} of an attribute that reaches the interpreter", offset)
