@@ -185,3 +185,57 @@ def test_on_step_drawing_random_numbers_does_not_shift_the_dropout_replay():
         sol.ys.sum().backward()
         grads[gradient] = field.net[0].weight.grad
     torch.testing.assert_close(grads["checkpoint"], grads["backprop"], rtol=1e-12, atol=1e-12)
+
+
+class _Model(nn.Module):
+    """An encoder the solve never uses beside the dynamics it does."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.encoder = nn.Linear(2, 64).double()
+        self.dynamics = nn.Linear(2, 2).double()
+
+
+MODEL = _Model()
+
+
+@pytest.mark.parametrize("route, settings", ROUTES, ids=ROUTE_IDS)
+def test_a_global_models_unused_parameters_stay_out_of_the_solve(route, settings):
+    # `MODEL` is a global the field's code names: only the parameters the probe reaches join the solve
+    from nodecourse.solvers.gradient_run import field_parameters
+
+    def field(t, y):
+        return torch.tanh(MODEL.dynamics(y))
+
+    found = {id(p) for p in field_parameters(field, Y0, T[0])}
+    assert found == {id(p) for p in MODEL.dynamics.parameters()}
+    MODEL.zero_grad(set_to_none=True)
+    odeint(field, Y0, T, gradient=route, **settings).ys.sum().backward()
+    assert MODEL.encoder.weight.grad is None and MODEL.dynamics.weight.grad is not None
+
+
+FUNCTIONALS = {
+    "jacobian": lambda of, q: torch.autograd.functional.jacobian(of, q),
+    "vjp": lambda of, q: torch.autograd.functional.vjp(of, q, torch.tensor(1.0, dtype=torch.float64))[1],
+    "hvp": lambda of, q: torch.autograd.functional.hvp(of, q, torch.ones_like(q))[1],
+}
+
+
+@pytest.mark.parametrize("name", list(FUNCTIONALS))
+@pytest.mark.parametrize("route, settings", ROUTES, ids=ROUTE_IDS)
+def test_autograd_functional_with_respect_to_a_closed_over_tensor(route, settings, name):
+    def loss(gradient):
+        def of(q):
+            sol = odeint(lambda t, y: -q[0] * y + q[1] * torch.sin(y), Y0, T, gradient=gradient, **settings)
+            return sol.ys.pow(2).sum()
+
+        return of
+
+    q = torch.tensor([0.7, 0.3], dtype=torch.float64)
+    if name == "hvp" and route == "adjoint":
+        with pytest.raises(SecondDerivativeError, match="gradient='adjoint'"):
+            FUNCTIONALS[name](loss(route), q)
+        return
+    got, want = FUNCTIONALS[name](loss(route), q), FUNCTIONALS[name](loss("backprop"), q)
+    torch.testing.assert_close(got, want, **_close(route))

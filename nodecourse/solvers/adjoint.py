@@ -134,7 +134,9 @@ def tuple_norm(norm: Callable, shape: torch.Size, params: list[torch.Tensor]) ->
     ``(t, y, adj_y, *adj_params)`` of the augmented state, each part in its own shape (``y`` and
     ``adj_y``: shape ``S``; ``adj_params[k]``: the shape of parameter k). ``t`` is a 0-d zero: this
     adjoint integrates no time channel (gradients with respect to ``t`` come from the slopes at the
-    output times), so the entry torchdiffeq keeps for ``dL/dt`` is empty here."""
+    output times), so the entry torchdiffeq keeps for ``dL/dt`` is empty here. For a tuple state
+    :mod:`~nodecourse.solvers.tuple_state` wraps ``norm`` further, so that it receives torchdiffeq's split
+    tuple ``(t, y_a, y_b, ..., adj_y_a, adj_y_b, ..., *adj_params)``."""
     n = math.prod(shape)
 
     def on_parts(x: torch.Tensor):

@@ -10,7 +10,11 @@ time, so they must know every tensor requiring grad that ``func`` uses, before t
   lists, tuples and dicts among those, a few levels deep. A tensor used only late in the solve
   (``-q * y if t > 0.5``) is found there although the probe call at ``(t0, y0)`` never reaches it.
   One probing call then walks the graph of ``func(t0, y0)`` for anything else (a leaf reached some
-  other way).
+  other way). The parameters of an ``nn.Module`` the field reaches (not ``func`` itself) count only
+  where the probe reaches them: a field that calls ``model.dynamics`` must not put the encoder's
+  parameters into the adjoint's augmented state. The limit that leaves: a module reached that way
+  whose parameters are used only later in the solve; make ``func`` the module, or pass them in
+  ``adjoint_options["params"]`` (the adjoint).
 - A closed-over tensor that is not a leaf (``q = p * p``, ``A = B - B.T``, ``torch.matrix_exp(B)``)
   carries a graph built before the solve. The routes make it an input of their autograd Function
   and, whenever they call ``func`` with a graph, put a stand-in in its place (:meth:`Dependencies.live`):
@@ -91,6 +95,7 @@ class _Search:
     def __init__(self, wanted=lambda x: x.requires_grad):
         self.wanted = wanted
         self.found: dict[int, tuple[torch.Tensor, list]] = {}
+        self.parameters: set[int] = set()  # ids of the nn.Parameters found inside modules
         self.seen: set[int] = set()
         self.visits = 0
 
@@ -145,6 +150,7 @@ class _Search:
             for p in sub._parameters.values():
                 if p is not None:
                     self.tensor(p, None)  # a leaf: it needs no stand-in
+                    self.parameters.add(id(p))
             for key, b in sub._buffers.items():
                 if b is not None:
                     self.tensor(b, Slot("item", sub._buffers, key))
@@ -185,12 +191,14 @@ class _Search:
                 self.visit(module_globals[name], Slot("item", module_globals, name), depth + 1)
 
 
-def closed_over(func) -> list[tuple[torch.Tensor, list]]:
+def closed_over(func, *, module_parameters: bool = True) -> list[tuple[torch.Tensor, list]]:
     """``[(tensor, slots)]``: every tensor requiring grad the search finds from ``func`` (see the
-    module docstring), in the order found, with the places it sits (None: no stand-in can go there)."""
+    module docstring), in the order found, with the places it sits (None: no stand-in can go there).
+    ``module_parameters=False`` leaves out the parameters of the modules found (see
+    :func:`find_dependencies`)."""
     search = _Search()
     search.visit(func, None, 0)
-    return list(search.found.values())
+    return [entry for key, entry in search.found.items() if module_parameters or key not in search.parameters]
 
 
 def all_tensors(func) -> list[torch.Tensor]:
@@ -330,7 +338,10 @@ def find_dependencies(func, probe, extra=(), *, route: str) -> tuple[Dependencie
             raise TypeError(f"adjoint_options['params'] must hold tensors that require grad; got {type(p).__name__}")
         if all(p is not q for q in params):
             params.append(p)
-    found = closed_over(func) if torch.is_grad_enabled() else []
+    # the parameters of a module the field reaches (a global `model`, a closed-over network) count only
+    # where the probe reaches them: a whole model (encoder, decoder) would otherwise join the adjoint's
+    # augmented state and dilute its error norm; func's own parameters are in `params` already
+    found = closed_over(func, module_parameters=False) if torch.is_grad_enabled() else []
     where = {id(x): slots for x, slots in found}
     for x, _ in found:
         if all(x is not q for q in params):
