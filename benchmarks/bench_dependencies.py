@@ -3,7 +3,7 @@
 ``gradient="checkpoint"`` (and adjoint, reversible) look for every tensor requiring grad the field
 holds (closure, defaults, globals, module state) before the solve, and probe it once
 (``nodecourse.solvers.dependencies.find_dependencies``). Before that search the routes only probed
-(one evaluation and a walk of its graph). This script times, interleaved in one process:
+(one evaluation and a walk of its graph). This script times, one after the other in one process:
 
 - ``probe only``: the earlier way (the probe call and the walk of its graph);
 - ``search + probe``: today's :func:`~nodecourse.solvers.gradient_run.inspect_field`;

@@ -88,6 +88,9 @@ class Slot:
             self.holder[self.key] = value
 
 
+_ATOMS = (str, bytes, int, float, complex, bool, type(None))
+
+
 class _Search:
     """The walk of :func:`closed_over`: ``found`` maps ``id(tensor)`` to ``(tensor, [slots])``; a slot
     of None marks a place no stand-in can go (a tuple entry, a parameter)."""
@@ -111,7 +114,7 @@ class _Search:
             return
         if depth > MAX_DEPTH or self.visits >= MAX_VISITS or id(obj) in self.seen:
             return
-        if obj is None or isinstance(obj, (str, bytes, int, float, complex, bool, type, types.ModuleType)):
+        if obj is None or isinstance(obj, _ATOMS) or isinstance(obj, (type, types.ModuleType)):
             return
         self.seen.add(id(obj))
         self.visits += 1
@@ -155,10 +158,12 @@ class _Search:
                 if b is not None:
                     self.tensor(b, Slot("item", sub._buffers, key))
             for key, item in vars(sub).items():
-                if not key.startswith("_"):  # plain attributes (not the module's own bookkeeping)
+                # plain attributes (not the module's own bookkeeping), numbers and strings skipped cheaply
+                if key[0] != "_" and not isinstance(item, _ATOMS):
                     self.visit(item, Slot("attr", sub, key), depth + 1)
             forward = getattr(type(sub), "forward", None)
-            if isinstance(forward, types.FunctionType) and forward.__module__ != nn.Module.__module__:
+            # torch's own layers (Linear, Sequential, ...) read no globals of the user's: skip their modules
+            if isinstance(forward, types.FunctionType) and not forward.__module__.startswith("torch."):
                 self.globals_of(forward, depth)
 
     def function(self, fn: types.FunctionType, depth: int) -> None:
