@@ -222,6 +222,11 @@ def test_no_input_noise_warning_on_exact_dynamics():
     expected = float(np.median(ratio)) * first["sigma"] ** 2 * a.shape[1]
     assert math.isclose(first["target_growth"], expected, rel_tol=1e-9)
     assert growth < 2.0 * expected
+    # nor a step 3 problem from rounding: an MSE of ~1e-14 is compared with a gap of a millionth of
+    # the targets' variance, not a tenth of itself
+    s3 = report.step(3)
+    assert s3.data["deployed_vs_tightest"]["gap"] == pytest.approx(1e-6 * float(test[1].var()), rel=1e-9)
+    assert s3.verdict == "ok", s3.summary
 
 
 # --- refusals by name, labels that say what ran, the hook's own failures --------------------------

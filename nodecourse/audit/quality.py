@@ -10,7 +10,10 @@
 Two qualities are compared by the 95 % bootstrap interval of their difference (paired: the same
 rows scored twice; unpaired: two sets), never by the two numbers alone. A difference counts only
 when the whole interval lies beyond the metric's *practical* gap (declared below: the audit's
-own thresholds, stated in every summary that uses them).
+own thresholds, stated in every summary that uses them). The MSE's gap is a tenth of the reference's
+MSE, never below :data:`MSE_FLOOR` x the targets' variance (an exact model's MSE is near zero, and a
+tenth of zero would make any rounding a difference). Sentences print differences as the metric reads
+(:func:`interval_text`: "a minus b" in the metric's own units and sign).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ AUDIT_TASKS = ("classification", "regression", "density")
 # accuracy); a tenth of the MSE; 0.05 nats per row of log-likelihood (about a 5 % change in density).
 PRACTICAL = {"accuracy": 0.01, "AUC": 0.01, "MSE": 0.10, "log-likelihood": 0.05}
 RELATIVE = {"MSE"}  # the gap is a fraction of the reference's value
+MSE_FLOOR = 1e-6  # ... but never below a millionth of the targets' variance (an exact model's MSE is ~0)
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,18 @@ class Metric:
         if self.name == "AUC":
             return f"{value:+.3f}"
         return f"{value:+.3g}"
+
+
+def _gap(metric: Metric, reference: float, y) -> float:
+    """The practical gap at quality ``reference``; for MSE never below :data:`MSE_FLOOR` x the
+    targets' variance (a model that reproduces its targets to 1e-14 differs from one at 1e-17 by
+    nothing anyone could use)."""
+    if not math.isfinite(reference):
+        return math.nan
+    gap = metric.gap(reference)
+    if metric.name == "MSE" and y is not None:
+        gap = max(gap, MSE_FLOOR * float(y.detach().double().var()))
+    return gap
 
 
 def check_task(task) -> str:
@@ -159,7 +175,7 @@ def difference(metric: Metric, a, b, *, n_boot: int, seed: int = 0) -> dict:
         "diff": _oriented(metric, qa - qb),
         "low": math.nan,
         "high": math.nan,
-        "gap": metric.gap(qb) if math.isfinite(qb) else math.nan,
+        "gap": _gap(metric, qb, yb),
         "n_boot": n_boot,
     }
     if not (math.isfinite(qa) and math.isfinite(qb)):
@@ -203,7 +219,7 @@ def difference_over_seeds(
         "diff": diff,
         "low": math.nan,
         "high": math.nan,
-        "gap": metric.gap(qb) if math.isfinite(qb) else math.nan,
+        "gap": _gap(metric, qb, y),
         "n_boot": n_boot,
         "per_seed": per_seed,
         "seeds": len(baseline_outs),
