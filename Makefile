@@ -4,7 +4,8 @@
 # For contributors:
 #   make test-fast   library, grader and builder tests only: no kernels, browser or fresh environments,
 #                    one pytest worker per usable CPU (~1.5 min on 2 cores)
-#   make lint        ruff check and ruff format --check (pyproject.toml's [tool.ruff]); CI runs it before make test
+#   make lint        ruff check (code and notebooks) and ruff format --check (code) (pyproject.toml's [tool.ruff]);
+#                    CI runs it before make test
 #   make notebooks   re-execute every lesson in quick mode and strip volatile output, before committing
 #   make lock        write constraints.txt (the lock) from .venv, after the notebooks and tests passed there
 #   make site        the course as a static website in site/, from the committed notebooks (offline)
@@ -35,7 +36,7 @@ test-fast: setup
 	NODECOURSE_QUICK=1 OMP_NUM_THREADS=1 $(VENV)/bin/python -m pytest -n $(TEST_WORKERS) -m "$(FAST)" $(PYTEST_ARGS)
 
 lint: setup
-	$(VENV)/bin/ruff check nodecourse tests scripts benchmarks
+	$(VENV)/bin/ruff check nodecourse tests scripts benchmarks notebooks solutions exercises
 	$(VENV)/bin/ruff format --check nodecourse tests scripts benchmarks
 
 notebooks: setup
