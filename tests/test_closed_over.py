@@ -239,3 +239,33 @@ def test_autograd_functional_with_respect_to_a_closed_over_tensor(route, setting
         return
     got, want = FUNCTIONALS[name](loss(route), q), FUNCTIONALS[name](loss("backprop"), q)
     torch.testing.assert_close(got, want, **_close(route))
+
+
+class _Squared(nn.Module):
+    def forward(self, x):
+        return -x * x
+
+
+class _Parametrised(nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.lin = nn.Linear(2, 2).double()
+        torch.nn.utils.parametrize.register_parametrization(self.lin, "weight", _Squared())
+
+    def forward(self, t, y):
+        return self.lin(y)
+
+
+@pytest.mark.parametrize("route, settings", ROUTES, ids=ROUTE_IDS)
+def test_parametrisations(route, settings):
+    # computed afresh at every evaluation: backprop's gradient; inside parametrize.cached(): refused by name
+    grads = {}
+    for gradient in ("backprop", route):
+        field = _Parametrised()
+        odeint(field, Y0, T, gradient=gradient, **settings).ys.pow(2).sum().backward()
+        grads[gradient] = field.lin.parametrizations.weight.original.grad
+    torch.testing.assert_close(grads[route], grads["backprop"], **_close(route))
+    with torch.nn.utils.parametrize.cached():
+        with pytest.raises(HiddenGraphError, match="parametrize.cached"):
+            odeint(_Parametrised(), Y0, T, gradient=route, **settings)

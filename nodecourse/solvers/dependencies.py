@@ -40,6 +40,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.nn.utils import parametrize
 
 #: The search gives up after this many objects (a field closing over a big list of tensors).
 MAX_VISITS = 2000
@@ -99,6 +100,7 @@ class _Search:
         self.wanted = wanted
         self.found: dict[int, tuple[torch.Tensor, list]] = {}
         self.parameters: set[int] = set()  # ids of the nn.Parameters found inside modules
+        self.cached_parametrization = False  # a parametrised module met inside parametrize.cached()
         self.seen: set[int] = set()
         self.visits = 0
 
@@ -150,6 +152,8 @@ class _Search:
 
     def module(self, module: nn.Module, depth: int) -> None:
         for sub in module.modules():
+            if parametrize._cache_enabled and parametrize.is_parametrized(sub):
+                self.cached_parametrization = True
             for p in sub._parameters.values():
                 if p is not None:
                     self.tensor(p, None)  # a leaf: it needs no stand-in
@@ -196,13 +200,22 @@ class _Search:
                 self.visit(module_globals[name], Slot("item", module_globals, name), depth + 1)
 
 
-def closed_over(func, *, module_parameters: bool = True) -> list[tuple[torch.Tensor, list]]:
+def closed_over(func, *, module_parameters: bool = True, route: str = "") -> list[tuple[torch.Tensor, list]]:
     """``[(tensor, slots)]``: every tensor requiring grad the search finds from ``func`` (see the
     module docstring), in the order found, with the places it sits (None: no stand-in can go there).
     ``module_parameters=False`` leaves out the parameters of the modules found (see
-    :func:`find_dependencies`)."""
+    :func:`find_dependencies`). With ``route``: a parametrised module met inside
+    ``torch.nn.utils.parametrize.cached()`` raises :class:`HiddenGraphError` (its cached weight is
+    built by the first evaluation and reused by every later one, a graph no stand-in can replace)."""
     search = _Search()
     search.visit(func, None, 0)
+    if route and search.cached_parametrization:
+        raise HiddenGraphError(
+            f"{route} inside torch.nn.utils.parametrize.cached(): the field's parametrised weight is computed "
+            f"once, with a graph, and reused by every evaluation, so the replayed evaluations would walk that "
+            f"graph again and again. Run the solve outside parametrize.cached() (each evaluation then computes "
+            f"the weight afresh from its parameters), or use gradient='backprop'"
+        )
     return [entry for key, entry in search.found.items() if module_parameters or key not in search.parameters]
 
 
@@ -346,7 +359,7 @@ def find_dependencies(func, probe, extra=(), *, route: str) -> tuple[Dependencie
     # the parameters of a module the field reaches (a global `model`, a closed-over network) count only
     # where the probe reaches them: a whole model (encoder, decoder) would otherwise join the adjoint's
     # augmented state and dilute its error norm; func's own parameters are in `params` already
-    found = closed_over(func, module_parameters=False) if torch.is_grad_enabled() else []
+    found = closed_over(func, module_parameters=False, route=route) if torch.is_grad_enabled() else []
     where = {id(x): slots for x, slots in found}
     for x, _ in found:
         if all(x is not q for q in params):

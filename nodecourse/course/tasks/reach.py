@@ -173,21 +173,20 @@ _DEQ_SOLVE = (
     *_TORCHDEQ,
 )
 
+# A task whose judge already checks the work itself (the adaptive loop's counts against the evaluations
+# the grader counted, the Hutchinson estimate on the grader's probes) keeps only the static refusal for
+# what else would answer it: its judge names a made-up answer more precisely than a refusal would.
 RUN_TIME: dict[str, dict[str, tuple[str, ...]]] = {
     "01": {"euler-step": _ODE_SOLVE, "euler-integrate-matches": _ODE_SOLVE, "euler-order": _ODE_SOLVE},
     "02": {
         "rk4-step-matches": _ODE_SOLVE,
         "rk4-order": _ODE_SOLVE,
         "error-norm": ("nodecourse.solvers.control:error_scale", "nodecourse.solvers.control:rms"),
-        "adaptive-loop": ("nodecourse.solvers.adaptive:integrate_adaptive", *_ODE_SOLVE),
     },
     "06": {
         "mixing-weights": _DEQ_SOLVE,
         "anderson": _DEQ_SOLVE,
-        "hutchinson": (
-            "nodecourse.deq.regularizer:jacobian_regularizer",
-            "nodecourse.deq.regularizer:exact_jacobian_frobenius",
-        ),
+        "hutchinson": ("nodecourse.deq.regularizer:jacobian_regularizer",),
     },
     "08": {
         "exact-divergence": ("nodecourse.models.flows:divergence_exact",),
