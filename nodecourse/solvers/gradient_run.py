@@ -1,7 +1,8 @@
 """What the gradient modes that do not keep the solver's graph share.
 
-- :func:`field_parameters`: the tensors to differentiate (a module's parameters, extra ones, and
-  any tensor requiring grad that the field reaches), found with one probing call;
+- :func:`inspect_field` (and :func:`field_parameters`): the tensors to differentiate (a module's
+  parameters, extra ones, every tensor requiring grad the field holds, and any other one probing
+  call reaches), with stand-ins for the non-leaf ones (:mod:`~nodecourse.solvers.dependencies`);
 - :class:`GradientRun`: the settings, the field and the solve function an autograd Function needs;
 - :func:`forward_without_graph` and :func:`differentiable_solution`: the forward pass of those
   Functions and the :class:`Solution` they return;
