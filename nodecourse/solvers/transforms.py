@@ -61,7 +61,7 @@ def refuse_transforms(route: str, func, *tensors) -> None:
             f"Use gradient='backprop' (torch.func and forward mode go through its operations), or "
             f"torch.autograd.grad / torch.autograd.functional (reverse mode, outside torch.func) with this route"
         )
-    if fwAD._current_level < 0:  # no dual level open: no forward-mode tangents anywhere
+    if getattr(fwAD, "_current_level", 0) < 0:  # no dual level open: no forward-mode tangents anywhere
         return
     if any(_dual(x) for x in tensors) or any(_dual(x) for x in all_tensors(func)):
         raise TransformError(
