@@ -506,6 +506,8 @@ def test_strings_comments_and_methods_named_like_builtins_are_not_code():
         ("%run helper.py", "%run"),
         ("%timeit exec(code)", "exec"),
         ("f.__qualname__ = 'other'", "__qualname__"),
+        ("names = vars()", "vars"),
+        ("import torch\nf = torch.load(buffer, weights_only=False)", "torch.load"),
         (
             "import nodecourse.solvers.reversible as R\nR.heun_step = lambda *a: None",
             "nodecourse.solvers.reversible.heun_step",

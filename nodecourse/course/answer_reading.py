@@ -122,7 +122,7 @@ _OS_NAMES = frozenset(
     )
 )
 _UNPICKLE = frozenset(("loads", "load", "Unpickler"))
-_PICKLERS = ("pickle", "dill", "cloudpickle", "marshal", "_pickle")
+_PICKLERS = ("pickle", "dill", "cloudpickle", "marshal", "_pickle", "shelve", "joblib")
 
 # Built-ins that run or look up code by a name known only at run time.
 _RUNNING_BUILTINS = frozenset(("eval", "exec", "compile", "__import__", "breakpoint", "globals", "locals"))
@@ -404,10 +404,16 @@ class _Reader:
                 self.add(node, name, REVIEW, "runs or looks up code the reader cannot see", offset)
             elif name in ("getattr", "setattr", "delattr", "hasattr"):
                 self.dynamic_attribute(node, name, offset)
-            elif name == "vars" and node.args:
+            elif name == "vars":
                 # ``vars(X)["name"]`` is read as ``X.name`` (in the chain); anything else is a dictionary of names
-                if not (isinstance(parent, ast.Subscript) and parent.value is node and _const_str(parent.slice)):
+                named = node.args and isinstance(parent, ast.Subscript) and parent.value is node
+                if not (named and _const_str(parent.slice)):
                     self.add(node, "vars", REVIEW, "the attributes of an object as a dictionary", offset)
+        elif self.names.path(func) == "torch.load" and any(
+            k.arg == "weights_only" and not (isinstance(k.value, ast.Constant) and k.value.value is True)
+            for k in node.keywords
+        ):
+            self.add(node, "torch.load", REVIEW, "unpickles objects, functions included, named in bytes", offset)
         magic = self.magic(node)
         if magic is not None:
             self.magic_call(node, magic, offset)
