@@ -24,6 +24,7 @@ is watched. An entry that is exactly zero at ``t[0]`` is an event at ``t[0]`` (t
 
 from __future__ import annotations
 
+import math
 import struct
 
 import torch
@@ -125,6 +126,8 @@ class EventSearch:
         self.horizon = abs(ts[1] - ts[0])
         self.max_steps = max_steps
         self.fixed_step = fixed_step
+        #: ``func`` for the Newton slope of the root search (None: false position only)
+        self.field = None
         #: settings of a partial step of length ``h`` (an adaptive method is told to try it in one step)
         self.partial_step = lambda h: {}
         self.n_steps = 0
@@ -152,8 +155,8 @@ class EventSearch:
             if left < 1:
                 return (
                     Status.MAX_STEPS,
-                    f"no event in {self.n_steps} steps (from t={self.t0!r} to t={ta!r}); the event function "
-                    f"never changed sign",
+                    f"no event within the step budget: {self.n_steps} steps from t={self.t0!r} to t={ta!r} without "
+                    f"event_fn changing sign",
                     ta,
                     0.0,
                     y,
@@ -176,8 +179,8 @@ class EventSearch:
             if sol.status is Status.MAX_STEPS:
                 return (
                     sol.status,
-                    f"no event in {self.n_steps} steps from t={self.t0!r} (the last chunk: {sol.message}); the "
-                    f"event function never changed sign",
+                    f"no event within the step budget: {self.n_steps} steps from t={self.t0!r} (the last stretch: "
+                    f"{sol.message}) without event_fn changing sign",
                     ta,
                     0.0,
                     y,
@@ -191,30 +194,32 @@ class EventSearch:
 
     def root(self, ta: float, h: float, y_a: torch.Tensor, g_b: float) -> float:
         """The event time in the accepted step ``[ta, ta + h]`` (state ``y_a`` at ``ta``, combined
-        event value ``g_b`` at the end): Illinois false position on ``g(s) = event(s, y(s))``, each
-        ``y(s)`` the solver's partial step from ``ta``, until the bracket or the last move is a few
-        units of the dtype's resolution. Returns that last estimate, or, when the bracket closed first,
-        its end on the side where the sign has changed (the event has happened by then)."""
+        event value ``g_b`` at the end), a root of ``g(s) = event(s, y(s))`` with each ``y(s)`` the
+        solver's partial step from ``ta``. Newton steps (slope ``dg/ds = event_t + event_y . f``, one
+        evaluation of ``func``) inside the bracket, Illinois false position when a Newton step would
+        leave it, until a step or the bracket is a few units of the dtype's resolution. Returns the
+        last estimate, or, when the bracket closed first, its end on the side where the sign has
+        changed (the event has happened by then)."""
         a, b = ta, ta + h
         eps = torch.finfo(self.y0.dtype).eps
         tol = 4.0 * eps * max(abs(a), abs(b), abs(h))
         g_a = self.event.value(a, y_a)
         if g_b == 0.0:
             return b
-        side = 0
-        c_last = b
+        side, newton = 0, None
         for _ in range(200):
             if abs(b - a) <= tol:
                 break
-            c = (a * g_b - b * g_a) / (g_b - g_a)
+            inside = newton is not None and min(a, b) < newton < max(a, b)
+            c = newton if inside else (a * g_b - b * g_a) / (g_b - g_a)
             if not (min(a, b) < c < max(a, b)) or _same_time(a, c, self.y0) or _same_time(b, c, self.y0):
                 c = 0.5 * (a + b)
                 if _same_time(a, c, self.y0) or _same_time(b, c, self.y0):
                     break  # no time of this dtype lies between a and b
-            g_c = self._g(ta, y_a, c)
+            y_c = self._state(ta, y_a, c)
+            g_c = self.event.value(c, y_c)
             if g_c == 0.0:
                 return c
-            moved, c_last = abs(c - c_last), c
             if g_c > 0:  # before the event: the root is in [c, b]
                 a, g_a = c, g_c
                 if side == -1:
@@ -225,16 +230,34 @@ class EventSearch:
                 if side == 1:
                     g_a *= 0.5
                 side = 1
-            if moved <= tol:  # converged: the last two estimates agree to the resolution
+            slope = self._slope(c, y_c)
+            newton = c - g_c / slope if slope is not None and slope != 0.0 else None
+            if newton is not None and abs(newton - c) <= tol:  # converged to the resolution
                 return c
         return b
 
-    def _g(self, ta: float, y_a: torch.Tensor, s: float) -> float:
-        """The combined event value at ``s``, the state there solved from ``(ta, y_a)``."""
+    def _state(self, ta: float, y_a: torch.Tensor, s: float) -> torch.Tensor:
+        """The state at ``s``, solved from ``(ta, y_a)`` (one partial step where the method allows)."""
         if _same_time(ta, s, self.y0):
-            return self.event.value(s, y_a)
-        y_s = self._run(y_a, ta, s, max_steps=self.max_steps, throw=False, **self.partial_step(abs(s - ta))).ys[-1]
-        return self.event.value(s, y_s)
+            return y_a
+        return self._run(y_a, ta, s, max_steps=self.max_steps, throw=False, **self.partial_step(abs(s - ta))).ys[-1]
+
+    def _slope(self, s: float, y_s: torch.Tensor):
+        """``d/ds event(s, y(s)) = event_t + event_y . func(s, y)``, or None where ``event_fn`` has no
+        gradient (the search then keeps to false position)."""
+        if self.field is None or not bool(torch.isfinite(y_s).all()):
+            return None
+        t_s = torch.tensor(s, dtype=y_s.dtype, device=y_s.device)
+        with torch.no_grad():
+            f_s = self.field(t_s, y_s)
+        with torch.enable_grad():
+            t_var, y_var = t_s.clone().requires_grad_(True), y_s.detach().clone().requires_grad_(True)
+            value = self.event(t_var, y_var)
+            if not value.requires_grad:
+                return None
+            d_t, d_y = torch.autograd.grad(value, (t_var, y_var), allow_unused=True)
+        total = (float(d_t) if d_t is not None else 0.0) + (float((d_y * f_s).sum()) if d_y is not None else 0.0)
+        return total if math.isfinite(total) else None
 
     def locate(self) -> tuple[Status, str, float]:
         """Bracket, then root: ``(status, message, event time)``."""
@@ -339,6 +362,7 @@ def solve_until_event(
         settings.get("max_steps", 10_000),
         fixed_step,
     )
+    searcher.field = counted
     if settings.get("step_size") is None:  # adaptive: the partial steps of the root search try one step
 
         def one_step(h: float) -> dict:
