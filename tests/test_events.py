@@ -375,3 +375,30 @@ def test_start_time_gradient_and_a_chain_of_bounces():
     assert abs(float(grad - fd)) < 1e-5
     v = math.sqrt(2 * G * 2.0)  # t3 = sqrt(2h/g) + 2 e v / g + 2 e^2 v / g, so dt3/de = 2 v (1 + 2e) / g
     assert abs(float(grad) - 2 * v * (1 + 2 * 0.8) / G) < 1e-5
+
+
+@pytest.mark.parametrize("interface", [nc.odeint, torchdiffeq.odeint], ids=["nodecourse", "torchdiffeq"])
+def test_reversed_time_gradient(interface):
+    # y = y0 exp(-t) backwards from 0 reaches 2 at tau = -log(2 / y0): d tau / d y0 = 1 / y0
+    y0 = torch.tensor([1.0], dtype=F64, requires_grad=True)
+    t0 = torch.tensor(0.0, dtype=F64)
+    tau, _ = nc.odeint_event(decay_field, y0, t0, event_fn=lambda t, y: y[0] - 2.0, reverse_time=True,
+                             odeint_interface=interface, rtol=1e-10, atol=1e-12)  # fmt: skip
+    (grad,) = torch.autograd.grad(tau, y0)
+    assert abs(float(tau.detach()) + math.log(2.0)) < 1e-8 and abs(float(grad) - 1.0) < 1e-8
+
+
+def decay_field(t, y):
+    return -y
+
+
+def test_tuple_state_through_torchdiffeqs_odeint_interface():
+    h = torch.tensor(2.0, dtype=F64, requires_grad=True)
+    y0 = (h, torch.tensor(0.0, dtype=F64))
+    tau, ys = nc.odeint_event(lambda t, y: (y[1], torch.full_like(y[1], -G)), y0, torch.tensor(0.0, dtype=F64),
+                              event_fn=lambda t, y: y[0], odeint_interface=torchdiffeq.odeint, rtol=1e-10,
+                              atol=1e-12)  # fmt: skip
+    assert isinstance(ys, tuple) and ys[0].shape == (2,)
+    (grad,) = torch.autograd.grad(tau, h)
+    assert abs(float(tau.detach()) - math.sqrt(2 * 2.0 / G)) < 1e-8
+    assert abs(float(grad) - 1 / math.sqrt(2 * 2.0 * G)) < 1e-8
