@@ -213,3 +213,26 @@ def test_the_replay_names_a_step_outside_the_span():
     assert ex06.replay_failure(A, b, points, m=6) == ""
     points[3] = points[3] + 1e-3
     assert "evaluation 4" in ex06.replay_failure(A, b, points, m=6)
+
+
+# --- exercise 4: flat is not enough ----------------------------------------------------------------
+
+
+def test_memory_padded_at_the_small_size_to_look_flat_fails():
+    """Plain backprop in LearnerAdjoint, padded at the small step count up to what the large one takes:
+    flat, but above what backprop takes at the small size, which an adjoint never is."""
+    task = tasks.get_task("04", "flat-memory")
+    steps, mib = (8, 32), lambda *v: [x * MIB for x in v]
+    rows = [
+        {"adjoint": adj, "n": n, "own": own, "yours": own}
+        for adj, values in ((True, mib(32.0, 32.2)), (False, mib(8.7, 32.0)))
+        for n, own in zip(steps, values)
+    ]
+    measured = [{"key": [True, 4], "bytes": 40 * MIB}, {"key": [False, 4], "bytes": 5 * MIB}] + [
+        {"key": [r["adjoint"], r["n"]], "bytes": r["own"]} for r in rows
+    ]
+    verdict = task.judge({"rows": rows}, {"steps": list(steps), "measured": measured})
+    assert not verdict.passed and "holds more than backprop" in verdict.detail, verdict
+    honest = [{**r, "own": 2.9 * MIB, "yours": 2.9 * MIB} if r["adjoint"] else r for r in rows]
+    measured = measured[:2] + [{"key": [r["adjoint"], r["n"]], "bytes": r["own"]} for r in honest]
+    assert task.judge({"rows": honest}, {"steps": list(steps), "measured": measured}).passed

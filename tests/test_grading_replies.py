@@ -118,7 +118,7 @@ def test_a_dropped_idle_status_ends_the_request_after_the_reply(tmp_path, monkey
     monkeypatch.setattr(grading_kernel, "IDLE_GRACE_S", 0.2)
     stream = _msg("stream", {"name": "stdout", "text": "PASS x\n"})
     res = _kernel(tmp_path, [BUSY, stream], [_reply({})]).execute("print('PASS x')", 30)
-    assert res.ok and res.stdout == "PASS x\n", res
+    assert res.ok and res.stdout == f"PASS x\n\n[{grading_kernel.LOST_OUTPUT}]\n", res
 
 
 # --- a real kernel ------------------------------------------------------------------------------
@@ -167,3 +167,20 @@ def test_grade_goes_on_after_notebooks_that_crashed_the_grader(tmp_path):
     assert len(tables) == 4, out.stdout[-3000:]  # one table per notebook
     assert "UnreadableReply" in tables[1] and "UnreadableMessage" in tables[2], out.stdout[-3000:]
     assert "FAIL" not in tables[3] and "4/4" in out.stdout.replace(" ", ""), out.stdout[-3000:]
+
+
+def test_printed_output_is_cut_as_it_streams_whatever_the_message_sizes():
+    """The kept text is the first and the last ``keep`` characters and the count of the rest, for any
+    split of the output into messages (a long one is never copied whole)."""
+    import random
+
+    rng = random.Random(5)
+    for _ in range(500):
+        keep = rng.randint(1, 20)
+        kept, full = grading_kernel.HeadTail(keep), ""
+        for _ in range(rng.randint(0, 8)):
+            text = "".join(rng.choice("abc") for _ in range(rng.randint(0, 3 * keep)))
+            kept.add(text)
+            full += text
+        assert (kept.head, kept.tail) == (full[:keep], full[keep:][-keep:])
+        assert kept.cut == max(0, len(full) - 2 * keep)

@@ -36,14 +36,19 @@ STDOUT_KEEP_CHARS = 32 * 1024
 # The largest message the grader accepts from the kernel (zmq drops a bigger one before it is read
 # into memory): a task's reply is at most nodecourse.course.tasks.plain.MAX_TEXT characters.
 MAX_MESSAGE_BYTES = 64 * 2**20
-# Messages each of the grader's sockets may hold unread (zmq's receive high-water mark; its default,
-# 1,000, let 25 printed messages of 40 MiB grow the grader by 740 MB). Past it zmq stops reading from
-# the kernel, whose own queue fills and then drops: the grader holds at most this many messages of at
-# most MAX_MESSAGE_BYTES each, whatever the kernel prints.
-RECEIVE_QUEUE_MESSAGES = 4
+# Messages each of the grader's sockets may hold unread (zmq's receive high-water mark; with its
+# default, 1,000, what the kernel printed faster than the grader read piled up in the grader). Past it
+# zmq stops reading from the kernel, whose own send queue fills and then drops (a burst of small
+# messages waits there): the grader holds at most this many messages of at most MAX_MESSAGE_BYTES each,
+# whatever the kernel prints.
+RECEIVE_QUEUE_MESSAGES = 2
 # After the kernel's reply, how long the grader waits for the "idle" status with nothing arriving on
 # the output channel (a flood can make the kernel drop output messages, that one included).
 IDLE_GRACE_S = 2.0
+LOST_OUTPUT = (
+    "the grader did not receive the end of this cell's output: a message over its bound, or output dropped "
+    "while the kernel printed faster than it could be read"
+)
 PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 
 
@@ -195,7 +200,10 @@ class HeadTail:
         if len(self.head) < self.keep:
             room = self.keep - len(self.head)
             self.head, text = self.head + text[:room], text[room:]
-        if text:
+        if len(text) >= self.keep:  # a long message: keep its end, never a copy of all of it
+            self.cut += len(self.tail) + len(text) - self.keep
+            self.tail = text[-self.keep :]
+        elif text:
             joined = self.tail + text
             self.cut += max(0, len(joined) - self.keep)
             self.tail = joined[-self.keep :]
@@ -336,7 +344,10 @@ class Kernel:
         try:
             while not (idle and reply is not None):
                 if reply is not None and time.monotonic() - heard > IDLE_GRACE_S:
-                    break  # replied, and the output channel is quiet: its "idle" was dropped in a flood
+                    # Replied, and the output channel is quiet: its "idle" was lost (a message over the
+                    # bound, or dropped in a flood), and output may have been lost with it.
+                    stdout.add(f"\n[{LOST_OUTPUT}]\n")
+                    break
                 if time.monotonic() > deadline:
                     self.sweep()
                     return CellResult("timeout", stdout.text())

@@ -5,9 +5,12 @@ backpropagation through the library's RK4 solve on the same steps (task 2).
 Task 3 (flat memory) is of the weaker, *observed* kind: the grader measures
 the peak memory of forward + backward itself, through the learner's
 ``LearnerAdjoint`` and through plain backprop, at step counts drawn per run,
-in a fresh sandboxed process that runs the learner's answers (so code there
-could distort the measurement), and the learner's ``peak_bytes`` must agree
-with that measurement.
+in a fresh sandbox that runs the learner's answers, reading every process
+of it (:class:`nodecourse.course.grading_kernel.TreeMemory`: a forked decoy or
+a short-lived child only adds), and the learner's ``peak_bytes`` must agree
+with that measurement. Flat is not enough: the adjoint at the larger size
+must hold less than backprop at the smaller (memory padded at the small size
+looks flat too).
 """
 
 from __future__ import annotations
@@ -288,11 +291,21 @@ def memory_judge(answer, ref) -> None:
         own = outside  # the flatness is decided on what the grader measured from outside the kernel
     grow_back = own[False, b] - own[False, a]
     grow_adj = own[True, b] - own[True, a]
+    sizes = (
+        f"MiB at {a} / {b} steps: adjoint {own[True, a] / MIB:.1f} / {own[True, b] / MIB:.1f}, backprop "
+        f"{own[False, a] / MIB:.1f} / {own[False, b] / MIB:.1f}"
+    )
     if not (own[False, b] >= 2 * own[False, a] and grow_adj < 0.1 * grow_back):
         raise Wrong(
-            f"MiB at {a} / {b} steps: adjoint {own[True, a] / MIB:.1f} / {own[True, b] / MIB:.1f}, backprop "
-            f"{own[False, a] / MIB:.1f} / {own[False, b] / MIB:.1f}: the adjoint's memory is not flat; likely "
+            f"{sizes}: the adjoint's memory is not flat; likely "
             "cause: LearnerAdjoint keeps a graph (forward must solve under torch.no_grad())"
+        )
+    # Flat is not enough: memory allocated at the small size to match the large one is flat too. The
+    # adjoint holds one step's graph at a time, so at the large size it stays below backprop at the small.
+    if not own[True, b] < own[False, a]:
+        raise Wrong(
+            f"{sizes}: the adjoint at {b} steps holds more than backprop at {a} steps; likely cause: "
+            "LearnerAdjoint keeps more than one step's graph at a time (or allocates memory it does not need)"
         )
 
 
@@ -325,9 +338,10 @@ TASKS = (
         memory_judge,
         after=("learner-adjoint",),
         hints=NO_GRAD_HINTS,
-        observed="peak memory exists only in the process that runs the learner's code: the grader reads that "
-        "process's peak resident memory itself, from outside the sandbox (/proc/<pid>/status), around "
-        "runs at step counts drawn per run; code there could still distort what it allocates",
+        observed="peak memory exists only in the processes that run the learner's code: the grader reads the "
+        "peak resident memory of every process of the sandbox itself, from outside it (/proc/<pid>/status, "
+        "summed; children that exit in between counted by their page faults), around runs at step counts "
+        "drawn per run; code there can only add to what it measures",
         measure_keys=memory_keys,
         measure=memory_measure,
         # 16 peak-memory measurements per seed (about 6 s) and only 5 distinct draws: 200 seeds measure
