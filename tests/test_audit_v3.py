@@ -160,6 +160,7 @@ def test_a_deq_that_fails_at_deployment_gets_sentences_that_compare():
 # --- the route the model trains with ----------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_model_that_trains_through_a_wrong_adjoint_gets_a_step_5_problem():
     model, _, test, _, report = _audit(O.build_train_eval_switch)
     route = report.model["training_route"]
