@@ -194,7 +194,13 @@ def test_the_solution_passes_on_its_evaluations(seed):
 def test_picard_with_a_wound_back_counter_fails():
     verdict = _judge(PICARD_WOUND_BACK, 0)
     assert not verdict.passed
-    assert "evaluation 3 of f is not an Anderson step" in verdict.detail, verdict.detail
+    assert "reported 1 evaluations but called f" in verdict.detail, verdict.detail
+    honest_count = PICARD_WOUND_BACK.replace(
+        "return x, 1",
+        "return x, len(next(c.cell_contents for c in f.__closure__ if isinstance(c.cell_contents, list)))",
+    )
+    verdict = _judge(honest_count, 0)  # the count made to agree with the record: the steps still tell
+    assert not verdict.passed and "evaluation 3 of f is not an Anderson step" in verdict.detail, verdict.detail
 
 
 def test_a_forged_short_trace_fails():

@@ -199,6 +199,8 @@ def anderson_judge(answer, ref) -> None:
     z0 = array(ref["z0"], "z0")
     if max_diff(points[0], z0) > 0:
         raise Wrong("the first evaluation of f is not at z0: start the iteration from the z0 given")
+    if n != len(points):
+        raise Wrong(f"anderson reported {n} evaluations but called f {len(points)} times: report every evaluation")
     A, b = array(ref["A"], "A"), array(ref["b"], "b")
     distinct = [p for k, p in enumerate(points) if k == 0 or max_diff(p, points[k - 1]) > 0]
     replayed = replay_failure(A, b, distinct)
@@ -214,8 +216,6 @@ def anderson_judge(answer, ref) -> None:
             f"after {len(points)} evaluations the last point's residual |f(z) - z| / |f(z)| is {residual:.1e} "
             f"(tol {TOL:g}): the iteration stopped before converging"
         )
-    if n != len(points):
-        raise Wrong(f"anderson returned n={n} but evaluated f {len(points)} times: return the evaluations made")
     err = float(np.linalg.norm(z - z_star) / np.linalg.norm(z_star))
     if not err < 1e-5:
         raise Wrong(f"relative error {err:.1e} to the exact fixed point after {len(points)} evaluations")
