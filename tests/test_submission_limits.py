@@ -43,6 +43,7 @@ def _watched(code: str, **limits) -> subprocess.CompletedProcess:
         written_mb=limits.get("written_mb"),
         processes=limits.get("processes"),
         cpu_s=limits.get("cpu_s"),
+        shared_mb=limits.get("shared_mb"),
         host=tuple(str(h) for h in host),
     )
     return subprocess.run(
@@ -129,6 +130,12 @@ def test_bytes_written_in_a_shared_folder_are_limited_in_total_not_per_file(tmp_
     assert _watched(WRITES.format(folder=other), written_mb=64, host=[other]).returncode == 0
 
 
+def test_a_folder_shared_with_the_host_holds_little_whatever_the_total_allows(tmp_path):
+    res = _watched(WRITES.format(folder=tmp_path), written_mb=1000, shared_mb=8, host=[tmp_path])
+    assert res.returncode == EXIT_CODES["shared"], res
+    assert "over its limit on bytes written in the folder it shares with the grader" in res.stderr
+
+
 BURN = """
 import os
 for i in range(2):
@@ -176,6 +183,7 @@ def test_the_sandbox_runs_under_the_watcher_with_a_user_namespace_of_its_own(tmp
     for flag, value in (("--processes", "9"), ("--cpu-s", "7"), ("--memory-mb", "300"), ("--written-mb", "40")):
         assert watcher[watcher.index(flag) + 1] == value
     assert watcher[watcher.index("--host") + 1] == str(tmp_path)  # the shared folder's bytes count
+    assert watcher[watcher.index("--shared-mb") + 1] == str(submission_limits.SHARED_MB)
     inside = [watcher[i + 1] for i, a in enumerate(watcher) if a == "--inside"]
     assert inside == ["/tmp", "/dev/shm", sandbox.HOME]
     user = argv.index("--unshare-user")
@@ -241,7 +249,7 @@ def test_a_limit_hit_is_a_named_failure_a_note_and_a_gradebook_column(monkeypatc
     )
     outcomes, notes = runner.run()
     assert outcomes[1]["reason"] == (
-        "the submission went over its limit on processes (12 at once) while this cell ran: "
+        "the submission went over its limit on processes (12 at once), seen while this cell ran: "
         "every process it ran was ended"
     )
     assert outcomes[1]["limit"] == "processes" and outcomes[2]["outcome"] == "passed"  # replayed, graded on

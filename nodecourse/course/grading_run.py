@@ -217,8 +217,8 @@ class Runner:
             if limit not in self.hits:
                 self.hits.append(limit)
             outcome["reason"] = (
-                f"{prefix}the submission went over its limit on {(self.limits or Limits()).describe(limit)} "
-                f"while {what} ran: every process it ran was ended"
+                f"{prefix}the submission went over its limit on {(self.limits or Limits()).describe(limit)}, "
+                f"seen while {what} ran: every process it ran was ended"
             )
             outcome["limit"] = limit
         return outcome

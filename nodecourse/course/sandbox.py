@@ -127,26 +127,28 @@ class Limits:
     def watcher(self, inside: Sequence[str] = (), host: Sequence[Path] = ()) -> list[str]:
         """The prefix that runs a command under the watcher of the submission's whole limits:
         ``inside``, the sandbox's writable in-memory folders; ``host``, host folders it can write."""
-        from nodecourse.course.submission_limits import watcher_argv
+        from nodecourse.course.submission_limits import SHARED_MB, watcher_argv
 
         return watcher_argv(
             memory_mb=self.total_memory_mb or self.memory_mb,
             written_mb=self.total_written_mb,
             processes=self.processes,
             cpu_s=self.cpu_s,
+            shared_mb=SHARED_MB if host else None,
             inside=tuple(inside),
             host=tuple(str(h) for h in host),
         )
 
     def describe(self, limit: str) -> str:
         """A limit of the whole submission by name (a key of ``submission_limits.EXIT_CODES``), with its value."""
-        from nodecourse.course.submission_limits import WHAT
+        from nodecourse.course.submission_limits import SHARED_MB, WHAT
 
         value = {
             "memory": f"{self.total_memory_mb or self.memory_mb} MB",
             "written": f"{self.total_written_mb} MB",
             "processes": f"{self.processes} at once",
             "cpu": f"{self.cpu_s:g} s",
+            "shared": f"{SHARED_MB} MB: the connection folder holds sockets, not files",
         }[limit]
         return f"{WHAT[limit]} ({value})"
 
@@ -388,6 +390,5 @@ def wrap(
         (home / "ipython").mkdir(parents=True, exist_ok=True)
         full.update({"HOME": str(home), "IPYTHONDIR": str(home / "ipython")})
     # Without a sandbox the watcher still bounds memory, processes and CPU time, and the bytes in
-    # the folders the grader made for the kernel (it can write elsewhere too: self-study only).
-    watched = [*shared_dirs, *([home] if home is not None else [])]
-    return [*limits.watcher(host=watched), *limits.prlimit(), *command], full
+    # the connection folder (the kernel can write elsewhere too: self-study only).
+    return [*limits.watcher(host=shared_dirs), *limits.prlimit(), *command], full

@@ -20,7 +20,8 @@ every process of the submission stays its descendant), and every :data:`TICK_S` 
   children (``/proc/<pid>/stat``), plus what it reaped itself (``wait4``);
 - **bytes written**: the space used in the sandbox's in-memory folders (``statvfs`` of
   ``/proc/<pid>/root/<folder>`` of a process inside) plus the disk space of the files in the host
-  folders it shares (the kernel's connection folder: it needs sockets there, not files).
+  folders it shares (the kernel's connection folder), and those host folders alone, which are on
+  the host's disk and need to hold sockets, not files, at most :data:`SHARED_MB`.
 
 When one goes over, it kills every descendant (SIGKILL; in a PID namespace the kill of its init
 ends all of them), writes one line on stderr and exits with that limit's code
@@ -54,14 +55,16 @@ TICK_S = 0.04  # seconds between two readings of /proc (a reading costs about a 
 MAX_NOTEBOOK_BYTES = 64 * 2**20  # a notebook file larger than this is refused before it is parsed
 
 # Exit codes of the watcher when it ended the submission, by limit (unused by Python, bash and bwrap).
-EXIT_CODES = {"memory": 91, "written": 92, "processes": 93, "cpu": 94}
+EXIT_CODES = {"memory": 91, "written": 92, "processes": 93, "cpu": 94, "shared": 95}
+SHARED_MB = 16  # what the folders shared with the host may hold: the connection folder needs sockets, not files
 WHAT = {
     "memory": "memory of all its processes",
     "written": "bytes written",
+    "shared": "bytes written in the folder it shares with the grader",
     "processes": "processes",
     "cpu": "CPU time",
 }
-UNITS = {"memory": "MB", "written": "MB", "processes": "", "cpu": "s"}
+UNITS = {"memory": "MB", "written": "MB", "processes": "", "cpu": "s", "shared": "MB"}
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -199,12 +202,14 @@ class Watcher:
         written_mb: float | None = None,
         processes: int | None = None,
         cpu_s: float | None = None,
+        shared_mb: float | None = None,
         inside: tuple[str, ...] = (),
         host: tuple[str, ...] = (),
     ):
         self.command, self.inside, self.host = command, inside, host
         self.limits = {
             "memory": memory_mb,
+            "shared": shared_mb,
             "written": written_mb,
             "processes": processes,
             "cpu": cpu_s,
@@ -229,14 +234,14 @@ class Watcher:
                 return f"/proc/{pid}/root"
         return None
 
-    def _written(self, tree: list[int], stop_at: float) -> int:
-        total = 0
-        root = self._root_inside(tree) if self.inside else None
-        if root is not None:
-            total += sum(used_bytes(root + folder) for folder in self.inside)
+    def _written(self, tree: list[int], stop_at: float) -> tuple[int, int]:
+        """Bytes in the sandbox's in-memory folders and in the host folders, (both, host's alone)."""
+        shared = 0
         for folder in self.host:
-            total += folder_bytes(folder, stop_at - total)
-        return total
+            shared += folder_bytes(folder, stop_at - shared)
+        root = self._root_inside(tree) if self.inside else None
+        inside = sum(used_bytes(root + folder) for folder in self.inside) if root is not None else 0
+        return inside + shared, shared
 
     def reading(self) -> dict[str, float]:
         """One reading of every limited quantity (memory and written in MB, CPU in seconds)."""
@@ -244,8 +249,10 @@ class Watcher:
         seen: dict[str, float] = {"processes": len(tree)}
         if self.limits["cpu"] is not None:
             seen["cpu"] = self.reaped_cpu + sum(cpu_seconds(p) for p in tree)
-        if self.limits["written"] is not None:
-            seen["written"] = self._written(tree, self.limits["written"] * 2**20) / 2**20
+        if self.limits["written"] is not None or self.limits["shared"] is not None:
+            stop_at = max(self.limits["written"] or 0, self.limits["shared"] or 0) * 2**20
+            both, shared = self._written(tree, stop_at)
+            seen["written"], seen["shared"] = both / 2**20, shared / 2**20
         if self.limits["memory"] is not None:
             # The resident sizes summed bound the proportional ones from above and cost a hundredth of
             # them to read (smaps_rollup walks every mapping: ~10 ms for a kernel that imported torch).
@@ -369,6 +376,7 @@ def watcher_argv(
     written_mb: float | None,
     processes: int | None,
     cpu_s: float | None,
+    shared_mb: float | None = None,
     inside: tuple[str, ...] = (),
     host: tuple[str, ...] = (),
 ) -> list[str]:
@@ -379,6 +387,7 @@ def watcher_argv(
         ("--written-mb", written_mb),
         ("--processes", processes),
         ("--cpu-s", cpu_s),
+        ("--shared-mb", shared_mb),
     ):
         if value is not None:
             argv += [flag, str(value)]
@@ -395,6 +404,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--written-mb", type=float)
     parser.add_argument("--processes", type=int)
     parser.add_argument("--cpu-s", type=float)
+    parser.add_argument("--shared-mb", type=float)
     parser.add_argument("--inside", action="append", default=[], help="a folder inside the sandbox it can write")
     parser.add_argument("--host", action="append", default=[], help="a host folder it can write")
     parser.add_argument("command", nargs=argparse.REMAINDER)
@@ -409,6 +419,7 @@ def main(argv: list[str] | None = None) -> int:
         written_mb=args.written_mb,
         processes=args.processes,
         cpu_s=args.cpu_s,
+        shared_mb=args.shared_mb,
         inside=tuple(args.inside),
         host=tuple(args.host),
     ).run()
