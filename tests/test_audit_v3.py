@@ -200,6 +200,8 @@ def test_a_torchcde_model_whose_reference_is_noisier_than_the_threshold_is_not_m
     assert s5.data["fd_noise"] > s5.data["ok_threshold"]
     assert s5.verdict == "not measured" and "not measured (reference noise" in s5.summary
     assert any("reference noise" in r for r in s5.reasons) and "errs by" not in s5.summary
+    # the longer horizon runs the spline past its data, and says so
+    assert "extrapolated beyond its last observation" in report.step(4).summary
 
 
 # --- noise against the task's own sensitivity ------------------------------------------------------

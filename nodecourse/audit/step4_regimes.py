@@ -6,6 +6,8 @@
   For a **trajectory** (output on a grid of more than two times) the longer horizon is defined as the
   grid stretched ``horizon_factor`` times: the work per pass and the largest ``|state|`` are measured
   against the trained grid's, and quality is *not measured* (the targets exist on the trained grid only).
+  A torchcde solve's horizon is its control path's: past the data the path is the interpolation
+  extrapolated, and the sentence says so.
 - **stiffness along trajectories**, per solve: the eigenvalues ``λ`` of ``∂f/∂z`` at states the
   solver visited on test inputs. Stiffness is about *contracting* modes: ``-min Re λ × horizon``
   (what the verdict reads) bounds the steps an explicit solver needs for stability alone.
@@ -387,7 +389,9 @@ def _summary(metric, unit, regimes, noise, horizon, stiffs, shift) -> str:
     if horizon.get("measured") and horizon.get("quality_measured", True):
         parts.append(
             f"{horizon['regime']}: {metric.fmt(horizon['quality'])} at {horizon['work_per_pass']:.3g} {unit} "
-            f"per pass ({horizon['failed_rows']} rows failed)"
+            f"per pass ({horizon['failed_rows']} rows failed"
+            + (f"; {horizon['extrapolated']}" if horizon.get("extrapolated") else "")
+            + ")"
         )
     elif horizon.get("measured"):
         parts.append(
@@ -457,6 +461,12 @@ def _longer_horizon(ctx, clean, y, key, unit, n_chunks, regimes, warnings) -> di
         "errors": sorted(set(r.errors)),
         "solves": [c.path for c in changed],
     }
+    paths = [c.path for c in changed if is_observed(c) and _is_controlled(c)]
+    if paths:  # a CDE's grid is its control path's: past the data the path is the spline's extrapolation
+        out["extrapolated"] = (
+            f"past the data the control path is torchcde's interpolation extrapolated beyond its last "
+            f"observation ({', '.join(paths)})"
+        )
     if trajectory:
         sites = [c.path for c in changed if getattr(c, "trajectory", False)]
         out.update(
@@ -477,6 +487,11 @@ def _longer_horizon(ctx, clean, y, key, unit, n_chunks, regimes, warnings) -> di
             f"{clean.failed_rows} at the trained horizon"
         )
     return out
+
+
+def _is_controlled(core) -> bool:
+    """A solve whose field is torchcde's (a controlled differential equation driven by a path)."""
+    return type(core.call.func).__module__.split(".")[0] == "torchcde"
 
 
 def _regime_figure(metric, unit, regimes):
