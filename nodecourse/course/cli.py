@@ -317,6 +317,12 @@ def run_check(args: argparse.Namespace) -> int:
     return 0 if all(i.ok for i in items if i.essential) else 1
 
 
+def _is_packaged_course(solutions: Path) -> bool:
+    """Whether ``solutions`` is the folder beside this package (an editable install's course)."""
+    package_root = Path(__file__).resolve().parents[2]
+    return solutions.resolve() == (package_root / "solutions").resolve()
+
+
 def run_build(args: argparse.Namespace) -> int:
     from nodecourse.course import exercise_builder as eb
 
@@ -336,6 +342,12 @@ def run_build(args: argparse.Namespace) -> int:
         print(f"no solution notebooks in {solutions}")
     if args.check:
         return 0 if report.up_to_date else 1
+    if not args.names and _is_packaged_course(solutions):
+        # The grader's shipped copy of the exercises (for a course copy without solutions/) follows the
+        # package's own solutions; a build of another course or of some names leaves it as it is.
+        from nodecourse.course.references import write_handout
+
+        print(f"wrote {write_handout(solutions)}")
     return 1 if report.kept else 0  # a learner's notebook was left as it is: say so in the status
 
 

@@ -36,8 +36,10 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import secrets
 import sys
+import traceback
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Sequence
@@ -553,6 +555,16 @@ def main(
             )
         except GradingError as exc:
             print(f"error: {escape(nb)}: {escape(exc)}", file=sys.stderr)
+            failed_to_grade = True
+            continue
+        except Exception as exc:  # a grader fault on one notebook never stops the grading of the next
+            if os.environ.get("NODECOURSE_TRACEBACK") == "1":
+                traceback.print_exc()
+            print(
+                f"error: {escape(nb)}: the grader failed on this notebook ({type(exc).__name__}: {escape(exc)}); "
+                "it is not graded, the others are; NODECOURSE_TRACEBACK=1 prints the traceback",
+                file=sys.stderr,
+            )
             failed_to_grade = True
             continue
         notes = [w[len("note: ") :] for w in warnings if w.startswith("note: ")]
