@@ -230,6 +230,8 @@ def test_every_test_dependency_is_used():
         "torchode": "torchode",
         "playwright": "playwright",
         "ruff": "bin/ruff check",
+        "torchcde": "import torchcde",
+        "torchsde": "import torchsde",
     }
     sources = "\n".join(
         p.read_text()
