@@ -32,13 +32,23 @@ def test_lesson_4s_setting_is_one_torchdiffeq_also_passes():
     assert row.theirs == "ok" and row.ours == "ok" and row.ours_error < 1e-3
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known miss (issue 38): float32, rotated, rtol 1e-3, atol 1e-20: the parameter-gradient entry "
-    "dL/dlam starts at 0 and its slope is float32 rounding noise, so no step passes a 1e-20 atol and the "
-    "backward solve ends MAX_STEPS; torchdiffeq's passes (its float32 time grid forces larger steps). "
-    "adjoint_options={'atol': 1e-12} or {'norm': 'seminorm'} succeed (measured)",
-)
-def test_known_float32_miss():
+def test_float32_backward_solve_starts_from_a_step_float32_resolves():
+    # float32, rotated, rtol 1e-3, atol 1e-20: the parameter-gradient entries start at 0, so the first-step
+    # guess of the backward solve is ~1e-17; raised only to 100 float64 ulps of t = 0.5 (1e-14, a step that
+    # does not move float32's t), the solve never grew out of it (the dL/dlam entry's error estimate is
+    # float32 noise over increments of h * slope) and ended MAX_STEPS; 100 float32 ulps (6e-6) succeed
     row = measure("decay-10-rotated", "float32", 1e-3, 1e-20, 0.5, max_steps=2_000)
+    assert row.theirs == "ok" and row.ours == "ok", row.ours_note
     assert judge(row) == "", judge(row)
+
+
+def test_first_step_floor_is_in_the_states_dtype_and_unchanged_in_float64():
+    import math
+
+    import torch
+
+    from nodecourse.solvers.control import FIRST_STEP_ULPS, resolvable_step
+
+    assert resolvable_step(0.5, torch.float64) == FIRST_STEP_ULPS * math.ulp(0.5)  # float64 solves: as before
+    assert resolvable_step(0.5, torch.float32) == FIRST_STEP_ULPS * 2.0**-24  # float32's spacing at 0.5
+    assert resolvable_step(0.0, torch.float32) == 0.0

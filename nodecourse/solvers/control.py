@@ -44,7 +44,11 @@ TINY_STEP = 1e-300
 #: adjoint ``a`` and the parameter gradients of a backward solve, ``atol=1e-20``) has a scale of ``atol``,
 #: so Hairer's estimate ``0.01 * |y0| / |f0|`` comes out near ``1e-18``, below ``4 ulp(t0)`` for any
 #: ``t0`` away from 0, and the solve ended STEP_UNDERFLOW before trying one step (steps of that size and
-#: larger have error ratios near 1e-13 there).
+#: larger have error ratios near 1e-13 there). The ulps are those of the state's dtype, the dtype ``func``
+#: receives ``t`` in: in float32 a step below them does not move the time ``func`` sees, and the backward
+#: solve of a float32 adjoint (rotated decay, rtol 1e-3, atol 1e-20) that started there never left: the
+#: parameter-gradient entries' error estimates, float32 rounding noise over increments of ``h * slope``,
+#: rejected every larger step until MAX_STEPS.
 FIRST_STEP_ULPS = 100
 
 
@@ -61,10 +65,20 @@ def _plain(x: torch.Tensor) -> torch.Tensor:
     return x.detach() if x.requires_grad else x
 
 
-def resolvable_step(t0: float) -> float:
+def resolvable_step(t0: float, dtype: torch.dtype = torch.float64) -> float:
     """The smallest first step the initial-step estimate may propose at time ``t0``:
-    ``FIRST_STEP_ULPS`` ulps of ``t0`` (0 at ``t0 = 0``, where any positive step resolves)."""
-    return FIRST_STEP_ULPS * math.ulp(abs(t0)) if t0 != 0 else 0.0
+    ``FIRST_STEP_ULPS`` ulps of ``t0`` in ``dtype`` (the state's, in which ``func`` receives ``t``;
+    float64 ulps for float64 and wider), 0 at ``t0 = 0``, where any positive step resolves."""
+    if t0 == 0:
+        return 0.0
+    return FIRST_STEP_ULPS * max(math.ulp(abs(t0)), _ulp_in(abs(t0), dtype))
+
+
+def _ulp_in(x: float, dtype: torch.dtype) -> float:
+    """The spacing of ``dtype``'s numbers at ``x > 0`` (normal range): ``eps * 2**floor(log2 x)``."""
+    if not dtype.is_floating_point:
+        return 0.0
+    return torch.finfo(dtype).eps * 2.0 ** (math.frexp(x)[1] - 1)
 
 
 def rms(x: torch.Tensor) -> torch.Tensor:
@@ -190,7 +204,7 @@ class StepControl:
         h = min(100 * h0, h1)
         if not math.isfinite(h) or h <= 0:
             h = 1e-6
-        return self.clip(max(h, resolvable_step(t0))), 1
+        return self.clip(max(h, resolvable_step(t0, y0.dtype))), 1
 
     def propose(self, t: float, h: float, target: float) -> tuple[float, float]:
         """``(h_use, t_new)``: ``h`` or, when it reaches ``target``, exactly the rest.
