@@ -601,3 +601,82 @@ class FixedStepRK4(nn.Module):
     def forward(self, x):
         t = torch.tensor([0.0, 1.0])
         return self.head(odeint(self.func, x, t, method="rk4", options=dict(step_size=0.25))[-1])
+
+
+# --- bouncing_ball.py: a solve with an event (odeint_event) ----------------------------------------
+
+
+class BallField(nn.Module):
+    """Gravity and a learned drag on ``(pos, vel, log_radius)``: a module, so ``odeint_adjoint`` finds
+    its parameters."""
+
+    def __init__(self, gravity=9.8):
+        super().__init__()
+        self.gravity = nn.Parameter(torch.as_tensor([gravity]))
+        self.drag = nn.Linear(1, 1)
+        nn.init.zeros_(self.drag.weight), nn.init.zeros_(self.drag.bias)  # free fall at the start
+
+    def forward(self, t, state):
+        pos, vel, log_radius = state
+        return vel, -self.gravity - self.drag(vel), torch.zeros_like(log_radius)
+
+
+class BouncingBall(nn.Module):
+    """torchdiffeq's bouncing_ball.py, shrunk: the state ``(pos, vel, log_radius)``, a learned drag,
+    the field a module (:class:`BallField`), the event "the ball touches the ground" (``pos - radius``
+    crosses zero), found by ``torchdiffeq.odeint_event`` with ``odeint_interface=self.odeint`` (``odeint`` or
+    ``odeint_adjoint``, held as an attribute, as the example holds it; ``None``: the default interface,
+    bound when torchdiffeq was imported). Each row of ``x`` is ``(height, velocity)``; the output is
+    ``(landing time, landing speed)``, each row solved on its own (the event is one scalar)."""
+
+    def __init__(self, radius=0.2, gravity=9.8, adjoint=False, interface="attribute"):
+        super().__init__()
+        self.dynamics = BallField(gravity)
+        self.log_radius = nn.Parameter(torch.log(torch.as_tensor([radius])))
+        self.odeint = odeint_adjoint if adjoint else odeint
+        self.interface = interface
+
+    def forward(self, x):
+        out = []
+        for row in x:
+            state = (row[:1], row[1:2], self.log_radius)
+            t0 = torch.tensor([0.0])
+            kwargs = dict(event_fn=self.event_fn, reverse_time=False, atol=1e-8, rtol=1e-8)
+            if self.interface == "attribute":
+                kwargs["odeint_interface"] = self.odeint
+            event_t, solution = torchdiffeq.odeint_event(self.dynamics, state, t0, **kwargs)
+            out.append(torch.cat([event_t.reshape(1), solution[1][-1].abs()]))
+        return torch.stack(out)
+
+    def event_fn(self, t, state):
+        pos, _, log_radius = state  # positive in the air, negative in the ground
+        return (pos - torch.exp(log_radius)).sum()
+
+
+class FallingBallByOdeint(BouncingBall):
+    """The same fall solved by ``odeint(..., event_fn=...)`` directly, which returns ``(event_t, solution)``."""
+
+    def forward(self, x):
+        out = []
+        for row in x:
+            state = (row[:1], row[1:2], self.log_radius)
+            t = torch.tensor([0.0, 10.0])
+            event_t, solution = self.odeint(self.dynamics, state, t, event_fn=self.event_fn, atol=1e-8, rtol=1e-8)
+            out.append(torch.cat([event_t.reshape(1), solution[1][-1].abs()]))
+        return torch.stack(out)
+
+
+def landing(x: torch.Tensor, radius=0.2, gravity=9.8) -> torch.Tensor:
+    """Free fall's landing time and speed from ``(height, velocity)`` rows, by hand."""
+    h, v = x[:, 0], x[:, 1]
+    speed = torch.sqrt(v**2 + 2 * gravity * (h - radius))
+    return torch.stack([(v + speed) / gravity, speed], dim=1)
+
+
+def build_bouncing_ball(n: int = 12, seed: int = 0, cls=BouncingBall, **kwargs):
+    g = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    x = torch.stack([1.0 + 4.0 * torch.rand(n, generator=g), torch.randn(n, generator=g)], dim=1)
+    y = landing(x)
+    half = n // 2
+    return cls(**kwargs), (x[:half], y[:half]), (x[half:], y[half:]), "regression"

@@ -28,6 +28,15 @@ A failure of the hook's own bookkeeping (reading the call's arguments or its out
 Known libraries the audit cannot measure (torchsde's SDE solves) are recorded when called
 (:attr:`SolveHook.unsupported`) so the audit can refuse them by name.
 
+A solve with events (``odeint(..., event_fn=...)`` of torchdiffeq or of the library, and either's
+``odeint_event``, whatever ``odeint_interface`` it is given, its default bound at definition
+included) is refused when called, with :class:`EventSolveError` naming events, the solve and what the
+audit would need: the ``odeint_event`` entries are wrapped themselves, so the refusal does not depend
+on which interface they call, and so are the event searches (torchdiffeq's solvers'
+``integrate_until_event``, patched on the classes, and the library's), so an event solve through a
+name the entry points' patches do not reach (``self.odeint = odeint`` set before the audit) is
+refused too.
+
 :attr:`SolveHook.overrides` changes a solve's calls: ``rtol``, ``atol``,
 ``method``, ``step_size``, ``horizon`` (the grid stretched about its first time), ``route``
 (``"backprop"``: torchdiffeq's ``odeint``; ``"adjoint"``: its ``odeint_adjoint``), for a DEQ ``tol``,
@@ -70,6 +79,26 @@ UNSUPPORTED_ENTRIES = {"torchsde": ("sdeint", "sdeint_adjoint")}
 
 class HookError(RuntimeError):
     """The audit's own observation of a solve failed (not the model, not the data): names the solve."""
+
+
+class EventSolveError(HookError, TypeError):
+    """The model solves with events (``event_fn=``, ``odeint_event``): a form the audit refuses, by
+    name, with what it would need (raised when the solve is called, so never read as the data's). A
+    ``TypeError`` too, as the audit's other refusals of a model's form are: the command line prints it
+    as a refusal, not a crash."""
+
+
+#: What the audit would need to measure a solve with events; said in every :class:`EventSolveError`.
+EVENTS_NEED = (
+    "the audit does not measure solves with events: its steps change a solve's tolerance, method and "
+    "horizon and compare the outputs on a fixed grid, while an event solve ends at a time that moves "
+    "with every change; it would need the event time read as part of the solve's output (step 2: the "
+    "work up to the event, the event search included; step 3: the event time's change with the "
+    "tolerance beside the state's; step 4: a longer horizon does not apply, the event ends the solve; "
+    "step 5: the gradient through the event time, by the implicit function theorem, against a tight "
+    "reference), which it does not do. To audit the rest of the model, audit a version whose solve "
+    "runs to a fixed end time (the same field, no event_fn)"
+)
 
 
 FIXED_GRID = ("euler", "midpoint", "rk4", "heun2", "heun3", "explicit_adams", "implicit_adams", "fixed_adams")
@@ -208,9 +237,17 @@ class SolveHook:
             originals[id(tdq_adjoint)] = (tdq_adjoint, _ode_wrapper(tdq_adjoint, "torchdiffeq.odeint_adjoint"))
         except ImportError:  # torchdiffeq is not installed: nothing of it to observe
             pass
+        try:  # torchdiffeq's events (odeint_event came with 0.2.0)
+            from torchdiffeq._impl.odeint import odeint_event as tdq_event
+
+            originals[id(tdq_event)] = (tdq_event, _event_wrapper(tdq_event, "torchdiffeq.odeint_event"))
+        except ImportError:
+            pass
         from nodecourse.solvers.odeint import odeint as nc_odeint
+        from nodecourse.solvers.odeint import odeint_event as nc_event
 
         originals[id(nc_odeint)] = (nc_odeint, _ode_wrapper(nc_odeint, "nodecourse.odeint"))
+        originals[id(nc_event)] = (nc_event, _event_wrapper(nc_event, "nodecourse.odeint_event"))
         for lib, names in UNSUPPORTED_ENTRIES.items():
             module = sys.modules.get(lib)
             for name in names if module is not None else ():
@@ -228,6 +265,7 @@ class SolveHook:
                 if hit is not None and value is hit[0]:
                     self._patched.append((module, name, value))
                     setattr(module, name, hit[1])
+        self._patch_event_searches()
         if "torchdeq" in sys.modules:  # a model built with torchdeq has imported it
             from torchdeq.core import DEQBase
 
@@ -239,6 +277,33 @@ class SolveHook:
                     original = cls.__dict__["forward"]
                     self._patched.append((cls, "forward", original))
                     setattr(cls, "forward", _deq_wrapper(original))
+
+    def _patch_event_searches(self) -> None:
+        """The event searches themselves (torchdiffeq's solvers' ``integrate_until_event``, the
+        library's ``_solve_event``) refuse too: an event solve through a name the entry points' patches
+        do not reach (``self.odeint = odeint`` set before the audit) is found all the same."""
+        try:
+            from torchdiffeq._impl import solvers as tdq_solvers
+        except ImportError:  # torchdiffeq is not installed: no event search of its to watch
+            tdq_solvers = None
+        todo = [c for c in vars(tdq_solvers).values() if isinstance(c, type)] if tdq_solvers else []
+        seen: set = set()
+        while todo:
+            cls = todo.pop()
+            if cls in seen:
+                continue
+            seen.add(cls)
+            todo.extend(cls.__subclasses__())
+            original = cls.__dict__.get("integrate_until_event")
+            if callable(original):
+                self._patched.append((cls, "integrate_until_event", original))
+                setattr(cls, "integrate_until_event", _event_search_wrapper(original))
+        import importlib
+
+        nc_module = importlib.import_module("nodecourse.solvers.odeint")  # the module: its name is also the function's
+        original = nc_module._solve_event
+        self._patched.append((nc_module, "_solve_event", original))
+        setattr(nc_module, "_solve_event", _event_search_wrapper(original))
 
     def _uninstall(self) -> None:
         for owner, name, value in reversed(self._patched):
@@ -563,7 +628,90 @@ def _ode_wrapper(original, entry: str):
         site = _caller()
         if site[0].startswith(LIBRARY_CALLERS):
             return original(func, y0, t, **kwargs)
+        if kwargs.get("event_fn") is not None:
+            raise _event_refusal(entry, "event_fn=...", site)
         return hook.solve_ode(entry, original, site, func, y0, t, kwargs)
+
+    wrapper.__nodecourse_original__ = original
+    return wrapper
+
+
+def _event_refusal(entry: str, called_with: str, site) -> EventSolveError:
+    _, filename, line, qualname = site
+    return EventSolveError(
+        f"the audit's hook found a solve with events: {entry} at {_site(filename, line, qualname)}, "
+        f"called with {called_with}; " + EVENTS_NEED
+    )
+
+
+def _entry_name(fn) -> str:
+    """``module.name`` of a solver entry (``torchdiffeq._impl.adjoint.odeint_adjoint``), else its type."""
+    name = getattr(fn, "__qualname__", None)
+    return f"{getattr(fn, '__module__', '')}.{name}".lstrip(".") if name else type(fn).__name__
+
+
+def _event_wrapper(original, entry: str):
+    """``odeint_event`` (torchdiffeq's or the library's): refused when called from the user's code,
+    whatever ``odeint_interface`` it is given (its default is bound at definition, out of reach of
+    the entry points' patches)."""
+
+    @functools.wraps(original)
+    def wrapper(*args, **kwargs):
+        hook = _ACTIVE
+        if hook is None or hook.depth > 0:
+            return original(*args, **kwargs)
+        site = _caller()
+        if site[0].startswith(LIBRARY_CALLERS):
+            return original(*args, **kwargs)
+        interface = kwargs.get("odeint_interface")
+        bound = getattr(interface, "__nodecourse_original__", interface)
+        via = "its default odeint_interface" if interface is None else f"odeint_interface={_entry_name(bound)}"
+        raise _event_refusal(entry, f"event_fn=... and {via}", site)
+
+    wrapper.__nodecourse_original__ = original
+    return wrapper
+
+
+#: Event entries by the name of their function in a frame, the outermost named in a refusal.
+_EVENT_ENTRIES = (
+    ("torchdiffeq", "odeint_event", "torchdiffeq.odeint_event"),
+    ("nodecourse.solvers", "odeint_event", "nodecourse.odeint_event"),
+    ("torchdiffeq", "odeint_adjoint", "torchdiffeq.odeint_adjoint"),
+    ("torchdiffeq", "odeint", "torchdiffeq.odeint"),
+    ("nodecourse.solvers", "odeint", "nodecourse.odeint"),
+)
+# Frames passed over to find the user's call of an event search: the solvers' own (the library's too).
+_SEARCH_PASS = PASS_THROUGH + ("nodecourse.solvers",)
+
+
+def _event_search_wrapper(original):
+    """An event search (torchdiffeq's ``integrate_until_event``, the library's ``_solve_event``):
+    refused when the audit watches and the user's code (not a library block) started it; the entry
+    named is the outermost event entry on the stack."""
+
+    @functools.wraps(original)
+    def wrapper(*args, **kwargs):
+        hook = _ACTIVE
+        if hook is None or hook.depth > 0:
+            return original(*args, **kwargs)
+        frame, names = sys._getframe(1), []
+        while frame is not None:
+            module = frame.f_globals.get("__name__", "")
+            if not (module.startswith(_SEARCH_PASS) or module == "torch" or module == __name__):
+                break
+            names.append((module, frame.f_code.co_name))
+            frame = frame.f_back
+        site = ("", "?", 0, "?")
+        if frame is not None:
+            code = frame.f_code
+            site = (module, code.co_filename, frame.f_lineno, getattr(code, "co_qualname", code.co_name))
+        if site[0].startswith(LIBRARY_CALLERS):
+            return original(*args, **kwargs)
+        entry = next(
+            (e for lib, fn, e in _EVENT_ENTRIES if any(m.startswith(lib) and n == fn for m, n in names)),
+            "an event solve",
+        )
+        raise _event_refusal(entry, "event_fn=... (found by its event search)", site)
 
     wrapper.__nodecourse_original__ = original
     return wrapper
@@ -601,4 +749,14 @@ def active() -> "SolveHook | None":
     return _ACTIVE
 
 
-__all__ = ["FIXED_GRID", "HookError", "SolveCall", "SolveHook", "TORCHDIFFEQ_DEFAULTS", "active", "deq_unconverged"]
+__all__ = [
+    "EVENTS_NEED",
+    "EventSolveError",
+    "FIXED_GRID",
+    "HookError",
+    "SolveCall",
+    "SolveHook",
+    "TORCHDIFFEQ_DEFAULTS",
+    "active",
+    "deq_unconverged",
+]
