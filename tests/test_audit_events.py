@@ -139,6 +139,28 @@ def test_the_librarys_events_are_refused_by_name(how, entry, called_with):
     assert f"{entry} at {HERE}:{line} (CourseBall.forward), called with {called_with};" in text
 
 
+class EventsWhenTraining(O.BouncingBall):
+    """Events on the training route only: evaluated by a plain solve to a fixed time (a model that
+    picks its solve on ``self.training``)."""
+
+    def forward(self, x):
+        if self.training:
+            return super().forward(x)
+        state = (x[:, :1], x[:, 1:2], self.log_radius.expand(x.shape[0], 1))
+        _, vel, _ = odeint_fixed(self.dynamics, state, torch.tensor([0.0, 0.5]))
+        return torch.cat([vel[-1], vel[-1]], dim=1)
+
+
+def odeint_fixed(func, y0, t):
+    return torchdiffeq.odeint(func, y0, t, rtol=1e-6, atol=1e-6)
+
+
+def test_events_on_the_training_route_only_are_refused_not_passed_over():
+    _, train, test, task = O.build_bouncing_ball()
+    text = _refusal(EventsWhenTraining(), train, test, task)
+    assert "torchdiffeq.odeint_event at" in text and "(BouncingBall.forward)" in text
+
+
 def test_the_solvers_are_put_back_and_events_run_after_the_refusal():
     model, train, test, task = O.build_bouncing_ball(interface=None)
     originals = (torchdiffeq.odeint_event, torchdiffeq.odeint, nodecourse.odeint_event, nodecourse.odeint)

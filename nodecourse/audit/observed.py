@@ -22,7 +22,7 @@ from torch import nn
 
 from nodecourse.audit import inputs as I
 from nodecourse.audit.discovery import Core, CoreNotFoundError, module_cores, no_core_found
-from nodecourse.audit.hook import FIXED_GRID, SolveCall, SolveHook
+from nodecourse.audit.hook import FIXED_GRID, EventSolveError, SolveCall, SolveHook
 from nodecourse.audit.state import kept_as_found
 
 LABELS = {
@@ -163,6 +163,8 @@ def training_route(model: nn.Module, x, hook: SolveHook, deployed: list[Core]) -
     ``info``: ``{"same": bool, "differences": [sentences], "error": why it could not be watched}``."""
     try:
         seen = module_cores(model) + observe(model, x, hook, training=True)
+    except EventSolveError:  # a refusal of the training route's form (events): the audit stops on it
+        raise
     except Exception as exc:  # a user's model in train mode: whatever it raises, the eval route is judged
         why = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
         return None, {"same": None, "differences": [], "error": why}
