@@ -77,7 +77,7 @@ def test_regularization_findings_judge_the_analogue_beside_the_wikitext_figure()
     assert "fewer at all (the analogue's reading, which decides): holds" in md
     assert "shown beside it and deciding nothing): holds" in md
     assert f"{f.rho_end['without'].rho_mean:.2f} without and {f.rho_end['with'].rho_mean:.2f} with" in md
-    assert "It pushed f toward contraction" in md
+    assert "not judged by an interval), it pushed f toward contraction" in md
 
 
 def test_regularization_short_of_the_published_factor_does_not_hold_and_a_better_fit_is_named():

@@ -250,7 +250,8 @@ class GrowthFindings(Findings):
                 f"- ρ at the fixed point (mean over inputs, median over seeds) went from {sp[0].rho_mean:.2f} before "
                 f"training to {sp[-1].rho_mean:.2f} at the end; at the end the largest was {sp[-1].rho_max:.2f} and "
                 f"{sp[-1].frac_above_1:.0%} of the inputs had ρ ≥ 1 (medians over seeds), and {sp[-1].seeds_above_1} "
-                f"of {sp[-1].seeds} seeds had some input with ρ ≥ 1: training "
+                f"of {sp[-1].seeds} seeds had some input with ρ ≥ 1: on these medians (two medians compared, not "
+                f"judged by an interval) training "
                 + ("moved f away from contraction." if moved else "did not move f away from contraction.")
             )
         return "\n".join(rows)
@@ -416,7 +417,8 @@ class RegularizationFindings(Findings):
             f"published 12/30 = 0.4 (a WikiText-103 figure, shown beside it and deciding nothing): "
             f"{verdict_words(fw['by the published factor'])}. "
             f"The fit: test-MSE ratio {wo.text()} ({self.test_mse[0]:.3f} → {self.test_mse[1]:.3f}, medians), "
-            f"{fit}. It {'pushed' if pushed else 'did not push'} f toward contraction: ρ at the fixed point at "
+            f"{fit}. On the medians over {w.seeds} seeds (a comparison of two medians, not judged by an interval), "
+            f"it {'pushed' if pushed else 'did not push'} f toward contraction: ρ at the fixed point at "
             f"the end of training, mean over inputs {o.rho_mean:.2f} without and {w.rho_mean:.2f} with (largest "
             f"over inputs: {o.rho_max:.2f} vs {w.rho_max:.2f}; inputs with ρ ≥ 1: {o.frac_above_1:.0%} vs "
             f"{w.frac_above_1:.0%}; medians over seeds); {contractive}. The training-time figures (3.1x vs "
