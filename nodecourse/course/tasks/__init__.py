@@ -72,14 +72,15 @@ def spec_call(source: str) -> tuple[str, str] | None:
     return (match["ex"], match["check"]) if match else None
 
 
-def answer_text(exercise: str, check: str, seed: int, namespace: Mapping) -> str:
+def answer_text(exercise: str, check: str, seed: int, namespace: Mapping, *, scan: bool = True) -> str:
     """The learner's reply to one task on the inputs of ``seed``, in this process, through the same
     function the grader's kernel runs (:func:`nodecourse.course.tasks.kernel_side.answer`): JSON text
-    ``{"ok": true, "value": ...}`` or ``{"ok": false, "type": ..., "message": ...}``."""
+    ``{"ok": true, "value": ...}`` or ``{"ok": false, "type": ..., "message": ...}``. ``scan``: as in
+    :func:`nodecourse.course.tasks.kernel_side.disabled`."""
     from nodecourse.course.tasks import kernel_side
 
     task = get_task(exercise, check)
-    return kernel_side.answer(task.run, make_inputs(task, seed), task.library_answers, namespace)
+    return kernel_side.answer(task.run, make_inputs(task, seed), task.library_answers, namespace, scan=scan)
 
 
 def reference_text(exercise: str, checks, seed: int) -> str:

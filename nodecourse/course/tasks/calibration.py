@@ -363,18 +363,22 @@ def namespace(
     return ns
 
 
-def verdict(exercise: str, check: str, seed: int, ns: dict) -> Verdict:
-    """One check on one seed, split as the grader splits it: the learner's part, the reference, the judge."""
+def verdict(exercise: str, check: str, seed: int, ns: dict, *, scan: bool = True) -> Verdict:
+    """One check on one seed, split as the grader splits it: the learner's part, the reference, the judge.
+    ``scan=False``: the library's answers are disabled through their attributes only
+    (:func:`nodecourse.course.tasks.kernel_side.disabled`), for the seeds after the first."""
     task = tasks.get_task(exercise, check)
     reference = plain.decode(tasks.reference_text(exercise, [check], seed))[check]
-    return tasks.judge_texts(task, tasks.answer_text(exercise, check, seed, ns), reference)
+    return tasks.judge_texts(task, tasks.answer_text(exercise, check, seed, ns, scan=scan), reference)
 
 
 def failures(exercise: str, check: str, seeds: Iterable[int], ns: dict) -> list[tuple[int, str]]:
-    """``(seed, message)`` for each seed on which the answers in ``ns`` fail the check."""
+    """``(seed, message)`` for each seed on which the answers in ``ns`` fail the check. The first seed
+    searches every live object for the library's answers, as the grader does; the others reuse the
+    attributes (the same namespace, so the same functions)."""
     out = []
-    for seed in seeds:
-        v = verdict(exercise, check, seed, ns)
+    for i, seed in enumerate(seeds):
+        v = verdict(exercise, check, seed, ns, scan=i == 0)
         if not v.passed:
             out.append((seed, v.detail))
     return out
