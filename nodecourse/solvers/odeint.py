@@ -162,48 +162,25 @@ def odeint(
         )
     v.check_adjoint_option_keys(adjoint_options)
     options, step_size, max_steps = v.torchdiffeq_options(options, step_size, max_steps)
+    keywords = dict(  # the call as given, for the routes that re-enter odeint
+        method=method,
+        rtol=rtol,
+        atol=atol,
+        step_size=step_size,
+        max_steps=max_steps,
+        gradient=gradient,
+        throw=throw,
+        backend=backend,
+        per_sample=per_sample,
+        options=options,
+        adjoint_options=adjoint_options,
+        record_steps=record_steps,
+        on_step=on_step,
+    )
     if event_fn is not None:
-        return _solve_event(
-            func,
-            y0,
-            t,
-            event_fn,
-            dict(
-                method=method,
-                rtol=rtol,
-                atol=atol,
-                step_size=step_size,
-                max_steps=max_steps,
-                gradient=gradient,
-                throw=throw,
-                backend=backend,
-                per_sample=per_sample,
-                options=options,
-                adjoint_options=adjoint_options,
-                record_steps=record_steps,
-                on_step=on_step,
-            ),
-        )
+        return _solve_event(func, y0, t, event_fn, keywords)
     if is_tuple_state(y0):  # a state in parts (torchdiffeq's convention): flattened, solved, split back
-        return solve_tuple(
-            odeint,
-            func,
-            y0,
-            t,
-            method=method,
-            rtol=rtol,
-            atol=atol,
-            step_size=step_size,
-            max_steps=max_steps,
-            gradient=gradient,
-            throw=throw,
-            backend=backend,
-            per_sample=per_sample,
-            options=options,
-            adjoint_options=adjoint_options,
-            record_steps=record_steps,
-            on_step=on_step,
-        )
+        return solve_tuple(odeint, func, y0, t, **keywords)
     per_sample = v.check_flag("per_sample", per_sample)
     throw = v.check_flag("throw", throw)
     v.check_y0(y0, per_sample)
