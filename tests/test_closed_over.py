@@ -188,31 +188,60 @@ def test_on_step_drawing_random_numbers_does_not_shift_the_dropout_replay():
 
 
 class _Model(nn.Module):
-    """An encoder the solve never uses beside the dynamics it does."""
+    """An encoder the solve never uses beside the dynamics it does, and a layer it uses only after t = 0.5."""
 
     def __init__(self):
         super().__init__()
         torch.manual_seed(0)
         self.encoder = nn.Linear(2, 64).double()
         self.dynamics = nn.Linear(2, 2).double()
+        self.later = nn.Linear(2, 2).double()
 
 
 MODEL = _Model()
 
 
 @pytest.mark.parametrize("route, settings", ROUTES, ids=ROUTE_IDS)
-def test_a_global_models_unused_parameters_stay_out_of_the_solve(route, settings):
-    # `MODEL` is a global the field's code names: only the parameters the probe reaches join the solve
-    from nodecourse.solvers.gradient_run import field_parameters
+def test_a_global_models_unused_parameters_get_no_gradient_and_leave_the_norm_alone(route, settings):
+    # `MODEL` is a global the field's code names: the probe reaches only `dynamics`; the rest come last
+    from nodecourse.solvers.gradient_run import inspect_field
 
     def field(t, y):
         return torch.tanh(MODEL.dynamics(y))
 
-    found = {id(p) for p in field_parameters(field, Y0, T[0])}
-    assert found == {id(p) for p in MODEL.dynamics.parameters()}
+    deps, _ = inspect_field(field, Y0, T[0])
+    reached = deps.params[: len(deps.params) - deps.late]
+    assert {id(p) for p in reached} == {id(p) for p in MODEL.dynamics.parameters()}
     MODEL.zero_grad(set_to_none=True)
-    odeint(field, Y0, T, gradient=route, **settings).ys.sum().backward()
-    assert MODEL.encoder.weight.grad is None and MODEL.dynamics.weight.grad is not None
+    sol = odeint(field, Y0, T, gradient=route, **settings)
+    sol.ys.sum().backward()
+    assert MODEL.encoder.weight.grad is None and MODEL.later.weight.grad is None
+    assert MODEL.dynamics.weight.grad is not None
+    # the same dynamics alone: the encoder's (zero) channels change neither the gradient nor the backward work
+    alone = MODEL.dynamics
+    grad_before = alone.weight.grad.clone()
+    alone.zero_grad(set_to_none=True)
+    sol_alone = odeint(lambda t, y: torch.tanh(alone(y)), Y0, T, gradient=route, **settings)
+    sol_alone.ys.sum().backward()
+    torch.testing.assert_close(alone.weight.grad, grad_before, rtol=1e-12, atol=1e-14)
+    assert sol.stats["nfe_backward"] == sol_alone.stats["nfe_backward"]
+
+
+@pytest.mark.parametrize("route, settings", ROUTES, ids=ROUTE_IDS)
+def test_a_global_models_layer_used_only_late_gets_backprops_gradient(route, settings):
+    # the probe call at t = 0 never reaches MODEL.later: it is found as a parameter of the module the code names
+    def field(t, y):
+        return torch.tanh(MODEL.dynamics(y)) if float(t) <= 0.5 else torch.tanh(MODEL.later(y))
+
+    grads = {}
+    for gradient in ("backprop", route):
+        MODEL.zero_grad(set_to_none=True)
+        odeint(field, Y0, T, gradient=gradient, **settings).ys.sum().backward()
+        assert MODEL.encoder.weight.grad is None
+        grads[gradient] = (MODEL.dynamics.weight.grad, MODEL.later.weight.grad)
+    assert grads[route][1] is not None, "the layer used only late got no gradient"
+    for got, want in zip(grads[route], grads["backprop"]):
+        torch.testing.assert_close(got, want, **_close(route))
 
 
 FUNCTIONALS = {

@@ -96,7 +96,12 @@ class AugmentedDynamics:
 
 
 def augmented_norm_options(
-    options: dict | None, forward_options: dict | None, shape: torch.Size, *, seminorm: bool = False
+    options: dict | None,
+    forward_options: dict | None,
+    shape: torch.Size,
+    *,
+    seminorm: bool = False,
+    late_size: int = 0,
 ) -> dict | None:
     """The backward solve's ``options`` when they carry the forward solve's ``norm``: that norm is
     written for the state (shape ``S``), so the backward solve measures the augmented vector
@@ -108,10 +113,18 @@ def augmented_norm_options(
     or ``max(norm(z), norm(a))`` with the forward ``norm`` (torchdiffeq's construction). ``g`` is an
     integral that feeds nothing back into the dynamics, so its local error need not drive the step
     size; the steps it used to reject are saved (``stats["nfe_backward"]``).
+
+    ``late_size``: the last entries of ``g`` belong to the parameters of a module the field reaches
+    that its first evaluation did not (:attr:`~nodecourse.solvers.dependencies.Dependencies.late`:
+    usually an encoder beside the dynamics, all zeros); they are left out of the default norms, so
+    they neither dilute nor steer the step size. A norm given for the backward solve itself sees them.
     """
     norm = (options or {}).get("norm")
     forward_norm = (forward_options or {}).get("norm")
     if not seminorm and (norm is None or norm is not forward_norm):
+        if norm is None and late_size:
+            # the backward solve's own norm (RMS over every entry) with the late entries left out
+            return {**(options or {}), "norm": lambda x: rms(x[: x.numel() - late_size])}
         return options
     n = math.prod(shape)
     if seminorm and forward_norm is None:
@@ -121,8 +134,8 @@ def augmented_norm_options(
 
     def augmented_norm(x: torch.Tensor) -> float:
         parts = [state_norm(x[:n].view(shape)), state_norm(x[n : 2 * n].view(shape))]
-        if x.numel() > 2 * n and not seminorm:
-            parts.append(rms(x[2 * n :]))
+        if x.numel() - late_size > 2 * n and not seminorm:
+            parts.append(rms(x[2 * n : x.numel() - late_size]))
         return max(abs(float(p)) for p in parts)
 
     return {**(options or {}), "norm": augmented_norm}
@@ -337,8 +350,9 @@ def solve_adjoint(
             "norm": tuple_norm(norm, y0.shape, params),
         }
     else:
+        late_size = sum(p.numel() for p in params[len(params) - deps.late :]) if deps.late else 0
         backward_kwargs["options"] = augmented_norm_options(
-            backward_kwargs.get("options"), options, y0.shape, seminorm=norm == "seminorm"
+            backward_kwargs.get("options"), options, y0.shape, seminorm=norm == "seminorm", late_size=late_size
         )
     if random:
         raise RandomFieldError(

@@ -10,11 +10,11 @@ time, so they must know every tensor requiring grad that ``func`` uses, before t
   lists, tuples and dicts among those, a few levels deep. A tensor used only late in the solve
   (``-q * y if t > 0.5``) is found there although the probe call at ``(t0, y0)`` never reaches it.
   One probing call then walks the graph of ``func(t0, y0)`` for anything else (a leaf reached some
-  other way). The parameters of an ``nn.Module`` the field reaches (not ``func`` itself) count only
-  where the probe reaches them: a field that calls ``model.dynamics`` must not put the encoder's
-  parameters into the adjoint's augmented state. The limit that leaves: a module reached that way
-  whose parameters are used only later in the solve; make ``func`` the module, or pass them in
-  ``adjoint_options["params"]`` (the adjoint).
+  other way). The parameters of an ``nn.Module`` the field reaches (not ``func`` itself: a global
+  ``model`` whose ``dynamics`` it calls) that the probe does not reach come last
+  (:attr:`Dependencies.late`): they are differentiated too, so one used only later in the solve gets
+  its gradient, and one never used gets None, as with backprop; the adjoint leaves their channels out
+  of its default error norm, so an encoder beside the dynamics neither dilutes nor steers it.
 - A closed-over tensor that is not a leaf (``q = p * p``, ``A = B - B.T``, ``torch.matrix_exp(B)``)
   carries a graph built before the solve. The routes make it an input of their autograd Function
   and, whenever they call ``func`` with a graph, put a stand-in in its place (:meth:`Dependencies.live`):
@@ -200,14 +200,17 @@ class _Search:
                 self.visit(module_globals[name], Slot("item", module_globals, name), depth + 1)
 
 
-def closed_over(func, *, module_parameters: bool = True, route: str = "") -> list[tuple[torch.Tensor, list]]:
+def closed_over(
+    func, *, module_parameters: bool = True, route: str = "", search: _Search | None = None
+) -> list[tuple[torch.Tensor, list]]:
     """``[(tensor, slots)]``: every tensor requiring grad the search finds from ``func`` (see the
     module docstring), in the order found, with the places it sits (None: no stand-in can go there).
     ``module_parameters=False`` leaves out the parameters of the modules found (see
     :func:`find_dependencies`). With ``route``: a parametrised module met inside
     ``torch.nn.utils.parametrize.cached()`` raises :class:`HiddenGraphError` (its cached weight is
-    built by the first evaluation and reused by every later one, a graph no stand-in can replace)."""
-    search = _Search()
+    built by the first evaluation and reused by every later one, a graph no stand-in can replace).
+    ``search``: the walk to use (its ``parameters`` then tell the module parameters apart)."""
+    search = search if search is not None else _Search()
     search.visit(func, None, 0)
     if route and search.cached_parametrization:
         raise HiddenGraphError(
@@ -266,6 +269,9 @@ class Dependencies:
 
     params: list
     slots: dict = dataclasses.field(default_factory=dict)
+    #: how many of ``params`` (the last ones) are parameters of a module the field reaches that the probe
+    #: did not reach: used only later in the solve, or (usually) never (an encoder beside the dynamics)
+    late: int = 0
 
     @contextlib.contextmanager
     def live(self, params, *, create: bool = False):
@@ -347,7 +353,8 @@ def find_dependencies(func, probe, extra=(), *, route: str) -> tuple[Dependencie
     ``y0``); it runs with stand-ins for the non-leaf tensors found. The parameters are: an
     ``nn.Module``'s trainable parameters, then ``extra`` (``adjoint_options["params"]``), then
     every other tensor requiring grad that the search (:func:`closed_over`) or the probe's graph
-    finds. Raises :class:`HiddenGraphError` (naming ``route``) when the probe reaches a graph built
+    finds, then (:attr:`Dependencies.late`) the parameters of the modules the search reached that the
+    probe did not. Raises :class:`HiddenGraphError` (naming ``route``) when the probe reaches a graph built
     before it that is not behind a tensor the search found where a stand-in can go.
     """
     params = [p for p in func.parameters() if p.requires_grad] if isinstance(func, nn.Module) else []
@@ -359,7 +366,8 @@ def find_dependencies(func, probe, extra=(), *, route: str) -> tuple[Dependencie
     # the parameters of a module the field reaches (a global `model`, a closed-over network) count only
     # where the probe reaches them: a whole model (encoder, decoder) would otherwise join the adjoint's
     # augmented state and dilute its error norm; func's own parameters are in `params` already
-    found = closed_over(func, module_parameters=False, route=route) if torch.is_grad_enabled() else []
+    search = _Search()
+    found = closed_over(func, module_parameters=False, route=route, search=search) if torch.is_grad_enabled() else []
     where = {id(x): slots for x, slots in found}
     for x, _ in found:
         if all(x is not q for q in params):
@@ -387,4 +395,10 @@ def find_dependencies(func, probe, extra=(), *, route: str) -> tuple[Dependencie
             if id(q) not in known and q.grad_fn is None:
                 params.append(q)
                 known.add(id(q))
+    else:
+        known = {id(p) for p in params}
+    # the module parameters the probe did not reach, last: a module used only later in the solve
+    late = [x for key, (x, _) in search.found.items() if key in search.parameters and key not in known]
+    params.extend(late)
+    deps.late = len(late)
     return deps, out
