@@ -33,7 +33,7 @@ METHODS: dict[str, tuple[str, tuple[str, ...], str]] = {
     "milstein": ("ito", ("diagonal",), "1.0"),
     "reversible_heun": ("stratonovich", ("diagonal", "general", "additive", "scalar"), "0.5 (1.0 additive)"),
 }
-GRADIENTS = ("backprop",)
+GRADIENTS = ("backprop", "adjoint")
 _STRETCH = 1e-6  # a step that would end within _STRETCH * dt of an output time ends on it instead
 
 
@@ -60,7 +60,8 @@ class SDESolution:
         seed: the seed of the Brownian path made by :func:`sdeint` (None when ``bm`` was given).
         bm: the Brownian path used (pass it to another solve to reuse the same noise).
         message: a sentence describing a failure (empty on success).
-        stats: further work counts (empty with ``gradient="backprop"``).
+        stats: backward-pass work (``gradient="adjoint"``): ``nfe_backward`` (drift plus diffusion
+            evaluations) and ``steps_backward``, filled in as the backward pass runs.
     """
 
     ys: torch.Tensor
@@ -211,7 +212,9 @@ def sdeint(
             ``[ts[0], ts[-1]]`` made from ``seed``.
         seed: seed of that default path (default: drawn from torch's global generator, so
             ``torch.manual_seed`` makes the solve reproducible). Give ``bm`` or ``seed``, not both.
-        gradient: ``"backprop"``: gradients differentiate the solver's operations.
+        gradient: ``"backprop"`` (differentiate the solver's operations) or ``"adjoint"`` (the stochastic
+            adjoint of Li et al. 2020: a backward solve on the same Brownian path, for Stratonovich SDEs;
+            see :mod:`nodecourse.sde.adjoint`).
 
     Returns:
         :class:`SDESolution` with ``ys`` of shape ``(T, *y0.shape)`` and the solver's work.
@@ -234,6 +237,10 @@ def sdeint(
             float(ts[0]), float(ts[-1]), _noise_size(counted, noise_type, ts, y0), seed=seed, dtype=y0.dtype,
             device=y0.device,
         )  # fmt: skip
+    if gradient == "adjoint":
+        from .adjoint import sdeint_adjoint
+
+        return sdeint_adjoint(sde, counted, y0, ts, method=method, dt=dt, bm=bm, seed=seed)
     ys, steps, status, message = integrate(counted, y0, ts, method, dt, bm)
     return SDESolution(
         ys=ys, ts=ts, nfe_drift=counted.nfe_drift, nfe_diffusion=counted.nfe_diffusion, steps=steps, status=status,
