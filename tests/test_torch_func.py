@@ -63,10 +63,24 @@ def test_no_graph_routes_refuse_transforms_naming_backprop(route, transform):
         TRANSFORMS[transform](route)
 
 
-@pytest.mark.parametrize("route", NO_GRAPH)
-def test_vmap_is_explained_on_the_no_graph_routes(route):
+@pytest.mark.parametrize("route", ["backprop", *NO_GRAPH])
+def test_vmap_is_explained_on_every_route(route):
     with pytest.raises(TransformError, match="vmap cannot run an odeint solve.*per_sample=True"):
         torch.func.vmap(loss(route))(torch.tensor([0.7, 0.8], dtype=torch.float64))
+
+
+def test_vmap_over_y0_is_explained_before_the_solve():
+    with pytest.raises(TransformError, match="gradient='backprop': torch.func.vmap cannot run"):
+        torch.func.vmap(lambda y: odeint(lambda t, z: -z, y, T, method="rk4", step_size=0.1).ys)(Y0[:, None])
+
+
+def test_a_vmapped_function_whose_solve_sees_nothing_batched_runs():
+    # only the scaling is batched; the solve is the same for every entry
+    got = torch.func.vmap(lambda s: s * odeint(lambda t, y: -y, Y0, T, method="rk4", step_size=0.1).ys[-1, 0])(
+        torch.tensor([1.0, 2.0], dtype=torch.float64)
+    )
+    want = odeint(lambda t, y: -y, Y0, T, method="rk4", step_size=0.1).ys[-1, 0]
+    torch.testing.assert_close(got, torch.stack([want, 2 * want]))
 
 
 def test_a_dual_tensor_the_field_closes_over_is_seen():

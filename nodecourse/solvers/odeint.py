@@ -30,6 +30,7 @@ from nodecourse.solvers.result import Solution, SolverError, Status
 from nodecourse.solvers.rk import CheckedFunc
 from nodecourse.solvers.time_gradients import attach_time_gradients
 from nodecourse.solvers.torchdiffeq_backend import integrate_torchdiffeq
+from nodecourse.solvers.transforms import refuse_vmap
 from nodecourse.solvers.tuple_state import TupleFunc, _norm_on_parts, is_tuple_state, layout_of, solve_tuple
 
 
@@ -177,6 +178,8 @@ def odeint(
         record_steps=record_steps,
         on_step=on_step,
     )
+    # before anything reads a number of a batched tensor on the host (torch's own error names no fix)
+    refuse_vmap(f"gradient={gradient!r}", func, *(y0 if isinstance(y0, (tuple, list)) else (y0,)), t)
     if event_fn is not None:
         return _solve_event(func, y0, t, event_fn, keywords)
     if is_tuple_state(y0):  # a state in parts (torchdiffeq's convention): flattened, solved, split back

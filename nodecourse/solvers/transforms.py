@@ -7,7 +7,8 @@ AD (``torch.autograd.forward_ad``, ``torch.func.jvp``) would need a tangent solv
 :func:`refuse_transforms` names that before the solve, with the route that works:
 ``gradient="backprop"`` (its operations are torch's own, so every transform and forward mode go
 through them). ``torch.func.vmap`` fails on every route, backprop included: the step control reads
-numbers on the host (data-dependent control flow); the error says how to batch instead.
+numbers on the host (data-dependent control flow); :func:`refuse_vmap` says so on every route, before
+the solve, with how to batch instead.
 
 ``torch.autograd.grad`` and ``torch.autograd.functional`` (``jacobian``, ``hessian``, ``vjp``, ``jvp``,
 ``hvp``: built on reverse mode) are not transforms: they work on every route that gives what they
@@ -45,6 +46,17 @@ def vmap_error(route: str) -> TransformError:
         f"control flow. Batch without vmap: stack the inputs along a first dimension of y0 (one solve, shared "
         f"steps), or per_sample=True for each row's own steps; per-example parameters can ride in the state"
     )
+
+
+def refuse_vmap(route: str, func, *tensors) -> None:
+    """Raise :func:`vmap_error` when the innermost torch.func transform is ``vmap`` and a batched tensor
+    reaches the solve (``tensors``: ``y0``'s parts and ``t``; or a tensor ``func`` holds). A vmapped
+    function whose solve sees no batched tensor runs as usual. Costs a flag read outside torch.func."""
+    if _active_transform() != "Vmap":
+        return
+    batched = torch._C._functorch.is_batchedtensor
+    if any(isinstance(x, torch.Tensor) and batched(x) for x in tensors) or any(batched(x) for x in all_tensors(func)):
+        raise vmap_error(route)
 
 
 def refuse_transforms(route: str, func, *tensors) -> None:
