@@ -13,6 +13,7 @@ from nodecourse.sde import BrownianPath, SDEArgumentError, sdeint
 from nodecourse.solvers import Status
 
 F64 = torch.float64
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 
 class Toy(torch.nn.Module):
@@ -235,6 +236,17 @@ def test_float32_solve_tracks_float64():
     ys32 = sdeint(sde.float(), y0.float(), [0.0, 1.0], method="milstein", dt=2**-6, seed=9).ys
     assert ys32.dtype == torch.float32
     torch.testing.assert_close(ys32.double(), ys64, rtol=0, atol=1e-4)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, F64])
+def test_solve_on_each_device_and_dtype_matches_cpu_float64(device, dtype):
+    y0 = torch.linspace(-1, 1, 6, dtype=F64).reshape(2, 3)
+    reference = sdeint(Toy(), y0, [0.0, 0.5, 1.0], method="euler", dt=2**-6, seed=4).ys
+    sol = sdeint(Toy().to(device, dtype), y0.to(device, dtype), [0.0, 0.5, 1.0], method="euler", dt=2**-6, seed=4)
+    assert sol.ys.device.type == device and sol.ys.dtype == dtype
+    atol = 1e-4 if dtype == torch.float32 else 1e-12
+    torch.testing.assert_close(sol.ys.cpu().double(), reference, rtol=0, atol=atol)
 
 
 def test_blow_up_is_reported_as_non_finite():
