@@ -25,34 +25,28 @@ from typing import Any
 
 import torch
 
-from .solve import SDEArgumentError, SDESolution, _Counted, integrate, step_times
 
+def adjoint_solve(counted, y0, ts, params, *, method: str, dt: float, bm, integrate, step_times):
+    """Solve forward without a graph; the backward pass is the adjoint solve.
 
-def sdeint_adjoint(sde, counted: _Counted, y0, ts, *, method: str, dt: float, bm, seed) -> SDESolution:
-    if getattr(sde, "sde_type", None) != "stratonovich":
-        raise SDEArgumentError(
-            "gradient='adjoint' needs a Stratonovich SDE (sde.sde_type='stratonovich', method='reversible_heun'), "
-            "whose adjoint obeys the ordinary chain rule: convert the Ito drift (f - g dg/dy / 2 for diagonal "
-            "noise) or use gradient='backprop'"
-        )
-    params = [p for p in sde.parameters() if p.requires_grad] if isinstance(sde, torch.nn.Module) else []
+    ``counted`` is the SDE with its evaluations counted and its noise product (``.sde``, ``.prod``);
+    ``integrate`` and ``step_times`` are the forward loop and its grid (passed in so that this module
+    needs nothing from the solver's). Returns ``(ys, steps, status, message, stats)``; ``stats``
+    (``nfe_backward``, ``steps_backward``) fills in when the backward pass runs.
+    """
     stats: dict[str, Any] = {"nfe_backward": 0, "steps_backward": 0}
-    box: dict[str, Any] = {}
+    box: dict[str, Any] = {"integrate": integrate, "step_times": step_times}
     ys = _AdjointSolve.apply(counted, ts, method, dt, bm, stats, box, y0, *params)
-    steps, status, message = box["steps"], box["status"], box["message"]
-    return SDESolution(
-        ys=ys, ts=ts, nfe_drift=counted.nfe_drift, nfe_diffusion=counted.nfe_diffusion, steps=steps, status=status,
-        method=method, dt=dt, gradient="adjoint", seed=seed, bm=bm, message=message, stats=stats,
-    )  # fmt: skip
+    return ys, box["steps"], box["status"], box["message"], stats
 
 
 class _AdjointSolve(torch.autograd.Function):
     @staticmethod
     def forward(ctx, counted, ts, method, dt, bm, stats, box, y0, *params):
         with torch.no_grad():
-            ys, steps, status, message = integrate(counted, y0, ts, method, dt, bm)
+            ys, steps, status, message = box["integrate"](counted, y0, ts, method, dt, bm)
         box.update(steps=steps, status=status, message=message)
-        ctx.counted, ctx.dt, ctx.bm, ctx.stats = counted, dt, bm, stats
+        ctx.counted, ctx.dt, ctx.bm, ctx.stats, ctx.step_times = counted, dt, bm, stats, box["step_times"]
         ctx.save_for_backward(ts, ys, *params)
         return ys
 
@@ -63,7 +57,7 @@ class _AdjointSolve(torch.autograd.Function):
         as_t = lambda v: torch.as_tensor(v, dtype=ys.dtype, device=ys.device)  # noqa: E731
         a = grad_ys[-1].clone()
         a_params = [torch.zeros_like(p) for p in params]
-        grid = step_times(ts, dt)
+        grid = ctx.step_times(ts, dt)
         for i in range(len(ts) - 1, 0, -1):
             y = ys[i]  # reset to the forward solution at each output time
             times = [float(ts[i - 1])] + grid[i - 1]
@@ -76,7 +70,7 @@ class _AdjointSolve(torch.autograd.Function):
         return (None, None, None, None, None, None, None, a, *a_params)
 
 
-def _field(counted: _Counted, params, t, y, a, dt, dw, stats):
+def _field(counted, params, t, y, a, dt, dw, stats):
     """The augmented vector field applied to the increment ``(dt, dw)``: ``(dy, da, da_params)``."""
     with torch.enable_grad():
         y = y.detach().requires_grad_(True)

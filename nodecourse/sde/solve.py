@@ -25,6 +25,7 @@ import torch
 
 from nodecourse.solvers.result import Status
 
+from .adjoint import adjoint_solve
 from .brownian import BrownianPath
 
 # method -> (the SDE type it solves, the noise types it accepts, strong order for diagonal/general noise)
@@ -237,14 +238,23 @@ def sdeint(
             float(ts[0]), float(ts[-1]), _noise_size(counted, noise_type, ts, y0), seed=seed, dtype=y0.dtype,
             device=y0.device,
         )  # fmt: skip
+    stats: dict[str, Any] = {}
     if gradient == "adjoint":
-        from .adjoint import sdeint_adjoint
-
-        return sdeint_adjoint(sde, counted, y0, ts, method=method, dt=dt, bm=bm, seed=seed)
-    ys, steps, status, message = integrate(counted, y0, ts, method, dt, bm)
+        if sde_type != "stratonovich":
+            raise SDEArgumentError(
+                "gradient='adjoint' needs a Stratonovich SDE (sde.sde_type='stratonovich', "
+                "method='reversible_heun'), whose adjoint obeys the ordinary chain rule: convert the Ito drift "
+                "(f - g dg/dy / 2 for diagonal noise) or use gradient='backprop'"
+            )
+        params = [p for p in sde.parameters() if p.requires_grad] if isinstance(sde, torch.nn.Module) else []
+        ys, steps, status, message, stats = adjoint_solve(
+            counted, y0, ts, params, method=method, dt=dt, bm=bm, integrate=integrate, step_times=step_times
+        )
+    else:
+        ys, steps, status, message = integrate(counted, y0, ts, method, dt, bm)
     return SDESolution(
         ys=ys, ts=ts, nfe_drift=counted.nfe_drift, nfe_diffusion=counted.nfe_diffusion, steps=steps, status=status,
-        method=method, dt=dt, gradient=gradient, seed=seed, bm=bm, message=message,
+        method=method, dt=dt, gradient=gradient, seed=seed, bm=bm, message=message, stats=stats,
     )  # fmt: skip
 
 
