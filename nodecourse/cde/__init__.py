@@ -1,0 +1,38 @@
+"""Neural controlled differential equations (Kidger et al. 2020).
+
+- paths through irregular, partially observed series (torchcde's conventions and coefficient
+  layout): :func:`linear_coeffs` + :class:`LinearInterpolation`, :func:`hermite_cubic_coeffs` and
+  :func:`natural_cubic_coeffs` + :class:`CubicSpline`, or :func:`interpolate` for both steps; each
+  path has ``evaluate``, ``derivative``, ``interval``, ``grid_points`` and ``causal``
+- extra channels: :func:`intensity_channels` (observation counts), :func:`time_channel`
+- :func:`cdeint`: ``dz = f(t, z) dX(t)`` solved by :func:`nodecourse.odeint` (:class:`CDEField` is
+  its vector field), returning its :class:`~nodecourse.Solution`
+"""
+
+from nodecourse.cde.interpolation import (
+    KINDS,
+    CubicSpline,
+    LinearInterpolation,
+    hermite_cubic_coeffs,
+    intensity_channels,
+    interpolate,
+    linear_coeffs,
+    natural_cubic_coeffs,
+    time_channel,
+)
+from nodecourse.cde.solve import CDEField, cdeint, smallest_spacing
+
+__all__ = [
+    "CDEField",
+    "CubicSpline",
+    "KINDS",
+    "LinearInterpolation",
+    "cdeint",
+    "hermite_cubic_coeffs",
+    "intensity_channels",
+    "interpolate",
+    "linear_coeffs",
+    "natural_cubic_coeffs",
+    "smallest_spacing",
+    "time_channel",
+]
