@@ -39,12 +39,12 @@ import numpy as np
 import torch
 from torch import nn
 
+from nodecourse.data.physionet.records import HORIZON_HOURS  # the one definition: hours kept per stay
 from nodecourse.models.physionet_settings import PhysioNetSettings
 from nodecourse.solvers import observers, odeint
 from nodecourse.solvers.solve_config import SolveConfig
 from nodecourse.training import seeded_batches, train_epochs
 
-HORIZON_HOURS = 48.0
 MODELS = ("odernn", "latent-ode", "gru-dt", "gru-d", "summary-logreg")
 ODE_MODELS = ("odernn", "latent-ode")  # the models that call a solver (and report its work)
 
