@@ -293,3 +293,23 @@ def test_the_readme_lists_each_library_surface_exactly(path):
     # The row may name submodules imported by name (``augment``) beside the exports.
     extra = {n for n in extra if importlib.util.find_spec(f"{name}.{n}") is None}
     assert not extra, f"README lists names {name} does not export: {sorted(extra)}"
+
+
+def test_no_module_shadows_a_builtin():
+    """A module-level class, function or constant named like a builtin (``ReferenceError``, ``input``)
+    hides it from every reader of that module, and from anyone who star-imports it."""
+    import builtins
+
+    shadowing = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                names = [node.name]
+            elif isinstance(node, ast.Assign):
+                names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                names = [node.target.id]
+            else:
+                names = []
+            shadowing += [f"{path.relative_to(PACKAGE)}: {n}" for n in names if hasattr(builtins, n) and n[:2] != "__"]
+    assert not shadowing, f"module-level names that shadow a builtin: {shadowing}"

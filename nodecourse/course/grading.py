@@ -272,7 +272,7 @@ def _references(specs: dict[int, tuple[str, str]], seed: int, isolation: sandbox
     def get() -> dict:
         try:
             _REFERENCES[key] = task_reference.collect(handle)
-        except task_reference.ReferenceError as exc:
+        except task_reference.ReferenceRunError as exc:
             raise GradingError(str(exc)) from exc
         return _REFERENCES[key]
 

@@ -20,7 +20,7 @@ from nodecourse.course.tasks import plain
 REFERENCE_TIMEOUT_S = 600
 
 
-class ReferenceError(RuntimeError):
+class ReferenceRunError(RuntimeError):
     """The reference process failed: a fault of the course, never of the learner."""
 
 
@@ -41,7 +41,7 @@ def start(exercise: str, checks, seed: int, isolation: sandbox.Isolation, env: d
 
 
 def collect(handle, timeout_s: float = REFERENCE_TIMEOUT_S) -> dict:
-    """Wait for the reference process; its decoded ``{check: value}``, or :class:`ReferenceError`."""
+    """Wait for the reference process; its decoded ``{check: value}``, or :class:`ReferenceRunError`."""
     import shutil
 
     proc, workdir, exercise, seed = handle
@@ -50,12 +50,12 @@ def collect(handle, timeout_s: float = REFERENCE_TIMEOUT_S) -> dict:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.communicate()
-        raise ReferenceError(f"the references of exercise {exercise} (seed {seed}) took over {timeout_s:g} s")
+        raise ReferenceRunError(f"the references of exercise {exercise} (seed {seed}) took over {timeout_s:g} s")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     if proc.returncode != 0:
         tail = err.decode("utf-8", "replace").strip()[-600:]
-        raise ReferenceError(
+        raise ReferenceRunError(
             f"computing the references of exercise {exercise} (seed {seed}) failed "
             f"(exit code {proc.returncode}): {tail}"
         )
@@ -63,7 +63,7 @@ def collect(handle, timeout_s: float = REFERENCE_TIMEOUT_S) -> dict:
         lines = out.decode("utf-8").strip().splitlines()
         return plain.decode(lines[-1] if lines else "")
     except (plain.NotPlain, UnicodeDecodeError) as exc:
-        raise ReferenceError(f"the reference process of exercise {exercise} sent no plain data: {exc}") from exc
+        raise ReferenceRunError(f"the reference process of exercise {exercise} sent no plain data: {exc}") from exc
 
 
 def compute(exercise: str, checks, seed: int, isolation: sandbox.Isolation, env: dict[str, str]) -> dict:
