@@ -298,3 +298,24 @@ def test_parametrisations(route, settings):
     with torch.nn.utils.parametrize.cached():
         with pytest.raises(HiddenGraphError, match="parametrize.cached"):
             odeint(_Parametrised(), Y0, T, gradient=route, **settings)
+
+
+class _PlainField:
+    """No module and not callable: the field is its method, reading a tensor attribute only late."""
+
+    def __init__(self, q):
+        self.q = q
+
+    def rhs(self, t, y):
+        return -y if float(t) <= 0.5 else -self.q * y
+
+
+@pytest.mark.parametrize("route, settings", ROUTES, ids=ROUTE_IDS)
+def test_a_plain_objects_method_as_field_gets_its_attributes_gradient(route, settings):
+    grads = {}
+    for gradient in ("backprop", route):
+        q = torch.tensor(0.7, dtype=torch.float64, requires_grad=True)
+        odeint(_PlainField(q).rhs, Y0, T, gradient=gradient, **settings).ys.sum().backward()
+        grads[gradient] = q.grad
+    assert grads[route] is not None
+    torch.testing.assert_close(grads[route], grads["backprop"], **_close(route))

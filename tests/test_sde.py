@@ -335,3 +335,41 @@ def test_adjoint_gap_shrinks_with_dt_and_needs_stratonovich():
     assert fine < coarse
     with pytest.raises(SDEArgumentError, match="Stratonovich"):
         sdeint(Toy("ito"), y0, [0.0, 1.0], method="euler", dt=0.1, seed=0, gradient="adjoint")
+
+
+class ClosedOver:
+    """A Stratonovich SDE that is no module: its drift and diffusion close over ``theta`` and ``unused``."""
+
+    sde_type, noise_type = "stratonovich", "diagonal"
+
+    def __init__(self, theta, unused):
+        self.theta, self.unused = theta, unused
+
+    def f(self, t, y):
+        return -self.theta * y
+
+    def g(self, t, y):
+        return 0.3 * torch.sin(y)
+
+
+def test_adjoint_differentiates_what_the_sde_closes_over_as_backprop_does():
+    bm = BrownianPath(0.0, 1.0, (4, 3), seed=3, dtype=F64)
+    y0 = torch.linspace(-1, 1, 12, dtype=F64).reshape(4, 3)
+    grads = {}
+    for gradient in ("backprop", "adjoint"):
+        theta = torch.tensor(0.8, dtype=F64, requires_grad=True)
+        unused = torch.tensor(1.0, dtype=F64, requires_grad=True)
+        sol = sdeint(ClosedOver(theta, unused), y0, [0.0, 1.0], method="reversible_heun", dt=2**-8, bm=bm,
+                     gradient=gradient)  # fmt: skip
+        sol.ys[-1].pow(2).sum().backward()
+        assert unused.grad is None  # no evaluation reached it: None, as with backprop
+        grads[gradient] = theta.grad
+    assert grads["adjoint"] is not None
+    torch.testing.assert_close(grads["adjoint"], grads["backprop"], rtol=ADJOINT_RTOL, atol=0.0)
+
+
+def test_adjoint_refuses_a_closed_over_tensor_built_with_a_graph():
+    p = torch.tensor(0.9, dtype=F64, requires_grad=True)
+    with pytest.raises(SDEArgumentError, match="built with a graph before the solve"):
+        sdeint(ClosedOver(p * p, torch.tensor(1.0, dtype=F64)), torch.ones(2, 3, dtype=F64), [0.0, 1.0],
+               method="reversible_heun", dt=0.1, seed=0, gradient="adjoint")  # fmt: skip

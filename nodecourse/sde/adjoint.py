@@ -15,8 +15,11 @@ makes them all. Backward steps are Heun's method (Stratonovich; strong order 1 f
 is reset to the forward solution there and ``dL/dys[i]`` is added to ``a``.
 
 The gradients approximate backprop's through the same solve, with an error that vanishes as ``dt`` does;
-memory does not grow with the number of steps. Parameters are those of ``sde`` when it is a
-``torch.nn.Module`` (``sde.parameters()``) and ``y0``; tensors the SDE only closes over get no gradient.
+memory does not grow with the number of steps. Parameters (:func:`sde_parameters`) are ``sde``'s own when it
+is a ``torch.nn.Module`` and every tensor requiring grad that ``sde.f`` and ``sde.g`` hold (closure, globals,
+attributes, modules: the search of the ODE routes, :func:`nodecourse.solvers.dependencies.closed_over`);
+one that carries a graph built before the solve is refused by name. A parameter no evaluation reached gets
+None, as with backprop.
 """
 
 from __future__ import annotations
@@ -24,6 +27,26 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+
+from nodecourse.solvers.dependencies import closed_over
+
+
+def sde_parameters(sde, error=ValueError) -> list[torch.Tensor]:
+    """The tensors the adjoint differentiates: ``sde.parameters()`` for a module, then every other tensor
+    requiring grad that the search finds from ``sde.f`` and ``sde.g``. Raises ``error`` for one that is
+    not a leaf (its graph would be walked at every backward evaluation)."""
+    params = [p for p in sde.parameters() if p.requires_grad] if isinstance(sde, torch.nn.Module) else []
+    for fn in (sde.f, sde.g):
+        for x, _ in closed_over(fn):
+            if x.grad_fn is not None:
+                raise error(
+                    "sdeint(gradient='adjoint'): the SDE uses a tensor built with a graph before the solve (e.g. "
+                    "q = p * p); the adjoint would walk that graph at every backward evaluation. Compute it inside "
+                    "f or g, make it a leaf (an nn.Parameter), or use gradient='backprop'"
+                )
+            if all(x is not p for p in params):
+                params.append(x)
+    return params
 
 
 def adjoint_solve(counted, y0, ts, params, *, method: str, dt: float, bm, integrate, step_times):
@@ -57,6 +80,7 @@ class _AdjointSolve(torch.autograd.Function):
         as_t = lambda v: torch.as_tensor(v, dtype=ys.dtype, device=ys.device)  # noqa: E731
         a = grad_ys[-1].clone()
         a_params = [torch.zeros_like(p) for p in params]
+        stats["used"] = [False] * len(params)  # parameter k reached by some evaluation (else its gradient is None)
         grid = ctx.step_times(ts, dt)
         for i in range(len(ts) - 1, 0, -1):
             y = ys[i]  # reset to the forward solution at each output time
@@ -67,6 +91,8 @@ class _AdjointSolve(torch.autograd.Function):
                 y, a, a_params = _heun(counted, params, t_hi, t_lo, y, a, a_params, dw, stats)
                 stats["steps_backward"] += 1
             a = a + grad_ys[i - 1]
+        used = stats.pop("used")
+        a_params = [g if seen else None for g, seen in zip(a_params, used)]
         return (None, None, None, None, None, None, None, a, *a_params)
 
 
@@ -77,6 +103,7 @@ def _field(counted, params, t, y, a, dt, dw, stats):
         inc = counted.sde.f(t, y) * dt + counted.prod(counted.sde.g(t, y), dw)
         grads = torch.autograd.grad(inc, [y, *params], grad_outputs=a, allow_unused=True)
     stats["nfe_backward"] += 2  # one drift and one diffusion evaluation (and their vector-Jacobian product)
+    stats["used"] = [seen or g is not None for seen, g in zip(stats["used"], grads[1:])]
     da = -grads[0] if grads[0] is not None else torch.zeros_like(a)
     dps = [-g if g is not None else torch.zeros_like(p) for g, p in zip(grads[1:], params)]
     return inc.detach(), da, dps

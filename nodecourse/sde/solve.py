@@ -25,7 +25,7 @@ import torch
 
 from nodecourse.solvers.result import Status
 
-from .adjoint import adjoint_solve
+from .adjoint import adjoint_solve, sde_parameters
 from .brownian import BrownianPath
 
 # method -> (the SDE type it solves, the noise types it accepts, strong order for diagonal/general noise)
@@ -246,7 +246,7 @@ def sdeint(
                 "method='reversible_heun'), whose adjoint obeys the ordinary chain rule: convert the Ito drift "
                 "(f - g dg/dy / 2 for diagonal noise) or use gradient='backprop'"
             )
-        params = [p for p in sde.parameters() if p.requires_grad] if isinstance(sde, torch.nn.Module) else []
+        params = sde_parameters(sde, SDEArgumentError)
         ys, steps, status, message, stats = adjoint_solve(
             counted, y0, ts, params, method=method, dt=dt, bm=bm, integrate=integrate, step_times=step_times
         )

@@ -123,7 +123,14 @@ class _Search:
         if isinstance(obj, nn.Module):
             self.module(obj, depth)
         elif isinstance(obj, types.MethodType):
-            self.visit(obj.__self__, None, depth + 1)
+            owner = obj.__self__
+            if not callable(owner) and hasattr(owner, "__dict__") and not isinstance(owner, (type, types.ModuleType)):
+                # a method of a plain object (an SDE's f, a field's method): the object's attributes
+                if id(owner) not in self.seen:
+                    self.seen.add(id(owner))
+                    self.attributes(owner, depth + 1)
+            else:
+                self.visit(owner, None, depth + 1)
             self.visit(obj.__func__, None, depth)
         elif isinstance(obj, types.FunctionType):
             self.function(obj, depth)
