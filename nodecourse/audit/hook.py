@@ -25,7 +25,8 @@ several), the same for the whole audit.
 
 A failure of the hook's own bookkeeping (reading the call's arguments or its output) raises
 :class:`HookError` naming the solve, never an error that reads as the model's or the data's.
-Known libraries the audit cannot measure (torchsde's SDE solves) are recorded when called
+SDE solves the audit cannot measure (torchsde's ``sdeint`` and ``sdeint_adjoint``, the library's
+``nodecourse.sde.sdeint``: :data:`UNSUPPORTED_ENTRIES`) are recorded when called
 (:attr:`SolveHook.unsupported`) so the audit can refuse them by name.
 
 A solve with events (``odeint(..., event_fn=...)`` of torchdiffeq or of the library, and either's
@@ -73,8 +74,15 @@ LIBRARY_CALLERS = (
 # Modules whose bindings stay the originals: torchdiffeq's adjoint solves backwards through its own `odeint`.
 KEEP_ORIGINAL = ("torchdiffeq._impl.adjoint", "torchdiffeq._impl.odeint", "nodecourse.audit")
 TORCHDIFFEQ_DEFAULTS = {"rtol": 1e-7, "atol": 1e-9, "method": "dopri5"}
-#: Entry points of libraries the audit cannot measure, watched so the refusal names them.
-UNSUPPORTED_ENTRIES = {"torchsde": ("sdeint", "sdeint_adjoint")}
+#: Entry points of libraries the audit cannot measure, watched so the refusal names them: ``(module,
+#: function)``; the library's own ``sdeint`` is watched always, torchsde's where it is loaded.
+UNSUPPORTED_ENTRIES = (
+    ("torchsde", "sdeint"),
+    ("torchsde", "sdeint_adjoint"),
+    ("nodecourse.sde", "sdeint"),
+)
+#: The entry recorded for a torchsde solve that torchcde's ``cdeint(..., backend="torchsde")`` makes.
+TORCHCDE_SDE_BACKEND = "torchcde.cdeint (backend='torchsde')"
 
 
 class HookError(RuntimeError):
@@ -161,12 +169,14 @@ class _Counted(nn.Module):
 
 # Libraries whose frames are passed over to find the user's call site (torchcde's cdeint calls
 # torchdiffeq from its own file: the site is the user's cdeint call).
-PASS_THROUGH = ("torch.", "torchdeq", "torchdiffeq", "torchcde", "torchsde")
+# The library's cdeint calls nodecourse.odeint from its own file in the same way, and its sdeint is
+# named at the user's call.
+PASS_THROUGH = ("torch.", "torchdeq", "torchdiffeq", "torchcde", "torchsde", "nodecourse.cde", "nodecourse.sde")
 
 
 def _caller(depth: int = 2):
-    """The first frame outside torch, torchdeq, torchdiffeq, torchcde, torchsde and this module:
-    ``(module, file, line, name)``."""
+    """The first frame outside torch, torchdeq, torchdiffeq, torchcde, torchsde, the library's
+    ``cde`` and ``sde`` packages and this module: ``(module, file, line, name)``."""
     frame = sys._getframe(depth)
     while frame is not None:
         name = frame.f_globals.get("__name__", "")
@@ -248,12 +258,13 @@ class SolveHook:
 
         originals[id(nc_odeint)] = (nc_odeint, _ode_wrapper(nc_odeint, "nodecourse.odeint"))
         originals[id(nc_event)] = (nc_event, _event_wrapper(nc_event, "nodecourse.odeint_event"))
-        for lib, names in UNSUPPORTED_ENTRIES.items():
+        import nodecourse.sde  # noqa: F401  (the library's own: watched whether or not the model imported it)
+
+        for lib, name in UNSUPPORTED_ENTRIES:
             module = sys.modules.get(lib)
-            for name in names if module is not None else ():
-                original = getattr(module, name, None)
-                if callable(original):
-                    originals[id(original)] = (original, _unsupported_wrapper(original, f"{lib}.{name}"))
+            original = getattr(module, name, None) if module is not None else None
+            if callable(original):
+                originals[id(original)] = (original, _unsupported_wrapper(original, f"{lib}.{name}"))
         for mod_name, module in list(sys.modules.items()):
             if module is None or mod_name.startswith(KEEP_ORIGINAL):
                 continue
@@ -718,14 +729,17 @@ def _event_search_wrapper(original):
 
 
 def _unsupported_wrapper(original, entry: str):
-    """A library the audit cannot measure: its calls are recorded (entry, site) and run unchanged."""
+    """A library the audit cannot measure: its calls are recorded (entry, site) and run unchanged (the
+    audit refuses the model by name after the forward pass). A torchsde solve made by torchcde's
+    ``cdeint(..., backend="torchsde")`` is recorded as that call (a CDE, not an SDE of the user's)."""
 
     @functools.wraps(original)
     def wrapper(*args, **kwargs):
         hook = _ACTIVE
         if hook is not None and hook.depth == 0:
+            via_torchcde = sys._getframe(1).f_globals.get("__name__", "").startswith("torchcde")
             _, filename, line, qualname = _caller()
-            hook.unsupported.append((entry, _site(filename, line, qualname)))
+            hook.unsupported.append((TORCHCDE_SDE_BACKEND if via_torchcde else entry, _site(filename, line, qualname)))
         return original(*args, **kwargs)
 
     wrapper.__nodecourse_original__ = original
@@ -756,7 +770,9 @@ __all__ = [
     "HookError",
     "SolveCall",
     "SolveHook",
+    "TORCHCDE_SDE_BACKEND",
     "TORCHDIFFEQ_DEFAULTS",
+    "UNSUPPORTED_ENTRIES",
     "active",
     "deq_unconverged",
 ]

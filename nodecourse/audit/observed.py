@@ -21,8 +21,9 @@ import torch
 from torch import nn
 
 from nodecourse.audit import inputs as I
+from nodecourse.audit.control import cde_library
 from nodecourse.audit.discovery import Core, CoreNotFoundError, module_cores, no_core_found
-from nodecourse.audit.hook import FIXED_GRID, EventSolveError, SolveCall, SolveHook
+from nodecourse.audit.hook import FIXED_GRID, TORCHCDE_SDE_BACKEND, EventSolveError, SolveCall, SolveHook
 from nodecourse.audit.state import kept_as_found
 
 LABELS = {
@@ -141,7 +142,9 @@ def observe(model: nn.Module, x, hook: SolveHook, *, training: bool = False) -> 
             cores[c.key].calls_per_forward += 1
         else:
             kind = "deq" if c.entry == "torchdeq DEQ" else "ode"
-            cores[c.key] = ObservedCore(c.name or c.site, None, kind, LABELS[c.entry], call=c)
+            cde = cde_library(c.func) if kind == "ode" else None
+            label = f"{cde} solve (a CDE, through {c.entry})" if cde else LABELS[c.entry]
+            cores[c.key] = ObservedCore(c.name or c.site, None, kind, label, call=c)
     return list(cores.values())
 
 
@@ -168,6 +171,7 @@ def training_route(model: nn.Module, x, hook: SolveHook, deployed: list[Core]) -
     except Exception as exc:  # a user's model in train mode: whatever it raises, the eval route is judged
         why = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
         return None, {"same": None, "differences": [], "error": why}
+    refuse_unsupported(model, hook)  # an SDE solved in training mode only is refused as well
     a, b = [_route_of(c) for c in deployed], [_route_of(c) for c in seen]
     if a == b:
         return None, {"same": True, "differences": []}
@@ -202,6 +206,18 @@ def find_solves(model: nn.Module, x, hook: SolveHook) -> list[Core]:
     return cores
 
 
+#: What the audit would need to measure an SDE solve, and what it does now: said in every SDE refusal.
+SDE_NEED = (
+    "an SDE solve: its output changes with the Brownian path, and the audit's steps (a tolerance sweep, "
+    "finite differences of the outputs) need a deterministic solve. To audit it the audit would need a sweep "
+    "over dt with each path held fixed by a Brownian path seed (torchsde's BrownianInterval(entropy=...), "
+    "nodecourse.sde.BrownianPath(seed=...)), checks of the strong order (the error against a fine-dt solve "
+    "on the same path falling as dt^order) and gradients compared on the same path; it has none of these. "
+    "It does not treat the SDE as an ODE (nodecourse.audit.TorchdiffeqBlock would audit another model, the "
+    "drift alone, without its noise, so it is not offered): it measures nothing of this model rather than "
+    "report numbers that are not the model's"
+)
+
 #: Libraries the audit cannot measure, and what it would need: named in the refusal.
 UNSUPPORTED = {
     "torchdyn": (
@@ -209,11 +225,12 @@ UNSUPPORTED = {
         "would need the solve made through torchdiffeq.odeint or nodecourse.odeint (the same vector field "
         "passed to torchdiffeq.odeint in your forward) or the field in a nodecourse.models.ODEBlock"
     ),
-    "torchsde": (
-        "an SDE solve: its output changes with the Brownian path, and the audit's steps (a tolerance sweep, "
-        "finite differences of the outputs) need a deterministic solve; nodecourse.audit.TorchdiffeqBlock "
-        "would audit another model (the drift alone, without its noise), so it is not offered: the audit "
-        "would need support for torchsde's solvers with a fixed Brownian path, which it does not have"
+    "torchsde": SDE_NEED,
+    "nodecourse.sde": SDE_NEED,
+    TORCHCDE_SDE_BACKEND: (
+        "torchcde solves this CDE with torchsde's solvers (backend='torchsde'), which the audit does not "
+        "change (their step is torchsde's dt, not a tolerance it sweeps); it audits torchcde.cdeint with "
+        "backend='torchdiffeq' (torchcde's default): audit that version of the model"
     ),
 }
 
@@ -225,14 +242,16 @@ class UnsupportedSolveError(CoreNotFoundError):
 def refuse_unsupported(model: nn.Module, hook: SolveHook) -> None:
     """Raise :class:`UnsupportedSolveError` when ``model`` holds a module of a library in
     :data:`UNSUPPORTED` (torchdyn's ``NeuralODE``) or called one of its solvers while watched
-    (torchsde's ``sdeint``)."""
+    (torchsde's ``sdeint`` or ``sdeint_adjoint``, the library's ``nodecourse.sde.sdeint``, torchcde's
+    ``cdeint`` with ``backend="torchsde"``)."""
     found: dict[str, list[str]] = {}
     for path, m in model.named_modules():
         lib = type(m).__module__.split(".")[0]
         if lib in UNSUPPORTED:
             found.setdefault(lib, []).append(f"{type(m).__name__} at {path or '(the model itself)'}")
     for entry, site in hook.unsupported:
-        found.setdefault(entry.split(".")[0], []).append(f"{entry} called at {site}")
+        lib = entry if entry in UNSUPPORTED else entry.rpartition(".")[0]  # torchsde, nodecourse.sde
+        found.setdefault(lib, []).append(f"{entry} called at {site}")
     if found:
         parts = [f"{lib} ({', '.join(sorted(set(where))[:3])}): {UNSUPPORTED[lib]}" for lib, where in found.items()]
         raise UnsupportedSolveError(f"{type(model).__name__} solves with " + "; ".join(parts))
@@ -244,6 +263,7 @@ def is_observed(core) -> bool:
 
 __all__ = [
     "ObservedCore",
+    "SDE_NEED",
     "UNSUPPORTED",
     "UnsupportedSolveError",
     "find_solves",

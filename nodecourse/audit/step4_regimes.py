@@ -6,8 +6,10 @@
   For a **trajectory** (output on a grid of more than two times) the longer horizon is defined as the
   grid stretched ``horizon_factor`` times: the work per pass and the largest ``|state|`` are measured
   against the trained grid's, and quality is *not measured* (the targets exist on the trained grid only).
-  A torchcde solve's horizon is its control path's: past the data the path is the interpolation
-  extrapolated, and the sentence says so.
+  A CDE solve's (``torchcde.cdeint``, :func:`nodecourse.cde.cdeint`) horizon is its control path's:
+  the sentence says whether the stretched grid runs past the interpolation's last knot (past it the
+  path is extrapolated, not observed), or that this is not known where the path's interval cannot
+  be read (:mod:`nodecourse.audit.control`).
 - **stiffness along trajectories**, per solve: the eigenvalues ``λ`` of ``∂f/∂z`` at states the
   solver visited on test inputs. Stiffness is about *contracting* modes: ``-min Re λ × horizon``
   (what the verdict reads) bounds the steps an explicit solver needs for stability alone.
@@ -42,6 +44,7 @@ import torch
 from nodecourse.audit import inputs as I
 from nodecourse.audit import quality as Q
 from nodecourse.audit.context import AuditContext
+from nodecourse.audit.control import cde_library, past_the_data
 from nodecourse.audit.discovery import horizon_scaled
 from nodecourse.audit.evaluate import per_input, run, work_unit
 from nodecourse.audit.hook import active
@@ -400,6 +403,7 @@ def _summary(metric, unit, regimes, noise, horizon, stiffs, shift) -> str:
             f"largest |state| at the end {_g(horizon['state_max'])} "
             f"against {_g(horizon['clean_state_max'])}, {horizon['failed_rows']} rows failed; quality "
             f"not measured ({horizon['why_no_quality']})"
+            + (f"; {horizon['extrapolated']}" if horizon.get("extrapolated") else "")
         )
     else:
         parts.append(f"no longer horizon ({horizon['why']})")
@@ -461,12 +465,10 @@ def _longer_horizon(ctx, clean, y, key, unit, n_chunks, regimes, warnings) -> di
         "errors": sorted(set(r.errors)),
         "solves": [c.path for c in changed],
     }
-    paths = [c.path for c in changed if is_observed(c) and _is_controlled(c)]
-    if paths:  # a CDE's grid is its control path's: past the data the path is the spline's extrapolation
-        out["extrapolated"] = (
-            f"past the data the control path is torchcde's interpolation extrapolated beyond its last "
-            f"observation ({', '.join(paths)})"
-        )
+    paths = [past_the_data(c.call, factor) for c in changed if is_observed(c) and cde_library(c.call.func)]
+    if paths:  # a CDE's horizon is its control path's: past the last knot the path is extrapolated
+        out["control_paths"] = paths
+        out["extrapolated"] = "; ".join(p["sentence"] for p in paths)
     if trajectory:
         sites = [c.path for c in changed if getattr(c, "trajectory", False)]
         out.update(
@@ -487,11 +489,6 @@ def _longer_horizon(ctx, clean, y, key, unit, n_chunks, regimes, warnings) -> di
             f"{clean.failed_rows} at the trained horizon"
         )
     return out
-
-
-def _is_controlled(core) -> bool:
-    """A solve whose field is torchcde's (a controlled differential equation driven by a path)."""
-    return type(core.call.func).__module__.split(".")[0] == "torchcde"
 
 
 def _regime_figure(metric, unit, regimes):
