@@ -232,6 +232,7 @@ def test_every_test_dependency_is_used():
         "ruff": "bin/ruff check",
         "torchcde": "import torchcde",
         "torchsde": "import torchsde",
+        "ray": "import ray",
     }
     sources = "\n".join(
         p.read_text()

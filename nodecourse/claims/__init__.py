@@ -11,7 +11,8 @@ seeds compare a :class:`ConfidenceInterval` over the seeds with the threshold
 claim is judged on both parts (:func:`combine`).
 
 ``nodecourse claims [--quick] [--only ID] [--json | --format text|markdown|html]``
-runs the rows and prints one table (wrapped, never truncated), one JSON
+runs the rows (``--executor ray [--address ADDR] [--workers N]`` as Ray tasks, ``--cache DIR`` to
+skip the rows a previous run finished) and prints one table (wrapped, never truncated), one JSON
 document, or an escaped Markdown/HTML report; a lesson shows its own rows with
 ``show(["annulus"])``.
 
@@ -29,6 +30,8 @@ The modules, one job each:
   run (:data:`UNRUN_SCALE_WORDS`, :func:`unrun_scale_words`, :func:`unrun_scale_parts`,
   :func:`check_unrun_scale`);
 - :mod:`~nodecourse.claims.runner`: :func:`run_claims`, :func:`show`;
+- :mod:`~nodecourse.claims.executors`: where the rows run, one after another or one Ray task each
+  (:data:`EXECUTORS`), and the cache of finished rows (:class:`RowCache`, :func:`code_version`);
 - :mod:`~nodecourse.claims.columns`: what every report shares (:data:`COLUMNS`,
   :func:`verdict_counts`, :func:`report_header`);
 - :mod:`~nodecourse.claims.text_report`, :mod:`~nodecourse.claims.markdown_report`,
@@ -37,6 +40,7 @@ The modules, one job each:
 """
 
 from nodecourse.claims.columns import COLUMNS, report_header, verdict_counts
+from nodecourse.claims.executors import EXECUTORS, RowCache, code_version
 from nodecourse.claims.html_report import format_html, html_table
 from nodecourse.claims.markdown_report import escape_markdown_cell, format_markdown
 from nodecourse.claims.readme import LEDGER_BEGIN, LEDGER_END, replace_between_markers, verdicts_in_markdown
@@ -70,6 +74,7 @@ from nodecourse.claims.verdict import THRESHOLD_KINDS, ClaimVerdict, Measurement
 
 __all__ = [
     "COLUMNS",
+    "EXECUTORS",
     "LEDGER_BEGIN",
     "LEDGER_END",
     "PUBLISHED_PART",
@@ -82,9 +87,11 @@ __all__ = [
     "ConfidenceInterval",
     "Measurement",
     "MedianInterval",
+    "RowCache",
     "Threshold",
     "check_unrun_scale",
     "claim",
+    "code_version",
     "combine",
     "escape_markdown_cell",
     "format_html",

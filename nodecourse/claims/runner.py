@@ -4,13 +4,12 @@ in its notebook)."""
 from __future__ import annotations
 
 import sys
-import time
 from typing import Iterable
 
+from nodecourse.claims.executors import EXECUTORS, RowCache, run_ray, run_serial
 from nodecourse.claims.html_report import html_table
-from nodecourse.claims.registry import ClaimResult, check_unrun_scale, load_rows
+from nodecourse.claims.registry import ClaimResult, load_rows
 from nodecourse.claims.text_report import format_table
-from nodecourse.claims.verdict import ClaimVerdict, Measurement
 
 
 def run_claims(
@@ -19,71 +18,67 @@ def run_claims(
     quick: bool = True,
     progress: bool = False,
     keep_going: bool = False,
+    executor: str = "serial",
+    address: str | None = None,
+    workers: int | None = None,
+    cache_dir: str | None = None,
 ) -> list[ClaimResult]:
     """Run the selected rows (all when ``only`` is None) and return their results in ledger order.
 
-    ``progress`` shows a tqdm bar (on stderr) whose description names the row
-    running. With ``keep_going`` a row that raises is recorded with verdict
-    :attr:`ClaimVerdict.ERROR` (the exception in ``measured``) and the rest still run;
-    without it the exception propagates.
+    ``progress`` shows a tqdm bar (on stderr) of the rows done: it names the row running
+    (``"serial"``) or how many run at once (``"ray"``). With ``keep_going`` a row that raises is
+    recorded with verdict :attr:`ClaimVerdict.ERROR` (the exception in ``measured``) and the rest
+    still run; without it the exception propagates (under Ray, after the other tasks are cancelled).
+
+    ``executor``: ``"serial"`` runs the rows one after another here; ``"ray"`` runs each row as one
+    Ray task (:func:`~nodecourse.claims.executors.run_ray`): on a local runtime with ``workers``
+    CPUs when ``address`` is None, else on the cluster at ``address``. The split is per row, not
+    per (row, seed): a row's ``measure`` judges its seeds together, so every verdict is still the
+    row's own and the list returned is the one a serial run returns (the ``seconds`` aside).
+
+    ``cache_dir``: a folder of finished rows (:class:`~nodecourse.claims.executors.RowCache`,
+    keyed by row id, quick or full, and the package's code version); rows found there are not
+    run again, and each row that finishes is saved there as it finishes.
     """
+    if executor not in EXECUTORS:
+        raise ValueError(f"executor={executor!r} is not one of {EXECUTORS}; e.g. executor='ray'")
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise ValueError(f"workers={workers!r} must be a positive integer (or None: every CPU), e.g. workers=2")
+    if executor == "serial" and (address is not None or workers is not None):
+        raise ValueError("address and workers apply to executor='ray'; give executor='ray' or drop them")
     registry = load_rows()
     ids = list(registry) if only is None else list(only)
     unknown = [i for i in ids if i not in registry]
     if unknown:
         raise ValueError(f"unknown claim id(s) {unknown}; valid ids: {sorted(registry)}")
-    results = []
+    cache = None if cache_dir is None else RowCache(cache_dir)
+    found = {} if cache is None else {i: cache.load(registry[i], quick) for i in ids}
+    todo = [registry[i] for i in ids if found.get(i) is None]
     bar = None
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(ids), desc="claims", unit="claim", file=sys.stderr)
-    try:
-        for cid in ids:
-            if bar is not None:
-                # Name the row running: rows take seconds to minutes, a bare counter says nothing.
-                bar.set_description(f"claims: {cid}")
-            spec = registry[cid]
-            start = time.perf_counter()
-            try:
-                m = spec.measure(quick)
-                if not isinstance(m.verdict, ClaimVerdict) or m.verdict is ClaimVerdict.ERROR:
-                    raise TypeError(
-                        f"claim {cid!r} returned verdict {m.verdict!r}; expected one of "
-                        f"{[v for v in ClaimVerdict if v is not ClaimVerdict.ERROR]}"
-                    )
-                check_unrun_scale(spec, m)
-            except Exception as exc:  # noqa: BLE001 - recorded, not swallowed: the verdict says error
-                if not keep_going:
-                    raise
-                import traceback
+        bar = tqdm(total=len(todo), desc="claims", unit="claim", file=sys.stderr)
 
-                traceback.print_exc(file=sys.stderr)
-                m = Measurement(
-                    f"the row raised {type(exc).__name__}: {exc}", ClaimVerdict.ERROR, {"exception": type(exc).__name__}
-                )
-            results.append(
-                ClaimResult(
-                    spec.id,
-                    spec.claim,
-                    spec.source,
-                    spec.published,
-                    m.measured,
-                    m.verdict,
-                    time.perf_counter() - start,
-                    m.details,
-                    spec.threshold,
-                    m.seeds,
-                    m.unit,
-                )
-            )
-            if bar is not None:
-                bar.update(1)
+    def done(result: ClaimResult) -> None:
+        if cache is not None:
+            cache.save(result, quick)
+        if bar is not None:
+            bar.update(1)
+
+    try:
+        if not todo:  # every row came from the cache: start no runtime
+            ran = []
+        elif executor == "ray":
+            ran = run_ray(todo, quick, keep_going, done, bar, address=address, workers=workers)
+        else:
+            ran = run_serial(todo, quick, keep_going, done, bar)
     finally:
         if bar is not None:
             bar.set_description("claims")
             bar.close()
-    return results
+    fresh = {r.id: r for r in ran}
+    return [found.get(i) or fresh[i] for i in ids]
 
 
 def show(ids: Iterable[str], *, quick: bool | None = None):

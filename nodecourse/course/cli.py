@@ -37,6 +37,7 @@ FLAGS: dict[tuple[str, str], Arg] = {
     ("grade", "--memory-mb"): Arg(Interval(int, 16, None), fix="e.g. --memory-mb 4096"),
     ("grade", "--tmp-mb"): Arg(Interval(int, 16, None), fix="e.g. --tmp-mb 512"),
     ("grade", "--jobs"): Arg(Interval(int, 1, None), fix="e.g. --jobs 4"),
+    ("claims", "--workers"): Arg(Interval(int, 1, None), fix="e.g. --workers 2"),
 }
 
 
@@ -374,7 +375,16 @@ def run_claims(args: argparse.Namespace) -> int:
     # The progress bar (on stderr) names the row running; rows that print go to stderr too,
     # so stdout carries only the report.
     with StdoutToStderr():
-        results = claims.run_claims(args.only, quick=quick, progress=not args.no_progress, keep_going=True)
+        results = claims.run_claims(
+            args.only,
+            quick=quick,
+            progress=not args.no_progress,
+            keep_going=True,
+            executor=args.executor,
+            address=args.address,
+            workers=args.workers,
+            cache_dir=args.cache,
+        )
     header = claims.report_header(results, quick=quick)
     header["command"] = (
         "nodecourse claims" + (" --quick" if quick else "") + (" --only " + " ".join(args.only) if args.only else "")
@@ -469,6 +479,7 @@ OUTPUT_PATHS: dict[tuple[str, str], str] = {
     ("grade", "gradebook"): "file",
     ("grade", "keep"): "folder",
     ("claims", "update"): "existing file",
+    ("claims", "cache"): "folder",
     ("site", "out"): "folder",
     ("audit", "out"): "file",
 }
@@ -528,6 +539,23 @@ def input_path_error(args: argparse.Namespace) -> str | None:
     return None
 
 
+def claims_executor_error(args: argparse.Namespace) -> str | None:
+    """How ``claims``' --executor, --address and --workers contradict each other, or Ray is missing;
+    None when they do not. Finds Ray without importing it (nor torch)."""
+    if args.executor != "ray":
+        for flag, value in (("--address", args.address), ("--workers", args.workers)):
+            if value is not None:
+                return f"{flag} applies to --executor ray; add --executor ray or drop {flag}"
+        return None
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:
+        return "--executor ray needs Ray, which is not installed; pip install 'nodecourse[cluster]'"
+    if args.address is not None and not args.address.strip():
+        return "--address is empty; give the cluster's address (e.g. --address auto on one of its nodes)"
+    return None
+
+
 def usage_error(args: argparse.Namespace) -> str | None:
     """What is wrong with ``args`` beyond each flag's own check (how two flags combine, an input
     that is not there), as a message naming the flag; None when nothing is. Imports no torch: every
@@ -540,6 +568,8 @@ def usage_error(args: argparse.Namespace) -> str | None:
             refused = f"--json and --format={args.format} both given; use one (--json is --format json)"
         elif args.update and (args.format if not args.json else "json") != "markdown":
             refused = "--update writes the Markdown table; add --format markdown"
+        else:
+            refused = claims_executor_error(args)
     if refused is None and args.command in ("physionet", "audit"):
         from nodecourse.course import audit_cmd, physionet_cmd  # the standard library only
 
@@ -733,6 +763,33 @@ def build_parser() -> argparse.ArgumentParser:
         "(the README's table is written this way, never by hand)",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument(
+        "--executor",
+        choices=("serial", "ray"),
+        default="serial",
+        help="serial: one row after another here (default); ray: each row one Ray task, on a local "
+        "runtime or the cluster at --address (pip install 'nodecourse[cluster]'; docs/cluster.md)",
+    )
+    p.add_argument(
+        "--address",
+        default=None,
+        metavar="ADDR",
+        help="with --executor ray: join the Ray cluster at ADDR (auto, host:6379 or ray://host:10001) "
+        "instead of starting a local runtime",
+    )
+    p.add_argument(
+        "--workers",
+        type=argparse_type(FLAGS["claims", "--workers"]),
+        default=None,
+        metavar="N",
+        help="with --executor ray: at most N rows at once (a local runtime gets N CPUs; default: every CPU)",
+    )
+    p.add_argument(
+        "--cache",
+        default=None,
+        metavar="DIR",
+        help="save each finished row in DIR and skip the rows found there (same row, mode and code version)",
+    )
 
     from nodecourse.course import physionet_cmd
 
