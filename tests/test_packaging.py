@@ -213,10 +213,18 @@ def test_lessons_and_library_import_only_course_dependencies():
     providers = metadata.packages_distributions()
     imports = _lesson_and_library_imports()
     assert {"torch", "torchdiffeq", "torchdeq", "ipywidgets"} <= set(imports), "the import scan finds nothing"
+    # An optional extra's package, imported in the one module that uses it (inside a function, with an
+    # ImportError that names the extra): {module: (extra, file)}.
+    optional = {"ray": ("cluster", "nodecourse/claims/executors.py")}
     outside = {}
     for module, where in imports.items():
         if module in sys.stdlib_module_names or module == "nodecourse" or module not in providers:
             continue  # the standard library, the course itself, or nothing installed by that name
+        if module in optional:
+            extra, allowed = optional[module]
+            assert where == allowed, f"{module} (the {extra!r} extra) is imported in {where}; only {allowed} may"
+            assert any(r.startswith(module) for r in PROJECT["optional-dependencies"][extra]), (module, extra)
+            continue
         dists = {canonicalize_name(d) for d in providers[module]}
         if not dists & course:
             outside[module] = f"{where} (provided by {sorted(dists)})"

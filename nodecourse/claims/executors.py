@@ -220,17 +220,16 @@ def run_ray(
 def import_ray():
     """The ``ray`` module, or an ImportError saying how to install it.
 
-    Imported by name, not by an import statement: Ray is the optional ``cluster`` extra, which
-    ``make course`` does not install, and no module of the library imports it at load time.
+    Imported here, not at load time: Ray is the optional ``cluster`` extra, which ``make course``
+    does not install (tests/test_packaging.py allows this one import of an optional extra).
     """
-    import importlib
-
     try:
-        return importlib.import_module("ray")
+        import ray
     except ImportError as exc:
         raise ImportError(
             "executor='ray' needs Ray, which is not installed; pip install 'nodecourse[cluster]' (or executor='serial')"
         ) from exc
+    return ray
 
 
 @contextmanager
