@@ -527,13 +527,11 @@ class NeuralCDE(nn.Module):
         return self.readout(z_T[:, 1]).squeeze(-1)
 
 
-def build_cde(n: int = 48, length: int = 12, seed: int = 0):
-    """torchcde's README task: spirals clockwise (0) or anticlockwise (1), time as a channel."""
-    import torchcde
-
+def spirals(n: int, length: int, t_end: float, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """torchcde's README data: ``x`` of shape ``(n, length, 3)`` (time, x, y of a noisy spiral on
+    ``[0, t_end]``) and labels ``(n,)``: clockwise (0) or anticlockwise (1), shuffled."""
     g = torch.Generator().manual_seed(seed)
-    torch.manual_seed(seed)
-    t = torch.linspace(0.0, 4 * math.pi, length)
+    t = torch.linspace(0.0, t_end, length)
     start = torch.rand(n, generator=g) * 2 * math.pi
     x_pos = torch.cos(start.unsqueeze(1) + t.unsqueeze(0)) / (1 + 0.5 * t)
     x_pos[: n // 2] *= -1
@@ -542,8 +540,16 @@ def build_cde(n: int = 48, length: int = 12, seed: int = 0):
     y = torch.zeros(n)
     y[: n // 2] = 1
     perm = torch.randperm(n, generator=g)
-    coeffs = torchcde.hermite_cubic_coefficients_with_backward_differences(x[perm])
-    y = y[perm]
+    return x[perm], y[perm]
+
+
+def build_cde(n: int = 48, length: int = 12, seed: int = 0):
+    """torchcde's README task: spirals clockwise (0) or anticlockwise (1), time as a channel."""
+    import torchcde
+
+    torch.manual_seed(seed)
+    x, y = spirals(n, length, 4 * math.pi, seed)
+    coeffs = torchcde.hermite_cubic_coefficients_with_backward_differences(x)
     model = NeuralCDE()
     _fit(model, coeffs[: n // 2], y[: n // 2], 5, nn.functional.binary_cross_entropy_with_logits)
     return model, (coeffs[: n // 2], y[: n // 2]), (coeffs[n // 2 :], y[n // 2 :]), "classification"

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from outside_models import spirals
 from torch import nn
 
 import nodecourse.cde as ncde
@@ -186,19 +187,10 @@ class NeuralCDE(nn.Module):
 
 
 def _spirals(n: int, length: int = 5, seed: int = 0):
-    """torchcde's README data, shrunk: spirals clockwise (label 0) or anticlockwise (1), time a channel;
-    hermite cubic coefficients with backward differences ``(n, length - 1, 12)`` and the labels."""
-    g = torch.Generator().manual_seed(seed)
-    t = torch.linspace(0.0, math.pi, length)
-    start = torch.rand(n, generator=g) * 2 * math.pi
-    x_pos = torch.cos(start.unsqueeze(1) + t.unsqueeze(0)) / (1 + 0.5 * t)
-    x_pos[: n // 2] *= -1
-    y_pos = torch.sin(start.unsqueeze(1) + t.unsqueeze(0)) / (1 + 0.5 * t)
-    x = torch.stack([t.unsqueeze(0).repeat(n, 1), x_pos, y_pos], dim=2) + 0.1 * torch.randn(n, length, 3, generator=g)
-    y = torch.zeros(n)
-    y[: n // 2] = 1
-    perm = torch.randperm(n, generator=g)
-    return torchcde.natural_cubic_coeffs(x[perm]), y[perm]
+    """torchcde's README data, shrunk (:func:`outside_models.spirals` on ``[0, pi]``): natural cubic
+    coefficients ``(n, length - 1, 12)`` and the labels."""
+    x, y = spirals(n, length, math.pi, seed)
+    return torchcde.natural_cubic_coeffs(x), y
 
 
 def _cde_audit(library: str):
