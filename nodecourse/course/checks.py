@@ -36,6 +36,18 @@ import os as _os
 
 import numpy as _np
 
+__all__ = [
+    "CheckFailed",
+    "NotPlainValue",
+    "TRACEBACK_ENV",
+    "check",
+    "close",
+    "equal",
+    "plain",
+    "same",
+    "show_traceback",
+]
+
 # Captured at import (before any answer ran in the grader's kernel): later
 # patches of these names do not reach the functions below.
 _isinstance, _type, _len, _float, _bool, _abs = (

@@ -7,4 +7,5 @@ live in submodules imported on demand, so ``import nodecourse.data`` stays light
 
 from nodecourse.data.toy import ANNULUS_RADII, annulus, annulus_label, negation, one_d_crossing
 
-__all__ = ["ANNULUS_RADII", "annulus", "annulus_label", "negation", "one_d_crossing"]
+# ``digits`` and ``physionet`` are modules imported by name.
+__all__ = ["ANNULUS_RADII", "annulus", "annulus_label", "digits", "negation", "one_d_crossing", "physionet"]

@@ -12,6 +12,13 @@ from dataclasses import dataclass
 
 import torch
 
+__all__ = [
+    "N_CLASSES",
+    "N_FEATURES",
+    "DigitsSplit",
+    "load_digits",
+]
+
 N_FEATURES = 64
 N_CLASSES = 10
 

@@ -11,6 +11,16 @@ from typing import Callable
 
 import torch
 
+__all__ = [
+    "CONTRACTION_KINDS",
+    "FixedPointProblem",
+    "contraction",
+    "reflection",
+    "expansion",
+    "two_equilibria",
+    "bai_synthetic",
+]
+
 CONTRACTION_KINDS = ("linear", "tanh")
 
 

@@ -9,5 +9,8 @@ Notebooks import their lesson as ``from nodecourse.lessons import lesson03 as L`
 Importing a lesson's package registers its rows with :mod:`nodecourse.claims`.
 """
 
-# Each lessonNN package is imported by name (the ledger finds them at run time): nothing here.
-__all__: list[str] = []
+import pkgutil as _pkgutil
+
+# Each lessonNN package (and ``study``) is imported by name, not imported here: listing them from the
+# folder keeps the surface in step with the lessons without loading every lesson on import.
+__all__: list[str] = sorted(m.name for m in _pkgutil.iter_modules(__path__))

@@ -25,6 +25,15 @@ from nodecourse.measure.tables import markdown_table
 from nodecourse.solvers import SOLVERS, Status, observers, odeint
 from nodecourse.solvers.registry import spec_for
 
+__all__ = [
+    "SweepRow",
+    "tolerance_sweep",
+    "rows_to_columns",
+    "rows_to_markdown",
+    "SolveRecord",
+    "SolverWorkLog",
+]
+
 
 @dataclass
 class SweepRow:

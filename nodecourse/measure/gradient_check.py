@@ -34,6 +34,18 @@ from torch import nn
 
 from nodecourse.solvers import SOLVERS, SolverError, odeint
 
+__all__ = [
+    "ROUTES",
+    "NAMES",
+    "DecayFeed",
+    "analytic_gradient",
+    "GradientRow",
+    "GradientTable",
+    "gradient_table",
+    "theta_error",
+    "gradient_error_sweep",
+]
+
 ROUTES = ("analytic", "finite_differences", "backprop", "adjoint", "checkpoint", "torchdiffeq_adjoint")
 NAMES = ("z10", "z20", "lam", "theta", "T")
 TORCHDIFFEQ_METHODS = {"euler", "midpoint", "rk4", "bosh3", "dopri5"}

@@ -30,6 +30,20 @@ from torch import nn
 
 from nodecourse.models.blocks import MLPField
 
+__all__ = [
+    "GRADIENT_MODES",
+    "ALL_MODES",
+    "saved_tensor_bytes",
+    "saved_activation_bytes",
+    "cpu_peak_supported",
+    "measure_peak",
+    "MemoryConfig",
+    "MemorySweep",
+    "forward_backward",
+    "run_sweep",
+    "memory_sweep",
+]
+
 _M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3  # glibc mallopt parameters
 GRADIENT_MODES = ("backprop", "checkpoint", "adjoint")
 #: Every route a sweep may measure: the default modes and "reversible" (with method="reversible_heun").

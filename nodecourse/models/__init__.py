@@ -49,6 +49,12 @@ __all__ = [
     "UnrolledCore",
     "accuracy",
     "accuracy_vs_steps",
+    # modules imported by name
+    "augment",
+    "flows",
+    "latent",
+    "physionet_settings",
+    "regularised",
     "count_parameters",
     "matched_field_width",
     "mlp",

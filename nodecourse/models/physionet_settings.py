@@ -28,6 +28,17 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+__all__ = [
+    "REPO",
+    "PhysioNetSettings",
+    "COURSE",
+    "PUBLISHED",
+    "PUBLISHED_SOURCES",
+    "COURSE_SOURCES",
+    "NOT_FOLLOWED",
+    "by_name",
+]
+
 REPO = "YuliaRubanova/latent_ode"
 
 

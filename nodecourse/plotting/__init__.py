@@ -242,4 +242,8 @@ __all__ = [
     "solver_colors",
     "text_on_numeric_axes",
     "use_style",
+    # the figures of lessons 1-2, 3 and 5: modules imported by name (they build on this one)
+    "annulus",
+    "physionet",
+    "solvers",
 ]

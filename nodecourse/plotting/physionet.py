@@ -10,6 +10,15 @@ import torch
 
 from nodecourse.plotting import figure
 
+__all__ = [
+    "DEFAULT_VARIABLES",
+    "plot_auc_comparison",
+    "plot_learning_curve",
+    "plot_observation_rates",
+    "plot_patient",
+    "plot_scaled_time",
+]
+
 DEFAULT_VARIABLES = ("HR", "MAP", "Temp", "GCS", "Lactate", "Creatinine")
 
 

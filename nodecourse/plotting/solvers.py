@@ -12,6 +12,16 @@ import torch
 
 from nodecourse.plotting import course_subplots, figure, solver_color
 
+__all__ = [
+    "ConvergenceRun",
+    "StepTrace",
+    "plot_convergence",
+    "plot_step_sizes",
+    "plot_tolerance_sweep",
+    "plot_work_per_input",
+    "trace_steps",
+]
+
 
 class ConvergenceRun(Protocol):
     """What :func:`plot_convergence` reads of one method's run (lesson 2's ``ConvergenceResult`` is one;

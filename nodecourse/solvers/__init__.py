@@ -13,7 +13,7 @@ from nodecourse.solvers.odeint import odeint, odeint_event
 from nodecourse.solvers.record import StepEvent, StepRecord
 from nodecourse.solvers.registry import SOLVERS, SolverSpec
 from nodecourse.solvers.result import BackwardSolveWarning, Solution, SolverError, Status
-from nodecourse.solvers.reversible import REVERSIBLE_SOLVERS, ReversibleStabilityWarning
+from nodecourse.solvers.reversible import REVERSIBLE_SOLVERS, ReversibleStabilityWarning, heun_inverse, heun_step
 from nodecourse.solvers.solve_config import SolveConfig
 from nodecourse.solvers.tableaux import ButcherTableau
 
@@ -30,6 +30,8 @@ __all__ = [
     "Status",
     "StepEvent",
     "StepRecord",
+    "heun_inverse",
+    "heun_step",
     "odeint",
     "odeint_event",
 ]

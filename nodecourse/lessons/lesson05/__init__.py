@@ -36,6 +36,7 @@ from nodecourse.lessons.lesson05.config import (
     published_gap,
     split_sizes,
 )
+from nodecourse.lessons.lesson05.curve import FULL_CURVE, LESSON_QUICK_CURVE, QUICK_CURVE, CurveConfig, learning_curve
 from nodecourse.lessons.lesson05.findings import (
     FULL_CURVE_COMMAND,
     AUCFindings,
@@ -68,6 +69,11 @@ __all__ = [
     "AUC_THRESHOLD",
     "BASELINES",
     "FULL_STUDY",
+    "FULL_CURVE",
+    "LESSON_QUICK_CURVE",
+    "QUICK_CURVE",
+    "CurveConfig",
+    "learning_curve",
     "GAP_RULE",
     "GRUD_FLOOR",
     "GRUD_THRESHOLD",
