@@ -257,7 +257,7 @@ class DEQ(nn.Module):
     def _record_backward(self, result: FixedPointResult, forward: FixedPointResult) -> None:
         self.backward_result = result
         self.stats.update(
-            backward_iters=result.n_iter, backward_residual=result.final_residual(), backward_status=result.status.value
+            backward_iters=result.n_iter, backward_residual=result.final_residual(), backward_status=result.status
         )
         if self.warn is not False and not (forward.success and result.success):
             warnings.warn(unconverged_gradient_text(forward, result), DEQGradientWarning, stacklevel=2)
@@ -385,7 +385,7 @@ class DEQ(nn.Module):
         self.stats = dict(
             forward_iters=result.n_iter,
             forward_residual=result.final_residual(),
-            forward_status=result.status.value,
+            forward_status=result.status,
             backward_iters=None,
             backward_residual=None,
             backward_status=None,

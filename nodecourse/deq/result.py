@@ -10,8 +10,11 @@ from typing import Any
 import torch
 
 
-class FixedPointStatus(enum.Enum):
-    """How a fixed-point solve ended (the worst sample of the batch decides)."""
+class FixedPointStatus(enum.StrEnum):
+    """How a fixed-point solve ended (the worst sample of the batch decides).
+
+    A string enum, as :class:`~nodecourse.solvers.Status` is: it compares equal to its value.
+    """
 
     SUCCESS = "success"  # every sample reached the tolerance
     MAX_ITER = "max_iter"  # the iteration budget ran out first (e.g. z -> 1 - z under Picard: it cycles)

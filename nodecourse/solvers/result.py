@@ -9,8 +9,12 @@ from typing import Any, Optional
 import torch
 
 
-class Status(enum.Enum):
-    """How a solve ended."""
+class Status(enum.StrEnum):
+    """How a solve ended.
+
+    A string enum, as :class:`~nodecourse.deq.FixedPointStatus` is: ``status == "success"`` and
+    ``json.dumps`` work on a member, and ``str(status)`` is its value.
+    """
 
     SUCCESS = "success"
     MAX_STEPS = "max_steps"  # the step budget ran out before the last output time
