@@ -1,0 +1,213 @@
+"""Lesson 11's SDE section: the slope fit and its bootstrap on data of known slope, each row's verdict rule on
+constructed inputs, and the studies at a tiny size (strong errors against the exact GBM solution, the adjoint
+against backprop and against torchsde's reversible Heun adjoint, peak memory)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from nodecourse.claims import REGISTRY, ClaimVerdict
+from nodecourse.lessons.lesson11 import sde_rows  # noqa: F401  (registers the rows)
+from nodecourse.lessons.lesson11.sde_config import (
+    ADJOINT_THRESHOLD,
+    SDE_MEMORY_THRESHOLD,
+    STRONG_ORDER_THRESHOLD,
+    AdjointConfig,
+    SDEMemoryConfig,
+    StrongOrderConfig,
+)
+from nodecourse.lessons.lesson11.sde_findings import (
+    AdjointFindings,
+    SDEMemoryFindings,
+    StrongOrderFindings,
+    judge_adjoint,
+    judge_memory,
+    judge_order_band,
+    judge_strong_orders,
+    plot_adjoint_errors,
+    plot_sde_memory,
+    plot_strong_orders,
+)
+from nodecourse.lessons.lesson11.sde_studies import (
+    AdjointRun,
+    GeometricBrownianMotion,
+    SDEMemoryResult,
+    StrongOrderRun,
+    adjoint_run,
+    bootstrap_slope,
+    fit_slope,
+    sde_memory_study,
+    strong_errors,
+    strong_order_study,
+)
+from nodecourse.measure.memory import cpu_peak_supported
+from nodecourse.sde import BrownianPath
+
+H, D, U = ClaimVerdict.HOLDS, ClaimVerdict.DOES_NOT_HOLD, ClaimVerdict.UNDECIDED
+DTS = tuple(2.0**-k for k in range(3, 8))
+
+# ----- the slope fit and its bootstrap -----
+
+
+def test_fit_slope_recovers_a_power_law_and_names_bad_input():
+    assert fit_slope(DTS, [3.0 * dt**0.7 for dt in DTS]) == pytest.approx(0.7, abs=1e-12)
+    with pytest.raises(ValueError, match="levels"):
+        fit_slope(DTS, [1.0, 2.0])
+
+
+def test_bootstrap_interval_covers_the_known_slope_and_shrinks_with_paths():
+    # per-path errors C_p * dt^0.5 * (lognormal noise per level): the mean error's slope is 0.5 up to noise
+    gen = torch.Generator().manual_seed(0)
+
+    def synthetic(paths):
+        scale = torch.rand(1, paths, generator=gen, dtype=torch.float64) + 0.5
+        noise = torch.exp(0.3 * torch.randn(len(DTS), paths, generator=gen, dtype=torch.float64))
+        return torch.tensor(DTS, dtype=torch.float64)[:, None] ** 0.5 * scale * noise
+
+    slope, lo, hi = bootstrap_slope(synthetic(4000), DTS, resamples=400)
+    assert lo <= slope <= hi and lo <= 0.5 <= hi and hi - lo < 0.05
+    _, lo_few, hi_few = bootstrap_slope(synthetic(100), DTS, resamples=400)
+    assert hi_few - lo_few > hi - lo  # fewer paths, wider interval
+    exact = torch.tensor(DTS, dtype=torch.float64)[:, None] ** 1.0 * torch.ones(1, 50, dtype=torch.float64)
+    assert bootstrap_slope(exact, DTS, resamples=50) == pytest.approx((1.0, 1.0, 1.0), abs=1e-12)
+    with pytest.raises(ValueError, match="paths"):
+        bootstrap_slope(torch.ones(len(DTS)), DTS)
+    with pytest.raises(ValueError, match="confidence"):
+        bootstrap_slope(exact, DTS, confidence=95)
+
+
+# ----- verdict rules on constructed inputs -----
+
+
+def _order_run(method, lo, hi):
+    return StrongOrderRun(method, DTS, tuple(dt**0.5 for dt in DTS), (lo + hi) / 2, lo, hi, 100, 0)
+
+
+@pytest.mark.parametrize(
+    "euler, milstein, verdict",
+    [
+        ((0.45, 0.60), (0.90, 1.10), H),  # both inside their bands
+        ((0.45, 0.60), (0.60, 0.80), D),  # Milstein wholly below [0.85, 1.15]
+        ((0.70, 0.90), (0.90, 1.10), D),  # Euler wholly above [0.35, 0.65]
+        ((0.30, 0.60), (0.90, 1.10), U),  # Euler straddles 0.35
+        ((0.30, 0.60), (0.50, 0.70), D),  # one straddles, the other fails: fails
+    ],
+)
+def test_strong_orders_verdict(euler, milstein, verdict):
+    f = StrongOrderFindings.from_runs((_order_run("euler", *euler), _order_run("milstein", *milstein)))
+    assert f.verdict is verdict
+    assert "Milstein" in f.markdown() and f"**{verdict.value}**" in f.markdown()
+
+
+def test_order_band_edges_and_bad_input():
+    assert judge_order_band(0.35, 0.65, 0.5) is H  # the band's edges are inside
+    assert judge_order_band(0.66, 0.8, 0.5) is D and judge_order_band(0.1, 0.34, 0.5) is D
+    assert judge_order_band(0.2, 0.9, 0.5) is U  # wider than the band on both sides
+    with pytest.raises(ValueError, match="lo <= hi"):
+        judge_order_band(0.6, 0.4, 0.5)
+    with pytest.raises(ValueError, match="at least one"):
+        judge_strong_orders({})
+    with pytest.raises(ValueError, match="declared order"):
+        StrongOrderFindings.from_runs((_order_run("reversible_heun", 0.4, 0.6),))
+
+
+@pytest.mark.parametrize(
+    "slopes, finest, verdict",
+    [
+        ((1.0, 1.1, 0.9), (1e-4, 2e-4, 5e-5), H),
+        ((-1.0, -1.1, -0.9), (1e-4, 2e-4, 5e-5), D),  # the error grows as the step shrinks
+        ((1.0, -1.0, 0.5), (1e-4, 2e-4, 5e-5), U),  # the interval contains 0
+        ((1.0, 1.1, 0.9), (1e-4, 0.05, 5e-5), U),  # falls, but one seed is above 1e-2 at the finest step
+        ((1.0, 1.1), (1e-4, 1e-4), U),  # two seeds: no verdict
+    ],
+)
+def test_adjoint_verdict(slopes, finest, verdict):
+    assert judge_adjoint(slopes, finest)[0] is verdict
+    runs = tuple(
+        AdjointRun(i, DTS, tuple(e * (dt / DTS[-1]) ** s for dt in DTS), (1e-16,) * len(DTS), s)
+        for i, (s, e) in enumerate(zip(slopes, finest))
+    )
+    f = AdjointFindings.from_runs(runs)
+    assert f.verdict is verdict and f.worst_finest == pytest.approx(max(finest))
+    assert f"**{verdict.value}**" in f.markdown()
+
+
+@pytest.mark.parametrize(
+    "adjoint, backprop, verdict",
+    [(1.2, 6.0, H), (1.5, 4.0, H), (2.5, 6.0, D), (2.0, 1.0, D), (1.7, 6.0, U), (1.2, 3.0, U)],
+)
+def test_memory_verdict(adjoint, backprop, verdict):
+    assert judge_memory(adjoint, backprop) is verdict
+    result = SDEMemoryResult(
+        SDEMemoryConfig(),
+        (16, 128),
+        (("backprop", (10**6, int(backprop * 10**6))), ("adjoint", (10**6, int(adjoint * 10**6)))),
+    )
+    f = SDEMemoryFindings.from_result(result)
+    assert f.verdict is verdict and f"{adjoint:.2f}x" in f.markdown()
+
+
+def test_rows_are_registered_with_their_declared_thresholds():
+    for rid, threshold in [
+        ("sde-strong-orders", STRONG_ORDER_THRESHOLD),
+        ("sde-adjoint-matches-backprop", ADJOINT_THRESHOLD),
+        ("sde-adjoint-memory-flat", SDE_MEMORY_THRESHOLD),
+    ]:
+        spec = REGISTRY[rid]
+        assert spec.threshold is threshold and spec.lesson == "11" and threshold.why
+
+
+# ----- the studies, tiny -----
+
+
+def test_gbm_exact_solution_is_the_analytic_one():
+    gbm = GeometricBrownianMotion(0.5, 1.0)
+    w = torch.tensor([[0.3]], dtype=torch.float64)
+    assert gbm.exact(torch.tensor([[2.0]], dtype=torch.float64), 1.0, w).item() == pytest.approx(2 * math.exp(0.3))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_strong_errors_shrink_and_milstein_beats_euler(dtype):
+    config = StrongOrderConfig(paths=200, levels=(3, 4, 5, 6), bootstrap=200, dtype=dtype)
+    errors, dts, steps = strong_errors(config, "euler")
+    assert errors.shape == (4, 200) and errors.dtype == torch.float64 and steps == sum(2**k for k in config.levels)
+    runs = strong_order_study(config)
+    euler, milstein = runs
+    assert all(a > b for a, b in zip(euler.mean_errors, euler.mean_errors[1:]))
+    assert milstein.mean_errors[-1] < euler.mean_errors[-1]
+    assert milstein.slope > euler.slope > 0.2 and euler.lo <= euler.slope <= euler.hi
+    fig = plot_strong_orders(runs)
+    assert "time units" in fig.layout.xaxis.title.text and len(fig.data) == 4
+
+
+def test_adjoint_run_against_backprop_and_torchsde_reversible():
+    config = AdjointConfig(seeds=(0,), levels=(3, 5, 7), batch=4, dim=2, hidden=8)
+    run = adjoint_run(config, 0)
+    assert run.adjoint_errors[-1] < run.adjoint_errors[0] < 1e-1 and run.slope > 0
+    assert max(run.reversible_errors) < 1e-12  # torchsde's reversible Heun adjoint: backprop's gradient exactly
+    fig = plot_adjoint_errors((run,))
+    assert len(fig.data) == 2 and "dimensionless" in fig.layout.yaxis.title.text
+
+
+def test_adjoint_gradient_route_shares_the_brownian_path():
+    # the study's premise: the same BrownianPath answers the forward and the backward solve alike
+    bm = BrownianPath(0.0, 1.0, (2, 2), seed=5, dtype=torch.float64)
+    first = bm(0.25, 0.5).clone()
+    bm(0.0, 1.0), bm(0.125, 0.375)
+    assert torch.equal(bm(0.25, 0.5), first)
+
+
+@pytest.mark.skipif(not cpu_peak_supported(), reason="the resident-set peak needs Linux's /proc/self/clear_refs")
+def test_memory_study_backprop_grows_adjoint_without_cache_does_not():
+    # the resident set (cpu_method="rss") rather than the profiler, whose first start alone takes seconds
+    config = SDEMemoryConfig(
+        steps=4, batch=2048, dim=4, hidden=32, cache_size=0, extra_readings=False, cpu_method="rss"
+    )
+    result = sde_memory_study(config)
+    assert result.steps == (4, 32) and result.routes == ("backprop", "adjoint")
+    assert result.growth("backprop") > 3.0 and result.growth("adjoint") < 1.5
+    fig = plot_sde_memory(result)
+    assert "MiB" in fig.layout.yaxis.title.text and len(fig.data) == 2
