@@ -385,3 +385,21 @@ def test_cli_refuses_an_unknown_model_and_a_bad_output_name():
     assert proc.returncode == 2 and "digits-ode" in proc.stderr and "file.py:build" in proc.stderr
     proc = run_cli("audit", "--model", "digits-ode", "--out", "report.pdf")
     assert proc.returncode == 2 and ".html" in proc.stderr
+
+
+def test_a_report_and_a_step_show_their_markdown_as_plain_text():
+    """text/plain of a report or a step is what it reads as, not the dataclass repr of every field."""
+    from IPython.core.formatters import DisplayFormatter
+
+    from nodecourse.audit import AuditReport, StepResult
+
+    def shown(obj):
+        return DisplayFormatter().format(obj)[0]
+
+    step = StepResult(step=2, name="Solver work per input", verdict="ok", summary="48 NFE", data={"work": [48.0] * 500})
+    assert shown(step)["text/plain"] == shown(step)["text/markdown"] == step.markdown()
+    setup = {"mode": "quick", "task": "regression", "n_train": 8, "n_test": 4}
+    report = AuditReport(
+        model={"name": "m", "parameters": 10, "cores": ["one"]}, setup=setup, steps=[step], seconds=1.0
+    )
+    assert shown(report)["text/plain"] == report.to_markdown() and "<div" in shown(report)["text/html"]

@@ -48,3 +48,20 @@ def test_findings_render_through_markdown():
     assert g._repr_markdown_() == "grew **2.5x**" == str(g)
     with pytest.raises(TypeError):
         study.Findings()  # abstract: a findings class must say how it reads
+
+
+def test_findings_plain_text_is_their_markdown_not_every_field():
+    """A saved notebook keeps text/plain beside the Markdown: it must be the sentence, not the dataclass
+    repr with every float (lesson 9's audit tables were 100 kB a cell)."""
+    from IPython.core.formatters import DisplayFormatter
+
+    @dataclass(frozen=True)
+    class Curve(study.Findings):
+        values: tuple
+
+        def markdown(self) -> str:
+            return f"{len(self.values)} points"
+
+    curve = Curve(tuple(i / 7 for i in range(1000)))
+    data, _ = DisplayFormatter().format(curve)
+    assert data == {"text/markdown": "1000 points", "text/plain": "1000 points"}

@@ -111,6 +111,10 @@ class StepResult:
     def _repr_markdown_(self) -> str:  # a notebook cell shows a step in one line: `report.step(2)`
         return self.markdown()
 
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict[str, str]:
+        # text/plain is the line, not the dataclass repr of every field and float
+        return {"text/markdown": self.markdown(), "text/plain": self.markdown()}
+
 
 def verdict_of(problems: list[str], warnings: list[str]) -> tuple[str, list[str]]:
     """``("problem" | "warning" | "ok", reasons)`` from the findings of a step."""
@@ -225,6 +229,11 @@ class AuditReport:
 
     def _repr_markdown_(self) -> str:  # for front ends that show Markdown rather than HTML
         return self.to_markdown()
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict[str, str]:
+        # text/plain is the report, not the dataclass repr of every field and float
+        text = self.to_markdown()
+        return {"text/html": self._html_body(), "text/markdown": text, "text/plain": text}
 
     def to_html(self) -> str:
         """One self-contained HTML page (figures embedded as PNG data, no scripts)."""

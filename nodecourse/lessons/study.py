@@ -80,5 +80,12 @@ class Findings(abc.ABC):
     def _repr_markdown_(self) -> str:
         return self.markdown()
 
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict[str, str]:
+        # text/plain is the same Markdown, not the dataclass repr (every field, every float: up to
+        # 100 kB a cell), which a saved notebook would carry beside it. A bundle, because IPython's
+        # text/plain printer prefers the dataclass's own __repr__ to an inherited _repr_pretty_.
+        text = self.markdown()
+        return {"text/markdown": text, "text/plain": text}
+
     def __str__(self) -> str:
         return self.markdown()
