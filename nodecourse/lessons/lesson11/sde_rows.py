@@ -72,7 +72,7 @@ def measure_adjoint(quick: bool) -> Measurement:
         f"random neural SDEs (Stratonovich, diagonal noise), {len(f.runs)} seeds, reversible Heun at dt = "
         f"2^-{config.levels[0]} ... 2^-{config.levels[-1]}: slope of log error on log step "
         f"{', '.join(f'{s:.2f}' for s in f.slopes)} (95 % interval {span}); finest-step error {f.worst_finest:.1e} "
-        f"at most. Beside it, torchsde's reversible Heun adjoint: {f.worst_reversible:.0e} at most, every step"
+        f"at most. Beside it, reversible Heun's algebraic reverse: {f.worst_reversible:.0e} at most, every step"
     )
     details = {"config": asdict(config), "runs": [asdict(r) for r in f.runs], "reason": f.reason}
     return Measurement(measured, f.verdict, details, seeds=len(f.runs))

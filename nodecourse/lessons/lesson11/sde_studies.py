@@ -163,29 +163,93 @@ class SmallNeuralSDE(nn.Module):
         return self.scale * torch.tanh(y + self.shift) + 0.1 * self.scale
 
 
-def _gradient(sde: nn.Module, y0: torch.Tensor, bm, dt: float, route: str) -> torch.Tensor:
-    """The flat gradient of ``mean(y(T/2)^2) + mean(y(T)^2)`` w.r.t. ``(y0, parameters)``, by ``route``:
-    ``"backprop"``, ``"adjoint"`` (nodecourse's) or ``"reversible"`` (torchsde's adjoint with its algebraically
-    reversible Heun, on the same path)."""
-    ts = torch.tensor([0.0, 0.5, 1.0], dtype=y0.dtype, device=y0.device)
-    y = y0.clone().requires_grad_(True)
-    if route == "reversible":
-        import torchsde
+#: The output times of the adjoint study: the loss reads the state at T / 2 and T, so dL/dy enters midway.
+LOSS_TIMES = (0.0, 0.5, 1.0)
 
-        ys = torchsde.sdeint_adjoint(
-            sde, y, ts, bm=bm, method="reversible_heun", adjoint_method="adjoint_reversible_heun", dt=dt
-        )
+
+def _loss(ys) -> torch.Tensor:
+    """``mean(y(T/2)^2) + mean(y(T)^2)`` from the states at :data:`LOSS_TIMES` (``ys[0]`` is ``y0``)."""
+    return ys[1].pow(2).mean() + ys[2].pow(2).mean()
+
+
+def _heun_step(sde, t0, t1, y0, z0, dw):
+    """One reversible Heun step (Kidger et al. 2021; diagonal noise), written as ``sdeint``'s: ``(y1, z1)``."""
+    dt = t1 - t0
+    f0, g0 = sde.f(t0, z0), sde.g(t0, z0)
+    z1 = 2 * y0 - z0 + f0 * dt + g0 * dw
+    f1, g1 = sde.f(t1, z1), sde.g(t1, z1)
+    return y0 + (f0 + f1) * (0.5 * dt) + (g0 + g1) * (0.5 * dw), z1
+
+
+def reversible_gradient(sde: nn.Module, y0: torch.Tensor, bm, dt: float) -> tuple[torch.Tensor, ...]:
+    """The gradient of :func:`_loss` w.r.t. ``(y0, *sde.parameters())`` through reversible Heun (diagonal noise)
+    without storing the forward steps: the backward pass *reconstructs* each step's input by the method's
+    algebraic inverse (Kidger et al. 2021, Alg. 2)
+
+        z_n = 2 y_{n+1} - z_{n+1} - f(z_{n+1}) dt - g(z_{n+1}) dW,
+        y_n = y_{n+1} - (f(z_n) + f(z_{n+1})) dt / 2 - (g(z_n) + g(z_{n+1})) dW / 2,
+
+    and backpropagates through that one step. It equals backprop's gradient up to rounding.
+    ``y0``: ``(batch, d)``; ``bm``: the Brownian path of the forward solve, size ``(batch, d)``."""
+    from nodecourse.sde.solve import step_times
+
+    params = list(sde.parameters())
+    ts = torch.tensor(LOSS_TIMES, dtype=y0.dtype, device=y0.device)
+    as_t = lambda v: torch.as_tensor(v, dtype=y0.dtype, device=y0.device)  # noqa: E731
+    grid = [[float(ts[0])]] + step_times(ts, dt)  # the step ends of each output interval, as sdeint's
+    with torch.no_grad():  # forward: only the states at the output times and the last (y, z) are kept
+        y, z, ys = y0, y0, [y0]
+        for i in range(1, len(ts)):
+            t = grid[i - 1][-1]
+            for end in grid[i]:
+                y, z = _heun_step(sde, as_t(t), as_t(end), y, z, bm(as_t(t), as_t(end)))
+                t = end
+            ys.append(y)
+    with torch.enable_grad():
+        outs = [v.detach().requires_grad_(True) for v in ys]
+        grads_out = torch.autograd.grad(_loss(outs), outs, allow_unused=True)
+    grads_out = [torch.zeros_like(v) if g is None else g for g, v in zip(grads_out, ys)]
+    a_y, a_z = grads_out[-1].clone(), torch.zeros_like(y0)
+    a_params = [torch.zeros_like(p) for p in params]
+    for i in range(len(ts) - 1, 0, -1):
+        times = [grid[i - 1][-1]] + grid[i]
+        for k in range(len(times) - 1, 0, -1):
+            t0, t1 = as_t(times[k - 1]), as_t(times[k])
+            dw = bm(t0, t1)
+            with torch.no_grad():  # the algebraic inverse: the step's input from its output
+                z_prev = 2 * y - z - sde.f(t1, z) * (t1 - t0) - sde.g(t1, z) * dw
+                y_prev = y - (sde.f(t0, z_prev) + sde.f(t1, z)) * (0.5 * (t1 - t0))
+                y_prev = y_prev - (sde.g(t0, z_prev) + sde.g(t1, z)) * (0.5 * dw)
+            with torch.enable_grad():  # backprop through this one step only
+                yi, zi = y_prev.requires_grad_(True), z_prev.requires_grad_(True)
+                y1, z1 = _heun_step(sde, t0, t1, yi, zi, dw)
+                g = torch.autograd.grad((y1, z1), [yi, zi, *params], grad_outputs=(a_y, a_z), allow_unused=True)
+            a_y, a_z = g[0], g[1]
+            a_params = [a if d is None else a + d for a, d in zip(a_params, g[2:])]
+            y, z = y_prev, z_prev
+        a_y = a_y + grads_out[i - 1]
+    return (a_y + a_z, *a_params)  # z_0 = y_0: both adjoints flow into y0
+
+
+def _gradient(sde: nn.Module, y0: torch.Tensor, bm, dt: float, route: str) -> torch.Tensor:
+    """The flat gradient of :func:`_loss` w.r.t. ``(y0, parameters)``, by ``route``: ``"backprop"`` or
+    ``"adjoint"`` (``sdeint``'s gradients, through reversible Heun) or ``"reversible"``
+    (:func:`reversible_gradient`), on the same path ``bm``."""
+    if route == "reversible":
+        grads = reversible_gradient(sde, y0, bm, dt)
     else:
+        ts = torch.tensor(LOSS_TIMES, dtype=y0.dtype, device=y0.device)
+        y = y0.clone().requires_grad_(True)
         ys = sdeint(sde, y, ts, method="reversible_heun", dt=dt, bm=bm, gradient=route).ys
-    loss = ys[1].pow(2).mean() + ys[2].pow(2).mean()  # dL/dys[1] enters the adjoint midway
-    grads = torch.autograd.grad(loss, [y, *sde.parameters()])
+        grads = torch.autograd.grad(_loss(ys), [y, *sde.parameters()])
     return torch.cat([g.reshape(-1) for g in grads])
 
 
 @dataclass(frozen=True)
 class AdjointRun:
-    """One seed: relative gradient error against backprop per step size, for nodecourse's stochastic adjoint
-    and for torchsde's reversible Heun adjoint; the adjoint's fitted slope (log error on log step)."""
+    """One seed: relative gradient error against backprop per step size, for the stochastic adjoint and for
+    reversible Heun's algebraic reverse (:func:`reversible_gradient`); the adjoint's fitted slope (log error on
+    log step)."""
 
     seed: int
     dts: tuple[float, ...]
