@@ -53,6 +53,7 @@ from nodecourse.sde import BrownianPath
 
 H, D, U = ClaimVerdict.HOLDS, ClaimVerdict.DOES_NOT_HOLD, ClaimVerdict.UNDECIDED
 DTS = tuple(2.0**-k for k in range(3, 8))
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 # ----- the slope fit and its bootstrap -----
 
@@ -174,9 +175,10 @@ def test_gbm_exact_solution_is_the_analytic_one():
     assert gbm.exact(torch.tensor([[2.0]], dtype=torch.float64), 1.0, w).item() == pytest.approx(2 * math.exp(0.3))
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_strong_errors_shrink_and_milstein_beats_euler(dtype):
-    config = StrongOrderConfig(paths=200, levels=(3, 4, 5, 6), bootstrap=200, dtype=dtype)
+def test_strong_errors_shrink_and_milstein_beats_euler(dtype, device):
+    config = StrongOrderConfig(paths=200, levels=(3, 4, 5, 6), bootstrap=200, dtype=dtype, device=device)
     errors, dts, steps = strong_errors(config, "euler")
     assert errors.shape == (4, 200) and errors.dtype == torch.float64 and steps == sum(2**k for k in config.levels)
     runs = strong_order_study(config)
@@ -186,6 +188,11 @@ def test_strong_errors_shrink_and_milstein_beats_euler(dtype):
     assert milstein.slope > euler.slope > 0.2 and euler.lo <= euler.slope <= euler.hi
     fig = plot_strong_orders(runs)
     assert "time units" in fig.layout.xaxis.title.text and len(fig.data) == 4
+
+
+def test_a_config_with_an_unknown_dtype_is_named():
+    with pytest.raises(ValueError, match="dtype='float16' in StrongOrderConfig"):
+        strong_errors(StrongOrderConfig(dtype="float16"), "euler")
 
 
 def test_adjoint_run_against_backprop():

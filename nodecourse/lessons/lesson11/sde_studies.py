@@ -24,6 +24,16 @@ from nodecourse.lessons.study import cached_study
 from nodecourse.measure.memory import measure_peak
 from nodecourse.sde import BrownianPath, sdeint
 
+FLOAT_DTYPES = ("float32", "float64")
+
+
+def _dtype_device(config) -> tuple[torch.dtype, torch.device]:
+    """``config.dtype`` (a name in :data:`FLOAT_DTYPES`) and ``config.device`` as torch objects."""
+    if config.dtype not in FLOAT_DTYPES:
+        raise ValueError(f"dtype={config.dtype!r} in {type(config).__name__}: pass one of {FLOAT_DTYPES}")
+    return getattr(torch, config.dtype), torch.device(config.device)
+
+
 # ----------------------------------------------------------------------------------------------
 # Slopes and their bootstrap interval
 
@@ -110,7 +120,7 @@ class StrongOrderRun:
 def strong_errors(config: StrongOrderConfig, method: str) -> tuple[torch.Tensor, tuple[float, ...], int]:
     """Per-path errors ``|X_T - X_T exact|`` at ``T = 1``, shape ``(levels, paths)``, the step sizes, and the
     solver steps taken; every level solves on the same Brownian path."""
-    dtype, device = getattr(torch, config.dtype), torch.device(config.device)
+    dtype, device = _dtype_device(config)
     bm = BrownianPath(0.0, 1.0, (config.paths, 1), seed=config.seed, dtype=dtype, device=device)
     gbm = GeometricBrownianMotion(config.mu, config.sigma)
     x0 = torch.full((config.paths, 1), config.x0, dtype=dtype, device=device)
@@ -270,7 +280,7 @@ def _relative(a: torch.Tensor, ref: torch.Tensor) -> float:
 @cached_study
 def adjoint_run(config: AdjointConfig, seed: int) -> AdjointRun:
     """One seed of :func:`adjoint_study`: a random :class:`SmallNeuralSDE`, starts and Brownian path."""
-    dtype, device = getattr(torch, config.dtype), torch.device(config.device)
+    dtype, device = _dtype_device(config)
     torch.manual_seed(seed)
     sde = SmallNeuralSDE(config.dim, config.hidden).to(dtype=dtype, device=device)
     y0 = torch.randn(config.batch, config.dim, dtype=dtype, device=device)
@@ -342,7 +352,7 @@ def sde_memory_study(config: SDEMemoryConfig = QUICK_SDE_MEMORY, progress: bool 
     Heun steps, per route."""
     from tqdm.auto import tqdm
 
-    dtype, device = getattr(torch, config.dtype), torch.device(config.device)
+    dtype, device = _dtype_device(config)
     torch.manual_seed(config.seed)
     sde = SmallNeuralSDE(config.dim, config.hidden).to(dtype=dtype, device=device)
     y0 = torch.randn(config.batch, config.dim, dtype=dtype, device=device, requires_grad=True)
