@@ -3011,4 +3011,392 @@ EXERCISES = {
  "nbformat": 4,
  "nbformat_minor": 5
 }""",
+    "11_beyond_odes_exercises.ipynb": r"""{
+ "cells": [
+  {
+   "cell_type": "markdown",
+   "id": "c134f153",
+   "metadata": {},
+   "source": [
+    "# Lesson 11 exercises: beyond ODEs\n",
+    "\n",
+    "Three tasks, each from [lesson 11](../notebooks/11_beyond_odes.ipynb): Euler–Maruyama and its strong order on\n",
+    "geometric Brownian motion, the contraction at the heart of a neural CDE's vector field, and what the\n",
+    "interpolation's causality means for a series. Each one is a function to complete in the cell marked *answer*,\n",
+    "followed by check cells that print `PASS <name>` when your code is right. Run the cells in order, save, and grade\n",
+    "the whole notebook from a terminal in the course folder (in JupyterLab: File > New > Terminal):\n",
+    "\n",
+    "```\n",
+    "nodecourse grade exercises/11_beyond_odes_exercises.ipynb\n",
+    "```\n",
+    "\n",
+    "The grader takes only your answer cells and runs them against a clean copy of the checks, so editing a\n",
+    "check cell does not change your grade. Write tasks 1 and 2 with torch alone: the checks compare them with the\n",
+    "library's implementation (`nodecourse.sde.sdeint`, `nodecourse.cde.cdeint`), which they use in a separate process\n",
+    "of their own. Task 3 uses the library's interpolations."
+   ]
+  },
+  {
+   "cell_type": "code",
+   "execution_count": null,
+   "id": "51560883",
+   "metadata": {},
+   "outputs": [],
+   "source": [
+    "import math\n",
+    "\n",
+    "import torch\n",
+    "\n",
+    "from nodecourse.cde import interpolate\n",
+    "from nodecourse.config import use_course_threads\n",
+    "\n",
+    "use_course_threads()  # torch's CPU threads for this machine: see `nodecourse check`\n",
+    "\n",
+    "_ = torch.manual_seed(0)"
+   ]
+  },
+  {
+   "cell_type": "markdown",
+   "id": "8f0c0d79",
+   "metadata": {},
+   "source": [
+    "## Task 1: Euler–Maruyama and its strong order\n",
+    "\n",
+    "An Itô SDE $dy = f(t, y)\\,dt + g(t, y)\\,dW$ with diagonal noise (entry $i$ of $g$ multiplies entry $i$ of $dW$)\n",
+    "is advanced by Euler–Maruyama as\n",
+    "\n",
+    "$$y_{n+1} = y_n + f(t_n, y_n)\\,h + g(t_n, y_n)\\,\\Delta W_n,$$\n",
+    "\n",
+    "where $\\Delta W_n = W(t_n + h) - W(t_n)$ is the Brownian increment over the step: a normal draw of variance $h$,\n",
+    "already scaled (it is *not* multiplied by $\\sqrt h$ again).\n",
+    "\n",
+    "Complete `euler_maruyama_step(f, g, t, y, h, dw)`: `y` and `dw` have shape `(batch, d)`; `f(t, y)` and `g(t, y)`\n",
+    "return tensors of that shape; `t` and `h` are Python floats. Evaluate `f` and `g` once each, at $t$ (as a number\n",
+    "or a 0-d tensor), and return $y_{n+1}$."
+   ]
+  },
+  {
+   "cell_type": "code",
+   "execution_count": null,
+   "id": "5ae9c232",
+   "metadata": {
+    "nodecourse": {
+     "answer": "em-step"
+    }
+   },
+   "outputs": [],
+   "source": [
+    "def euler_maruyama_step(f, g, t, y, h, dw):\n",
+    "    \"\"\"One Euler-Maruyama step of dy = f(t, y) dt + g(t, y) dW (Ito, diagonal noise); y, dw: (batch, d).\"\"\"\n",
+    "    raise NotImplementedError(\"task 'em-step': replace this line with your code\")"
+   ]
+  },
+  {
+   "cell_type": "markdown",
+   "id": "d48f55f6",
+   "metadata": {},
+   "source": [
+    "The check takes one step from a random state with a nonlinear drift and a diagonal diffusion (float64) and\n",
+    "compares it with the formula, recording the times `f` and `g` are called at.\n",
+    "The inputs come from a seed: the check cells use seed 0, the grader draws a new one each time."
+   ]
+  },
+  {
+   "cell_type": "code",
+   "execution_count": null,
+   "id": "8e9ab808",
+   "metadata": {
+    "nodecourse": {
+     "check": "em-step"
+    }
+   },
+   "outputs": [],
+   "source": [
+    "# NBVAL_CHECK_OUTPUT\n",
+    "from nodecourse.course.tasks import self_check\n",
+    "\n",
+    "self_check(\"11\", \"em-step\", globals())"
+   ]
+  },
+  {
+   "cell_type": "markdown",
+   "id": "32736de1",
+   "metadata": {},
+   "source": [
+    "**The strong order.** Geometric Brownian motion $dy = \\mu y\\,dt + \\sigma y\\,dW$, $y(0) = y_0$, has the exact\n",
+    "solution $y(T) = y_0 \\exp\\big((\\mu - \\sigma^2/2)\\,T + \\sigma W(T)\\big)$ (the $-\\sigma^2/2$ is Itô's correction).\n",
+    "The strong error at step size $h$ is $\\mathbb{E}\\,|Y_N - y(T)|$, with $Y_N$ the Euler–Maruyama solution and\n",
+    "$y(T)$ the exact one *on the same Brownian path*; it falls like $h^{p}$, and $p$ is the strong order.\n",
+    "\n",
+    "Complete `measure_strong_order(mu, sigma, y0, T, dw, factors)`: `dw` has shape `(n, paths, 1)`, the increments of\n",
+    "$W$ over $n$ equal steps of $[0, T]$ for each path. For each factor $k$ in `factors` ($k$ divides $n$), take\n",
+    "$n/k$ steps of size $h = Tk/n$ with your `euler_maruyama_step`, each with the *sum* of the $k$ fine increments it\n",
+    "spans (the same path, coarser), and estimate the strong error as the mean over paths of $|Y_N - y(T)|$. Return\n",
+    "`(errors, order)`: the list of errors in the order of `factors` (Python floats) and the least-squares slope of\n",
+    "$\\log(\\text{error})$ against $\\log h$."
+   ]
+  },
+  {
+   "cell_type": "code",
+   "execution_count": null,
+   "id": "057c42ac",
+   "metadata": {
+    "nodecourse": {
+     "answer": "strong-order"
+    }
+   },
+   "outputs": [],
+   "source": [
+    "def measure_strong_order(mu, sigma, y0, T, dw, factors):\n",
+    "    \"\"\"Euler-Maruyama on geometric Brownian motion against the exact solution on the same increments dw\n",
+    "    (n, paths, 1); returns (errors, order): mean |Y_N - y(T)| per factor, and the slope of log error on log h.\"\"\"\n",
+    "    raise NotImplementedError(\"task 'strong-order': replace this line with your code\")"
+   ]
+  },
+  {
+   "cell_type": "markdown",
+   "id": "183337b5",
+   "metadata": {},
+   "source": [
+    "The check draws $\\mu$, $\\sigma$, $y_0$ and 400 paths of 256 increments on $[0, 1]$, runs your function with\n",
+    "factors 1, 2, 4, 8, 16, and compares the errors with Euler–Maruyama's (a product of $1 + \\mu h + \\sigma\\,\\Delta W$\n",
+    "over the steps, in closed form) against the exact solution, then your order with the fit of those errors: it must\n",
+    "be near 0.5."
+   ]
+  },
+  {
+   "cell_type": "code",
+   "execution_count": null,
+   "id": "02e6973f",
+   "metadata": {
+    "nodecourse": {
+     "check": "em-order"
+    }
+   },
+   "outputs": [],
+   "source": [
+    "# NBVAL_CHECK_OUTPUT\n",
+    "from nodecourse.course.tasks import self_check\n",
+    "\n",
+    "self_check(\"11\", \"em-order\", globals())"
+   ]
+  },
+  {
+   "cell_type": "markdown",
+   "id": "cc680fdd",
+   "metadata": {},
+   "source": [
+    "## Task 2: the CDE vector field's contraction\n",
+    "\n",
+    "A neural CDE $dz = f(z)\\,dX(t)$ is solved as the ODE $dz/dt = f(z)\\,\\frac{dX}{dt}$: for each sample in the\n",
+    "batch, $f(z)$ is a matrix of shape `(hidden, channels)` and $dX/dt$ a vector of `channels` entries, so\n",
+    "\n",
+    "$$\\text{out}[b, i] = \\sum_j f(z)[b, i, j]\\, \\frac{dX}{dt}[b, j].$$\n",
+    "\n",
+    "Complete `cde_vector_field(fz, dxdt)`: `fz` has shape `(batch, hidden, channels)`, `dxdt` shape\n",
+    "`(batch, channels)`; return shape `(batch, hidden)`, for every size, batch 1, hidden 1 and channels 1 included,\n",
+    "keeping the graph to `fz` (a neural CDE trains $f$ through this product)."
+   ]
+  },
+  {
+   "cell_type": "code",
+   "execution_count": null,
+   "id": "a085cc06",
+   "metadata": {
+    "nodecourse": {
+     "answer": "cde-contract"
+    }
+   },
+   "outputs": [],
+   "source": [
+    "def cde_vector_field(fz, dxdt):\n",
+    "    \"\"\"f(z) dX/dt: fz (batch, hidden, channels) and dxdt (batch, channels) -> (batch, hidden).\"\"\"\n",
+    "    raise NotImplementedError(\"task 'cde-contract': replace this line with your code\")"
+   ]
+  },
+  {
+   "cell_type": "markdown",
+   "id": "d0cb565f",
+   "metadata": {},
+   "source": [
+    "The first check calls your function on six random shapes (float64): hidden and channels different, hidden equal\n",
+    "to channels (where a transpose keeps the shapes but not the values), batch 1, channels 1, hidden 1, and all three\n",
+    "1. The inputs come from a seed: the check cells use seed 0, the grader draws a new one each time."
+   ]
+  },
+  {
+   "cell_type": "code",
+   "execution_count": null,
+   "id": "21114798",
+   "metadata": {
+    "nodecourse": {
+     "check": "cde-contract"
+    }
+   },
+   "outputs": [],
+   "source": [
+    "# NBVAL_CHECK_OUTPUT\n",
+    "from nodecourse.course.tasks import self_check\n",
+    "\n",
+    "self_check(\"11\", \"cde-contract\", globals())"
+   ]
+  },
+  {
+   "cell_type": "markdown",
+   "id": "6b0b18b5",
+   "metadata": {},
+   "source": [
+    "The second check solves a CDE with your contraction inside `odeint` (RK4, steps of 0.05 on $[0, 1]$, a Hermite path through a\n",
+    "random series, a small $f$) and compares the final state and the gradient of its squared norm with respect to\n",
+    "$f$'s weight with the library's `cdeint` on the same path and steps."
+   ]
+  },
+  {
+   "cell_type": "code",
+   "execution_count": null,
+   "id": "f7b94d72",
+   "metadata": {
+    "nodecourse": {
+     "check": "cde-solve"
+    }
+   },
+   "outputs": [],
+   "source": [
+    "# NBVAL_CHECK_OUTPUT\n",
+    "from nodecourse.course.tasks import self_check\n",
+    "\n",
+    "self_check(\"11\", \"cde-solve\", globals())"
+   ]
+  },
+  {
+   "cell_type": "markdown",
+   "id": "10488514",
+   "metadata": {},
+   "source": [
+    "## Task 3: which observations does the path before $t_k$ depend on?\n",
+    "\n",
+    "A neural CDE reads the series through a path $X$ built from the observations $x_0, \\dots, x_{L-1}$ at times\n",
+    "$t_0 < \\dots < t_{L-1}$. If the path before $t_k$ depends on $x_k$, the model's state at earlier times uses an\n",
+    "observation that has not arrived yet: fine for a finished record, not for a model that must answer online.\n",
+    "\n",
+    "Complete `path_change(x, t, k, new_value, kind, s)`: `x` has shape `(L, channels)` (NaN where a value is\n",
+    "missing), `t` shape `(L,)`, `new_value` shape `(channels,)`, `s` a sorted tensor of query times. Build the path of\n",
+    "`kind` (`\"hermite\"`: Hermite cubic with backward differences; `\"natural\"`: the natural cubic spline) through `x`\n",
+    "and through a copy of `x` whose row `k` is `new_value` (`nodecourse.cde.interpolate(x, t, kind=kind)`; do not\n",
+    "change `x` itself), and return `(change, first)`: `change` = $X_\\text{new}(s) - X_\\text{old}(s)$, shape\n",
+    "`(len(s), channels)`, and `first` the earliest query time at which some channel of the path moves by more than\n",
+    "`1e-9` (a Python float; None if it never does)."
+   ]
+  },
+  {
+   "cell_type": "code",
+   "execution_count": null,
+   "id": "b788b4b7",
+   "metadata": {
+    "nodecourse": {
+     "answer": "path-change"
+    }
+   },
+   "outputs": [],
+   "source": [
+    "def path_change(x, t, k, new_value, kind, s):\n",
+    "    \"\"\"How the path of kind through x (L, channels) at times t moves at s when row k becomes new_value:\n",
+    "    returns (change (len(s), channels), the first query time where it moves by more than 1e-9, or None).\"\"\"\n",
+    "    raise NotImplementedError(\"task 'path-change': replace this line with your code\")"
+   ]
+  },
+  {
+   "cell_type": "markdown",
+   "id": "b2ef191e",
+   "metadata": {},
+   "source": [
+    "The first check draws a complete series (6 to 10 observations at irregular times, 1 to 3 channels), a row\n",
+    "$k \\ge 2$ to change and 30 to 50 query times, and compares your `change` and `first` for both kinds with the\n",
+    "library's. Before you run it, predict `first` for each kind from $t_{k-1}$ and $t_0$."
+   ]
+  },
+  {
+   "cell_type": "code",
+   "execution_count": null,
+   "id": "1e2e3cfc",
+   "metadata": {
+    "nodecourse": {
+     "check": "path-change"
+    }
+   },
+   "outputs": [],
+   "source": [
+    "# NBVAL_CHECK_OUTPUT\n",
+    "from nodecourse.course.tasks import self_check\n",
+    "\n",
+    "self_check(\"11\", \"path-change\", globals())"
+   ]
+  },
+  {
+   "cell_type": "markdown",
+   "id": "e08d1a06",
+   "metadata": {},
+   "source": [
+    "The second check uses the Hermite path on a series with a missing value in one channel just before row $k$\n",
+    "(at row $k - 1$, sometimes $k - 2$ too). Predict, then read your `first`: a missing value is filled by\n",
+    "interpolating between its channel's neighbours, and one of them is $x_k$."
+   ]
+  },
+  {
+   "cell_type": "code",
+   "execution_count": null,
+   "id": "d9386c6a",
+   "metadata": {
+    "nodecourse": {
+     "check": "missing-lookahead"
+    }
+   },
+   "outputs": [],
+   "source": [
+    "# NBVAL_CHECK_OUTPUT\n",
+    "from nodecourse.course.tasks import self_check\n",
+    "\n",
+    "self_check(\"11\", \"missing-lookahead\", globals())"
+   ]
+  }
+ ],
+ "metadata": {
+  "kernelspec": {
+   "display_name": "Python 3",
+   "language": "python",
+   "name": "python3"
+  },
+  "language_info": {
+   "name": "python"
+  },
+  "nodecourse": {
+   "built": {
+    "02e6973f": "794f8b8eeb01311b",
+    "057c42ac": "a81e038d2bc201f2",
+    "10488514": "0e1b354b427f2954",
+    "183337b5": "4b6345586667148d",
+    "1e2e3cfc": "50371f0cf81ef7b7",
+    "21114798": "ffe9a3380900c372",
+    "32736de1": "d05f6ad1d98e512e",
+    "51560883": "8e0efc323e7b90c0",
+    "5ae9c232": "2e70fe9d54f2ec1a",
+    "6b0b18b5": "2d1d617eac9cb4e7",
+    "8e9ab808": "e27daba78fcfd435",
+    "8f0c0d79": "763995a7ff3ce532",
+    "a085cc06": "0ee26c8e5fc0a9b6",
+    "b2ef191e": "f673e1c52f18c451",
+    "b788b4b7": "064d39f45ef45a6d",
+    "c134f153": "aa664f963c8ecd91",
+    "cc680fdd": "8eba22eb9e20a0e4",
+    "d0cb565f": "a443537978399cf4",
+    "d48f55f6": "df41750246e275be",
+    "d9386c6a": "e714257a72e881a5",
+    "e08d1a06": "c3b2c6d861ef9361",
+    "f7b94d72": "f66fd0c6e0795817"
+   }
+  }
+ },
+ "nbformat": 4,
+ "nbformat_minor": 5
+}""",
 }

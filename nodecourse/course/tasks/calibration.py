@@ -57,6 +57,11 @@ _TIGHT_FD = "model.block.solver = deployed.replace(rtol=1e-10, atol=1e-10)"
 _KIN = "f.pow(2).sum(dim=1, keepdim=True)"
 _BREAK = ("        if accuracy_at(model, x, y, tol)[0] < best - 0.05:\n            return tol\n",)
 _SEMI = "head = x[:2 * n]"
+_NOISE = "g(tt, y) * dw"
+_COARSE = "coarse = dw.reshape(n // k, k, paths, 1).sum(1)"
+_ABS = "(y - exact).abs().mean()"
+_CONTRACT = "return (fz @ dxdt.unsqueeze(-1)).squeeze(-1)"
+_FIRST = "first = float(s[moved][0]) if bool(moved.any()) else None"
 
 CATALOGUE: tuple[WrongAnswer, ...] = (
     _w("01", "euler-step", "euler-step", (_EULER, "return y - h * f(t, y)"), "the wrong sign"),
@@ -318,6 +323,35 @@ CATALOGUE: tuple[WrongAnswer, ...] = (
     _w("10", "seminorm-values", "seminorm", (_SEMI, "head = x[:n]"), "the first n entries only"),
     _w("10", "seminorm-values", "seminorm", (_SEMI, "head = x[2 * n:]"), "the last entries"),
     _w("10", "seminorm-adjoint", "seminorm", (_SEMI, "head = x"), "still covers the parameter entries"),
+    _w("11", "em-step", "em-step", (_NOISE, _NOISE + " * math.sqrt(h)"), "scales the noise twice"),
+    _w("11", "em-step", "em-step", (_NOISE, "g(tt, y) * h"), "the noise term uses h"),
+    _w("11", "em-step", "em-step", ("f(tt, y) * h", "f(tt, y)"), "the drift is not multiplied by h"),
+    _w("11", "em-step", "em-step", ("torch.tensor(t,", "torch.tensor(t + h,"), "at the start of the step"),
+    _w("11", "em-order", "strong-order", ("(mu - 0.5 * sigma**2) * T", "mu * T"), "without the Ito correction"),
+    _w("11", "em-order", "strong-order", (_COARSE, "coarse = dw[::k]"), "every k-th fine increment"),
+    _w("11", "em-order", "strong-order", (_ABS, "(y - exact).pow(2).mean().sqrt()"), "the root-mean-square error"),
+    _w("11", "em-order", "strong-order", (_ABS, "(y - exact).abs().max()"), "the largest error"),
+    _w("11", "em-order", "strong-order", ("hs.append(h)", "hs.append(n // k)"), "the number of steps"),
+    _w("11", "cde-contract", "cde-contract", (".squeeze(-1)", ".squeeze()"), ".squeeze() removed"),
+    _w("11", "cde-contract", "cde-contract", ("(fz @", "(fz.transpose(-1, -2) @"), "contracted over the wrong axis"),
+    _w(
+        "11",
+        "cde-contract",
+        "cde-contract",
+        (_CONTRACT, "return (fz * dxdt.unsqueeze(1)).sum(1)"),
+        "the sum runs over channels",
+    ),
+    _w("11", "cde-contract", "cde-contract", (_CONTRACT, _CONTRACT + ".detach()"), "carries no graph"),
+    _w("11", "path-change", "path-change", ("x_new = x.clone()", "x_new = x"), "changed in place"),
+    _w("11", "path-change", "path-change", ("kind=kind", 'kind="hermite"'), "the other kind"),
+    _w(
+        "11",
+        "path-change",
+        "path-change",
+        ("change = new.evaluate(s) - old.evaluate(s)", "change = old.evaluate(s) - new.evaluate(s)"),
+        "the old path minus the new one",
+    ),
+    _w("11", "missing-lookahead", "path-change", (_FIRST, "first = float(s[s > t[k - 1]][0])"), "read off the knots"),
 )
 
 

@@ -150,6 +150,12 @@ ANSWERS: dict[str, dict[str, Reach]] = {
         "heun-inverse": _write("the reversible Heun inverse"),
         "seminorm": _write("the adjoint seminorm"),
     },
+    "11": {
+        "em-step": _write("an Euler-Maruyama step"),
+        "strong-order": _write("the strong-order measurement of Euler-Maruyama"),
+        "cde-contract": _write("the CDE vector field's contraction"),
+        "path-change": _using_library("the change of an interpolated path"),
+    },
 }
 
 # The other libraries' solvers, disabled while a task that a solver would answer runs.
@@ -166,6 +172,18 @@ _TORCHDEQ = (
     "torchdeq.solver.fp_iter:simple_fixed_point_iter",
 )
 _ODE_SOLVE = ("nodecourse.solvers:odeint", "nodecourse.solvers.fixed:integrate_fixed", *_TORCHDIFFEQ)
+_SDE_SOLVE = (
+    "nodecourse.sde.solve:sdeint",
+    "nodecourse.sde.solve:integrate",
+    "nodecourse.sde.solve:_euler_step",
+    "torchsde._core.sdeint:sdeint",
+)
+_CDE_FIELD = (
+    "nodecourse.cde.solve:CDEField.forward",
+    "nodecourse.cde.solve:cdeint",
+    "torchcde.solver:_VectorField.forward",
+    "torchcde.solver:cdeint",
+)
 _DEQ_SOLVE = (
     "nodecourse.deq.anderson:anderson",
     "nodecourse.deq.anderson:anderson_weights",
@@ -200,6 +218,10 @@ RUN_TIME: dict[str, dict[str, tuple[str, ...]]] = {
             *_TORCHDIFFEQ,
         )
         for check in ("heun-step", "heun-solve", "heun-inverse", "heun-roundtrip")
+    },
+    "11": {
+        **dict.fromkeys(("em-step", "em-order"), _SDE_SOLVE),
+        **dict.fromkeys(("cde-contract", "cde-solve"), _CDE_FIELD),
     },
 }
 
