@@ -101,8 +101,12 @@ def graded(tmp_path_factory):
     return course, results
 
 
+def _url(course: Path) -> str:
+    return f"sqlite:///{course / 'gradebook.db'}"
+
+
 def _db(course: Path) -> Gradebook:
-    return Gradebook(f"sqlite:///{course / 'gradebook.db'}", "neural-odes")
+    return Gradebook(_url(course), "neural-odes")
 
 
 def _scores(course: Path, student: str) -> dict[str, tuple]:
@@ -132,6 +136,26 @@ def test_each_check_is_a_grade_with_its_points_and_a_failure_says_why(graded):
     assert all(
         comment.startswith(nbgrader_bridge.NOT_GRADED) and "cannot read" in comment for *_, comment in dave.values()
     )
+
+
+def test_formgrader_and_feedback_read_the_grades_from_the_autograded_notebook(graded):
+    """nbgrader's GetGrades (what formgrader's submission view and generate_feedback run) finds each
+    check's score and comment through the autograded notebook; the learner's own cells pose as none."""
+    from nbgrader.preprocessors import GetGrades
+
+    course, results = graded
+    path = course / "autograded" / "bob" / ASSIGNMENT / f"{EXERCISE}.ipynb"
+    notebook = nbformat.read(path, as_version=4)
+    graded_cells = [c for c in notebook.cells if "nbgrader" in c.metadata]
+    assert [c.metadata.nbgrader.grade_id for c in graded_cells] == list(results[1].checks)
+    resources = {"nbgrader": {"notebook": EXERCISE, "assignment": ASSIGNMENT, "student": "bob", "db_url": _url(course)}}
+    notebook, resources = GetGrades().preprocess(notebook, resources)
+    shown = {c.metadata.nbgrader.grade_id: c.metadata.nbgrader for c in notebook.cells if "nbgrader" in c.metadata}
+    bob = _scores(course, "bob")
+    assert {k: (v["score"], v["points"], v["comment"]) for k, v in shown.items()} == {
+        k: (m if m is not None else a, mx, comment) for k, (a, m, mx, comment) in bob.items()
+    }
+    assert resources["nbgrader"]["score"] == pytest.approx(sum(v["score"] for v in shown.values()))
 
 
 def test_a_formgrader_override_survives_a_regrade(graded):
@@ -188,7 +212,7 @@ def test_wrong_arguments_are_named(graded, tmp_path, capsys):
         nbgrader_bridge.autograde(ASSIGNMENT, tmp_path / "nowhere")
     with pytest.raises(nbgrader_bridge.BridgeError, match="--course-dir .*no gradebook"):
         nbgrader_bridge.autograde(ASSIGNMENT, tmp_path)
-    with pytest.raises(nbgrader_bridge.BridgeError, match=r"--student alcie.*'alice'"):
+    with pytest.raises(nbgrader_bridge.BridgeError, match=r"--student alcie.*did you mean 'alice'"):
         nbgrader_bridge.autograde(ASSIGNMENT, course, students=["alcie"])
     assert cli.main(["nbgrader", "autograde", "ex9", "--course-dir", str(course)]) == 2
     err = capsys.readouterr().err

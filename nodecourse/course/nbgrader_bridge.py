@@ -17,6 +17,8 @@ drawn for the run) and every check becomes one grade in nbgrader's gradebook:
 - the submission's time is nbgrader's ``timestamp.txt`` beside it, and the late penalty is nbgrader's
   own :class:`~nbgrader.preprocessors.AssignLatePenalties` with the plugin ``nbgrader_config.py``
   configures (``c.AssignLatePenalties.plugin_class``, ``c.LateSubmissionPlugin.penalty_method``);
+- ``autograded/<student>/<assignment>/`` gets the learner's notebook with one cell per check after
+  it (:func:`write_autograded`): what formgrader's grading view and ``nbgrader generate_feedback`` read;
 - a submission that cannot be graded keeps its earlier scores (none, the first time: formgrader then
   lists it as needing a grade) and says why in every comment.
 
@@ -154,10 +156,13 @@ def _chosen(found: dict[str, list[Path]], students: Sequence[str], assignment: s
         return sorted(found)
     unknown = [s for s in students if s not in found]
     if unknown:
-        close = {s: difflib.get_close_matches(s, list(found), n=3) for s in unknown}
+        hints = []
+        for s in unknown:
+            close = difflib.get_close_matches(s, list(found), n=3)
+            hints.append(f"{s!r}: " + (f"did you mean {', '.join(map(repr, close))}?" if close else "no id like it"))
         raise BridgeError(
-            f"--student {', '.join(unknown)}: no submission of {assignment!r} by that id "
-            f"(close matches: {close}); ids are the folders of submitted/"
+            f"--student {', '.join(unknown)}: no submission of {assignment!r} by that id ({'; '.join(hints)}); "
+            f"the ids are the folders of submitted/ ({len(found)} for {assignment!r})"
         )
     return list(dict.fromkeys(students))
 
@@ -241,6 +246,45 @@ def write_grades(
     return total
 
 
+def write_autograded(
+    coursedir: CourseDirectory, student: str, assignment: str, nb_path: Path, points: dict[str, float], rows
+) -> Path:
+    """nbgrader's ``autograded/<student>/<assignment>/<notebook>.ipynb``, what formgrader shows and
+    ``nbgrader generate_feedback`` reads: the learner's cells (outputs cleared: the grader ran its own
+    copy, not these; any ``nbgrader`` metadata dropped, so no cell of theirs poses as a graded one),
+    then one markdown cell per check carrying nbgrader's metadata of a graded, commented cell (its
+    ``grade_id`` is the check), where formgrader puts the score box and the comment."""
+    import nbformat
+
+    try:
+        notebook = nbformat.read(nb_path, as_version=4)
+    except Exception:  # noqa: BLE001 - an unreadable upload: its checks alone, each saying why
+        notebook = nbformat.v4.new_notebook()
+    for cell in notebook.cells:
+        cell.metadata.pop("nbgrader", None)
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    by_check = {r.check: r for r in rows or ()}
+    for check, pts in points.items():
+        row = by_check.get(check)
+        verdict = "not graded" if rows is None else "passed" if row is not None and row.passed else "failed"
+        cell = nbformat.v4.new_markdown_cell(f"**check `{check}`** ({pts:g} points): {verdict}")
+        cell.metadata["nbgrader"] = {
+            "grade": True,
+            "solution": True,
+            "task": False,
+            "locked": True,
+            "grade_id": check,
+            "points": pts,
+            "schema_version": 3,
+        }
+        notebook.cells.append(cell)
+    out = Path(coursedir.format_path(coursedir.autograded_directory, student, assignment)) / nb_path.name
+    out.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(notebook, out)
+    return out
+
+
 def apply_late_penalty(config: Config, db_url: str, assignment: str, student: str, notebook: str) -> None:
     """nbgrader's :class:`~nbgrader.preprocessors.AssignLatePenalties`, configured by ``config``, on
     one submitted notebook (its penalty from the submission's timestamp and the assignment's duedate)."""
@@ -307,6 +351,8 @@ def autograde(
         for student in chosen:
             path = Path(coursedir.format_path(coursedir.submitted_directory, student, assignment))
             timestamp = coursedir.get_existing_timestamp(str(path))
+            if not found[student]:
+                log(f"warning: {student}: no notebook in {path}; nothing graded")
             for nb_path in found[student]:
                 results.append(
                     _autograde_one(
@@ -348,6 +394,7 @@ def _autograde_one(
         error = str(exc) if isinstance(exc, grading.GradingError) else f"the grader failed: {type(exc).__name__}: {exc}"
     with Gradebook(coursedir.db_url, coursedir.course_id) as gb:
         got = write_grades(gb, assignment, student, notebook, points, rows, error, seed)
+    write_autograded(coursedir, student, assignment, nb_path, points, rows)
     if rows is not None:
         apply_late_penalty(config, coursedir.db_url, assignment, student, notebook)
     seconds = time.monotonic() - start
@@ -430,5 +477,6 @@ __all__ = [
     "check_points",
     "course_config",
     "read_points",
+    "write_autograded",
     "write_grades",
 ]
