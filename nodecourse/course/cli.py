@@ -822,6 +822,15 @@ def build_parser() -> argparse.ArgumentParser:
         "audit", help="audit one of the course's models in five steps (lesson 9)", description=audit_cmd.DESCRIPTION
     )
     audit_cmd.add_arguments(p)
+
+    p = sub.add_parser("nbgrader", help="the course's grader as nbgrader's autograde step (docs/nbgrader.md)")
+    steps = p.add_subparsers(dest="step", metavar="STEP", required=True)
+    p = steps.add_parser("autograde", help="grade submitted/<student>/ASSIGNMENT/ into the course's gradebook.db")
+    p.add_argument("assignment", metavar="ASSIGNMENT", help="the assignment's name in nbgrader's gradebook")
+    p.add_argument("--course-dir", default=".", metavar="DIR", help="the nbgrader course folder (default: here)")
+    p.add_argument("--student", action="append", metavar="ID", help="grade only this student (repeatable)")
+    p.add_argument("--timeout", type=argparse_type(FLAGS["grade", "--timeout"]), default=None, help="seconds per cell")
+    p.add_argument("--allow-unisolated", action="store_true", help="grade even where no sandbox can be made")
     return parser
 
 
@@ -866,6 +875,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "physionet": run_physionet,
         "audit": run_audit,
         "site": run_site,
+        "nbgrader": lambda a: __import__("nodecourse.course.nbgrader_bridge", fromlist=["main"]).main(a),
     }
     return handlers[args.command](args)
 
