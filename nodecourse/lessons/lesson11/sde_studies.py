@@ -182,61 +182,76 @@ def _loss(ys) -> torch.Tensor:
     return ys[1].pow(2).mean() + ys[2].pow(2).mean()
 
 
-def _heun_step(sde, t0, t1, y0, z0, dw):
-    """One reversible Heun step (Kidger et al. 2021; diagonal noise), written as ``sdeint``'s: ``(y1, z1)``."""
-    dt = t1 - t0
-    f0, g0 = sde.f(t0, z0), sde.g(t0, z0)
-    z1 = 2 * y0 - z0 + f0 * dt + g0 * dw
-    f1, g1 = sde.f(t1, z1), sde.g(t1, z1)
-    return y0 + (f0 + f1) * (0.5 * dt) + (g0 + g1) * (0.5 * dw), z1
-
-
 def reversible_gradient(sde: nn.Module, y0: torch.Tensor, bm, dt: float) -> tuple[torch.Tensor, ...]:
-    """The gradient of :func:`_loss` w.r.t. ``(y0, *sde.parameters())`` through reversible Heun (diagonal noise)
-    without storing the forward steps: the backward pass *reconstructs* each step's input by the method's
-    algebraic inverse (Kidger et al. 2021, Alg. 2)
+    """The gradient of :func:`_loss` w.r.t. ``(y0, *sde.parameters())`` through reversible Heun (Kidger et al.
+    2021; diagonal noise) without storing the forward steps.
+
+    A step maps ``(y_n, z_n)`` to ``z_{n+1} = 2 y_n - z_n + f(z_n) dt + g(z_n) dW`` and
+    ``y_{n+1} = y_n + (f(z_n) + f(z_{n+1})) dt / 2 + (g(z_n) + g(z_{n+1})) dW / 2``. The backward pass recovers
+    each step's input from its output by algebra (their Alg. 2),
 
         z_n = 2 y_{n+1} - z_{n+1} - f(z_{n+1}) dt - g(z_{n+1}) dW,
         y_n = y_{n+1} - (f(z_n) + f(z_{n+1})) dt / 2 - (g(z_n) + g(z_{n+1})) dW / 2,
 
-    and backpropagates through that one step. It equals backprop's gradient up to rounding.
-    ``y0``: ``(batch, d)``; ``bm``: the Brownian path of the forward solve, size ``(batch, d)``."""
+    and applies the step's chain rule there: two evaluations of ``f`` and ``g`` and two vector-Jacobian products
+    per step. It equals backprop's gradient up to rounding. ``y0``: ``(batch, d)``; ``bm``: the forward solve's
+    Brownian path, size ``(batch, d)``; the step grid is ``sdeint``'s.
+    """
     from nodecourse.sde.solve import step_times
 
     params = list(sde.parameters())
     ts = torch.tensor(LOSS_TIMES, dtype=y0.dtype, device=y0.device)
     as_t = lambda v: torch.as_tensor(v, dtype=y0.dtype, device=y0.device)  # noqa: E731
-    grid = [[float(ts[0])]] + step_times(ts, dt)  # the step ends of each output interval, as sdeint's
-    with torch.no_grad():  # forward: only the states at the output times and the last (y, z) are kept
+    grid = [[float(ts[0])]] + step_times(ts, dt)  # the step ends of each output interval
+    with torch.no_grad():  # forward: the states at the output times and the last (y, z) are all it keeps
         y, z, ys = y0, y0, [y0]
+        f, g = sde.f(as_t(grid[0][0]), z), sde.g(as_t(grid[0][0]), z)
         for i in range(1, len(ts)):
             t = grid[i - 1][-1]
             for end in grid[i]:
-                y, z = _heun_step(sde, as_t(t), as_t(end), y, z, bm(as_t(t), as_t(end)))
-                t = end
+                t0, t1 = as_t(t), as_t(end)
+                dw, h = bm(t0, t1), t1 - t0
+                z = 2 * y - z + f * h + g * dw
+                f1, g1 = sde.f(t1, z), sde.g(t1, z)
+                y = y + (f + f1) * (0.5 * h) + (g + g1) * (0.5 * dw)
+                f, g, t = f1, g1, end
             ys.append(y)
     with torch.enable_grad():
         outs = [v.detach().requires_grad_(True) for v in ys]
         grads_out = torch.autograd.grad(_loss(outs), outs, allow_unused=True)
-    grads_out = [torch.zeros_like(v) if g is None else g for g, v in zip(grads_out, ys)]
+    grads_out = [torch.zeros_like(v) if d is None else d for d, v in zip(grads_out, ys)]
     a_y, a_z = grads_out[-1].clone(), torch.zeros_like(y0)
     a_params = [torch.zeros_like(p) for p in params]
+
+    def vjp(t, at, scale_dt, dw, cotangent):
+        """``(f(t, at) dt + g(t, at) dW)`` evaluated at ``at`` and its vector-Jacobian product with ``cotangent``:
+        ``(f, g, d/dat, d/dparams)``."""
+        with torch.enable_grad():
+            leaf = at.detach().requires_grad_(True)
+            fv, gv = sde.f(t, leaf), sde.g(t, leaf)
+            out = torch.autograd.grad(fv * scale_dt + gv * dw, [leaf, *params], cotangent, allow_unused=True)
+        return fv.detach(), gv.detach(), out[0], out[1:]
+
+    def accumulate(a_params, extra):
+        return [a if d is None else a + d for a, d in zip(a_params, extra)]
+
     for i in range(len(ts) - 1, 0, -1):
         times = [grid[i - 1][-1]] + grid[i]
         for k in range(len(times) - 1, 0, -1):
             t0, t1 = as_t(times[k - 1]), as_t(times[k])
-            dw = bm(t0, t1)
-            with torch.no_grad():  # the algebraic inverse: the step's input from its output
-                z_prev = 2 * y - z - sde.f(t1, z) * (t1 - t0) - sde.g(t1, z) * dw
-                y_prev = y - (sde.f(t0, z_prev) + sde.f(t1, z)) * (0.5 * (t1 - t0))
-                y_prev = y_prev - (sde.g(t0, z_prev) + sde.g(t1, z)) * (0.5 * dw)
-            with torch.enable_grad():  # backprop through this one step only
-                yi, zi = y_prev.requires_grad_(True), z_prev.requires_grad_(True)
-                y1, z1 = _heun_step(sde, t0, t1, yi, zi, dw)
-                g = torch.autograd.grad((y1, z1), [yi, zi, *params], grad_outputs=(a_y, a_z), allow_unused=True)
-            a_y, a_z = g[0], g[1]
-            a_params = [a if d is None else a + d for a, d in zip(a_params, g[2:])]
-            y, z = y_prev, z_prev
+            dw, h = bm(t0, t1), t1 - t0
+            # z_{n+1} also enters y_{n+1} through f and g: its whole adjoint
+            f1, g1, d_z1, d_p = vjp(t1, z, 0.5 * h, 0.5 * dw, a_y)
+            a_z1 = a_z + d_z1
+            a_params = accumulate(a_params, d_p)
+            with torch.no_grad():
+                z = 2 * y - z - f1 * h - g1 * dw  # the algebraic inverse: z_n, then y_n
+            # z_n enters z_{n+1} (f dt + g dW) and y_{n+1} (half of it)
+            f0, g0, d_z0, d_p = vjp(t0, z, h, dw, a_z1 + 0.5 * a_y)
+            a_params = accumulate(a_params, d_p)
+            with torch.no_grad():
+                y = y - (f0 + f1) * (0.5 * h) - (g0 + g1) * (0.5 * dw)
+            a_y, a_z = a_y + 2 * a_z1, d_z0 - a_z1
         a_y = a_y + grads_out[i - 1]
     return (a_y + a_z, *a_params)  # z_0 = y_0: both adjoints flow into y0
 
