@@ -9,7 +9,11 @@ its notebook metadata ``{"fake": {...}}``:
 - ``raise``: the name of an exception the grading raises (``OverflowError``...);
 - ``warnings``: the warnings grading would give (``review: ...``, code outside answers);
 - ``weights``: ``{check: weight}`` (default 1);
-- ``exercise`` and ``checks``: another exercise's file name and check ids (default exercise 1's).
+- ``exercise`` and ``checks``: another exercise's file name and check ids (default exercise 1's);
+- ``delay``: seconds the grading takes;
+- ``barrier``: a folder; the grading waits there until two gradings (of two runs) have reached it,
+  so that two runs are grading at the same time;
+- ``error``: a grading error (as the real grading reports one it caught: the submission's ``error``).
 """
 
 from __future__ import annotations
@@ -42,8 +46,24 @@ def fake_grade(job: tuple) -> dict:
         "isolation": "fake",
         "time_s": 0.0,
     }
+    import time
+
+    if fake.get("barrier"):
+        import os
+
+        folder = Path(fake["barrier"])
+        folder.mkdir(exist_ok=True)
+        (folder / str(os.getpid())).touch()
+        deadline = time.monotonic() + 60
+        while len(list(folder.iterdir())) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    if fake.get("delay"):
+        time.sleep(float(fake["delay"]))
     if fake.get("raise"):
         raise getattr(builtins, fake["raise"])("raised by the fake grading")
+    if fake.get("error"):
+        result["error"] = fake["error"]
+        return result
     weights = fake.get("weights", {})
     exercise = fake.get("exercise", EXERCISE)
     for check in fake.get("checks", CHECKS):

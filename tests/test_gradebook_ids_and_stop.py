@@ -20,6 +20,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -84,10 +85,11 @@ def test_the_gradebook_writes_one_feedback_file_per_id(tmp_path):
     files = [write_submission(tmp_path / "in" / sid / EXERCISE, passed=["euler-step"]) for sid in ALL_IDS]
     book = tmp_path / "grades.csv"
     gradebook.grade_class([str(f) for f in files], book, timeout_s=10, jobs=2, seed=5, grader=fake_grade)
+    ids = sorted({unicodedata.normalize("NFC", s) for s in ALL_IDS})  # renée decomposed is renée composed
     with open(book, newline="", encoding="utf-8") as fh:
-        assert sorted(r["student"] for r in csv.DictReader(fh)) == sorted(ALL_IDS)
+        assert sorted(r["student"] for r in csv.DictReader(fh)) == ids
     folder = tmp_path / "grades-feedback"
-    assert sorted(p.name for p in folder.iterdir()) == sorted(feedback_name(s) for s in ALL_IDS)
+    assert sorted(p.name for p in folder.iterdir()) == sorted(feedback_name(s) for s in ids)
 
 
 NO_SANDBOX = Isolation(False, "", "", "/bin/false cannot create the sandbox here: exit code 1")
@@ -175,6 +177,6 @@ def test_a_stop_signal_ends_every_process_of_the_run_and_keeps_the_csv_whole(tmp
         rows = list(csv.DictReader(fh))
     assert [(r["student"], r["01:euler-step"]) for r in rows] == [("ann", "pass")]
     assert not list(tmp_path.glob("*.tmp"))
-    history = (tmp_path / "grades.history.csv").read_text(encoding="utf-8").splitlines()
-    assert len(history) == 2 and history[1].split(",")[1] == "ann"
+    with open(tmp_path / "grades.history.csv", newline="", encoding="utf-8") as fh:
+        assert [r["student"] for r in csv.DictReader(fh)] == ["ann"]
     assert json.loads(Path(files[1]).read_text(encoding="utf-8"))["metadata"]["fake"]["sleep"] is True

@@ -231,7 +231,13 @@ def grade_usage_error(args: argparse.Namespace) -> str | None:
                 "combine with --json or --keep: grade one notebook with them to see its details"
             )
         return None
-    for flag, value in (("--jobs", args.jobs), ("--regrade", args.regrade), ("--roster", args.roster)):
+    for flag, value in (
+        ("--jobs", args.jobs),
+        ("--regrade", args.regrade),
+        ("--roster", args.roster),
+        ("--per-student", args.per_student),
+        ("--excel", args.excel or None),
+    ):
         if value is not None:
             return f"{flag} applies to --gradebook (a class graded at once); add --gradebook FILE.csv"
     if args.reference is not None and len(args.notebooks) != 1:
@@ -287,7 +293,10 @@ def run_gradebook(args: argparse.Namespace) -> int:
             limits=_limits(args),
             isolation=sandbox.probe(),
             allow_unisolated=args.allow_unisolated,
+            excel=args.excel,
         )
+        if args.per_student is not None:
+            students = gradebook.export_per_student(args.gradebook, args.per_student, excel=args.excel)
     except gradebook.GradebookError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -296,6 +305,8 @@ def run_gradebook(args: argparse.Namespace) -> int:
         f"gradebook: {args.gradebook} (feedback per student in "
         f"{Path(args.gradebook).with_name(Path(args.gradebook).stem + '-feedback')}/)"
     )
+    if args.per_student is not None:
+        print(f"one row per student ({students}): {args.per_student}")
     return 1 if summary.errors else 0
 
 
@@ -477,6 +488,7 @@ DEFAULT_NOTEBOOK_TIMEOUT_S = 1800
 #: file; "existing file": it exists (it is read, then rewritten).
 OUTPUT_PATHS: dict[tuple[str, str], str] = {
     ("grade", "gradebook"): "file",
+    ("grade", "per_student"): "file",
     ("grade", "keep"): "folder",
     ("claims", "update"): "existing file",
     ("claims", "cache"): "folder",
@@ -678,7 +690,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="ID",
         help="with --gradebook: grade this student again even if the file is unchanged "
-        "(repeat for several); the previous row goes to the history file",
+        "(repeat for several; an id that is neither submitted nor in the gradebook is an error naming "
+        "the close matches); an instructor's override is kept",
     )
     p.add_argument(
         "--roster",
@@ -686,6 +699,20 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE.csv",
         help="with --gradebook: a CSV with columns file,student giving each submission's student "
         "id (default: taken from the file name, see README)",
+    )
+    p.add_argument(
+        "--per-student",
+        default=None,
+        metavar="FILE.csv",
+        help="with --gradebook: after grading, write the whole gradebook as one row per student (a column "
+        "per exercise, the total) for an LMS's grade import; an instructor's override counts, a submission "
+        "that could not be graded is left empty, never 0",
+    )
+    p.add_argument(
+        "--excel",
+        action="store_true",
+        help="with --gradebook: write the CSV files UTF-8 with a byte-order mark, so that Excel shows accented "
+        "names right (a gradebook that already has one keeps it)",
     )
     p.add_argument(
         "--allow-unisolated",

@@ -28,6 +28,7 @@ import time
 
 from nodecourse.course import tasks
 from nodecourse.course.exercise_builder import answer_id, check_id
+from nodecourse.course.feedback import LIMITS_NOTE, shorten
 from nodecourse.course.grading_kernel import MAX_MESSAGE_BYTES, CellResult, Kernel, KernelStartError
 from nodecourse.course.sandbox import Isolation, Limits
 from nodecourse.course.submission_limits import limit_of_exit
@@ -43,10 +44,6 @@ NBVAL_MARKER = re.compile(r"^\s*#.*\b(NBVAL_\w+|PYTEST_VALIDATE_\w+)")
 SKIP_MARKER = re.compile(r"^\s*#\s*NBVAL_SKIP\b")
 RAISES_MARKER = re.compile(r"^\s*#\s*NBVAL_RAISES_EXCEPTION\b")
 _NAME_ERROR = re.compile(r"^NameError: name '([A-Za-z_][A-Za-z0-9_]*)' is not defined")
-
-
-LIMITS_NOTE = "limits hit: "
-"""The start of the note that names the limits on the whole submission its code went over."""
 
 
 class RunError(RuntimeError):
@@ -455,7 +452,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 REASON_LIMIT = 2000
 """Characters a reason may keep: far above any the course writes (a judge's message with its inputs
 and likely cause, a learner's error's first line, at most 500), so the table shows reasons whole and
-wraps them; only a runaway message (a learner's check text of megabytes) is cut, with "..."."""
+wraps them; only a runaway message (a learner's check text of megabytes) is cut, at a word, with "…"."""
 
 
 def error_reason(ename: str, evalue: str) -> str:
@@ -468,4 +465,4 @@ def error_reason(ename: str, evalue: str) -> str:
         else f"{ename}: {_ANSI.sub('', evalue).strip()}".rstrip(": ")
     )
     text = text.splitlines()[0] if text else (ename or "failed")
-    return text if len(text) <= REASON_LIMIT else text[: REASON_LIMIT - 3] + "..."
+    return shorten(text, REASON_LIMIT)  # a runaway message is cut between words, never inside one
