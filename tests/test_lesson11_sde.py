@@ -49,6 +49,7 @@ from nodecourse.lessons.lesson11.sde_studies import (
     strong_order_study,
 )
 from nodecourse.measure.memory import cpu_peak_supported
+from nodecourse.plotting import text_on_numeric_axes
 from nodecourse.sde import BrownianPath
 
 H, D, U = ClaimVerdict.HOLDS, ClaimVerdict.DOES_NOT_HOLD, ClaimVerdict.UNDECIDED
@@ -187,7 +188,7 @@ def test_strong_errors_shrink_and_milstein_beats_euler(dtype, device):
     assert milstein.mean_errors[-1] < euler.mean_errors[-1]
     assert milstein.slope > euler.slope > 0.2 and euler.lo <= euler.slope <= euler.hi
     fig = plot_strong_orders(runs)
-    assert "time units" in fig.layout.xaxis.title.text and len(fig.data) == 4
+    assert "time units" in fig.layout.xaxis.title.text and len(fig.data) == 4 and not text_on_numeric_axes(fig)
 
 
 def test_a_config_with_an_unknown_dtype_is_named():
@@ -201,7 +202,7 @@ def test_adjoint_run_against_backprop():
     assert run.adjoint_errors[-1] < run.adjoint_errors[0] < 1e-1 and run.slope > 0
     assert max(run.reversible_errors) < 1e-12  # the algebraic reverse: backprop's gradient to rounding
     fig = plot_adjoint_errors((run,))
-    assert len(fig.data) == 2 and "dimensionless" in fig.layout.yaxis.title.text
+    assert len(fig.data) == 2 and "dimensionless" in fig.layout.yaxis.title.text and not text_on_numeric_axes(fig)
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
@@ -242,4 +243,22 @@ def test_memory_study_backprop_grows_adjoint_without_cache_does_not():
     # the resident set is about 1 MiB noisy: what each step adds, the adjoint's against backprop's (~600 KiB)
     assert bytes_per_step(result, "adjoint") < 0.25 * bytes_per_step(result, "backprop")
     fig = plot_sde_memory(result)
-    assert "MiB" in fig.layout.yaxis.title.text and len(fig.data) == 2
+    assert "MiB" in fig.layout.yaxis.title.text and len(fig.data) == 2 and not text_on_numeric_axes(fig)
+
+
+@pytest.mark.parametrize("case", ["holds", "does not hold", "undecided"])
+def test_rows_turn_constructed_studies_into_measurements(monkeypatch, case):
+    # each row's adapter on a study result built by hand: the verdict is the findings' and undecided says n
+    euler = {"holds": (0.45, 0.6), "does not hold": (0.7, 0.9), "undecided": (0.3, 0.6)}[case]
+    slopes = {"holds": (1.0, 1.1, 0.9), "does not hold": (-1.0, -1.1, -0.9), "undecided": (1.0, -1.0, 0.5)}[case]
+    adjoint = {"holds": 1.2, "does not hold": 2.5, "undecided": 1.7}[case]
+    monkeypatch.setattr(
+        sde_rows, "strong_order_study", lambda config: (_order_run("euler", *euler), _order_run("milstein", 0.9, 1.1))
+    )
+    runs = tuple(AdjointRun(i, DTS, (1e-3,) * len(DTS), (1e-16,) * len(DTS), s) for i, s in enumerate(slopes))
+    monkeypatch.setattr(sde_rows, "adjoint_study", lambda config: runs)
+    peaks = (("backprop", (10**6, 6 * 10**6)), ("adjoint", (10**6, int(adjoint * 10**6))))
+    monkeypatch.setattr(sde_rows, "sde_memory_study", lambda config: SDEMemoryResult(config, (16, 128), peaks))
+    for measure in (sde_rows.measure_strong_orders, sde_rows.measure_adjoint, sde_rows.measure_memory):
+        m = measure(True)
+        assert m.verdict is ClaimVerdict(case) and m.seeds is not None and m.measured

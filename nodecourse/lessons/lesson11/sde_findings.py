@@ -205,7 +205,7 @@ class AdjointFindings(Findings):
             "exact pathwise gradient. Reversible Heun can instead be run backwards by algebra (each step's input "
             "recovered from its output, Kidger et al. 2021): backpropagating through one reconstructed step at a "
             f"time gives backprop's gradient to {self.worst_reversible:.0e} at most, rounding, at every step size, "
-            "with the adjoint's flat memory."
+            "while storing no step, as the adjoint."
         )
 
 
