@@ -45,10 +45,13 @@ def integrate_adaptive(
         output times reached, the work counters, a :class:`Status` and a sentence.
     """
     plan = plan_for(tab)
+    error_order = tab.error_order
+    if error_order is None:  # odeint sends only embedded pairs here
+        raise ValueError(f"tableau {tab.name!r} has no embedded pair (b_low): adaptive stepping needs one")
     ctl = StepControl(
         rtol=rtol,
         atol=atol,
-        error_order=tab.error_order,
+        error_order=error_order,
         options=options,
         t_start=ts[0],
         t_end=ts[-1],

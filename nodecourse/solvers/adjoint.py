@@ -33,6 +33,7 @@ from nodecourse.solvers.control import rms
 from nodecourse.solvers.gradient_run import (
     GradientRun,
     differentiable_solution,
+    forward_solution,
     forward_without_graph,
     inspect_field,
     refuse_second_derivative,
@@ -77,6 +78,7 @@ class AugmentedDynamics:
             z_in = z if create else z.detach().requires_grad_(True)
             f = self.func(t, z_in)
             inputs = (z_in, *self.params)
+            vjps: tuple[torch.Tensor | None, ...]  # None: an input f does not depend on
             if f.requires_grad:
                 # retain_graph: a tensor func closes over may carry a graph built outside func, reused every call.
                 vjps = torch.autograd.grad(
@@ -196,7 +198,8 @@ class AdjointFunction(torch.autograd.Function):
 def adjoint_backward(run: GradientRun, t, ys, grad_ys, params, *, need_t: bool):
     """Solve the augmented system from ``t[-1]`` back to ``t[0]``; return
     ``(dL/dt or None, dL/dy0, [dL/dtheta])``. Records ``nfe_backward`` and ``backward_status``."""
-    stats = run.solution.stats
+    forward = forward_solution(run)
+    stats = forward.stats
     dyn = AugmentedDynamics(run.func, ys.shape[1:], params)
     n_times = ys.shape[0]
     a = grad_ys[-1].clone()
@@ -209,12 +212,12 @@ def adjoint_backward(run: GradientRun, t, ys, grad_ys, params, *, need_t: bool):
         with torch.no_grad():
             return run.func(t[i].detach(), ys[i])
 
-    if run.solution.status is not Status.SUCCESS:
-        status = run.solution.status
+    if forward.status is not Status.SUCCESS:
+        status = forward.status
         message = f"the forward solve ended with status {status.name}; its gradient is undefined"
     else:
         for i in range(n_times - 1, 0, -1):
-            if need_t:
+            if grad_t is not None:  # need_t
                 grad_t[i] = (grad_ys[i] * slope(i)).sum()
             back = run.solve(
                 dyn,
@@ -238,7 +241,7 @@ def adjoint_backward(run: GradientRun, t, ys, grad_ys, params, *, need_t: bool):
                 break
             _, a, g = dyn.unpack(back.ys[-1])
             a = a + grad_ys[i - 1]
-        if need_t and status is Status.SUCCESS:
+        if grad_t is not None and status is Status.SUCCESS:  # need_t
             # ys[0] is y0 itself (it does not move with t0): only the adjoint from later outputs counts.
             grad_t[0] = -((a - grad_ys[0]) * slope(0)).sum()
 
@@ -335,6 +338,8 @@ def solve_adjoint(
         per_sample=per_sample,
         options=options,
     )
+    if backward is None:  # check_adjoint_options returns None only for a gradient other than "adjoint"
+        raise RuntimeError("gradient='adjoint': the checked adjoint_options came back empty")
     extra_params = backward.pop("params")
     backward_kwargs = dict(backward, backend=backend)
     norm = backward_kwargs.pop("norm")

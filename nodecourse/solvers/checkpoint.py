@@ -17,6 +17,7 @@ from nodecourse.solvers.gradient_run import (
     GradientRun,
     backprop_replay,
     differentiable_solution,
+    forward_solution,
     forward_without_graph,
     inspect_field,
 )
@@ -80,7 +81,7 @@ def _replay_kwargs(run: GradientRun, h: float) -> dict:
 
 def checkpoint_backward(run: GradientRun, t, grad_ys, params):
     """Replay the accepted steps last to first; return ``[dL/dy0, *dL/dparams]``."""
-    solution = run.solution
+    solution = forward_solution(run)
     stats = solution.stats
     if solution.status is not Status.SUCCESS:
         message = f"the forward solve ended with status {solution.status.name}; its gradient is undefined"
@@ -90,6 +91,8 @@ def checkpoint_backward(run: GradientRun, t, grad_ys, params):
         warn_backward_failure(solution.status, f"gradient='checkpoint': {message}")
         return [torch.full_like(grad_ys[0], float("nan"))] + [torch.full_like(p, float("nan")) for p in params]
     record = solution.steps
+    if record is None:  # the checkpoint route's forward solve always records its steps (with states)
+        raise RuntimeError("gradient='checkpoint': the forward solve kept no step record to replay")
     steps, states = record.accepted_steps(), record.states
     ts = [float(v) for v in t.detach().cpu().tolist()]
     direction = 1.0 if ts[-1] >= ts[0] else -1.0
@@ -121,7 +124,7 @@ def _replay_steps(run: GradientRun, t, grad_ys, params, grad_params, steps, stat
     """The loop of :func:`checkpoint_backward` (``params``: the tensors to differentiate, stand-ins
     for the non-leaf ones; ``grad_params`` is filled in place). Returns ``(a, nfe, failed)``,
     ``failed`` the NaN gradients of a replay that failed (else None)."""
-    stats = run.solution.stats
+    stats = forward_solution(run).stats
     nfe = 0
     for k in range(len(steps) - 1, -1, -1):
         for i in at_end.get(k, []):

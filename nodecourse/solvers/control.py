@@ -18,6 +18,8 @@ rule's divided-difference estimate q = 3. The controller's exponent is
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -128,8 +130,29 @@ def error_scale(y0: torch.Tensor, y1: torch.Tensor, rtol: float, atol: float) ->
     return torch.maximum(y0.detach().abs(), y1.detach().abs()).mul_(rtol).add_(atol)
 
 
+class _Knobs:
+    """The attributes :func:`_read_settings` sets on both controllers (declared here for the type
+    checker; no values at class level)."""
+
+    rtol: float
+    atol: float
+    error_order: int
+    exponent: float
+    safety: float
+    ifactor: float
+    dfactor: float
+    first_step: float | None
+    max_step: float
+    max_retries: int
+    norm: Callable[[torch.Tensor], Any]  # rms or a UserNorm
+    t_start: float
+    t_end: float
+    direction: float
+    max_steps: int
+
+
 def _read_settings(
-    ctl, rtol: float, atol: float, error_order: int, options: dict, t_start: float, t_end: float, max_steps: int
+    ctl: _Knobs, rtol: float, atol: float, error_order: int, options: dict, t_start: float, t_end: float, max_steps: int
 ) -> None:
     """The settings both controllers read (same names, same formulas): tolerances, the exponent
     ``-1/q``, the options, the interval and its direction, the step budget."""
@@ -145,7 +168,7 @@ def _read_settings(
     ctl.max_steps = max_steps
 
 
-class StepControl:
+class StepControl(_Knobs):
     """Step control of one trajectory (scalar mode).
 
     Args:
@@ -165,7 +188,8 @@ class StepControl:
         self.nonfinite_streak = 0
         self.nonfinite_t: float | None = None  # where func last gave NaN/inf, until a step is accepted
         self.nonfinite_what = ""
-        self._y_last = self._abs_last = None  # the last y1 seen by error_ratio and its |y1|
+        self._y_last: torch.Tensor | None = None  # the last y1 seen by error_ratio
+        self._abs_last: torch.Tensor | None = None  # and its |y1|
 
     # ------------------------------------------------------------------ step sizes
     def clip(self, h: float) -> float:
@@ -235,7 +259,8 @@ class StepControl:
     def _error_scale(self, y0: torch.Tensor, y1: torch.Tensor) -> torch.Tensor:
         """:func:`error_scale`, reusing ``|y1|`` of the previous call when ``y0`` is that ``y1`` (the
         step after an accepted one starts where it ended): one op less per accepted step."""
-        abs0 = self._abs_last if y0 is self._y_last else _plain(y0).abs()
+        abs_last = self._abs_last  # never None when y0 is self._y_last (both are set together)
+        abs0 = abs_last if y0 is self._y_last and abs_last is not None else _plain(y0).abs()
         abs1 = _plain(y1).abs()
         self._y_last, self._abs_last = y1, abs1
         return torch.maximum(abs0, abs1).mul_(self.rtol).add_(self.atol)
@@ -353,7 +378,7 @@ OK, MAX, UNDER, NONFIN = (
 )
 
 
-class BatchStepControl:
+class BatchStepControl(_Knobs):
     """The same control for each element of a batch (``per_sample=True``).
 
     Times ``t`` and sizes ``h`` are tensors of shape ``(B,)`` in float64 (float32 on MPS) on

@@ -36,7 +36,7 @@ import contextlib
 import dataclasses
 import functools
 import types
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -197,7 +197,7 @@ class _Search:
     def globals_of(self, fn: types.FunctionType, depth: int) -> None:
         """The globals ``fn``'s code names (and the code of the lambdas and functions defined in it)."""
         module_globals = fn.__globals__
-        codes, names = [fn.__code__], set()
+        codes, names = [fn.__code__], set[str]()
         while codes:
             code = codes.pop()
             names.update(code.co_names)
@@ -319,7 +319,9 @@ def _marker() -> int:
     """The sequence number the next autograd node made on this thread gets (nodes made before the
     probe call have smaller ones: a graph built before the solve)."""
     with torch.enable_grad():
-        return (torch.zeros((), requires_grad=True) * 1).grad_fn._sequence_nr()
+        # an op on a tensor requiring grad, with grad enabled: it has a grad_fn
+        node = cast(torch.autograd.graph.Node, (torch.zeros((), requires_grad=True) * 1).grad_fn)
+        return node._sequence_nr()
 
 
 def _walk(out: torch.Tensor, start: int):
@@ -364,7 +366,9 @@ def find_dependencies(func, probe, extra=(), *, route: str) -> tuple[Dependencie
     probe did not. Raises :class:`HiddenGraphError` (naming ``route``) when the probe reaches a graph built
     before it that is not behind a tensor the search found where a stand-in can go.
     """
-    params = [p for p in func.parameters() if p.requires_grad] if isinstance(func, nn.Module) else []
+    params: list[torch.Tensor] = []
+    if isinstance(func, nn.Module):
+        params = [p for p in func.parameters() if p.requires_grad]
     for p in extra:
         if not isinstance(p, torch.Tensor) or not p.requires_grad:
             raise TypeError(f"adjoint_options['params'] must hold tensors that require grad; got {type(p).__name__}")

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Callable
+from typing import Any, cast
 
 import torch
 from torch.autograd.functional import vjp
@@ -65,7 +67,7 @@ class CombinedEvent:
 
     def __init__(self, event_fn, t0: torch.Tensor, y0: torch.Tensor, split=None):
         self.event_fn, self.split = event_fn, split
-        self.shape = None
+        self.shape: torch.Size | None = None
         self.calls = 0
         with torch.no_grad():
             first = self.raw(t0, y0)
@@ -127,9 +129,9 @@ class EventSearch:
         self.max_steps = max_steps
         self.fixed_step = fixed_step
         #: ``func`` for the Newton slope of the root search (None: false position only)
-        self.field = None
+        self.field: Counting | None = None
         #: settings of a partial step of length ``h`` (an adaptive method is told to try it in one step)
-        self.partial_step = lambda h: {}
+        self.partial_step: Callable[[float], dict[str, Any]] = lambda h: {}
         self.n_steps = 0
 
     def _run(self, y_start, ta: float, tb: float, **kwargs) -> Solution:
@@ -206,12 +208,15 @@ class EventSearch:
         g_a = self.event.value(a, y_a)
         if g_b == 0.0:
             return b
-        side, newton = 0, None
+        side = 0
+        newton: float | None = None
         for _ in range(200):
             if abs(b - a) <= tol:
                 break
-            inside = newton is not None and min(a, b) < newton < max(a, b)
-            c = newton if inside else (a * g_b - b * g_a) / (g_b - g_a)
+            if newton is not None and min(a, b) < newton < max(a, b):
+                c = newton
+            else:
+                c = (a * g_b - b * g_a) / (g_b - g_a)
             if not (min(a, b) < c < max(a, b)) or _same_time(a, c, self.y0) or _same_time(b, c, self.y0):
                 c = 0.5 * (a + b)
                 if _same_time(a, c, self.y0) or _same_time(b, c, self.y0):
@@ -391,7 +396,7 @@ def solve_until_event(
             raise SolverError(solution.status, f"event search: {solution.message}", solution)
         return _finish(solution, layout, torch.tensor(float("nan"), dtype=t.dtype, device=t.device))
     event_t, state_t = reroute(solution.ts[-1].detach(), solution.ys[-1], flat_func, event, solution.stats)
-    ys = torch.cat([solution.ys[:-1], state_t[None]], dim=0)
+    ys = torch.cat([cast(torch.Tensor, solution.ys)[:-1], state_t[None]], dim=0)  # flat state: one tensor
     solution.ys = ys
     solution.ts = torch.stack([t[0], event_t])
     return _finish(solution, layout, event_t)

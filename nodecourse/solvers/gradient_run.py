@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Protocol
 
 import torch
 
@@ -102,6 +102,29 @@ class GradientRun:
     rng: Any = None
 
 
+class SolvedRun(Protocol):
+    """What :func:`forward_solution` reads: a run whose forward pass keeps its :class:`Solution`
+    (:class:`GradientRun`, and the reversible method's own run)."""
+
+    solution: Optional[Solution]
+
+
+def forward_solution(run: SolvedRun) -> Solution:
+    """``run.solution``, the forward solve's :class:`Solution` (a backward pass runs after the
+    forward pass, which sets it)."""
+    if run.solution is None:
+        raise RuntimeError("the forward solve has not run: its Solution is needed before the backward pass")
+    return run.solution
+
+
+class ReplayRun(SolvedRun, Protocol):
+    """What :func:`backprop_replay` reads (:class:`GradientRun`, and the reversible method's own run)."""
+
+    throw: bool
+    rng: Any
+    deps: Optional[Dependencies]
+
+
 def forward_without_graph(ctx, run: GradientRun, t, y0, params, **extra) -> torch.Tensor:
     """The forward pass of the Functions below: solve with ``run.forward_kwargs`` (and ``extra``)
     without a graph, keep the :class:`Solution` in ``run.solution``, save ``(t, ys, *params)``;
@@ -109,19 +132,20 @@ def forward_without_graph(ctx, run: GradientRun, t, y0, params, **extra) -> torc
     if run.random:
         run.rng = field_checks.rng_state(y0.device)
     with torch.no_grad():
-        run.solution = run.solve(
+        solution = run.solve(
             run.func, y0, t.detach(), gradient="backprop", throw=run.throw, **extra, **run.forward_kwargs
         )
+    run.solution = solution
     ctx.run = run
-    ys = run.solution.ys.detach()
+    ys = solution.ys.detach()
     ctx.save_for_backward(t, ys, y0, *params)
     return ys
 
 
-def differentiable_solution(run: GradientRun, ys: torch.Tensor, t: torch.Tensor) -> Solution:
+def differentiable_solution(run: SolvedRun, ys: torch.Tensor, t: torch.Tensor) -> Solution:
     """``run.solution`` with the Function's output ``ys`` and the given ``t`` (both on the graph);
     ``nfe_backward`` starts at 0 and ``nfe_setup`` counts the probe of :func:`field_parameters`."""
-    solution = run.solution
+    solution = forward_solution(run)
     solution.stats["nfe_backward"] = 0
     if torch.is_grad_enabled():
         # the dependency probe in field_parameters (plus the forward solve's own probe, per_sample)
@@ -141,7 +165,7 @@ def refuse_second_derivative(route: str, fix: str) -> None:
 
 
 def backprop_replay(
-    run: GradientRun,
+    run: ReplayRun,
     solve: Callable,
     t: torch.Tensor,
     y0: torch.Tensor,
@@ -161,14 +185,15 @@ def backprop_replay(
     Memory: backprop's (the whole solve's graph). ``grad_ys``: shape ``(T, *S)``.
     """
     create = torch.is_grad_enabled()
-    stats = run.solution.stats
+    forward = forward_solution(run)
+    stats = forward.stats
     nan = lambda: [torch.full_like(y0, float("nan"))] + [torch.full_like(p, float("nan")) for p in params]  # noqa: E731
-    if run.solution.status is not Status.SUCCESS:  # no replay: the failed solve's gradient is undefined
-        message = f"the forward solve ended with status {run.solution.status.name}; its gradient is undefined"
-        stats["backward_status"], stats["backward_message"] = run.solution.status, message
+    if forward.status is not Status.SUCCESS:  # no replay: the failed solve's gradient is undefined
+        message = f"the forward solve ended with status {forward.status.name}; its gradient is undefined"
+        stats["backward_status"], stats["backward_message"] = forward.status, message
         if run.throw:
-            raise SolverError(run.solution.status, f"{route}: {message}")
-        warn_backward_failure(run.solution.status, f"{route}: {message}")
+            raise SolverError(forward.status, f"{route}: {message}")
+        warn_backward_failure(forward.status, f"{route}: {message}")
         return nan()
     replay = field_checks.replayed_rng(run.rng, y0.device) if run.rng is not None else contextlib.nullcontext()
     live = run.deps.live(params, create=create) if run.deps is not None else contextlib.nullcontext(list(params))

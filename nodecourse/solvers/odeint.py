@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, TypedDict, cast
 
 import torch
 
@@ -183,7 +183,8 @@ def odeint(
     if event_fn is not None:
         return _solve_event(func, y0, t, event_fn, keywords)
     if is_tuple_state(y0):  # a state in parts (torchdiffeq's convention): flattened, solved, split back
-        return solve_tuple(odeint, func, y0, t, **keywords)
+        # y0 is a tuple here (odeint's annotation names the common case, a tensor)
+        return solve_tuple(odeint, func, cast(tuple, y0), t, **keywords)
     per_sample = v.check_flag("per_sample", per_sample)
     throw = v.check_flag("throw", throw)
     v.check_y0(y0, per_sample)
@@ -372,6 +373,14 @@ def odeint_event(func, y0, t0, *, event_fn, reverse_time=False, odeint_interface
     return events.event_time_reroute(func, event_fn, y0, t0, event_t, solution, layout)
 
 
+class _Common(TypedDict):
+    """The settings every integrator of :func:`solve_request` takes (splatted with ``**``)."""
+
+    max_steps: int
+    options: dict
+    recorder: Recorder
+
+
 @dataclass
 class SolveRequest:
     """A validated ``odeint`` call: everything an integrator needs (``ts``: ``t`` as floats,
@@ -420,8 +429,10 @@ def solve_request(req: SolveRequest) -> Solution:
         )
     else:
         checked = CheckedFunc(func, y0, per_sample=req.per_sample)
-        common = dict(max_steps=req.max_steps, options=req.options, recorder=recorder)
+        common = _Common(max_steps=req.max_steps, options=req.options, recorder=recorder)
         if spec.kind == FIXED:
+            if req.step_size is None:  # check_method requires step_size for a fixed-step method
+                raise ValueError(f"method={spec.name!r} takes fixed steps and needs step_size, e.g. step_size=0.05")
             outputs, stats, status, message = integrate_fixed(
                 checked, y0, ts, spec.tableau, step_size=req.step_size, **common
             )

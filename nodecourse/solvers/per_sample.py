@@ -48,12 +48,15 @@ def integrate_per_sample(
     ``t_reached_per_sample`` and ``status_per_sample`` (:attr:`Status.code` values).
     """
     plan = plan_for(tab)
+    error_order, err_weights = tab.error_order, plan.err
+    if error_order is None or err_weights is None:  # odeint sends only embedded pairs here
+        raise ValueError(f"tableau {tab.name!r} has no embedded pair (b_low): per-sample stepping needs one")
     B, dev, dtype = y0.shape[0], y0.device, y0.dtype
     t_dtype = torch.float32 if dev.type == "mps" else torch.float64  # mps has no float64
     ctl = BatchStepControl(
         rtol=rtol,
         atol=atol,
-        error_order=tab.error_order,
+        error_order=error_order,
         options=options,
         t_start=ts[0],
         t_end=ts[-1],
@@ -72,7 +75,7 @@ def integrate_per_sample(
     recording = recorder.enabled
     stage_rows = [_lead_form(row) for row in plan.rows]
     b_row = _lead_form(plan.b)
-    err_j, err_w, err_rest = _lead_form(plan.err)
+    err_j, err_w, err_rest = _lead_form(err_weights)
     dense = _BatchDense(plan, dtype, dev)
     # Stages strictly inside the step get their times t + c_i h in one op; those at c = 1 take t_new.
     inner = [i for i, c in enumerate(plan.c) if 0 < i and c != 1.0]

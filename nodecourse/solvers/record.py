@@ -139,8 +139,9 @@ class Recorder:
 
     def start(self, y0: torch.Tensor) -> None:
         """The initial state (kept with ``record_steps="states"``)."""
-        if self.keep_states:
-            self.record.states.append(y0.detach())
+        record = self.record
+        if record is not None and record.states is not None:  # exactly when keep_states
+            record.states.append(y0.detach())
 
     def step(self, t0, h, ratio, accepted, y0: torch.Tensor, y1: torch.Tensor, active=True) -> None:
         if self.record is not None:
@@ -151,7 +152,7 @@ class Recorder:
             rec.accepted.append(accepted)
             if rec.per_sample:
                 rec.active.append(active)
-            if self.keep_states and accepted:  # scalar mode only (odeint checks)
+            if rec.states is not None and accepted:  # keep_states; scalar mode only (odeint checks)
                 rec.states.append(y1.detach())
         if self.on_step is not None:
             # the event's states are the solver's own tensors: a change in place (version counters,

@@ -65,7 +65,8 @@ class SolverSpec:
 
     @property
     def kind(self) -> str:
-        return self._kind
+        # set in __post_init__ through object.__setattr__ (frozen), deliberately not a dataclass field
+        return self._kind  # type: ignore[attr-defined]
 
     @property
     def order(self) -> int:

@@ -39,13 +39,13 @@ import time
 import warnings
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
 
 import torch
 
 from nodecourse.solvers import field_checks, observers
 from nodecourse.solvers.fixed import steps_per_interval
-from nodecourse.solvers.gradient_run import backprop_replay, differentiable_solution, inspect_field
+from nodecourse.solvers.gradient_run import backprop_replay, differentiable_solution, forward_solution, inspect_field
 from nodecourse.solvers.result import Solution, SolverError, Status, warn_backward_failure
 from nodecourse.solvers.rk import CheckedFunc, time_tensor
 from nodecourse.solvers.transforms import refuse_transforms
@@ -279,13 +279,14 @@ class ReversibleFunction(torch.autograd.Function):
         with torch.no_grad():
             outputs, final, stats, status, message = integrate(checked, y0, run.ts, run.step_size, run.max_steps)
         stats["step_size"] = run.step_size
-        run.solution = _solution(outputs, stats, status, message, t, y0, run.name, run.started)
+        solution = _solution(outputs, stats, status, message, t, y0, run.name, run.started)
+        run.solution = solution
         if status is not Status.SUCCESS and run.throw:
-            raise SolverError(status, f"method={run.name!r}: {message}", run.solution)
+            raise SolverError(status, f"method={run.name!r}: {message}", solution)
         run.final = (final[0].detach(), final[1].detach())
         ctx.run = run
         ctx.save_for_backward(t, y0, *params)
-        return run.solution.ys.detach()
+        return cast(torch.Tensor, solution.ys).detach()  # one tensor: the method takes a flat state
 
     @staticmethod
     def backward(ctx, grad_ys):
@@ -330,7 +331,8 @@ def reversible_backward(run: _Run, grad_ys: torch.Tensor, params: list) -> list:
     parameters): one evaluation of ``func`` with a graph at each reconstructed ``z``.
     Records ``nfe_backward`` and ``backward_status``.
     """
-    stats = run.solution.stats
+    forward = forward_solution(run)
+    stats = forward.stats
     nan_grads = lambda: (
         [torch.full_like(grad_ys[0], float("nan"))]
         + [
@@ -346,10 +348,10 @@ def reversible_backward(run: _Run, grad_ys: torch.Tensor, params: list) -> list:
         warn_backward_failure(status, f"gradient='reversible': {message}")
         return nan_grads()
 
-    if run.solution.status is not Status.SUCCESS:
+    if forward.status is not Status.SUCCESS:
         return fail(
-            run.solution.status,
-            f"the forward solve ended with status {run.solution.status.name}; its gradient is undefined",
+            forward.status,
+            f"the forward solve ended with status {forward.status.name}; its gradient is undefined",
         )
     ts = run.ts
     func = run.func

@@ -11,7 +11,7 @@ saves a tensor operation for every stage. ``func`` still receives ``t`` as a
 from __future__ import annotations
 
 import functools
-from typing import Callable
+from typing import Callable, cast
 
 import torch
 
@@ -103,7 +103,7 @@ class CheckedFunc:
         try:
             f = self.func(t, y)
         except RuntimeError as err:  # e.g. nn.Linear's "mat1 and mat2 must have the same dtype"
-            named = field_checks.mismatch_error(self.func, y, err)
+            named: Exception | None = field_checks.mismatch_error(self.func, y, err)
             if named is None and self.per_sample and t.dim() == 1:
                 named = field_checks.per_sample_time_error(self.func, t, y, err)
             if named is not None:
@@ -232,14 +232,19 @@ class RKPlan:
     def error(self, ks: list[torch.Tensor], h: float) -> torch.Tensor:
         """Local error estimate ``h * sum_j (b_j - b_low_j) k_j`` (shape of the state, no graph:
         it only steers the step size). A state of one row: one matrix product on the detached slopes."""
+        err = self.err
+        if err is None:  # only adaptive pairs are stepped with an error estimate
+            raise ValueError(f"tableau {self.tab.name!r} has no embedded pair (b_low): no error estimate")
         k0 = ks[0]
-        if len(self.err) > 2 and _one_small_row(k0):
+        if len(err) > 2 and _one_small_row(k0):
             slopes = torch.cat(ks)
             slopes, k0 = (slopes.detach(), k0.detach()) if slopes.requires_grad else (slopes, k0)
             # beta=0: k0 only gives the output's shape (its values are ignored, NaN included); h folded in
-            return torch.addmm(k0, self.matrices(k0).err, slopes, beta=0, alpha=h)
+            # StageMatrices.err is set exactly when self.err is (both follow tab.adaptive)
+            err_matrix = cast(torch.Tensor, self.matrices(k0).err)
+            return torch.addmm(k0, err_matrix, slopes, beta=0, alpha=h)
         with torch.no_grad():
-            return combine(None, ks, self.err, h)
+            return combine(None, ks, err, h)
 
 
 #: States of one row ``(1, n)`` with ``n`` at most this take the fused stage combinations of

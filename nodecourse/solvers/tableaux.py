@@ -105,7 +105,7 @@ class ButcherTableau:
         if self.order < 1:
             raise ValueError(f"tableau {self.name!r}: order={self.order} must be >= 1")
         for label, weights, order in (("b", self.b, self.order), ("b_low", self.b_low, self.embedded_order)):
-            if weights is None:
+            if weights is None or order is None:  # both None or neither (checked above)
                 continue
             if len(weights) != s:
                 raise ValueError(f"tableau {self.name!r}: {label} has {len(weights)} entries, expected {s}")

@@ -295,12 +295,12 @@ def check_method(method, step_size, per_sample: bool, *, prefix: str = ""):
     settings in messages, e.g. ``"adjoint_options"`` -> ``adjoint_options['method']``."""
     m_name, s_name = (f"{prefix}['method']", f"{prefix}['step_size']") if prefix else ("method", "step_size")
     if isinstance(method, str) and method in REVERSIBLE_SOLVERS:
-        spec = REVERSIBLE_SOLVERS[method]
+        reversible_spec = REVERSIBLE_SOLVERS[method]
         if step_size is None:
             raise ValueError(f"{m_name}={method!r} takes fixed steps and needs {s_name}, e.g. {s_name}=0.05")
         if per_sample:
             raise ValueError(f"per_sample=True works with the adaptive methods, not {m_name}={method!r}")
-        return spec
+        return reversible_spec
     spec = spec_for(method)  # unknown names raise ValueError listing the valid ones
     method = spec.name
     if spec.kind == IMPLICIT:
