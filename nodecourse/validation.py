@@ -366,7 +366,7 @@ class AnyOf(Constraint):
         return f"{verb}: it must be {words}"
 
     def invalid_examples(self):
-        seen = []
+        seen: list[Any] = []
         for c in self.constraints:
             for b in c.invalid_examples():
                 if not self.is_satisfied_by(b) and not any(b is s or _same(b, s) for s in seen):

@@ -100,10 +100,10 @@ def check_samples_independent(
         scale = before.abs().nan_to_num(nan=0.0, posinf=0.0).amax()
         if not bool((moved_by > 16 * torch.finfo(fz.dtype).eps * scale).any()):
             return
-        change, scale = float(moved_by.amax()), float(scale)
+        change, largest = float(moved_by.amax()), float(scale)
     raise FixedPointBatchMixingError(
         f"f mixes the samples of the batch: shifting samples 1..{len(z) - 1} of z (sample 0 kept) changed f(z)[0] "
-        f"by {change:.3g} (largest |f(z)[0]| {scale:.3g}). fixed_point treats z0's first dimension as a batch of "
+        f"by {change:.3g} (largest |f(z)[0]| {largest:.3g}). fixed_point treats z0's first dimension as a batch of "
         f"independent problems and stops each sample once its own residual meets tol, so a map that mixes them "
         f"(a mean or sum over the batch, BatchNorm in training mode, attention across the batch) would end with "
         f"residuals above tol. Make f act on each sample alone, or solve the batch as one problem: "
@@ -290,8 +290,11 @@ def fixed_point(
         status = FixedPointStatus.DIVERGED
     else:
         status = FixedPointStatus.MAX_ITER
+    best_z = tracker.best_z
+    if best_z is None:  # every method records at least one iterate (max_iter >= 1 is checked)
+        raise RuntimeError(f"fixed_point: method={method!r} recorded no iterate")
     result = FixedPointResult(
-        z=tracker.best_z.reshape(shape),
+        z=best_z.reshape(shape),
         n_iter=len(absolute),
         residuals=ResidualTrace(absolute, relative),
         status=status,

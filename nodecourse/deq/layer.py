@@ -345,7 +345,7 @@ class DEQ(nn.Module):
         """
         self.check_input(x, z0)
         from_state = z0 is None
-        z0 = self.initial_state(x) if from_state else z0
+        z0 = self.initial_state(x) if z0 is None else z0  # z0 is None exactly when from_state
 
         def F(z):
             return self.f(z, x)

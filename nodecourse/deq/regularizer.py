@@ -60,7 +60,7 @@ def jacobian_regularizer(
     if reduction not in REDUCTIONS:
         raise ValueError(f"reduction={reduction!r} is unknown; use one of {REDUCTIONS}")
     create = torch.is_grad_enabled()
-    total = None
+    total: torch.Tensor | None = None
     for i in range(n_samples):
         if noise == "gaussian":
             eps = torch.randn(f_out.shape, dtype=f_out.dtype, device=f_out.device, generator=generator)
@@ -69,6 +69,8 @@ def jacobian_regularizer(
         (vjp,) = torch.autograd.grad(f_out, z, eps, create_graph=create, retain_graph=True)
         sq = _batch(vjp).pow(2).sum(dim=1)
         total = sq if total is None else total + sq
+    if total is None:  # n_samples >= 1 was checked above: the loop ran
+        raise ValueError(f"n_samples={n_samples!r} must be a positive int, e.g. n_samples=1")
     per_sample = total / n_samples
     if reduction == "none":
         return per_sample

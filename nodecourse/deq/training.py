@@ -183,6 +183,8 @@ def fit_deq(
     log = DEQLog()
 
     def probe(epoch: int) -> None:
+        if probe_x is None:  # checked above: probe_epochs are only given with probe_x
+            raise ValueError(f"probe_epochs={probe_epochs} need probe_x")
         rho, conv = equilibrium_spectral_radius(deq, probe_x, seed=seed)
         log.spectral.append(
             {
