@@ -10,8 +10,8 @@ The CDE half:
   ``markdown()``, with the figures;
 - :mod:`~nodecourse.lessons.lesson11.cde_rows`: the ledger row ``ncde-vs-odernn`` (registered on import).
 
-The SDE half: ``sde_config``, ``sde_studies``, ``sde_findings`` and ``sde_rows`` (its rows, registered on
-import), imported by name.
+The SDE half: the modules ``sde_config``, ``sde_studies``, ``sde_findings`` and ``sde_rows`` (its rows,
+registered on import), imported by name (``from nodecourse.lessons.lesson11 import sde_studies``).
 """
 
 from nodecourse.lessons.lesson11 import cde_rows, sde_rows  # noqa: F401  (registers the ledger rows)
@@ -77,4 +77,9 @@ __all__ = [
     "n_parameters",
     "ncde_study",
     "physionet_path",
+    # the SDE half's modules, imported by name
+    "sde_config",
+    "sde_findings",
+    "sde_rows",
+    "sde_studies",
 ]
