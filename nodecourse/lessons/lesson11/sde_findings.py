@@ -84,6 +84,11 @@ def judge_memory(adjoint_growth: float, backprop_growth: float) -> ClaimVerdict:
     return ClaimVerdict.UNDECIDED
 
 
+def _power(dt: float) -> str:
+    """A step as a power of two (``0.0625`` -> ``"2^-4"``)."""
+    return f"2^{round(math.log2(dt))}"
+
+
 def _interval(lo: float, hi: float, fmt: str = "{:.2f}") -> str:
     return f"[{fmt.format(lo)}, {fmt.format(hi)}]"
 
@@ -134,9 +139,10 @@ class StrongOrderFindings(Findings):
         )
         return (
             self.table() + "\n\n"
-            f"Over {r.paths} paths and {halvings} halvings of the step (dt = {r.dts[0]:g} to {r.dts[-1]:g}), the mean "
-            f"error at T = 1 went {errs}. Verdict: **{self.verdict.value}**. Each halving of the step divides "
-            "Euler–Maruyama's error by about √2 and Milstein's by about 2: Milstein's correction "
+            f"Over {r.paths} paths and {halvings} halvings of the step (dt = {_power(r.dts[0])} to "
+            f"{_power(r.dts[-1])}), the mean error at T = 1 went {errs}. Verdict: **{self.verdict.value}**. The "
+            "orders say each halving of the step divides Euler–Maruyama's error by √2 and Milstein's by 2: Milstein's "
+            "correction "
             "½ g g′ (ΔW² − Δt) is exactly the term Euler–Maruyama drops."
         )
 
@@ -182,7 +188,7 @@ class AdjointFindings(Findings):
             adj = sorted(r.adjoint_errors[i] for r in self.runs)
             rows.append(
                 [
-                    f"2^{round(math.log2(dt))}",
+                    _power(dt),
                     f"{adj[len(adj) // 2]:.1e}",
                     f"{adj[-1]:.1e}",
                     f"{max(r.reversible_errors[i] for r in self.runs):.1e}",
