@@ -5,7 +5,7 @@
 #   make test-fast   library, grader and builder tests only: no kernels, browser or fresh environments,
 #                    one pytest worker per usable CPU (~1.5 min on 2 cores)
 #   make lint        ruff check (code and notebooks) and ruff format --check (code) (pyproject.toml's [tool.ruff]);
-#                    CI runs it before make test
+#                    and mypy on the solver and DEQ core ([tool.mypy]); CI runs it before make test
 #   make notebooks   re-execute every lesson in quick mode and strip volatile output, before committing
 #   make lock        write constraints.txt (the lock) from .venv, after the notebooks and tests passed there
 #   make site        the course as a static website in site/, from the committed notebooks (offline)
@@ -38,6 +38,7 @@ test-fast: setup
 lint: setup
 	$(VENV)/bin/ruff check nodecourse tests scripts benchmarks notebooks solutions exercises
 	$(VENV)/bin/ruff format --check nodecourse tests scripts benchmarks
+	$(VENV)/bin/mypy
 
 notebooks: setup
 	$(VENV)/bin/python scripts/execute_notebooks.py

@@ -241,6 +241,7 @@ def test_every_test_dependency_is_used():
         "torchode": "torchode",
         "playwright": "playwright",
         "ruff": "bin/ruff check",
+        "mypy": "bin/mypy",
         "torchcde": "import torchcde",
         "torchsde": "import torchsde",
         "ray": "import ray",
@@ -290,7 +291,7 @@ def _fake_venv(tmp_path):
     """A .venv whose python and nodecourse log their arguments and succeed (torch "installed")."""
     venv, log = tmp_path / "venv", tmp_path / "calls.log"
     (venv / "bin").mkdir(parents=True)
-    for tool in ("python", "nodecourse", "ruff"):
+    for tool in ("python", "nodecourse", "ruff", "mypy"):
         exe = venv / "bin" / tool
         exe.write_text(f'#!/usr/bin/env bash\necho "{tool} $*" >> "{log}"\n')
         exe.chmod(0o755)
