@@ -69,3 +69,48 @@ def test_quick_curve_on_real_set_a():
     result = lc.learning_curve(lc.QUICK_CURVE, progress=False)
     assert result.data_source == "shared" and result.quantization_hours == pytest.approx(1 / 60)
     assert len(result.points) == len(lc.QUICK_CURVE.sizes) * len(lc.QUICK_CURVE.seeds) * len(lc.CURVE_MODELS)
+
+
+def test_an_unknown_executor_is_named(raw):
+    with pytest.raises(ValueError, match="executor='dask'"):
+        lc.learning_curve(lc.QUICK_CURVE, data=raw, progress=False, executor="dask")
+
+
+def test_the_tasks_are_every_seed_size_and_model_in_serial_order():
+    config = lc.CurveConfig(sizes=(20, 40), seeds=(3,), models=("gru-d", "odernn"))
+    assert lc.curve_tasks(config) == (
+        lc.CurveTask(3, 20, "gru-d"),
+        lc.CurveTask(3, 20, "odernn"),
+        lc.CurveTask(3, 40, "gru-d"),
+        lc.CurveTask(3, 40, "odernn"),
+    )
+
+
+@pytest.mark.slow
+def test_the_curve_on_ray_gives_the_serial_points_and_names_a_failed_fit(raw):
+    """Each fit a Ray task on a local runtime of two CPUs: the same points as a serial run (both on
+    one torch thread), in the same order; a fit that raises is named."""
+    pytest.importorskip("ray", reason="Ray is the cluster extra: pip install 'nodecourse[cluster]'")
+    import torch
+
+    from nodecourse.claims.executors import ray_runtime
+
+    config = lc.CurveConfig(sizes=(20, 40), seeds=(0, 1), models=("gru-d", "summary-logreg"), epochs=1)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        serial = lc.learning_curve(config, data=raw, progress=False)
+    finally:
+        torch.set_num_threads(threads)
+    with ray_runtime(workers=2):
+        on_ray = lc.learning_curve(config, data=raw, progress=False, executor="ray", workers=2)
+
+        def fields(points):  # everything a report shows but the CPU time, a timing
+            return [(p.model, p.n_train, p.seed, p.auc, p.n_eval) for p in points]
+
+        assert fields(on_ray.points) == fields(serial.points)
+        assert (on_ray.data_source, on_ray.quantization_hours) == (serial.data_source, serial.quantization_hours)
+        one_class = raw.subset(np.flatnonzero(raw.labels.numpy() == 0))  # nothing to stratify the split on
+        with pytest.raises(Exception) as failure:
+            lc.learning_curve(config, data=one_class, progress=False, executor="ray", workers=2)
+    assert "as a Ray task" in "".join(getattr(failure.value, "__notes__", [])), failure.value

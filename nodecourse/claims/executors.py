@@ -176,18 +176,24 @@ def run_serial(specs: Sequence[ClaimSpec], quick: bool, keep_going: bool, done: 
     return results
 
 
+def limit_task_threads(cpus: int = ROW_CPUS) -> None:
+    """In a Ray worker: torch's CPU threads at the course's count, never more than the task's ``cpus``.
+
+    Two tasks on two cores must not each start a thread per core.
+    """
+    from nodecourse.config import use_course_threads
+
+    if use_course_threads() > cpus:
+        import torch
+
+        torch.set_num_threads(cpus)
+
+
 def _row_task(spec: ClaimSpec, quick: bool, keep_going: bool) -> ClaimResult:
     """One row in a Ray worker, with the course's CPU threads (at most the task's CPUs)."""
     from contextlib import redirect_stdout
 
-    from nodecourse.config import use_course_threads
-
-    # Two rows on two cores must not each start a thread per core: the course's count (one by
-    # default), never more than the CPUs Ray gave the task.
-    if use_course_threads() > ROW_CPUS:
-        import torch
-
-        torch.set_num_threads(ROW_CPUS)
+    limit_task_threads(ROW_CPUS)
     with redirect_stdout(sys.stderr):  # what a row prints is a log line, never part of a report on stdout
         return run_row(spec, quick, keep_going)
 
@@ -260,32 +266,63 @@ def ray_runtime(address: str | None = None, workers: int | None = None) -> Itera
 
 
 def _gather(ray, specs, quick, keep_going, done, bar, workers) -> list[ClaimResult]:
-    task = ray.remote(num_cpus=ROW_CPUS, max_retries=0)(_row_task)
-    slots = max(1, int(ray.cluster_resources().get("CPU", ROW_CPUS)) // ROW_CPUS)
-    limit = len(specs) if workers is None else workers
-    results: list[ClaimResult | None] = [None] * len(specs)
-    waiting = list(range(len(specs)))
+    def failed(i: int, exc: BaseException) -> ClaimResult:
+        if not keep_going:
+            exc.add_note(f"while running claim {specs[i].id!r} as a Ray task")
+            raise exc
+        cause = getattr(exc, "cause", None) or exc
+        print(f"claim {specs[i].id!r}: the Ray task failed: {exc}", file=sys.stderr)
+        return _result(specs[i], error_measurement(cause, f"the row's Ray task ({specs[i].id})"), 0.0)
+
+    calls = [(spec, quick, keep_going) for spec in specs]
+    return run_tasks(ray, _row_task, calls, workers=workers, done=done, bar=bar, failed=failed)
+
+
+def run_tasks(
+    ray,
+    fn: Callable[..., Any],
+    calls: Sequence[tuple],
+    *,
+    workers: int | None = None,
+    cpus: int = ROW_CPUS,
+    done: Callable[[Any], None] | None = None,
+    bar=None,
+    failed: Callable[[int, BaseException], Any] | None = None,
+) -> list[Any]:
+    """``fn(*call)`` for each of ``calls`` as one Ray task of ``cpus`` CPUs; results in the order of ``calls``.
+
+    At most ``workers`` tasks are in flight (all of them when None: the cluster's CPUs decide).
+    ``done(result)`` runs as each finishes. A task that raised, or whose worker died, goes to
+    ``failed(index, exception)``: what it returns stands in for the result; if it raises, the tasks
+    still pending are cancelled first. Without ``failed`` the exception is raised that way.
+    """
+    task = ray.remote(num_cpus=cpus, max_retries=0)(fn)
+    slots = max(1, int(ray.cluster_resources().get("CPU", cpus)) // cpus)
+    limit = len(calls) if workers is None else workers
+    results: list[Any] = [None] * len(calls)
+    waiting = list(range(len(calls)))
     pending: dict[Any, int] = {}
     while waiting or pending:
         while waiting and len(pending) < limit:
             i = waiting.pop(0)
-            pending[task.remote(specs[i], quick, keep_going)] = i
+            pending[task.remote(*calls[i])] = i
         if bar is not None:
             bar.set_postfix(running=min(len(pending), slots))
         (ref,), _ = ray.wait(list(pending), num_returns=1)
         i = pending.pop(ref)
         try:
             results[i] = ray.get(ref)
-        except Exception as exc:  # noqa: BLE001 - RayTaskError (the row raised) or a worker's death
-            if not keep_going:
+        except Exception as exc:  # noqa: BLE001 - RayTaskError (the task raised) or a worker's death
+            try:
+                if failed is None:
+                    raise
+                results[i] = failed(i, exc)
+            except BaseException:
                 for other in pending:
                     ray.cancel(other)
-                exc.add_note(f"while running claim {specs[i].id!r} as a Ray task")
                 raise
-            cause = getattr(exc, "cause", None) or exc
-            print(f"claim {specs[i].id!r}: the Ray task failed: {exc}", file=sys.stderr)
-            results[i] = _result(specs[i], error_measurement(cause, f"the row's Ray task ({specs[i].id})"), 0.0)
-        done(results[i])
+        if done is not None:
+            done(results[i])
     return results
 
 
@@ -296,8 +333,10 @@ __all__ = [
     "code_version",
     "error_measurement",
     "import_ray",
+    "limit_task_threads",
     "ray_runtime",
     "run_ray",
     "run_row",
     "run_serial",
+    "run_tasks",
 ]

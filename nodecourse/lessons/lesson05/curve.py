@@ -163,45 +163,127 @@ def draw_split(n_total: int, labels: np.ndarray, pool_size: int, seed: int) -> t
     return np.random.default_rng(seed).permutation(pool), np.sort(held)
 
 
-def learning_curve(config: CurveConfig = QUICK_CURVE, *, data=None, progress: bool = True) -> CurveResult:
+@dataclass(frozen=True)
+class CurveTask:
+    """One fit of the curve: ``model`` trained on the first ``n_train`` patients of ``seed``'s pool."""
+
+    seed: int
+    n_train: int
+    model: str
+
+
+def curve_tasks(config: CurveConfig) -> tuple[CurveTask, ...]:
+    """Every fit of ``config``, in the order a serial run makes them (seed, then size, then model)."""
+    return tuple(CurveTask(seed, n, m) for seed in config.seeds for n in config.sizes for m in config.models)
+
+
+def curve_settings(config: CurveConfig):
+    """The :class:`~nodecourse.models.physionet_settings.PhysioNetSettings` ``config`` trains with."""
+    from nodecourse.models.physionet_settings import by_name
+
+    settings = by_name(config.settings)
+    return settings if config.epochs is None else settings.quick(epochs=config.epochs)
+
+
+def load_curve_data(config: CurveConfig, progress: bool = False):
+    """Set A, raw, on the grid of ``config``'s settings (``n_patients`` of it, drawn with seed 0)."""
+    from nodecourse.data import physionet
+
+    hours = curve_settings(config).quantization_hours
+    data = physionet.load("set-a", quantization=hours, progress=progress, verbose=progress)
+    return data if config.n_patients is None else data.sample(config.n_patients, seed=0)
+
+
+def fit_point(config: CurveConfig, task: CurveTask, data) -> CurvePoint:
+    """Train ``task.model`` on its training set of the raw ``data``; its AUC on the seed's held-out patients."""
+    from nodecourse.data import physionet
+    from nodecourse.models.latent import fit
+
+    pool, held = draw_split(len(data), data.labels.numpy(), max(config.sizes), task.seed)
+    raw_train, raw_eval = data.subset(np.sort(pool[: task.n_train])), data.subset(held)
+    norm = physionet.Normalizer.fit(raw_train)
+    _, r = fit(
+        task.model,
+        norm.transform(raw_train),
+        norm.transform(raw_eval),
+        seed=task.seed,
+        settings=curve_settings(config),
+        progress=False,
+    )
+    return CurvePoint(task.model, task.n_train, task.seed, r.auc, r.n_eval, r.cpu_seconds)
+
+
+def _point_task(config: CurveConfig, task: CurveTask, data) -> tuple[CurvePoint, str, float]:
+    """One fit in a Ray worker: the point, and the data's source and grid (the driver never loads set A)."""
+    from nodecourse.claims.executors import limit_task_threads
+
+    limit_task_threads()
+    if data is None:
+        data = load_curve_data(config)
+    return fit_point(config, task, data), data.report.source, data.quantization
+
+
+def learning_curve(
+    config: CurveConfig = QUICK_CURVE,
+    *,
+    data=None,
+    progress: bool = True,
+    executor: str = "serial",
+    address: str | None = None,
+    workers: int | None = None,
+) -> CurveResult:
     """Train every model of ``config`` at every size and seed; see the module docstring.
 
     ``data``: a raw (not normalised) :class:`~nodecourse.data.physionet.PhysioNetSet`; default: set A
     loaded at the settings' quantisation (``n_patients`` of it, seeded).
+    ``executor="ray"`` runs each fit (:func:`curve_tasks`) as one Ray task of one CPU, on a local
+    runtime of ``workers`` CPUs or on the cluster at ``address`` (as ``nodecourse claims --executor
+    ray``). Without ``data`` each task loads set A itself on its node (at the published minute grid
+    the set is about 3.4 GB in memory: the driver never holds it); with ``data`` it is shipped once.
+    The points are those of a serial run, in the same order; a fit that fails raises once the
+    others are cancelled, with a note naming it.
     """
     from tqdm.auto import tqdm
 
-    from nodecourse.data import physionet
-    from nodecourse.models.latent import fit
-    from nodecourse.models.physionet_settings import by_name
-
-    settings = by_name(config.settings)
-    if config.epochs is not None:
-        settings = settings.quick(epochs=config.epochs)
+    if executor not in ("serial", "ray"):
+        raise ValueError(f"executor={executor!r}: choose 'serial' or 'ray'")
+    tasks = curve_tasks(config)
     start = time.perf_counter()
-    if data is None:
-        data = physionet.load("set-a", quantization=settings.quantization_hours, progress=progress, verbose=progress)
-        if config.n_patients is not None:
-            data = data.sample(config.n_patients, seed=0)
-    points = []
-    jobs = [(seed, n, m) for seed in config.seeds for n in config.sizes for m in config.models]
-    bar = tqdm(jobs, desc="learning curve", unit="fit", disable=not progress)
-    split = {}
-    for seed, n, model in bar:
-        if seed not in split:
-            split[seed] = draw_split(len(data), data.labels.numpy(), max(config.sizes), seed)
-        pool, held = split[seed]
-        raw_train, raw_eval = data.subset(np.sort(pool[:n])), data.subset(held)
-        norm = physionet.Normalizer.fit(raw_train)
-        bar.set_postfix(model=model, n=n, seed=seed)
-        _, r = fit(
-            model, norm.transform(raw_train), norm.transform(raw_eval), seed=seed, settings=settings, progress=False
-        )
-        points.append(CurvePoint(model, n, seed, r.auc, r.n_eval, r.cpu_seconds))
+    bar = tqdm(total=len(tasks), desc="learning curve", unit="fit", disable=not progress)
+    if executor == "ray":
+        points, source, hours = _on_ray(config, tasks, data, bar, address, workers)
+    else:
+        if data is None:
+            data = load_curve_data(config, progress)
+        points = []
+        for task in tasks:
+            bar.set_postfix(model=task.model, n=task.n_train, seed=task.seed)
+            points.append(fit_point(config, task, data))
+            bar.update(1)
+        source, hours = data.report.source, data.quantization
+    bar.close()
     machine = f"{platform.machine()}, {platform.system()}, torch threads {_threads()}"
-    return CurveResult(
-        config, tuple(points), data.report.source, data.quantization, machine, time.perf_counter() - start
-    )
+    if executor == "ray":
+        machine = f"Ray ({address or 'a local runtime'}), one CPU a fit"
+    return CurveResult(config, tuple(points), source, hours, machine, time.perf_counter() - start)
+
+
+def _on_ray(config, tasks, data, bar, address, workers) -> tuple[list[CurvePoint], str, float]:
+    from nodecourse.claims.executors import ray_runtime, run_tasks
+
+    def failed(i: int, exc: BaseException):
+        t = tasks[i]
+        exc.add_note(f"while fitting {t.model} on {t.n_train} patients, seed {t.seed}, as a Ray task")
+        raise exc
+
+    with ray_runtime(address, workers) as ray:
+        shared = None if data is None else ray.put(data)
+        calls = [(config, task, shared) for task in tasks]
+        out = run_tasks(ray, _point_task, calls, workers=workers, bar=bar, done=lambda _: bar.update(1), failed=failed)
+    sources = sorted({source for _, source, _ in out})
+    if len(sources) != 1 or len({hours for _, _, hours in out}) != 1:
+        raise RuntimeError(f"the Ray tasks loaded different data ({sources}): give every node the same set A")
+    return [point for point, _, _ in out], sources[0], out[0][2]
 
 
 def _threads() -> int:
@@ -213,13 +295,18 @@ def _threads() -> int:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="Lesson 5's learning curve on PhysioNet set A.")
     parser.add_argument("--full", action="store_true", help="sizes 1,000/2,000/3,200, 3 seeds, 100 epochs")
+    parser.add_argument("--settings", choices=("published", "course"), default=None, help="override the settings")
+    parser.add_argument("--epochs", type=int, default=None, help="override the epochs (e.g. 1 to time one fit)")
     parser.add_argument("--seeds", type=int, nargs="+", default=None, help="override the seeds")
+    parser.add_argument("--executor", choices=("serial", "ray"), default="serial", help="run each fit as a Ray task")
+    parser.add_argument("--address", default=None, help="the Ray cluster to join (default: a local runtime)")
+    parser.add_argument("--workers", type=int, default=None, help="Ray: CPUs of the local runtime, fits at once")
     parser.add_argument("--out", default=None, help="write the result as JSON here")
     args = parser.parse_args(argv)
     config = FULL_CURVE if args.full else QUICK_CURVE
-    if args.seeds:
-        config = replace(config, seeds=tuple(args.seeds))
-    result = learning_curve(config)
+    overrides = {"settings": args.settings, "epochs": args.epochs, "seeds": tuple(args.seeds or ()) or None}
+    config = replace(config, **{k: v for k, v in overrides.items() if v is not None})
+    result = learning_curve(config, executor=args.executor, address=args.address, workers=args.workers)
     print(result.to_markdown())
     if args.out:
         with open(args.out, "w") as f:
