@@ -47,6 +47,8 @@ CI_SEEDS = {
     ("09", "wrong-route"): 30,  # 5 s for 10
     ("10", "kinetic-energy"): 500,  # 4 s for 300
     ("10", "seminorm-adjoint"): 300,  # 4 s for 100: adjoint solves
+    ("11", "em-order"): 500,  # 56 s of CPU for 2,000: 496 Euler-Maruyama steps on 400 paths per draw
+    ("11", "cde-solve"): 500,  # 86 s of CPU for 2,000: two RK4 solves and their gradients per draw
 }
 WRONG_SEEDS_CI = 100
 

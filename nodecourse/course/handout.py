@@ -3307,12 +3307,12 @@ EXERCISES = {
   },
   {
    "cell_type": "markdown",
-   "id": "b2ef191e",
+   "id": "1c401ba1",
    "metadata": {},
    "source": [
     "The first check draws a complete series (6 to 10 observations at irregular times, 1 to 3 channels), a row\n",
-    "$k \\ge 2$ to change and 30 to 50 query times, and compares your `change` and `first` for both kinds with the\n",
-    "library's. Before you run it, predict `first` for each kind from $t_{k-1}$ and $t_0$."
+    "$k \\ge 2$ to change and 3 to 5 query times inside each interval between observations, and compares your\n",
+    "`change` and `first` for both kinds with the library's. Before you run it, predict `first` for each kind from $t_{k-1}$ and $t_0$."
    ]
   },
   {
@@ -3375,6 +3375,7 @@ EXERCISES = {
     "057c42ac": "a81e038d2bc201f2",
     "10488514": "0e1b354b427f2954",
     "183337b5": "4b6345586667148d",
+    "1c401ba1": "de958170f1f51cf6",
     "1e2e3cfc": "50371f0cf81ef7b7",
     "21114798": "ffe9a3380900c372",
     "32736de1": "d05f6ad1d98e512e",
@@ -3384,7 +3385,6 @@ EXERCISES = {
     "8e9ab808": "e27daba78fcfd435",
     "8f0c0d79": "763995a7ff3ce532",
     "a085cc06": "0ee26c8e5fc0a9b6",
-    "b2ef191e": "f673e1c52f18c451",
     "b788b4b7": "064d39f45ef45a6d",
     "c134f153": "aa664f963c8ecd91",
     "cc680fdd": "8eba22eb9e20a0e4",

@@ -271,9 +271,8 @@ _WRONG_AXIS = (
 
 def contract_inputs(seed: int) -> dict:
     g = _gen(seed, 113)
-    hidden = _integer(g, 2, 6)
-    channels = hidden + _integer(g, 1, 3) if _integer(g, 0, 1) else _integer(g, 2, hidden + 1)
-    channels = channels if channels != hidden else hidden + 1
+    hidden, channels = _integer(g, 2, 6), _integer(g, 2, 6)
+    channels = channels + 1 if channels == hidden else channels  # different: a transpose fails on the shapes
     square = _integer(g, 2, 5)
     shapes = [
         (_integer(g, 2, 5), hidden, channels),  # hidden != channels
@@ -465,7 +464,11 @@ def _path_draw(g: torch.Generator, *, missing: bool) -> dict:
         x[k - 1, channel] = math.nan
         if k >= 4 and _integer(g, 0, 1):
             x[k - 2, channel] = math.nan
-    s = torch.sort(t[0] + (t[-1] - t[0]) * torch.rand(_integer(g, 30, 50), generator=g, dtype=F64)).values
+    # 3 to 5 query times inside each interval between observations: a change on any piece is seen
+    s = torch.cat(
+        [t[j] + (t[j + 1] - t[j]) * torch.rand(_integer(g, 3, 5), generator=g, dtype=F64) for j in range(length - 1)]
+    )
+    s = torch.sort(s).values
     return {"x": x, "t": t, "k": k, "new": new, "s": s}
 
 
