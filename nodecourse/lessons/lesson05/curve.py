@@ -298,13 +298,21 @@ def main(argv=None) -> int:
     parser.add_argument("--settings", choices=("published", "course"), default=None, help="override the settings")
     parser.add_argument("--epochs", type=int, default=None, help="override the epochs (e.g. 1 to time one fit)")
     parser.add_argument("--seeds", type=int, nargs="+", default=None, help="override the seeds")
+    parser.add_argument("--sizes", type=int, nargs="+", default=None, help="override the training-set sizes")
+    parser.add_argument("--patients", type=int, default=None, help="override the patients of set A used")
     parser.add_argument("--executor", choices=("serial", "ray"), default="serial", help="run each fit as a Ray task")
     parser.add_argument("--address", default=None, help="the Ray cluster to join (default: a local runtime)")
     parser.add_argument("--workers", type=int, default=None, help="Ray: CPUs of the local runtime, fits at once")
     parser.add_argument("--out", default=None, help="write the result as JSON here")
     args = parser.parse_args(argv)
     config = FULL_CURVE if args.full else QUICK_CURVE
-    overrides = {"settings": args.settings, "epochs": args.epochs, "seeds": tuple(args.seeds or ()) or None}
+    overrides = {
+        "settings": args.settings,
+        "epochs": args.epochs,
+        "seeds": tuple(args.seeds or ()) or None,
+        "sizes": tuple(args.sizes or ()) or None,
+        "n_patients": args.patients,
+    }
     config = replace(config, **{k: v for k, v in overrides.items() if v is not None})
     result = learning_curve(config, executor=args.executor, address=args.address, workers=args.workers)
     print(result.to_markdown())
