@@ -150,7 +150,8 @@ class NCDEFindings(Findings):
     def markdown(self) -> str:
         rows = [
             f"**{self.data_text}.** AUC is the test AUC over seeds; the gap is the neural CDE's AUC minus the "
-            "model's, paired per seed (same patients); seconds per epoch include each epoch's validation.",
+            "model's, paired per seed (same patients); seconds per epoch include each epoch's validation (the "
+            "regression has no epochs: its whole fit).",
             "",
             "| model | parameters | test AUC | gap NCDE − model | s / epoch (wall) | s / epoch (CPU) |",
             "|---|---|---|---|---|---|",
