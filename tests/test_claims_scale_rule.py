@@ -32,6 +32,7 @@ EXPECTED = {
     "deq-inference-cost": "WikiText-103 and ImageNet",
     "deq-memory-reduction": "WikiText-103",
     "kinetic-regularization-nfe": "FFJORD on MNIST, GPU wall clock",
+    "ncde-vs-odernn": "CharacterTrajectories, PhysioNet 2019 sepsis and Speech Commands",
 }
 
 

@@ -92,7 +92,7 @@ def _torch_items() -> list[Item]:
 #: The lessons that load PhysioNet 2012 set A, and so run on the synthetic stand-in when it is not found
 #: (lesson 5 trains on it; lesson 9 audits an ODE-RNN trained on it). ``tests/test_check_standin.py``
 #: checks this against the lesson notebooks' code.
-PHYSIONET_LESSONS = ("5", "9")
+PHYSIONET_LESSONS = ("5", "9", "11")
 
 
 def standin_note() -> str:

@@ -36,7 +36,6 @@ from nodecourse.lessons.lesson05.config import (
     published_gap,
     split_sizes,
 )
-from nodecourse.lessons.lesson05.curve import FULL_CURVE, LESSON_QUICK_CURVE, QUICK_CURVE, CurveConfig, learning_curve
 from nodecourse.lessons.lesson05.findings import (
     FULL_CURVE_COMMAND,
     AUCFindings,
@@ -116,3 +115,15 @@ __all__ = [
     "observed_values",
     "scaling_study",
 ]
+
+# The curve's names load its module on first use (PEP 562): importing it here would make
+# `python -m nodecourse.lessons.lesson05.curve` find the module already imported by its package.
+_CURVE_NAMES = ("FULL_CURVE", "LESSON_QUICK_CURVE", "QUICK_CURVE", "CurveConfig", "learning_curve")
+
+
+def __getattr__(name: str):
+    if name in _CURVE_NAMES:
+        from nodecourse.lessons.lesson05 import curve
+
+        return getattr(curve, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
