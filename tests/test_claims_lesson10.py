@@ -38,8 +38,8 @@ def _runs(setting, nfe_by_seed, acc=0.9, seconds=1.0):
 def test_growth_verdict_turns_with_the_evidence():
     climbing = _runs("none", [[20] * 10 + [40 + k] * 90 for k in range(4)])
     flat = _runs("none", [[20 + (k % 2)] * 100 for k in range(4)])
-    assert L.GrowthFindings.from_runs(climbing).verdict is ClaimVerdict.HOLDS
-    assert L.GrowthFindings.from_runs(flat).verdict is ClaimVerdict.DOES_NOT_HOLD
+    assert L.NFEGrowthFindings.from_runs(climbing).verdict is ClaimVerdict.HOLDS
+    assert L.NFEGrowthFindings.from_runs(flat).verdict is ClaimVerdict.DOES_NOT_HOLD
 
 
 def test_regularisation_parts_are_judged_apart():

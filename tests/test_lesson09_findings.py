@@ -39,9 +39,9 @@ def _report(steps, metric="AUC", name="m") -> AuditReport:
 
 
 def test_data_findings_warn_first_on_the_stand_in():
-    text = L.DataFindings(_model(True)).markdown()
+    text = L.AuditDataFindings(_model(True)).markdown()
     assert text.startswith("**⚠ Synthetic data") and "480 patients" in text and "18.0 %" in text
-    assert "Synthetic" not in L.DataFindings(_model(False)).markdown()
+    assert "Synthetic" not in L.AuditDataFindings(_model(False)).markdown()
 
 
 @pytest.mark.parametrize(

@@ -23,13 +23,13 @@ REGULARISED = _runs("kinetic+Jacobian", [[20] * 10 + [25 + k] * 90 for k in rang
 
 
 def test_growth_quotes_the_nfe_the_ratios_and_the_verdict():
-    text = L.GrowthFindings.from_runs(CLIMBING).markdown()
+    text = L.NFEGrowthFindings.from_runs(CLIMBING).markdown()
     assert "from 20–20" in text and "to 40–43" in text
     assert "2.00, 2.05, 2.10, 2.15" in text and "**holds**" in text and "over 4 seeds" in text
 
 
 def test_growth_with_two_seeds_has_no_interval_and_is_undecided():
-    f = L.GrowthFindings.from_runs(CLIMBING[:2])
+    f = L.NFEGrowthFindings.from_runs(CLIMBING[:2])
     assert f.verdict is ClaimVerdict.UNDECIDED and f.interval is None
     assert "no interval (too few seeds)" in f.markdown() and "**undecided (2 seeds)**" in f.markdown()
 
@@ -124,7 +124,7 @@ ROUTES = (
 def test_controlled_seminorm_and_route_table():
     text = L.ControlledSeminorm.from_routes(ROUTES).markdown()
     assert "backward NFE 68 with the full norm, 51 with the seminorm (25% fewer)" in text
-    routes = L.RouteFindings(ROUTES, heun_steps=100).markdown()
+    routes = L.ReversibleRouteFindings(ROUTES, heun_steps=100).markdown()
     assert "| reversible (reversible Heun) | 7.8e-06 | 1.4e-10 | 101 | 101 | 0.1 | 10.0 |" in routes
     assert "the error of 100 second-order steps" in routes and "against backprop's 1.6" in routes
 
@@ -178,7 +178,7 @@ def test_round_trip_and_exactness():
 
 
 def test_memory_findings():
-    f = L.MemoryFindings(
+    f = L.ReversibleMemoryFindings(
         (8, 16, 64),
         (("backprop", 5.7), ("reversible", 1.0)),
         (("backprop grows", ClaimVerdict.HOLDS), ("reversible flat", ClaimVerdict.HOLDS)),
@@ -260,7 +260,9 @@ def test_explorer_and_closing_findings():
     runs = CLIMBING + REGULARISED
     seminorm = L.SeminormFindings.from_results(tuple(_task(f"t{k}", [0.2], [0.3]) for k in range(5)))
     exact = L.ExactFindings.from_rows(tuple(L.ExactRow(s, 1e-16, 1e-7, 101, 300) for s in range(3)), 1e-6, 50)
-    memory = L.MemoryFindings((8, 64), (("backprop", 5.7), ("reversible", 1.0)), (), ClaimVerdict.HOLDS, 256, (2, 2))
+    memory = L.ReversibleMemoryFindings(
+        (8, 64), (("backprop", 5.7), ("reversible", 1.0)), (), ClaimVerdict.HOLDS, 256, (2, 2)
+    )
     results = tuple(
         ClaimResult(cid, "", "", "", "", verdict, 0.0, seeds=5)
         for cid, verdict in (
@@ -272,7 +274,7 @@ def test_explorer_and_closing_findings():
         )
     )
     closing = L.ClosingFindings(
-        results, L.GrowthFindings.from_runs(runs), L.RegularisationFindings.from_runs(runs), seminorm, exact, memory
+        results, L.NFEGrowthFindings.from_runs(runs), L.RegularisationFindings.from_runs(runs), seminorm, exact, memory
     ).markdown()
     assert "over 5 tasks, ours +20% to +20%" in closing
     assert "accuracy drop +1.0 points at most" in closing

@@ -26,8 +26,8 @@ from nodecourse.lessons.lesson09.config import (
 )
 from nodecourse.lessons.lesson09.faults import long_horizon_regressor, rotating_classifier
 from nodecourse.lessons.lesson09.findings import (
+    AuditDataFindings,
     BaselineFindings,
-    DataFindings,
     FoundSolve,
     MdeqFindings,
     RouteFindings,
@@ -59,7 +59,7 @@ __all__ = [
     "TRAIN_ICU_TYPES",
     "BaselineFindings",
     "CourseModel",
-    "DataFindings",
+    "AuditDataFindings",
     "FoundSolve",
     "LinearField",
     "MdeqFindings",

@@ -16,7 +16,7 @@ from nodecourse.lessons.study import Findings
 
 __all__ = [
     "BaselineFindings",
-    "DataFindings",
+    "AuditDataFindings",
     "FoundSolve",
     "MdeqFindings",
     "RouteFindings",
@@ -48,7 +48,7 @@ def interval_side(low: float, high: float) -> str:
 
 
 @dataclass(frozen=True)
-class DataFindings(Findings):
+class AuditDataFindings(Findings):
     """What the ODE-RNN was trained and tested on, with a warning first when the data is the stand-in."""
 
     model: CourseModel

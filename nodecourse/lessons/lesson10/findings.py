@@ -67,7 +67,7 @@ def points_span(iv) -> str:
 
 
 @dataclass(frozen=True)
-class GrowthFindings(Findings):
+class NFEGrowthFindings(Findings):
     """Unregularised runs: forward NFE per step in the first and last tenth of training, per seed."""
 
     first: tuple[float, ...]
@@ -78,7 +78,7 @@ class GrowthFindings(Findings):
     reason: str
 
     @classmethod
-    def from_runs(cls, runs: tuple[MoonsRun, ...], threshold: Threshold = NFE_GROWTH_THRESHOLD) -> GrowthFindings:
+    def from_runs(cls, runs: tuple[MoonsRun, ...], threshold: Threshold = NFE_GROWTH_THRESHOLD) -> NFEGrowthFindings:
         mine = [r for r in runs if r.setting == "none"]
         ratios = tuple(r.last_tenth / r.first_tenth for r in mine)
         verdict, iv, reason = judge([math.log(r) for r in ratios], math.log(threshold.value))  # on a log scale
@@ -512,7 +512,7 @@ class ExactFindings(Findings):
 
 
 @dataclass(frozen=True)
-class RouteFindings(Findings):
+class ReversibleRouteFindings(Findings):
     """Lesson 4's route table with reversible Heun, and what it says about the reversible route."""
 
     routes: tuple[Route, ...]
@@ -559,7 +559,7 @@ class RouteFindings(Findings):
 
 
 @dataclass(frozen=True)
-class MemoryFindings(Findings):
+class ReversibleMemoryFindings(Findings):
     """Peak memory against the number of steps: backprop grows, the reversible route stays flat."""
 
     steps: tuple[int, ...]
@@ -570,7 +570,7 @@ class MemoryFindings(Findings):
     dims: tuple[int, ...]
 
     @classmethod
-    def from_sweep(cls, sweep: MemorySweep, threshold: Threshold = MEMORY_THRESHOLD) -> MemoryFindings:
+    def from_sweep(cls, sweep: MemorySweep, threshold: Threshold = MEMORY_THRESHOLD) -> ReversibleMemoryFindings:
         grows = sweep.growth("backprop") >= threshold.value
         flat = max(sweep.peaks("reversible")) <= FLAT_FACTOR * min(sweep.peaks("reversible"))
         yes = lambda ok: ClaimVerdict.HOLDS if ok else ClaimVerdict.DOES_NOT_HOLD  # noqa: E731
@@ -782,11 +782,11 @@ class ClosingFindings(Findings):
     """Each published figure beside this lesson's, with the ledger's verdicts (``results``: ClaimResults)."""
 
     results: tuple  # ClaimResult, in the order of the ledger cell
-    growth: GrowthFindings
+    growth: NFEGrowthFindings
     regularisation: RegularisationFindings
     seminorm: SeminormFindings
     exact: ExactFindings
-    memory: MemoryFindings
+    memory: ReversibleMemoryFindings
 
     def verdict(self, claim_id: str) -> str:
         """The row's verdict as written; the seminorm's undecided verdict counts tasks, not seeds."""

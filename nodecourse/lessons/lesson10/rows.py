@@ -24,9 +24,9 @@ from nodecourse.lessons.lesson10.config import (
 from nodecourse.lessons.lesson10.findings import (
     LIBRARIES,
     ExactFindings,
-    GrowthFindings,
-    MemoryFindings,
+    NFEGrowthFindings,
     RegularisationFindings,
+    ReversibleMemoryFindings,
     SeminormFindings,
     points_span,
     span,
@@ -44,7 +44,7 @@ from nodecourse.lessons.lesson10.studies import exact_study, reversible_memory_s
 )
 def measure_nfe_growth(quick: bool) -> Measurement:
     config = QUICK_TRAIN if quick else FULL_TRAIN
-    f = GrowthFindings.from_runs(training_study(config, ("none",)))
+    f = NFEGrowthFindings.from_runs(training_study(config, ("none",)))
     measured = (
         f"two moons, {len(config.seeds)} seeds, {config.steps} steps: forward NFE {min(f.first):.0f}-"
         f"{max(f.first):.0f} in the first tenth -> {min(f.last):.0f}-{max(f.last):.0f} in the last; "
@@ -188,7 +188,7 @@ def measure_memory(quick: bool) -> Measurement:
             {},
         )
     sweep = reversible_memory_study(quick)
-    f = MemoryFindings.from_sweep(sweep)
+    f = ReversibleMemoryFindings.from_sweep(sweep)
     c = sweep.config
     mib = {m: [round(p / 2**20, 2) for p in sweep.peaks(m)] for m in c.modes}
     measured = (
