@@ -111,6 +111,8 @@ def test_the_curve_on_ray_gives_the_serial_points_and_names_a_failed_fit(raw):
         assert fields(on_ray.points) == fields(serial.points)
         assert (on_ray.data_source, on_ray.quantization_hours) == (serial.data_source, serial.quantization_hours)
         one_class = raw.subset(np.flatnonzero(raw.labels.numpy() == 0))  # nothing to stratify the split on
-        with pytest.raises(Exception) as failure:
+        with pytest.raises(lc.CurveFitsFailed) as failure:
             lc.learning_curve(config, data=one_class, progress=False, executor="ray", workers=2)
-    assert "as a Ray task" in "".join(getattr(failure.value, "__notes__", [])), failure.value
+    task, exc = failure.value.failures[0]
+    assert f"{task.model} on {task.n_train} patients, seed {task.seed}" in str(failure.value)
+    assert "as a Ray task" in "".join(getattr(exc, "__notes__", [])), exc

@@ -128,16 +128,36 @@ class RowCache:
         safe = re.sub(r"[^A-Za-z0-9_.-]", "_", row_id)
         if safe != row_id:  # two ids that differ only in unsafe characters keep apart
             safe += "-" + hashlib.sha256(row_id.encode()).hexdigest()[:8]
-        return self.folder / f"{safe}.{'quick' if quick else 'full'}.{self.version}.json"
+        return self.file(f"{safe}.{'quick' if quick else 'full'}")
+
+    def file(self, name: str) -> Path:
+        """The file of the entry ``name`` (a file-name-safe stem) at this code version; other studies
+        (lesson 5's learning curve) keep their own entries in the same kind of folder."""
+        return self.folder / f"{name}.{self.version}.json"
+
+    @staticmethod
+    def read(path: Path) -> dict | None:
+        """The JSON data saved at ``path``, or None when there is none (or it cannot be read)."""
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+
+    def write(self, path: Path, data: dict) -> None:
+        """Write ``data`` to ``path`` as JSON (atomically: a run stopped mid-write leaves no half file)."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False), encoding="utf-8")
+        os.replace(tmp, path)
 
     def load(self, spec: ClaimSpec, quick: bool) -> ClaimResult | None:
         """The saved result of ``spec``'s row, or None when there is none (or it cannot be read)."""
+        data = self.read(self.path(spec.id, quick))
         try:
-            data = json.loads(self.path(spec.id, quick).read_text(encoding="utf-8"))
             verdict = ClaimVerdict(data["verdict"])
             m = Measurement(data["measured"], verdict, data["details"], data["seeds"], data["unit"])
             return _result(spec, m, float(data["seconds"]))
-        except (OSError, ValueError, KeyError, TypeError):  # absent or damaged: run the row again
+        except (ValueError, KeyError, TypeError):  # absent or damaged: run the row again
             return None
 
     def save(self, result: ClaimResult, quick: bool) -> None:
@@ -149,11 +169,7 @@ class RowCache:
         data = json_safe(result.as_dict())
         data["seconds"] = result.seconds  # unrounded: the reports add the rows' own times
         data["code_version"] = self.version
-        self.folder.mkdir(parents=True, exist_ok=True)
-        target = self.path(result.id, quick)
-        tmp = target.with_name(target.name + f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False), encoding="utf-8")
-        os.replace(tmp, target)
+        self.write(self.path(result.id, quick), data)
 
 
 # ---------------------------------------------------------------------------

@@ -63,16 +63,25 @@ from nodecourse.lessons.lesson05.studies import (
     scaling_study,
 )
 
+# The curve's names load its module on first use (PEP 562): importing it here would make
+# `python -m nodecourse.lessons.lesson05.curve` find the module already imported by its package.
+_CURVE_NAMES = (
+    "COURSE_CURVE",
+    "FULL_CURVE",
+    "LESSON_QUICK_CURVE",
+    "QUICK_CURVE",
+    "CurveCache",
+    "CurveConfig",
+    "CurveFitsFailed",
+    "learning_curve",
+)
+
 __all__ = [
+    *_CURVE_NAMES,
     "AHEAD_MARGIN",
     "AUC_THRESHOLD",
     "BASELINES",
     "FULL_STUDY",
-    "FULL_CURVE",
-    "LESSON_QUICK_CURVE",
-    "QUICK_CURVE",
-    "CurveConfig",
-    "learning_curve",
     "GAP_RULE",
     "GRUD_FLOOR",
     "GRUD_THRESHOLD",
@@ -115,10 +124,6 @@ __all__ = [
     "observed_values",
     "scaling_study",
 ]
-
-# The curve's names load its module on first use (PEP 562): importing it here would make
-# `python -m nodecourse.lessons.lesson05.curve` find the module already imported by its package.
-_CURVE_NAMES = ("FULL_CURVE", "LESSON_QUICK_CURVE", "QUICK_CURVE", "CurveConfig", "learning_curve")
 
 
 def __getattr__(name: str):

@@ -18,6 +18,14 @@ epochs at minute quantisation)::
 
     OMP_NUM_THREADS=1 python -m nodecourse.lessons.lesson05.curve --full --out curve.json
 
+At the course's settings (hourly grid, 20 epochs; lesson 5's full mode, :data:`COURSE_CURVE`), resumable::
+
+    OMP_NUM_THREADS=1 python -m nodecourse.lessons.lesson05.curve --full --settings course --cache curve-cache
+
+``--cache DIR`` keeps each finished fit (:class:`CurveCache`): a rerun after an interruption, or
+after a fit failed, fits only what is missing. A fit that fails is named by model, size and seed
+once the others have finished (:class:`CurveFitsFailed`).
+
 Quick mode (:data:`QUICK_CURVE`) keeps the published sizes, optimiser and grid and shrinks the
 patients, sizes, seeds and epochs so that it runs in CI.
 """
@@ -29,6 +37,7 @@ import json
 import math
 import platform
 import statistics
+import sys
 import time
 from dataclasses import asdict, dataclass, replace
 
@@ -68,6 +77,14 @@ QUICK_CURVE = CurveConfig(sizes=(30, 60), seeds=(0, 1), n_patients=120, epochs=1
 """CI: 120 patients of set A (60 held out per seed), sizes 30 and 60, two seeds, one epoch at the
 published sizes, optimiser and minute grid. Its AUCs are noise at that size; it checks the
 machinery and draws the same plot."""
+COURSE_CURVE = CurveConfig(settings="course")
+"""Lesson 5's full mode: the published sizes 1,000 / 2,000 / 3,200 and three seeds at the course's
+settings (hourly grid, 20 epochs, the weights of the last epoch), the settings lesson 5's AUC study
+trains with: whether more patients close the gap to the published levels at the scale the course runs.
+Cost, one thread, seed 0 on the course's 2-core machine: CPU seconds at 1,000 patients ODE-RNN 15.5,
+latent ODE 21.4, GRU-D 9.9, the regression 0.1; ODE-RNN at 3,200 patients 50.3 (about linear in the
+patients). The 36 fits: about 47 s x (1,000 + 2,000 + 3,200) / 1,000 x 3 seeds, some 15 minutes of one
+core (its wall clock runs several times that on a machine shared with other jobs)."""
 LESSON_QUICK_CURVE = CurveConfig(sizes=(100, 200, 400), seeds=(0, 1, 2), settings="course", epochs=3, n_patients=600)
 """The lesson's quick-mode curve: 600 patients of set A (200 held out per seed), sizes 100, 200 and
 400, three seeds, up to three epochs at the course's settings (hourly grid): the minute grid of the
@@ -213,6 +230,92 @@ def fit_point(config: CurveConfig, task: CurveTask, data) -> CurvePoint:
     return CurvePoint(task.model, task.n_train, task.seed, r.auc, r.n_eval, r.cpu_seconds)
 
 
+class CurveFitsFailed(RuntimeError):
+    """Some fits of a curve raised; the others finished (and, with a cache, were saved).
+
+    ``failures``: ((task, exception), ...) in task order; ``points``: the fits that finished."""
+
+    def __init__(self, failures, points, cache_folder):
+        self.failures = tuple(failures)
+        self.points = tuple(points)
+        causes = [(t, getattr(e, "cause", None) or e) for t, e in self.failures]  # a Ray task's: what it raised
+        named = "; ".join(
+            f"{t.model} on {t.n_train} patients, seed {t.seed}: {type(e).__name__}: {e}" for t, e in causes
+        )
+        rerun = (
+            f"they are cached in {cache_folder}: rerun with the same cache to fit only the failed ones"
+            if cache_folder
+            else "give a cache folder (cache=, --cache DIR) so that a rerun fits only the failed ones"
+        )
+        super().__init__(
+            f"{len(self.failures)} of {len(self.failures) + len(self.points)} fits failed ({named}); "
+            f"the other {len(self.points)} finished: {rerun}"
+        )
+
+
+def data_fingerprint(data) -> str:
+    """Which patients ``data`` holds, on which grid: its source, size and grid, and a hash of its
+    tensors (a cached fit of one set is never reused for another; hashed in place, without a copy:
+    about 0.1 s on the hourly grid, seconds on the minute grid)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for tensor in (data.record_ids, data.labels, data.values, data.mask, data.static, data.static_mask):
+        digest.update(memoryview(tensor.contiguous().numpy()).cast("B"))
+    return f"{data.report.source}-{len(data)}-{data.quantization!r}-{digest.hexdigest()[:12]}"
+
+
+class CurveCache:
+    """Finished fits of learning curves, one JSON file per (model, training size, seed) of a study.
+
+    A fit's file name holds its model, size and seed and a digest of what else decides its AUC: the
+    settings, epochs, patients of set A used, the pool size (the largest size: it fixes the split)
+    and the data (:func:`data_fingerprint`; ``"per-task"`` when Ray tasks load set A themselves);
+    the folder and the code version are those of the ledger's :class:`~nodecourse.claims.executors.RowCache`
+    (``nodecourse claims --cache``), so a change to any file of the package makes every fit stale.
+    A fit that raised is never saved.
+    """
+
+    def __init__(self, folder, version: str | None = None):
+        from nodecourse.claims.executors import RowCache
+
+        self.rows = RowCache(folder, version)
+
+    @property
+    def folder(self):
+        return self.rows.folder
+
+    def path(self, config: CurveConfig, task: CurveTask, data_key: str):
+        import hashlib
+
+        study = {
+            "settings": config.settings,
+            "epochs": curve_settings(config).epochs,
+            "n_patients": config.n_patients,
+            "pool": max(config.sizes),
+            "data": data_key,
+        }
+        digest = hashlib.sha256(json.dumps(study, sort_keys=True).encode()).hexdigest()[:12]
+        return self.rows.file(f"curve-{task.model}-n{task.n_train}-seed{task.seed}-{digest}")
+
+    def load(self, config: CurveConfig, task: CurveTask, data_key: str) -> tuple[CurvePoint, str, float] | None:
+        """The cached (point, data source, grid hours) of ``task``, or None."""
+        saved = self.rows.read(self.path(config, task, data_key))
+        try:
+            point = CurvePoint(**saved["point"])
+            if (point.model, point.n_train, point.seed) != (task.model, task.n_train, task.seed):
+                return None
+            return point, str(saved["source"]), float(saved["quantization_hours"])
+        except (KeyError, TypeError):  # absent or damaged: fit it again
+            return None
+
+    def save(self, config: CurveConfig, task: CurveTask, data_key: str, out: tuple[CurvePoint, str, float]) -> None:
+        point, source, hours = out
+        data = {"point": asdict(point), "source": source, "quantization_hours": hours}
+        data["code_version"] = self.rows.version
+        self.rows.write(self.path(config, task, data_key), data)
+
+
 def _point_task(config: CurveConfig, task: CurveTask, data) -> tuple[CurvePoint, str, float]:
     """One fit in a Ray worker: the point, and the data's source and grid (the driver never loads set A)."""
     from nodecourse.claims.executors import limit_task_threads
@@ -231,6 +334,7 @@ def learning_curve(
     executor: str = "serial",
     address: str | None = None,
     workers: int | None = None,
+    cache=None,
 ) -> CurveResult:
     """Train every model of ``config`` at every size and seed; see the module docstring.
 
@@ -240,50 +344,88 @@ def learning_curve(
     runtime of ``workers`` CPUs or on the cluster at ``address`` (as ``nodecourse claims --executor
     ray``). Without ``data`` each task loads set A itself on its node (at the published minute grid
     the set is about 3.4 GB in memory: the driver never holds it); with ``data`` it is shipped once.
-    The points are those of a serial run, in the same order; a fit that fails raises once the
-    others are cancelled, with a note naming it.
+    ``cache``: a folder (or :class:`CurveCache`) of finished fits: a fit found there is not run
+    again, and each fit is saved as it finishes, so a rerun after an interruption resumes.
+    The points are those of a serial run, in the same order. A fit that raises does not stop the
+    others: once they finish, :class:`CurveFitsFailed` names each failed (model, size, seed).
     """
     from tqdm.auto import tqdm
 
     if executor not in ("serial", "ray"):
         raise ValueError(f"executor={executor!r}: choose 'serial' or 'ray'")
+    if cache is not None and not isinstance(cache, CurveCache):
+        cache = CurveCache(cache)
     tasks = curve_tasks(config)
     start = time.perf_counter()
-    bar = tqdm(total=len(tasks), desc="learning curve", unit="fit", disable=not progress)
+    if executor == "serial" and data is None:
+        data = load_curve_data(config, progress)
+    data_key = "per-task" if data is None else data_fingerprint(data)
+    out: list = [None] * len(tasks)
+    if cache is not None:
+        out = [cache.load(config, task, data_key) for task in tasks]
+    todo = [i for i, o in enumerate(out) if o is None]
+    skipped = len(tasks) - len(todo)
+    bar = tqdm(total=len(tasks), initial=skipped, desc="learning curve", unit="fit", disable=not progress)
+
+    def finished(i: int, result) -> None:
+        out[i] = result
+        if cache is not None and not isinstance(result, BaseException):
+            cache.save(config, tasks[i], data_key, result)
+        bar.update(1)
+
     if executor == "ray":
-        points, source, hours = _on_ray(config, tasks, data, bar, address, workers)
+        _on_ray(config, [tasks[i] for i in todo], data, bar, address, workers, lambda j, r: finished(todo[j], r))
     else:
-        if data is None:
-            data = load_curve_data(config, progress)
-        points = []
-        for task in tasks:
+        for i in todo:
+            task = tasks[i]
             bar.set_postfix(model=task.model, n=task.n_train, seed=task.seed)
-            points.append(fit_point(config, task, data))
-            bar.update(1)
-        source, hours = data.report.source, data.quantization
+            try:
+                result = (fit_point(config, task, data), data.report.source, data.quantization)
+            except Exception as exc:  # noqa: BLE001 - named in CurveFitsFailed once the others finish
+                result = exc
+            finished(i, result)
     bar.close()
+    failures = [(t, o) for t, o in zip(tasks, out) if isinstance(o, BaseException)]
+    done = [o for o in out if not isinstance(o, BaseException)]
+    if failures:
+        raise CurveFitsFailed(failures, [point for point, _, _ in done], cache.folder if cache else None)
+    sources = sorted({source for _, source, _ in done})
+    if len(sources) != 1 or len({hours for _, _, hours in done}) != 1:
+        raise RuntimeError(
+            f"the fits read different data ({sources}): give every node the same set A, and a cache folder "
+            "of one data set"
+        )
     machine = f"{platform.machine()}, {platform.system()}, torch threads {_threads()}"
     if executor == "ray":
         machine = f"Ray ({address or 'a local runtime'}), one CPU a fit"
-    return CurveResult(config, tuple(points), source, hours, machine, time.perf_counter() - start)
+    seconds = time.perf_counter() - start
+    return CurveResult(config, tuple(point for point, _, _ in done), sources[0], done[0][2], machine, seconds)
 
 
-def _on_ray(config, tasks, data, bar, address, workers) -> tuple[list[CurvePoint], str, float]:
+def _on_ray(config, tasks, data, bar, address, workers, finished) -> None:
+    """Each of ``tasks`` as a Ray task; ``finished(j, (point, source, hours) or the exception)`` as each
+    ends (so that the cache holds every fit finished before an interruption)."""
+    if not tasks:
+        return
     from nodecourse.claims.executors import ray_runtime, run_tasks
 
-    def failed(i: int, exc: BaseException):
-        t = tasks[i]
+    index = {(t.model, t.n_train, t.seed): j for j, t in enumerate(tasks)}
+
+    def done(result) -> None:
+        if not isinstance(result, BaseException):
+            point = result[0]
+            finished(index[(point.model, point.n_train, point.seed)], result)
+
+    def failed(j: int, exc: BaseException) -> BaseException:
+        t = tasks[j]
         exc.add_note(f"while fitting {t.model} on {t.n_train} patients, seed {t.seed}, as a Ray task")
-        raise exc
+        finished(j, exc)
+        return exc
 
     with ray_runtime(address, workers) as ray:
         shared = None if data is None else ray.put(data)
         calls = [(config, task, shared) for task in tasks]
-        out = run_tasks(ray, _point_task, calls, workers=workers, bar=bar, done=lambda _: bar.update(1), failed=failed)
-    sources = sorted({source for _, source, _ in out})
-    if len(sources) != 1 or len({hours for _, _, hours in out}) != 1:
-        raise RuntimeError(f"the Ray tasks loaded different data ({sources}): give every node the same set A")
-    return [point for point, _, _ in out], sources[0], out[0][2]
+        run_tasks(ray, _point_task, calls, workers=workers, bar=bar, done=done, failed=failed)
 
 
 def _threads() -> int:
@@ -304,6 +446,9 @@ def main(argv=None) -> int:
     parser.add_argument("--address", default=None, help="the Ray cluster to join (default: a local runtime)")
     parser.add_argument("--workers", type=int, default=None, help="Ray: CPUs of the local runtime, fits at once")
     parser.add_argument("--out", default=None, help="write the result as JSON here")
+    parser.add_argument(
+        "--cache", default=None, metavar="DIR", help="keep each finished fit here; a rerun skips the fits found there"
+    )
     args = parser.parse_args(argv)
     config = FULL_CURVE if args.full else QUICK_CURVE
     overrides = {
@@ -314,7 +459,13 @@ def main(argv=None) -> int:
         "n_patients": args.patients,
     }
     config = replace(config, **{k: v for k, v in overrides.items() if v is not None})
-    result = learning_curve(config, executor=args.executor, address=args.address, workers=args.workers)
+    try:
+        result = learning_curve(
+            config, executor=args.executor, address=args.address, workers=args.workers, cache=args.cache
+        )
+    except CurveFitsFailed as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     print(result.to_markdown())
     if args.out:
         with open(args.out, "w") as f:
