@@ -11,10 +11,18 @@ The CDE half:
 - :mod:`~nodecourse.lessons.lesson11.cde_rows`: the ledger row ``ncde-vs-odernn`` (registered on import).
 
 The SDE half: the modules ``sde_config``, ``sde_studies``, ``sde_findings`` and ``sde_rows`` (its rows,
-registered on import), imported by name (``from nodecourse.lessons.lesson11 import sde_studies``).
+registered on import), imported by name (``from nodecourse.lessons.lesson11 import sde_studies``); and the
+latent SDE beside a latent ODE, ``latent_sde_models``, ``latent_sde_studies`` and ``latent_sde_findings`` (no
+ledger row), imported by name as well.
 """
 
-from nodecourse.lessons.lesson11 import cde_rows, sde_rows  # noqa: F401  (registers the ledger rows)
+from nodecourse.lessons.lesson11 import (  # noqa: F401  (the rows modules register the ledger rows)
+    cde_rows,
+    latent_sde_findings,
+    latent_sde_models,
+    latent_sde_studies,
+    sde_rows,
+)
 from nodecourse.lessons.lesson11.cde_findings import (
     NAMES,
     CausalityFindings,
@@ -78,6 +86,9 @@ __all__ = [
     "ncde_study",
     "physionet_path",
     # the SDE half's modules, imported by name
+    "latent_sde_findings",
+    "latent_sde_models",
+    "latent_sde_studies",
     "sde_config",
     "sde_findings",
     "sde_rows",
