@@ -50,6 +50,18 @@ AXE_DIR = Path(
 )
 AXE_SCRIPT = AXE_DIR / "node_modules" / "axe-core" / "axe.min.js"
 NPM_TIMEOUT_S = 180
+
+# configurable-http-proxy, the proxy JupyterHub starts in front of the hub and the learners' servers
+# (tests/test_hub.py): npm's package at one exact version, installed the same way into a cache folder
+# outside the repository (`python tests/browser_support.py install-chp`, as .ci/run does).
+CHP_VERSION = "5.3.0"
+CHP_DIR = Path(
+    os.environ.get("NODECOURSE_CHP_DIR")
+    or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    / "nodecourse"
+    / f"configurable-http-proxy-{CHP_VERSION}"
+)
+CHP_COMMAND = CHP_DIR / "node_modules" / ".bin" / "configurable-http-proxy"
 SERVER_START_TIMEOUT_S = 120
 
 # JupyterLab user settings for the test server: no news/update prompt over the course,
@@ -65,27 +77,38 @@ LAB_SETTINGS = {
 }
 
 
-def install_axe() -> Path:
-    """``axe.min.js`` at :data:`AXE_VERSION`, installed with npm into :data:`AXE_DIR` if it is not
+def _npm_install(package: str, version: str, folder: Path, wanted: Path) -> Path:
+    """``wanted`` (a file of npm's ``package@version``), installed with npm into ``folder`` if it is not
     there yet. Raises ``RuntimeError`` naming what is missing (npm, or the install's own error)."""
-    if AXE_SCRIPT.is_file():
-        return AXE_SCRIPT
+    if wanted.is_file():
+        return wanted
     npm = shutil.which("npm")
     if npm is None:
-        raise RuntimeError(f"npm is not installed (apt-get install npm) and {AXE_SCRIPT} does not exist")
-    AXE_DIR.mkdir(parents=True, exist_ok=True)
+        raise RuntimeError(f"npm is not installed (apt-get install npm) and {wanted} does not exist")
+    folder.mkdir(parents=True, exist_ok=True)
     done = subprocess.run(
-        [npm, "install", "--prefix", str(AXE_DIR), "--no-audit", "--no-fund", "--no-save", f"axe-core@{AXE_VERSION}"],
+        [npm, "install", "--prefix", str(folder), "--no-audit", "--no-fund", "--no-save", f"{package}@{version}"],
         capture_output=True,
         text=True,
         timeout=NPM_TIMEOUT_S,
     )
-    if done.returncode != 0 or not AXE_SCRIPT.is_file():
+    if done.returncode != 0 or not wanted.is_file():
         raise RuntimeError(
-            f"npm install axe-core@{AXE_VERSION} into {AXE_DIR} failed (exit {done.returncode}): "
+            f"npm install {package}@{version} into {folder} failed (exit {done.returncode}): "
             f"{(done.stderr or done.stdout).strip()[-800:]}"
         )
-    return AXE_SCRIPT
+    return wanted
+
+
+def install_axe() -> Path:
+    """``axe.min.js`` at :data:`AXE_VERSION`, installed with npm into :data:`AXE_DIR` if it is not there yet."""
+    return _npm_install("axe-core", AXE_VERSION, AXE_DIR, AXE_SCRIPT)
+
+
+def install_chp() -> Path:
+    """The ``configurable-http-proxy`` command at :data:`CHP_VERSION`, installed with npm into
+    :data:`CHP_DIR` if it is not there yet."""
+    return _npm_install("configurable-http-proxy", CHP_VERSION, CHP_DIR, CHP_COMMAND)
 
 
 def axe_violations(page, script: Path) -> list[dict]:
@@ -200,24 +223,43 @@ def lab_server(root: Path, workdir: Path, *, quick: bool = True) -> Iterator[Lab
         start_new_session=True,  # its own process group: stopping it stops its kernels too
     )
     server = LabServer(f"http://127.0.0.1:{port}", token, root, log_path, proc, opened)
+
+    def answers() -> bool:
+        with urllib.request.urlopen(f"{server.url}/api/status?token={token}", timeout=5) as r:
+            return r.status == 200
+
     try:
-        deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"JupyterLab exited with {proc.returncode}:\n{server.log_tail()}")
-            try:
-                with urllib.request.urlopen(f"{server.url}/api/status?token={token}", timeout=5) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"JupyterLab did not answer within {SERVER_START_TIMEOUT_S} s:\n{server.log_tail()}")
-            time.sleep(0.5)
+        wait_answering(proc, answers, "JupyterLab", SERVER_START_TIMEOUT_S, server.log_tail)
         yield server
     finally:
         stop_process_group(proc)
         log.close()
+
+
+def wait_answering(proc: subprocess.Popen, answers, what: str, timeout_s: float, log_tail) -> None:
+    """Wait until ``answers()`` is true (an ``OSError`` counts as not yet) for the server ``proc``
+    started; raise ``RuntimeError`` with ``log_tail()`` when it exits first or ``timeout_s`` passes."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with {proc.returncode}:\n{log_tail()}")
+        try:
+            if answers():
+                return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what} did not answer within {timeout_s} s:\n{log_tail()}")
+        time.sleep(0.5)
+
+
+def unavailable(reason: str) -> None:
+    """A browser test that cannot run: under CI=true a failure, elsewhere a skip naming ``reason``."""
+    import pytest
+
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"browser tests cannot run under CI=true: {reason}")
+    pytest.skip(reason)
 
 
 def shutdown_kernels(server: LabServer) -> None:
@@ -504,10 +546,11 @@ def screenshot(box, name: str) -> Path:
     return path
 
 
-if __name__ == "__main__":  # `python tests/browser_support.py install-axe`, as .ci/run does
-    if sys.argv[1:] != ["install-axe"]:
-        sys.exit(f"usage: {sys.argv[0]} install-axe (got {sys.argv[1:]})")
+if __name__ == "__main__":  # `python tests/browser_support.py install-axe` (or install-chp), as .ci/run does
+    installers = {"install-axe": install_axe, "install-chp": install_chp}
+    if len(sys.argv) != 2 or sys.argv[1] not in installers:
+        sys.exit(f"usage: {sys.argv[0]} {{{','.join(installers)}}} (got {sys.argv[1:]})")
     try:
-        print(install_axe())
+        print(installers[sys.argv[1]]())
     except (RuntimeError, subprocess.TimeoutExpired) as err:
         sys.exit(f"[ci] {err}")

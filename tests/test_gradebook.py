@@ -239,7 +239,7 @@ def test_code_outside_answer_cells_and_review_flags_have_their_own_columns(tmp_p
     path = write_submission(
         tmp_path / f"jay-{EXERCISE}",
         warnings=[
-            "code outside the answer cells: 1 code cell(s) (cell 9) are not answer cells and are not graded",
+            "handed-out cells edited: cell 9 (setup) was handed out and edited; the grader runs it as handed out",
             "review: answer 'euler-step' reaches into the interpreter (gc)",
         ],
     )

@@ -179,24 +179,29 @@ def test_cli_grade_reports_a_wrong_answer_and_exits_nonzero(course):
     assert "1/2 checks pass" in table.stdout, table.stdout
 
 
-def test_assemble_takes_only_answer_sources(course):
-    """No kernel needed: the assembled notebook is the reference plus the learner's answers."""
+def test_assemble_takes_only_answer_sources_and_added_cells(course):
+    """No kernel needed: the assembled notebook is the reference plus the learner's answers and the
+    cells they added; edited check cells are the reference's again, and the report says so."""
     learner = _check_cells_edited(course)
     _replace_answer(learner, "double", "def double(x):\n    return 2 * x")
     learner.cells.append(nbformat.v4.new_code_cell("print('PASS double')"))
     assembled, warnings = grading.assemble(learner, course["exercise"])
     ref_cells = course["exercise"].cells
-    assert len(assembled.cells) == len(ref_cells)
-    for got, ref in zip(assembled.cells, ref_cells):
+    assert len(assembled.cells) == len(ref_cells) + 1
+    *handed_out, added = assembled.cells
+    assert added.source == "print('PASS double')" and added.metadata["nodecourse"]["answer"] == (
+        f"added cell {len(learner.cells)}"
+    )
+    for got, ref in zip(handed_out, ref_cells):
         if got.metadata.get("nodecourse", {}).get("answer") == "double":
             assert got.source == "def double(x):\n    return 2 * x"
             assert got.outputs == []
         else:
             assert got.source == ref.source
             assert got.get("outputs") == ref.get("outputs")
-    # the added cell is code the grader does not run: said, once (edited check cells are simply replaced)
+    # the edited check cells run as handed out: said, once, naming them
     assert len(warnings) == 1 and warnings[0].startswith(grading.OUTSIDE_PREFIX), warnings
-    assert f"(cell {len(learner.cells)})" in warnings[0], warnings
+    assert "(check 'double')" in warnings[0] and "(check 'square')" in warnings[0], warnings
 
 
 def test_grade_errors_name_the_problem(tmp_path, course):
@@ -230,7 +235,8 @@ def test_learner_working_inside_exercises_cannot_tamper_with_the_reference(tmp_p
     rows = {r.check: r for r in rows}
     assert rows["double"].passed, rows
     assert not rows["square"].passed and "NotImplementedError" in rows["square"].reason, rows
-    assert warnings == []
+    (warning,) = warnings  # the edited check ran as handed out, and the report says so
+    assert warning.startswith(grading.OUTSIDE_PREFIX) and "(check 'square')" in warning, warnings
 
 
 # ---------------------------------------------------------------------------

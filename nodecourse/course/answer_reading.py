@@ -135,6 +135,25 @@ _TIMING_MAGICS = frozenset(("time", "timeit", "capture"))
 
 
 @dataclass(frozen=True)
+class AnyOf:
+    """The reach of a cell the learner added: what any of the answers it can serve may not reach
+    (those whose cells or checks come after it), each refusal naming the task that asks for it."""
+
+    reaches: tuple[Reach, ...]
+
+    def refuses(self, dotted: str) -> str:
+        return next((p for p in (r.refuses(dotted) for r in self.reaches) if p), "")
+
+    def asks_for(self, dotted: str) -> str:
+        return next((r.asks for r in self.reaches if r.refuses(dotted)), "")
+
+
+def _asks(reach, dotted: str) -> str:
+    """What the task that refuses ``dotted`` asks the learner to write, in words."""
+    return reach.asks_for(dotted) if isinstance(reach, AnyOf) else reach.asks
+
+
+@dataclass(frozen=True)
 class Finding:
     """One thing the reader noticed in an answer cell."""
 
@@ -504,7 +523,7 @@ class _Reader:
         prefix, matched = self.refusal(path)
         if prefix:
             shown = path if matched == path else f"{path}, that is {matched}"
-            self.add(node, shown, REFUSED, f"this task asks you to write {self.reach.asks} yourself", offset)
+            self.add(node, shown, REFUSED, f"this task asks you to write {_asks(self.reach, matched)} yourself", offset)
 
 
 # ---------------------------------------------------------------------------
@@ -546,10 +565,13 @@ def read_answers(
     answers: Mapping[str, str],
     exercise: str = "",
     setup: Iterable[str] = (),
+    serves: Mapping[str, Iterable[str]] | None = None,
 ) -> dict[str, list[Finding]]:
     """The findings of each answer cell of one notebook: ``answers`` maps answer id -> source,
     ``exercise`` is its key ("06": the declared reach of each answer; "" for none), ``setup`` the
-    sources of the notebook's other cells (their imports name what the answers' names mean)."""
+    sources of the notebook's other cells (their imports name what the answers' names mean).
+    ``serves``: for each cell the learner added (its id in ``answers``), the answers whose cells or
+    checks come after it: it is read as an answer cell, refused what any of those may not reach."""
     aliases = setup_aliases(setup)
     trees: dict[str, ast.Module] = {}
     unreadable: dict[str, Finding] = {}
@@ -572,7 +594,11 @@ def read_answers(
             paths, loads = _paths_and_names(code, names)
             defined[name] = (answer, paths, loads)
     reaches = _transitive(defined)
-    declared = {a: reach_for(exercise, a) for a in answers} if exercise else {}
+    serves = dict(serves or {})
+    declared = {a: reach_for(exercise, a) for a in answers if a not in serves} if exercise else {}
+    for added, served in serves.items():
+        own = tuple(r for r in (declared.get(a) for a in served) if r is not None)
+        declared[added] = AnyOf(own) if own else None
     out: dict[str, list[Finding]] = {}
     for answer in answers:
         if answer in unreadable:
@@ -582,7 +608,7 @@ def read_answers(
             out[answer] = []
             continue
         reach = declared.get(answer)
-        elsewhere = {a: r for a, r in declared.items() if r is not None and a != answer}
+        elsewhere = {a: r for a, r in declared.items() if r is not None and a != answer and a not in serves}
         reader = _Reader(names, reach, elsewhere)
         reader.read(trees[answer])
         if reach is not None:
@@ -622,7 +648,7 @@ def _helpers(reader: _Reader, tree, defined, reaches, answer: str) -> None:
                     f"{node.id} -> {matched}",
                     REFUSED,
                     f"answer {owner!r} defines {node.id}, which reaches {matched}; this task asks you to write "
-                    f"{reader.reach.asks} yourself",
+                    f"{_asks(reader.reach, matched)} yourself",
                 )
                 break
 

@@ -26,8 +26,9 @@ student of :func:`export_per_student`):
   gives by hand: kept by every regrade, recorded in the history; a hand edit of
   ``points`` is moved here too); ``status`` (``graded`` or ``not graded``);
   ``passed``, ``checks`` (counts);
-- ``review`` (answers a person should read), ``outside_answers`` (code the
-  grader does not run because it is outside the answer cells), ``limits`` (the
+- ``review`` (answers a person should read), ``outside_answers`` (handed-out
+  setup or check cells the learner edited: the grader runs them as handed out,
+  and runs the cells the learner added where they sit), ``limits`` (the
   limits on the whole submission its code went over: memory of all its
   processes, bytes written, processes, CPU time), ``error`` (why
   the submission could not be graded), ``time_s``, ``isolation``, ``seed``,

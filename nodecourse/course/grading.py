@@ -1,13 +1,18 @@
 """The grader behind ``nodecourse grade NOTEBOOK...``.
 
 The learner's notebook is never run as it is. The grader takes only its
-*answer cells* (matched by the ``{"nodecourse": {"answer": id}}`` metadata)
-and puts their source into a clean reference copy of the exercise: a fresh
+*answer cells* (matched by the ``{"nodecourse": {"answer": id}}`` metadata) and
+the code cells the learner *added* (cell ids the exercise as handed out does not
+have: :func:`nodecourse.course.references.learner_cells`), and puts them into a
+clean reference copy of the exercise, each added cell where it sits in the
+learner's notebook, read and run under the answer cells' rules (the write-it-yourself
+reach of the answers it can serve, the same sandbox): a fresh
 build of ``solutions/<same name>.ipynb`` (learners edit ``exercises/`` in place,
 so that folder is never trusted), or ``--reference``. With neither, grading
 stops with an error: a notebook is never graded against itself. Every other
-cell, the check cells included, comes from the reference, so saved outputs, a
-forged ``PASS`` line, a deleted or an edited check cell cannot turn into a pass.
+cell, the setup and check cells included, comes from the reference, so saved outputs, a
+forged ``PASS`` line, a deleted or an edited check cell cannot turn into a pass; a
+handed-out cell the learner edited runs as handed out, and the report says so.
 
 The assembled notebook runs in a kernel started inside a sandbox
 (:mod:`nodecourse.course.sandbox`: private temporary home and working folder,
@@ -52,12 +57,14 @@ from nodecourse.course.exercise_builder import (
     check_id,
 )
 from nodecourse.course.grading_run import NBVAL_MARKER as _NBVAL_MARKER
-from nodecourse.course.grading_run import REASON_LIMIT, RunError, Runner
+from nodecourse.course.grading_run import REASON_LIMIT, RunError, Runner, _why
 from nodecourse.course.references import (  # noqa: F401 (part of the grader's surface)
+    ADDED_PREFIX,
     COPY_SUFFIX,
     OUTSIDE_PREFIX,
     GradingError,
-    code_outside_answers,
+    edited_handouts,
+    learner_cells,
     reference_for,
 )
 from nodecourse.course.tasks import reference as task_reference
@@ -125,10 +132,48 @@ def _exercise_key(reference) -> str:
     return ""
 
 
-def _read_answers(answers: dict[str, str], reference) -> dict[str, list]:
-    """Each answer's findings, read with its exercise's declared reach and the reference's own imports."""
+def _read_answers(answers: dict[str, str], reference, serves: dict[str, list[str]]) -> dict[str, list]:
+    """Each answer's findings, read with its exercise's declared reach and the reference's own imports;
+    an added cell (in ``serves``) with the reach of the answers it can serve."""
     setup = [c.source for c in reference.cells if c.cell_type == "code" and answer_id(c) is None]
-    return answer_reading.read_answers(answers, _exercise_key(reference), setup)
+    return answer_reading.read_answers(answers, _exercise_key(reference), setup, serves)
+
+
+def is_added(task: str | None) -> bool:
+    """Whether an answer id of the assembled notebook is a cell the learner added."""
+    return bool(task) and task.startswith(ADDED_PREFIX + " ")
+
+
+def _with_added_cells(nb, learner, reference) -> dict[str, list[str]]:
+    """Put the code cells the learner added into ``nb`` (a copy of ``reference``), each after the
+    handed-out cell it follows in the learner's notebook, carrying the answer id ``added cell N``
+    (N: its place in the learner's notebook, from 1), so that they run as answer cells do. Returns,
+    for each, the answers whose cells or checks come after it (the tasks it can serve)."""
+    after: dict[int, list] = {}
+    for index, anchor in learner_cells(learner, reference).added:
+        cell = nbformat.v4.new_code_cell(
+            _neutralise_nbval_markers(learner.cells[index].source),
+            metadata={"nodecourse": {"answer": f"{ADDED_PREFIX} {index + 1}"}},
+        )
+        after.setdefault(anchor, []).append(cell)
+    cells = list(after.get(-1, []))
+    for i, cell in enumerate(nb.cells):
+        cells += [cell, *after.get(i, [])]
+    nb.cells = cells
+    served, owner = [], None  # the answer of each answer cell, and of each check cell (the last answer above it)
+    for cell in cells:
+        task = answer_id(cell)
+        if task is not None and not is_added(task):
+            owner = task
+        served.append(owner if task is not None or check_id(cell) is not None else None)
+    serves: dict[str, list[str]] = {}
+    later: list[str] = []
+    for cell, task in zip(reversed(cells), reversed(served)):
+        if is_added(answer_id(cell)):
+            serves[answer_id(cell)] = list(dict.fromkeys(reversed(later)))
+        elif task is not None:
+            later.append(task)
+    return serves
 
 
 _REFUSED_STUB = """
@@ -159,10 +204,12 @@ def _refusing(source: str, refused: list) -> str:
 
 
 def assemble(learner, reference) -> tuple[object, list[str]]:
-    """Put the learner's answer cells into a copy of the reference notebook.
+    """Put the learner's answer cells, and the code cells they added, into a copy of the reference notebook.
 
     Returns ``(notebook, warnings)``. Only answer-cell *sources* are taken
-    from ``learner``; outputs everywhere except check cells are cleared.
+    from ``learner``, and the cells the learner added (:func:`learner_cells`), each where it sits,
+    read and run under the answer cells' rules; a handed-out setup or check cell runs as handed
+    out, edited or not (warned). Outputs everywhere except check cells are cleared.
     """
     warnings: list[str] = []
     answers: dict[str, str] = {}
@@ -174,41 +221,48 @@ def assemble(learner, reference) -> tuple[object, list[str]]:
             warnings.append(f"answer {task!r} appears more than once; grading the last one")
         answers[task] = cell.source
     nb = nbformat.from_dict(json.loads(json.dumps(reference)))  # a deep, independent copy
-    reading = _read_answers(answers, reference)
+    serves = _with_added_cells(nb, learner, reference)
+    added = {answer_id(c): c.source for c in nb.cells if is_added(answer_id(c))}
+    reading = _read_answers({**answers, **added}, reference, serves)
     reference_tasks = set()
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
         task = answer_id(cell)
         if task is not None:
-            reference_tasks.add(task)
-            if task in answers:
+            name = task if is_added(task) else f"answer {task!r}"
+            if not is_added(task):
+                reference_tasks.add(task)
+                if task not in answers:
+                    warnings.append(f"answer {task!r} not found in the notebook; its stub is graded")
+                    cell.outputs, cell.execution_count = [], None
+                    continue
                 cell.source = _neutralise_nbval_markers(answers[task])
-                found = reading.get(task, [])
-                refused = [f for f in found if f.kind == answer_reading.REFUSED]
-                reached = [f for f in found if f.kind == answer_reading.REVIEW]
-                if refused:
-                    cell.source = _refusing(cell.source, refused)
-                    warnings.append(
-                        f"review: answer {task!r} uses what its task asks the learner to write "
-                        f"({answer_reading.summary(refused)}); its checks fail with this reason"
-                    )
-                if reached:
-                    warnings.append(
-                        f"review: answer {task!r} reaches into the interpreter "
-                        f"({', '.join(sorted({f.what for f in reached}))}: {answer_reading.summary(reached)}); "
-                        "the reader cannot tell what this code runs: read this answer before giving marks"
-                    )
-            else:
-                warnings.append(f"answer {task!r} not found in the notebook; its stub is graded")
+            found = reading.get(task, [])
+            refused = [f for f in found if f.kind == answer_reading.REFUSED]
+            reached = [f for f in found if f.kind == answer_reading.REVIEW]
+            if refused:
+                cell.source = _refusing(cell.source, refused)
+                warnings.append(
+                    f"review: {name} uses what {'a task after it' if is_added(task) else 'its task'} asks the "
+                    "learner to write "
+                    f"({answer_reading.summary(refused)}); "
+                    f"{'the checks that use what it defines' if is_added(task) else 'its checks'} fail with this reason"
+                )
+            if reached:
+                warnings.append(
+                    f"review: {name} reaches into the interpreter "
+                    f"({', '.join(sorted({f.what for f in reached}))}: {answer_reading.summary(reached)}); "
+                    "the reader cannot tell what this code runs: read this answer before giving marks"
+                )
         if check_id(cell) is None:
             cell.outputs, cell.execution_count = [], None
     unknown = sorted(set(answers) - reference_tasks)
     if unknown:
         warnings.append(f"answer cells {unknown} are not in the reference exercise and were ignored")
-    outside = code_outside_answers(learner, reference)
-    if outside:
-        warnings.append(f"{OUTSIDE_PREFIX} {outside}")
+    edited = edited_handouts(learner, reference)
+    if edited:
+        warnings.append(f"{OUTSIDE_PREFIX} {edited}")
     return nb, warnings
 
 
@@ -370,6 +424,13 @@ def grade_notebook(
         get_references()  # reap the reference process
         raise GradingError(str(exc)) from exc
     references = get_references()
+    for num, cell in enumerate(code_cells):
+        outcome = outcomes.get(num, {})
+        if is_added(answer_id(cell)) and outcome.get("outcome") not in (None, "passed"):
+            notes.append(
+                f"{answer_id(cell)} (a cell you added, run where it sits) {escape(_why(outcome), 300)}; "
+                "the checks after it ran without what it would have defined"
+            )
     rows = _rows(notebook, ref_name, code_cells, outcomes, specs, references, isolation, seed)
     for words in runner.last_words:
         notes.append(f"the kernel's last words on stderr: {escape(words, 400)}")
@@ -452,6 +513,8 @@ def _rows(
         outcome = outcomes.get(num, {"outcome": "failed", "reason": "cell was not run"})
         ok = outcome["outcome"] in ("passed", "skipped")
         task, cid = answer_id(cell), check_id(cell)
+        if is_added(task):  # its effect shows in the checks after it (a failure: in the notes)
+            continue
         if task is not None:
             last_answer = (task, outcome)
             continue

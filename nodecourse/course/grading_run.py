@@ -131,6 +131,8 @@ class Runner:
     def _label(self, num: int) -> str:
         cell = self.cells[num]
         task, cid = answer_id(cell), check_id(cell)
+        if task and task.startswith("added cell "):
+            return task
         return f"answer {task!r}" if task else f"check {cid!r}" if cid else "setup"
 
     def _run_cell(self, kernel: Kernel, num: int) -> dict:

@@ -33,6 +33,7 @@ import contextlib
 import csv
 import difflib
 import secrets
+import shutil
 import sys
 import time
 import tomllib
@@ -46,6 +47,7 @@ try:
     from nbgrader.coursedir import CourseDirectory
     from nbgrader.plugins import ExportPlugin
     from nbgrader.preprocessors import AssignLatePenalties
+    from nbgrader.utils import find_all_files
     from traitlets.config import Config
     from traitlets.config.loader import PyFileConfigLoader
 except ImportError as exc:  # the optional extra of a class on a hub
@@ -282,6 +284,12 @@ def write_autograded(
     out = Path(coursedir.format_path(coursedir.autograded_directory, student, assignment)) / nb_path.name
     out.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(notebook, out)
+    # the submission's other files, timestamp.txt among them, as nbgrader's autograde copies them:
+    # generate_feedback passes them on and release_feedback needs the timestamp
+    for other in find_all_files(str(nb_path.parent), coursedir.ignore + ["*.ipynb"]):
+        dest = out.parent / Path(other).relative_to(nb_path.parent)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(other, dest)
     return out
 
 

@@ -3,8 +3,9 @@
 :func:`reference_for` builds the clean exercise a notebook is graded against from
 ``solutions/``, or, in a copy of the course as handed out (no ``solutions/``), takes it from the
 exercises shipped with the package (:mod:`nodecourse.course.handout`: the clean exercises, stub answer
-cells and all, nothing of the solutions); :func:`code_outside_answers` names the code cells the grader
-will not run. Both read notebooks only, so the notebook's own self-check
+cells and all, nothing of the solutions); :func:`learner_cells` tells the cells a learner added (the
+grader runs them, where they sit, under the answer cells' rules) from the handed-out cells they
+edited (the grader runs those as handed out). Both read notebooks only, so the notebook's own self-check
 (:func:`nodecourse.course.tasks.self_check`) can say what the grader will say without importing the
 grader. :func:`write_handout` writes the shipped exercises from ``solutions/`` (after a solution changed).
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
@@ -149,42 +151,93 @@ stub answer cells, check cells; no solution code, no outputs). Written by
 '''
 
 
-OUTSIDE_PREFIX = "code outside the answer cells:"
+# The gradebook's ``outside_answers`` column and the report's warning: handed-out cells the learner
+# edited, which the grader runs as handed out.
+OUTSIDE_PREFIX = "handed-out cells edited:"
+ADDED_PREFIX = "added cell"  # the id an added cell carries in the notebook the grader runs
 
 
 def _code_lines(source: str) -> tuple[str, ...]:
     return tuple(line.strip() for line in source.splitlines() if line.strip() and not line.strip().startswith("#"))
 
 
-def code_outside_answers(learner, reference) -> str:
-    """A sentence when ``learner`` has code cells that are neither answer cells nor the reference's
-    own cells (a solution typed into a new cell, a helper in an extra cell): the grader runs only
-    the answer cells, so that code is not graded. "" when there are none."""
-    known = {_code_lines(c.source) for c in reference.cells if c.cell_type == "code"}
-    # Check cells are the reference's (an edit there is ignored, not work to keep): only other cells count.
-    extra = [
-        i
-        for i, c in enumerate(learner.cells)
-        if c.cell_type == "code"
-        and answer_id(c) is None
-        and check_id(c) is None
-        and _code_lines(c.source)
-        and _code_lines(c.source) not in known
-    ]
-    if not extra:
+@dataclass(frozen=True)
+class LearnerCells:
+    """The code cells of a learner's notebook that are neither answer cells nor handed out unchanged.
+
+    ``added``: ``(learner cell index, index of the handed-out cell it follows, -1 for the start)``
+    for each code cell the learner added, in notebook order: the grader runs them where they sit,
+    under the answer cells' rules. ``edited``: ``(learner cell index, what the cell is)`` for each
+    handed-out setup or check cell whose code the learner changed: the grader runs it as handed out."""
+
+    added: tuple[tuple[int, int], ...] = ()
+    edited: tuple[tuple[int, str], ...] = ()
+
+
+def learner_cells(learner, reference) -> LearnerCells:
+    """Which code cells of ``learner`` the learner added and which handed-out cells they edited.
+
+    A cell is handed out when its cell id is one of the exercise's (the exercise builder copies
+    the ids of the solution's cells, so the exercise as handed out, the reference and the
+    learner's copy share them; JupyterLab gives a new or pasted cell a new id), or when its code
+    is exactly a handed-out cell's (a notebook saved without cell ids). Answer cells are told by
+    their metadata, as the grader takes them; empty and comment-only cells are nothing to run."""
+    ref_ids = {c.get("id"): i for i, c in enumerate(reference.cells) if c.get("id")}
+    ref_checks = {check_id(c): i for i, c in enumerate(reference.cells) if check_id(c)}
+    ref_answers = {answer_id(c): i for i, c in enumerate(reference.cells) if answer_id(c)}
+    by_code = {
+        _code_lines(c.source): i
+        for i, c in enumerate(reference.cells)
+        if c.cell_type == "code" and answer_id(c) is None
+    }
+    added, edited, seen, anchor = [], [], set(), -1
+    for i, cell in enumerate(learner.cells):
+        task, cid, key = answer_id(cell), check_id(cell), cell.get("id")
+        if task is not None:
+            anchor = ref_answers.get(task, anchor)
+            continue
+        handed = ref_ids.get(key) if key not in seen else None
+        seen.add(key)
+        if cid is not None and cid in ref_checks:
+            handed = ref_checks[cid]
+        if handed is not None and answer_id(reference.cells[handed]) is None:
+            anchor, original = handed, reference.cells[handed]
+            if cell.cell_type == "code" and _code_lines(cell.source) != _code_lines(original.source):
+                edited.append((i, f"check {check_id(original)!r}" if check_id(original) else "setup"))
+            continue
+        lines = _code_lines(cell.source) if cell.cell_type == "code" else ()
+        if not lines or cid is not None:  # a copy of a check cell the exercise has not: never the learner's code
+            continue
+        if lines in by_code:
+            anchor = by_code[lines]
+            continue
+        added.append((i, anchor))
+    return LearnerCells(tuple(added), tuple(edited))
+
+
+def edited_handouts(learner, reference) -> str:
+    """A sentence naming the handed-out setup and check cells of ``learner`` whose code was
+    changed (the grader runs them as handed out: they set up and check what every answer is
+    graded on), or "" when there are none."""
+    edited = learner_cells(learner, reference).edited
+    if not edited:
         return ""
+    names = ", ".join(f"cell {i + 1} ({what})" for i, what in edited[:8]) + (", ..." if len(edited) > 8 else "")
     return (
-        f"{len(extra)} code cell(s) (cell {', '.join(str(i + 1) for i in extra[:8])}"
-        f"{', ...' if len(extra) > 8 else ''}) are not answer cells and are not graded; the grader runs only "
-        "the answer cells (the ones with a 'your answer' stub), so move that code into them"
+        f"{names} {'was' if len(edited) == 1 else 'were'} handed out and edited; the grader runs "
+        f"{'it' if len(edited) == 1 else 'them'} as handed out (they set up and check what the answers "
+        "are graded on), so put your own code in an answer cell or in a cell of your own"
     )
 
 
 __all__ = [
     "COPY_SUFFIX",
     "GradingError",
+    "ADDED_PREFIX",
+    "LearnerCells",
     "OUTSIDE_PREFIX",
-    "code_outside_answers",
+    "edited_handouts",
+    "learner_cells",
     "reference_for",
     "shipped_exercises",
     "write_handout",

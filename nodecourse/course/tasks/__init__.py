@@ -125,11 +125,11 @@ def self_check(exercise: str, check: str, namespace: Mapping, seed: int = SELF_C
     from nodecourse.course.tasks.kernel_side import disabled, failure_text
 
     task = get_task(exercise, check)
-    outside = code_outside_answers_here(namespace)
-    if outside:  # the grader runs only the answer cells: say so here, before it says so in a grade
+    edited = edited_handouts_here(namespace)
+    if edited:  # the grader runs handed-out cells as handed out: say so here, before it says so in a grade
         import warnings
 
-        warnings.warn(f"the grader will not run this code: {outside}", stacklevel=2)
+        warnings.warn(f"the grader will not run your edits: {edited}", stacklevel=2)
     inputs = make_inputs(task, seed)  # drawn first: a draw may use the library's own solver
     undo = disabled(task.library_answers)  # the grader disables them too: the self-check says the same
     failure: Exception | None = None
@@ -150,10 +150,11 @@ def self_check(exercise: str, check: str, namespace: Mapping, seed: int = SELF_C
         raise exc from failure
 
 
-def code_outside_answers_here(namespace: Mapping) -> str:
-    """What the grader would say about code outside the answer cells of the notebook this kernel
-    runs (JupyterLab names it in ``__session__``; from its saved copy on disk), or "" when there is
-    none or the notebook cannot be found (nbval, a plain Python session)."""
+def edited_handouts_here(namespace: Mapping) -> str:
+    """What the grader would say about handed-out cells edited in the notebook this kernel runs
+    (JupyterLab names it in ``__session__``; read from its saved copy on disk): the grader runs those
+    as handed out, and the cells the learner added where they sit, as this kernel did. "" when there
+    are none or the notebook cannot be found (nbval, a plain Python session)."""
     import os
     from pathlib import Path
 
@@ -166,10 +167,10 @@ def code_outside_answers_here(namespace: Mapping) -> str:
     try:
         import nbformat
 
-        from nodecourse.course.references import code_outside_answers, reference_for
+        from nodecourse.course.references import edited_handouts, reference_for
 
         reference, _, _ = reference_for(path)
-        return code_outside_answers(nbformat.read(path, as_version=4), reference)
+        return edited_handouts(nbformat.read(path, as_version=4), reference)
     except Exception:  # noqa: BLE001 - a self-check never fails because this hint could not be made
         return ""
 
@@ -181,7 +182,7 @@ __all__ = [
     "UnknownTask",
     "Verdict",
     "answer_text",
-    "code_outside_answers_here",
+    "edited_handouts_here",
     "get_task",
     "judge_texts",
     "reference_text",
