@@ -26,8 +26,9 @@ EXERCISES = {
     "nodecourse grade exercises/01_resnet_as_euler_exercises.ipynb\n",
     "```\n",
     "\n",
-    "The grader takes only your answer cells and runs them against a clean copy of\n",
-    "the checks, so editing a check cell does not change your grade."
+    "The grader runs your answer cells and any code cells you add (a helper in a cell of its own), in\n",
+    "notebook order, under the same rules; a handed-out setup or check cell runs as handed out, so editing\n",
+    "one does not change your grade."
    ]
   },
   {
@@ -277,7 +278,7 @@ EXERCISES = {
     "8f9c9b64": "df43d3040d8f7343",
     "996808f9": "023a18455f3ede9c",
     "a1f9e8b2": "ca016df030d38ae1",
-    "a497eafc": "413f6db98a5fe33a",
+    "a497eafc": "d41d4bf0cd25dcd1",
     "caf94c32": "b68d6ef4a12124be"
    }
   }
@@ -302,7 +303,11 @@ EXERCISES = {
     "\n",
     "```\n",
     "nodecourse grade exercises/02_solvers_exercises.ipynb\n",
-    "```"
+    "```\n",
+    "\n",
+    "The grader runs your answer cells and any code cells you add (a helper in a cell of its own), in\n",
+    "notebook order, under the same rules; a handed-out setup or check cell runs as handed out, so editing\n",
+    "one does not change your grade."
    ]
   },
   {
@@ -638,7 +643,7 @@ EXERCISES = {
     "c0836816": "1819c3d8e49f7b20",
     "d003f75d": "f04980c6b8249df2",
     "d46ab207": "5fa2c2cf89a6f3bf",
-    "d619b78a": "9c7ae796c8999711",
+    "d619b78a": "e27af5c09575888c",
     "e5756d4c": "c26db53180849351",
     "f8860780": "bfff2fcc72b61767"
    }
@@ -665,8 +670,9 @@ EXERCISES = {
     "nodecourse grade exercises/03_annulus_exercises.ipynb\n",
     "```\n",
     "\n",
-    "The grader takes only your answer cells and runs them against a clean copy of\n",
-    "the checks, so editing a check cell does not change your grade."
+    "The grader runs your answer cells and any code cells you add (a helper in a cell of its own), in\n",
+    "notebook order, under the same rules; a handed-out setup or check cell runs as handed out, so editing\n",
+    "one does not change your grade."
    ]
   },
   {
@@ -976,7 +982,7 @@ EXERCISES = {
     "ef5bfeaf": "f4ed70f62179c318",
     "f3538f25": "3197a0e10c023a4a",
     "f5d767a1": "ffbef1fc584b2c5b",
-    "fcfc8385": "6e48deba13abdd3f"
+    "fcfc8385": "6e6154ab11d18857"
    }
   }
  },
@@ -1001,8 +1007,9 @@ EXERCISES = {
     "nodecourse grade exercises/04_adjoint_exercises.ipynb\n",
     "```\n",
     "\n",
-    "The grader takes only your answer cells and runs them against a clean copy of\n",
-    "the checks, so editing a check cell does not change your grade."
+    "The grader runs your answer cells and any code cells you add (a helper in a cell of its own), in\n",
+    "notebook order, under the same rules; a handed-out setup or check cell runs as handed out, so editing\n",
+    "one does not change your grade."
    ]
   },
   {
@@ -1254,7 +1261,7 @@ EXERCISES = {
     "833962d0": "2a21cd16a9290d43",
     "85733f15": "db36620284760b26",
     "95258c6f": "eaf9b08fec1c4c37",
-    "9d731681": "b3c8130e212fb603",
+    "9d731681": "0fc96df6fc1aee35",
     "ce70ad74": "4b248e994cea7fce",
     "da15e929": "22eeb1f3a582a64b",
     "e12a6f45": "89b24221b4f0a466",
@@ -1283,7 +1290,11 @@ EXERCISES = {
     "\n",
     "```\n",
     "nodecourse grade exercises/05_latent_odes_exercises.ipynb\n",
-    "```"
+    "```\n",
+    "\n",
+    "The grader runs your answer cells and any code cells you add (a helper in a cell of its own), in\n",
+    "notebook order, under the same rules; a handed-out setup or check cell runs as handed out, so editing\n",
+    "one does not change your grade."
    ]
   },
   {
@@ -1521,7 +1532,7 @@ EXERCISES = {
    "built": {
     "059aae1e": "e86721c7ed7795da",
     "3958f19d": "a96be5eeacad8e5c",
-    "484db456": "fabb94e11494ba32",
+    "484db456": "30a2121ca34446c8",
     "4b2f074b": "b7f6c2502de3251c",
     "acbce003": "363ce14e6b006337",
     "b51b06e5": "53952530b77f7dea",
@@ -1556,8 +1567,9 @@ EXERCISES = {
     "nodecourse grade exercises/06_deq_exercises.ipynb\n",
     "```\n",
     "\n",
-    "The grader takes only your answer cells and runs them against a clean copy of the checks, so\n",
-    "editing a check cell does not change your grade."
+    "The grader runs your answer cells and any code cells you add (a helper in a cell of its own), in\n",
+    "notebook order, under the same rules; a handed-out setup or check cell runs as handed out, so editing\n",
+    "one does not change your grade."
    ]
   },
   {
@@ -1839,7 +1851,7 @@ EXERCISES = {
     "2b21d4ef": "34469359f4df5dca",
     "3555ff4b": "8275c374de324c43",
     "5f7c21b7": "6dff8a8a6d793017",
-    "63cf1609": "b76cdc01d4d5bf12",
+    "63cf1609": "114446549592f79c",
     "657d0d21": "4fcf4ec28f249883",
     "7134bc8b": "0634181f166698d9",
     "71a21773": "20ede5b94232b327",
@@ -1877,8 +1889,9 @@ EXERCISES = {
     "nodecourse grade exercises/08_continuous_normalising_flows_exercises.ipynb\n",
     "```\n",
     "\n",
-    "The grader takes only your answer cells and runs them against a clean copy of\n",
-    "the checks, so editing a check cell does not change your grade.\n",
+    "The grader runs your answer cells and any code cells you add (a helper in a cell of its own), in\n",
+    "notebook order, under the same rules; a handed-out setup or check cell runs as handed out, so editing\n",
+    "one does not change your grade.\n",
     "\n",
     "Shapes throughout: states `(batch, d)`, one value per sample `(batch,)`. The field never mixes rows\n",
     "of the batch, so row `b` of a gradient only involves sample `b`."
@@ -2165,7 +2178,7 @@ EXERCISES = {
     "78c570a5": "79085c277389ce2b",
     "7fe11ef1": "8f7a44a922310a45",
     "9704c3f9": "a24417e6506c9d34",
-    "ada4bc64": "6065fe52ac04ccd0",
+    "ada4bc64": "a83b5d8dd02bbb26",
     "b091559c": "39989054dc540d4a",
     "bc916c83": "c9e51f2df3a2f820",
     "e2cd7042": "78d9c3ee11c2b033",
@@ -2194,8 +2207,9 @@ EXERCISES = {
     "nodecourse grade exercises/09_audit_exercises.ipynb\n",
     "```\n",
     "\n",
-    "The grader takes only your answer cells and runs them against a clean copy of the checks, so editing a\n",
-    "check cell does not change your grade.\n",
+    "The grader runs your answer cells and any code cells you add (a helper in a cell of its own), in\n",
+    "notebook order, under the same rules; a handed-out setup or check cell runs as handed out, so editing\n",
+    "one does not change your grade.\n",
     "\n",
     "You are given two models from lesson 9 (`nodecourse.lessons.lesson09`), each with its data:\n",
     "\n",
@@ -2542,7 +2556,7 @@ EXERCISES = {
   "nodecourse": {
    "built": {
     "04eebda2": "86d99926e206ddb5",
-    "0b271894": "1016c5d210e14b99",
+    "0b271894": "92dfd04028acc30e",
     "0f4e7a3b": "99fca61247d18f20",
     "209f8d19": "c12f23a5200f4680",
     "270e2d2f": "b7f2088fd2a635b5",
@@ -2588,8 +2602,9 @@ EXERCISES = {
     "nodecourse grade exercises/10_cheaper_and_exact_exercises.ipynb\n",
     "```\n",
     "\n",
-    "The grader takes only your answer cells and runs them against a clean copy of the checks, so editing a\n",
-    "check cell does not change your grade. Write your own code: the checks compare it with the library's\n",
+    "The grader runs your answer cells and any code cells you add (a helper in a cell of its own), in\n",
+    "notebook order, under the same rules; a handed-out setup or check cell runs as handed out, so editing\n",
+    "one does not change your grade. Write your own code: the checks compare it with the library's\n",
     "implementation (`nodecourse.models.regularised`, `nodecourse.solvers.reversible`, `odeint`'s\n",
     "`adjoint_options`), which they use in a separate process of their own."
    ]
@@ -2993,7 +3008,7 @@ EXERCISES = {
     "5bd00b0b": "7b41e5e774531e7b",
     "607c443b": "3f36fe5cbe156c1b",
     "61a6a67e": "be8ab6a2d7aefc73",
-    "750e5059": "319e92b6d635b159",
+    "750e5059": "7527f44c8c99c8a0",
     "7ecd9c6e": "4b735422cf5462e9",
     "824ce56a": "609d3c1a5e4c7dfe",
     "85738b6f": "8cc66c4ee57d3137",
@@ -3030,8 +3045,9 @@ EXERCISES = {
     "nodecourse grade exercises/11_beyond_odes_exercises.ipynb\n",
     "```\n",
     "\n",
-    "The grader takes only your answer cells and runs them against a clean copy of the checks, so editing a\n",
-    "check cell does not change your grade. Write tasks 1 and 2 with torch alone: the checks compare them with the\n",
+    "The grader runs your answer cells and any code cells you add (a helper in a cell of its own), in\n",
+    "notebook order, under the same rules; a handed-out setup or check cell runs as handed out, so editing\n",
+    "one does not change your grade. Write tasks 1 and 2 with torch alone: the checks compare them with the\n",
     "library's implementation (`nodecourse.sde.sdeint`, `nodecourse.cde.cdeint`), which they use in a separate process\n",
     "of their own. Task 3 uses the library's interpolations."
    ]
@@ -3386,7 +3402,7 @@ EXERCISES = {
     "8f0c0d79": "763995a7ff3ce532",
     "a085cc06": "0ee26c8e5fc0a9b6",
     "b788b4b7": "064d39f45ef45a6d",
-    "c134f153": "aa664f963c8ecd91",
+    "c134f153": "4a1514b597c8be15",
     "cc680fdd": "8eba22eb9e20a0e4",
     "d0cb565f": "a443537978399cf4",
     "d48f55f6": "df41750246e275be",
