@@ -17,11 +17,11 @@ import sys
 import time
 from pathlib import Path
 
-import hub_support as H
 import nbformat
 import pytest
 
 import browser_support as B
+import hub_support as H
 from nodecourse.course.exercise_builder import answer_id
 from notebook_fixtures import REPO
 
