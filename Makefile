@@ -1,6 +1,6 @@
 # The two commands of the course (see README.md):
 #   make course      set everything up and open JupyterLab at lesson 0
-#   make test        set everything up and run the whole test suite (what CI runs)
+#   make test        set everything up and run the whole test suite (what CI runs), one worker per usable CPU
 # For contributors:
 #   make test-fast   library, grader and builder tests only: no kernels, browser or fresh environments,
 #                    one pytest worker per usable CPU (~1.5 min on 2 cores)
@@ -26,12 +26,12 @@ lock:
 course: setup
 	$(VENV)/bin/nodecourse lab
 
-test: setup
-	NODECOURSE_QUICK=1 $(VENV)/bin/python -m pytest $(PYTEST_ARGS)
-
 # One worker per usable CPU (affinity and cgroup quota, tests/conftest.py), each on one torch thread so
 # the workers do not oversubscribe the cores; TEST_WORKERS=0 runs in this process (e.g. for pdb).
 TEST_WORKERS ?= auto
+test: setup
+	NODECOURSE_QUICK=1 OMP_NUM_THREADS=1 $(VENV)/bin/python -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
+
 test-fast: setup
 	NODECOURSE_QUICK=1 OMP_NUM_THREADS=1 $(VENV)/bin/python -m pytest -n $(TEST_WORKERS) -m "$(FAST)" $(PYTEST_ARGS)
 
