@@ -101,7 +101,7 @@ def test_curve_findings_say_quick_sizes_and_that_the_full_curve_is_not_measured(
     text = f.markdown()
     assert "quick-mode sizes" in text and "20, 40 training patients" in text and "course settings" in text
     assert "| gru-d | 40 | 2 | 0.645 |" in text
-    assert "not measured here" in text and L.FULL_CURVE_COMMAND in text
+    assert "Not measurable at this scale: the curve at the published settings" in text and L.FULL_CURVE_COMMAND in text
     assert "python -m nodecourse.lessons.lesson05.curve --full" in L.FULL_CURVE_COMMAND
 
 
