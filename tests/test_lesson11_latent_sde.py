@@ -131,7 +131,7 @@ def test_findings_are_typed_fields():
     assert missed.sde_near_nominal is False and missed.ode_well_below is False and missed.gap_above_zero is False
     one = F.LatentSDEFindings.of(_study(**{"latent SDE": (0.9,), "latent ODE": (0.3,)}))
     assert one.sde is None and one.sde_near_nominal is None
-    assert "Declared before the study ran" in met.markdown()
+    assert "Declared before the committed run" in met.markdown()
 
 
 def test_a_tiny_run_end_to_end():

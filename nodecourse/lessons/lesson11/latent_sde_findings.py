@@ -1,5 +1,5 @@
 """What lesson 11's latent SDE section quotes: each model's forecast coverage and width over seeds, read against
-the expectation declared below before the study ran, and the figure of held-out paths with both bands.
+the expectation declared below before the committed run, and the figure of held-out paths with both bands.
 
 No ledger row: no published figure or course threshold was declared for this comparison; the expectation is
 the lesson's, and the findings say whether the measurement met it.
@@ -22,7 +22,8 @@ NEAR = 0.10
 #: How far below the nominal level the latent ODE's whole seed interval must lie to be "well below" it.
 WELL_BELOW = 0.15
 EXPECTATION = (
-    "Declared before the study ran: the latent SDE's nominal 90 % forecast interval covers near 90 % of the "
+    "Declared before the committed run (after a few prototype fits that chose the grid, the step and the observation "
+    "noise): the latent SDE's nominal 90 % forecast interval covers near 90 % of the "
     f"held-out observations (the 95 % interval over seeds of its coverage within 90 % ± {NEAR * 100:.0f} points), "
     "because its prior SDE carries the process's noise past the window; the latent ODE's covers well below 90 % "
     f"(its whole interval under {(0.9 - WELL_BELOW) * 100:.0f} %), because past the window its only spread is "
