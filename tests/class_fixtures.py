@@ -3,6 +3,9 @@
 ``make_class(folder, size)`` writes ``size`` notebooks (solutions, unsolved,
 half-solved, and every attack of grading_attacks.py, cycled in that order of
 kinds) and returns ``{file name: number of checks that must pass}``.
+``make_exercise2_class(folder, size)`` writes ``size`` exercise-2 notebooks
+(correct, partial, blank, broken, an infinite loop, cycled in that order) and
+returns ``{file name: kind}`` (benchmarks/bench_class_grading.py grades them).
 
 Run as a script to make the 30-submission class the gradebook was measured on::
 
@@ -26,6 +29,8 @@ from nodecourse.course.exercise_builder import answer_id, build_exercise  # noqa
 
 REPO = Path(__file__).resolve().parent.parent
 SOLUTION = REPO / "solutions" / "01_resnet_as_euler_exercises.ipynb"
+SOLUTION_2 = REPO / "solutions" / "02_solvers_exercises.ipynb"
+EXERCISE2_KINDS = ("correct", "partial", "blank", "broken", "infinite-loop")
 
 
 def _kinds(solution) -> list[tuple[str, object, int]]:
@@ -66,6 +71,46 @@ def make_class(folder: Path, size: int = 30) -> dict[str, int]:
         nbformat.write(nb, path)
         expected[path.name] = passes
     return expected
+
+
+def _with_answers(solution, exercise, replaced: dict[str, str | None]):
+    """``exercise`` with the solution's answer cells whose id ``replaced`` names: the solution's source
+    (None) or the text given."""
+    notebook = copy.deepcopy(exercise)
+    for cell, sol in zip(notebook.cells, solution.cells):
+        if answer_id(cell) in replaced:
+            cell.source = replaced[answer_id(cell)] or sol.source
+    return notebook
+
+
+def exercise2_kinds() -> dict[str, object]:
+    """``{kind: notebook}`` of exercise 2, for :data:`EXERCISE2_KINDS`: the solution; only the RK4 step
+    and the error norm answered; the exercise as handed out; the solution with a syntax error in the
+    RK4 step; the solution with an adaptive loop that never ends."""
+    solution = nbformat.read(SOLUTION_2, as_version=4)
+    blank = build_exercise(copy.deepcopy(solution))
+    answered = {"rk4-step": None, "error-norm": None, "step-control": None, "adaptive-loop": None}
+    return {
+        "correct": solution,
+        "partial": _with_answers(solution, blank, {"rk4-step": None, "error-norm": None}),
+        "blank": blank,
+        "broken": _with_answers(solution, blank, {**answered, "rk4-step": "def rk4_step(f, t, y, h)\n    return y\n"}),
+        "infinite-loop": _with_answers(solution, blank, {**answered, "adaptive-loop": "while True:\n    pass\n"}),
+    }
+
+
+def make_exercise2_class(folder: Path, size: int = 30) -> dict[str, str]:
+    """Write ``size`` exercise-2 submissions into ``folder`` (the kinds of :func:`exercise2_kinds` in
+    turn); return ``{file name: kind}``."""
+    kinds = exercise2_kinds()
+    folder.mkdir(parents=True, exist_ok=True)
+    written = {}
+    for i in range(size):
+        kind = EXERCISE2_KINDS[i % len(EXERCISE2_KINDS)]
+        path = folder / f"{i + 1:02d}-{kind}-{SOLUTION_2.name}"
+        nbformat.write(kinds[kind], path)
+        written[path.name] = kind
+    return written
 
 
 if __name__ == "__main__":

@@ -90,6 +90,9 @@ def _course(root: Path) -> Path:
     return course
 
 
+AFTER_ONE_AT_A_TIME: dict[str, dict] = {}  # {student: _scores} right after the module's --jobs 1 run
+
+
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
@@ -97,7 +100,9 @@ def graded(tmp_path_factory):
         # bin/ on PATH, as it is for an instructor with the environment activated
         mp.setenv("PATH", f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}")
         course = _course(tmp_path_factory.mktemp("nbgrader"))
-    results = nbgrader_bridge.autograde(ASSIGNMENT, course, timeout_s=60, seed=7)
+    results = nbgrader_bridge.autograde(ASSIGNMENT, course, timeout_s=60, seed=7, jobs=1)
+    for student in ("alice", "bob"):  # as --jobs 1 left them, before any test regrades or overrides
+        AFTER_ONE_AT_A_TIME[student] = _scores(course, student)
     return course, results
 
 
@@ -220,3 +225,36 @@ def test_wrong_arguments_are_named(graded, tmp_path, capsys):
     (tmp_path / "nodecourse_points.toml").write_text('[ex1]\neuler-step = "two"\n')
     with pytest.raises(nbgrader_bridge.BridgeError, match="euler-step"):
         nbgrader_bridge.read_points(tmp_path, "ex1")
+
+
+def test_two_at_once_write_the_same_gradebook_and_name_the_broken_submission(graded, tmp_path):
+    """--jobs 2: the class runner of `nodecourse grade --gradebook` grades two at once, the parent alone
+    writes gradebook.db; every score and comment is the one --jobs 1 wrote, and dave's truncated
+    upload is named by his id while alice and bob are graded."""
+    _, results_1 = graded
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PATH", f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}")
+        course_2 = _course(tmp_path)
+    results_2 = nbgrader_bridge.autograde(ASSIGNMENT, course_2, timeout_s=60, seed=7, jobs=2)
+    assert [(r.student, r.points, r.max_points, bool(r.error)) for r in results_2] == [
+        (r.student, r.points, r.max_points, bool(r.error)) for r in results_1
+    ]
+    assert [r.student for r in results_2] == ["alice", "bob", "dave"]  # the ids' order, not the order they ended
+    for student in ("alice", "bob"):
+        assert _scores(course_2, student) == AFTER_ONE_AT_A_TIME[student]
+    dave = results_2[-1]
+    assert dave.error and dave.points == 0 and "dave" not in {r.student for r in results_2 if not r.error}
+    with _db(course_2) as gb:
+        comments = [c.auto_comment for c in gb.find_submission_notebook(EXERCISE, ASSIGNMENT, "dave").comments]
+    assert comments and all(c.startswith(nbgrader_bridge.NOT_GRADED) for c in comments)
+
+
+@pytest.mark.parametrize("jobs", [0, -2])
+def test_jobs_below_one_are_refused_naming_the_flag(graded, jobs, capsys):
+    course, _ = graded
+    with pytest.raises(nbgrader_bridge.BridgeError, match=rf"--jobs {jobs}: give a positive number.*--jobs 2"):
+        nbgrader_bridge.autograde(ASSIGNMENT, course, jobs=jobs)
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["nbgrader", "autograde", ASSIGNMENT, "--course-dir", str(course), f"--jobs={jobs}"])
+    assert stop.value.code == 2
+    assert "argument --jobs" in capsys.readouterr().err

@@ -858,6 +858,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--student", action="append", metavar="ID", help="grade only this student (repeatable)")
     p.add_argument("--timeout", type=argparse_type(FLAGS["grade", "--timeout"]), default=None, help="seconds per cell")
     p.add_argument("--allow-unisolated", action="store_true", help="grade even where no sandbox can be made")
+    jobs_help = "submissions graded at once, as nodecourse grade --gradebook does (default: the usable CPUs)"
+    p.add_argument("--jobs", type=argparse_type(FLAGS["grade", "--jobs"]), metavar="N", help=jobs_help)
     return parser
 
 

@@ -206,6 +206,74 @@ def _end_workers(pool: futures.ProcessPoolExecutor) -> None:
             break
 
 
+def check_jobs(jobs: int | None) -> None:
+    """Refuse a ``--jobs`` that is not a positive whole number (None: the default, the usable CPUs)."""
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+        raise GradebookError(f"--jobs {jobs}: give a positive number of submissions to grade at once, e.g. --jobs 2")
+
+
+def worker_failed(exc: BaseException) -> str:
+    """What a row says when its grading worker itself died (out of memory, killed)."""
+    return f"the grading worker failed ({type(exc).__name__}: {exc})"
+
+
+def run_graders(grader, jobs: Sequence[tuple], workers: int, on_result) -> int:
+    """The class runner: ``grader(job)`` for each of ``jobs`` in worker processes, at most ``workers`` at
+    once (each worker leads its own process group); ``on_result(index, result)`` is called in this
+    process, one call at a time, as each grading ends (``result``: the grader's return value, or the
+    exception when the worker itself died). Used by :func:`grade_class` and by
+    :mod:`nodecourse.course.nbgrader_bridge`, so whatever they write has one writer: this process.
+
+    A stop signal (SIGTERM, SIGHUP, SIGINT) during ``on_result`` waits for it to end; anywhere else it
+    stops the run at once: the workers are ended and :class:`GradebookStopped` is raised with the
+    number of ``on_result`` calls done. Returns that number."""
+    stop = {"busy": False, "signum": None}
+
+    def on_stop(signum, frame):
+        stop["signum"] = signum
+        if not stop["busy"]:
+            raise _Stop(signum)
+
+    written = 0
+    if not jobs:
+        return written
+    context = multiprocessing.get_context("spawn")
+    pool = futures.ProcessPoolExecutor(
+        max_workers=min(workers, len(jobs)), mp_context=context, initializer=_worker_start
+    )
+    previous = {}
+    try:
+        try:
+            for signum in _STOP_SIGNALS:
+                previous[signum] = signal.signal(signum, on_stop)
+        except ValueError:  # not the main thread: signals stay as they are
+            pass
+        pending = {pool.submit(_in_worker, grader, job): index for index, job in enumerate(jobs)}
+        try:
+            for future in futures.as_completed(pending):
+                try:
+                    result = future.result()
+                except Exception as exc:  # noqa: BLE001 - the worker itself died (out of memory, killed)
+                    result = exc
+                stop["busy"] = True
+                on_result(pending[future], result)
+                written += 1
+                stop["busy"] = False
+                if stop["signum"] is not None:
+                    raise _Stop(stop["signum"])
+        except _Stop as exc:
+            _end_workers(pool)
+            raise GradebookStopped(exc.signum, written) from None
+        except BaseException:
+            _end_workers(pool)
+            raise
+        pool.shutdown(wait=True)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    return written
+
+
 def file_hash(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
@@ -552,8 +620,7 @@ def grade_class(
             f"--gradebook {csv_path}: the folder {csv_path.parent} does not exist; create it "
             "first (mkdir -p) or give a path in an existing folder"
         )
-    if jobs is not None and jobs < 1:
-        raise GradebookError(f"--jobs {jobs}: give a positive number of submissions to grade at once")
+    check_jobs(jobs)
     unisolated = ""
     if isolation is not None and not isolation.sandboxed:
         if not allow_unisolated:
@@ -638,73 +705,22 @@ def grade_class(
     jobs = jobs or usable_cpus()[0]
     seed = secrets.randbelow(2**31) if seed is None else int(seed)
     start = time.monotonic()
-    # A stop signal during a row's write waits for the write to end (the CSV, history and feedback of
-    # one submission stay together); anywhere else it stops the run at once.
-    stop = {"busy": False, "signum": None}
 
-    def on_stop(signum, frame):
-        stop["signum"] = signum
-        if not stop["busy"]:
-            raise _Stop(signum)
+    def on_result(index: int, result) -> None:
+        path, sid, digest, exercise, why = todo[index]
+        if isinstance(result, BaseException):  # the worker itself died (out of memory, killed)
+            error = worker_failed(result) + "; run the same command again to grade it"
+            result = {"path": path, "rows": [], "warnings": [], "seed": seed, "isolation": "", "time_s": 0.0}
+            result["error"] = error
+        result["exercise"] = exercise  # the row's key, whatever happened
+        result["unisolated"] = unisolated
+        row = put(_safe(_row(result, sid, digest)), why)
+        write_feedback(feedback, sid, {**result, "override": row.get("override", "")})
+        if result["error"]:
+            errors.append(f"{sid}: {result['error']}")
 
-    written = 0
-    if todo:
-        context = multiprocessing.get_context("spawn")
-        pool = futures.ProcessPoolExecutor(
-            max_workers=min(jobs, len(todo)), mp_context=context, initializer=_worker_start
-        )
-        previous = {}
-        try:
-            try:
-                for signum in _STOP_SIGNALS:
-                    previous[signum] = signal.signal(signum, on_stop)
-            except ValueError:  # not the main thread: signals stay as they are
-                pass
-            pending = {
-                pool.submit(_in_worker, grader, (path, reference, timeout_s, seed, notebook_timeout_s, limits)): job
-                for job in todo
-                for path in job[:1]
-            }
-            try:
-                for future in futures.as_completed(pending):
-                    path, sid, digest, exercise, why = pending[future]
-                    try:
-                        result = future.result()
-                    except Exception as exc:  # noqa: BLE001 - the worker itself died (out of memory, killed)
-                        error = (
-                            f"the grading worker failed ({type(exc).__name__}: {exc}); run the same command "
-                            "again to grade it"
-                        )
-                        result = {
-                            "path": path,
-                            "rows": [],
-                            "warnings": [],
-                            "seed": seed,
-                            "isolation": "",
-                            "time_s": 0.0,
-                            "error": error,
-                        }
-                    result["exercise"] = exercise  # the row's key, whatever happened
-                    result["unisolated"] = unisolated
-                    stop["busy"] = True
-                    row = put(_safe(_row(result, sid, digest)), why)
-                    write_feedback(feedback, sid, {**result, "override": row.get("override", "")})
-                    written += 1
-                    stop["busy"] = False
-                    if stop["signum"] is not None:
-                        raise _Stop(stop["signum"])
-                    if result["error"]:
-                        errors.append(f"{sid}: {result['error']}")
-            except _Stop as exc:
-                _end_workers(pool)
-                raise GradebookStopped(exc.signum, written) from None
-            except BaseException:
-                _end_workers(pool)
-                raise
-            pool.shutdown(wait=True)
-        finally:
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
+    graded = [(job[0], reference, timeout_s, seed, notebook_timeout_s, limits) for job in todo]
+    run_graders(grader, graded, jobs, on_result)
     columns = [c for c in _header(list(book.values())) if c not in FIXED_BEFORE + FIXED_AFTER]
     return Summary(
         len(todo),

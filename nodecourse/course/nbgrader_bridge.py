@@ -40,7 +40,7 @@ import tomllib
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterator, NamedTuple, Sequence
 
 try:
     from nbgrader.api import Comment, Grade, Gradebook, MissingEntry, SubmittedNotebook
@@ -315,6 +315,7 @@ def autograde(
     timeout_s: float | None = None,
     seed: int | None = None,
     allow_unisolated: bool = False,
+    jobs: int | None = None,
     log: Callable[[str], None] = lambda line: None,
 ) -> list[Graded]:
     """Grade ``submitted/<student>/<assignment>/*.ipynb`` of the nbgrader course in ``course_dir`` into
@@ -322,9 +323,18 @@ def autograde(
 
     ``students``: only these ids (default: every submission). ``timeout_s``: per cell (default: the
     grader's). ``seed``: the task inputs' seed (default: drawn once for the run). Without a sandbox
-    the run is refused unless ``allow_unisolated``. ``log``: called with a line per notebook."""
-    from nodecourse.course import grading, sandbox
+    the run is refused unless ``allow_unisolated``. ``jobs``: submissions graded at once, by the class
+    runner of ``nodecourse grade --gradebook`` (:func:`nodecourse.course.gradebook.run_graders`;
+    default: the usable CPUs); only this process writes the gradebook, one notebook after another in
+    the order of the students' ids, whatever order the gradings end in. ``log``: called with a line
+    per notebook."""
+    from nodecourse.config import usable_cpus
+    from nodecourse.course import gradebook, grading, sandbox
 
+    try:
+        gradebook.check_jobs(jobs)
+    except gradebook.GradebookError as exc:
+        raise BridgeError(str(exc)) from None
     course = Path(course_dir)
     if not course.is_dir():
         raise BridgeError(f"--course-dir {course}: no such folder; give the nbgrader course folder")
@@ -354,7 +364,8 @@ def autograde(
     configured = read_points(course, assignment)
     seed = secrets.randbelow(2**31) if seed is None else int(seed)
     timeout = grading.DEFAULT_CELL_TIMEOUT_S if timeout_s is None else timeout_s
-    results: list[Graded] = []
+    results: list[Graded | None] = []
+    todo: list[_Submission] = []
     with _course_on_path(course):
         for student in chosen:
             path = Path(coursedir.format_path(coursedir.submitted_directory, student, assignment))
@@ -362,25 +373,34 @@ def autograde(
             if not found[student]:
                 log(f"warning: {student}: no notebook in {path}; nothing graded")
             for nb_path in found[student]:
-                results.append(
-                    _autograde_one(
-                        nb_path, student, assignment, config, coursedir, configured, timestamp, seed, timeout, isolation
-                    )
-                )
-                log(_line(results[-1]))
-    unknown = sorted(set(configured) - {c for r in results for c in r.checks})
-    if unknown and any(r.checks for r in results):  # a mistyped check would silently keep its default
+                prepared = _prepare(nb_path, student, assignment, coursedir, configured, timestamp)
+                results.append(prepared if isinstance(prepared, Graded) else None)
+                if not isinstance(prepared, Graded):
+                    todo.append(prepared._replace(index=len(results) - 1))
+        _run(todo, results, config, coursedir, seed, timeout, jobs or usable_cpus()[0], log)
+    done = [r for r in results if r is not None]
+    unknown = sorted(set(configured) - {c for r in done for c in r.checks})
+    if unknown and any(r.checks for r in done):  # a mistyped check would silently keep its default
         log(f"warning: {POINTS_FILE} [{assignment}] names checks no graded notebook has: {unknown}")
-    return results
+    return done
 
 
-def _autograde_one(
-    nb_path: Path, student, assignment, config, coursedir, configured, timestamp, seed, timeout, isolation
-) -> Graded:
+class _Submission(NamedTuple):
+    """A notebook to grade: its place among the results, and what writing its grades needs."""
+
+    index: int
+    nb_path: Path
+    student: str
+    assignment: str
+    points: dict[str, float]
+
+
+def _prepare(nb_path: Path, student, assignment, coursedir, configured, timestamp) -> _Submission | Graded:
+    """The notebook's reference and points, and its rows in the gradebook (the submission, the
+    student, the notebook's grade cells); a :class:`Graded` with the error when it has no reference."""
     from nodecourse.course import grading
     from nodecourse.course.references import reference_for
 
-    start = time.monotonic()
     notebook = nb_path.stem
     try:
         reference, _, _ = reference_for(nb_path)
@@ -395,18 +415,52 @@ def _autograde_one(
             # that warns on every new submission, and the rows are added whole right after
             warnings.filterwarnings("ignore", message=".*not in session")  # SQLAlchemy's SAWarning
             gb.update_or_create_submission(assignment, student, **({"timestamp": timestamp} if timestamp else {}))
-    rows, said, error = None, [], ""
-    try:
-        rows, said = grading.grade_notebook(nb_path, timeout_s=timeout, seed=seed, isolation=isolation)
-    except Exception as exc:  # noqa: BLE001 - one submission's failure is its own, never the class's
-        error = str(exc) if isinstance(exc, grading.GradingError) else f"the grader failed: {type(exc).__name__}: {exc}"
-    with Gradebook(coursedir.db_url, coursedir.course_id) as gb:
-        got = write_grades(gb, assignment, student, notebook, points, rows, error, seed)
-    write_autograded(coursedir, student, assignment, nb_path, points, rows)
-    if rows is not None:
-        apply_late_penalty(config, coursedir.db_url, assignment, student, notebook)
-    seconds = time.monotonic() - start
-    return Graded(student, notebook, got, sum(points.values()), seconds, error, list(said), tuple(points))
+    return _Submission(-1, nb_path, student, assignment, points)
+
+
+def _run(todo: list[_Submission], results: list, config, coursedir, seed, timeout, jobs, log) -> None:
+    """Grade ``todo`` in the class runner's workers; write each into the gradebook here, in ``results``'
+    order: a grading that ends early waits for the ones before it (an interruption keeps what was
+    written, and two runs write the same rows in the same order)."""
+    from nodecourse.course import grading
+    from nodecourse.course.gradebook import _grade_one, run_graders, worker_failed
+
+    ended: dict[int, dict | BaseException] = {}
+    written = [0]  # todo's entries written so far
+
+    def write(sub: _Submission, result) -> Graded:
+        """Its grades into the gradebook; its seconds: the grading in the worker, then the writing here."""
+        start = time.monotonic()
+        rows, said, error = None, [], ""
+        if isinstance(result, BaseException):  # the worker itself died (out of memory, killed)
+            error = f"{worker_failed(result)}; grade it again with --student {sub.student}"
+        elif result["error"]:
+            error = result["error"]
+        else:
+            rows, said = [grading.CheckRow(**r) for r in result["rows"]], result["warnings"]
+        notebook = sub.nb_path.stem
+        with Gradebook(coursedir.db_url, coursedir.course_id) as gb:
+            got = write_grades(gb, sub.assignment, sub.student, notebook, sub.points, rows, error, seed)
+        write_autograded(coursedir, sub.student, sub.assignment, sub.nb_path, sub.points, rows)
+        if rows is not None:
+            apply_late_penalty(config, coursedir.db_url, sub.assignment, sub.student, notebook)
+        seconds = time.monotonic() - start + (0.0 if isinstance(result, BaseException) else result["time_s"])
+        max_points = sum(sub.points.values())
+        return Graded(sub.student, notebook, got, max_points, seconds, error, list(said), tuple(sub.points))
+
+    def on_result(index: int, result) -> None:
+        ended[index] = result
+        while written[0] < len(todo) and written[0] in ended:
+            sub = todo[written[0]]
+            results[sub.index] = write(sub, ended.pop(written[0]))
+            log(_line(results[sub.index]))
+            written[0] += 1
+
+    for r in results:  # the notebooks with no reference, said before the others
+        if r is not None:
+            log(_line(r))
+    jobs_list = [(str(sub.nb_path), None, timeout, seed, grading.DEFAULT_NOTEBOOK_TIMEOUT_S, None) for sub in todo]
+    run_graders(_grade_one, jobs_list, jobs, on_result)
 
 
 def _line(g: Graded) -> str:
@@ -417,6 +471,8 @@ def _line(g: Graded) -> str:
 
 def main(args) -> int:
     """``nodecourse nbgrader autograde``: grade, print a line per notebook; exit 0 when all were graded."""
+    from nodecourse.course.gradebook import GradebookStopped
+
     try:
         results = autograde(
             args.assignment,
@@ -424,9 +480,10 @@ def main(args) -> int:
             students=args.student or (),
             timeout_s=args.timeout,
             allow_unisolated=args.allow_unisolated,
+            jobs=args.jobs,
             log=lambda line: print(line, flush=True),
         )
-    except BridgeError as exc:
+    except (BridgeError, GradebookStopped) as exc:  # stopped: what was written before the signal stays
         print(f"error: {exc}", file=sys.stderr)
         return 2
     for g in results:
