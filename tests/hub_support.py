@@ -36,7 +36,7 @@ VENV_BIN = Path(sys.executable).parent
 COURSE_ID = "nodecourse"
 #: What a learner's copy of the course holds (docs/hub.md): the lessons, the exercises, the Binder
 #: environment and the README; never solutions/.
-HANDED_OUT = ("notebooks", "exercises", "binder", "README.md")
+HANDED_OUT = ("notebooks", "exercises", "binder", "docs", "README.md")  # docs/: the guides the README links
 HUB_START_TIMEOUT_S = 120
 SERVER_START_TIMEOUT_S = 240
 

@@ -237,7 +237,7 @@ def test_the_package_root_is_grouped_into_parts_a_reader_can_name():
     assert len(loose) <= 4, f"loose modules at the package root: {loose}; group them into a subpackage"
 
 
-# --- the public surface: what each package's __init__ exports, listed in the README ----------
+# --- the public surface: what each package's __init__ exports, listed in docs/library.md ----------
 
 PACKAGES = sorted(p.parent for p in PACKAGE.rglob("__init__.py"))
 # The root modules that are parts of the library (CONTRIBUTING.md's map) have a surface too.
@@ -250,10 +250,10 @@ def _dotted(path: Path) -> str:
 
 
 def _readme_surface() -> dict[str, set[str]]:
-    """``{module: names}`` from the README's "Library surface" table."""
+    """``{module: names}`` from the library guide's "Library surface" table (docs/library.md)."""
     import re
 
-    text = (PACKAGE.parent / "README.md").read_text(encoding="utf-8")
+    text = (PACKAGE.parent / "docs" / "library.md").read_text(encoding="utf-8")
     section = text.split("## Library surface", 1)[1].split("\n## ", 1)[0]
     rows = {}
     for line in section.splitlines():
@@ -286,13 +286,13 @@ def test_the_readme_lists_each_library_surface_exactly(path):
 
     name = _dotted(path)
     listed = _readme_surface().get(name)
-    assert listed is not None, f"README's 'Library surface' has no row for {name}"
+    assert listed is not None, f"docs/library.md's 'Library surface' has no row for {name}"
     exported = set(importlib.import_module(name).__all__)
-    assert exported <= listed, f"{name} exports names the README does not list: {sorted(exported - listed)}"
+    assert exported <= listed, f"{name} exports names docs/library.md does not list: {sorted(exported - listed)}"
     extra = {n for n in listed - exported if "." not in n and n.isidentifier()}
     # The row may name submodules imported by name (``augment``) beside the exports.
     extra = {n for n in extra if importlib.util.find_spec(f"{name}.{n}") is None}
-    assert not extra, f"README lists names {name} does not export: {sorted(extra)}"
+    assert not extra, f"docs/library.md lists names {name} does not export: {sorted(extra)}"
 
 
 def test_no_module_shadows_a_builtin():

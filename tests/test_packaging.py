@@ -260,7 +260,7 @@ def test_every_test_dependency_is_used():
 
 
 def test_the_learners_self_check_reads_the_config_without_a_warning():
-    """The README's self-check (`pytest --nbval exercises/...`) in the environment `make course` builds:
+    """The learner's guide's self-check (`pytest --nbval exercises/...`) in the environment `make course` builds:
     pyproject's [tool.pytest.ini_options] names no option that only a test-extra plugin knows
     (pytest-timeout's ``timeout`` was one: "Unknown config option: timeout"). The test extra's plugins
     are switched off here (``-p no:NAME``), so this process sees the course's plugins only."""
@@ -271,9 +271,9 @@ def test_the_learners_self_check_reads_the_config_without_a_warning():
     )
     assert "timeout" in test_only, test_only  # pytest-timeout is the test extra's, not the course's
     blocked = [arg for name in test_only for arg in ("-p", f"no:{name}")]
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    command = re.search(r"`pytest --nbval (exercises/\S+\.ipynb)`", readme)
-    assert command, "the README no longer gives the self-check as `pytest --nbval exercises/....ipynb`"
+    guide = (REPO / "docs" / "learner.md").read_text(encoding="utf-8")
+    command = re.search(r"`pytest --nbval (exercises/\S+\.ipynb)`", guide)
+    assert command, "docs/learner.md no longer gives the self-check as `pytest --nbval exercises/....ipynb`"
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "--nbval", command[1], "--collect-only", "-q", "-p", "no:cacheprovider"]
         + blocked,

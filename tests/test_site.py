@@ -19,7 +19,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from nodecourse.course import site, site_assets, site_markdown, site_notebook
+from nodecourse.course import site, site_api, site_assets, site_markdown, site_notebook
 from nodecourse.course.notebook_hygiene import LIVE_WIDGET_TEXT
 from notebook_fixtures import REPO
 
@@ -116,8 +116,12 @@ def test_the_site_builds_without_warnings_and_its_internal_links_resolve(built):
         {f"{p.stem}.html" for p in site.lesson_notebooks(REPO)}
         | {f"{p.stem}.html" for p in site.exercise_notebooks(REPO)}
         | {"index.html", "setup.html", "ledger.html"}
+        | {out for rel, out, _, _ in site.GUIDES}
+        | {site_api.INDEX_PAGE}
+        | {site_api.page_name(p) for p in site_api.PUBLIC_PACKAGES}
     )
     assert pages == expected
+    assert all((REPO / rel).is_file() for rel, _, _, _ in site.GUIDES), "a guide the site lists is missing"
 
 
 def test_broken_links_finds_a_missing_page_and_a_missing_anchor(tmp_path):
@@ -199,7 +203,25 @@ def test_the_ledger_and_setup_pages_carry_their_sources(built):
     ids = [r.split("|")[1].strip() for r in rows[2:]]
     assert ids and all(f'<tr id="{i}">' in ledger for i in ids), "every row of docs/ledger-full.md is on the page"
     setup = _text((out / "setup.html").read_text())
-    assert "make course" in setup and "nodecourse grade exercises/" in setup
+    assert "make course" in setup and "NODECOURSE_QUICK=1 make course" in setup
+    learner = _text((out / "learner.html").read_text())
+    assert "nodecourse grade exercises/" in learner and "pytest --nbval exercises/" in learner
+
+
+@pytest.mark.slow  # uses the site built once for this module (about 20 s)
+def test_every_guide_is_a_page_the_navigation_links_with_githubs_section_ids(built):
+    out, _, _ = built
+    index = (out / "index.html").read_text()
+    for rel, page, title, label in site.GUIDES:
+        shown = _text((out / page).read_text())
+        first = next(ln for ln in (REPO / rel).read_text().splitlines() if ln.startswith("# "))
+        assert first[2:].strip() in shown, f"{page} does not show {rel}'s title"
+        if label:
+            assert f'href="{page}"' in index, f"the navigation does not link {page}"
+    # a guide's link to another guide's section, written for the repository's web view, lands on it
+    learner = (out / "learner.html").read_text()
+    assert 'id="exercises-and-grading"' in learner
+    assert 'href="learner.html#exercises-and-grading"' in (out / "instructor.html").read_text()
 
 
 LEDGER_SAMPLE = """# Claims ledger: one full run
@@ -822,9 +844,9 @@ def test_no_table_has_an_empty_header_cell(built):
         if not th.get_text(strip=True) and not th.find(["img", "math"])
     ]
     assert not empty, empty
-    # the set-up page's comparison table keeps its row labels, under an empty corner cell
-    setup = _soup(out / "setup.html")
-    table = next(t for t in setup.find_all("table") if "nbgrader" in t.get_text())
+    # the instructor's guide's comparison table keeps its row labels, under an empty corner cell
+    guide = _soup(out / "instructor.html")
+    table = next(t for t in guide.find_all("table") if "otter-grader" in t.get_text())
     assert [c.name for c in table.find("tr").find_all(["td", "th"])][:2] == ["td", "th"]
 
 

@@ -3,7 +3,8 @@
 ``nodecourse site`` (``make site``) renders the committed, executed notebooks with nbconvert into
 ``site/``: an index, one page per lesson (``notebooks/NN_*.ipynb``, whatever lessons exist, in
 order of their number), one per exercise (``exercises/*.ipynb``: the tasks, without solutions),
-the claims ledger (``docs/ledger-full.md``) and the README's set-up. Nothing is fetched while
+the claims ledger (``docs/ledger-full.md``), the README's set-up, the guides (:data:`GUIDES`)
+and the API reference (:mod:`~nodecourse.course.site_api`). Nothing is fetched while
 building, and nothing while reading: nbconvert's own ``lab`` template, the plotly.js that the
 plotly package ships and the site's own stylesheet and script are all a page loads.
 
@@ -20,6 +21,8 @@ would be Sphinx extensions instead of the few functions here. The parts:
   (no MathJax, no network), and markdown tables whose cells hold a ``|``;
 - :mod:`~nodecourse.course.site_page`: the shape of every page (skip link, navigation, contents
   sidebar, previous/next at both ends, footer with version and date) and the search index;
+- :mod:`~nodecourse.course.site_api`: the API reference, one page per public package from its
+  ``__all__`` and docstrings;
 - :mod:`~nodecourse.course.site_assets`: the stylesheet (75-character lines, figures and tables
   that fit a phone, code colours at 4.5:1 or better) and the script (copy buttons, search).
 
@@ -43,7 +46,7 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
-from nodecourse.course import site_assets, site_markdown, site_notebook, site_page
+from nodecourse.course import site_api, site_assets, site_markdown, site_notebook, site_page
 from nodecourse.course.site_notebook import PLOTLY_MIME, json_for_script
 
 START_NOTEBOOK = "notebooks/00_start_here.ipynb"
@@ -51,7 +54,18 @@ BINDER = "https://mybinder.org"
 BADGE_PREFIX = f"[![Binder]({BINDER}/badge_logo.svg)]("
 LESSON_FILE = re.compile(r"^(\d+)_[^/]+\.ipynb$")
 #: The README's sections that make the site's set-up page (by their "## " heading).
-SETUP_SECTIONS = ("The two commands", "Starting the course", "Exercises and grading")
+SETUP_SECTIONS = ("The two commands", "Starting the course")
+#: The guides, each a page where its file exists: (file, page, title, the navigation's label). The
+#: navigation links the first four; the class's own pages are linked from the instructor's guide.
+GUIDES = (
+    ("docs/learner.md", "learner.html", "The learner's guide", "Learner's guide"),
+    ("docs/instructor.md", "instructor.html", "The instructor's guide", "Instructor's guide"),
+    ("docs/library.md", "library.html", "The library guide", "Library"),
+    ("CONTRIBUTING.md", "contributing.html", "Contributing to nodecourse", "Contributing"),
+    ("docs/hub.md", "hub.html", "A class on JupyterHub", ""),
+    ("docs/nbgrader.md", "nbgrader.html", "Grading a class with nbgrader", ""),
+    ("docs/cluster.md", "cluster.html", "Running the ledger on a Ray cluster", ""),
+)
 
 
 # ---------------------------------------------------------------------------
@@ -131,7 +145,8 @@ class Page:
     rel: str  # its path relative to the repository root
     out: str  # the page's file name in the site
     title: str
-    kind: str  # "lesson", "exercise", "ledger", "setup"
+    kind: str  # "lesson", "exercise", "ledger", "setup", "guide", "api"
+    package: str = ""  # an "api" page's package
 
 
 def lesson_notebooks(root: Path) -> list[Path]:
@@ -171,6 +186,12 @@ def site_pages(root: Path) -> list[Page]:
     if ledger.is_file():
         pages.append(Page(ledger, "docs/ledger-full.md", "ledger.html", "The claims ledger (full mode)", "ledger"))
     pages.append(Page(root / "README.md", "README.md", "setup.html", "Setting up the course", "setup"))
+    pages += [Page(root / rel, rel, out, title, "guide") for rel, out, title, _ in GUIDES if (root / rel).is_file()]
+    pages.append(Page(root, "api", site_api.INDEX_PAGE, "API reference", "api"))
+    pages += [
+        Page(root, f"api/{name}", site_api.page_name(name), f"API reference: {name}", "api", name)
+        for name in site_api.PUBLIC_PACKAGES
+    ]
     return pages
 
 
@@ -390,8 +411,14 @@ def page_label(page: Page) -> str:
     return page.title
 
 
-def _nav(page: Page | None, repo_url: str, *, has_ledger: bool, partner: Page | None = None) -> str:
+def _nav(
+    page: Page | None, repo_url: str, *, has_ledger: bool, partner: Page | None = None, pages: tuple[Page, ...] = ()
+) -> str:
     links = ['<a href="index.html">Course home</a>', '<a href="setup.html">Set-up</a>']
+    present = {p.out for p in pages}
+    links += [f'<a href="{out}">{html.escape(label)}</a>' for _, out, _, label in GUIDES if label and out in present]
+    if site_api.INDEX_PAGE in present:
+        links.append(f'<a href="{site_api.INDEX_PAGE}">API reference</a>')
     if has_ledger:
         links.append('<a href="ledger.html">The course\'s claims ledger</a>')
     links.append(site_page.search_box())
@@ -438,8 +465,11 @@ def _pager(prev: Page | None, nxt: Page | None, where: str) -> str:
     return f'<nav class="nc-pager nc-pager-{where}" aria-label="Previous and next ({where})">{"".join(parts)}</nav>'
 
 
-def _markdown_page(title: str, body_md: str) -> str:
-    body = site_markdown.markdown_to_html(body_md)
+def _markdown_page(title: str, body_md: str, *, github_ids: bool = False) -> str:
+    return _html_page(title, site_markdown.markdown_to_html(body_md, github_ids=github_ids))
+
+
+def _html_page(title: str, body: str) -> str:
     return (
         f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta name="viewport" content="width=device-width, initial-scale=1.0">'
@@ -540,7 +570,7 @@ def _finish(
 ) -> str:
     """The page's own links rewritten (rewrite_links), then the navigation, footer and scripts put in
     (the site's, then ``figure_js``, the plotly figures' script, all at the end of ``<body>``)."""
-    if page is not None:
+    if page is not None and page.kind != "api":  # the reference links only to its own pages
         body = rewrite_links(body, page.rel, pages, repo_url)
     body = body.replace(site_page.NAV_MARK, nav + top, 1).replace(site_page.PAGER_MARK, bottom + stamp, 1)
     scripts = f'<script src="{SEARCH_JS}"></script><script src="{SITE_JS}"></script>{figure_js}'
@@ -600,6 +630,10 @@ def build(root: Path, out: Path, *, date: str | None = None) -> list[Path]:
             shutil.copy2(page.source, download)
         elif page.kind == "ledger":
             raw = _markdown_page(page.title, ledger_report_first(page.source.read_text(encoding="utf-8")))
+        elif page.kind == "guide":
+            raw = _markdown_page(page.title, page.source.read_text(encoding="utf-8"), github_ids=True)
+        elif page.kind == "api":
+            raw = _html_page(*(site_api.package_page(page.package) if page.package else site_api.index_page()))
         else:
             raw = _markdown_page(page.title, readme_setup(root))
         images: dict[str, bytes] = {}
@@ -613,7 +647,7 @@ def build(root: Path, out: Path, *, date: str | None = None) -> list[Path]:
             page=page,
             pages=pages,
             repo_url=repo_url,
-            nav=_nav(page, repo_url, has_ledger=has_ledger, partner=partners.get(page.out)),
+            nav=_nav(page, repo_url, has_ledger=has_ledger, partner=partners.get(page.out), pages=tuple(pages)),
             top=_pager(prev, nxt, "top"),
             bottom=_pager(prev, nxt, "bottom"),
             stamp=stamp,
@@ -629,7 +663,7 @@ def build(root: Path, out: Path, *, date: str | None = None) -> list[Path]:
             page=None,
             pages=pages,
             repo_url=repo_url,
-            nav=_nav(None, repo_url, has_ledger=has_ledger),
+            nav=_nav(None, repo_url, has_ledger=has_ledger, pages=tuple(pages)),
             top="",
             bottom="",
             stamp=stamp,
@@ -656,7 +690,7 @@ def _index(pages: list[Page], repo_url: str, has_ledger: bool) -> str:
         '<h1 id="nodecourse">nodecourse: neural ODEs and implicit networks</h1>'
         "<p>The course's lessons as they were executed (quick mode), with their figures; each can be run "
         "on Binder or downloaded. To work through the course on your own machine, see the "
-        '<a href="setup.html">set-up</a>.'
+        '<a href="setup.html">set-up</a>; the guides and the API reference are in the navigation above.'
         + (
             ' Every published claim the course reproduces is in the <a href="ledger.html">claims ledger</a>.'
             if has_ledger

@@ -152,7 +152,26 @@ def repair_table_pipes(markdown: str) -> str:
     return "\n".join(lines)
 
 
-def markdown_to_html(source: str, **renderer_options) -> str:
-    """``source`` (markdown with TeX) as HTML with MathML formulas and repaired tables."""
-    renderer = CourseRenderer(escape=False, **renderer_options)
+def github_slug(text: str) -> str:
+    """A heading's id as GitHub writes it for a markdown file ("Exercises and grading" ->
+    "exercises-and-grading"): lower case, punctuation dropped, spaces as hyphens. The guides link
+    to each other's sections this way, and the site keeps those links working."""
+    kept = re.sub(r"[^\w\- ]", "", text.strip().lower())
+    return kept.replace(" ", "-")
+
+
+class GuideRenderer(CourseRenderer):
+    """The markdown renderer for the guides (``docs/*.md``, CONTRIBUTING.md): heading ids as GitHub's
+    (:func:`github_slug`), so a link written for the repository's web view finds its section here."""
+
+    def heading(self, text: str, level: int, **attrs) -> str:
+        anchor = html.escape(github_slug(plain_text(text)), quote=True)
+        link = f'<a class="anchor-link" href="#{anchor}">{self.anchor_link_text}</a>'
+        return f'<h{level} id="{anchor}">{text}{link}</h{level}>\n'
+
+
+def markdown_to_html(source: str, *, github_ids: bool = False, **renderer_options) -> str:
+    """``source`` (markdown with TeX) as HTML with MathML formulas and repaired tables; with
+    ``github_ids``, headings get GitHub's ids (:class:`GuideRenderer`)."""
+    renderer = (GuideRenderer if github_ids else CourseRenderer)(escape=False, **renderer_options)
     return MarkdownWithMath(renderer=renderer).render(repair_table_pipes(source))
