@@ -24,6 +24,7 @@ PUBLIC_PACKAGES = (
     "nodecourse",
     "nodecourse.solvers",
     "nodecourse.models",
+    "nodecourse.models.latent",
     "nodecourse.deq",
     "nodecourse.cde",
     "nodecourse.sde",
