@@ -1,6 +1,6 @@
 """nodecourse: the support library of a measured course on neural ODEs and implicit networks.
 
-Public surface (see README.md and the lessons):
+Public surface (see docs/library.md and the lessons):
 
 - :func:`odeint`, :func:`odeint_event` (torchdiffeq's terminal events), :data:`SOLVERS`, :class:`Solution`,
   :class:`SolverError`, :class:`Status`

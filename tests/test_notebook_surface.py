@@ -3,7 +3,7 @@
 A module is public when it is a package of ``nodecourse`` or a root module (``nodecourse.config``), or
 when its parent's ``__all__`` names it (``nodecourse.measure.memory``, ``nodecourse.lessons.lesson05``);
 a name is public when its module's ``__all__`` holds it. Anything else may change without notice
-(README, "Library surface"), so a notebook that reaches past the surface breaks when the internals move.
+(docs/library.md, "Library surface"), so a notebook that reaches past the surface breaks when the internals move.
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ copy suffixes), from the folder a file sits in on a shared server, or from a ros
 (:func:`read_roster`); :func:`exercise_of` names the exercise a file's name points at;
 :func:`submitted_at` says when it was submitted (to pick the newest of a student's
 files). Names are compared in Unicode NFC, so a decomposed name (as macOS's unzip
-writes it) is the same student as the composed one in a roster. The README's
-instructor section states the rule.
+writes it) is the same student as the composed one in a roster. docs/instructor.md
+states the rule.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ class LmsName:
     submitted: datetime.datetime | None = None  # UTC, when the name carries it (Blackboard)
 
 
-# One pattern per LMS's bulk-download name (the README lists them with examples).
+# One pattern per LMS's bulk-download name (docs/instructor.md lists them with examples).
 #   Canvas:     <lastfirst>_<user id>_<attachment id>_<file>, late ones <lastfirst>_LATE_<user id>_...
 #   Moodle:     <Full Name>_<participant id>_assignsubmission_file_<file>
 #   Blackboard: <assignment>_<username>_attempt_<YYYY-MM-DD-HH-MM-SS>_<file>
