@@ -698,7 +698,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="FILE.csv",
         help="with --gradebook: a CSV with columns file,student giving each submission's student "
-        "id (default: taken from the file name, see README)",
+        "id (default: taken from the file name, see docs/instructor.md)",
     )
     p.add_argument(
         "--per-student",

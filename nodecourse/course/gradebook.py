@@ -139,7 +139,7 @@ class GradebookStopped(GradebookError):
     """A signal (SIGTERM, SIGHUP, SIGINT) stopped the run; its workers are ended, finished rows kept."""
 
     def __init__(self, signum: int, written: int):
-        self.signum = signum
+        self.signum, self.written = signum, written
         name = signal.Signals(signum).name
         super().__init__(
             f"stopped by {name}: the grading workers were ended; {written} submission(s) were written to the "

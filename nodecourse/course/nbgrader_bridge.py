@@ -34,6 +34,7 @@ import csv
 import difflib
 import secrets
 import shutil
+import signal
 import sys
 import time
 import tomllib
@@ -483,8 +484,17 @@ def main(args) -> int:
             jobs=args.jobs,
             log=lambda line: print(line, flush=True),
         )
-    except (BridgeError, GradebookStopped) as exc:  # stopped: what was written before the signal stays
+    except BridgeError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except GradebookStopped as exc:  # what was written before the signal stays in gradebook.db
+        name = signal.Signals(exc.signum).name
+        print(
+            f"error: stopped by {name}: the grading workers were ended; {exc.written} notebook(s) were written "
+            "to nbgrader's gradebook before it; the same command again grades every submission (--student ID "
+            "grades only the ones named)",
+            file=sys.stderr,
+        )
         return 2
     for g in results:
         for w in g.warnings:
