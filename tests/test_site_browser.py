@@ -426,7 +426,9 @@ def test_the_ledger_opens_with_its_table_which_fits_a_desktop_and_each_row_has_a
     page.goto(base + "ledger.html#deq-memory-reduction", wait_until="load")
     row = page.evaluate("""() => { const r = document.getElementById('deq-memory-reduction');
         return r && r.tagName === 'TR' ? r.getBoundingClientRect().top : null; }""")
-    assert row is not None and 0 <= row < DESKTOP["height"], row
+    # the page scrolls by whole pixels and the layout is fractional: a row opened at the top can sit
+    # a fraction of a pixel above it (-0.39 px measured on the 2-core machine with Debian's Chromium)
+    assert row is not None and -1 < row < DESKTOP["height"], row
     page.screenshot(path=str(ARTIFACTS / "ledger-row-anchor.png"))
     context.close()
     assert blocked == [], blocked

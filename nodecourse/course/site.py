@@ -65,6 +65,7 @@ GUIDES = (
     ("docs/hub.md", "hub.html", "A class on JupyterHub", ""),
     ("docs/nbgrader.md", "nbgrader.html", "Grading a class with nbgrader", ""),
     ("docs/cluster.md", "cluster.html", "Running the ledger on a Ray cluster", ""),
+    ("docs/learning-curve.md", "learning-curve.html", "Lesson 5's learning curve at the course settings", ""),
 )
 
 
