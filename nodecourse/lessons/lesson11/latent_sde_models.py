@@ -19,6 +19,7 @@ library's map has ``models`` import ``solvers`` but not ``sde``, and these two e
 
 from __future__ import annotations
 
+import abc
 import math
 
 import torch
@@ -67,7 +68,7 @@ class PathEncoder(nn.Module):
         return mean, log_std.clamp(-6.0, 2.0), ctx
 
 
-class _LatentModel(nn.Module):
+class _LatentModel(nn.Module, abc.ABC):
     """What both models share: the encoder, ``z0 ~ q(z0 | xs)``, the linear decoder and the likelihood."""
 
     def __init__(self, obs_dim: int, latent: int, hidden: int, context: int, obs_std: float, dt: float):
@@ -117,13 +118,13 @@ class _LatentModel(nn.Module):
         noise = torch.randn(mean.shape, generator=gen, dtype=mean.dtype, device=mean.device)
         return (mean + self.obs_std * noise).reshape(samples, b, *mean.shape[1:])
 
-    def window(self, z0, ctx, ts, seed):  # pragma: no cover - abstract
+    @abc.abstractmethod
+    def window(self, z0, ctx, ts, seed):
         """The latent states on the window ``(K, batch, d)`` and the path's KL ``(batch,)``."""
-        raise NotImplementedError
 
-    def forecast(self, z, ts, seed):  # pragma: no cover - abstract
+    @abc.abstractmethod
+    def forecast(self, z, ts, seed):
         """The latent states at ``ts`` ``(T, batch, d)`` from ``z`` at ``ts[0]``, with no data."""
-        raise NotImplementedError
 
 
 class _Posterior:
