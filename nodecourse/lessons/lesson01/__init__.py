@@ -4,22 +4,10 @@ Notebooks and tests use ``from nodecourse.lessons import lesson01 as L``; import
 the row (``rows``) with :mod:`nodecourse.claims`.
 """
 
-from nodecourse.lessons.lesson01 import rows
-from nodecourse.lessons.lesson01.config import BASELINE_FACTOR, QUICK, ULPS, ResnetEulerConfig
-from nodecourse.lessons.lesson01.findings import ResnetEulerFindings, resnet_euler_findings
-from nodecourse.lessons.lesson01.studies import ResnetEulerComparison, resnet_vs_euler
+from nodecourse.lessons.lesson01 import config, findings, rows, studies
+from nodecourse.lessons.lesson01.config import *  # noqa: F403
+from nodecourse.lessons.lesson01.findings import *  # noqa: F403
+from nodecourse.lessons.lesson01.rows import *  # noqa: F403
+from nodecourse.lessons.lesson01.studies import *  # noqa: F403
 
-measure = rows.measure
-
-__all__ = [
-    "BASELINE_FACTOR",
-    "QUICK",
-    "ULPS",
-    "ResnetEulerComparison",
-    "ResnetEulerConfig",
-    "ResnetEulerFindings",
-    "measure",
-    "resnet_euler_findings",
-    "resnet_vs_euler",
-    "rows",
-]
+__all__ = [*config.__all__, *findings.__all__, *rows.__all__, *studies.__all__, "rows"]

@@ -9,6 +9,8 @@ from nodecourse.lessons.lesson01.config import BASELINE_FACTOR
 from nodecourse.lessons.lesson01.studies import ResnetEulerComparison
 from nodecourse.lessons.study import Findings
 
+__all__ = ["ResnetEulerFindings"]
+
 
 @dataclass(frozen=True)
 class ResnetEulerFindings(Findings):
@@ -20,6 +22,11 @@ class ResnetEulerFindings(Findings):
     """
 
     runs: tuple[ResnetEulerComparison, ...]
+
+    @classmethod
+    def from_runs(cls, runs) -> ResnetEulerFindings:
+        """Findings from comparisons (:func:`~nodecourse.lessons.lesson01.studies.resnet_vs_euler` results)."""
+        return cls(tuple(runs))
 
     @property
     def agree(self) -> bool:
@@ -50,8 +57,3 @@ class ResnetEulerFindings(Findings):
             for r in self.runs
         ]
         return "\n".join(lines + [f"\nVerdict: **{self.verdict.value}**."])
-
-
-def resnet_euler_findings(runs) -> ResnetEulerFindings:
-    """Findings from comparisons (:func:`~nodecourse.lessons.lesson01.studies.resnet_vs_euler` results)."""
-    return ResnetEulerFindings(tuple(runs))

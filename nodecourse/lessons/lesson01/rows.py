@@ -8,8 +8,10 @@ import torch
 
 from nodecourse.claims import Measurement, Threshold, claim
 from nodecourse.lessons.lesson01.config import BASELINE_FACTOR, FULL, QUICK, ULPS
-from nodecourse.lessons.lesson01.findings import resnet_euler_findings
+from nodecourse.lessons.lesson01.findings import ResnetEulerFindings
 from nodecourse.lessons.lesson01.studies import resnet_vs_euler
+
+__all__ = ["measure"]
 
 
 @claim(
@@ -28,5 +30,5 @@ from nodecourse.lessons.lesson01.studies import resnet_vs_euler
 def measure(quick: bool) -> Measurement:
     c = QUICK if quick else FULL
     runs = [resnet_vs_euler(c.dim, c.n_blocks, c.batch, dt, c.seed) for dt in (torch.float32, torch.float64)]
-    f = resnet_euler_findings(runs)
+    f = ResnetEulerFindings.from_runs(runs)
     return Measurement(f.measured(), f.verdict, {"runs": [asdict(r) for r in runs]})

@@ -9,6 +9,8 @@ import torch
 from nodecourse.lessons.lesson01.config import ULPS
 from nodecourse.lessons.study import cached_study
 
+__all__ = ["ResnetEulerComparison", "resnet_vs_euler"]
+
 
 @dataclass(frozen=True)
 class ResnetEulerComparison:

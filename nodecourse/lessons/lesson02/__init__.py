@@ -8,44 +8,10 @@
 - :mod:`.rows`: the ledger rows ``convergence-order`` and ``tolerance-nfe``.
 """
 
-from nodecourse.lessons.lesson02 import rows
-from nodecourse.lessons.lesson02.config import (
-    ORDER_STEPS,
-    ORDER_TOLERANCE,
-    STEPS_BY_ORDER,
-    STEPS_OVERRIDE,
-    T_END,
-    order_steps,
-)
-from nodecourse.lessons.lesson02.findings import StiffFindings, StiffRun
-from nodecourse.lessons.lesson02.rows import measure_orders, measure_tolerance_nfe
-from nodecourse.lessons.lesson02.studies import (
-    ConvergenceResult,
-    ToleranceSolve,
-    convergence,
-    fit_slope,
-    nfe_sweep,
-    order_exact,
-    order_problem,
-)
+from nodecourse.lessons.lesson02 import config, findings, rows, studies
+from nodecourse.lessons.lesson02.config import *  # noqa: F403
+from nodecourse.lessons.lesson02.findings import *  # noqa: F403
+from nodecourse.lessons.lesson02.rows import *  # noqa: F403
+from nodecourse.lessons.lesson02.studies import *  # noqa: F403
 
-__all__ = [
-    "ORDER_STEPS",
-    "ORDER_TOLERANCE",
-    "STEPS_BY_ORDER",
-    "STEPS_OVERRIDE",
-    "T_END",
-    "StiffFindings",
-    "StiffRun",
-    "ConvergenceResult",
-    "ToleranceSolve",
-    "convergence",
-    "fit_slope",
-    "measure_orders",
-    "measure_tolerance_nfe",
-    "nfe_sweep",
-    "order_exact",
-    "order_problem",
-    "order_steps",
-    "rows",
-]
+__all__ = [*config.__all__, *findings.__all__, *rows.__all__, *studies.__all__, "rows"]

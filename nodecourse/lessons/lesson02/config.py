@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from nodecourse.solvers import SOLVERS
 
+__all__ = ["ORDER_STEPS", "ORDER_TOLERANCE", "STEPS_BY_ORDER", "STEPS_OVERRIDE", "T_END", "order_steps"]
+
 #: Step counts on [0, 2] by declared order: powers of two (so t + k*h is exact in binary) chosen so
 #: the error stays well above float64 round-off and well inside the asymptotic regime.
 STEPS_BY_ORDER: dict[int, tuple[int, ...]] = {

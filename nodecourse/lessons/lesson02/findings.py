@@ -10,6 +10,8 @@ from nodecourse.lessons.study import Findings
 from nodecourse.measure.tables import markdown_table
 from nodecourse.solvers import SOLVERS
 
+__all__ = ["StiffFindings", "StiffRun"]
+
 
 @dataclass(frozen=True)
 class StiffRun:
@@ -27,7 +29,7 @@ class StiffRun:
     jacobians: int | None = None
 
     @classmethod
-    def of(cls, label: str, method: str, solution, error: float) -> StiffRun:
+    def from_solution(cls, label: str, method: str, solution, error: float) -> StiffRun:
         """From an ``odeint`` result (its ``status`` and ``stats``) and the error against the exact end."""
         s = solution.stats
         return cls(
@@ -70,7 +72,9 @@ class StiffFindings(Findings):
     @classmethod
     def from_results(cls, results: dict, methods: dict[str, str]) -> StiffFindings:
         """``results``: label -> (odeint result, error at the end); ``methods``: label -> solver name."""
-        return cls(tuple(StiffRun.of(label, methods[label], sol, err) for label, (sol, err) in results.items()))
+        return cls(
+            tuple(StiffRun.from_solution(label, methods[label], sol, err) for label, (sol, err) in results.items())
+        )
 
     def table(self) -> str:
         return markdown_table(

@@ -8,6 +8,8 @@ from nodecourse.claims import ClaimVerdict, Measurement, Threshold, claim
 from nodecourse.lessons.lesson02.config import ORDER_STEPS, ORDER_TOLERANCE
 from nodecourse.lessons.lesson02.studies import convergence, nfe_sweep
 
+__all__ = ["measure_orders", "measure_tolerance_nfe"]
+
 
 @claim(
     id="convergence-order",

@@ -11,6 +11,16 @@ import torch
 
 from nodecourse.lessons.lesson02.config import T_END, order_steps
 
+__all__ = [
+    "ConvergenceResult",
+    "ToleranceSolve",
+    "convergence",
+    "fit_slope",
+    "nfe_sweep",
+    "order_exact",
+    "order_problem",
+]
+
 
 @dataclass(frozen=True)
 class ConvergenceResult:
