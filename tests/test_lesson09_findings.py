@@ -55,7 +55,7 @@ def test_data_findings_warn_first_on_the_stand_in():
 )
 def test_baseline_findings_read_the_interval(low, high, words):
     step = _step(1, data={"quality": {"metric": "AUC", "diff": 0.033, "low": low, "high": high}, "time_ratio": 4 / 3})
-    text = L.BaselineFindings.of(step).markdown()
+    text = L.BaselineFindings.from_step(step).markdown()
     assert words in text and "+0.033" in text and "0.75x" in text
 
 
@@ -96,7 +96,7 @@ def _shift_report(diff, low, high):
 
 
 def test_shift_findings_call_a_rise_a_rise():
-    text = L.ShiftFindings.of(_shift_report(0.063, -0.1, 0.2), "medical").markdown()
+    text = L.ShiftFindings.from_report(_shift_report(0.063, -0.1, 0.2), "medical").markdown()
     assert "a rise of 0.063 (shifted minus held-out: +0.063," in text and "drop" not in text and "not decided" in text
     assert text.startswith("Medical-ICU patients: AUC 0.696 against 0.633")
 
@@ -104,17 +104,20 @@ def test_shift_findings_call_a_rise_a_rise():
 def test_shift_findings_drop_decided_or_not():
     assert (
         "The whole interval is below zero: the drop is real"
-        in L.ShiftFindings.of(_shift_report(-0.2, -0.3, -0.05), "medical").markdown()
+        in L.ShiftFindings.from_report(_shift_report(-0.2, -0.3, -0.05), "medical").markdown()
     )
     # a fall is a drop of a positive size; the signed difference is named as one
-    text = L.ShiftFindings.of(_shift_report(-0.106, -0.352, 0.109), "medical").markdown()
+    text = L.ShiftFindings.from_report(_shift_report(-0.106, -0.352, 0.109), "medical").markdown()
     assert "a drop of 0.106 (shifted minus held-out: -0.106, 95 % bootstrap interval -0.352 to +0.109" in text
     assert "of -" not in text
     # accuracy: the size in points, unsigned
     acc = L.ShiftFindings("medical", "accuracy", 0.70, 0.75, -0.05, -0.09, -0.01).markdown()
     assert "a drop of 5.0 points (shifted minus held-out: -5.0 points" in acc
-    assert "scored better" in L.ShiftFindings.of(_shift_report(0.1, 0.02, 0.2), "medical").markdown()
-    assert "nothing is decided" in L.ShiftFindings.of(_shift_report(0.0, math.nan, math.nan), "medical").markdown()
+    assert "scored better" in L.ShiftFindings.from_report(_shift_report(0.1, 0.02, 0.2), "medical").markdown()
+    assert (
+        "nothing is decided"
+        in L.ShiftFindings.from_report(_shift_report(0.0, math.nan, math.nan), "medical").markdown()
+    )
 
 
 def test_mdeq_findings_quote_the_published_gap_and_the_measured_one():
@@ -126,10 +129,10 @@ def test_mdeq_findings_quote_the_published_gap_and_the_measured_one():
 
 def test_step_summaries_carry_reasons_and_the_unconverged_note():
     report = _report([_step(1), _step(4, "problem", "noise hurts", reasons=["14 of 450 rows fail"])], name="DEQ")
-    text = L.StepSummaries.of(report, (1, 4), model=_model(False, unconverged=7)).markdown()
+    text = L.StepSummaries.from_report(report, (1, 4), model=_model(False, unconverged=7)).markdown()
     assert "**DEQ, step 4 (problem).** noise hurts\n- 14 of 450 rows fail" in text
     assert "7 backward passes" in text
-    assert "backward passes" not in L.StepSummaries.of(report, (1,), model=_model(False)).markdown()
+    assert "backward passes" not in L.StepSummaries.from_report(report, (1,), model=_model(False)).markdown()
 
 
 def test_route_findings_say_why_a_route_did_not_run():
@@ -146,7 +149,7 @@ def test_route_findings_say_why_a_route_did_not_run():
             ],
         },
     )
-    text = L.RouteFindings.of(step).markdown()
+    text = L.RouteFindings.from_step(step).markdown()
     assert "step 5: problem; trains with adjoint" in text
     assert "as written (adjoint) (judged): not within the ok threshold" in text
     assert "backprop (an alternative): within the ok threshold" in text
@@ -155,7 +158,7 @@ def test_route_findings_say_why_a_route_did_not_run():
 
 def test_verdict_table_has_a_column_per_model():
     a, b = _report([_step(1), _step(2, "warning")]), _report([_step(1, "problem"), _step(2)])
-    text = L.VerdictTable.of({"first": a, "second": b}).markdown()
+    text = L.VerdictTable.from_reports({"first": a, "second": b}).markdown()
     assert "| step | first | second |" in text and "| 2. step 2 | **warning** (1 s) | **ok** (1 s) |" in text
     assert "| whole audit | 3 s | 3 s |" in text
 
@@ -174,7 +177,7 @@ def test_found_solve_names_the_call():
             "gradient": "adjoint",
         }
     ]
-    text = L.FoundSolve.of(report).markdown()
+    text = L.FoundSolve.from_report(report).markdown()
     assert "`torchdiffeq.odeint_adjoint`" in text and "state (2,)" in text and "**adjoint**" in text
 
 

@@ -14,70 +14,11 @@ The lesson has no ledger row of its own (its measurements are the audit's verdic
 ``rows`` module.
 """
 
-from nodecourse.lessons.lesson09.config import (
-    COURSE_MODELS,
-    ICU_NAMES,
-    PHYSIONET_EPOCHS,
-    PHYSIONET_HIDDEN,
-    PHYSIONET_QUICK_PATIENTS,
-    PHYSIONET_QUICK_SHIFT,
-    SHIFT_ICU_TYPE,
-    TRAIN_ICU_TYPES,
-)
-from nodecourse.lessons.lesson09.faults import long_horizon_regressor, rotating_classifier
-from nodecourse.lessons.lesson09.findings import (
-    AuditDataFindings,
-    BaselineFindings,
-    FoundSolve,
-    MdeqFindings,
-    RouteFindings,
-    ShiftFindings,
-    StepSummaries,
-    VerdictTable,
-    WorkFindings,
-)
-from nodecourse.lessons.lesson09.models import (
-    CourseModel,
-    course_model,
-    digits_model,
-    icu_types,
-    physionet_model,
-    physionet_shift_split,
-    rows_of,
-)
-from nodecourse.lessons.lesson09.studies import StepBudget, step_budget
-from nodecourse.models.linear import LinearField, Readout, Rotation
+from nodecourse.lessons.lesson09 import config, faults, findings, models, studies
+from nodecourse.lessons.lesson09.config import *  # noqa: F403
+from nodecourse.lessons.lesson09.faults import *  # noqa: F403
+from nodecourse.lessons.lesson09.findings import *  # noqa: F403
+from nodecourse.lessons.lesson09.models import *  # noqa: F403
+from nodecourse.lessons.lesson09.studies import *  # noqa: F403
 
-__all__ = [
-    "COURSE_MODELS",
-    "ICU_NAMES",
-    "PHYSIONET_EPOCHS",
-    "PHYSIONET_HIDDEN",
-    "PHYSIONET_QUICK_PATIENTS",
-    "PHYSIONET_QUICK_SHIFT",
-    "SHIFT_ICU_TYPE",
-    "TRAIN_ICU_TYPES",
-    "BaselineFindings",
-    "CourseModel",
-    "AuditDataFindings",
-    "FoundSolve",
-    "LinearField",
-    "MdeqFindings",
-    "Readout",
-    "Rotation",
-    "RouteFindings",
-    "ShiftFindings",
-    "StepBudget",
-    "StepSummaries",
-    "VerdictTable",
-    "WorkFindings",
-    "course_model",
-    "digits_model",
-    "icu_types",
-    "long_horizon_regressor",
-    "physionet_model",
-    "physionet_shift_split",
-    "rotating_classifier",
-    "rows_of",
-    "step_budget",
-]
+__all__ = [*config.__all__, *faults.__all__, *findings.__all__, *models.__all__, *studies.__all__]

@@ -14,7 +14,8 @@ from torch import nn
 
 from nodecourse.models import LinearField, ODEBlock, Readout, Rotation
 
-__all__ = ["long_horizon_regressor", "rotating_classifier"]
+# the linear parts the faults are built from, re-exported for the lesson (exercise 9 builds its own)
+__all__ = ["LinearField", "Readout", "Rotation", "long_horizon_regressor", "rotating_classifier"]
 
 
 def long_horizon_regressor(gradient: str = "adjoint", *, T: float = 3.0, tol: float = 1e-6, seed: int = 0):

@@ -80,7 +80,7 @@ class BaselineFindings(Findings):
     baseline_time: float  # the baseline's forward time as a multiple of the model's
 
     @classmethod
-    def of(cls, step) -> BaselineFindings:
+    def from_step(cls, step) -> BaselineFindings:
         q = step.data["quality"]
         return cls(q["metric"], q["diff"], q["low"], q["high"], 1 / step.data["time_ratio"])
 
@@ -152,7 +152,7 @@ class ShiftFindings(Findings):
     high: float
 
     @classmethod
-    def of(cls, report, shift_unit: str) -> ShiftFindings:
+    def from_report(cls, report, shift_unit: str) -> ShiftFindings:
         v = report.step(4).data["shift"]["vs_test"]
         return cls(shift_unit, report.setup["metric"], v["a"], v["b"], v["diff"], v["low"], v["high"])
 
@@ -190,7 +190,7 @@ class MdeqFindings(Findings):
     truncation_time: float  # the truncation's forward time as a multiple of the DEQ's
 
     @classmethod
-    def of(cls, step) -> MdeqFindings:
+    def from_step(cls, step) -> MdeqFindings:
         q = step.data["quality"]
         return cls(q["metric"], q["diff"], q["low"], q["high"], 1 / step.data["time_ratio"])
 
@@ -220,7 +220,7 @@ class StepSummaries(Findings):
     note: str = ""
 
     @classmethod
-    def of(cls, report, numbers, model: CourseModel | None = None) -> StepSummaries:
+    def from_report(cls, report, numbers, model: CourseModel | None = None) -> StepSummaries:
         note = ""
         if model is not None and model.unconverged_steps:
             note = (
@@ -251,7 +251,7 @@ class FoundSolve(Findings):
     gradient: str
 
     @classmethod
-    def of(cls, report) -> FoundSolve:
+    def from_report(cls, report) -> FoundSolve:
         s = report.model["settings"][0]
         return cls(
             s["entry"], tuple(s["state"][1:]), s["dtype"], s["grid"], s["rtol"], s["atol"], s["method"], s["gradient"]
@@ -271,7 +271,7 @@ class VerdictTable(Findings):
     reports: tuple  # ((name, report), ...)
 
     @classmethod
-    def of(cls, reports: dict) -> VerdictTable:
+    def from_reports(cls, reports: dict) -> VerdictTable:
         return cls(tuple(reports.items()))
 
     def markdown(self) -> str:
@@ -295,7 +295,7 @@ class RouteFindings(Findings):
     routes: tuple  # ((name, used, within the ok threshold or None when not run, why not run), ...)
 
     @classmethod
-    def of(cls, step) -> RouteFindings:
+    def from_step(cls, step) -> RouteFindings:
         ok = step.data["ok_threshold"]
         routes = tuple(
             (r["route"], r["used"], None if r.get("median") is None else r["high"] <= ok, r.get("failed", ""))
