@@ -264,14 +264,14 @@ def test_swapping_node_and_anode_runs_breaks_the_row(annulus_runs):
         )
         for r in annulus_runs
     ]
-    f = L.annulus_findings(swapped)
+    f = L.AnnulusFindings.from_runs(swapped)
     assert not f.holds
     assert f.judged.parts["NODE wrong arc"] is ClaimVerdict.DOES_NOT_HOLD
 
 
 @pytest.mark.slow
 def test_negation_flows_resolved():
-    f = L.negation_findings(L.negation_study(L.QUICK_NEGATION), L.QUICK_NEGATION.n_points)
+    f = L.NegationFindings.from_study(L.negation_study(L.QUICK_NEGATION), L.QUICK_NEGATION.n_points)
     floor = (16 + 1) / (3 * 15)
     assert f.floor == pytest.approx(floor)
     assert min(f.mse_resolved["1-D flow"]) >= floor - L.RESOLVE_SLACK, f.mse_resolved
@@ -281,7 +281,7 @@ def test_negation_flows_resolved():
 
 @pytest.mark.slow
 def test_abs_fits_and_the_fixed_step_fold():
-    f = L.abs_findings(L.abs_study(L.QUICK_ABS))
+    f = L.AbsFindings.from_study(L.abs_study(L.QUICK_ABS))
     v = f.values
     assert max(v["R^2 + linear re-solved"]) < L.ABS_FIT_MSE, v
     # a re-solved 1-D flow + linear readout is monotone: never below the bound (the theorem)

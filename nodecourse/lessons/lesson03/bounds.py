@@ -9,6 +9,15 @@ import torch
 from nodecourse.claims import ClaimVerdict
 from nodecourse.data import negation
 
+__all__ = [
+    "abs_data",
+    "best_monotone_mse",
+    "clopper_pearson",
+    "judge_bound",
+    "order_preserving_floor",
+    "rk4_invertible_hlip",
+]
+
 
 def best_monotone_mse(y, increasing: bool | None = True) -> float:
     """The smallest mean squared error of a monotone fit to targets ``y`` (ordered by their inputs).

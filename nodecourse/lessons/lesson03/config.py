@@ -8,7 +8,35 @@ import torch
 
 from nodecourse.claims import Threshold
 from nodecourse.lessons.lesson03.bounds import abs_data, best_monotone_mse
-from nodecourse.measure.probes import DEFAULT_PROBE_RADII
+from nodecourse.measure import DEFAULT_PROBE_RADII
+
+__all__ = [
+    "ABS_FIT_MSE",
+    "ABS_MODELS",
+    "ABS_MONOTONE_BOUND",
+    "ANNULUS_MARGIN",
+    "ANNULUS_MODELS",
+    "ANNULUS_NFE_RATIO",
+    "ANNULUS_THRESHOLD",
+    "DISK_PROBE_RADII",
+    "FLOW_READOUT_THRESHOLD",
+    "FULL_ABS",
+    "FULL_ANNULUS",
+    "FULL_NEGATION",
+    "NEGATION_FIT_MSE",
+    "NEGATION_MODELS",
+    "NEGATION_THRESHOLD",
+    "PROBE_RADIUS",
+    "QUICK_ABS",
+    "QUICK_ANNULUS",
+    "QUICK_NEGATION",
+    "RESOLVE_CHECK_TOL",
+    "RESOLVE_SLACK",
+    "RESOLVE_TOL",
+    "AbsConfig",
+    "AnnulusConfig",
+    "NegationConfig",
+]
 
 # --- the annulus ----------------------------------------------------------------------------------
 

@@ -20,6 +20,17 @@ from nodecourse.lessons.lesson03.config import (
 )
 from nodecourse.lessons.study import Findings
 
+__all__ = [
+    "AbsFindings",
+    "AnnulusFindings",
+    "JudgedParts",
+    "NegationFindings",
+    "abs_parts",
+    "annulus_parts",
+    "annulus_values",
+    "negation_parts",
+]
+
 
 def _interval_text(iv, fmt: str = ".3g") -> str:
     """``"mean [lo, hi]"`` of a seed interval, ``"median [lo, hi]"`` of a median interval, ``"n/a"`` for None."""
@@ -114,6 +125,12 @@ class AnnulusFindings(Findings):
     judged: JudgedParts
     radius: float = PROBE_RADIUS
 
+    @classmethod
+    def from_runs(cls, runs, radius: float = PROBE_RADIUS) -> AnnulusFindings:
+        """Findings from :func:`~.studies.annulus_study`'s runs."""
+        values = annulus_values(runs, radius)
+        return cls(tuple(sorted(values["NODE margin"])), values, annulus_parts(values), radius)
+
     @property
     def verdict(self) -> ClaimVerdict:
         return self.judged.verdict
@@ -171,12 +188,6 @@ class AnnulusFindings(Findings):
         )
 
 
-def annulus_findings(runs, radius: float = PROBE_RADIUS) -> AnnulusFindings:
-    """Findings from :func:`~.studies.annulus_study`'s runs."""
-    values = annulus_values(runs, radius)
-    return AnnulusFindings(tuple(sorted(values["NODE margin"])), values, annulus_parts(values), radius)
-
-
 # --- h(x) = -x ------------------------------------------------------------------------------------
 
 
@@ -206,6 +217,16 @@ class NegationFindings(Findings):
     resolve_error: float
     judged: JudgedParts
 
+    @classmethod
+    def from_study(cls, study, n_points: int) -> NegationFindings:
+        """Findings from :func:`~.studies.negation_study` (seed -> model -> FlowFit) on an ``n_points`` grid."""
+        seeds = tuple(sorted(study))
+        trained = {m: [study[s][m].mse for s in seeds] for m in NEGATION_MODELS}
+        resolved = {m: [study[s][m].mse_resolved for s in seeds] for m in NEGATION_MODELS}
+        floor = order_preserving_floor(n_points)
+        error = max(study[s][m].resolve_error for s in seeds for m in NEGATION_MODELS)
+        return cls(seeds, trained, resolved, floor, error, negation_parts(resolved, floor, error))
+
     @property
     def verdict(self) -> ClaimVerdict:
         return self.judged.verdict
@@ -233,16 +254,6 @@ class NegationFindings(Findings):
             f"the flow on $\\mathbb{{R}}^2$ reaches {_range(r['R^2 flow + projection'], '.2g')} over "
             f"{len(self.seeds)} seeds. {parts_text(self.judged.parts)}; verdict **{self.verdict.value}**."
         )
-
-
-def negation_findings(study, n_points: int) -> NegationFindings:
-    """Findings from :func:`~.studies.negation_study` (seed -> model -> FlowFit) on an ``n_points`` grid."""
-    seeds = tuple(sorted(study))
-    trained = {m: [study[s][m].mse for s in seeds] for m in NEGATION_MODELS}
-    resolved = {m: [study[s][m].mse_resolved for s in seeds] for m in NEGATION_MODELS}
-    floor = order_preserving_floor(n_points)
-    error = max(study[s][m].resolve_error for s in seeds for m in NEGATION_MODELS)
-    return NegationFindings(seeds, trained, resolved, floor, error, negation_parts(resolved, floor, error))
 
 
 # --- h(x) = |x| -----------------------------------------------------------------------------------
@@ -302,6 +313,29 @@ class AbsFindings(Findings):
     rk4_invertible_hlip: float
     step_size: float | None = None
 
+    @classmethod
+    def from_study(cls, study, step_size: float | None = None) -> AbsFindings:
+        """Findings from :func:`~.studies.abs_study` (seed -> model -> FlowFit); ``step_size``: the RK4 step the
+        models were trained with (for the text)."""
+        seeds = tuple(sorted(study))
+        one = [study[s]["1-D flow + linear"] for s in seeds]
+        values = {
+            "R^2 + linear re-solved": [study[s]["R^2 flow + linear"].mse_resolved for s in seeds],
+            "R^2 + linear as trained": [study[s]["R^2 flow + linear"].mse for s in seeds],
+            "1-D + linear re-solved": [f.mse_resolved for f in one],
+            "1-D + linear as trained": [f.mse for f in one],
+            "1-D min slope of the RK4 map": [f.min_slope for f in one],
+            "1-D h*Lip(f)": [f.h_lip for f in one],
+        }
+        error = max(study[s][m].resolve_error for s in seeds for m in ABS_MODELS)
+        judged = abs_parts(
+            values["R^2 + linear re-solved"],
+            values["1-D + linear re-solved"],
+            values["1-D + linear as trained"],
+            resolve_error=error,
+        )
+        return cls(seeds, values, judged, C.ABS_MONOTONE_BOUND, error, rk4_invertible_hlip(), step_size)
+
     @property
     def verdict(self) -> ClaimVerdict:
         return self.judged.verdict
@@ -359,26 +393,3 @@ class AbsFindings(Findings):
             f"accurately give MSE {min(resolved[i] for i in folded):.3f}–{max(resolved[i] for i in folded):.3f}: "
             f"{monotone}."
         )
-
-
-def abs_findings(study, step_size: float | None = None) -> AbsFindings:
-    """Findings from :func:`~.studies.abs_study` (seed -> model -> FlowFit); ``step_size``: the RK4 step the
-    models were trained with (for the text)."""
-    seeds = tuple(sorted(study))
-    one = [study[s]["1-D flow + linear"] for s in seeds]
-    values = {
-        "R^2 + linear re-solved": [study[s]["R^2 flow + linear"].mse_resolved for s in seeds],
-        "R^2 + linear as trained": [study[s]["R^2 flow + linear"].mse for s in seeds],
-        "1-D + linear re-solved": [f.mse_resolved for f in one],
-        "1-D + linear as trained": [f.mse for f in one],
-        "1-D min slope of the RK4 map": [f.min_slope for f in one],
-        "1-D h*Lip(f)": [f.h_lip for f in one],
-    }
-    error = max(study[s][m].resolve_error for s in seeds for m in ABS_MODELS)
-    judged = abs_parts(
-        values["R^2 + linear re-solved"],
-        values["1-D + linear re-solved"],
-        values["1-D + linear as trained"],
-        resolve_error=error,
-    )
-    return AbsFindings(seeds, values, judged, C.ABS_MONOTONE_BOUND, error, rk4_invertible_hlip(), step_size)

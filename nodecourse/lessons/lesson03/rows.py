@@ -28,13 +28,15 @@ from nodecourse.lessons.lesson03.config import (
     QUICK_NEGATION,
 )
 from nodecourse.lessons.lesson03.findings import (
+    AbsFindings,
+    AnnulusFindings,
+    NegationFindings,
     _interval_text,
     _range,
-    abs_findings,
-    annulus_findings,
-    negation_findings,
 )
 from nodecourse.lessons.lesson03.studies import abs_study, annulus_study, negation_study
+
+__all__ = ["measure_annulus", "measure_negation", "measure_flow_readout"]
 
 
 def _intervals(iv: dict) -> dict:
@@ -54,7 +56,7 @@ def _intervals(iv: dict) -> dict:
 )
 def measure_annulus(quick: bool) -> Measurement:
     config = QUICK_ANNULUS if quick else FULL_ANNULUS
-    f = annulus_findings(annulus_study(config))
+    f = AnnulusFindings.from_runs(annulus_study(config))
     j = f.judged
     details = {
         "config": asdict(config),
@@ -79,7 +81,7 @@ def measure_annulus(quick: bool) -> Measurement:
 )
 def measure_negation(quick: bool) -> Measurement:
     config = QUICK_NEGATION if quick else FULL_NEGATION
-    f = negation_findings(negation_study(config), config.n_points)
+    f = NegationFindings.from_study(negation_study(config), config.n_points)
     r, t, j = f.mse_resolved, f.mse, f.judged
     measured = (
         f"{len(f.seeds)} seeds, re-solved MSE: 1-D flow {_range(r['1-D flow'], '.5f')} (floor "
@@ -113,7 +115,7 @@ def measure_negation(quick: bool) -> Measurement:
 )
 def measure_flow_readout(quick: bool) -> Measurement:
     config = QUICK_ABS if quick else FULL_ABS
-    f = abs_findings(abs_study(config), config.step_size)
+    f = AbsFindings.from_study(abs_study(config), config.step_size)
     v, j = f.values, f.judged
     n = len(f.seeds)
     k, (lo, hi) = j.below_bound, j.rate_interval

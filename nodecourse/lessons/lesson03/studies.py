@@ -24,9 +24,24 @@ from nodecourse.lessons.lesson03.config import (
     NegationConfig,
 )
 from nodecourse.lessons.study import cached_study
-from nodecourse.measure.probes import CircleProbe, probe_circles
+from nodecourse.measure import CircleProbe, probe_circles
 from nodecourse.models import count_parameters
 from nodecourse.models.augment import FitLog, augmented_node, fit, matched_resnet, plain_node, sign_accuracy
+
+__all__ = [
+    "AnnulusRun",
+    "FlowFit",
+    "abs_study",
+    "annulus_study",
+    "build_abs_model",
+    "build_annulus_model",
+    "build_negation_model",
+    "fit_flow",
+    "negation_study",
+    "one_step_diagnostics",
+    "resolve_accurately",
+    "train_annulus_model",
+]
 
 
 def resolve_accurately(model: torch.nn.Module, x: torch.Tensor, tol: float) -> tuple[torch.Tensor, dict]:
