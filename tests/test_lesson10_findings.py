@@ -84,7 +84,7 @@ def test_regulariser_check_from_tensors():
     ts = torch.linspace(0.0, 1.0, 5, dtype=torch.float64)
     slopes = torch.ones(5, 3, 2, dtype=torch.float64)  # |f|^2 = 2 at every time: kinetic energy 2
     frob2 = torch.full((5, 3), 4.0, dtype=torch.float64)
-    check = L.RegulariserCheck.measure(
+    check = L.RegulariserCheck.from_trajectory(
         torch.full((3,), 2.0, dtype=torch.float64),
         torch.tensor([3.0, 4.0, 5.0], dtype=torch.float64),
         slopes,
@@ -96,7 +96,7 @@ def test_regulariser_check_from_tensors():
     assert check.kinetic_error == 0.0 and check.trapezoid_error == 0.0 and check.batch_error == 0.0
     text = check.markdown()
     assert "from -25% to +25%" in text and "here they added no steps" in text and "on 5 times" in text
-    more = L.RegulariserCheck.measure(
+    more = L.RegulariserCheck.from_trajectory(
         torch.full((3,), 2.0, dtype=torch.float64),
         torch.tensor([3.0, 4.0, 5.0], dtype=torch.float64),
         slopes,

@@ -6,6 +6,32 @@ from dataclasses import dataclass
 
 from nodecourse.claims import Threshold
 
+__all__ = [
+    "ACCURACY_DROP",
+    "EXACT_THRESHOLD",
+    "EXPLORE_REFERENCE_TOL",
+    "EXPLORER_ROUTES",
+    "EXPLORER_WEIGHTS",
+    "FULL_EXACT",
+    "FULL_SEMINORM",
+    "FULL_TRAIN",
+    "KINETIC_SCALE",
+    "KINETIC_THRESHOLD",
+    "MEMORY_THRESHOLD",
+    "NFE_GROWTH_THRESHOLD",
+    "PUBLISHED_SPEEDUP",
+    "QUICK_EXACT",
+    "QUICK_SEMINORM",
+    "QUICK_TRAIN",
+    "RNODE_WEIGHTS",
+    "SEMINORM_THRESHOLD",
+    "TRAINED_STEPS",
+    "ExactConfig",
+    "MoonsTrainConfig",
+    "SeminormTask",
+    "SeminormTaskConfig",
+]
+
 NFE_GROWTH_THRESHOLD = Threshold(
     "forward NFE per training step, mean over the last tenth of training over the mean over the first tenth, "
     ">= 1.2 on the whole 95 % interval over seeds (of the log ratios: a geometric mean; two moons, dopri5, "

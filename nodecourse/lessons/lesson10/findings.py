@@ -28,8 +28,26 @@ from nodecourse.lessons.lesson10.studies import (
     TrainedStability,
 )
 from nodecourse.lessons.study import Findings
-from nodecourse.measure.memory import MemorySweep
-from nodecourse.measure.tables import markdown_table
+from nodecourse.measure import MemorySweep, markdown_table
+
+__all__ = [
+    "FASTER_PART",
+    "ClosingFindings",
+    "ControlledSeminorm",
+    "ExactFindings",
+    "ExplorerFindings",
+    "NFEGrowthFindings",
+    "RegularisationFindings",
+    "RegulariserCheck",
+    "ReversibleMemoryFindings",
+    "ReversibleRouteFindings",
+    "RoundTrip",
+    "SeminormFindings",
+    "SeminormMoonsReading",
+    "StabilityFindings",
+    "TrainedStabilityFindings",
+    "TrainingTable",
+]
 
 LIBRARIES = ("nodecourse", "torchdiffeq")
 
@@ -119,7 +137,7 @@ class RegulariserCheck(Findings):
     nfe_without: int
 
     @classmethod
-    def measure(
+    def from_trajectory(
         cls, kinetic_state, jacobian_state, slopes, frobenius2, ts, nfe_with: int, nfe_without: int
     ) -> RegulariserCheck:
         """From the wrapper's integrals ``(B,)``, the field's ``slopes (T, B, d)`` and ``||df/dz||_F^2 (T, B)``

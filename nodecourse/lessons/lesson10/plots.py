@@ -4,8 +4,16 @@ from __future__ import annotations
 
 from nodecourse.lessons.lesson10.config import SEMINORM_THRESHOLD
 from nodecourse.lessons.lesson10.studies import MoonsRun, SeminormTaskResult, TrainedStability
-from nodecourse.measure.memory import MemorySweep
+from nodecourse.measure import MemorySweep
 from nodecourse.solvers.reversible import amplification
+
+__all__ = [
+    "plot_memory",
+    "plot_nfe_training",
+    "plot_seminorm_tasks",
+    "plot_stability",
+    "plot_trained_convergence",
+]
 
 
 def plot_nfe_training(runs: tuple[MoonsRun, ...]):

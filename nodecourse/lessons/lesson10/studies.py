@@ -27,12 +27,36 @@ from nodecourse.lessons.lesson10.config import (
     SeminormTaskConfig,
 )
 from nodecourse.lessons.study import cached_study
-from nodecourse.measure.gradient_check import DecayFeed, analytic_gradient
-from nodecourse.measure.memory import MemorySweep, measure_peak, memory_sweep, saved_tensor_bytes
+from nodecourse.measure import DecayFeed, MemorySweep, analytic_gradient, measure_peak, memory_sweep, saved_tensor_bytes
 from nodecourse.models import MLPField, MoonsODE
 from nodecourse.solvers import ReversibleStabilityWarning, odeint
-from nodecourse.solvers.reversible import amplification
+from nodecourse.solvers.reversible import REVERSIBLE_SOLVERS, amplification
 from nodecourse.training import seeded_batches, train_epochs
+
+# REVERSIBLE_SOLVERS: the solvers the reversible routes run, re-exported for the lesson
+__all__ = [
+    "REVERSIBLE_SOLVERS",
+    "ExactRow",
+    "MoonsRun",
+    "Route",
+    "SeminormCount",
+    "SeminormTaskResult",
+    "StabilityCase",
+    "TrainedStability",
+    "exact_study",
+    "explore",
+    "explorer_grid",
+    "moons",
+    "parasitic_root",
+    "reversible_memory_study",
+    "route_table",
+    "seminorm_study",
+    "stability_study",
+    "train_moons",
+    "trained_model",
+    "trained_stability",
+    "training_study",
+]
 
 # ----------------------------------------------------------------------------------------------
 # Training a neural ODE on two moons, with and without regularisers
@@ -534,7 +558,7 @@ def explore(weight: float, route: str, steps: int = 40, seed: int = 0) -> dict:
     and accuracy, the route's forward and backward NFE, its relative gradient error against an
     accurate solve (backprop through dopri5 at ``EXPLORE_REFERENCE_TOL``) and against backprop through
     the route's own discretisation (the same solver and steps), and the peak memory (KiB) of its forward
-    and backward pass (:func:`~nodecourse.measure.memory.measure_peak`: torch's profiler on the CPU).
+    and backward pass (:func:`~nodecourse.measure.measure_peak`: torch's profiler on the CPU).
     A dict keyed by the explorer widget's column names."""
     if route not in EXPLORER_ROUTES:
         raise ValueError(f"route={route!r} is not one of {list(EXPLORER_ROUTES)}")
@@ -588,7 +612,7 @@ def explore(weight: float, route: str, steps: int = 40, seed: int = 0) -> dict:
 
 def explorer_grid(weights=None, routes=None, steps: int = 40, seed: int = 0, progress: bool = False) -> dict:
     """``{(weight, route): explore(weight, route)}`` over ``weights`` x ``routes`` (default: the explorer's);
-    the grid :class:`nodecourse.widgets.cheaper_explorer.CheaperExplorer` shows."""
+    the grid :class:`nodecourse.widgets.CheaperExplorer` shows."""
     from tqdm.auto import tqdm
 
     weights = EXPLORER_WEIGHTS if weights is None else weights
