@@ -127,7 +127,7 @@ def _study(gaps, *, n_patients=None, source="shared") -> L.NCDEStudy:
 
 
 def test_findings_quote_parameters_cost_and_the_verdict():
-    f = L.NCDEFindings.of(_study([0.01, 0.012, 0.008, 0.011]), "full")
+    f = L.NCDEFindings.from_study(_study([0.01, 0.012, 0.008, 0.011]), "full")
     assert f.verdict is ClaimVerdict.HOLDS and f.matched and f.parameter_ratio == pytest.approx(1.04)
     text = f.markdown()
     assert "| neural CDE | 1,040 |" in text and "| 3.00 | 1.50 |" in text and "| 2.00 | 1.00 |" in text

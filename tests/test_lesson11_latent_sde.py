@@ -124,12 +124,12 @@ def _study(**runs):
 
 
 def test_findings_are_typed_fields():
-    met = F.LatentSDEFindings.of(_study(**{"latent SDE": (0.89, 0.9, 0.91), "latent ODE": (0.3, 0.31, 0.29)}))
+    met = F.LatentSDEFindings.from_study(_study(**{"latent SDE": (0.89, 0.9, 0.91), "latent ODE": (0.3, 0.31, 0.29)}))
     assert met.sde_near_nominal is True and met.ode_well_below is True and met.gap_above_zero is True
     assert met.sde.mean == pytest.approx(0.9) and met.gap.lo > 0
-    missed = F.LatentSDEFindings.of(_study(**{"latent SDE": (0.7, 0.72, 0.71), "latent ODE": (0.8, 0.85, 0.9)}))
+    missed = F.LatentSDEFindings.from_study(_study(**{"latent SDE": (0.7, 0.72, 0.71), "latent ODE": (0.8, 0.85, 0.9)}))
     assert missed.sde_near_nominal is False and missed.ode_well_below is False and missed.gap_above_zero is False
-    one = F.LatentSDEFindings.of(_study(**{"latent SDE": (0.9,), "latent ODE": (0.3,)}))
+    one = F.LatentSDEFindings.from_study(_study(**{"latent SDE": (0.9,), "latent ODE": (0.3,)}))
     assert one.sde is None and one.sde_near_nominal is None
     assert "Declared before the committed run" in met.markdown()
 
@@ -141,7 +141,7 @@ def test_a_tiny_run_end_to_end():
         assert 0.0 <= r.coverage <= 1.0 and r.width > 0 and math.isfinite(r.log_likelihood)
     assert len(study.bands) == 2 and len(study.observed) == S.FIGURE_PATHS
     assert len(study.bands[0].lo[0]) == len(study.times) - study.n_window
-    findings = F.LatentSDEFindings.of(study)
+    findings = F.LatentSDEFindings.from_study(study)
     assert findings.seeds == 2 and findings.sde is not None
     assert study is S.latent_sde_study(TINY)  # cached
     fig = F.plot_forecast_bands(study)

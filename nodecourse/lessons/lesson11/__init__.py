@@ -16,75 +16,30 @@ latent SDE beside a latent ODE, ``latent_sde_models``, ``latent_sde_studies`` an
 ledger row), imported by name as well.
 """
 
-from nodecourse.lessons.lesson11 import (  # noqa: F401  (the rows modules register the ledger rows)
+# the rows modules register the ledger rows on import
+from nodecourse.lessons.lesson11 import (
+    cde_findings,
     cde_rows,
+    cde_studies,
+    config,
     latent_sde_findings,
     latent_sde_models,
     latent_sde_studies,
+    sde_config,
+    sde_findings,
     sde_rows,
+    sde_studies,
 )
-from nodecourse.lessons.lesson11.cde_findings import (
-    NAMES,
-    CausalityFindings,
-    ModelLine,
-    NCDEFindings,
-    interval_text,
-    judge_ncde,
-)
-from nodecourse.lessons.lesson11.cde_rows import ANALOGUE, analogue_verdict, measure_ncde_vs_odernn
-from nodecourse.lessons.lesson11.cde_studies import (
-    CausalityResult,
-    NCDEStudy,
-    NeuralCDE,
-    causality_study,
-    fit_ncde,
-    forward_fill,
-    matched_width,
-    n_parameters,
-    ncde_study,
-    physionet_path,
-)
-from nodecourse.lessons.lesson11.config import (
-    CAUSALITY,
-    FULL_NCDE_STUDY,
-    NCDE_MARGIN,
-    NCDE_PAPER_DATA,
-    NCDE_THRESHOLD,
-    PARAMETER_TOLERANCE,
-    QUICK_NCDE_STUDY,
-    CausalityConfig,
-    NCDEConfig,
-)
+from nodecourse.lessons.lesson11.cde_findings import *  # noqa: F403
+from nodecourse.lessons.lesson11.cde_rows import *  # noqa: F403
+from nodecourse.lessons.lesson11.cde_studies import *  # noqa: F403
+from nodecourse.lessons.lesson11.config import *  # noqa: F403
 
 __all__ = [
-    "ANALOGUE",
-    "CAUSALITY",
-    "FULL_NCDE_STUDY",
-    "NAMES",
-    "NCDE_MARGIN",
-    "NCDE_PAPER_DATA",
-    "NCDE_THRESHOLD",
-    "PARAMETER_TOLERANCE",
-    "QUICK_NCDE_STUDY",
-    "CausalityConfig",
-    "CausalityFindings",
-    "CausalityResult",
-    "ModelLine",
-    "NCDEConfig",
-    "NCDEFindings",
-    "NCDEStudy",
-    "NeuralCDE",
-    "analogue_verdict",
-    "causality_study",
-    "fit_ncde",
-    "forward_fill",
-    "interval_text",
-    "judge_ncde",
-    "matched_width",
-    "measure_ncde_vs_odernn",
-    "n_parameters",
-    "ncde_study",
-    "physionet_path",
+    *config.__all__,
+    *cde_findings.__all__,
+    *cde_rows.__all__,
+    *cde_studies.__all__,
     # the SDE half's modules, imported by name
     "latent_sde_findings",
     "latent_sde_models",

@@ -111,7 +111,7 @@ class NCDEFindings(Findings):
     reason: str
 
     @classmethod
-    def of(cls, study: NCDEStudy, mode: str) -> NCDEFindings:
+    def from_study(cls, study: NCDEStudy, mode: str) -> NCDEFindings:
         aucs = study.auc.aucs_by_model()
         lines = tuple(
             ModelLine(

@@ -49,7 +49,7 @@ def analogue_verdict(f: NCDEFindings) -> ClaimVerdict:
 )
 def measure_ncde_vs_odernn(quick: bool) -> Measurement:
     study = ncde_study(QUICK_NCDE_STUDY if quick else FULL_NCDE_STUDY)
-    f = NCDEFindings.of(study, "quick" if quick else "full")
+    f = NCDEFindings.from_study(study, "quick" if quick else "full")
     parts = unrun_scale_parts(NCDE_PAPER_DATA, {ANALOGUE: analogue_verdict(f)})
     verdict = combine(parts)
     ncde, odernn = f.line("ncde"), f.line("odernn")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from nodecourse.claims import ConfidenceInterval, seed_interval
 from nodecourse.lessons.lesson11.latent_sde_studies import MODELS, LatentSDEStudy
 from nodecourse.lessons.study import Findings
-from nodecourse.measure.tables import markdown_table
+from nodecourse.measure import markdown_table
 
 __all__ = ["EXPECTATION", "NEAR", "WELL_BELOW", "LatentSDEFindings", "plot_forecast_bands"]
 
@@ -60,7 +60,7 @@ class LatentSDEFindings(Findings):
     gap_above_zero: bool | None
 
     @classmethod
-    def of(cls, study: LatentSDEStudy) -> LatentSDEFindings:
+    def from_study(cls, study: LatentSDEStudy) -> LatentSDEFindings:
         sde_runs, ode_runs = study.of(MODELS[0]), study.of(MODELS[1])
         if [r.seed for r in sde_runs] != [r.seed for r in ode_runs]:
             raise ValueError("the study's two models must share their seeds (the gap is paired per seed)")
