@@ -255,7 +255,7 @@ def test_backward_through_an_unconverged_forward_warns_by_default_and_is_far_off
     assert deq.stats["backward_status"] == "success"  # the backward solve converged: the forward is the cause
     with pytest.warns(DEQGradientWarning):
         implicit = grads(DEQ(block, max_iter=50, state=8))
-    unrolled = grads(DEQ(block, solver="picard", backward="unrolled", tol=1e-300, max_iter=50, state=8))
+    unrolled = grads(DEQ(block, method="picard", backward="unrolled", tol=1e-300, max_iter=50, state=8))
     assert float((implicit - unrolled).norm() / unrolled.norm()) > 0.5  # what the warning is about
 
 
@@ -277,7 +277,7 @@ def test_converged_solves_and_truncated_unrolled_blocks_stay_quiet():
         warnings.simplefilter("error")
         DEQ(easy, tol=1e-10, max_iter=200, state=8)(x).sum().backward()
         # backward="unrolled": the exact gradient of the truncated computation, nothing to warn about
-        DEQ(block, solver="picard", backward="unrolled", tol=1e-300, max_iter=5, state=8)(x).sum().backward()
+        DEQ(block, method="picard", backward="unrolled", tol=1e-300, max_iter=5, state=8)(x).sum().backward()
         DEQ(block, max_iter=5, state=8, warn=False)(x).sum().backward()
 
 

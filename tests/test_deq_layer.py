@@ -24,12 +24,12 @@ def _param_grads(deq, block, x):
     return torch.cat([p.grad.flatten() for p in block.parameters()])
 
 
-@pytest.mark.parametrize("solver", ["anderson", "broyden", pytest.param("picard", marks=pytest.mark.slow)])
-def test_implicit_gradient_matches_unrolled_backprop_float64(solver):
+@pytest.mark.parametrize("method", ["anderson", "broyden", pytest.param("picard", marks=pytest.mark.slow)])
+def test_implicit_gradient_matches_unrolled_backprop_float64(method):
     block = _block()
     x = torch.randn(6, 3, dtype=torch.float64)
-    unrolled = DEQ(block, solver="picard", backward="unrolled", tol=1e-300, max_iter=300, state=8)
-    implicit = DEQ(block, solver=solver, tol=1e-12, backward_tol=1e-12, max_iter=300, state=8)
+    unrolled = DEQ(block, method="picard", backward="unrolled", tol=1e-300, max_iter=300, state=8)
+    implicit = DEQ(block, method=method, tol=1e-12, backward_tol=1e-12, max_iter=300, state=8)
     g_ref = _param_grads(unrolled, block, x)
     g = _param_grads(implicit, block, x)
     assert (g - g_ref).norm() / g_ref.norm() < 1e-6
@@ -53,7 +53,7 @@ def test_implicit_memory_is_flat_in_forward_iterations_unrolled_grows():
     mem = {}
     for mode in ("implicit", "unrolled"):
         for n in (5, 20, 80):
-            deq = DEQ(block, solver="picard", backward=mode, tol=1e-300, max_iter=n, state=8)
+            deq = DEQ(block, method="picard", backward=mode, tol=1e-300, max_iter=n, state=8)
             mem[mode, n] = saved_tensor_bytes(lambda: deq(x), exclude=params)
             assert deq.stats["forward_iters"] == n
     assert mem["implicit", 5] == mem["implicit", 20] == mem["implicit", 80] > 0
@@ -87,8 +87,13 @@ def test_deq_errors_name_the_argument():
     block = _block()
     with pytest.raises(ValueError, match="backward='adjoint'"):
         DEQ(block, backward="adjoint")
-    with pytest.raises(ValueError, match=r"solver='fast' is not one of \['picard', 'anderson', 'broyden'\]"):
-        DEQ(block, solver="fast")
+    with pytest.raises(ValueError, match=r"method='fast' is not one of \['picard', 'anderson', 'broyden'\]"):
+        DEQ(block, method="fast")
+    # solver= is a SolveConfig everywhere else in the library; a DEQ's fixed-point method is method=
+    with pytest.raises(TypeError, match="'solver'"):
+        DEQ(block, solver="anderson")
+    assert "method='broyden'" in repr(DEQ(block, method="broyden", backward_method="picard"))
+    assert DEQ(block, method="broyden").backward_method == "broyden"
     with pytest.raises(ValueError, match="z0"):
         DEQ(block)(torch.randn(2, 3, dtype=torch.float64))
 
@@ -143,7 +148,7 @@ def test_jacobian_regulariser_in_training_reduces_the_jacobian():
 
 def test_truncated_block_is_a_fixed_number_of_steps():
     torch.manual_seed(0)
-    model = DEQModel(1, 1, state_dim=8, solver="picard", backward="unrolled", tol=1e-300, max_iter=5)
+    model = DEQModel(1, 1, state_dim=8, method="picard", backward="unrolled", tol=1e-300, max_iter=5)
     log = fit_deq(model, torch.randn(16, 1), torch.randn(16, 1), epochs=2)
     assert log.forward_iters == [5.0, 5.0]
     with pytest.raises(ValueError, match="jac_weight"):

@@ -132,7 +132,7 @@ class Affine(nn.Module):
 
 def test_deq_implicit_refuses_create_graph_by_name():
     f = Affine()
-    deq = DEQ(f, solver="picard", tol=1e-12, max_iter=500, state=1)
+    deq = DEQ(f, method="picard", tol=1e-12, max_iter=500, state=1)
     z = deq(torch.ones(1, 1, dtype=torch.float64)).sum()
     with pytest.raises(SecondDerivativeError, match="backward='unrolled'"):
         torch.autograd.grad(z, f.a, create_graph=True)
@@ -140,7 +140,7 @@ def test_deq_implicit_refuses_create_graph_by_name():
 
 def test_deq_unrolled_second_derivative_equals_the_closed_form():
     f, a, x = Affine(), 0.4, 1.0
-    deq = DEQ(f, solver="picard", tol=1e-12, max_iter=500, state=1, backward="unrolled")
+    deq = DEQ(f, method="picard", tol=1e-12, max_iter=500, state=1, backward="unrolled")
     z = deq(torch.full((1, 1), x, dtype=torch.float64)).sum()
     (g,) = torch.autograd.grad(z, f.a, create_graph=True)
     (h,) = torch.autograd.grad(g, f.a)

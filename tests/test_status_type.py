@@ -21,7 +21,7 @@ def test_a_deq_reports_its_statuses_as_fixed_point_statuses():
     layer = torch.nn.Linear(3, 3)
     with torch.no_grad():
         layer.weight.mul_(0.3)
-    deq = DEQ(lambda z, x: torch.tanh(layer(z)) + x, solver="anderson", state=3)
+    deq = DEQ(lambda z, x: torch.tanh(layer(z)) + x, method="anderson", state=3)
     x = torch.randn(4, 3, requires_grad=True)
     deq(x).sum().backward()
     for key in ("forward_status", "backward_status"):

@@ -450,8 +450,8 @@ def test_unknown_fixed_point_option_is_a_type_error():
     # the same error was a ValueError before: it still is one, for callers that caught that
     with pytest.raises(ValueError):
         fixed_point(lambda z: 0.5 * z, torch.zeros(1, 2), method="anderson", window=3)
-    with pytest.raises(TypeError, match=r"solver_options keys \['window'\]"):
-        DEQ(lambda z, x: z, solver_options={"window": 3})
+    with pytest.raises(TypeError, match=r"method_options keys \['window'\]"):
+        DEQ(lambda z, x: z, method_options={"window": 3})
 
 
 def test_solve_config_carries_options_and_adjoint_options():

@@ -101,7 +101,7 @@ class Core:
         m = self.module
         if self.kind == "deq":
             return {
-                "solver": m.solver,
+                "method": m.method,
                 "tol": m.tol,
                 "max_iter": m.max_iter,
                 "backward": m.backward,

@@ -136,14 +136,14 @@ class DEQ(nn.Module):
     Args:
         f: the field, an ``nn.Module`` (its parameters are registered) or a callable, mapping
             ``z`` ``(B, ...)`` and ``x`` to the shape of ``z``, each sample independently.
-        solver: forward method, ``"anderson"`` (default), ``"broyden"`` or ``"picard"``.
+        method: forward method, ``"anderson"`` (default), ``"broyden"`` or ``"picard"``.
         tol, max_iter, stop_mode: forward stopping criterion (see :func:`nodecourse.fixed_point`).
         backward: ``"implicit"`` (default; a backward fixed-point solve) or ``"unrolled"``
             (backprop through the recorded forward iterations; with ``max_iter=k`` and a ``tol``
             never reached, the same block truncated to k unrolled steps).
-        backward_solver, backward_tol, backward_max_iter: the backward solve's settings
+        backward_method, backward_tol, backward_max_iter: the backward solve's settings
             (default: the forward ones).
-        solver_options: extra options of the forward (and backward) method, e.g. ``{"m": 6}``.
+        method_options: extra options of the forward (and backward) method, e.g. ``{"m": 6}``.
         state: how to start when ``z0`` is not given: an int width (zeros ``(B, state)``) or a
             callable ``x -> z0``.
         warn: ``"backward"`` (default): warn (:class:`DEQGradientWarning`) when a backward pass goes
@@ -167,15 +167,15 @@ class DEQ(nn.Module):
         self,
         f: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
         *,
-        solver: str = "anderson",
+        method: str = "anderson",
         tol: float = 1e-4,
         max_iter: int = 50,
         backward: str = "implicit",
         stop_mode: str = "rel",
-        backward_solver: str | None = None,
+        backward_method: str | None = None,
         backward_tol: float | None = None,
         backward_max_iter: int | None = None,
-        solver_options: dict[str, Any] | None = None,
+        method_options: dict[str, Any] | None = None,
         state: int | Callable[[torch.Tensor], torch.Tensor] | None = None,
         warn: bool | str = "backward",
     ):
@@ -184,13 +184,13 @@ class DEQ(nn.Module):
         c = check_args(
             {
                 "f": f,
-                "solver": solver,
+                "method": method,
                 "max_iter": max_iter,
                 "backward": backward,
                 "stop_mode": stop_mode,
-                "backward_solver": backward_solver,
+                "backward_method": backward_method,
                 "backward_max_iter": backward_max_iter,
-                "solver_options": solver_options,
+                "method_options": method_options,
                 "state": state,
                 "warn": warn,
             },
@@ -198,14 +198,14 @@ class DEQ(nn.Module):
             defaults=_DEQ_DEFAULTS,
         )
         tol = check_tol(tol, stop_mode, default=_DEQ_DEFAULTS["tol"])
-        self.solver_options = check_method_options(
-            METHODS[solver], solver_options, name="solver_options", as_keywords=False
+        self.method_options = check_method_options(
+            METHODS[method], method_options, name="method_options", as_keywords=False
         )
-        self.backward_solver = backward_solver or solver
+        self.backward_method = backward_method or method
         self.backward_tol = check_tol(backward_tol, stop_mode, name="backward_tol") if backward_tol is not None else tol
         self.backward_max_iter = c["backward_max_iter"] if backward_max_iter is not None else c["max_iter"]
         self.f = f
-        self.solver, self.tol, self.max_iter, self.stop_mode = solver, tol, c["max_iter"], stop_mode
+        self.method, self.tol, self.max_iter, self.stop_mode = method, tol, c["max_iter"], stop_mode
         self.backward = backward
         self.state = state
         self.warn = warn
@@ -217,7 +217,7 @@ class DEQ(nn.Module):
     def _options_for(self, method: str) -> dict[str, Any]:
         from nodecourse.deq.fixed_point import OPTIONS
 
-        return {k: v for k, v in self.solver_options.items() if k in OPTIONS[method]}
+        return {k: v for k, v in self.method_options.items() if k in OPTIONS[method]}
 
     def initial_state(self, x: torch.Tensor) -> torch.Tensor:
         """z0 for input ``x`` from :attr:`state` (zeros of width ``state``, or ``state(x)``)."""
@@ -317,7 +317,7 @@ class DEQ(nn.Module):
             return self._solve(
                 F,
                 z0,
-                method=self.solver,
+                method=self.method,
                 tol=self.tol,
                 max_iter=self.max_iter,
                 warn=self.warn is True,
@@ -370,7 +370,7 @@ class DEQ(nn.Module):
                 solve = lambda vjp_map, y0: self._solve(
                     vjp_map,
                     y0,
-                    method=self.backward_solver,  # noqa: E731
+                    method=self.backward_method,  # noqa: E731
                     tol=self.backward_tol,
                     max_iter=self.backward_max_iter,
                     warn=False,
@@ -402,8 +402,8 @@ class DEQ(nn.Module):
 
     def extra_repr(self) -> str:
         return (
-            f"solver={self.solver!r}, tol={self.tol:g}, max_iter={self.max_iter}, backward={self.backward!r}, "
-            f"backward_solver={self.backward_solver!r}, backward_tol={self.backward_tol:g}"
+            f"method={self.method!r}, tol={self.tol:g}, max_iter={self.max_iter}, backward={self.backward!r}, "
+            f"backward_method={self.backward_method!r}, backward_tol={self.backward_tol:g}"
         )
 
 

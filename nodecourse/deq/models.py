@@ -48,8 +48,8 @@ class EquilibriumBlock(nn.Module):
 class DEQModel(nn.Module):
     """x ``(B, input_dim)`` -> readout(z*) ``(B, output_dim)``, z* the fixed point of an :class:`EquilibriumBlock`.
 
-    ``deq_options`` go to :class:`DEQ` (solver, tol, max_iter, backward, ...). With
-    ``backward="unrolled", solver="picard", max_iter=k`` it is the same block truncated to k
+    ``deq_options`` go to :class:`DEQ` (method, tol, max_iter, backward, ...). With
+    ``backward="unrolled", method="picard", max_iter=k`` it is the same block truncated to k
     weight-tied steps.
     """
 

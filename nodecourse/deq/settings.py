@@ -72,7 +72,7 @@ FIXED_POINT_ARGS: dict[str, Arg] = {
     "check_batch": Arg(Flag()),
 }
 
-#: The options of the methods (keywords of ``fixed_point``, ``DEQ(solver_options=...)``).
+#: The options of the methods (keywords of ``fixed_point``, ``DEQ(method_options=...)``).
 METHOD_OPTION_ARGS: dict[str, Arg] = {
     "damping": Arg(Interval(float, 0, 1, "right"), fix="e.g. damping=0.5 (1: the undamped step)"),
     "m": Arg(Interval(int, 1, None), fix="e.g. m=6 (the history window)"),
@@ -89,16 +89,16 @@ METHOD_OPTION_ARGS: dict[str, Arg] = {
 #: The arguments of :class:`nodecourse.DEQ`'s constructor.
 DEQ_ARGS: dict[str, Arg] = {
     "f": Arg(IsCallable("an nn.Module or callable f(z, x) -> a tensor of z's shape")),
-    "solver": FIXED_POINT_ARGS["method"],
+    "method": FIXED_POINT_ARGS["method"],
     "tol": TOL,
     "max_iter": MAX_ITER,
     "backward": Arg(Options(BACKWARDS)),
     "stop_mode": FIXED_POINT_ARGS["stop_mode"],
-    "backward_solver": Arg(AnyOf((Options(METHOD_NAMES), NoneAllowed())), fix="None: the forward solver"),
+    "backward_method": Arg(AnyOf((Options(METHOD_NAMES), NoneAllowed())), fix="None: the forward method"),
     "backward_tol": Arg(AnyOf((TOL.constraint, NoneAllowed())), fix="None: the forward tol"),
     "backward_max_iter": Arg(AnyOf((MAX_ITER.constraint, NoneAllowed())), fix="None: the forward max_iter"),
-    "solver_options": Arg(
-        AnyOf((InstanceOf(Mapping, "a dict of method options"), NoneAllowed())), fix="e.g. solver_options={'m': 6}"
+    "method_options": Arg(
+        AnyOf((InstanceOf(Mapping, "a dict of method options"), NoneAllowed())), fix="e.g. method_options={'m': 6}"
     ),
     "state": Arg(
         AnyOf((Interval(int, 1, None), IsCallable("a callable x -> z0"), NoneAllowed())),

@@ -97,12 +97,12 @@ def equilibrium_spectral_radius(
         res = fixed_point(
             lambda z: deq.f(z, x),
             z0,
-            method=deq.solver,
+            method=deq.method,
             tol=deq.tol,
             max_iter=deq.max_iter,
             stop_mode=deq.stop_mode,
             warn=False,
-            **deq._options_for(deq.solver),
+            **deq._options_for(deq.method),
         )
     z = res.z.detach().clone().requires_grad_()
     with torch.enable_grad():

@@ -53,14 +53,14 @@ class ODECore(ODEBlock):
 class DEQCore(nn.Module):
     """``z* = g(z*) + x`` (:class:`InjectedBlock`) solved by :class:`nodecourse.deq.DEQ`, implicit backward."""
 
-    def __init__(self, width: int, hidden: int, *, solver: str, tol: float, max_iter: int):
+    def __init__(self, width: int, hidden: int, *, method: str, tol: float, max_iter: int):
         super().__init__()
         self.block = InjectedBlock(width, hidden)
         # warn=False: the capstone trains at a fixed iteration budget, as MDEQ's truncated solves do, so
         # some training steps end at max_iter by design; the lesson measures how many iterations the
         # solves take and which inputs converge (section "DEQ iterations at inference"), and the
         # MDEQ-truncation row of the ledger is about exactly this regime.
-        self.deq = DEQ(self.block, solver=solver, tol=tol, max_iter=max_iter, state=width, warn=False)
+        self.deq = DEQ(self.block, method=method, tol=tol, max_iter=max_iter, state=width, warn=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.deq(x)

@@ -275,7 +275,7 @@ def hook_reference(inp) -> dict:
     from nodecourse import DEQ
 
     block, x, state = inp["block"], inp["x"], inp["state"]
-    deq = DEQ(block, solver="picard", backward="unrolled", tol=1e-300, max_iter=300, state=state)
+    deq = DEQ(block, method="picard", backward="unrolled", tol=1e-300, max_iter=300, state=state)
     return {"grads": _grads(block, deq, x), "one_step": _grads(block, _hooked_deq(block, state, None), x)}
 
 

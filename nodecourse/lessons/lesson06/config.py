@@ -28,7 +28,7 @@ class DEQTrainConfig:
     lr: float = 1e-2
     state_dim: int = 16
     width: int = 50
-    solver: str = "anderson"
+    method: str = "anderson"
     tol: float = 1e-3
     max_iter: int = 40
     jac_weights: tuple[float, ...] = (0.1, 1.0, 3.0)
@@ -82,14 +82,14 @@ def variants(config: DEQTrainConfig) -> list[tuple[str, float, dict]]:
     """(name, jacobian weight, DEQModel options) of each variant in the study."""
     # warn=False: solves that hit the iteration cap during training are what the growth row counts
     # (DEQLog.cap_hits), not a mistake to warn about at every step
-    base = dict(solver=config.solver, tol=config.tol, max_iter=config.max_iter, warn=False)
+    base = dict(method=config.method, tol=config.tol, max_iter=config.max_iter, warn=False)
     out = [(PLAIN, 0.0, base)]
     out += [(reg_variant(w), w, base) for w in config.jac_weights]
     out.append(
         (
             truncated_variant(config),
             0.0,
-            dict(solver="picard", backward="unrolled", tol=1e-300, max_iter=config.truncated_steps),
+            dict(method="picard", backward="unrolled", tol=1e-300, max_iter=config.truncated_steps),
         )
     )
     return out

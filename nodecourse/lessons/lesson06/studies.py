@@ -183,8 +183,8 @@ def gradient_memory_study(
         (deq(x) ** 2).mean().backward()
         return torch.cat([p.grad.flatten() for p in params])
 
-    ref = grads(DEQ(block, solver="picard", backward="unrolled", tol=1e-300, max_iter=200, state=state_dim))
-    imp_deq = DEQ(block, solver="anderson", tol=1e-12, backward_tol=1e-12, max_iter=200, state=state_dim)
+    ref = grads(DEQ(block, method="picard", backward="unrolled", tol=1e-300, max_iter=200, state=state_dim))
+    imp_deq = DEQ(block, method="anderson", tol=1e-12, backward_tol=1e-12, max_iter=200, state=state_dim)
     agreement = float((grads(imp_deq) - ref).norm() / ref.norm())
     points = []
     for n in iterations:
@@ -194,7 +194,7 @@ def gradient_memory_study(
             # gradient is off when the forward solve stops early, so no warning for it
             deq = DEQ(
                 block,
-                solver="picard",
+                method="picard",
                 backward=mode,
                 tol=1e-300,
                 max_iter=n,
@@ -271,7 +271,7 @@ def train_variant(
     with torch.no_grad():
         mse = float(torch.mean((model(xt) - yt) ** 2))
         # how far from an equilibrium the trained block's output is: one solve at the course tolerance
-        probe = DEQ(model.block, solver=config.solver, tol=config.tol, max_iter=config.max_iter, state=config.state_dim)
+        probe = DEQ(model.block, method=config.method, tol=config.tol, max_iter=config.max_iter, state=config.state_dim)
         probe(xt)
     return TrainRun(name, seed, jac_weight, log, mse, probe.stats["forward_iters"], probe.stats["forward_residual"])
 

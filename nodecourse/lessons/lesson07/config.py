@@ -4,6 +4,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+__all__ = [
+    "DIAL_TOLERANCES",
+    "FULL_CAPSTONE",
+    "MODELS",
+    "QUICK_CAPSTONE",
+    "REDUCTION_DEPTHS",
+    "WORK_UNITS",
+    "CapstoneConfig",
+    "capstone_config",
+]
+
 MODELS = ("ResNet", "Neural ODE", "DEQ", "Unrolled")
 
 
@@ -21,7 +32,7 @@ class CapstoneConfig:
     ode_method: str = "dopri5"
     ode_tol: float = 1e-3
     ode_gradient: str = "adjoint"
-    deq_solver: str = "anderson"
+    deq_method: str = "anderson"
     deq_tol: float = 1e-4
     deq_max_iter: int = 40
     unrolled_steps: int = 4

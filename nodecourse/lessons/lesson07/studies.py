@@ -20,6 +20,30 @@ from nodecourse.training import seeded_batches, train_epochs
 
 from .config import DIAL_TOLERANCES, MODELS, QUICK_CAPSTONE, REDUCTION_DEPTHS, SAME_POINT, CapstoneConfig
 
+__all__ = [
+    "DEQ_SOLVES",
+    "CapstoneRun",
+    "DepthMemory",
+    "DialSolve",
+    "PeerBytes",
+    "RandomStart",
+    "StepMismatch",
+    "Timings",
+    "build_model",
+    "capstone_study",
+    "forward_work",
+    "matched_resnet_config",
+    "memory_vs_depth",
+    "ode_tolerance_sweep",
+    "per_input_work",
+    "reduction_peers",
+    "single_block_hidden",
+    "step_mismatch",
+    "step_mismatch_study",
+    "timing_study",
+    "train_capstone_model",
+]
+
 
 def single_block_hidden(config: CapstoneConfig) -> int:
     """Hidden width of the one block of the ODE, DEQ and unrolled models, matched to the ResNet's blocks."""
@@ -36,7 +60,7 @@ def build_model(
     elif name == "Neural ODE":
         core = ODECore(w, h1, method=config.ode_method, tol=tol or config.ode_tol, gradient=config.ode_gradient)
     elif name == "DEQ":
-        core = DEQCore(w, h1, solver=config.deq_solver, tol=tol or config.deq_tol, max_iter=config.deq_max_iter)
+        core = DEQCore(w, h1, method=config.deq_method, tol=tol or config.deq_tol, max_iter=config.deq_max_iter)
     elif name == "Unrolled":
         core = UnrolledCore(w, h1, steps or config.unrolled_steps)
     else:
