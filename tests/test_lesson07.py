@@ -52,14 +52,14 @@ def test_each_model_trains_and_reports_its_work(name):
 
 
 def test_memory_is_constant_for_adjoint_and_deq_and_linear_for_the_others():
-    found = L.memory_findings(L.memory_vs_depth(SMALL))
+    found = L.MemoryGrowth.from_memory(L.memory_vs_depth(SMALL))
     assert all(found[n].work_grows for n in L.MODELS), found
     assert all(found[n].ok for n in L.MODELS), found
 
 
 def test_memory_findings_fail_when_memory_grows_where_it_should_not():
     fake = {n: tuple(L.DepthMemory(str(i), 1000 * (i + 1), i + 1) for i in range(3)) for n in L.MODELS}
-    found = L.memory_findings(fake)
+    found = L.MemoryGrowth.from_memory(fake)
     assert found["ResNet"].ok and not found["Neural ODE"].ok and not found["DEQ"].ok
 
 
@@ -139,19 +139,19 @@ def test_the_parity_margin_is_a_whole_number_of_test_images():
 
 def test_parity_holds_when_every_deficit_is_within_the_margin():
     same = _runs({n: [0.95, 0.96, 0.94, 0.95, 0.97] for n in L.MODELS})
-    assert L.parity_findings(same).verdict is ClaimVerdict.HOLDS
+    assert L.ParityFindings.from_runs(same).verdict is ClaimVerdict.HOLDS
     res = [0.96, 0.97, 0.95, 0.96, 0.97]  # one point (4-5 images) behind on every seed: about the same
     accs = {
         "ResNet": res,
         **{n: [a - d for a, d in zip(res, (0.010, 0.008, 0.012, 0.009, 0.011))] for n in L.MODELS[1:]},
     }
-    assert L.parity_findings(_runs(accs)).verdict is ClaimVerdict.HOLDS
+    assert L.ParityFindings.from_runs(_runs(accs)).verdict is ClaimVerdict.HOLDS
 
 
 def test_parity_fails_on_a_large_gap_and_is_undecided_when_undertrained_or_with_two_seeds():
     res = [0.96, 0.97, 0.95, 0.96, 0.97]
     accs = {"ResNet": res, "Neural ODE": res, "DEQ": [a - 0.06 for a in res], "Unrolled": res}
-    f = L.parity_findings(_runs(accs))
+    f = L.ParityFindings.from_runs(_runs(accs))
     assert f.by_model["DEQ"] is ClaimVerdict.DOES_NOT_HOLD and f.verdict is ClaimVerdict.HOLDS_IN_PART
     straddles = {
         "ResNet": res,
@@ -159,11 +159,11 @@ def test_parity_fails_on_a_large_gap_and_is_undecided_when_undertrained_or_with_
         "Unrolled": res,
         "DEQ": [a - d for a, d in zip(res, (0.0, 0.04, 0.01, 0.035, 0.005))],
     }  # interval contains 2 points
-    assert L.parity_findings(_runs(straddles)).by_model["DEQ"] is ClaimVerdict.UNDECIDED
+    assert L.ParityFindings.from_runs(_runs(straddles)).by_model["DEQ"] is ClaimVerdict.UNDECIDED
     low = {n: [0.6] * 5 for n in L.MODELS}
-    assert L.parity_findings(_runs(low)).verdict is ClaimVerdict.UNDECIDED
+    assert L.ParityFindings.from_runs(_runs(low)).verdict is ClaimVerdict.UNDECIDED
     two = [r for r in _runs({n: res for n in L.MODELS}) if r.seed < 2]
-    assert L.parity_findings(two).verdict is ClaimVerdict.UNDECIDED
+    assert L.ParityFindings.from_runs(two).verdict is ClaimVerdict.UNDECIDED
 
 
 def _mismatch(drop: float, deq_change: float, n: int = 5) -> L.StepMismatch:
@@ -185,12 +185,12 @@ def _mismatch(drop: float, deq_change: float, n: int = 5) -> L.StepMismatch:
 
 def test_mismatch_is_judged_on_both_parts():
     cfg = L.QUICK_CAPSTONE
-    assert L.mismatch_findings(_mismatch(10, 0), cfg).verdict is ClaimVerdict.HOLDS
-    f = L.mismatch_findings(_mismatch(10, 5), cfg)
+    assert L.MismatchFindings.from_mismatch(_mismatch(10, 0), cfg).verdict is ClaimVerdict.HOLDS
+    f = L.MismatchFindings.from_mismatch(_mismatch(10, 5), cfg)
     assert f.parts["DEQ moves <= 1 point"] is ClaimVerdict.DOES_NOT_HOLD
     assert f.verdict is ClaimVerdict.HOLDS_IN_PART
-    assert L.mismatch_findings(_mismatch(1, 5), cfg).verdict is ClaimVerdict.DOES_NOT_HOLD
-    assert L.mismatch_findings(_mismatch(10, 0, n=2), cfg).verdict is ClaimVerdict.UNDECIDED
+    assert L.MismatchFindings.from_mismatch(_mismatch(1, 5), cfg).verdict is ClaimVerdict.DOES_NOT_HOLD
+    assert L.MismatchFindings.from_mismatch(_mismatch(10, 0, n=2), cfg).verdict is ClaimVerdict.UNDECIDED
 
 
 def _sweep(
@@ -216,24 +216,24 @@ def _sweep(
 
 def test_adaptive_compute_needs_different_work_on_different_inputs():
     flat = {1e-3: [[20, 20, 20]] * 5, 1e-4: [[20, 20, 20]] * 5}
-    assert L.adaptive_findings(_sweep(flat), 1e-3).verdict is ClaimVerdict.DOES_NOT_HOLD
+    assert L.AdaptiveFindings.from_sweep(_sweep(flat), 1e-3).verdict is ClaimVerdict.DOES_NOT_HOLD
     other = {1e-3: [[20, 20, 20]] * 5, 1e-4: [[20, 26, 26]] * 5}
-    f = L.adaptive_findings(_sweep(other), 1e-3)
+    f = L.AdaptiveFindings.from_sweep(_sweep(other), 1e-3)
     assert f.readings["at the training tolerance"] is ClaimVerdict.DOES_NOT_HOLD
     assert f.verdict is ClaimVerdict.HOLDS_IN_PART
     varied = {1e-3: [[20, 26, 20]] * 5, 1e-4: [[20, 26, 26]] * 5}
-    assert L.adaptive_findings(_sweep(varied), 1e-3).verdict is ClaimVerdict.HOLDS
-    assert L.adaptive_findings(_sweep({1e-3: [[20, 26]] * 2}), 1e-3).verdict is ClaimVerdict.UNDECIDED
+    assert L.AdaptiveFindings.from_sweep(_sweep(varied), 1e-3).verdict is ClaimVerdict.HOLDS
+    assert L.AdaptiveFindings.from_sweep(_sweep({1e-3: [[20, 26]] * 2}), 1e-3).verdict is ClaimVerdict.UNDECIDED
 
 
 def test_dial_needs_a_saving_and_little_accuracy_lost():
     nfe = {1e-1: [[14]] * 5, 1e-2: [[20]] * 5, 1e-3: [[20]] * 5}
-    assert L.dial_findings(_sweep(nfe), 1e-3).verdict is ClaimVerdict.HOLDS
+    assert L.DialFindings.from_sweep(_sweep(nfe), 1e-3).verdict is ClaimVerdict.HOLDS
     lossy = _sweep(nfe, acc={1e-1: 0.90, 1e-2: 0.95, 1e-3: 0.95})
-    assert L.dial_findings(lossy, 1e-3).verdict is ClaimVerdict.HOLDS_IN_PART
+    assert L.DialFindings.from_sweep(lossy, 1e-3).verdict is ClaimVerdict.HOLDS_IN_PART
     no_saving = {1e-1: [[20]] * 5, 1e-2: [[20]] * 5, 1e-3: [[20]] * 5}
-    assert L.dial_findings(_sweep(no_saving), 1e-3).verdict is ClaimVerdict.DOES_NOT_HOLD
-    assert L.dial_findings(_sweep({t: v[:2] for t, v in nfe.items()}), 1e-3).verdict is ClaimVerdict.UNDECIDED
+    assert L.DialFindings.from_sweep(_sweep(no_saving), 1e-3).verdict is ClaimVerdict.DOES_NOT_HOLD
+    assert L.DialFindings.from_sweep(_sweep({t: v[:2] for t, v in nfe.items()}), 1e-3).verdict is ClaimVerdict.UNDECIDED
 
 
 def _timings(deq_train: list[float], deq_infer: list[float]) -> L.Timings:
@@ -249,10 +249,12 @@ def _timings(deq_train: list[float], deq_infer: list[float]) -> L.Timings:
 
 
 def test_deq_cost_analogue_is_judged_on_both_ratios():
-    assert L.cost_findings(_timings([20, 22, 25, 21, 23], [50, 55, 60, 52, 58])).verdict is ClaimVerdict.HOLDS
-    f = L.cost_findings(_timings([2.0, 2.1, 1.9, 2.0, 2.2], [50, 55, 60, 52, 58]))
+    assert (
+        L.CostFindings.from_timings(_timings([20, 22, 25, 21, 23], [50, 55, 60, 52, 58])).verdict is ClaimVerdict.HOLDS
+    )
+    f = L.CostFindings.from_timings(_timings([2.0, 2.1, 1.9, 2.0, 2.2], [50, 55, 60, 52, 58]))
     assert f.verdict is ClaimVerdict.HOLDS_IN_PART
-    slow_enough = L.cost_findings(_timings([1.1, 1.2, 1.0, 1.1, 1.2], [2, 2.1, 1.9, 2, 2.2]))
+    slow_enough = L.CostFindings.from_timings(_timings([1.1, 1.2, 1.0, 1.1, 1.2], [2, 2.1, 1.9, 2, 2.2]))
     assert slow_enough.verdict is ClaimVerdict.DOES_NOT_HOLD
 
 
@@ -261,11 +263,11 @@ def test_memory_reduction_takes_the_best_peer_and_both_readings():
         "ResNet 4": L.PeerBytes("ResNet", 4, 19_000, 1000, 500),
         "Unrolled 16": L.PeerBytes("Unrolled", 16, 19_000, 10000, 1500),
     }
-    f = L.reduction_findings({"saved": [1000, 1000], "peak": [1000, 1000]}, peers)  # 90 % and 33 % less
+    f = L.ReductionFindings.from_bytes({"saved": [1000, 1000], "peak": [1000, 1000]}, peers)  # 90 % and 33 % less
     assert f.readings["saved"].best_peer == "Unrolled 16"
     assert f.parts == {"saved bytes": ClaimVerdict.HOLDS, "peak bytes": ClaimVerdict.DOES_NOT_HOLD}
     assert f.verdict is ClaimVerdict.HOLDS_IN_PART
-    f = L.reduction_findings({"saved": [1000, 1000], "peak": [None, None]}, peers)
+    f = L.ReductionFindings.from_bytes({"saved": [1000, 1000], "peak": [None, None]}, peers)
     assert f.parts["peak bytes"] is ClaimVerdict.NOT_MEASURABLE
 
 
@@ -280,9 +282,9 @@ def test_accuracy_row_is_undecided_with_two_seeds(monkeypatch):
 
 def test_deq_cost_is_judged_on_the_median_so_one_slowed_seed_cannot_undecide_it():
     # one seed's timing slowed twentyfold by another program: a t-interval would span below 3x, the median's not
-    f = L.cost_findings(_timings([20, 22, 25, 21, 400], [50, 55, 60, 52, 58]))
+    f = L.CostFindings.from_timings(_timings([20, 22, 25, 21, 400], [50, 55, 60, 52, 58]))
     assert f.parts["training >= 3x"] is ClaimVerdict.HOLDS and f.train_interval.median == 22
-    three = L.cost_findings(_timings([20, 22, 25], [50, 55, 60]))
+    three = L.CostFindings.from_timings(_timings([20, 22, 25], [50, 55, 60]))
     assert three.verdict is ClaimVerdict.UNDECIDED  # a median's interval needs five seeds
 
 

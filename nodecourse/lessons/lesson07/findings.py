@@ -1,6 +1,7 @@
 """Lesson 7's findings: verdicts and the numbers its sentences and tables quote, computed from the studies'
-results. The ``*_findings`` functions judge the rows' thresholds; the :class:`~nodecourse.lessons.study.Findings`
-classes render the lesson's tables and sentences (a cell shows them in one line)."""
+results. Each class is built by a ``from_<input>`` classmethod: the ``*Findings`` classes and
+:class:`MemoryGrowth` judge the rows' thresholds; the :class:`~nodecourse.lessons.study.Findings` classes render
+the lesson's tables and sentences (a cell shows them in one line)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,31 @@ from .thresholds import (
     MISMATCH_DEQ_SLACK,
     PARITY,
 )
+
+__all__ = [
+    "AdaptiveFindings",
+    "AdaptiveWork",
+    "CapstoneTable",
+    "CostFindings",
+    "CostRatios",
+    "DialAtTolerance",
+    "DialFindings",
+    "MemoryGrowth",
+    "MismatchFindings",
+    "ModelSummary",
+    "ParityFindings",
+    "PeakOrder",
+    "PeerMemoryTable",
+    "PerInputWork",
+    "ReductionFindings",
+    "ReductionReading",
+    "TimeRatios",
+    "ToleranceTable",
+    "annulus_row",
+    "cost_ratios",
+    "format_summary",
+    "summary_table",
+]
 
 
 def _mean_sd(values: list[float]) -> tuple[float, float]:
@@ -153,7 +179,7 @@ def annulus_row(quick: bool = True) -> dict[str, str]:
 
     config = lesson03.QUICK_ANNULUS if quick else lesson03.FULL_ANNULUS
     runs = lesson03.annulus_study(config)
-    f = lesson03.annulus_findings(runs)
+    f = lesson03.AnnulusFindings.from_runs(runs)
     n = len(config.seeds)
     arc = sum(f.node_has_wrong_arc.values())
     by = {(r.model_name, r.seed): r for r in runs}
@@ -172,7 +198,8 @@ def annulus_row(quick: bool = True) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class MismatchFindings:
-    """The step-mismatch claim judged (:func:`mismatch_findings`); accuracies in percent, seeds in run order.
+    """The step-mismatch claim judged (:meth:`MismatchFindings.from_mismatch`); accuracies in percent, seeds in
+    run order.
 
     ``unrolled_by_steps``: step count -> mean accuracy of the unrolled model over seeds; ``worst_steps``:
     the other step count with the worst mean; ``drops``: per seed, accuracy at the trained steps minus at
@@ -194,44 +221,44 @@ class MismatchFindings:
     parts: dict[str, ClaimVerdict]
     verdict: ClaimVerdict
 
+    @classmethod
+    def from_mismatch(cls, mismatch: StepMismatch, config: CapstoneConfig, *, min_seeds: int = 3) -> MismatchFindings:
+        """Judge both parts of the step-mismatch claim against :data:`MISMATCH` (per-seed values, 95 % interval).
 
-def mismatch_findings(mismatch: StepMismatch, config: CapstoneConfig, *, min_seeds: int = 3) -> MismatchFindings:
-    """Judge both parts of the step-mismatch claim against :data:`MISMATCH` (per-seed values, 95 % interval).
-
-    Unrolled: the drop from the trained step count to the other step count with the worst mean, per seed,
-    must be >= ``MISMATCH.value`` points. DEQ: ``|accuracy with a 100x tighter solve - as trained|`` per seed
-    must be <= :data:`MISMATCH_DEQ_SLACK` points.
-    """
-    un = {k: [100 * a for a in v] for k, v in mismatch.unrolled.items()}
-    un_mean = {k: statistics.fmean(v) for k, v in un.items()}
-    trained = un[config.unrolled_steps]
-    worst_k = min((k for k in un if k != config.unrolled_steps), key=lambda k: un_mean[k])
-    drops = [t - w for t, w in zip(trained, un[worst_k])]
-    as_trained = [100 * a for a in mismatch.deq["as trained"]]
-    tight = [100 * a for a in mismatch.deq["tol / 100, 4x iterations"]]
-    changes = [abs(t - a) for t, a in zip(tight, as_trained)]
-    v_un, iv_un, why_un = judge(drops, MISMATCH.value, above=True, min_seeds=min_seeds)
-    v_deq, iv_deq, why_deq = judge(changes, MISMATCH_DEQ_SLACK, above=False, min_seeds=min_seeds)
-    parts = {"unrolled loses >= 5 points": v_un, "DEQ moves <= 1 point": v_deq}
-    return MismatchFindings(
-        unrolled_by_steps=un_mean,
-        worst_steps=worst_k,
-        drops=drops,
-        drop_interval=iv_un,
-        deq_as_trained=statistics.fmean(as_trained),
-        deq_tight=statistics.fmean(tight),
-        deq_changes=changes,
-        deq_interval=iv_deq,
-        reasons={"unrolled": why_un, "deq": why_deq},
-        parts=parts,
-        verdict=combine(parts),
-    )
+        Unrolled: the drop from the trained step count to the other step count with the worst mean, per seed,
+        must be >= ``MISMATCH.value`` points. DEQ: ``|accuracy with a 100x tighter solve - as trained|`` per seed
+        must be <= :data:`MISMATCH_DEQ_SLACK` points.
+        """
+        un = {k: [100 * a for a in v] for k, v in mismatch.unrolled.items()}
+        un_mean = {k: statistics.fmean(v) for k, v in un.items()}
+        trained = un[config.unrolled_steps]
+        worst_k = min((k for k in un if k != config.unrolled_steps), key=lambda k: un_mean[k])
+        drops = [t - w for t, w in zip(trained, un[worst_k])]
+        as_trained = [100 * a for a in mismatch.deq["as trained"]]
+        tight = [100 * a for a in mismatch.deq["tol / 100, 4x iterations"]]
+        changes = [abs(t - a) for t, a in zip(tight, as_trained)]
+        v_un, iv_un, why_un = judge(drops, MISMATCH.value, above=True, min_seeds=min_seeds)
+        v_deq, iv_deq, why_deq = judge(changes, MISMATCH_DEQ_SLACK, above=False, min_seeds=min_seeds)
+        parts = {"unrolled loses >= 5 points": v_un, "DEQ moves <= 1 point": v_deq}
+        return cls(
+            unrolled_by_steps=un_mean,
+            worst_steps=worst_k,
+            drops=drops,
+            drop_interval=iv_un,
+            deq_as_trained=statistics.fmean(as_trained),
+            deq_tight=statistics.fmean(tight),
+            deq_changes=changes,
+            deq_interval=iv_deq,
+            reasons={"unrolled": why_un, "deq": why_deq},
+            parts=parts,
+            verdict=combine(parts),
+        )
 
 
 @dataclass(frozen=True)
 class MemoryGrowth:
-    """One model's training memory against depth, judged (:func:`memory_findings`): ``bytes`` saved for
-    backward and ``work`` (blocks, steps, NFE or iterations) at three depths, shallowest first; ``ok``: the
+    """One model's training memory against depth, judged (:meth:`MemoryGrowth.from_memory`): ``bytes`` saved
+    for backward and ``work`` (blocks, steps, NFE or iterations) at three depths, shallowest first; ``ok``: the
     growth the claim names (constant or linear) is there; ``work_grows``: the deepest setting did more work."""
 
     ok: bool
@@ -239,27 +266,28 @@ class MemoryGrowth:
     bytes: list[int]
     work: list[float]
 
-
-def memory_findings(mem: dict[str, Sequence[DepthMemory]]) -> dict[str, MemoryGrowth]:
-    """Judge :data:`MEMORY_GROWTH`: constant (ODE, DEQ: saved bytes equal within :data:`CONSTANT_SLACK`
-    while the work grows) and linear (ResNet, unrolled: equal positive increments per added depth,
-    within :data:`LINEAR_SLACK`). ``mem``: from :func:`~.studies.memory_vs_depth`."""
-    found = {}
-    for name, rows in mem.items():
-        b = [r.saved_bytes for r in rows]
-        work_grows = rows[-1].work > rows[0].work
-        if name in ("Neural ODE", "DEQ"):
-            ok = max(b) <= (1 + CONSTANT_SLACK) * min(b)
-        else:
-            d1, d2 = b[1] - b[0], b[2] - b[1]
-            ok = d1 > 0 and abs(d2 - d1) <= LINEAR_SLACK * d1
-        found[name] = MemoryGrowth(ok, work_grows, b, [r.work for r in rows])
-    return found
+    @classmethod
+    def from_memory(cls, mem: dict[str, Sequence[DepthMemory]]) -> dict[str, MemoryGrowth]:
+        """Judge :data:`MEMORY_GROWTH`: constant (ODE, DEQ: saved bytes equal within :data:`CONSTANT_SLACK`
+        while the work grows) and linear (ResNet, unrolled: equal positive increments per added depth,
+        within :data:`LINEAR_SLACK`). ``mem``: from :func:`~.studies.memory_vs_depth`; returns model -> judged
+        growth, one per model of ``mem``."""
+        found = {}
+        for name, rows in mem.items():
+            b = [r.saved_bytes for r in rows]
+            work_grows = rows[-1].work > rows[0].work
+            if name in ("Neural ODE", "DEQ"):
+                ok = max(b) <= (1 + CONSTANT_SLACK) * min(b)
+            else:
+                d1, d2 = b[1] - b[0], b[2] - b[1]
+                ok = d1 > 0 and abs(d2 - d1) <= LINEAR_SLACK * d1
+            found[name] = cls(ok, work_grows, b, [r.work for r in rows])
+        return found
 
 
 @dataclass(frozen=True)
 class ReductionReading:
-    """One reading (saved bytes or measured peak) of :func:`reduction_findings`. ``reductions``: peer ->
+    """One reading (saved bytes or measured peak) of :meth:`ReductionFindings.from_bytes`. ``reductions``: peer ->
     ``1 - DEQ/peer`` per seed (fraction), None when the reading was not measured; ``best_peer``: the peer
     with the largest mean reduction; ``interval``: its 95 % interval over seeds; ``verdict`` and ``reason``
     as :func:`~nodecourse.claims.judge` gave them (the reason alone when not measured)."""
@@ -280,34 +308,34 @@ class ReductionFindings:
     parts: dict[str, ClaimVerdict]
     verdict: ClaimVerdict
 
+    @classmethod
+    def from_bytes(
+        cls, deq_bytes: dict[str, list[float | None]], peers: dict[str, PeerBytes], *, min_seeds: int = 2
+    ) -> ReductionFindings:
+        """Judge :data:`MEMORY_REDUCTION` on each reading (``"saved"``, ``"peak"``).
 
-def reduction_findings(
-    deq_bytes: dict[str, list[float | None]], peers: dict[str, PeerBytes], *, min_seeds: int = 2
-) -> ReductionFindings:
-    """Judge :data:`MEMORY_REDUCTION` on each reading (``"saved"``, ``"peak"``).
-
-    ``deq_bytes[reading]``: the trained DEQ's bytes per seed; ``peers``: from :func:`reduction_peers`.
-    Per peer, the reduction ``1 - DEQ/peer`` per seed; the peer with the largest mean reduction is judged
-    (95 % interval over seeds, ``min_seeds``: the bytes are set by the graph, not by training noise). The
-    ledger row passes one peer, the one that does the DEQ's work (its block unrolled for the solve's
-    iterations), so no choice of depth sets its verdict. Returns per reading the reductions by peer, the best peer, its
-    interval and verdict, and the overall verdict (both readings must hold).
-    """
-    readings: dict[str, ReductionReading] = {}
-    verdicts = {}
-    for reading, key in (("saved", "saved_bytes"), ("peak", "peak_bytes")):
-        deq = deq_bytes.get(reading) or []
-        usable = {p: getattr(v, key) for p, v in peers.items() if getattr(v, key)}
-        if not deq or any(d is None for d in deq) or not usable:
-            verdicts[f"{reading} bytes"] = ClaimVerdict.NOT_MEASURABLE
-            readings[reading] = ReductionReading("not measured on this platform")
-            continue
-        red = {p: [1 - d / peer_bytes for d in deq] for p, peer_bytes in usable.items()}
-        best = max(red, key=lambda p: statistics.fmean(red[p]))
-        verdict, iv, why = judge(red[best], MEMORY_REDUCTION.value, above=True, min_seeds=min_seeds)
-        verdicts[f"{reading} bytes"] = verdict
-        readings[reading] = ReductionReading(why, red, best, iv, verdict)
-    return ReductionFindings(readings, verdicts, combine(verdicts))
+        ``deq_bytes[reading]``: the trained DEQ's bytes per seed; ``peers``: from :func:`reduction_peers`.
+        Per peer, the reduction ``1 - DEQ/peer`` per seed; the peer with the largest mean reduction is judged
+        (95 % interval over seeds, ``min_seeds``: the bytes are set by the graph, not by training noise). The
+        ledger row passes one peer, the one that does the DEQ's work (its block unrolled for the solve's
+        iterations), so no choice of depth sets its verdict. Returns per reading the reductions by peer, the
+        best peer, its interval and verdict, and the overall verdict (both readings must hold).
+        """
+        readings: dict[str, ReductionReading] = {}
+        verdicts = {}
+        for reading, key in (("saved", "saved_bytes"), ("peak", "peak_bytes")):
+            deq = deq_bytes.get(reading) or []
+            usable = {p: getattr(v, key) for p, v in peers.items() if getattr(v, key)}
+            if not deq or any(d is None for d in deq) or not usable:
+                verdicts[f"{reading} bytes"] = ClaimVerdict.NOT_MEASURABLE
+                readings[reading] = ReductionReading("not measured on this platform")
+                continue
+            red = {p: [1 - d / peer_bytes for d in deq] for p, peer_bytes in usable.items()}
+            best = max(red, key=lambda p: statistics.fmean(red[p]))
+            verdict, iv, why = judge(red[best], MEMORY_REDUCTION.value, above=True, min_seeds=min_seeds)
+            verdicts[f"{reading} bytes"] = verdict
+            readings[reading] = ReductionReading(why, red, best, iv, verdict)
+        return cls(readings, verdicts, combine(verdicts))
 
 
 def _by_seed(sweep: Sequence[DialSolve], tol: float) -> dict[int, DialSolve]:
@@ -328,37 +356,39 @@ class AdaptiveFindings:
     readings: dict[str, ClaimVerdict]
     verdict: ClaimVerdict
 
-
-def adaptive_findings(sweep: Sequence[DialSolve], train_tol: float, *, min_seeds: int = 3) -> AdaptiveFindings:
-    """Judge :data:`ADAPTIVE` (per-input NFE spread at the training tolerance) and the reading
-    :data:`ADAPTIVE_OTHER` (the same at the other swept tolerances: holds if it holds at one)."""
-    tols = sorted({row.tol for row in sweep}, reverse=True)
-    spread = {t: {s: max(r.nfe_per_input) - min(r.nfe_per_input) for s, r in _by_seed(sweep, t).items()} for t in tols}
-    ranges = {
-        t: (
-            min(min(r.nfe_per_input) for r in _by_seed(sweep, t).values()),
-            max(max(r.nfe_per_input) for r in _by_seed(sweep, t).values()),
+    @classmethod
+    def from_sweep(cls, sweep: Sequence[DialSolve], train_tol: float, *, min_seeds: int = 3) -> AdaptiveFindings:
+        """Judge :data:`ADAPTIVE` (per-input NFE spread at the training tolerance) and the reading
+        :data:`ADAPTIVE_OTHER` (the same at the other swept tolerances: holds if it holds at one)."""
+        tols = sorted({row.tol for row in sweep}, reverse=True)
+        spread = {
+            t: {s: max(r.nfe_per_input) - min(r.nfe_per_input) for s, r in _by_seed(sweep, t).items()} for t in tols
+        }
+        ranges = {
+            t: (
+                min(min(r.nfe_per_input) for r in _by_seed(sweep, t).values()),
+                max(max(r.nfe_per_input) for r in _by_seed(sweep, t).values()),
+            )
+            for t in tols
+        }
+        judged = {t: judge(list(spread[t].values()), ADAPTIVE.value, above=True, min_seeds=min_seeds) for t in tols}
+        main = judged[train_tol][0]
+        others = [judged[t][0] for t in tols if t != train_tol]
+        if ClaimVerdict.HOLDS in others:
+            other = ClaimVerdict.HOLDS
+        elif ClaimVerdict.UNDECIDED in others or not others:
+            other = ClaimVerdict.UNDECIDED
+        else:
+            other = ClaimVerdict.DOES_NOT_HOLD
+        readings = {"at the training tolerance": main, "at another test-time tolerance": other}
+        return cls(
+            spread=spread,
+            ranges=ranges,
+            verdict_by_tol={t: v[0] for t, v in judged.items()},
+            interval_by_tol={t: v[1] for t, v in judged.items()},
+            readings=readings,
+            verdict=combine(readings),
         )
-        for t in tols
-    }
-    judged = {t: judge(list(spread[t].values()), ADAPTIVE.value, above=True, min_seeds=min_seeds) for t in tols}
-    main = judged[train_tol][0]
-    others = [judged[t][0] for t in tols if t != train_tol]
-    if ClaimVerdict.HOLDS in others:
-        other = ClaimVerdict.HOLDS
-    elif ClaimVerdict.UNDECIDED in others or not others:
-        other = ClaimVerdict.UNDECIDED
-    else:
-        other = ClaimVerdict.DOES_NOT_HOLD
-    readings = {"at the training tolerance": main, "at another test-time tolerance": other}
-    return AdaptiveFindings(
-        spread=spread,
-        ranges=ranges,
-        verdict_by_tol={t: v[0] for t, v in judged.items()},
-        interval_by_tol={t: v[1] for t, v in judged.items()},
-        readings=readings,
-        verdict=combine(readings),
-    )
 
 
 @dataclass(frozen=True)
@@ -385,31 +415,31 @@ class DialFindings:
     per_tol: dict[float, DialAtTolerance]
     verdict: ClaimVerdict
 
-
-def dial_findings(sweep: Sequence[DialSolve], train_tol: float, *, min_seeds: int = 3) -> DialFindings:
-    """Judge :data:`DIAL` at each test-time tolerance looser than ``train_tol`` (10x and 100x looser):
-    per seed the NFE saving ``1 - nfe(tol) / nfe(train_tol)`` (>= :data:`DIAL_SAVING`) and the accuracy
-    loss in points (<= ``DIAL.value``). The claim holds if both parts hold at one tolerance; a tolerance
-    that saves nothing does not hold whatever its accuracy (a dial that does not turn)."""
-    base = _by_seed(sweep, train_tol)
-    looser = [t for t in sorted({row.tol for row in sweep}) if t > train_tol and t <= 100 * train_tol * (1 + 1e-9)]
-    per_tol = {}
-    for t in looser:
-        rows = _by_seed(sweep, t)
-        seeds = sorted(rows)
-        saving = [1 - rows[s].nfe / base[s].nfe for s in seeds]
-        time_saving = [1 - rows[s].seconds / base[s].seconds for s in seeds]
-        loss = [100 * (base[s].accuracy - rows[s].accuracy) for s in seeds]
-        v_save, iv_save, _ = judge(saving, DIAL_SAVING, above=True, min_seeds=min_seeds)
-        v_loss, iv_loss, _ = judge(loss, DIAL.value, above=False, min_seeds=min_seeds)
-        parts = {"NFE >= 20 % lower": v_save, "accuracy <= 1 point lower": v_loss}
-        # No saving, no dial: an unchanged accuracy then says nothing about the trade-off.
-        verdict = ClaimVerdict.DOES_NOT_HOLD if v_save is ClaimVerdict.DOES_NOT_HOLD else combine(parts)
-        per_tol[t] = DialAtTolerance(saving, time_saving, loss, iv_save, iv_loss, parts, verdict)
-    order = (ClaimVerdict.HOLDS, ClaimVerdict.HOLDS_IN_PART, ClaimVerdict.UNDECIDED, ClaimVerdict.DOES_NOT_HOLD)
-    verdicts = [v.verdict for v in per_tol.values()]
-    verdict = next((v for v in order if v in verdicts), ClaimVerdict.UNDECIDED)
-    return DialFindings(looser, per_tol, verdict)
+    @classmethod
+    def from_sweep(cls, sweep: Sequence[DialSolve], train_tol: float, *, min_seeds: int = 3) -> DialFindings:
+        """Judge :data:`DIAL` at each test-time tolerance looser than ``train_tol`` (10x and 100x looser):
+        per seed the NFE saving ``1 - nfe(tol) / nfe(train_tol)`` (>= :data:`DIAL_SAVING`) and the accuracy
+        loss in points (<= ``DIAL.value``). The claim holds if both parts hold at one tolerance; a tolerance
+        that saves nothing does not hold whatever its accuracy (a dial that does not turn)."""
+        base = _by_seed(sweep, train_tol)
+        looser = [t for t in sorted({row.tol for row in sweep}) if t > train_tol and t <= 100 * train_tol * (1 + 1e-9)]
+        per_tol = {}
+        for t in looser:
+            rows = _by_seed(sweep, t)
+            seeds = sorted(rows)
+            saving = [1 - rows[s].nfe / base[s].nfe for s in seeds]
+            time_saving = [1 - rows[s].seconds / base[s].seconds for s in seeds]
+            loss = [100 * (base[s].accuracy - rows[s].accuracy) for s in seeds]
+            v_save, iv_save, _ = judge(saving, DIAL_SAVING, above=True, min_seeds=min_seeds)
+            v_loss, iv_loss, _ = judge(loss, DIAL.value, above=False, min_seeds=min_seeds)
+            parts = {"NFE >= 20 % lower": v_save, "accuracy <= 1 point lower": v_loss}
+            # No saving, no dial: an unchanged accuracy then says nothing about the trade-off.
+            verdict = ClaimVerdict.DOES_NOT_HOLD if v_save is ClaimVerdict.DOES_NOT_HOLD else combine(parts)
+            per_tol[t] = DialAtTolerance(saving, time_saving, loss, iv_save, iv_loss, parts, verdict)
+        order = (ClaimVerdict.HOLDS, ClaimVerdict.HOLDS_IN_PART, ClaimVerdict.UNDECIDED, ClaimVerdict.DOES_NOT_HOLD)
+        verdicts = [v.verdict for v in per_tol.values()]
+        verdict = next((v for v in order if v in verdicts), ClaimVerdict.UNDECIDED)
+        return cls(looser, per_tol, verdict)
 
 
 @dataclass(frozen=True)
@@ -441,16 +471,16 @@ class CostFindings:
     parts: dict[str, ClaimVerdict]
     verdict: ClaimVerdict
 
-
-def cost_findings(timings: Timings, *, min_seeds: int = 5) -> CostFindings:
-    """Judge :data:`DEQ_COST`: the DEQ's training-step and inference ratios over the ResNet's, per seed,
-    against :data:`DEQ_TRAIN_COST` and :data:`DEQ_INFER_COST` (both parts), each on the median over seeds
-    (:func:`~nodecourse.claims.judge_median`: timing ratios are heavy-tailed)."""
-    ratios = cost_ratios(timings, "DEQ")
-    v_train, iv_train, _ = judge_median(ratios.train, DEQ_TRAIN_COST.value, above=True, min_seeds=min_seeds)
-    v_inf, iv_inf, _ = judge_median(ratios.inference, DEQ_INFER_COST.value, above=True, min_seeds=min_seeds)
-    parts = {f"training >= {DEQ_TRAIN_COST.value:g}x": v_train, f"inference >= {DEQ_INFER_COST.value:g}x": v_inf}
-    return CostFindings(ratios, iv_train, iv_inf, parts, combine(parts))
+    @classmethod
+    def from_timings(cls, timings: Timings, *, min_seeds: int = 5) -> CostFindings:
+        """Judge :data:`DEQ_COST`: the DEQ's training-step and inference ratios over the ResNet's, per seed,
+        against :data:`DEQ_TRAIN_COST` and :data:`DEQ_INFER_COST` (both parts), each on the median over seeds
+        (:func:`~nodecourse.claims.judge_median`: timing ratios are heavy-tailed)."""
+        ratios = cost_ratios(timings, "DEQ")
+        v_train, iv_train, _ = judge_median(ratios.train, DEQ_TRAIN_COST.value, above=True, min_seeds=min_seeds)
+        v_inf, iv_inf, _ = judge_median(ratios.inference, DEQ_INFER_COST.value, above=True, min_seeds=min_seeds)
+        parts = {f"training >= {DEQ_TRAIN_COST.value:g}x": v_train, f"inference >= {DEQ_INFER_COST.value:g}x": v_inf}
+        return cls(ratios, iv_train, iv_inf, parts, combine(parts))
 
 
 @dataclass(frozen=True)
@@ -468,24 +498,24 @@ class ParityFindings:
     verdict: ClaimVerdict
     seeds: int
 
+    @classmethod
+    def from_runs(cls, runs, *, min_seeds: int = 3) -> ParityFindings:
+        """Each model's accuracy deficit to the ResNet (points, paired per seed), judged against :data:`PARITY`.
 
-def parity_findings(runs, *, min_seeds: int = 3) -> ParityFindings:
-    """Each model's accuracy deficit to the ResNet (points, paired per seed), judged against :data:`PARITY`.
-
-    The claim holds when every model's 95 % interval is within the margin. ``trained`` is False when some
-    model's mean accuracy is under :data:`TRAINED_FLOOR` (quick mode: then the row is undecided, full mode
-    trains enough).
-    """
-    acc = {(r.name, r.seed): 100 * r.accuracy for r in runs}
-    seeds = sorted({r.seed for r in runs})
-    deficits = {n: [acc["ResNet", s] - acc[n, s] for s in seeds] for n in MODELS if n != "ResNet"}
-    means = {n: statistics.fmean(acc[n, s] for s in seeds) for n in MODELS}
-    by_model, intervals = {}, {}
-    for n, d in deficits.items():
-        by_model[n], intervals[n], _ = judge(d, PARITY.value, above=False, min_seeds=min_seeds)
-    trained = min(means.values()) >= 100 * TRAINED_FLOOR
-    verdict = combine(by_model) if trained else ClaimVerdict.UNDECIDED
-    return ParityFindings(means, deficits, by_model, intervals, trained, verdict, len(seeds))
+        The claim holds when every model's 95 % interval is within the margin. ``trained`` is False when some
+        model's mean accuracy is under :data:`TRAINED_FLOOR` (quick mode: then the row is undecided, full mode
+        trains enough).
+        """
+        acc = {(r.name, r.seed): 100 * r.accuracy for r in runs}
+        seeds = sorted({r.seed for r in runs})
+        deficits = {n: [acc["ResNet", s] - acc[n, s] for s in seeds] for n in MODELS if n != "ResNet"}
+        means = {n: statistics.fmean(acc[n, s] for s in seeds) for n in MODELS}
+        by_model, intervals = {}, {}
+        for n, d in deficits.items():
+            by_model[n], intervals[n], _ = judge(d, PARITY.value, above=False, min_seeds=min_seeds)
+        trained = min(means.values()) >= 100 * TRAINED_FLOOR
+        verdict = combine(by_model) if trained else ClaimVerdict.UNDECIDED
+        return cls(means, deficits, by_model, intervals, trained, verdict, len(seeds))
 
 
 # --- what the notebook shows ----------------------------------------------------------------------
@@ -591,7 +621,7 @@ class AdaptiveWork(Findings):
 
     @classmethod
     def from_sweep(cls, sweep: Sequence[DialSolve], train_tol: float) -> AdaptiveWork:
-        f = adaptive_findings(list(sweep), train_tol)
+        f = AdaptiveFindings.from_sweep(list(sweep), train_tol)
         return cls(train_tol, f.ranges, f.readings)
 
     def markdown(self) -> str:

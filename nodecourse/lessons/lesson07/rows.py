@@ -11,13 +11,13 @@ from nodecourse.claims import ClaimVerdict, Measurement, claim, combine, parts_t
 
 from .config import MODELS, TRAINED_FLOOR, WORK_UNITS, CapstoneConfig, capstone_config
 from .findings import (
-    adaptive_findings,
-    cost_findings,
-    dial_findings,
-    memory_findings,
-    mismatch_findings,
-    parity_findings,
-    reduction_findings,
+    AdaptiveFindings,
+    CostFindings,
+    DialFindings,
+    MemoryGrowth,
+    MismatchFindings,
+    ParityFindings,
+    ReductionFindings,
 )
 from .studies import (
     capstone_study,
@@ -40,6 +40,17 @@ from .thresholds import (
     PARITY,
     PARITY_SCALE,
 )
+
+__all__ = [
+    "ROW_IDS",
+    "measure_accuracy_parity",
+    "measure_adaptive_compute",
+    "measure_deq_cost",
+    "measure_deq_memory",
+    "measure_step_mismatch",
+    "measure_tolerance_dial",
+    "measure_training_memory",
+]
 
 
 def _measurement(measured: str, verdict: ClaimVerdict, details: dict, seeds: int) -> Measurement:
@@ -79,7 +90,7 @@ def _range(values, fmt: str = ".2f", unit: str = "") -> str:
 def measure_accuracy_parity(quick: bool) -> Measurement:
     config = _config(quick)
     runs = capstone_study(config)
-    f = parity_findings(runs)
+    f = ParityFindings.from_runs(runs)
     params = [r.n_parameters for r in runs]
     deficits = "; ".join(f"{n} {_range(d, '+.2f')} ({_iv(f.intervals[n], '+.2f')})" for n, d in f.deficits.items())
     measured = (
@@ -122,7 +133,7 @@ def measure_accuracy_parity(quick: bool) -> Measurement:
 def measure_training_memory(quick: bool) -> Measurement:
     config = _config(quick)
     mem = memory_vs_depth(config)
-    f = memory_findings(mem)
+    f = MemoryGrowth.from_memory(mem)
     measured = "; ".join(
         f"{n}: "
         + "/".join(f"{w:.0f}" for w in f[n].work)
@@ -155,7 +166,7 @@ def measure_training_memory(quick: bool) -> Measurement:
 def measure_step_mismatch(quick: bool) -> Measurement:
     config = _config(quick)
     mm = step_mismatch_study(config)
-    f = mismatch_findings(mm, config)
+    f = MismatchFindings.from_mismatch(mm, config)
     un = f.unrolled_by_steps
     starts = mm.random_start
     n_in, n_both, n_other = (
@@ -202,7 +213,7 @@ def measure_step_mismatch(quick: bool) -> Measurement:
 def measure_adaptive_compute(quick: bool) -> Measurement:
     config = _config(quick)
     sweep = ode_tolerance_sweep(config)
-    f = adaptive_findings(sweep, config.ode_tol)
+    f = AdaptiveFindings.from_sweep(sweep, config.ode_tol)
     lo, hi = f.ranges[config.ode_tol]
     others = ", ".join(f"{t:g}: {a:.0f}–{b:.0f}" for t, (a, b) in f.ranges.items() if t != config.ode_tol)
     n_inputs = len(sweep[0].nfe_per_input)
@@ -241,7 +252,7 @@ def measure_adaptive_compute(quick: bool) -> Measurement:
 def measure_deq_cost(quick: bool) -> Measurement:
     config = _config(quick)
     runs = capstone_study(config)
-    f = cost_findings(timing_study(config))
+    f = CostFindings.from_timings(timing_study(config))
     r = f.ratios
     iters = statistics.fmean(w for run in runs if run.name == "DEQ" for w in run.work_per_input)
     parts = unrun_scale_parts(DEQ_COST_SCALE, {f"analogue: {k}": v for k, v in f.parts.items()})
@@ -281,9 +292,9 @@ def measure_deq_memory(quick: bool) -> Measurement:
     # The peer that does the DEQ's work explicitly: its block unrolled for as many steps as the solve takes.
     steps = math.ceil(statistics.median(statistics.fmean(r.work_per_input) for r in deq))
     same_work = f"Unrolled {steps}"
-    f = reduction_findings(deq_bytes, {same_work: reduction_peers(config, depths=(steps,))[same_work]})
+    f = ReductionFindings.from_bytes(deq_bytes, {same_work: reduction_peers(config, depths=(steps,))[same_work]})
     peers = reduction_peers(config)
-    beside = reduction_findings(deq_bytes, peers)
+    beside = ReductionFindings.from_bytes(deq_bytes, peers)
     parts = unrun_scale_parts(MEMORY_SCALE, {f"analogue: {k}": v for k, v in f.parts.items()})
     verdict = combine(parts)
     texts = []
@@ -328,7 +339,7 @@ def measure_deq_memory(quick: bool) -> Measurement:
 def measure_tolerance_dial(quick: bool) -> Measurement:
     config = _config(quick)
     sweep = ode_tolerance_sweep(config)
-    f = dial_findings(sweep, config.ode_tol)
+    f = DialFindings.from_sweep(sweep, config.ode_tol)
     tols = sorted({row.tol for row in sweep}, reverse=True)
     table = "; ".join(
         f"{t:g}: {100 * statistics.fmean(r.accuracy for r in sweep if r.tol == t):.1f}% / "

@@ -5,6 +5,20 @@ from __future__ import annotations
 
 from nodecourse.claims import Threshold
 
+__all__ = [
+    "ADAPTIVE",
+    "DEQ_COST",
+    "DEQ_INFER_COST",
+    "DEQ_TRAIN_COST",
+    "DIAL",
+    "MEMORY_GROWTH",
+    "MEMORY_REDUCTION",
+    "MISMATCH",
+    "PARITY",
+    "PARITY_IMAGES",
+    "TEST_IMAGES",
+]
+
 TEST_IMAGES = 450
 """Test images of every seed's digits split (1797 images, a quarter held out; ``tests/test_lesson07.py`` checks it)."""
 PARITY_IMAGES = 9
