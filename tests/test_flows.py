@@ -129,11 +129,11 @@ def test_bad_arguments_name_themselves():
 
 def test_hutchinson_findings_fail_on_a_biased_study():
     study = lesson08.trace_estimator_study(lesson08.TraceStudyConfig(repeats=500, probes=(1, 4, 16)))
-    assert lesson08.hutchinson_findings(study).holds
+    assert lesson08.HutchinsonFindings.from_study(study).holds
     biased = dataclasses.replace(study, rows=tuple(dataclasses.replace(r, bias_z=9.0) for r in study.rows))
-    assert not lesson08.hutchinson_findings(biased).holds
+    assert not lesson08.HutchinsonFindings.from_study(biased).holds
     flat = dataclasses.replace(study, slope=-0.5)
-    assert not lesson08.hutchinson_findings(flat).holds
+    assert not lesson08.HutchinsonFindings.from_study(flat).holds
 
 
 def test_ledger_row_holds_in_quick_mode():

@@ -36,7 +36,7 @@ def test_logdet_findings_agree_and_disagree():
 
 
 def test_hutchinson_findings_holding():
-    f = L.hutchinson_findings(_study())
+    f = L.HutchinsonFindings.from_study(_study())
     text = f.markdown()
     assert f.holds and f.formula_ratio == 1.0
     assert "**Unbiased**" in text and "falls" in text and "predicts" in text
@@ -44,7 +44,7 @@ def test_hutchinson_findings_holding():
 
 
 def test_hutchinson_findings_name_each_failure():
-    f = L.hutchinson_findings(_study(bias_z=(0.5, 9.0, 0.2), slope=-0.5, predicted_single=0.5))
+    f = L.HutchinsonFindings.from_study(_study(bias_z=(0.5, 9.0, 0.2), slope=-0.5, predicted_single=0.5))
     text = f.markdown()
     assert not (f.unbiased or f.slope_ok or f.formula_ok) and not f.holds
     assert "**Biased**" in text and "9.0 standard errors" in text

@@ -7,78 +7,10 @@
 - :mod:`.rows`: the ledger row ``cnf-hutchinson-variance``.
 """
 
-from nodecourse.lessons.lesson08 import rows
-from nodecourse.lessons.lesson08.config import (
-    BIAS_Z_MAX,
-    FORMULA_SLACK,
-    FULL_FLOW,
-    FULL_TRACE,
-    QUICK_FLOW,
-    QUICK_TRACE,
-    SLOPE_SLACK,
-    FlowConfig,
-    TraceStudyConfig,
-)
-from nodecourse.lessons.lesson08.findings import (
-    FlowFindings,
-    HutchinsonFindings,
-    LinearFlowFindings,
-    LogdetFindings,
-    ProbeNoiseFindings,
-    hutchinson_findings,
-)
-from nodecourse.lessons.lesson08.rows import measure_hutchinson_variance
-from nodecourse.lessons.lesson08.studies import (
-    DensityGrid,
-    FlowRun,
-    LinearFlowCheck,
-    LogdetCheck,
-    ProbeRow,
-    TraceCost,
-    TraceStudy,
-    adjoint_available,
-    density_grid,
-    gaussian_nll,
-    linear_flow_check,
-    resolve_gradient,
-    trace_cost_study,
-    trace_estimator_study,
-    trace_vs_logdet,
-    train_flow,
-)
+from nodecourse.lessons.lesson08 import config, findings, rows, studies
+from nodecourse.lessons.lesson08.config import *  # noqa: F403
+from nodecourse.lessons.lesson08.findings import *  # noqa: F403
+from nodecourse.lessons.lesson08.rows import *  # noqa: F403
+from nodecourse.lessons.lesson08.studies import *  # noqa: F403
 
-__all__ = [
-    "BIAS_Z_MAX",
-    "FORMULA_SLACK",
-    "FULL_FLOW",
-    "FULL_TRACE",
-    "QUICK_FLOW",
-    "QUICK_TRACE",
-    "SLOPE_SLACK",
-    "DensityGrid",
-    "FlowConfig",
-    "FlowFindings",
-    "FlowRun",
-    "HutchinsonFindings",
-    "LinearFlowCheck",
-    "LinearFlowFindings",
-    "LogdetCheck",
-    "LogdetFindings",
-    "ProbeNoiseFindings",
-    "ProbeRow",
-    "TraceCost",
-    "TraceStudy",
-    "TraceStudyConfig",
-    "adjoint_available",
-    "density_grid",
-    "gaussian_nll",
-    "hutchinson_findings",
-    "linear_flow_check",
-    "measure_hutchinson_variance",
-    "resolve_gradient",
-    "rows",
-    "trace_cost_study",
-    "trace_estimator_study",
-    "trace_vs_logdet",
-    "train_flow",
-]
+__all__ = [*config.__all__, *findings.__all__, *rows.__all__, *studies.__all__, "rows"]

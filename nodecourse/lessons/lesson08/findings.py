@@ -14,7 +14,6 @@ __all__ = [
     "LinearFlowFindings",
     "LogdetFindings",
     "ProbeNoiseFindings",
-    "hutchinson_findings",
 ]
 
 #: "to solver accuracy" on the linear field: dopri5 at rtol 1e-9 leaves errors far below this (nats).
@@ -91,6 +90,17 @@ class HutchinsonFindings(Findings):
     slope_slack: float = SLOPE_SLACK
     formula_slack: float = FORMULA_SLACK
 
+    @classmethod
+    def from_study(
+        cls,
+        study: TraceStudy,
+        bias_z_max: float = BIAS_Z_MAX,
+        slope_slack: float = SLOPE_SLACK,
+        formula_slack: float = FORMULA_SLACK,
+    ) -> HutchinsonFindings:
+        """:class:`HutchinsonFindings` of ``study`` at the declared slacks (or others, to see what moves)."""
+        return cls(study, bias_z_max, slope_slack, formula_slack)
+
     @property
     def worst_bias_z(self) -> float:
         return max(abs(r.bias_z) for r in self.study.rows)
@@ -148,16 +158,6 @@ class HutchinsonFindings(Findings):
             ),
         ]
         return head + " ".join(parts)
-
-
-def hutchinson_findings(
-    study: TraceStudy,
-    bias_z_max: float = BIAS_Z_MAX,
-    slope_slack: float = SLOPE_SLACK,
-    formula_slack: float = FORMULA_SLACK,
-) -> HutchinsonFindings:
-    """:class:`HutchinsonFindings` of ``study`` at the declared slacks (or others, to see what moves)."""
-    return HutchinsonFindings(study, bias_z_max, slope_slack, formula_slack)
 
 
 @dataclass(frozen=True)

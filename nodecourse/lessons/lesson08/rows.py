@@ -6,8 +6,10 @@ from dataclasses import asdict
 
 from nodecourse.claims import ClaimVerdict, Measurement, Threshold, claim
 from nodecourse.lessons.lesson08.config import BIAS_Z_MAX, FORMULA_SLACK, FULL_TRACE, QUICK_TRACE, SLOPE_SLACK
-from nodecourse.lessons.lesson08.findings import hutchinson_findings
+from nodecourse.lessons.lesson08.findings import HutchinsonFindings
 from nodecourse.lessons.lesson08.studies import trace_estimator_study
+
+__all__ = ["measure_hutchinson_variance"]
 
 
 @claim(
@@ -28,7 +30,7 @@ from nodecourse.lessons.lesson08.studies import trace_estimator_study
 def measure_hutchinson_variance(quick: bool) -> Measurement:
     config = QUICK_TRACE if quick else FULL_TRACE
     study = trace_estimator_study(config)
-    f = hutchinson_findings(study)
+    f = HutchinsonFindings.from_study(study)
     measured = (
         f"d={config.dim}, {config.repeats} estimates per M: largest bias {f.worst_bias_z:.1f} standard "
         f"errors; log-variance vs log-M slope {study.slope:.2f}; single-probe variance / formula "
