@@ -7,7 +7,7 @@ import warnings
 import pytest
 
 from nodecourse.data import physionet
-from nodecourse.data.physionet import sources
+from nodecourse.data.physionet import _sources as sources
 
 SET_A = sources.SHARED_DIR
 """Where the tests that need the real PhysioNet 2012 set A read it: ``../shared/physionet2012`` beside the

@@ -134,7 +134,7 @@ def test_a_device_spelled_right_passes_the_parser(device):
 def test_the_parser_matches_the_modules_it_spells_out():
     from nodecourse.course.grading import DEFAULT_CELL_TIMEOUT_S, DEFAULT_NOTEBOOK_TIMEOUT_S
     from nodecourse.course.physionet_cmd import HORIZON_HOURS
-    from nodecourse.data.physionet.records import HORIZON_HOURS as RECORDS_HORIZON
+    from nodecourse.data.physionet import HORIZON_HOURS as RECORDS_HORIZON
 
     assert cli.DEFAULT_CELL_TIMEOUT_S == DEFAULT_CELL_TIMEOUT_S
     assert cli.DEFAULT_NOTEBOOK_TIMEOUT_S == DEFAULT_NOTEBOOK_TIMEOUT_S

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from nodecourse.data.digits import load_digits
+from nodecourse.data import load_digits
 
 
 def test_shapes_and_labels():

@@ -131,7 +131,7 @@ def _runs(acc_by_model: dict[str, list[float]]):
 
 
 def test_the_parity_margin_is_a_whole_number_of_test_images():
-    from nodecourse.data.digits import load_digits
+    from nodecourse.data import load_digits
 
     assert len(load_digits(seed=0).y_test) == L.TEST_IMAGES
     assert L.PARITY.value == pytest.approx(100 * L.PARITY_IMAGES / L.TEST_IMAGES)

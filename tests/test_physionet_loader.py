@@ -21,7 +21,8 @@ import torch
 from physionet_fixtures import SET_A, needs_set_a
 
 from nodecourse.data import physionet
-from nodecourse.data.physionet import records, sources
+from nodecourse.data.physionet import _records as records
+from nodecourse.data.physionet import _sources as sources
 
 GOOD = """Time,Parameter,Value
 00:00,RecordID,{rid}

@@ -27,7 +27,8 @@ import pytest
 import torch
 
 from nodecourse.data import physionet
-from nodecourse.data.physionet import records, sources
+from nodecourse.data.physionet import _records as records
+from nodecourse.data.physionet import _sources as sources
 
 RECORD = """Time,Parameter,Value
 00:00,RecordID,{rid}

@@ -33,7 +33,7 @@ DESCRIPTION = "Train one model on PhysioNet 2012 (in-hospital mortality) and pri
 # The model names of nodecourse.models.latent.MODELS, spelled out so that building the
 # CLI's parser does not import torch (a test keeps the two in step).
 MODEL_NAMES = ("odernn", "latent-ode", "gru-dt", "gru-d", "summary-logreg")
-# nodecourse.data.physionet.records.HORIZON_HOURS, spelled out for the same reason (a test keeps them equal).
+# nodecourse.data.physionet.HORIZON_HOURS, spelled out for the same reason (a test keeps them equal).
 HORIZON_HOURS = 48.0
 QUICK_PATIENTS = 600
 DEFAULT_EPOCHS = {"odernn": 20, "gru-dt": 20, "gru-d": 20, "latent-ode": 20, "summary-logreg": 0}

@@ -1,11 +1,43 @@
 """Data for the lessons.
 
-The toy sets are generated here (seeded, sizes as arguments). The larger sets
-live in submodules imported on demand, so ``import nodecourse.data`` stays light:
-``nodecourse.data.digits`` and ``nodecourse.data.physionet``.
+The toy sets are generated here (seeded, sizes as arguments). The larger sets load on demand, so
+``import nodecourse.data`` stays light: the digits (:func:`load_digits`, imported on first use) and
+the PhysioNet 2012 package ``nodecourse.data.physionet``.
+
+This file is the package's surface: import from ``nodecourse.data`` (and ``nodecourse.data.physionet``).
+The modules behind it are private (``_toy``: the toy sets; ``_digits``: the digits).
 """
 
-from nodecourse.data.toy import ANNULUS_RADII, annulus, annulus_label, negation, one_d_crossing
+import importlib
 
-# ``digits`` and ``physionet`` are modules imported by name.
-__all__ = ["ANNULUS_RADII", "annulus", "annulus_label", "digits", "negation", "one_d_crossing", "physionet"]
+from nodecourse.data._toy import ANNULUS_RADII, annulus, annulus_label, negation, one_d_crossing
+
+# The digits, imported on first use (PEP 562): ``{name: private module}``.
+_LAZY = {"N_CLASSES": "_digits", "N_FEATURES": "_digits", "DigitsSplit": "_digits", "load_digits": "_digits"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+        globals()[name] = value  # once: later lookups are plain attribute reads
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+# ``physionet`` is a subpackage imported by name.
+__all__ = [
+    "ANNULUS_RADII",
+    "DigitsSplit",
+    "N_CLASSES",
+    "N_FEATURES",
+    "annulus",
+    "annulus_label",
+    "load_digits",
+    "negation",
+    "one_d_crossing",
+    "physionet",
+]

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from nodecourse.data.toy import ANNULUS_RADII, annulus_label
+from nodecourse.data import ANNULUS_RADII, annulus_label
 
 
 def _param_like(model: nn.Module) -> tuple[torch.device, torch.dtype]:

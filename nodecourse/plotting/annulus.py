@@ -14,7 +14,7 @@ from typing import Mapping, Sequence
 import plotly.graph_objects as go
 import torch
 
-from nodecourse.data.toy import ANNULUS_RADII
+from nodecourse.data import ANNULUS_RADII
 from nodecourse.measure.probes import CircleProbe, DecisionGrid
 from nodecourse.plotting import CourseFigure, course_subplots, use_style
 

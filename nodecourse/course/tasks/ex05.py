@@ -15,7 +15,7 @@ from nodecourse.course.tasks.draw import F64
 from nodecourse.course.tasks.draw import generator as _gen
 from nodecourse.course.tasks.draw import integer as _integer
 from nodecourse.course.tasks.spec import Task, Wrong, array, compared, describe, field_of, judged, max_diff
-from nodecourse.data.physionet.records import HORIZON_HOURS as HORIZON
+from nodecourse.data.physionet import HORIZON_HOURS as HORIZON
 
 EXERCISE = "05_latent_odes_exercises"
 

@@ -38,8 +38,8 @@ from pathlib import Path
 
 import torch
 
-from nodecourse.data.physionet.dataset import Normalizer, PhysioNetSet, check_quantization, densify
-from nodecourse.data.physionet.records import (
+from nodecourse.data.physionet._dataset import Normalizer, PhysioNetSet, check_quantization, densify
+from nodecourse.data.physionet._records import (
     BAD_REASONS,
     DESCRIPTORS,
     HORIZON_HOURS,
@@ -56,7 +56,7 @@ from nodecourse.data.physionet.records import (
     parse_outcomes,
     parse_record,
 )
-from nodecourse.data.physionet.sources import (
+from nodecourse.data.physionet._sources import (
     DATA_ENV,
     SHARED_DIR,
     ContentKey,
@@ -68,8 +68,8 @@ from nodecourse.data.physionet.sources import (
     iter_record_texts,
     read_outcomes,
 )
-from nodecourse.data.physionet.sources import locate as _locate
-from nodecourse.data.physionet.synthetic import write_synthetic
+from nodecourse.data.physionet._sources import locate as _locate
+from nodecourse.data.physionet._synthetic import write_synthetic
 
 __all__ = [
     "BAD_REASONS",

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 import torch
 from torch import nn
 
-from nodecourse.data.digits import load_digits
+from nodecourse.data import load_digits
 from nodecourse.lessons.study import cached_study
 from nodecourse.measure.memory import saved_tensor_bytes
 from nodecourse.models import ResidualStack, count_parameters, matched_field_width

@@ -95,7 +95,7 @@ def _train(model, data, *, task, epochs, lr, batch_size, seed, progress, desc) -
 
 def digits_model(kind: str, quick: bool, *, seed: int = 0, progress: bool = False) -> CourseModel:
     """Lesson 7's ``"Neural ODE"`` or ``"DEQ"`` on digits, trained for the capstone's epochs."""
-    from nodecourse.data.digits import load_digits
+    from nodecourse.data import load_digits
     from nodecourse.lessons import lesson07
 
     config = lesson07.QUICK_CAPSTONE if quick else lesson07.FULL_CAPSTONE

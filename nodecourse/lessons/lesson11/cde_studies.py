@@ -19,7 +19,7 @@ from torch import nn
 
 from nodecourse.cde import cdeint, hermite_cubic_coeffs, natural_cubic_coeffs
 from nodecourse.cde.interpolation import CubicSpline
-from nodecourse.data.physionet.records import HORIZON_HOURS
+from nodecourse.data.physionet import HORIZON_HOURS
 from nodecourse.lessons.lesson05.studies import AUCStudy, ModelRun, auc_study
 from nodecourse.lessons.lesson11.config import CausalityConfig, NCDEConfig
 from nodecourse.lessons.study import cached_study

@@ -42,7 +42,7 @@ Where each piece lives (private modules; import from this package):
 
 from __future__ import annotations
 
-from nodecourse.data.physionet.records import HORIZON_HOURS
+from nodecourse.data.physionet import HORIZON_HOURS
 from nodecourse.models.latent._build import MODELS, ODE_MODELS, build_model, settings_solvers
 from nodecourse.models.latent._fit import (
     FitResult,

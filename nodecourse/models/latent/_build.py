@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from nodecourse.data.physionet.records import HORIZON_HOURS
+from nodecourse.data.physionet import HORIZON_HOURS
 from nodecourse.models.latent._grud import GRUD, empirical_means
 from nodecourse.models.latent._latent_ode import LatentODE
 from nodecourse.models.latent._recurrent import ODERNN, GRUDelta

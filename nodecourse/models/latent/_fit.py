@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from nodecourse.data.physionet.records import HORIZON_HOURS
+from nodecourse.data.physionet import HORIZON_HOURS
 from nodecourse.models.latent._build import ODE_MODELS, build_model
 from nodecourse.models.latent._latent_ode import LatentODE
 from nodecourse.models.physionet_settings import PhysioNetSettings

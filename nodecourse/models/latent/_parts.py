@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from nodecourse.data.physionet.records import HORIZON_HOURS  # the one definition: hours kept per stay
+from nodecourse.data.physionet import HORIZON_HOURS  # the one definition: hours kept per stay
 from nodecourse.solvers.solve_config import SolveConfig
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nodecourse.data.physionet.records import VARIABLES, outcomes_header
+from nodecourse.data.physionet._records import VARIABLES, outcomes_header
 
 # name: (mean, sd, observations per patient in set A, severity effect in sd units)
 PROFILE: dict[str, tuple[float, float, float, float]] = {

@@ -64,7 +64,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from nodecourse.data.physionet.records import BadRecord, DamagedArchive, DownloadError, PhysioNetError
+from nodecourse.data.physionet._records import BadRecord, DamagedArchive, DownloadError, PhysioNetError
 
 DATA_ENV = "NODECOURSE_DATA"
 CACHE_ENV = "NODECOURSE_CACHE"
@@ -224,7 +224,7 @@ def downloaded_source(directory: Path, set_name: str) -> Source:
             f"A file with no pinned sum was checked only against PhysioNet's {SUMS_FILE}, which the same host "
             "serves: that shows the transfer arrived whole, not that the file is the one the course was built "
             f"on. sha256 of the files there: {sums}. Compare them with sums from a source you trust, then pin "
-            "them in nodecourse.data.physionet.sources.SHA256 (as set A's are); or place a verified copy and "
+            "them in nodecourse.data.physionet._sources.SHA256 (as set A's are); or place a verified copy and "
             "pass path=",
             UnverifiedDownloadWarning,
             stacklevel=3,

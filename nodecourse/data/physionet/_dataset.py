@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
-from nodecourse.data.physionet.records import DESCRIPTORS, HORIZON_HOURS, VARIABLES, LoadReport, Record
+from nodecourse.data.physionet._records import DESCRIPTORS, HORIZON_HOURS, VARIABLES, LoadReport, Record
 
 
 def check_quantization(quantization: float) -> float:
