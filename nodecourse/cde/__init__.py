@@ -7,9 +7,12 @@
 - extra channels: :func:`intensity_channels` (observation counts), :func:`time_channel`
 - :func:`cdeint`: ``dz = f(t, z) dX(t)`` solved by :func:`nodecourse.odeint` (:class:`CDEField` is
   its vector field), returning its :class:`~nodecourse.Solution`
+
+This file is the package's surface: import from ``nodecourse.cde``. The modules behind it are
+private (``_interpolation``: the paths and channels; ``_solve``: :func:`cdeint` and its field).
 """
 
-from nodecourse.cde.interpolation import (
+from nodecourse.cde._interpolation import (
     KINDS,
     CubicSpline,
     LinearInterpolation,
@@ -20,7 +23,7 @@ from nodecourse.cde.interpolation import (
     natural_cubic_coeffs,
     time_channel,
 )
-from nodecourse.cde.solve import CDEField, cdeint, smallest_spacing
+from nodecourse.cde._solve import CDEField, cdeint, smallest_spacing
 
 __all__ = [
     "CDEField",

@@ -179,8 +179,8 @@ _SDE_SOLVE = (
     "torchsde._core.sdeint:sdeint",
 )
 _CDE_FIELD = (
-    "nodecourse.cde.solve:CDEField.forward",
-    "nodecourse.cde.solve:cdeint",
+    "nodecourse.cde._solve:CDEField.forward",
+    "nodecourse.cde._solve:cdeint",
     "torchcde.solver:_VectorField.forward",
     "torchcde.solver:cdeint",
 )

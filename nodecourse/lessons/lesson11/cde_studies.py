@@ -17,8 +17,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from nodecourse.cde import cdeint, hermite_cubic_coeffs, natural_cubic_coeffs
-from nodecourse.cde.interpolation import CubicSpline
+from nodecourse.cde import CubicSpline, cdeint, hermite_cubic_coeffs, natural_cubic_coeffs
 from nodecourse.data.physionet import HORIZON_HOURS
 from nodecourse.lessons.lesson05.studies import AUCStudy, ModelRun, auc_study
 from nodecourse.lessons.lesson11.config import CausalityConfig, NCDEConfig
