@@ -73,7 +73,7 @@ def cde_vector_field(fz, dxdt):
 
 @pytest.mark.parametrize(
     "check,source,named",
-    [("em-step", LIBRARY_EM, "nodecourse.sde.solve:sdeint"), ("cde-contract", LIBRARY_CDE, "CDEField.forward")],
+    [("em-step", LIBRARY_EM, "nodecourse.sde._solve:sdeint"), ("cde-contract", LIBRARY_CDE, "CDEField.forward")],
 )
 def test_the_librarys_own_answer_is_refused_while_the_task_runs(check, source, named, torch_defaults):
     ns: dict = {}

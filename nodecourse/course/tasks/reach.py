@@ -173,9 +173,9 @@ _TORCHDEQ = (
 )
 _ODE_SOLVE = ("nodecourse.solvers:odeint", "nodecourse.solvers.fixed:integrate_fixed", *_TORCHDIFFEQ)
 _SDE_SOLVE = (
-    "nodecourse.sde.solve:sdeint",
-    "nodecourse.sde.solve:integrate",
-    "nodecourse.sde.solve:_euler_step",
+    "nodecourse.sde._solve:sdeint",
+    "nodecourse.sde._solve:integrate",
+    "nodecourse.sde._solve:_euler_step",
     "torchsde._core.sdeint:sdeint",
 )
 _CDE_FIELD = (

@@ -197,7 +197,7 @@ def reversible_gradient(sde: nn.Module, y0: torch.Tensor, bm, dt: float) -> tupl
     per step. It equals backprop's gradient up to rounding. ``y0``: ``(batch, d)``; ``bm``: the forward solve's
     Brownian path, size ``(batch, d)``; the step grid is ``sdeint``'s.
     """
-    from nodecourse.sde.solve import step_times
+    from nodecourse.sde import step_times
 
     params = list(sde.parameters())
     ts = torch.tensor(LOSS_TIMES, dtype=y0.dtype, device=y0.device)

@@ -25,8 +25,8 @@ import torch
 
 from nodecourse.solvers.result import Status
 
-from .adjoint import adjoint_solve, sde_parameters
-from .brownian import BrownianPath
+from ._adjoint import adjoint_solve, sde_parameters
+from ._brownian import BrownianPath
 
 # method -> (the SDE type it solves, the noise types it accepts, strong order for diagonal/general noise)
 METHODS: dict[str, tuple[str, tuple[str, ...], str]] = {
@@ -215,7 +215,7 @@ def sdeint(
             ``torch.manual_seed`` makes the solve reproducible). Give ``bm`` or ``seed``, not both.
         gradient: ``"backprop"`` (differentiate the solver's operations) or ``"adjoint"`` (the stochastic
             adjoint of Li et al. 2020: a backward solve on the same Brownian path, for Stratonovich SDEs;
-            see :mod:`nodecourse.sde.adjoint`).
+            see :mod:`nodecourse.sde._adjoint`).
 
     Returns:
         :class:`SDESolution` with ``ys`` of shape ``(T, *y0.shape)`` and the solver's work.
