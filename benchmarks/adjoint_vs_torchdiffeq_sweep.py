@@ -2,9 +2,9 @@
 
     OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/adjoint_vs_torchdiffeq_sweep.py [--markdown FILE]
 
-Runs :data:`nodecourse.measure.adjoint_sweep.FULL_GRID` (3 problems x 2 dtypes x 4 rtols x 3 atols x 5
+Runs :data:`nodecourse.measure._adjoint_sweep.FULL_GRID` (3 problems x 2 dtypes x 4 rtols x 3 atols x 5
 horizons) and prints the summary: how often each adjoint returned a gradient, the settings that miss the
-criterion declared in :mod:`nodecourse.measure.adjoint_sweep`, and the ratio of the two errors. ``--markdown``
+criterion declared in :mod:`nodecourse.measure._adjoint_sweep`, and the ratio of the two errors. ``--markdown``
 writes the whole table. ``--quick`` runs the test's sub-grid instead.
 """
 
@@ -15,7 +15,7 @@ import sys
 
 import torch
 
-from nodecourse.measure.adjoint_sweep import FULL_GRID, TEST_GRID, summary, sweep, table_text
+from nodecourse.measure._adjoint_sweep import FULL_GRID, TEST_GRID, summary, sweep, table_text
 
 
 def main(argv=None) -> int:

@@ -10,7 +10,7 @@ import pytest
 
 from nodecourse.claims import ClaimVerdict, load_rows, run_claims
 from nodecourse.lessons import lesson04 as L
-from nodecourse.measure.gradient_check import analytic_gradient, gradient_table
+from nodecourse.measure import analytic_gradient, gradient_table
 
 IDS = ("reversal-steps", "adjoint-memory", "adjoint-gradient-error", "adjoint-error-rotated")
 

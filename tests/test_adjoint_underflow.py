@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from nodecourse import SolverError, Status, odeint
-from nodecourse.measure.gradient_check import DecayFeed, analytic_gradient
+from nodecourse.measure import DecayFeed, analytic_gradient
 from nodecourse.solvers import BackwardSolveWarning
 from nodecourse.solvers.control import FIRST_STEP_ULPS
 

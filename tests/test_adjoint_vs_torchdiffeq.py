@@ -1,5 +1,5 @@
 """Issue 38: wherever torchdiffeq's ``odeint_adjoint`` returns a gradient, the course's adjoint returns one
-too, within the criterion declared in :mod:`nodecourse.measure.adjoint_sweep` (at most 10x torchdiffeq's
+too, within the criterion declared in :mod:`nodecourse.measure._adjoint_sweep` (at most 10x torchdiffeq's
 relative error, or at most 100 x max(rtol, eps)), on a sub-grid of the benchmark's sweep."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("torchdiffeq")
 
-from nodecourse.measure.adjoint_sweep import (  # noqa: E402
+from nodecourse.measure._adjoint_sweep import (  # noqa: E402
     TEST_GRID,
     TEST_GRID_FLOAT32,
     judge,

@@ -19,7 +19,7 @@ except ImportError:  # the `cluster` extra (and the `test` extra) install it
 
 from nodecourse.claims import REGISTRY, ClaimVerdict, RowCache, load_rows, run_claims
 from nodecourse.claims.executors import ray_runtime
-from nodecourse.measure.tables import json_safe
+from nodecourse.measure import json_safe
 
 pytestmark = pytest.mark.slow
 

@@ -10,7 +10,7 @@ from nodecourse import DEQ, jacobian_regularizer
 from nodecourse.deq import exact_jacobian_frobenius, spectral_radius
 from nodecourse.deq.models import DEQModel, EquilibriumBlock
 from nodecourse.deq.training import fit_deq
-from nodecourse.measure.memory import saved_tensor_bytes
+from nodecourse.measure import saved_tensor_bytes
 
 
 def _block(state=8, inp=3, scale=0.5, dtype=torch.float64, seed=0):

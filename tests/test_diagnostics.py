@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from nodecourse import odeint
-from nodecourse.measure.diagnostics import SolverWorkLog, SweepRow, rows_to_columns, rows_to_markdown, tolerance_sweep
+from nodecourse.measure import SolverWorkLog, SweepRow, rows_to_columns, rows_to_markdown, tolerance_sweep
 
 F64 = torch.float64
 f = lambda t, y: torch.cos(t) * y  # y = exp(sin t)

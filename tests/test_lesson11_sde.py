@@ -48,7 +48,7 @@ from nodecourse.lessons.lesson11.sde_studies import (
     strong_errors,
     strong_order_study,
 )
-from nodecourse.measure.memory import cpu_peak_supported
+from nodecourse.measure import cpu_peak_supported
 from nodecourse.plotting import text_on_numeric_axes
 from nodecourse.sde import BrownianPath
 

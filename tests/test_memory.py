@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from nodecourse.measure.memory import cpu_peak_supported, measure_peak, memory_sweep
+from nodecourse.measure import cpu_peak_supported, measure_peak, memory_sweep
 
 needs_peak = pytest.mark.skipif(not cpu_peak_supported(), reason="CPU peak memory needs Linux /proc/self/clear_refs")
 

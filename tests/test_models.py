@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from nodecourse.measure.memory import saved_activation_bytes
+from nodecourse.measure import saved_activation_bytes
 from nodecourse.models import (
     ODENetClassifier,
     ResidualStack,

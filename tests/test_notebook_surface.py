@@ -77,7 +77,8 @@ def test_the_surface_rule_can_fail():
     assert surface_problem("nodecourse.deq", "not_a_name")
     assert surface_problem("nodecourse.widgets", "AdjointExplorer") is None
     assert surface_problem("nodecourse.lessons.lesson05", "FULL_CURVE") is None
-    assert surface_problem("nodecourse.measure.memory", "measure_peak") is None
+    assert surface_problem("nodecourse.measure._memory", "measure_peak")  # a private module
+    assert surface_problem("nodecourse.measure", "measure_peak") is None
     assert surface_problem("nodecourse.config", "pick") is None
 
 

@@ -217,7 +217,7 @@ def test_cli_published_quick_on_real_set_a(capsys):
 
 
 def test_a_solver_work_log_sees_every_gap_as_a_solve(hourly):
-    from nodecourse.measure.diagnostics import SolverWorkLog
+    from nodecourse.measure import SolverWorkLog
 
     enc = latent.build_model("odernn", hourly, settings=ps.COURSE).encoder
     v, m = hourly.values[:6], hourly.mask[:6]

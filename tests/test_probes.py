@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from nodecourse.measure.probes import circle_probe, decision_grid, probe_circles
+from nodecourse.measure import circle_probe, decision_grid, probe_circles
 
 
 class Affine(nn.Module):

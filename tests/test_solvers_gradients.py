@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from nodecourse import SOLVERS, odeint
-from nodecourse.measure.memory import memory_sweep
+from nodecourse.measure import memory_sweep
 
 F64 = torch.float64
 

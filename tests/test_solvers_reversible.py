@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from nodecourse import SolveConfig, odeint
-from nodecourse.measure.memory import saved_tensor_bytes
+from nodecourse.measure import saved_tensor_bytes
 from nodecourse.models import MLPField, ODEBlock
 from nodecourse.solvers import SolverError
 from nodecourse.solvers.reversible import REVERSIBLE_SOLVERS, amplification, heun_inverse, heun_step

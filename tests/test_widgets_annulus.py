@@ -58,7 +58,7 @@ def _result_with_grid(outputs: torch.Tensor, ex_result: AnnulusResult) -> Annulu
 
 
 def test_single_class_reads_the_sign_of_the_whole_grid():
-    from nodecourse.measure.probes import CircleProbe, DecisionGrid
+    from nodecourse.measure import CircleProbe, DecisionGrid
     from nodecourse.models.augment import FitLog
 
     axis = torch.linspace(-1.75, 1.75, 5)

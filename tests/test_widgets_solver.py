@@ -200,8 +200,8 @@ def test_step_trace_needs_a_record():
 def test_problems_live_in_the_library():
     import numpy as np
 
-    from nodecourse.measure.problems import PROBLEMS as LIB_PROBLEMS
-    from nodecourse.measure.problems import reference_solution
+    from nodecourse.measure import PROBLEMS as LIB_PROBLEMS
+    from nodecourse.measure import reference_solution
 
     assert LIB_PROBLEMS is PROBLEMS
     stiff = LIB_PROBLEMS["stiff: y' = -1000 (y - cos t)"]
@@ -212,7 +212,7 @@ def test_problems_live_in_the_library():
 
 def test_plots_take_measured_rows():
     from nodecourse.lessons.lesson02 import convergence
-    from nodecourse.measure.diagnostics import tolerance_sweep
+    from nodecourse.measure import tolerance_sweep
     from nodecourse.plotting.solvers import plot_convergence, plot_tolerance_sweep, plot_work_per_input
 
     fig = plot_convergence([convergence("rk4", (8, 16, 32))])

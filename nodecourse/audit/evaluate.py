@@ -1,7 +1,7 @@
 """Running a model on a set and seeing the work its cores do.
 
 :class:`WorkMeter` watches every solve made while it is active: each ``odeint`` call (through
-:class:`nodecourse.measure.diagnostics.SolverWorkLog`: NFE, steps, rejected steps, status) and
+:class:`nodecourse.measure.SolverWorkLog`: NFE, steps, rejected steps, status) and
 each DEQ forward (a forward hook reading ``DEQ.stats``: iterations, final residual, status, and
 which samples converged). :func:`run` evaluates a set in chunks of rows without gradients and
 :func:`per_input` one row at a time, so each input's own work is seen.
@@ -18,7 +18,7 @@ import torch
 
 from nodecourse.audit import inputs as I
 from nodecourse.audit.discovery import Core
-from nodecourse.measure.diagnostics import SolverWorkLog
+from nodecourse.measure import SolverWorkLog
 from nodecourse.solvers import SolverError
 
 WORK_KEYS = ("nfe", "n_steps", "n_accepted", "n_rejected", "solves", "iterations", "fixed_point_solves")

@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nodecourse.measure.tables import json_safe
+from nodecourse.measure import json_safe
 
 #: ``undecided``: the interval straddles a threshold (step 5); ``not measured``: the step has nothing
 #: to measure for this model's shape, and says why; ``failed``: the step raised, its cause is named.
@@ -158,7 +158,7 @@ class AuditReport:
 
     def to_markdown(self) -> str:
         """A Markdown report: the verdict table, then each step's sentence, findings and numbers."""
-        from nodecourse.measure.tables import markdown_table
+        from nodecourse.measure import markdown_table
 
         m = self.model
         lines = [

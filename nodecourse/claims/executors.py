@@ -164,7 +164,7 @@ class RowCache:
         """Write ``result`` (atomically: a run stopped mid-write leaves no half file)."""
         if result.verdict is ClaimVerdict.ERROR:
             return
-        from nodecourse.measure.tables import json_safe
+        from nodecourse.measure import json_safe
 
         data = json_safe(result.as_dict())
         data["seconds"] = result.seconds  # unrounded: the reports add the rows' own times

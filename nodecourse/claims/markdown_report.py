@@ -7,7 +7,7 @@ import re
 
 from nodecourse.claims.columns import COLUMNS, cells, verdict_counts
 from nodecourse.claims.registry import ClaimResult
-from nodecourse.measure.tables import markdown_table
+from nodecourse.measure import markdown_table
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|])")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from nodecourse.claims.columns import COLUMNS, cells
 from nodecourse.claims.registry import ClaimResult
-from nodecourse.measure.tables import text_table
+from nodecourse.measure import text_table
 
 # Columns sized to their longest entry (short ones), capped ones, and the rest that share what is left.
 _FIXED = ("id", "verdict")

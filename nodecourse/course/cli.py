@@ -415,7 +415,7 @@ def run_claims(args: argparse.Namespace) -> int:
         path.write_text(text, encoding="utf-8")
         print(f"wrote the ledger table into {path} ({claims.verdict_counts(results)})", file=sys.stderr)
     elif fmt == "json":
-        from nodecourse.measure.tables import json_safe
+        from nodecourse.measure import json_safe
 
         print(json.dumps([json_safe(r.as_dict()) for r in results], indent=1, ensure_ascii=False))
     elif fmt == "markdown":

@@ -69,7 +69,7 @@ from nodecourse.course.references import (  # noqa: F401 (part of the grader's s
 )
 from nodecourse.course.tasks import reference as task_reference
 from nodecourse.course.textsafe import escape
-from nodecourse.measure.tables import text_table
+from nodecourse.measure import text_table
 
 DEFAULT_CELL_TIMEOUT_S = 120
 DEFAULT_NOTEBOOK_TIMEOUT_S = 1800  # the whole notebook, replays after a restart included

@@ -1025,7 +1025,7 @@ EXERCISES = {
     "from nodecourse import odeint\n",
     "from nodecourse.config import use_course_threads\n",
     "from nodecourse.course.checks import check\n",
-    "from nodecourse.measure.memory import measure_peak\n",
+    "from nodecourse.measure import measure_peak\n",
     "from nodecourse.models import MLPField\n",
     "\n",
     "use_course_threads()  # torch's CPU threads for this machine: see `nodecourse check`\n",
@@ -1179,7 +1179,7 @@ EXERCISES = {
     "(a 64-256-64 MLP) and the batch `y03` (256 states) defined below; run one forward solve on $[0, 1]$ with\n",
     "`n_steps` RK4 steps, either through your `LearnerAdjoint` (`use_adjoint=True`) or with plain\n",
     "`odeint(..., gradient=\"backprop\")`, then `backward()` on $\\sum z(1)^2$; return the peak extra memory of\n",
-    "forward + backward in bytes, measured with `nodecourse.measure.memory.measure_peak(fn)` (it runs `fn()` once)."
+    "forward + backward in bytes, measured with `nodecourse.measure.measure_peak(fn)` (it runs `fn()` once)."
    ]
   },
   {

@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 import torch
 
 from nodecourse.data import ANNULUS_RADII
-from nodecourse.measure.probes import CircleProbe, DecisionGrid
+from nodecourse.measure import CircleProbe, DecisionGrid
 from nodecourse.plotting import CourseFigure, course_subplots, use_style
 
 MODEL_COLORS = {"NODE": "#d62728", "ANODE": "#1f77b4", "ResNet": "#2ca02c"}

@@ -146,7 +146,7 @@ def _get(row, *names):
 def plot_tolerance_sweep(rows_by_method: dict[str, Sequence], *, title: str = "The precision/speed dial") -> go.Figure:
     """Three panels against rtol: error, NFE and wall time, one line per method.
 
-    ``rows_by_method``: method name to rows, either :class:`nodecourse.measure.diagnostics.SweepRow`
+    ``rows_by_method``: method name to rows, either :class:`nodecourse.measure.SweepRow`
     objects or dicts, with ``rtol``, ``max_error`` (or ``error``), ``nfe`` and optionally ``seconds``.
     """
     fig = course_subplots(rows=1, cols=3, subplot_titles=("error", "function evaluations", "wall time"))

@@ -1,4 +1,4 @@
-"""Who is listening to solves: :class:`nodecourse.measure.diagnostics.SolverWorkLog` registers here.
+"""Who is listening to solves: :class:`nodecourse.measure.SolverWorkLog` registers here.
 
 Kept apart from ``diagnostics`` so that ``odeint`` can report without importing it.
 """

@@ -1,7 +1,7 @@
 """Explore the adjoint's price: lam, horizon T, tolerance, gradient mode and device in; gradient
 error against the analytic gradient, forward and backward NFE and peak memory out.
 
-The problem is :class:`nodecourse.measure.gradient_check.DecayFeed` (a decaying mode ``lam`` feeding a
+The problem is :class:`nodecourse.measure.DecayFeed` (a decaying mode ``lam`` feeding a
 slow one). The explorer keeps its last result in :attr:`AdjointExplorer.result`, so its callbacks
 can be tested without a browser::
 
@@ -50,8 +50,7 @@ class AdjointResult:
 def run_gradient(lam: float, T: float, tol: float, mode: str, device: str, method: str = "dopri5") -> AdjointResult:
     """``dL/d(z0, lam, theta, T)`` by ``mode`` (and the other modes' errors for the figure)."""
     from nodecourse.config import resolve_device
-    from nodecourse.measure.gradient_check import gradient_table
-    from nodecourse.measure.memory import measure_peak
+    from nodecourse.measure import gradient_table, measure_peak
 
     dev = resolve_device(device)
     dtype = torch.float32 if dev.type == "mps" else torch.float64

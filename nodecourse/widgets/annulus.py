@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import torch
 
 from nodecourse.data import annulus
-from nodecourse.measure.probes import CircleProbe, DecisionGrid, circle_probe, decision_grid
+from nodecourse.measure import CircleProbe, DecisionGrid, circle_probe, decision_grid
 from nodecourse.models import count_parameters
 from nodecourse.models.augment import FitLog, augmented_node, fit, plain_node, sign_accuracy
 from nodecourse.widgets.base import FigureExplorer

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from nodecourse.measure.problems import PROBLEMS, Problem, reference_solution
+from nodecourse.measure import PROBLEMS, Problem, reference_solution
 from nodecourse.widgets.base import FigureExplorer
 from nodecourse.widgets.common import assemble, check_device, device_control, show_result
 

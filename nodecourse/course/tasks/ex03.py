@@ -224,7 +224,7 @@ def _loaded(answer, ref):
 
 def _evaluated(answer, ref) -> dict:
     """The grader's own evaluation of the trained model: the margin on the circle, held-out accuracy."""
-    from nodecourse.measure.probes import circle_points, evaluate
+    from nodecourse.measure import circle_points, evaluate
 
     losses = field_of(answer, "losses", "losses")
     if (

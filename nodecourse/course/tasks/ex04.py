@@ -195,7 +195,7 @@ def _once(ns, use_adjoint: bool, n_steps: int) -> None:
 
 def _own_peak(ns, use_adjoint: bool, n_steps: int) -> int:
     """The measurement in the kernel (the notebook's self-check; peak_bytes must agree with it)."""
-    from nodecourse.measure.memory import measure_peak
+    from nodecourse.measure import measure_peak
 
     return int(measure_peak(lambda: _once(ns, use_adjoint, n_steps)))
 

@@ -145,7 +145,7 @@ def settle(namespace, inputs) -> None:
     the peak the grader reads next is this run's (the library's own preparation for RSS peaks)."""
     import gc
 
-    from nodecourse.measure import memory
+    from nodecourse.measure import _memory as memory  # its private preparation for RSS peaks
 
     gc.collect()
     memory._prepare_malloc()

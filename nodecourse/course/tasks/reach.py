@@ -92,14 +92,14 @@ ANSWERS: dict[str, dict[str, Reach]] = {
             "nodecourse.solvers.adjoint",
             "nodecourse.solvers.checkpoint",
             "nodecourse.solvers.gradient_run",
-            "nodecourse.measure.adjoint_sweep",
+            "nodecourse.measure._adjoint_sweep",
             *OTHER_LIBRARIES,
         ),
         "flat-memory": _using_library(
             "the memory measurement of your adjoint",
             "nodecourse.solvers.adjoint",
             "nodecourse.solvers.checkpoint",
-            "nodecourse.measure.adjoint_sweep",
+            "nodecourse.measure._adjoint_sweep",
             *OTHER_LIBRARIES,
         ),
     },
@@ -135,7 +135,7 @@ ANSWERS: dict[str, dict[str, Reach]] = {
         ),
     },
     "09": {
-        name: _using_library(asks, "nodecourse.audit", "nodecourse.measure.gradient_check")
+        name: _using_library(asks, "nodecourse.audit", "nodecourse.measure._gradient_check")
         for name, asks in (
             ("accuracy-at", "the accuracy at a tolerance"),
             ("breaking-tolerance", "the breaking tolerance"),

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 
 from nodecourse.lessons.study import Findings
-from nodecourse.measure.tables import markdown_table
+from nodecourse.measure import markdown_table
 from nodecourse.solvers import SOLVERS
 
 __all__ = ["StiffFindings", "StiffRun"]

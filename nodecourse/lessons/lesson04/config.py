@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from nodecourse.claims import Threshold
-from nodecourse.measure.memory import MemoryConfig
+from nodecourse.measure import MemoryConfig
 
 REVERSAL_LAMBDAS = (-1.0, -10.0, -100.0, -1000.0)
 TARGET = 0.01  # recover z(0) to within 1 %

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from nodecourse.lessons.lesson04.config import GradientErrorConfig
-from nodecourse.measure.memory import MemorySweep
+from nodecourse.measure import MemorySweep
 
 
 def plot_memory(sweep: MemorySweep):

@@ -35,7 +35,7 @@ from nodecourse.lessons.lesson04.studies import (
     reversal_signed_error,
 )
 from nodecourse.lessons.study import Findings
-from nodecourse.measure.memory import MemorySweep
+from nodecourse.measure import MemorySweep
 
 METHOD_NAMES = {"euler": "forward Euler", "implicit_euler": "backward Euler"}
 SECOND_ORDER = ("midpoint", "trapezoid")

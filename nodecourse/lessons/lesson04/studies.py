@@ -23,8 +23,14 @@ from nodecourse.lessons.lesson04.config import (
     ReversalConfig,
 )
 from nodecourse.lessons.study import cached_study
-from nodecourse.measure.gradient_check import analytic_gradient, gradient_error_sweep, gradient_table, theta_error
-from nodecourse.measure.memory import MemorySweep, memory_sweep
+from nodecourse.measure import (
+    MemorySweep,
+    analytic_gradient,
+    gradient_error_sweep,
+    gradient_table,
+    memory_sweep,
+    theta_error,
+)
 from nodecourse.solvers import odeint
 
 # ----------------------------------------------------------------------------------------------
@@ -233,7 +239,7 @@ def memory_study(quick: bool = True, device: str = "cpu") -> MemorySweep:
 def gradient_error_study(
     config: GradientErrorConfig = QUICK_GRADIENT, atol: float | None = None, angle: float = 0.0
 ) -> tuple[dict, ...]:
-    """The sweep of :func:`nodecourse.measure.gradient_check.gradient_error_sweep` over the config's horizons and
+    """The sweep of :func:`nodecourse.measure.gradient_error_sweep` over the config's horizons and
     tolerances (``rtol = tol``; ``atol = tol`` when ``atol`` is None), on the system rotated by ``angle``."""
     return tuple(
         gradient_error_sweep(

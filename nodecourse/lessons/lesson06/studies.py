@@ -13,7 +13,7 @@ from nodecourse.deq.models import DEQModel, EquilibriumBlock
 from nodecourse.deq.problems import bai_synthetic, contraction
 from nodecourse.deq.training import DEQLog, fit_deq
 from nodecourse.lessons.study import cached_study
-from nodecourse.measure.memory import saved_tensor_bytes
+from nodecourse.measure import saved_tensor_bytes
 
 from .config import HUTCHINSON_DIMS, SOLVER_KINDS, SOLVER_RHOS, DEQTrainConfig, probe_epochs, variants
 

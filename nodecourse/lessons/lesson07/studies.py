@@ -13,7 +13,7 @@ from torch import nn
 
 from nodecourse.data import load_digits
 from nodecourse.lessons.study import cached_study
-from nodecourse.measure.memory import saved_tensor_bytes
+from nodecourse.measure import saved_tensor_bytes
 from nodecourse.models import ResidualStack, count_parameters, matched_field_width
 from nodecourse.models.depth import DepthClassifier, DEQCore, ODECore, UnrolledCore
 from nodecourse.training import seeded_batches, train_epochs
@@ -115,7 +115,7 @@ def _accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
 def _training_step_memory(model: DepthClassifier, x: torch.Tensor, y: torch.Tensor) -> tuple[int, int | None]:
     """(bytes autograd saves for backward in one training step, measured peak bytes of forward+backward
     or None where the peak cannot be measured on this platform)."""
-    from nodecourse.measure import memory
+    from nodecourse.measure import cpu_peak_supported, measure_peak
 
     params = list(model.parameters())
 
@@ -128,8 +128,8 @@ def _training_step_memory(model: DepthClassifier, x: torch.Tensor, y: torch.Tens
     model.zero_grad(set_to_none=True)
     device = x.device
     peak = None
-    if device.type == "cuda" or (device.type == "cpu" and memory.cpu_peak_supported()):
-        peak = memory.measure_peak(step, device)
+    if device.type == "cuda" or (device.type == "cpu" and cpu_peak_supported()):
+        peak = measure_peak(step, device)
     return int(saved), peak
 
 

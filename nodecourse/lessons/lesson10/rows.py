@@ -178,7 +178,7 @@ def measure_exact(quick: bool) -> Measurement:
     threshold=MEMORY_THRESHOLD,
 )
 def measure_memory(quick: bool) -> Measurement:
-    from nodecourse.measure.memory import cpu_peak_supported
+    from nodecourse.measure import cpu_peak_supported
 
     if not cpu_peak_supported() and not torch.cuda.is_available():
         return Measurement(

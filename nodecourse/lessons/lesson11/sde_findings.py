@@ -18,7 +18,7 @@ from nodecourse.lessons.lesson11.sde_config import (
 )
 from nodecourse.lessons.lesson11.sde_studies import AdjointRun, SDEMemoryResult, StrongOrderRun, bytes_per_step
 from nodecourse.lessons.study import Findings
-from nodecourse.measure.tables import markdown_table
+from nodecourse.measure import markdown_table
 
 SCHEME_NAMES = {"euler": "Euler–Maruyama", "milstein": "Milstein"}
 MIN_SEEDS = 3  # as nodecourse.claims.judge: fewer seeds give no interval worth judging

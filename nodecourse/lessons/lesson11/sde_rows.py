@@ -87,13 +87,13 @@ def measure_adjoint(quick: bool) -> Measurement:
     threshold=SDE_MEMORY_THRESHOLD,
 )
 def measure_memory(quick: bool) -> Measurement:
-    from nodecourse.measure.memory import cpu_peak_supported
+    from nodecourse.measure import cpu_peak_supported
 
     config = QUICK_SDE_MEMORY if quick else FULL_SDE_MEMORY
     if torch.device(config.device).type == "cpu" and config.cpu_method == "rss" and not cpu_peak_supported():
         return Measurement(
             "the resident-set peak needs Linux (/proc/self/clear_refs): use cpu_method='profiler'; nearest analogue: "
-            "the bytes autograd keeps (nodecourse.measure.memory.saved_tensor_bytes)",
+            "the bytes autograd keeps (nodecourse.measure.saved_tensor_bytes)",
             ClaimVerdict.NOT_MEASURABLE,
             {},
         )

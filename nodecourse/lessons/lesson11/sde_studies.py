@@ -21,7 +21,7 @@ from nodecourse.lessons.lesson11.sde_config import (
     StrongOrderConfig,
 )
 from nodecourse.lessons.study import cached_study
-from nodecourse.measure.memory import measure_peak
+from nodecourse.measure import measure_peak
 from nodecourse.sde import BrownianPath, sdeint
 
 FLOAT_DTYPES = ("float32", "float64")
@@ -362,7 +362,7 @@ def _memory_pass(config: SDEMemoryConfig, sde: nn.Module, y0: torch.Tensor, n_st
 
 @cached_study
 def sde_memory_study(config: SDEMemoryConfig = QUICK_SDE_MEMORY, progress: bool = False) -> SDEMemoryResult:
-    """Peak memory (:func:`~nodecourse.measure.memory.measure_peak`: on the CPU torch's profiler, or the resident
+    """Peak memory (:func:`~nodecourse.measure.measure_peak`: on the CPU torch's profiler, or the resident
     set with ``cpu_method="rss"``; the CUDA peak on a GPU) of forward + backward at ``N`` and ``8N`` reversible
     Heun steps, per route."""
     from tqdm.auto import tqdm

@@ -315,7 +315,7 @@ def memory_sweep(
     # glibc reads MALLOC_MMAP_THRESHOLD_ at start: every block above 64 KiB is mmapped and returned on free.
     env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"), MALLOC_MMAP_THRESHOLD_="65536")
     done = subprocess.run(
-        [sys.executable, "-m", "nodecourse.measure.memory", json.dumps(asdict(config))],
+        [sys.executable, "-m", "nodecourse.measure._memory", json.dumps(asdict(config))],
         capture_output=True,
         text=True,
         env=env,

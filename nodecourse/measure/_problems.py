@@ -4,7 +4,7 @@ Each :class:`Problem` has its field in torch (any device and dtype) and in
 numpy (for scipy's reference solve). Used by lesson 2, the solver explorer
 widget and the tests::
 
-    from nodecourse.measure.problems import PROBLEMS, reference_solution
+    from nodecourse.measure import PROBLEMS, reference_solution
     vdp = PROBLEMS["van der pol (μ=2)"]
     ys_ref = reference_solution(vdp, np.linspace(0, vdp.t1, 50))   # (50, 2)
 """

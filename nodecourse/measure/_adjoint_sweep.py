@@ -1,9 +1,9 @@
 """The course's adjoint beside torchdiffeq's ``odeint_adjoint``, setting by setting.
 
 For each setting (problem, dtype, rtol, atol, horizon T) both adjoints differentiate the same solve of
-:class:`~nodecourse.measure.gradient_check.DecayFeed` (``L = z2(T)``; gradient with respect to
+:class:`~nodecourse.measure.DecayFeed` (``L = z2(T)``; gradient with respect to
 ``(z10, z20, lam, theta, T)``) and each gradient is compared with the analytic one
-(:func:`~nodecourse.measure.gradient_check.analytic_gradient`, float64). The problems are lesson 4's:
+(:func:`~nodecourse.measure.analytic_gradient`, float64). The problems are lesson 4's:
 
 - ``decay-10``: ``lam = -10`` on the axes (lesson 4's gradient-error sweep);
 - ``decay-10-rotated``: the same system rotated by 0.7 rad (lesson 4's rotated probe);
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import torch
 
-from nodecourse.measure.gradient_check import gradient_table
+from nodecourse.measure._gradient_check import gradient_table
 
 #: Declared before measuring: the course's error may be this many times torchdiffeq's ...
 ERROR_FACTOR = 10.0

@@ -1,6 +1,6 @@
 """Seeing the solver's work: a tolerance sweep and a log of every solve in a block.
 
-from nodecourse.measure.diagnostics import SolverWorkLog, tolerance_sweep, rows_to_markdown
+from nodecourse.measure._diagnostics import SolverWorkLog, tolerance_sweep, rows_to_markdown
 
 with SolverWorkLog() as log:
     model(x)                  # any code that calls nodecourse.odeint
@@ -21,7 +21,7 @@ from typing import Any, Optional, Sequence
 
 import torch
 
-from nodecourse.measure.tables import markdown_table
+from nodecourse.measure._tables import markdown_table
 from nodecourse.solvers import SOLVERS, Status, observers, odeint
 from nodecourse.solvers.registry import spec_for
 
