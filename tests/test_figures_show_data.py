@@ -436,7 +436,7 @@ def test_lesson_5_figures_draw_each_trace_they_show(tmp_path):
     keeps its bar in view."""
     from physionet_fixtures import synthetic_set
 
-    from nodecourse.plotting.physionet import plot_auc_comparison, plot_observation_rates, plot_patient
+    from nodecourse.plotting import plot_auc_comparison, plot_observation_rates, plot_patient
 
     data = synthetic_set(tmp_path, 4, seed=0, quantization=1.0)
     data.mask[0, :, data.variables.index("Lactate")] = 0

@@ -1,7 +1,7 @@
 """Lessons, exercises and solutions import only the library's public surface.
 
 A module is public when it is a package of ``nodecourse`` or a root module (``nodecourse.config``), or
-when its parent's ``__all__`` names it (``nodecourse.measure.memory``, ``nodecourse.lessons.lesson05``);
+when its parent's ``__all__`` names it (``nodecourse.plotting.annulus``, ``nodecourse.lessons.lesson05``);
 a name is public when its module's ``__all__`` holds it. Anything else may change without notice
 (docs/library.md, "Library surface"), so a notebook that reaches past the surface breaks when the internals move.
 """

@@ -7,7 +7,7 @@ import pytest
 from physionet_fixtures import needs_set_a, synthetic_set
 
 from nodecourse.lessons.lesson05 import curve as lc
-from nodecourse.plotting.physionet import plot_learning_curve
+from nodecourse.plotting import plot_learning_curve
 
 
 @pytest.fixture(scope="module")

@@ -166,11 +166,11 @@ def test_bad_arguments_name_the_argument():
         SolverExplorer(device="tpu", render=False)
 
 
-# --- solver figures (nodecourse.plotting.solvers) ---------------------------------------------
+# --- solver figures (nodecourse.plotting._solvers) ---------------------------------------------
 
 
 def test_step_trace_is_the_solvers_record_and_covers_the_interval():
-    from nodecourse.plotting.solvers import plot_step_sizes, trace_steps
+    from nodecourse.plotting import plot_step_sizes, trace_steps
 
     vdp = PROBLEMS["van der pol (μ=2)"]
     y0 = torch.tensor(vdp.y0, dtype=torch.float64)
@@ -191,7 +191,7 @@ def test_step_trace_is_the_solvers_record_and_covers_the_interval():
 
 def test_step_trace_needs_a_record():
     from nodecourse import odeint
-    from nodecourse.plotting.solvers import StepTrace
+    from nodecourse.plotting import StepTrace
 
     with pytest.raises(ValueError, match="record_steps=True"):
         StepTrace.from_solution(odeint(lambda t, y: -y, torch.ones(1), torch.tensor([0.0, 1.0])))
@@ -213,7 +213,7 @@ def test_problems_live_in_the_library():
 def test_plots_take_measured_rows():
     from nodecourse.lessons.lesson02 import convergence
     from nodecourse.measure import tolerance_sweep
-    from nodecourse.plotting.solvers import plot_convergence, plot_tolerance_sweep, plot_work_per_input
+    from nodecourse.plotting import plot_convergence, plot_tolerance_sweep, plot_work_per_input
 
     fig = plot_convergence([convergence("rk4", (8, 16, 32))])
     assert "slope 4" in fig.data[0].name or "slope 3.9" in fig.data[0].name
@@ -234,7 +234,7 @@ def test_importing_plotting_leaves_plotlys_renderer_unchanged():
 
     code = (
         "import plotly.io as pio; pio.renderers.default = 'json'; import nodecourse.plotting, "
-        "nodecourse.plotting.solvers, nodecourse.plotting.annulus, nodecourse.plotting.physionet; "
+        "nodecourse.plotting._solvers, nodecourse.plotting._annulus, nodecourse.plotting._physionet; "
         "print(repr(pio.renderers.default))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
@@ -249,7 +249,7 @@ def test_course_figures_show_with_the_mimetype_renderer_and_a_modest_matplotlib_
     import plotly.io as pio
 
     import nodecourse.plotting as plotting
-    from nodecourse.plotting.solvers import plot_tolerance_sweep, plot_work_per_input
+    from nodecourse.plotting import plot_tolerance_sweep, plot_work_per_input
 
     shown = []
     monkeypatch.setattr(pio, "show", lambda fig, *a, **kw: shown.append((a, kw.get("renderer"))))

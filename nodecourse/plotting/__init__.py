@@ -7,10 +7,17 @@ notebooks stay small) and once as a PNG drawn by kaleido, the static fallback th
 the course's website and GitHub's viewer show where plotly's JavaScript does not run. The
 renderer is chosen per figure: importing this module leaves plotly's global
 ``plotly.io.renderers.default`` as it is.
+
+This file is the package's surface: import from ``nodecourse.plotting``. The figures of the lessons
+live in private modules (``_solvers``: lessons 1-2; ``_annulus``: lesson 3; ``_physionet``: lesson 5)
+and are exported here by name, each module imported on first use (PEP 562) so that
+``import nodecourse.plotting`` stays light; ``annulus``, ``physionet`` and ``solvers`` name those
+modules as a whole (``from nodecourse.plotting import annulus as P``).
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import plotly.graph_objects as go
@@ -229,6 +236,51 @@ def figure(
     return fig
 
 
+# The lessons' figures, imported on first use: ``{name: private module}``. The module names
+# (``annulus``, ...) give the whole module; every other name is that module's attribute.
+_LAZY = {
+    "annulus": "_annulus",
+    "physionet": "_physionet",
+    "solvers": "_solvers",
+    # lesson 3 (_annulus)
+    "CLASS_COLORS": "_annulus",
+    "MODEL_COLORS": "_annulus",
+    "circle_probe_figure": "_annulus",
+    "decision_boundary_figure": "_annulus",
+    "draw_decision_boundary": "_annulus",
+    "trajectory_figure": "_annulus",
+    "training_curves_figure": "_annulus",
+    # lesson 5 (_physionet)
+    "DEFAULT_VARIABLES": "_physionet",
+    "plot_auc_comparison": "_physionet",
+    "plot_learning_curve": "_physionet",
+    "plot_observation_rates": "_physionet",
+    "plot_patient": "_physionet",
+    "plot_scaled_time": "_physionet",
+    # lessons 1-2 (_solvers)
+    "ConvergenceRun": "_solvers",
+    "StepTrace": "_solvers",
+    "plot_convergence": "_solvers",
+    "plot_step_sizes": "_solvers",
+    "plot_tolerance_sweep": "_solvers",
+    "plot_work_per_input": "_solvers",
+    "trace_steps": "_solvers",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        module = importlib.import_module(f"{__name__}.{_LAZY[name]}")
+        value = module if name == _LAZY[name][1:] else getattr(module, name)
+        globals()[name] = value  # once: later lookups are plain attribute reads
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
 __all__ = [
     "INTERACTIVE_RENDERER",
     "MPL_STYLE",
@@ -242,8 +294,6 @@ __all__ = [
     "solver_colors",
     "text_on_numeric_axes",
     "use_style",
-    # the figures of lessons 1-2, 3 and 5: modules imported by name (they build on this one)
-    "annulus",
-    "physionet",
-    "solvers",
+    # the figures of lessons 1-2, 3 and 5, each module as a whole and name by name
+    *_LAZY,
 ]

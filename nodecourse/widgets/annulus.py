@@ -195,7 +195,7 @@ class AnnulusExplorer(FigureExplorer):
     def _make_figure(res: AnnulusResult):
         import matplotlib.pyplot as plt
 
-        from nodecourse.plotting.annulus import draw_decision_boundary
+        from nodecourse.plotting import draw_decision_boundary
 
         fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(8, 3.3))
         draw_decision_boundary(ax1, res.grid, title="decision boundary", probe_radius=res.probe.radius)

@@ -1,7 +1,7 @@
 """Figures of lesson 3: decision boundaries and circle probes (matplotlib), training curves and
 animated trajectories of the flow (plotly, with a time slider).
 
-Import explicitly: ``from nodecourse.plotting.annulus import decision_boundary_figure``.
+Import from the package: ``from nodecourse.plotting import decision_boundary_figure``.
 The plotly figures are :class:`nodecourse.plotting.CourseFigure` objects, shown with the
 ``plotly_mimetype`` renderer, so they stay small in the saved notebook.
 """
