@@ -27,7 +27,7 @@ def _row(cells) -> str:
 
 
 def solver_rows(devices):
-    from nodecourse.widgets.solver_explorer import PROBLEMS, run_solver
+    from nodecourse.widgets import PROBLEMS, run_solver
 
     rows = []
     cases = [("van der pol (μ=2)", m, 1e-6) for m in ("dopri5", "bosh3", "rk4")]
@@ -56,7 +56,7 @@ def solver_rows(devices):
 
 
 def adjoint_rows(devices):
-    from nodecourse.widgets.adjoint_explorer import MODES, run_gradient
+    from nodecourse.widgets._adjoint_explorer import MODES, run_gradient
 
     rows = []
     for mode in MODES:
@@ -83,7 +83,7 @@ def adjoint_rows(devices):
 
 def deq_rows(devices):
     from nodecourse.deq import METHODS
-    from nodecourse.widgets.deq_explorer import run_deq
+    from nodecourse.widgets._deq_explorer import run_deq
 
     rows = []
     for solver in sorted(METHODS):

@@ -431,7 +431,7 @@ def error_outputs(page) -> list[str]:
 
 
 def explorer(page, class_name: str):
-    """The explorer box whose Python class is ``class_name`` (see nodecourse.widgets.base)."""
+    """The explorer box whose Python class is ``class_name`` (see nodecourse.widgets._base)."""
     return active_panel(page).locator(f".nc-explorer-{class_name}").first
 
 

@@ -219,7 +219,7 @@ def test_reversal_counts_match_the_solver():
 
 
 def test_adjoint_explorer_updates_headless():
-    from nodecourse.widgets.adjoint_explorer import AdjointExplorer
+    from nodecourse.widgets import AdjointExplorer
 
     ex = AdjointExplorer(lam=-10.0, T=0.5, tol=1e-6, render=False)
     short = ex.result.rel_error

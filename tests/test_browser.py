@@ -127,7 +127,7 @@ def _parse_solver(text: str) -> dict:
 
 @_single_thread
 def _expected_solver(s: Settings) -> Expected:
-    from nodecourse.widgets.solver_explorer import PROBLEMS, run_solver
+    from nodecourse.widgets import PROBLEMS, run_solver
 
     r = run_solver(PROBLEMS[s["problem"]], s["method"], s["rtol"], s["atol"], s["step_size"], "cpu")
     return Expected(
@@ -147,7 +147,7 @@ def _check_solver_plot(traces: dict, s: Settings) -> None:
     """The plotted trajectory is the library's solution for these settings, point by point."""
     import numpy as np
 
-    from nodecourse.widgets.solver_explorer import PROBLEMS, run_solver
+    from nodecourse.widgets import PROBLEMS, run_solver
 
     problem = PROBLEMS[s["problem"]]
     r = run_solver(problem, s["method"], s["rtol"], s["atol"], s["step_size"], "cpu")
@@ -200,7 +200,7 @@ def _parse_annulus(text: str) -> dict:
 
 @_single_thread
 def _expected_annulus(s: Settings) -> Expected:
-    from nodecourse.widgets.annulus import train_and_probe
+    from nodecourse.widgets._annulus import train_and_probe
 
     r = train_and_probe(s["augment_dim"], s["epochs"], s["seed"])
     return Expected(_parse_annulus(r.summary()), r.summary())
@@ -229,7 +229,7 @@ def _parse_adjoint(text: str) -> dict:
 
 @_single_thread
 def _expected_adjoint(s: Settings) -> Expected:
-    from nodecourse.widgets.adjoint_explorer import run_gradient
+    from nodecourse.widgets._adjoint_explorer import run_gradient
 
     r = run_gradient(s["lam"], s["T"], s["tol"], s["mode"], "cpu")
     return Expected(_parse_adjoint(r.summary()), r.summary())
@@ -259,7 +259,7 @@ def _parse_deq(text: str) -> dict:
 
 @_single_thread
 def _expected_deq(s: Settings) -> Expected:
-    from nodecourse.widgets.deq_explorer import run_deq
+    from nodecourse.widgets._deq_explorer import run_deq
 
     r = run_deq(s["solver"], s["tol"], s["jac_weight"], "cpu")
     return Expected(_parse_deq(r.summary()), r.summary())
@@ -270,7 +270,7 @@ def _check_deq_plot(traces: dict, s: Settings) -> None:
     """The plotted residual trace is the library's, iteration by iteration."""
     import numpy as np
 
-    from nodecourse.widgets.deq_explorer import run_deq
+    from nodecourse.widgets._deq_explorer import run_deq
 
     r = run_deq(s["solver"], s["tol"], s["jac_weight"], "cpu")
     assert s["solver"] in traces, f"no trace {s['solver']!r} in the page's figure; traces: {list(traces)}"
@@ -310,7 +310,7 @@ def _parse_cheaper(text: str) -> dict:
 @_single_thread
 def _expected_cheaper(s: Settings) -> Expected:
     from nodecourse.lessons import lesson10 as L
-    from nodecourse.widgets.cheaper_explorer import result_for
+    from nodecourse.widgets._cheaper_explorer import result_for
 
     grid = {(s["weight"], route): L.explore(s["weight"], route) for route in L.EXPLORER_ROUTES}
     r = result_for(grid, s["weight"], s["route"])

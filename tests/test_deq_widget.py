@@ -2,7 +2,7 @@
 
 import pytest
 
-from nodecourse.widgets.deq_explorer import DEQExplorer, result_figure
+from nodecourse.widgets._deq_explorer import DEQExplorer, result_figure
 
 
 @pytest.fixture(scope="module")

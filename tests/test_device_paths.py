@@ -75,7 +75,7 @@ def test_every_solver_runs_on_the_device(cuda):
     from dataclasses import replace
 
     from nodecourse import SOLVERS
-    from nodecourse.widgets.solver_explorer import PROBLEMS, run_solver
+    from nodecourse.widgets import PROBLEMS, run_solver
 
     for name, full in PROBLEMS.items():
         # a short stretch of each problem keeps every solver's device path cheap
@@ -89,7 +89,7 @@ def test_every_solver_runs_on_the_device(cuda):
 
 
 def test_solver_explorer_and_figure_on_the_device(cuda):
-    from nodecourse.widgets.solver_explorer import SolverExplorer, result_figure
+    from nodecourse.widgets._solver_explorer import SolverExplorer, result_figure
 
     explorer = SolverExplorer(device="cuda", render=False)
     assert "cuda" in explorer.device.options and explorer.result.device == "cuda"
@@ -116,7 +116,7 @@ def test_solver_lesson_helpers_on_the_device(cuda):
 
 
 def test_annulus_explorer_trains_probes_and_draws_on_the_device(cuda):
-    from nodecourse.widgets.annulus import AnnulusExplorer
+    from nodecourse.widgets import AnnulusExplorer
 
     explorer = AnnulusExplorer(augment_dim=1, epochs=5, device="cuda", render=True)  # no notebook: figure kept
     assert explorer.result.final_nfe > 0
@@ -169,7 +169,7 @@ def test_physionet_cli_trains_on_the_device(cuda, model, capsys, monkeypatch):
 
 
 def test_adjoint_explorer_every_mode_on_the_device(cuda):
-    from nodecourse.widgets.adjoint_explorer import MODES, AdjointExplorer, result_figure, run_gradient
+    from nodecourse.widgets._adjoint_explorer import MODES, AdjointExplorer, result_figure, run_gradient
 
     for mode in MODES:
         res = run_gradient(-10.0, 1.0, 1e-5, mode, "cuda")
@@ -186,7 +186,7 @@ def test_adjoint_explorer_every_mode_on_the_device(cuda):
 
 def test_deq_explorer_every_solver_on_the_device(cuda):
     from nodecourse.deq import METHODS
-    from nodecourse.widgets.deq_explorer import DEQExplorer, result_figure, run_deq
+    from nodecourse.widgets._deq_explorer import DEQExplorer, result_figure, run_deq
 
     for solver in sorted(METHODS):
         res = run_deq(solver, 1e-4, 0.0, "cuda", n_inputs=32)

@@ -72,7 +72,7 @@ def test_a_notebook_imports_only_public_names(path):
 
 def test_the_surface_rule_can_fail():
     """The rule refuses the deep imports notebooks once used, and accepts their public spellings."""
-    assert surface_problem("nodecourse.widgets.adjoint_explorer", "AdjointExplorer")
+    assert surface_problem("nodecourse.widgets._adjoint_explorer", "AdjointExplorer")
     assert surface_problem("nodecourse.lessons.lesson05.curve", "FULL_CURVE")
     assert surface_problem("nodecourse.deq", "not_a_name")
     assert surface_problem("nodecourse.widgets", "AdjointExplorer") is None

@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 import torch
 
-from nodecourse.widgets.annulus import AnnulusExplorer, AnnulusResult
+from nodecourse.widgets._annulus import AnnulusExplorer, AnnulusResult
 
 
 @pytest.mark.slow

@@ -1,4 +1,4 @@
-"""The explorers say when they are busy (nodecourse/widgets/base.py, FigureExplorer._recompute).
+"""The explorers say when they are busy (nodecourse/widgets/_base.py, FigureExplorer._recompute).
 
 Driven headless through the controls' observers, with the computation replaced by a fake that
 records what the explorer shows while it runs: the busy line, every control disabled, the figure
@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import pytest
 
-import nodecourse.widgets.adjoint_explorer as adjoint_mod
-import nodecourse.widgets.annulus as annulus_mod
-import nodecourse.widgets.cheaper_explorer as cheaper_mod
-import nodecourse.widgets.deq_explorer as deq_mod
-import nodecourse.widgets.solver_explorer as solver_mod
-from nodecourse.widgets.base import BUSY_CLASS, ERROR_CLASS, STALE_CLASS, FigureExplorer
+import nodecourse.widgets._adjoint_explorer as adjoint_mod
+import nodecourse.widgets._annulus as annulus_mod
+import nodecourse.widgets._cheaper_explorer as cheaper_mod
+import nodecourse.widgets._deq_explorer as deq_mod
+import nodecourse.widgets._solver_explorer as solver_mod
+from nodecourse.widgets._base import BUSY_CLASS, ERROR_CLASS, STALE_CLASS, FigureExplorer
 
 
 def _snapshot(ex) -> dict:

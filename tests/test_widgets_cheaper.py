@@ -1,4 +1,4 @@
-"""Lesson 10's explorer (nodecourse/widgets/cheaper_explorer.py), driven headless: set a control's
+"""Lesson 10's explorer (nodecourse/widgets/_cheaper_explorer.py), driven headless: set a control's
 .value, read the result it updated; the grid it shows, computed by the lesson's code."""
 
 import math
@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from nodecourse.widgets.cheaper_explorer import KEYS, CheaperExplorer, check_grid, result_figure
+from nodecourse.widgets._cheaper_explorer import KEYS, CheaperExplorer, check_grid, result_figure
 
 ROUTES = ("backprop", "adjoint", "reversible")
 WEIGHTS = (0.0, 0.01)

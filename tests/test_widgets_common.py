@@ -1,10 +1,8 @@
-"""What every explorer shares (nodecourse/widgets/common.py): the device check and the layout."""
+"""What every explorer shares (nodecourse/widgets/_common.py): the device check and the layout."""
 
 import pytest
 
-from nodecourse.widgets.adjoint_explorer import AdjointExplorer
-from nodecourse.widgets.deq_explorer import DEQExplorer
-from nodecourse.widgets.solver_explorer import SolverExplorer
+from nodecourse.widgets import AdjointExplorer, DEQExplorer, SolverExplorer
 
 
 @pytest.mark.parametrize("cls", [SolverExplorer, DEQExplorer, AdjointExplorer])
@@ -25,7 +23,7 @@ def test_layout_and_status_line():
     assert explorer.status.value == f"<code>{explorer.result.summary()}</code>"
 
 
-# One rule for every explorer (nodecourse.widgets.base.check_control_value): a constructor value
+# One rule for every explorer (nodecourse.widgets._base.check_control_value): a constructor value
 # outside its control's range is refused by name, never clamped. (argument, value, words of the range)
 OUT_OF_RANGE = {
     "SolverExplorer": [
@@ -57,7 +55,7 @@ OUT_OF_RANGE = {
 
 
 def _explorers():
-    from nodecourse.widgets.annulus import AnnulusExplorer
+    from nodecourse.widgets import AnnulusExplorer
 
     return {cls.__name__: cls for cls in (SolverExplorer, AdjointExplorer, DEQExplorer, AnnulusExplorer)}
 

@@ -137,7 +137,7 @@ def test_errors_off_the_axis_are_noted_not_hidden(explorer):
     explorer.problem.value = "stiff: y' = -1000 (y - cos t)"
     explorer.method.value = "euler"
     explorer.step_size.value = 0.01  # beyond Euler's stability limit: the error explodes
-    from nodecourse.widgets.solver_explorer import errors_off_axis
+    from nodecourse.widgets._solver_explorer import errors_off_axis
 
     assert "above 1e2" in errors_off_axis(explorer.result)
     explorer.problem.value = "van der pol (μ=2)"

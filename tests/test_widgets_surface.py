@@ -10,7 +10,7 @@ import pkgutil
 import re
 
 import nodecourse.widgets as widgets
-from nodecourse.widgets.base import FigureExplorer
+from nodecourse.widgets._base import FigureExplorer
 from notebook_fixtures import REPO
 
 _IMPORT = re.compile(r"from nodecourse\.widgets(?:\.\w+)? import ([\w, ]+)")

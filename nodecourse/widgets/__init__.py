@@ -6,13 +6,17 @@ callbacks can be driven headless in tests: build it, set a control's
 
 The five explorers the lessons show are exported here, so a lesson (or a
 learner) imports them from one place: ``from nodecourse.widgets import AdjointExplorer``.
+
+This file is the package's surface. The modules behind it are private: one per explorer
+(``_solver_explorer``, ``_adjoint_explorer``, ``_annulus``, ``_deq_explorer``, ``_cheaper_explorer``),
+``_base`` (the figure explorer they share) and ``_common`` (their controls and layout).
 """
 
-from nodecourse.widgets.adjoint_explorer import AdjointExplorer
-from nodecourse.widgets.annulus import AnnulusExplorer
-from nodecourse.widgets.cheaper_explorer import CheaperExplorer
-from nodecourse.widgets.deq_explorer import DEQExplorer
-from nodecourse.widgets.solver_explorer import PROBLEMS, ExplorerResult, SolverExplorer, run_solver
+from nodecourse.widgets._adjoint_explorer import AdjointExplorer
+from nodecourse.widgets._annulus import AnnulusExplorer
+from nodecourse.widgets._cheaper_explorer import CheaperExplorer
+from nodecourse.widgets._deq_explorer import DEQExplorer
+from nodecourse.widgets._solver_explorer import PROBLEMS, ExplorerResult, SolverExplorer, run_solver
 
 __all__ = [
     "AdjointExplorer",

@@ -1,7 +1,7 @@
 """The construction steps every explorer repeats: the device check and control, the layout
 (two rows of controls, a status line, the figure area) and showing a result.
 
-(:mod:`nodecourse.widgets.base` holds the display mixin, :class:`~nodecourse.widgets.base.FigureExplorer`.)
+(:mod:`nodecourse.widgets._base` holds the display mixin, :class:`~nodecourse.widgets._base.FigureExplorer`.)
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import torch
 
-from nodecourse.widgets.base import FigureExplorer
-from nodecourse.widgets.common import assemble, check_device, device_control, show_result
+from nodecourse.widgets._base import FigureExplorer
+from nodecourse.widgets._common import assemble, check_device, device_control, show_result
 
 MODES = ("backprop", "checkpoint", "adjoint")
 

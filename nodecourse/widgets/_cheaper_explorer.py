@@ -19,8 +19,8 @@ import math
 from dataclasses import dataclass
 from typing import Mapping
 
-from nodecourse.widgets.base import FigureExplorer
-from nodecourse.widgets.common import assemble, show_result
+from nodecourse.widgets._base import FigureExplorer
+from nodecourse.widgets._common import assemble, show_result
 
 KEYS = ("test NFE", "accuracy", "NFE fwd", "NFE bwd", "error vs accurate", "error vs own steps", "peak KiB")
 

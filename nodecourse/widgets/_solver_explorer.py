@@ -19,8 +19,8 @@ import numpy as np
 import torch
 
 from nodecourse.measure import PROBLEMS, Problem, reference_solution
-from nodecourse.widgets.base import FigureExplorer
-from nodecourse.widgets.common import assemble, check_device, device_control, show_result
+from nodecourse.widgets._base import FigureExplorer
+from nodecourse.widgets._common import assemble, check_device, device_control, show_result
 
 
 @dataclass

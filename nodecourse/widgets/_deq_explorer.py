@@ -21,8 +21,8 @@ import torch
 from nodecourse.deq import METHODS, fixed_point
 from nodecourse.deq.models import DEQModel
 from nodecourse.deq.training import fit_deq
-from nodecourse.widgets.base import FigureExplorer
-from nodecourse.widgets.common import assemble, check_device, device_control, show_result
+from nodecourse.widgets._base import FigureExplorer
+from nodecourse.widgets._common import assemble, check_device, device_control, show_result
 
 JAC_WEIGHTS = (0.0, 0.3, 1.0, 3.0)
 TOLERANCES = (1e-2, 1e-3, 1e-4, 1e-6, 1e-8)
