@@ -295,6 +295,40 @@ def test_the_readme_lists_each_library_surface_exactly(path):
     assert not extra, f"docs/library.md lists names {name} does not export: {sorted(extra)}"
 
 
+# --- private by name: in these wings the package's __init__ is the whole surface ----------------
+
+# Every module of these packages but ``__init__.py`` is private (``_name.py``), as in torchdiffeq and
+# diffrax; the package's ``__init__`` exports the public names. Add a package here once its modules
+# are private.
+PRIVATE_WINGS = ["cde", "data", "data/physionet", "measure", "models/latent", "plotting", "sde", "widgets"]
+
+
+def _public_modules(package: Path) -> list[str]:
+    """The module files directly in ``package`` whose names are public (subpackages are not modules)."""
+    return sorted(p.name for p in package.glob("*.py") if p.name != "__init__.py" and not p.name.startswith("_"))
+
+
+@pytest.mark.parametrize("wing", PRIVATE_WINGS)
+def test_the_modules_behind_a_private_wing_are_private(wing):
+    package = PACKAGE / wing
+    assert (package / "__init__.py").is_file(), f"nodecourse/{wing} is not a package; fix PRIVATE_WINGS"
+    public = _public_modules(package)
+    assert not public, (
+        f"nodecourse/{wing} has public modules {public}: name each _name.py (git mv) and export its public "
+        "names from the package's __init__.py"
+    )
+
+
+@pytest.mark.parametrize("added, found", [("_helpers.py", []), ("helpers.py", ["helpers.py"])])
+def test_the_private_wing_check_finds_a_public_module(tmp_path, added, found):
+    # The rule above must be able to fail: a public module added beside private ones is named.
+    for name in ("__init__.py", "_solve.py", added):
+        (tmp_path / name).write_text("")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "__init__.py").write_text("")
+    assert _public_modules(tmp_path) == found
+
+
 def test_no_module_shadows_a_builtin():
     """A module-level class, function or constant named like a builtin (``ReferenceError``, ``input``)
     hides it from every reader of that module, and from anyone who star-imports it."""
