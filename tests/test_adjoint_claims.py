@@ -71,7 +71,7 @@ COUNT_PARTS = ("forward Euler within 10 % of 50 lam^2", "backward Euler within 1
 
 
 def test_reversal_holds_at_the_measured_counts():
-    f = L.reversal_findings(_reversal_rows(497_430, 502_563), GONE)
+    f = L.ReversalFindings.from_study(_reversal_rows(497_430, 502_563), GONE)
     assert f.parts == {
         COUNT_PARTS[0]: ClaimVerdict.HOLDS,
         COUNT_PARTS[1]: ClaimVerdict.HOLDS,
@@ -84,27 +84,27 @@ def test_reversal_holds_at_the_measured_counts():
 
 def test_reversal_does_not_hold_at_the_unlocated_seed_figure():
     """Counts of about 200,000 (the seed figure) are 60 % below the derived count: both count parts fail."""
-    f = L.reversal_findings(_reversal_rows(210_000, 200_000), GONE)
+    f = L.ReversalFindings.from_study(_reversal_rows(210_000, 200_000), GONE)
     assert [f.parts[p] for p in COUNT_PARTS] == [ClaimVerdict.DOES_NOT_HOLD] * 2
     assert f.verdict is ClaimVerdict.HOLDS_IN_PART
 
 
 def test_reversal_band_edges_are_the_declared_tolerance():
-    inside = L.reversal_findings(_reversal_rows(450_000, 550_000), GONE)
-    outside = L.reversal_findings(_reversal_rows(449_000, 551_000), GONE)
+    inside = L.ReversalFindings.from_study(_reversal_rows(450_000, 550_000), GONE)
+    outside = L.ReversalFindings.from_study(_reversal_rows(449_000, 551_000), GONE)
     assert all(inside.parts[p] is ClaimVerdict.HOLDS for p in COUNT_PARTS)
     assert all(outside.parts[p] is ClaimVerdict.DOES_NOT_HOLD for p in COUNT_PARTS)
 
 
 def test_reversal_fails_when_counts_are_far_and_nothing_underflows():
-    f = L.reversal_findings(_reversal_rows(5_000_000, None), KEPT)
+    f = L.ReversalFindings.from_study(_reversal_rows(5_000_000, None), KEPT)
     assert f.parts["e^-1e4 underflows"] is ClaimVerdict.DOES_NOT_HOLD
     assert f.parts[COUNT_PARTS[1]] is ClaimVerdict.DOES_NOT_HOLD  # no count found
     assert f.verdict is ClaimVerdict.HOLDS_IN_PART  # the solver check still holds
 
 
 def test_reversal_counts_contradicted_by_the_solver_fail_their_part():
-    f = L.reversal_findings(_reversal_rows(497_430, 502_563, verified=False), GONE)
+    f = L.ReversalFindings.from_study(_reversal_rows(497_430, 502_563, verified=False), GONE)
     assert f.parts["solver confirms the counts"] is ClaimVerdict.DOES_NOT_HOLD
     assert f.verdict is ClaimVerdict.HOLDS_IN_PART
     assert f.checks == (0, 1)
@@ -131,17 +131,17 @@ def _sweep(backprop, checkpoint, adjoint):
 
 
 def test_memory_holds_on_linear_backprop_and_flat_adjoint():
-    f = L.memory_findings(_sweep([10, 20, 40], [3, 4, 5], [3, 3, 3]))
+    f = L.MemoryFindings.from_sweep(_sweep([10, 20, 40], [3, 4, 5], [3, 3, 3]))
     assert f.verdict is ClaimVerdict.HOLDS
 
 
 def test_memory_fails_in_part_when_the_adjoint_grows():
-    f = L.memory_findings(_sweep([10, 20, 40], [3, 4, 5], [3, 3.5, 4]))
+    f = L.MemoryFindings.from_sweep(_sweep([10, 20, 40], [3, 4, 5], [3, 3.5, 4]))
     assert f.parts["adjoint flat"] is ClaimVerdict.DOES_NOT_HOLD and f.verdict is ClaimVerdict.HOLDS_IN_PART
 
 
 def test_memory_fails_when_backprop_grows_less_than_the_threshold():
-    f = L.memory_findings(_sweep([10, 12, 25], [3, 4, 5], [3, 3, 3]))  # 2.5x < 3x
+    f = L.MemoryFindings.from_sweep(_sweep([10, 12, 25], [3, 4, 5], [3, 3, 3]))  # 2.5x < 3x
     assert f.parts["backprop grows"] is ClaimVerdict.DOES_NOT_HOLD
 
 
@@ -159,16 +159,16 @@ def _grad_rows(adj_short, adj_long, ck=1e-7):
 
 
 def test_gradient_error_holds_on_growth_and_accurate_checkpoint():
-    assert L.gradient_error_findings(_grad_rows(1e-6, 1e2), CFG).verdict is ClaimVerdict.HOLDS
+    assert L.GradientErrorFindings.from_sweep(_grad_rows(1e-6, 1e2), CFG).verdict is ClaimVerdict.HOLDS
 
 
 def test_gradient_error_fails_without_growth_or_with_a_wrong_checkpoint():
-    assert L.gradient_error_findings(_grad_rows(1e-6, 5e-5), CFG).verdict is ClaimVerdict.DOES_NOT_HOLD
-    assert L.gradient_error_findings(_grad_rows(1e-6, 1e2, ck=1e-3), CFG).verdict is ClaimVerdict.DOES_NOT_HOLD
+    assert L.GradientErrorFindings.from_sweep(_grad_rows(1e-6, 5e-5), CFG).verdict is ClaimVerdict.DOES_NOT_HOLD
+    assert L.GradientErrorFindings.from_sweep(_grad_rows(1e-6, 1e2, ck=1e-3), CFG).verdict is ClaimVerdict.DOES_NOT_HOLD
 
 
 def test_gradient_error_failed_solves_decide_nothing():
-    f = L.gradient_error_findings(_grad_rows(math.inf, math.inf), CFG)
+    f = L.GradientErrorFindings.from_sweep(_grad_rows(math.inf, math.inf), CFG)
     assert f.verdict is ClaimVerdict.NOT_MEASURABLE and f.failed == [1e-6] and f.growth[1e-6] is None
 
 
@@ -201,13 +201,13 @@ def _probe_rows(adj, ck):
 
 
 def test_rotated_verdicts_follow_both_parts():
-    assert L.rotated_findings(_probe_rows(1e4, 1e-8)).verdict is ClaimVerdict.HOLDS
-    assert L.rotated_findings(_probe_rows(1e-5, 1e-8)).verdict is ClaimVerdict.HOLDS_IN_PART
-    assert L.rotated_findings(_probe_rows(1e-5, 1e-3)).verdict is ClaimVerdict.DOES_NOT_HOLD
+    assert L.RotatedFindings.from_probe(_probe_rows(1e4, 1e-8)).verdict is ClaimVerdict.HOLDS
+    assert L.RotatedFindings.from_probe(_probe_rows(1e-5, 1e-8)).verdict is ClaimVerdict.HOLDS_IN_PART
+    assert L.RotatedFindings.from_probe(_probe_rows(1e-5, 1e-3)).verdict is ClaimVerdict.DOES_NOT_HOLD
 
 
 def test_rotated_adjoint_stays_wrong_with_tight_atol():
-    f = L.rotated_findings(L.atol_probe(L.PROBE.angle))
+    f = L.RotatedFindings.from_probe(L.atol_probe(L.PROBE.angle))
     assert f.adjoint > L.ROTATED_THRESHOLD.value and f.checkpoint <= L.PROBE.rtol
 
 

@@ -21,7 +21,7 @@ def _counts(euler, implicit, verified=True):
 
 
 def test_reversal_markdown_quotes_counts_derived_figure_and_the_quoted_one():
-    text = L.reversal_findings(_counts(497_430, 502_563), GONE).markdown()
+    text = L.ReversalFindings.from_study(_counts(497_430, 502_563), GONE).markdown()
     for needle in (
         "497,430",
         "502,563",
@@ -43,7 +43,7 @@ def test_reversal_markdown_quotes_counts_derived_figure_and_the_quoted_one():
 
 def test_reversal_markdown_with_a_missing_count_and_no_underflow():
     kept = L.UnderflowCase(-1e4, 1e-300, 53, None)
-    f = L.reversal_findings(_counts(None, 502_563, verified=False), kept)
+    f = L.ReversalFindings.from_study(_counts(None, 502_563, verified=False), kept)
     text = f.markdown()
     assert "forward Euler needs none steps" in text and "(not run)" in text
     assert f.verdict is ClaimVerdict.HOLDS_IN_PART and "holds in part" in text
@@ -92,14 +92,14 @@ def _sweep(long_at_1e8=1e-7, atol=None):
 
 
 def test_gradient_error_markdown_names_growth_and_verdict():
-    f = L.gradient_error_findings(_sweep(), CFG)
+    f = L.GradientErrorFindings.from_sweep(_sweep(), CFG)
     text = f.markdown()
     assert "atol = tol" in text and "1.0e+11x" in text and "less than 100x" in text
     assert f.verdict is ClaimVerdict.DOES_NOT_HOLD and "**does not hold**" in text
 
 
 def test_gradient_error_markdown_names_a_failed_solve_instead_of_a_number():
-    f = L.gradient_error_findings(_sweep(long_at_1e8=math.inf, atol=1e-20), CFG)
+    f = L.GradientErrorFindings.from_sweep(_sweep(long_at_1e8=math.inf, atol=1e-20), CFG)
     assert f.failed == [1e-8] and f.growth[1e-8] is None
     text = f.markdown()
     assert "atol = 1e-20" in text and "failed (step-underflow)" in text and "no error is reported" in text
@@ -114,7 +114,7 @@ def test_gradient_error_markdown_says_every_horizon_when_every_one_failed():
     for r in rows:
         if r["route"] == "adjoint" and r["tol"] == 1e-8:
             r.update(rel_error=math.inf, status="failed", note="backward status STEP_UNDERFLOW")
-    text = L.gradient_error_findings(rows, CFG).markdown()
+    text = L.GradientErrorFindings.from_sweep(rows, CFG).markdown()
     assert "fails at every horizon (T = 0.5: failed (step-underflow), T = 3: failed (step-underflow))" in text
     assert "legend counts them as failed" in text
 
@@ -130,16 +130,16 @@ def _probe(adj_loose, adj_tight, ck, angle=0.0):
 
 
 def test_probe_markdown_says_whether_the_error_falls():
-    assert "falls from 4e+03 to 2e-07" in L.probe_findings(_probe(4e3, 2e-7, 1e-9)).markdown()
-    assert "does not fall" in L.probe_findings(_probe(1e-3, 1e-2, 1e-9)).markdown()
+    assert "falls from 4e+03 to 2e-07" in L.ProbeFindings.from_probe(_probe(4e3, 2e-7, 1e-9)).markdown()
+    assert "does not fall" in L.ProbeFindings.from_probe(_probe(1e-3, 1e-2, 1e-9)).markdown()
 
 
 def test_rotated_markdown_with_and_without_torchdiffeq():
-    f = L.rotated_findings(_probe(3.0, 0.5, 1e-8, angle=0.7), torchdiffeq=0.4)
+    f = L.RotatedFindings.from_probe(_probe(3.0, 0.5, 1e-8, angle=0.7), torchdiffeq=0.4)
     text = f.markdown()
     assert "5e-01" in text and "3e+00" in text and "4e-01" in text and "1e-08" in text
     assert f.verdict is ClaimVerdict.HOLDS
-    wrong = L.rotated_findings(_probe(3.0, 1e-5, 1e-3, angle=0.7))
+    wrong = L.RotatedFindings.from_probe(_probe(3.0, 1e-5, 1e-3, angle=0.7))
     assert "torchdiffeq" not in wrong.markdown() and wrong.verdict is ClaimVerdict.DOES_NOT_HOLD
     assert "checkpoint at solver accuracy: does not hold" in wrong.markdown()
 

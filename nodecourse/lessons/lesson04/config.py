@@ -11,6 +11,33 @@ from dataclasses import dataclass
 from nodecourse.claims import Threshold
 from nodecourse.measure import MemoryConfig
 
+__all__ = [
+    "ADJOINT_FLAT_FACTOR",
+    "DERIVED_REVERSAL_STEPS",
+    "FIRST_ORDER",
+    "FULL_GRADIENT",
+    "FULL_MEMORY",
+    "FULL_REVERSAL",
+    "GRADIENT_THRESHOLD",
+    "MEMORY_THRESHOLD",
+    "PROBE",
+    "QUICK_GRADIENT",
+    "QUICK_MEMORY",
+    "QUICK_REVERSAL",
+    "REVERSAL_LAMBDA",
+    "REVERSAL_LAMBDAS",
+    "REVERSAL_THRESHOLD",
+    "ROTATED_THRESHOLD",
+    "TARGET",
+    "TIGHT_ATOL",
+    "UNDERFLOW_LAMBDA",
+    "UNLOCATED_REVERSAL_STEPS",
+    "GradientErrorConfig",
+    "ProbeConfig",
+    "ReversalConfig",
+    "derived_reversal_steps",
+]
+
 REVERSAL_LAMBDAS = (-1.0, -10.0, -100.0, -1000.0)
 TARGET = 0.01  # recover z(0) to within 1 %
 FIRST_ORDER = ("euler", "implicit_euler")  # "a low-order method": the first-order methods of the table

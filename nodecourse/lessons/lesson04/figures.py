@@ -7,6 +7,8 @@ import math
 from nodecourse.lessons.lesson04.config import GradientErrorConfig
 from nodecourse.measure import MemorySweep
 
+__all__ = ["plot_gradient_error", "plot_memory"]
+
 
 def plot_memory(sweep: MemorySweep):
     """Peak MiB against steps, one line per gradient mode (matplotlib Figure)."""

@@ -28,8 +28,6 @@ from nodecourse.lessons.lesson04.config import (
     ProbeConfig,
 )
 from nodecourse.lessons.lesson04.studies import (
-    ProbeResult,
-    ReversalCount,
     UnderflowCase,
     probe_value,
     reversal_signed_error,
@@ -70,6 +68,36 @@ class ReversalFindings(Findings):
     tolerance: float = REVERSAL_THRESHOLD.value
     parts: dict[str, ClaimVerdict] = field(default_factory=dict)
 
+    @classmethod
+    def from_study(cls, rows, underflow: UnderflowCase, threshold: Threshold = REVERSAL_THRESHOLD) -> ReversalFindings:
+        """Judge :func:`~.studies.reversal_study`'s counts at lam = -100 and the underflow at lam = -1e4.
+
+        A count part holds when that first-order method's count is within ``threshold.value`` (10 %) of the
+        derived 50 lam^2; the solver part holds when every solver run confirms its counted entry (no run: no
+        part); the underflow part when e^-1e4 is 0 and the reversal returns 0.
+        """
+        by = {(r.method, r.lam): r.steps for r in rows}
+        counts = {m: by.get((m, REVERSAL_LAMBDA)) for m in FIRST_ORDER}
+        second = {m: by[m, REVERSAL_LAMBDA] for m in SECOND_ORDER if (m, REVERSAL_LAMBDA) in by}
+        checks = [r.verified for r in rows if r.verified is not None and r.how == "amplification factor"]
+        parts = {}
+        for m, n in counts.items():
+            low, high = (1 - threshold.value) * DERIVED_REVERSAL_STEPS, (1 + threshold.value) * DERIVED_REVERSAL_STEPS
+            near = n is not None and low <= n <= high
+            parts[f"{METHOD_NAMES[m]} within {threshold.value * 100:g} % of 50 lam^2"] = _yes(near)
+        if checks:
+            parts["solver confirms the counts"] = _yes(all(checks))
+        parts["e^-1e4 underflows"] = _yes(underflow.z1 == 0.0 and underflow.recovered == 0.0)
+        return cls(
+            counts,
+            second,
+            (sum(bool(c) for c in checks), len(checks)),
+            underflow,
+            DERIVED_REVERSAL_STEPS,
+            threshold.value,
+            parts,
+        )
+
     @property
     def verdict(self) -> ClaimVerdict:
         return combine(self.parts)
@@ -109,36 +137,6 @@ class ReversalFindings(Findings):
         return "\n\n".join(t for t in text if t)
 
 
-def reversal_findings(rows, underflow: UnderflowCase, threshold: Threshold = REVERSAL_THRESHOLD) -> ReversalFindings:
-    """Judge :func:`~.studies.reversal_study`'s counts at lam = -100 and the underflow at lam = -1e4.
-
-    A count part holds when that first-order method's count is within ``threshold.value`` (10 %) of the
-    derived 50 lam^2; the solver part holds when every solver run confirms its counted entry (no run: no
-    part); the underflow part when e^-1e4 is 0 and the reversal returns 0.
-    """
-    by = {(r.method, r.lam): r.steps for r in rows}
-    counts = {m: by.get((m, REVERSAL_LAMBDA)) for m in FIRST_ORDER}
-    second = {m: by[m, REVERSAL_LAMBDA] for m in SECOND_ORDER if (m, REVERSAL_LAMBDA) in by}
-    checks = [r.verified for r in rows if r.verified is not None and r.how == "amplification factor"]
-    parts = {}
-    for m, n in counts.items():
-        low, high = (1 - threshold.value) * DERIVED_REVERSAL_STEPS, (1 + threshold.value) * DERIVED_REVERSAL_STEPS
-        near = n is not None and low <= n <= high
-        parts[f"{METHOD_NAMES[m]} within {threshold.value * 100:g} % of 50 lam^2"] = _yes(near)
-    if checks:
-        parts["solver confirms the counts"] = _yes(all(checks))
-    parts["e^-1e4 underflows"] = _yes(underflow.z1 == 0.0 and underflow.recovered == 0.0)
-    return ReversalFindings(
-        counts,
-        second,
-        (sum(bool(c) for c in checks), len(checks)),
-        underflow,
-        DERIVED_REVERSAL_STEPS,
-        threshold.value,
-        parts,
-    )
-
-
 # ----------------------------------------------------------------------------------------------
 # Memory
 
@@ -153,6 +151,17 @@ class MemoryFindings(Findings):
     backprop_grows: bool
     adjoint_flat: bool
     checkpoint_between: bool
+
+    @classmethod
+    def from_sweep(cls, sweep: MemorySweep, threshold: Threshold = MEMORY_THRESHOLD) -> MemoryFindings:
+        """backprop grows >= ``threshold.value`` x over the sweep, the adjoint stays within
+        ``ADJOINT_FLAT_FACTOR`` of its smallest peak, checkpoint lies between them at every step count."""
+        g = {m: sweep.growth(m) for m in sweep.config.modes}
+        flat = max(sweep.peaks("adjoint")) <= ADJOINT_FLAT_FACTOR * min(sweep.peaks("adjoint"))
+        between = all(
+            a <= c <= b for a, c, b in zip(sweep.peaks("adjoint"), sweep.peaks("checkpoint"), sweep.peaks("backprop"))
+        )
+        return cls(tuple(sweep.config.steps), g, g["backprop"] >= threshold.value, flat, between)
 
     @property
     def parts(self) -> dict[str, ClaimVerdict]:
@@ -173,17 +182,6 @@ class MemoryFindings(Findings):
     def markdown(self) -> str:
         grown = ", ".join(f"{m} {g:.2f}x" for m, g in self.growth.items())
         return f"Peak growth from {self.steps[0]} to {self.steps[-1]} steps: {grown}. {parts_text(self.parts)}."
-
-
-def memory_findings(sweep: MemorySweep, threshold: Threshold = MEMORY_THRESHOLD) -> MemoryFindings:
-    """backprop grows >= ``threshold.value`` x over the sweep, the adjoint stays within
-    ``ADJOINT_FLAT_FACTOR`` of its smallest peak, checkpoint lies between them at every step count."""
-    g = {m: sweep.growth(m) for m in sweep.config.modes}
-    flat = max(sweep.peaks("adjoint")) <= ADJOINT_FLAT_FACTOR * min(sweep.peaks("adjoint"))
-    between = all(
-        a <= c <= b for a, c, b in zip(sweep.peaks("adjoint"), sweep.peaks("checkpoint"), sweep.peaks("backprop"))
-    )
-    return MemoryFindings(tuple(sweep.config.steps), g, g["backprop"] >= threshold.value, flat, between)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -209,6 +207,24 @@ class GradientErrorFindings(Findings):
     checkpoint_worst: dict[float, float]
     failures: dict[tuple[float, float], str]
     factor: float = GRADIENT_THRESHOLD.value
+
+    @classmethod
+    def from_sweep(
+        cls, rows, config: GradientErrorConfig, threshold: Threshold = GRADIENT_THRESHOLD
+    ) -> GradientErrorFindings:
+        """Judge a sweep (:func:`~.studies.gradient_error_study`'s rows): the adjoint's error at the longest horizon
+        >= ``threshold.value`` x the shortest at every tolerance; checkpoint within ``threshold.value`` x tol."""
+        adjoint, failures, worst = {}, {}, {}
+        for r in rows:
+            if r["route"] == "adjoint":
+                adjoint[r["tol"], r["T"]] = r["rel_error"]
+                if not math.isfinite(r["rel_error"]):
+                    failures[r["tol"], r["T"]] = failure_text(r)
+        for tol in config.tolerances:
+            worst[tol] = max(r["rel_error"] for r in rows if r["route"] == "checkpoint" and r["tol"] == tol)
+        first = rows[0] if rows else {}
+        atol = None if first.get("atol") == first.get("tol") else first.get("atol")
+        return cls(config, atol, first.get("angle", 0.0), adjoint, worst, failures, threshold.value)
 
     @property
     def growth(self) -> dict[float, float | None]:
@@ -295,24 +311,6 @@ class GradientErrorFindings(Findings):
         return "\n".join(lines)
 
 
-def gradient_error_findings(
-    rows, config: GradientErrorConfig, threshold: Threshold = GRADIENT_THRESHOLD
-) -> GradientErrorFindings:
-    """Judge a sweep (:func:`~.studies.gradient_error_study`'s rows): the adjoint's error at the longest horizon
-    >= ``threshold.value`` x the shortest at every tolerance; checkpoint within ``threshold.value`` x tol."""
-    adjoint, failures, worst = {}, {}, {}
-    for r in rows:
-        if r["route"] == "adjoint":
-            adjoint[r["tol"], r["T"]] = r["rel_error"]
-            if not math.isfinite(r["rel_error"]):
-                failures[r["tol"], r["T"]] = failure_text(r)
-    for tol in config.tolerances:
-        worst[tol] = max(r["rel_error"] for r in rows if r["route"] == "checkpoint" and r["tol"] == tol)
-    first = rows[0] if rows else {}
-    atol = None if first.get("atol") == first.get("tol") else first.get("atol")
-    return GradientErrorFindings(config, atol, first.get("angle", 0.0), adjoint, worst, failures, threshold.value)
-
-
 # ----------------------------------------------------------------------------------------------
 # The atol probe and the rotated system
 
@@ -326,6 +324,15 @@ class ProbeFindings(Findings):
     theta_error_loose: float
     theta_error_tight: float
 
+    @classmethod
+    def from_probe(cls, rows, config: ProbeConfig = PROBE) -> ProbeFindings:
+        """Findings from :func:`~.studies.atol_probe`'s results."""
+        return cls(
+            config,
+            probe_value(rows, "adjoint", config.rtol, "theta_error"),
+            probe_value(rows, "adjoint", config.tight_atol, "theta_error"),
+        )
+
     def markdown(self) -> str:
         p = self.config
         fell = self.theta_error_tight < self.theta_error_loose
@@ -334,15 +341,6 @@ class ProbeFindings(Findings):
             f"{'falls' if fell else 'does not fall'} from {self.theta_error_loose:.0e} to "
             f"{self.theta_error_tight:.0e} (λ = {p.lam:g}, T = {p.T:g}, {p.method} at rtol {p.rtol:g})."
         )
-
-
-def probe_findings(rows, config: ProbeConfig = PROBE) -> ProbeFindings:
-    """Findings from :func:`~.studies.atol_probe`'s results."""
-    return ProbeFindings(
-        config,
-        probe_value(rows, "adjoint", config.rtol, "theta_error"),
-        probe_value(rows, "adjoint", config.tight_atol, "theta_error"),
-    )
 
 
 @dataclass(frozen=True)
@@ -356,6 +354,25 @@ class RotatedFindings(Findings):
     adjoint_loose: float
     torchdiffeq: float | None = None
     threshold: float = ROTATED_THRESHOLD.value
+
+    @classmethod
+    def from_probe(
+        cls,
+        rows,
+        config: ProbeConfig = PROBE,
+        threshold: Threshold = ROTATED_THRESHOLD,
+        torchdiffeq: float | None = None,
+    ) -> RotatedFindings:
+        """Judge :func:`~.studies.atol_probe`'s rotated results at ``atol = tight_atol``."""
+        loose = next((r.rel_error for r in rows if r.route == "adjoint" and r.atol == config.rtol), math.nan)
+        return cls(
+            config,
+            probe_value(rows, "adjoint", config.tight_atol),
+            probe_value(rows, "checkpoint", config.tight_atol),
+            loose,
+            torchdiffeq,
+            threshold.value,
+        )
 
     @property
     def parts(self) -> dict[str, ClaimVerdict]:
@@ -379,33 +396,11 @@ class RotatedFindings(Findings):
         )
 
 
-def rotated_findings(
-    rows, config: ProbeConfig = PROBE, threshold: Threshold = ROTATED_THRESHOLD, torchdiffeq: float | None = None
-) -> RotatedFindings:
-    """Judge :func:`~.studies.atol_probe`'s rotated results at ``atol = tight_atol``."""
-    loose = next((r.rel_error for r in rows if r.route == "adjoint" and r.atol == config.rtol), math.nan)
-    return RotatedFindings(
-        config,
-        probe_value(rows, "adjoint", config.tight_atol),
-        probe_value(rows, "checkpoint", config.tight_atol),
-        loose,
-        torchdiffeq,
-        threshold.value,
-    )
-
-
 __all__ = [
     "GradientErrorFindings",
     "MemoryFindings",
     "ProbeFindings",
-    "ProbeResult",
-    "ReversalCount",
     "ReversalFindings",
     "RotatedFindings",
     "failure_text",
-    "gradient_error_findings",
-    "memory_findings",
-    "probe_findings",
-    "reversal_findings",
-    "rotated_findings",
 ]

@@ -34,11 +34,11 @@ from nodecourse.lessons.lesson04.config import (
 )
 from nodecourse.lessons.lesson04.findings import (
     METHOD_NAMES,
-    gradient_error_findings,
-    memory_findings,
-    probe_findings,
-    reversal_findings,
-    rotated_findings,
+    GradientErrorFindings,
+    MemoryFindings,
+    ProbeFindings,
+    ReversalFindings,
+    RotatedFindings,
 )
 from nodecourse.lessons.lesson04.studies import (
     atol_probe,
@@ -47,6 +47,8 @@ from nodecourse.lessons.lesson04.studies import (
     reversal_study,
     underflow_demo,
 )
+
+__all__ = ["measure_reversal", "measure_memory", "measure_gradient_error", "measure_rotated"]
 
 
 def _steps(n) -> str:
@@ -76,7 +78,7 @@ def measure_reversal(quick: bool) -> Measurement:
     config = QUICK_REVERSAL if quick else FULL_REVERSAL
     rows = reversal_study(config)
     (under,) = underflow_demo((UNDERFLOW_LAMBDA,))
-    f = reversal_findings(rows, under)
+    f = ReversalFindings.from_study(rows, under)
     by = {(r.method, r.lam): r.steps for r in rows}
     first = ", ".join(
         f"{METHOD_NAMES[m]} {_steps(n)}" + ("" if n is None else f" ({f.ratio(m):.3f}x 50 lam^2)")
@@ -132,7 +134,7 @@ def measure_memory(quick: bool) -> Measurement:
             {},
         )
     sweep = memory_study(quick, "cuda" if torch.cuda.is_available() else "cpu")
-    f = memory_findings(sweep)
+    f = MemoryFindings.from_sweep(sweep)
     c = sweep.config
     mib = {m: [round(p / 2**20, 1) for p in sweep.peaks(m)] for m in c.modes}
     measured = (
@@ -178,8 +180,8 @@ def measure_gradient_error(quick: bool) -> Measurement:
     config = QUICK_GRADIENT if quick else FULL_GRADIENT
     loose = gradient_error_study(config)
     tight = gradient_error_study(config, TIGHT_ATOL)
-    f_loose, f_tight = gradient_error_findings(loose, config), gradient_error_findings(tight, config)
-    probe = probe_findings(atol_probe(0.0))
+    f_loose, f_tight = GradientErrorFindings.from_sweep(loose, config), GradientErrorFindings.from_sweep(tight, config)
+    probe = ProbeFindings.from_probe(atol_probe(0.0))
     p = PROBE
     readings = {"atol = tol": f_loose.verdict, f"atol = {TIGHT_ATOL:g}": f_tight.verdict}
     T = f"T {min(config.horizons):g} -> {max(config.horizons):g}"
@@ -222,10 +224,10 @@ def measure_gradient_error(quick: bool) -> Measurement:
 def measure_rotated(quick: bool) -> Measurement:
     p = PROBE
     probe = atol_probe(p.angle)
-    f = rotated_findings(probe)
+    f = RotatedFindings.from_probe(probe)
     config = QUICK_GRADIENT if quick else FULL_GRADIENT
     sweep = gradient_error_study(config, TIGHT_ATOL, p.angle)
-    fs = gradient_error_findings(sweep, config)
+    fs = GradientErrorFindings.from_sweep(sweep, config)
     theta = next(r.theta_error for r in probe if r.route == "adjoint" and r.atol == p.tight_atol)
     measured = (
         f"lam={p.lam:g}, T={p.T:g}, {p.method}, rtol {p.rtol:g}, rotated {p.angle:g} rad: adjoint "

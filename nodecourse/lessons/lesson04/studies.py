@@ -33,6 +33,26 @@ from nodecourse.measure import (
 )
 from nodecourse.solvers import odeint
 
+__all__ = [
+    "ProbeResult",
+    "ReversalCount",
+    "UnderflowCase",
+    "adaptive_steps_to_reverse",
+    "atol_probe",
+    "gradient_error_study",
+    "memory_study",
+    "nfe_table",
+    "probe_value",
+    "reversal_error_formula",
+    "reversal_pivot",
+    "reversal_signed_error",
+    "reversal_study",
+    "reversal_table",
+    "reverse_with_solver",
+    "steps_to_reverse",
+    "underflow_demo",
+]
+
 # ----------------------------------------------------------------------------------------------
 # Reversal: counting steps
 
