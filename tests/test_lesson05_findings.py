@@ -47,13 +47,13 @@ def test_data_findings_count_the_split_the_study_makes(tmp_path):
     sizes = L.split_sizes(len(data), L.FULL_STUDY.test_fraction, L.FULL_STUDY.val_fraction)
     parts = data.split(test=L.FULL_STUDY.test_fraction, val=L.FULL_STUDY.val_fraction, seed=3)
     assert {k: len(v) for k, v in parts.items()} == sizes and sum(sizes.values()) == 57
-    text = L.DataFindings.of(data).markdown()
+    text = L.DataFindings.from_data(data).markdown()
     assert f"trains on **{sizes['train']} patients**" in text and f"sets {sizes['val']} of them aside" in text
 
 
 def test_scaling_findings_table_has_one_row_per_variable():
-    f = L.ScalingFindings(
-        (L.ScalingRow("Na", 100.0, 200.0, 0.5, 0.1, 0.2), L.ScalingRow("pH", 1.0, 7.8, 0.872, 0.05, 0.058))
+    f = L.ScalingFindings.from_rows(
+        [L.ScalingRow("Na", 100.0, 200.0, 0.5, 0.1, 0.2), L.ScalingRow("pH", 1.0, 7.8, 0.872, 0.05, 0.058)]
     )
     text = f.markdown()
     assert "| Na | 100 to 200 | 0.500 | 0.100 | 0.200 |" in text and "| pH | 1 to 7.8 | 0.872 |" in text
@@ -61,7 +61,7 @@ def test_scaling_findings_table_has_one_row_per_variable():
 
 def test_auc_findings_show_table_gaps_and_verdicts_per_scale():
     aucs = {"odernn": [0.80, 0.82, 0.81], "gru-d": [0.81, 0.83, 0.825], "gru-dt": [0.70, 0.72, 0.71]}
-    f = L.AUCFindings.of(_study(aucs), "quick")
+    f = L.AUCFindings.from_study(_study(aucs), "quick")
     text = f.markdown()
     assert "quick mode" in text and "600 patients" in text
     assert "| ODE-RNN | 0.810 ± 0.010 | 3 | 3 | 0.833 ± 0.009 |" in text
@@ -79,14 +79,14 @@ def test_auc_findings_show_table_gaps_and_verdicts_per_scale():
 
 
 def test_auc_findings_with_one_seed_say_too_few_seeds_and_undecided():
-    f = L.AUCFindings.of(_study({"odernn": [0.8], "gru-d": [0.79]}, config=L.FULL_STUDY), "full")
+    f = L.AUCFindings.from_study(_study({"odernn": [0.8], "gru-d": [0.79]}, config=L.FULL_STUDY), "full")
     text = f.markdown()
     assert "too few seeds" in text and "undecided (1 seed)" in text and "4,000 patients" in text
     assert "| ODE-RNN | 0.800 ± 0.000 | 1 |" in text and "quick rows" not in text
 
 
 def test_auc_findings_without_odernn_show_no_gaps():
-    f = L.AUCFindings.of(_study({"latent-ode": [0.7, 0.75]}, source="synthetic"), "quick")
+    f = L.AUCFindings.from_study(_study({"latent-ode": [0.7, 0.75]}, source="synthetic"), "quick")
     assert f.gaps == () and "synthetic stand-in" in f.markdown() and "paired per seed" not in f.markdown()
 
 
@@ -97,7 +97,7 @@ def _curve_result(sizes=(20, 40)) -> curve.CurveResult:
 
 
 def test_curve_findings_say_quick_sizes_and_that_the_full_curve_is_not_measured():
-    f = L.CurveFindings(_curve_result(), "quick")
+    f = L.CurveFindings.from_curve(_curve_result(), "quick")
     text = f.markdown()
     assert "quick-mode sizes" in text and "20, 40 training patients" in text and "course settings" in text
     assert "| gru-d | 40 | 2 | 0.645 |" in text
@@ -106,7 +106,7 @@ def test_curve_findings_say_quick_sizes_and_that_the_full_curve_is_not_measured(
 
 
 def test_curve_findings_of_a_full_run_do_not_claim_it_is_missing():
-    text = L.CurveFindings(_curve_result((1000, 2000)), "full", full_measured=True).markdown()
+    text = L.CurveFindings.from_curve(_curve_result((1000, 2000)), "full", full_measured=True).markdown()
     assert "1,000, 2,000 training patients" in text and "not measured" not in text
 
 

@@ -116,3 +116,11 @@ def test_the_curve_on_ray_gives_the_serial_points_and_names_a_failed_fit(raw):
     task, exc = failure.value.failures[0]
     assert f"{task.model} on {task.n_train} patients, seed {task.seed}" in str(failure.value)
     assert "as a Ray task" in "".join(getattr(exc, "__notes__", [])), exc
+
+
+def test_the_lesson_re_exports_every_name_of_the_curves_all():
+    """The package names the curve's exports without importing it (``-m`` runs the module cleanly): the two agree."""
+    from nodecourse.lessons import lesson05 as L
+
+    assert set(lc.__all__) <= set(L.__all__) and len(L.__all__) == len(set(L.__all__))
+    assert all(getattr(L, name) is getattr(lc, name) for name in lc.__all__)

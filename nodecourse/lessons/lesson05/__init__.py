@@ -9,61 +9,14 @@
   not imported here, so that ``-m`` runs it cleanly).
 """
 
-from nodecourse.lessons.lesson05 import rows  # noqa: F401  (the ledger registers the rows by importing this package)
-from nodecourse.lessons.lesson05.config import (
-    AHEAD_MARGIN,
-    AUC_THRESHOLD,
-    BASELINES,
-    FULL_STUDY,
-    GAP_RULE,
-    GRUD_FLOOR,
-    GRUD_THRESHOLD,
-    LATENT_STUDY,
-    NAMES,
-    ODERNN_FLOOR,
-    PUBLISHED,
-    PUBLISHED_GAPS,
-    PUBLISHED_PATIENTS,
-    PUBLISHED_PATIENTS_SOURCE,
-    PUBLISHED_SELECTION,
-    QUICK_LATENT_STUDY,
-    QUICK_STUDY,
-    REFERENCE_GAPS,
-    RELATIVES,
-    AUCStudyConfig,
-    PublishedGap,
-    grid_text,
-    published_gap,
-    split_sizes,
-)
-from nodecourse.lessons.lesson05.findings import (
-    FULL_CURVE_COMMAND,
-    AUCFindings,
-    CurveFindings,
-    DataFindings,
-    ModelAUC,
-    ScalingFindings,
-)
-from nodecourse.lessons.lesson05.judging import (
-    GapVerdict,
-    judge_auc_claim,
-    judge_gap,
-    judge_gap_range,
-    judge_grud_claim,
-    paired_gaps,
-)
-from nodecourse.lessons.lesson05.rows import measure_physionet_auc, measure_physionet_gru_d
-from nodecourse.lessons.lesson05.studies import (
-    AUCStudy,
-    ModelRun,
-    ScalingRow,
-    auc_study,
-    curve_study,
-    observed_values,
-    scaling_study,
-)
+from nodecourse.lessons.lesson05 import config, findings, judging, rows, studies  # rows: the ledger registers its rows
+from nodecourse.lessons.lesson05.config import *  # noqa: F403
+from nodecourse.lessons.lesson05.findings import *  # noqa: F403
+from nodecourse.lessons.lesson05.judging import *  # noqa: F403
+from nodecourse.lessons.lesson05.rows import *  # noqa: F403
+from nodecourse.lessons.lesson05.studies import *  # noqa: F403
 
-# The curve's names load its module on first use (PEP 562): importing it here would make
+# The curve's names (its ``__all__``) load its module on first use (PEP 562): importing it here would make
 # `python -m nodecourse.lessons.lesson05.curve` find the module already imported by its package.
 _CURVE_NAMES = (
     "COURSE_CURVE",
@@ -76,54 +29,7 @@ _CURVE_NAMES = (
     "learning_curve",
 )
 
-__all__ = [
-    *_CURVE_NAMES,
-    "AHEAD_MARGIN",
-    "AUC_THRESHOLD",
-    "BASELINES",
-    "FULL_STUDY",
-    "GAP_RULE",
-    "GRUD_FLOOR",
-    "GRUD_THRESHOLD",
-    "LATENT_STUDY",
-    "NAMES",
-    "ODERNN_FLOOR",
-    "PUBLISHED",
-    "PUBLISHED_GAPS",
-    "PUBLISHED_PATIENTS",
-    "PUBLISHED_PATIENTS_SOURCE",
-    "PUBLISHED_SELECTION",
-    "QUICK_LATENT_STUDY",
-    "QUICK_STUDY",
-    "REFERENCE_GAPS",
-    "RELATIVES",
-    "AUCStudyConfig",
-    "PublishedGap",
-    "grid_text",
-    "published_gap",
-    "split_sizes",
-    "FULL_CURVE_COMMAND",
-    "AUCFindings",
-    "CurveFindings",
-    "DataFindings",
-    "ModelAUC",
-    "ScalingFindings",
-    "GapVerdict",
-    "judge_auc_claim",
-    "judge_gap",
-    "judge_gap_range",
-    "judge_grud_claim",
-    "paired_gaps",
-    "measure_physionet_auc",
-    "measure_physionet_gru_d",
-    "AUCStudy",
-    "ModelRun",
-    "ScalingRow",
-    "auc_study",
-    "curve_study",
-    "observed_values",
-    "scaling_study",
-]
+__all__ = [*_CURVE_NAMES, *config.__all__, *findings.__all__, *judging.__all__, *rows.__all__, *studies.__all__]
 
 
 def __getattr__(name: str):

@@ -43,6 +43,18 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
+# What the lesson's package re-exports (lazily, by these names: see its ``__init__``).
+__all__ = [
+    "COURSE_CURVE",
+    "FULL_CURVE",
+    "LESSON_QUICK_CURVE",
+    "QUICK_CURVE",
+    "CurveCache",
+    "CurveConfig",
+    "CurveFitsFailed",
+    "learning_curve",
+]
+
 CURVE_MODELS = ("odernn", "latent-ode", "gru-d", "summary-logreg")
 
 

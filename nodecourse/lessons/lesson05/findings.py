@@ -1,7 +1,8 @@
 """Lesson 5's findings: the numbers the lesson's sentences quote, rendered by ``markdown()``.
 
-Each class is a frozen dataclass built from a study's result (``of`` / ``measure``); a notebook cell
-shows one by leaving it as its last expression.
+Each class is a frozen dataclass built by a classmethod named for what it is built from
+(``from_data``, ``from_rows``, ``from_study``, ``from_curve``); a notebook cell shows one by leaving it
+as its last expression.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from nodecourse.lessons.lesson05.config import (
     split_sizes,
 )
 from nodecourse.lessons.lesson05.judging import GapVerdict, judge_gap
-from nodecourse.lessons.lesson05.studies import AUCStudy, ScalingRow, scaling_study
+from nodecourse.lessons.lesson05.studies import AUCStudy, ScalingRow
 from nodecourse.lessons.study import Findings
 from nodecourse.models.physionet_settings import by_name
 
@@ -47,7 +48,7 @@ class DataFindings(Findings):
     descriptors: tuple[str, ...]
 
     @classmethod
-    def of(cls, data) -> DataFindings:
+    def from_data(cls, data) -> DataFindings:
         """From a loaded :class:`~nodecourse.data.physionet.PhysioNetSet`."""
         return cls(
             data.report.source,
@@ -113,8 +114,9 @@ class ScalingFindings(Findings):
     rows: tuple[ScalingRow, ...]
 
     @classmethod
-    def measure(cls, train_raw, variables) -> ScalingFindings:
-        return cls(scaling_study(train_raw, tuple(variables)))
+    def from_rows(cls, rows) -> ScalingFindings:
+        """From :func:`~.studies.scaling_study`'s rows (pitfall 1 measured on a training split)."""
+        return cls(tuple(rows))
 
     def markdown(self) -> str:
         lines = [
@@ -155,7 +157,7 @@ class AUCFindings(Findings):
     synthetic: bool = False
 
     @classmethod
-    def of(cls, study: AUCStudy, mode: str) -> AUCFindings:
+    def from_study(cls, study: AUCStudy, mode: str) -> AUCFindings:
         aucs = study.aucs_by_model()
         models = tuple(
             ModelAUC(m, mean, sd, len(aucs[m]), study.mean_seconds(m)) for m, (mean, sd) in study.summary().items()
@@ -225,6 +227,11 @@ class CurveFindings(Findings):
     result: CurveResult
     mode: str
     full_measured: bool = False
+
+    @classmethod
+    def from_curve(cls, curve: CurveResult, mode: str, *, full_measured: bool = False) -> CurveFindings:
+        """From the learning curve's :class:`~.curve.CurveResult`, run at ``mode``'s sizes."""
+        return cls(curve, mode, full_measured)
 
     @property
     def synthetic(self) -> bool:

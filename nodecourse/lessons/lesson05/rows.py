@@ -37,14 +37,7 @@ from nodecourse.lessons.lesson05.config import (
 )
 from nodecourse.lessons.lesson05.judging import GapVerdict, judge_auc_claim, judge_grud_claim
 
-__all__ = [
-    "measure_physionet_auc",
-    "measure_physionet_gru_d",
-    "interval_text",
-    "gap_text",
-    "settings_text",
-    "published_settings_text",
-]
+__all__ = ["measure_physionet_auc", "measure_physionet_gru_d"]
 
 
 def interval_text(iv, fmt: str = ".3f") -> str:
