@@ -24,6 +24,7 @@ A backward solve that fails never returns a silent wrong gradient: it raises
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 from typing import Callable
 
@@ -39,9 +40,9 @@ from nodecourse.solvers.gradient_run import (
     refuse_second_derivative,
 )
 from nodecourse.solvers.registry import IMPLICIT, spec_for
+from nodecourse.solvers.request import SolveRequest
 from nodecourse.solvers.result import Solution, SolverError, Status, warn_backward_failure
 from nodecourse.solvers.transforms import refuse_transforms
-from nodecourse.solvers.validate import check_adjoint_options
 from nodecourse.validation import RandomFieldError
 
 # ----------------------------------------------------------------------------------------------
@@ -200,6 +201,9 @@ def adjoint_backward(run: GradientRun, t, ys, grad_ys, params, *, need_t: bool):
     ``(dL/dt or None, dL/dy0, [dL/dtheta])``. Records ``nfe_backward`` and ``backward_status``."""
     forward = forward_solution(run)
     stats = forward.stats
+    backward = run.backward
+    if backward is None:  # solve_adjoint sets it
+        raise RuntimeError("gradient='adjoint': the run holds no backward solve's settings")
     dyn = AugmentedDynamics(run.func, ys.shape[1:], params)
     n_times = ys.shape[0]
     a = grad_ys[-1].clone()
@@ -220,12 +224,7 @@ def adjoint_backward(run: GradientRun, t, ys, grad_ys, params, *, need_t: bool):
             if grad_t is not None:  # need_t
                 grad_t[i] = (grad_ys[i] * slope(i)).sum()
             back = run.solve(
-                dyn,
-                dyn.pack(ys[i], a, g),
-                t[[i, i - 1]].detach(),
-                gradient="backprop",
-                throw=False,
-                **run.backward_kwargs,
+                dataclasses.replace(backward, func=dyn, y0=dyn.pack(ys[i], a, g), t=t[[i, i - 1]].detach())
             )
             n_steps += back.stats.get("n_steps", 0)
             n_rejected += back.stats.get("n_rejected", 0)
@@ -285,28 +284,13 @@ def _check_implicit_backward_size(method, y0: torch.Tensor, params) -> None:
         )
 
 
-def solve_adjoint(
-    func,
-    y0: torch.Tensor,
-    t: torch.Tensor,
-    *,
-    solve: Callable,
-    method: str,
-    rtol: float,
-    atol: float,
-    step_size=None,
-    max_steps: int,
-    throw: bool = True,
-    backend: str = "nodecourse",
-    per_sample: bool = False,
-    options: dict | None = None,
-    adjoint_options: dict | None = None,
-) -> Solution:
-    """``odeint(..., gradient="adjoint")``: same arguments, same :class:`Solution` (``solve``:
-    ``odeint`` itself, called without a graph forwards and for the augmented system backwards).
+def solve_adjoint(req: SolveRequest, *, solve: Callable[[SolveRequest], Solution]) -> Solution:
+    """``odeint(..., gradient="adjoint")`` on its checked request ``req``: the same :class:`Solution`
+    (``solve``: ``odeint`` on a request, called without a graph forwards and for the augmented
+    system backwards, each with ``dataclasses.replace`` of ``req``'s settings).
 
-    ``adjoint_options`` sets the backward solve: ``method``, ``rtol``, ``atol``, ``step_size``,
-    ``max_steps``, ``options`` (each defaulting to the forward solve's), ``params`` (extra
+    ``req.adjoint_options`` (checked by ``odeint``) sets the backward solve: ``method``, ``rtol``, ``atol``,
+    ``step_size``, ``max_steps``, ``options`` (each defaulting to the forward solve's), ``params`` (extra
     tensors to differentiate besides an ``nn.Module`` func's parameters) and ``norm``
     (``"seminorm"``: see :func:`augmented_norm_options`; a callable: :func:`tuple_norm`); a norm in
     the backward ``options`` sees that solve's flat state ``[z, a, g]``; a forward ``options["norm"]``
@@ -314,35 +298,12 @@ def solve_adjoint(
     ``solution.stats`` holds ``nfe_backward``, ``backward_n_steps``, ``backward_n_rejected``,
     ``backward_status`` (a :class:`Status`) and ``backward_message``.
     """
-    # odeint has checked them already (before any solve); checking the complete settings again
-    # returns them unchanged, and covers a direct call
-    backward = check_adjoint_options(
-        adjoint_options,
-        gradient="adjoint",
-        method=method,
-        rtol=rtol,
-        atol=atol,
-        step_size=step_size,
-        max_steps=max_steps,
-        options=options,
-        backend=backend,
-        y0=y0,
-    )
-    forward_kwargs = dict(
-        method=method,
-        rtol=rtol,
-        atol=atol,
-        step_size=step_size,
-        max_steps=max_steps,
-        backend=backend,
-        per_sample=per_sample,
-        options=options,
-    )
-    if backward is None:  # check_adjoint_options returns None only for a gradient other than "adjoint"
+    func, y0, t = req.func, req.y0, req.t
+    if req.adjoint_options is None:  # odeint's check_adjoint_options returns None only for another gradient
         raise RuntimeError("gradient='adjoint': the checked adjoint_options came back empty")
+    backward = dict(req.adjoint_options)
     extra_params = backward.pop("params")
-    backward_kwargs = dict(backward, backend=backend)
-    norm = backward_kwargs.pop("norm")
+    norm = backward.pop("norm")
     refuse_transforms("gradient='adjoint'", func, y0, t)
     deps, random = inspect_field(func, y0, t[0], extra_params, route="gradient='adjoint'")
     params = deps.params
@@ -350,14 +311,11 @@ def solve_adjoint(
         # adjoint_options={"norm": f}, torchdiffeq's spelling: f gets its tuple (t, y, adj_y, *adj_params).
         # A norm in the backward solve's own options ({"options": {"norm": f}}) is a norm of that solve's
         # flat state [z, a, g], as for any solve (lesson 10 and exercise 10 write one).
-        backward_kwargs["options"] = {
-            **(backward_kwargs.get("options") or {}),
-            "norm": tuple_norm(norm, y0.shape, params),
-        }
+        backward["options"] = {**(backward.get("options") or {}), "norm": tuple_norm(norm, y0.shape, params)}
     else:
         late_size = sum(p.numel() for p in params[len(params) - deps.late :]) if deps.late else 0
-        backward_kwargs["options"] = augmented_norm_options(
-            backward_kwargs.get("options"), options, y0.shape, seminorm=norm == "seminorm", late_size=late_size
+        backward["options"] = augmented_norm_options(
+            backward.get("options"), req.options, y0.shape, seminorm=norm == "seminorm", late_size=late_size
         )
     if random:
         raise RandomFieldError(
@@ -367,13 +325,14 @@ def solve_adjoint(
             "ran. Use gradient='checkpoint' (it replays the forward's random numbers) or 'backprop', or put "
             "the field in eval mode (func.eval()) for this solve"
         )
-    _check_implicit_backward_size(backward_kwargs["method"], y0, params)
+    _check_implicit_backward_size(backward["method"], y0, params)
     run = GradientRun(
         func=func,
         solve=solve,
-        forward_kwargs=forward_kwargs,
-        backward_kwargs=backward_kwargs,
-        throw=throw,
+        request=req.as_backprop(),
+        # the augmented solve from one output time back to the one before (func, y0, t set per interval)
+        backward=req.as_backprop(throw=False, per_sample=False, **backward),
+        throw=req.throw,
         params=params,
         deps=deps,
     )

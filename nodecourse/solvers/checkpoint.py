@@ -8,6 +8,7 @@ the vector-Jacobian products (step sizes held fixed, as backprop holds them), fo
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from typing import Callable
 
 import torch
@@ -22,6 +23,7 @@ from nodecourse.solvers.gradient_run import (
     inspect_field,
 )
 from nodecourse.solvers.registry import ADAPTIVE, spec_for
+from nodecourse.solvers.request import SolveRequest
 from nodecourse.solvers.result import Solution, SolverError, Status, warn_backward_failure
 from nodecourse.solvers.transforms import refuse_transforms
 from nodecourse.solvers.validate import internal_times
@@ -35,9 +37,7 @@ class CheckpointFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, run: GradientRun, t, y0, *params):
-        jumps = run.backward_kwargs.get("rng_jumps")
-        on_step = jumps if jumps is not None else run.backward_kwargs.get("on_step")
-        return forward_without_graph(ctx, run, t, y0, params, record_steps="states", on_step=on_step)
+        return forward_without_graph(ctx, run, t, y0, params)
 
     @staticmethod
     def backward(ctx, grad_ys):
@@ -48,12 +48,13 @@ class CheckpointFunction(torch.autograd.Function):
             # would miss the states' dependence on y0 and the parameters), or a random field (a
             # replayed step cannot draw the numbers its stages drew: the first stage's evaluation
             # belongs to the previous step): replay the whole solve from the forward's random state
-            jumps = run.backward_kwargs.get("rng_jumps")
-            replay_on_step = jumps.replayer() if jumps is not None else None
+            replay_on_step = run.rng_jumps.replayer() if run.rng_jumps is not None else None
 
             def solve(y_in, t_in):
                 return run.solve(
-                    run.func, y_in, t_in, gradient="backprop", throw=False, on_step=replay_on_step, **run.forward_kwargs
+                    dataclasses.replace(
+                        run.request, y0=y_in, t=t_in, throw=False, record_steps=False, on_step=replay_on_step
+                    )
                 )
 
             return (
@@ -66,17 +67,16 @@ class CheckpointFunction(torch.autograd.Function):
         return (None, None, *checkpoint_backward(run, t, grad_ys, params))
 
 
-def _replay_kwargs(run: GradientRun, h: float) -> dict:
-    """Settings that make ``odeint`` take exactly the recorded step of size ``|h|`` (fixed-step and
-    implicit methods get a step size a hair above it, so rounding cannot split the step in two)."""
-    kw = dict(run.forward_kwargs)
-    kw["max_steps"] = 1
-    kw["per_sample"] = False
-    if spec_for(kw["method"]).kind == ADAPTIVE:  # a name or a ButcherTableau
-        kw["options"] = {**(kw.get("options") or {}), "first_step": abs(h)}
-    else:
-        kw["step_size"] = abs(h) * (1 + 1e-9)
-    return kw
+def _replay_request(run: GradientRun, h: float, y_in: torch.Tensor, times: torch.Tensor) -> SolveRequest:
+    """The forward's settings made to take exactly the recorded step of size ``|h|`` from ``y_in``
+    over ``times`` (fixed-step and implicit methods get a step size a hair above it, so rounding
+    cannot split the step in two)."""
+    one_step = dataclasses.replace(
+        run.request, y0=y_in, t=times, throw=False, max_steps=1, per_sample=False, record_steps=False, on_step=None
+    )
+    if spec_for(one_step.method).kind == ADAPTIVE:  # a name or a ButcherTableau
+        return dataclasses.replace(one_step, options={**(one_step.options or {}), "first_step": abs(h)})
+    return dataclasses.replace(one_step, step_size=abs(h) * (1 + 1e-9))
 
 
 def checkpoint_backward(run: GradientRun, t, grad_ys, params):
@@ -136,7 +136,7 @@ def _replay_steps(run: GradientRun, t, grad_ys, params, grad_params, steps, stat
         with torch.enable_grad():
             y_in = states[k].detach().requires_grad_(True)
             with internal_times():  # the recorded float64 times, not the caller's
-                step = run.solve(run.func, y_in, times, gradient="backprop", throw=False, **_replay_kwargs(run, h))
+                step = run.solve(_replay_request(run, h, y_in, times))
             nfe += step.stats["nfe"]
             if step.status is not Status.SUCCESS:
                 message = (
@@ -160,56 +160,31 @@ def _replay_steps(run: GradientRun, t, grad_ys, params, grad_params, steps, stat
     return a, nfe, None
 
 
-def solve_checkpoint(
-    func,
-    y0: torch.Tensor,
-    t: torch.Tensor,
-    *,
-    solve: Callable,
-    method: str,
-    rtol: float,
-    atol: float,
-    step_size=None,
-    max_steps: int,
-    throw: bool = True,
-    backend: str = "nodecourse",
-    per_sample: bool = False,
-    options: dict | None = None,
-    on_step=None,
-) -> Solution:
-    """``odeint(..., gradient="checkpoint")`` on the step record (see :class:`CheckpointFunction`);
-    ``solve`` is ``odeint`` itself (the forward solve without a graph, then one replay per step).
+def solve_checkpoint(req: SolveRequest, *, solve: Callable[[SolveRequest], Solution]) -> Solution:
+    """``odeint(..., gradient="checkpoint")`` on its checked request ``req``, by the step record (see
+    :class:`CheckpointFunction`); ``solve`` is ``odeint`` on a request (the forward solve without a
+    graph, then one replay per step, each a ``dataclasses.replace`` of ``req``'s settings).
 
     ``odeint`` has validated the arguments (``validate.check_gradient`` refuses ``per_sample``
     and ``backend="torchdiffeq"`` here). Memory: one state per accepted step (not the stages'
     activations). Work: every accepted step is computed twice (``stats["nfe_backward"]`` counts
     the replays).
     """
-    forward_kwargs = dict(
-        method=method,
-        rtol=rtol,
-        atol=atol,
-        step_size=step_size,
-        max_steps=max_steps,
-        backend=backend,
-        per_sample=per_sample,
-        options=options,
-    )
+    func, y0, t, on_step = req.func, req.y0, req.t, req.on_step
     refuse_transforms("gradient='checkpoint'", func, y0, t)
     deps, random = inspect_field(func, y0, t[0], route="gradient='checkpoint'")
     params = deps.params
-    backward_kwargs = {"on_step": on_step}
-    if random and on_step is not None:
-        # on_step may draw from the random stream the field draws from: the replay must see the same jumps
-        backward_kwargs["rng_jumps"] = field_checks.RngJumps(on_step, y0.device)
+    # on_step may draw from the random stream the field draws from: the replay must see the same jumps
+    jumps = field_checks.RngJumps(on_step, y0.device) if random and on_step is not None else None
     run = GradientRun(
         func=func,
         solve=solve,
-        forward_kwargs=forward_kwargs,
-        backward_kwargs=backward_kwargs,
-        throw=throw,
+        # the forward solve keeps the state at the start of every accepted step
+        request=req.as_backprop(record_steps="states", on_step=jumps if jumps is not None else on_step),
+        throw=req.throw,
         params=params,
         deps=deps,
         random=random,
+        rng_jumps=jumps,
     )
     return differentiable_solution(run, CheckpointFunction.apply(run, t, y0, *params), t)

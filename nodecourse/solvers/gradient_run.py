@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from typing import Any, Callable, Optional, Protocol
+from typing import Any, Callable, Optional, Protocol, cast
 
 import torch
 
 from nodecourse.solvers import field_checks
 from nodecourse.solvers.dependencies import Dependencies, cut, find_dependencies
+from nodecourse.solvers.request import SolveRequest
 from nodecourse.solvers.result import Solution, SolverError, Status, warn_backward_failure
 from nodecourse.validation import SecondDerivativeError
 
@@ -82,15 +83,18 @@ def _probe_call(func, t0: torch.Tensor, y: torch.Tensor):
 class GradientRun:
     """Everything the autograd Functions of the gradient modes need besides tensors.
 
-    ``solve`` is :func:`nodecourse.odeint` itself, handed in by ``odeint`` when it dispatches a
+    ``solve`` is :func:`nodecourse.odeint` on a :class:`~nodecourse.solvers.request.SolveRequest`
+    (:func:`nodecourse.solvers.odeint.solve_again`), handed in by ``odeint`` when it dispatches a
     gradient mode: the modes call the solver back (without a graph, backwards in time, one
     replayed step) without importing it, so there is no import cycle between ``odeint`` and them.
+    ``request``: the forward solve's settings (``gradient="backprop"``; ``y0`` and ``t`` are set
+    from the Function's inputs), from which the replays are derived; ``backward``: the adjoint's
+    backward solve (``func``, ``y0`` and ``t`` set per interval).
     """
 
     func: Any
-    solve: Callable
-    forward_kwargs: dict
-    backward_kwargs: dict
+    solve: Callable[[SolveRequest], Solution]
+    request: SolveRequest
     throw: bool
     params: list
     #: the stand-ins of the non-leaf parameters (:class:`~nodecourse.solvers.dependencies.Dependencies`)
@@ -100,6 +104,9 @@ class GradientRun:
     #: forward solve started from (``field_checks.rng_state``), which :func:`backprop_replay` restores
     random: bool = False
     rng: Any = None
+    backward: Optional[SolveRequest] = None
+    #: checkpoint with a random field and an ``on_step``: the random numbers ``on_step`` drew, replayed
+    rng_jumps: Optional[field_checks.RngJumps] = None
 
 
 class SolvedRun(Protocol):
@@ -125,19 +132,17 @@ class ReplayRun(SolvedRun, Protocol):
     deps: Optional[Dependencies]
 
 
-def forward_without_graph(ctx, run: GradientRun, t, y0, params, **extra) -> torch.Tensor:
-    """The forward pass of the Functions below: solve with ``run.forward_kwargs`` (and ``extra``)
+def forward_without_graph(ctx, run: GradientRun, t, y0, params) -> torch.Tensor:
+    """The forward pass of the Functions below: solve ``run.request`` from ``y0`` over ``t``
     without a graph, keep the :class:`Solution` in ``run.solution``, save ``(t, ys, *params)``;
     return ``ys`` (shape ``(T, *S)``)."""
     if run.random:
         run.rng = field_checks.rng_state(y0.device)
     with torch.no_grad():
-        solution = run.solve(
-            run.func, y0, t.detach(), gradient="backprop", throw=run.throw, **extra, **run.forward_kwargs
-        )
+        solution = run.solve(dataclasses.replace(run.request, y0=y0, t=t.detach()))
     run.solution = solution
     ctx.run = run
-    ys = solution.ys.detach()
+    ys = cast(torch.Tensor, solution.ys).detach()  # one tensor: the routes solve a flat state
     ctx.save_for_backward(t, ys, y0, *params)
     return ys
 

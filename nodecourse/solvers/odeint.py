@@ -1,19 +1,21 @@
 """``odeint``: check the arguments, run the chosen integrator, return a :class:`Solution`.
 
-Structure: :func:`odeint` validates every argument, then dispatches on ``gradient``:
-``"adjoint"`` goes to :mod:`nodecourse.solvers.adjoint`, ``"checkpoint"`` to
-:mod:`nodecourse.solvers.checkpoint` and gradients with respect to ``t`` to
-:mod:`nodecourse.solvers.time_gradients`; each is handed ``odeint`` itself to call back
-(without a graph, backwards in time, or with ``t`` detached), so none imports this module;
-``"backprop"`` becomes a :class:`SolveRequest`, and :func:`solve_request`
-runs one integrator on it and returns the :class:`Solution` (never raising on a
-failed solve; ``odeint`` does that when ``throw=True``).
+Structure: :func:`odeint` validates every argument into one
+:class:`~nodecourse.solvers.request.SolveRequest` (the backward solve's ``adjoint_options`` checked
+in it), then dispatches that request on ``gradient``: ``"adjoint"`` goes to
+:mod:`nodecourse.solvers.adjoint`, ``"checkpoint"`` to :mod:`nodecourse.solvers.checkpoint` and
+gradients with respect to ``t`` to :mod:`nodecourse.solvers.time_gradients`; each is handed
+:func:`solve_again` (``odeint`` on a request) to call back with requests it derives by
+``dataclasses.replace`` (without a graph, backwards in time, or with ``t`` detached), so none
+imports this module; for ``"backprop"`` :func:`solve_request` runs one integrator on the request
+and returns the :class:`Solution` (never raising on a failed solve; ``odeint`` does that when
+``throw=True``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from dataclasses import dataclass
 from typing import Any, Callable, Optional, TypedDict, cast
 
 import torch
@@ -25,7 +27,8 @@ from nodecourse.solvers.fixed import integrate_fixed
 from nodecourse.solvers.implicit import integrate_implicit
 from nodecourse.solvers.per_sample import integrate_per_sample
 from nodecourse.solvers.record import Recorder, StepEvent
-from nodecourse.solvers.registry import ADAPTIVE, FIXED, SolverSpec
+from nodecourse.solvers.registry import ADAPTIVE, FIXED, spec_for
+from nodecourse.solvers.request import SolveRequest
 from nodecourse.solvers.result import Solution, SolverError, Status
 from nodecourse.solvers.rk import CheckedFunc
 from nodecourse.solvers.time_gradients import attach_time_gradients
@@ -197,20 +200,27 @@ def odeint(
     max_steps = v.check_max_steps(max_steps)
     v.check_backend(backend, per_sample, spec)
     v.check_gradient(gradient, spec, per_sample, backend)
-    opts = v.merge_options(options, v.option_defaults(spec, backend), spec.name)
-    # every setting of the backward solve too, before the forward solve runs
-    adjoint_options = v.check_adjoint_options(
-        adjoint_options,
-        gradient=gradient,
+    v.merge_options(options, v.option_defaults(spec, backend), spec.name)  # checked; solve_request merges
+    request = SolveRequest(
+        func=func,
+        y0=y0,
+        t=t,
         method=method,
         rtol=rtol,
         atol=atol,
         step_size=step_size,
         max_steps=max_steps,
-        options=options,
+        gradient=gradient,
+        throw=throw,
         backend=backend,
-        y0=y0,
+        per_sample=per_sample,
+        options=options,
+        adjoint_options=adjoint_options,
+        record_steps=record_steps,
+        on_step=on_step,
     )
+    # every setting of the backward solve too, before the forward solve runs
+    request.adjoint_options = v.check_adjoint_options(request, backend=backend, y0=y0)
     if spec.kind == reversible.REVERSIBLE:  # reversible Heun: its own integrator and gradient mode
         v.check_reversible_record(spec, record_steps, on_step)
 
@@ -228,50 +238,24 @@ def odeint(
             )
 
         return attach_time_gradients(solve_reversible, func, y0, t) if t.requires_grad else solve_reversible(y0, t)
-    if gradient in ("adjoint", "checkpoint") or t.requires_grad:
-        settings = dict(
-            method=method,
-            rtol=rtol,
-            atol=atol,
-            step_size=step_size,
-            max_steps=max_steps,
-            throw=throw,
-            backend=backend,
-            per_sample=per_sample,
-            options=options,
-        )
-        if gradient == "adjoint":
-            return adjoint.solve_adjoint(func, y0, t, solve=odeint, adjoint_options=adjoint_options, **settings)
-        if gradient == "checkpoint" and not t.requires_grad:
-            return checkpoint.solve_checkpoint(func, y0, t, solve=odeint, on_step=on_step, **settings)
+    if gradient == "adjoint":
+        return adjoint.solve_adjoint(request, solve=solve_again)
+    if gradient == "checkpoint" and not t.requires_grad:
+        return checkpoint.solve_checkpoint(request, solve=solve_again)
+    if t.requires_grad:
         return attach_time_gradients(
-            lambda y_in, t_in: odeint(
-                func, y_in, t_in, gradient=gradient, record_steps=record_steps, on_step=on_step, **settings
-            ),
-            func,
-            y0,
-            t,
+            lambda y_in, t_in: solve_again(dataclasses.replace(request, y0=y_in, t=t_in)), func, y0, t
         )
-    request = SolveRequest(
-        func=func,
-        y0=y0,
-        t=t,
-        ts=ts,
-        spec=spec,
-        rtol=rtol,
-        atol=atol,
-        step_size=float(step_size) if step_size is not None else None,
-        max_steps=max_steps,
-        backend=backend,
-        per_sample=per_sample,
-        options=opts,
-        record_steps=record_steps,
-        on_step=on_step,
-    )
     solution = solve_request(request)
     if solution.status is not Status.SUCCESS and throw:
         raise SolverError(solution.status, f"method={spec.name!r}: {solution.message}", solution)
     return solution
+
+
+def solve_again(req: SolveRequest) -> Solution:
+    """``odeint`` on a request (checked and dispatched again): what the gradient routes call back
+    for the solves they derive from theirs with ``dataclasses.replace``."""
+    return odeint(req.func, req.y0, req.t, **req.keywords())
 
 
 v.register_defaults(odeint)
@@ -381,31 +365,16 @@ class _Common(TypedDict):
     recorder: Recorder
 
 
-@dataclass
-class SolveRequest:
-    """A validated ``odeint`` call: everything an integrator needs (``ts``: ``t`` as floats,
-    ``options``: merged with the method's defaults and range-checked)."""
-
-    func: Callable
-    y0: torch.Tensor
-    t: torch.Tensor
-    ts: list[float]
-    spec: SolverSpec
-    rtol: float
-    atol: float
-    step_size: Optional[float]
-    max_steps: int
-    backend: str
-    per_sample: bool
-    options: dict
-    record_steps: bool | str = False
-    on_step: Optional[Callable[[StepEvent], Any]] = None
-
-
 def solve_request(req: SolveRequest) -> Solution:
     """Run the integrator ``req`` asks for, with ``gradient="backprop"`` (the other gradient modes
-    call :func:`odeint` back, which ends here); never raises on a failed solve (the status says it)."""
-    spec, ts = req.spec, req.ts
+    call :func:`odeint` back, which ends here); never raises on a failed solve (the status says it).
+
+    ``odeint`` has checked ``req``; what the integrators take is derived here: the method's
+    :class:`SolverSpec`, ``t`` as floats and ``options`` merged with the method's defaults."""
+    spec = spec_for(req.method)
+    ts = [float(v) for v in req.t.detach().cpu().tolist()]
+    options = v.merge_options(req.options, v.option_defaults(spec, req.backend), spec.name)
+    step_size = float(req.step_size) if req.step_size is not None else None
     # func never sees the caller's tensor: a field that changes y in place is named on its first
     # call (CheckedFunc) and leaves y0 as it was. One copy per solve.
     y0 = req.y0.clone()
@@ -422,19 +391,19 @@ def solve_request(req: SolveRequest) -> Solution:
             spec,
             rtol=req.rtol,
             atol=req.atol,
-            step_size=req.step_size,
+            step_size=step_size,
             max_steps=req.max_steps,
-            options=req.options,
+            options=options,
             recorder=recorder,
         )
     else:
         checked = CheckedFunc(func, y0, per_sample=req.per_sample)
-        common = _Common(max_steps=req.max_steps, options=req.options, recorder=recorder)
+        common = _Common(max_steps=req.max_steps, options=options, recorder=recorder)
         if spec.kind == FIXED:
-            if req.step_size is None:  # check_method requires step_size for a fixed-step method
+            if step_size is None:  # check_method requires step_size for a fixed-step method
                 raise ValueError(f"method={spec.name!r} takes fixed steps and needs step_size, e.g. step_size=0.05")
             outputs, stats, status, message = integrate_fixed(
-                checked, y0, ts, spec.tableau, step_size=req.step_size, **common
+                checked, y0, ts, spec.tableau, step_size=step_size, **common
             )
         elif spec.kind == ADAPTIVE and req.per_sample:
             outputs, stats, status, message = integrate_per_sample(
@@ -447,7 +416,7 @@ def solve_request(req: SolveRequest) -> Solution:
             )
         else:
             outputs, stats, status, message = integrate_implicit(
-                checked, y0, ts, spec, rtol=req.rtol, atol=req.atol, step_size=req.step_size, **common
+                checked, y0, ts, spec, rtol=req.rtol, atol=req.atol, step_size=step_size, **common
             )
 
     # backprop differentiates the recorded operations: its backward pass never calls func
@@ -473,7 +442,7 @@ def solve_request(req: SolveRequest) -> Solution:
                 "method": spec.name,
                 "rtol": req.rtol,
                 "atol": req.atol,
-                "step_size": req.step_size,
+                "step_size": step_size,
                 "backend": req.backend,
                 "per_sample": req.per_sample,
                 "shape": tuple(y0.shape),

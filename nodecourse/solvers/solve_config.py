@@ -114,21 +114,12 @@ class SolveConfig:
         spec = v.check_method(self.method, checked["step_size"], checked["per_sample"])
         v.check_gradient(checked["gradient"], spec, checked["per_sample"], "nodecourse")
         v.merge_options(self.options, v.option_defaults(spec, "nodecourse"), spec.name)
-        v.check_adjoint_options(
-            self.adjoint_options,
-            gradient=checked["gradient"],
-            method=self.method,
-            rtol=checked["rtol"],
-            atol=checked["atol"],
-            step_size=checked["step_size"],
-            max_steps=checked["max_steps"],
-            options=self.options,
-        )
-        for name in ("options", "adjoint_options"):
-            if checked[name] is not None:
-                checked[name] = ReadOnlyOptions(checked[name])
         for name, value in checked.items():  # canonical values (np.float32 -> float); frozen: set directly
             object.__setattr__(self, name, value)
+        v.check_adjoint_options(self)  # the backward solve's settings against the forward ones just set
+        for name in ("options", "adjoint_options"):
+            if checked[name] is not None:
+                object.__setattr__(self, name, ReadOnlyOptions(checked[name]))
 
     @classmethod
     def of(cls, solver: "SolveConfig | None" = None, **options) -> "SolveConfig":

@@ -20,6 +20,7 @@ import contextvars
 import inspect
 import math
 from collections.abc import Mapping
+from typing import Any, Protocol
 
 import torch
 
@@ -451,21 +452,33 @@ def merge_options(options, defaults: dict, method: str, *, name: str = "options"
     return check_options(options, OPTION_RANGES, defaults, name=name, owner=f"method={method!r}")
 
 
+class ForwardSettings(Protocol):
+    """What :func:`check_adjoint_options` reads of the forward solve: a
+    :class:`~nodecourse.solvers.request.SolveRequest` or a :class:`~nodecourse.solvers.SolveConfig`."""
+
+    @property
+    def gradient(self) -> str: ...
+    @property
+    def method(self) -> Any: ...
+    @property
+    def rtol(self) -> float: ...
+    @property
+    def atol(self) -> float: ...
+    @property
+    def step_size(self) -> float | None: ...
+    @property
+    def max_steps(self) -> int: ...
+    @property
+    def options(self) -> Mapping | None: ...
+    @property
+    def adjoint_options(self) -> Mapping | None: ...
+
+
 def check_adjoint_options(
-    adjoint_options,
-    *,
-    gradient: str,
-    method,
-    rtol: float,
-    atol: float,
-    step_size,
-    max_steps: int,
-    options,
-    backend: str = "nodecourse",
-    y0: torch.Tensor | None = None,
+    forward: ForwardSettings, *, backend: str = "nodecourse", y0: torch.Tensor | None = None
 ) -> dict | None:
-    """Every setting of the backward solve of ``gradient="adjoint"``, checked before the forward
-    solve runs (the forward settings are already checked).
+    """Every setting of the backward solve of ``gradient="adjoint"`` (``forward.adjoint_options``),
+    checked before the forward solve runs (the forward settings, ``forward``, are already checked).
 
     Returns None when ``adjoint_options`` is None and ``gradient`` is not ``"adjoint"``; otherwise
     the complete settings: ``method``, ``rtol``, ``atol``, ``step_size``, ``max_steps``, ``options``
@@ -473,22 +486,24 @@ def check_adjoint_options(
     method is the forward one) and ``params`` (a list). Checking the result again returns it
     unchanged. ``y0`` (when given) lets the backward tolerances be checked against its dtype.
     """
+    adjoint_options, gradient, method = forward.adjoint_options, forward.gradient, forward.method
+    step_size, options = forward.step_size, forward.options
     check_arg("adjoint_options", adjoint_options)
     if gradient != "adjoint":
         if adjoint_options is not None:
             raise ValueError(f"adjoint_options are for gradient='adjoint', got gradient={gradient!r}; drop them")
         return None
-    forward = {
+    defaults = {
         "method": method,
-        "rtol": rtol,
-        "atol": atol,
+        "rtol": forward.rtol,
+        "atol": forward.atol,
         "step_size": step_size,
-        "max_steps": max_steps,
+        "max_steps": forward.max_steps,
         "options": options,
         "params": (),
         "norm": None,
     }
-    given = check_options(adjoint_options, ADJOINT_OPTION_ARGS, forward, name="adjoint_options")
+    given = check_options(adjoint_options, ADJOINT_OPTION_ARGS, defaults, name="adjoint_options")
     b_spec = spec_for(given["method"])
     same = b_spec.name == spec_for(method).name
     adj = dict(adjoint_options or {})
