@@ -72,7 +72,7 @@ def test_gru_dt_sees_time_since_last_observation(small):
 def test_reverse_pass_and_latent_ode_loss_backpropagates(small):
     train, _ = small
     model = latent.build_model("latent-ode", train)
-    b = latent._batch(train, torch.arange(8))
+    b = latent.patient_batch(train, torch.arange(8))
     loss, parts = model.loss(*b)
     loss.backward()
     assert torch.isfinite(loss) and parts["neg_elbo"] == parts["neg_elbo"]
@@ -121,7 +121,7 @@ def test_float64_and_a_different_solver(small):
     train64 = train.to(dtype=torch.float64)
     model = latent.build_model("odernn", train64, solver=SolveConfig(method="rk4", step_size=1.0 / 48))
     assert next(model.parameters()).dtype == torch.float64
-    logits = model(*latent._batch(train64, torch.arange(4))[:5])
+    logits = model(*latent.patient_batch(train64, torch.arange(4))[:5])
     assert logits.dtype == torch.float64 and logits.shape == (4,)
     # rk4: 4 evaluations a step, so 4x Euler's NFE on the same grid
     assert model.solver_stats["nfe"] == 4 * model.solver_stats["n_steps"]
@@ -177,7 +177,7 @@ def test_grud_shapes_and_means_from_the_training_split(small):
     model = latent.build_model("gru-d", train)
     assert isinstance(model, latent.GRUD)
     torch.testing.assert_close(model.encoder.x_mean, latent.empirical_means(train))
-    b = latent._batch(test, torch.arange(5))
+    b = latent.patient_batch(test, torch.arange(5))
     assert model(*b[:5]).shape == (5,)
     assert model.encoder(test.times, b[1], b[2]).h_final.shape == (5, model.encoder.hidden_dim)
     assert model.solver_stats["nfe"] == 0  # no ODE in GRU-D
@@ -242,7 +242,7 @@ def test_grud_one_training_step_moves_the_decay_parameters(small):
     train, _ = small
     model = latent.build_model("gru-d", train)
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
-    times, values, mask, static, smask, y = latent._batch(train, torch.arange(32))
+    times, values, mask, static, smask, y = latent.patient_batch(train, torch.arange(32))
     before = {k: p.detach().clone() for k, p in model.named_parameters()}
     loss = torch.nn.functional.binary_cross_entropy_with_logits(model(times, values, mask, static, smask), y)
     loss.backward()

@@ -36,7 +36,8 @@ Where each piece lives (private modules; import from this package):
 - ``_latent_ode``: :class:`LatentODE`;
 - ``_summary``: :class:`SummaryLogReg` and :func:`summary_features`;
 - ``_build``: :data:`MODELS` and :func:`build_model`;
-- ``_fit``: the training loop :func:`fit`, :class:`FitResult`, :func:`predict_proba`, :func:`auc`;
+- ``_fit``: the training loop :func:`fit`, :class:`FitResult`, :func:`patient_batch`, :func:`predict_proba`,
+  :func:`auc`;
 - ``_interpolate``: :func:`holdout_mask`, :func:`interpolation_mse`, :func:`fit_interpolation`.
 """
 
@@ -50,10 +51,8 @@ from nodecourse.models.latent._fit import (
     fit,
     kl_weight,
     make_optimizer,
+    patient_batch,
     predict_proba,
-)
-from nodecourse.models.latent._fit import (
-    _batch as _batch,  # private, but lesson 5's notebook and the tests call latent._batch
 )
 from nodecourse.models.latent._grud import GRUD, GRUDEncoder, empirical_means, last_observed_values, time_since_observed
 from nodecourse.models.latent._interpolate import fit_interpolation, holdout_mask, interpolation_mse
@@ -104,6 +103,7 @@ __all__ = [
     "kl_weight",
     "fit",
     "FitResult",
+    "patient_batch",
     "predict_proba",
     "auc",
     # interpolation

@@ -62,7 +62,14 @@ def _batches(n: int, batch_size: int, generator: torch.Generator | None):
         yield order[i : i + batch_size]
 
 
-def _batch(data, idx):
+def patient_batch(data, idx):
+    """The rows ``idx`` of a :class:`~nodecourse.data.physionet.PhysioNetSet` as a model's arguments and labels.
+
+    ``idx``: (B,) int64 patient indices. Returns ``(times, values, mask, static, static_mask, labels)``:
+    ``times`` (K,) hours on the set's shared grid (every patient's), ``values`` and ``mask`` (B, K, D),
+    ``static`` and ``static_mask`` (B, S), ``labels`` (B,). The first five are what a model takes,
+    ``model(*patient_batch(data, idx)[:5])``; all six are what :meth:`LatentODE.loss` takes.
+    """
     return (data.times, data.values[idx], data.mask[idx], data.static[idx], data.static_mask[idx], data.labels[idx])
 
 
@@ -72,7 +79,7 @@ def predict_proba(model: nn.Module, data, batch_size: int = 256) -> np.ndarray:
     model.eval()
     out = []
     for idx in _batches(len(data), batch_size, None):
-        times, values, mask, static, smask, _ = _batch(data, idx)
+        times, values, mask, static, smask, _ = patient_batch(data, idx)
         out.append(torch.sigmoid(model(times, values, mask, static, smask)).cpu())
     return torch.cat(out).double().numpy()
 
@@ -175,7 +182,7 @@ def fit(
 
     def loss_on_batch(idx):
         nonlocal n_forward
-        times, values, mask, static, smask, y = _batch(train, idx)
+        times, values, mask, static, smask, y = patient_batch(train, idx)
         n_forward += 1
         if isinstance(model, LatentODE):
             model.kl_coef = kl_weight(settings, (n_forward - 1) // n_batches)
