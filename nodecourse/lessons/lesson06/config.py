@@ -8,6 +8,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+__all__ = [
+    "FULL_TRAIN",
+    "GROWTH_READINGS",
+    "PHASES",
+    "QUICK_TRAIN",
+    "DEQTrainConfig",
+    "probe_epochs",
+    "reg_variant",
+    "train_config",
+    "truncated_variant",
+    "variants",
+]
+
 SOLVER_RHOS = (0.9, 0.95, 0.99)
 """Spectral radii of the contractions on which Anderson and Picard are compared."""
 SOLVER_KINDS = ("linear", "tanh")

@@ -18,6 +18,20 @@ from .config import GROWTH_READINGS, PHASES, PLAIN, DEQTrainConfig, phase_slices
 from .ratios import RatioJudgement, judge_ratio, judge_ratio_effect
 from .studies import SolverProblemRuns, TrainRun
 
+__all__ = [
+    "JACREG_FIT_RATIO",
+    "JACREG_NFE_RATIO",
+    "GrowthFindings",
+    "PublishedComparison",
+    "RegularizationFindings",
+    "SolverComparison",
+    "SpectralCheckpoint",
+    "TruncationFindings",
+    "VariantSummary",
+    "VariantTable",
+    "median_checkpoint",
+]
+
 ANDERSON_RATIO = 0.5
 """Anderson's evaluations of f at most this times Picard's (the ``anderson-vs-picard`` row's threshold)."""
 GROWTH_FACTOR = 3.0

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 from nodecourse.claims import ClaimVerdict, judge_median, median_interval
 
+__all__ = ["RatioJudgement", "judge_ratio", "judge_ratio_effect"]
+
 MIN_SEEDS = 5
 """Fewest seeds for a median's interval: with five the interval is the range and covers the median with
 probability 0.94 (fewer: undecided, more seeds decide it)."""

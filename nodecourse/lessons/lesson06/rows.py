@@ -47,6 +47,20 @@ from .findings import (
 )
 from .studies import hutchinson_study, solver_study, training_study
 
+__all__ = [
+    "ANDERSON_THRESHOLD",
+    "GROWTH_THRESHOLD",
+    "HUTCHINSON_THRESHOLD",
+    "JACREG_THRESHOLD",
+    "ROW_IDS",
+    "TRUNCATION_THRESHOLD",
+    "measure_anderson",
+    "measure_growth",
+    "measure_hutchinson",
+    "measure_regularization",
+    "measure_truncation",
+]
+
 ROW_IDS = (
     "anderson-vs-picard",
     "hutchinson-unbiased",

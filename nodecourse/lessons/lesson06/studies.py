@@ -17,6 +17,20 @@ from nodecourse.measure import saved_tensor_bytes
 
 from .config import HUTCHINSON_DIMS, SOLVER_KINDS, SOLVER_RHOS, DEQTrainConfig, probe_epochs, variants
 
+__all__ = [
+    "GradientMemoryPoint",
+    "GradientMemoryStudy",
+    "HutchinsonCheck",
+    "SolverProblemRuns",
+    "TrainRun",
+    "final_iters",
+    "gradient_memory_study",
+    "hutchinson_study",
+    "solver_study",
+    "train_variant",
+    "training_study",
+]
+
 # --- Anderson vs Picard ----------------------------------------------------------------------------
 
 
