@@ -54,6 +54,8 @@ def test_the_cache_is_the_ledgers_folder_at_the_code_version(tmp_path):
     assert isinstance(cache.rows, RowCache) and cache.rows.version == code_version()
     path = cache.path(CONFIG, lc.curve_tasks(CONFIG)[0], "data")
     assert path.parent == tmp_path and path.name.startswith("curve-gru-d-n20-seed0-")
+    on_gpu = cache.path(replace(CONFIG, device="cuda"), lc.curve_tasks(CONFIG)[0], "data")
+    assert on_gpu != path  # a fit on another device is another fit: never read for this one
 
 
 def _fields(result):

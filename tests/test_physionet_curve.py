@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
+import torch
 from physionet_fixtures import needs_set_a, synthetic_set
 
 from nodecourse.lessons.lesson05 import curve as lc
@@ -34,6 +37,7 @@ def test_split_is_nested_stratified_and_disjoint():
         ({"sizes": (1,)}, "integers >= 2"),
         ({"models": ("lstm",)}, "not models"),
         ({"seeds": ()}, "at least one seed"),
+        ({"device": "tpu"}, "device='tpu'.*--device"),
     ],
 )
 def test_bad_configs_are_named(kwargs, message):
@@ -124,3 +128,89 @@ def test_the_lesson_re_exports_every_name_of_the_curves_all():
 
     assert set(lc.__all__) <= set(L.__all__) and len(L.__all__) == len(set(L.__all__))
     assert all(getattr(L, name) is getattr(lc, name) for name in lc.__all__)
+
+
+TINY = lc.CurveConfig(sizes=(20, 40), seeds=(0,), models=("gru-d", "odernn"), epochs=1)
+
+
+@pytest.mark.parametrize("executor", ["serial", "ray"])
+def test_a_device_this_machine_lacks_is_refused_before_any_fit(raw, executor, monkeypatch, capsys):
+    """On every machine (the GPU hidden where there is one): the run stops before loading or fitting anything."""
+
+    def started(*args, **kwargs):
+        raise AssertionError("the curve loaded or fitted something before refusing the device")
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(lc, "fit_point", started)
+    monkeypatch.setattr(lc, "load_curve_data", started)
+    refused = r"--device cuda: torch\.cuda\.is_available\(\) is False here; drop --device .* machine with a GPU"
+    with pytest.raises(lc.DeviceUnavailable, match=refused):
+        lc.learning_curve(replace(TINY, device="cuda"), data=raw, progress=False, executor=executor)
+    with pytest.raises(SystemExit) as stop:
+        lc.main(["--device", "cuda", "--executor", executor, "--epochs", "1"])
+    assert stop.value.code == 2
+    assert "--device cuda: torch.cuda.is_available() is False here; drop --device" in capsys.readouterr().err
+
+
+def test_a_cluster_without_a_gpu_refuses_a_cuda_curve_before_any_task(raw, monkeypatch):
+    """With an address the driver's own GPU does not count: the cluster's resources decide (a cluster
+    that lists CPUs and no GPU stands in for Ray here)."""
+    from contextlib import contextmanager
+
+    from nodecourse.claims import executors
+
+    class Cluster:
+        @staticmethod
+        def cluster_resources():
+            return {"CPU": 8.0}
+
+    @contextmanager
+    def joined(address, workers):
+        yield Cluster
+
+    def started(*args, **kwargs):
+        raise AssertionError("a task was submitted before the device was refused")
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # the driver has one; the cluster decides
+    monkeypatch.setattr(executors, "ray_runtime", joined)
+    monkeypatch.setattr(executors, "run_tasks", started)
+    with pytest.raises(lc.DeviceUnavailable, match=r"--device cuda: the Ray cluster \(auto\) has no GPU"):
+        lc.learning_curve(replace(TINY, device="cuda"), data=raw, progress=False, executor="ray", address="auto")
+
+
+def test_every_model_of_the_curve_trains_on_the_device_under_a_strict_fake_cuda(raw, monkeypatch):
+    """On every machine: the strict fake device (tests/fake_cuda.py) raises where a host tensor meets a
+    device one, as CUDA does; each fit gets its sets on the device and finishes."""
+    from fake_cuda import fake_cuda_device
+    from nodecourse.models import latent
+
+    seen, real_fit = [], latent.fit
+
+    def recording_fit(name, train, test, **kwargs):
+        seen.append((name, train.values.device.type, test.values.device.type))
+        return real_fit(name, train, test, **kwargs)
+
+    monkeypatch.setattr(latent, "fit", recording_fit)
+    config = replace(TINY, sizes=(20,), models=lc.CURVE_MODELS, device="cuda")
+    with fake_cuda_device():
+        result = lc.learning_curve(config, data=raw, progress=False)
+    assert seen == [(m, "cuda", "cuda") for m in lc.CURVE_MODELS]
+    assert all(0.0 <= p.auc <= 1.0 for p in result.points) and result.machine.endswith("fits on cuda")
+
+
+CUDA_AUC_TOLERANCE = 0.02
+"""How far a cuda fit's AUC may sit from the cpu fit's: the same initial weights (drawn on the CPU) and
+batch order, float32 sums in another order; on ~50 held-out patients one swapped pair of scores moves
+the AUC by about 0.003, so this allows a handful of swaps and nothing like a different model."""
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU here: the cuda fit needs one")
+def test_a_cuda_fit_gives_the_cpu_fits_auc_within_the_tolerance(raw):
+    on_cpu = lc.learning_curve(TINY, data=raw, progress=False)
+    on_cuda = lc.learning_curve(replace(TINY, device="cuda"), data=raw, progress=False)
+    assert [(p.model, p.n_train, p.seed, p.n_eval) for p in on_cuda.points] == [
+        (p.model, p.n_train, p.seed, p.n_eval) for p in on_cpu.points
+    ]
+    for cpu, cuda in zip(on_cpu.points, on_cuda.points):
+        assert cuda.auc == pytest.approx(cpu.auc, abs=CUDA_AUC_TOLERANCE), (cpu, cuda)
+    assert on_cuda.machine.endswith("fits on cuda") and "fits on" not in on_cpu.machine

@@ -301,19 +301,24 @@ def run_tasks(
     *,
     workers: int | None = None,
     cpus: int = ROW_CPUS,
+    gpus: int = 0,
     done: Callable[[Any], None] | None = None,
     bar=None,
     failed: Callable[[int, BaseException], Any] | None = None,
 ) -> list[Any]:
-    """``fn(*call)`` for each of ``calls`` as one Ray task of ``cpus`` CPUs; results in the order of ``calls``.
+    """``fn(*call)`` for each of ``calls`` as one Ray task of ``cpus`` CPUs (and ``gpus`` GPUs); results in
+    the order of ``calls``.
 
     At most ``workers`` tasks are in flight (all of them when None: the cluster's CPUs decide).
     ``done(result)`` runs as each finishes. A task that raised, or whose worker died, goes to
     ``failed(index, exception)``: what it returns stands in for the result; if it raises, the tasks
     still pending are cancelled first. Without ``failed`` the exception is raised that way.
     """
-    task = ray.remote(num_cpus=cpus, max_retries=0)(fn)
-    slots = max(1, int(ray.cluster_resources().get("CPU", cpus)) // cpus)
+    task = ray.remote(num_cpus=cpus, num_gpus=gpus, max_retries=0)(fn)
+    resources = ray.cluster_resources()
+    slots = max(1, int(resources.get("CPU", cpus)) // cpus)
+    if gpus:
+        slots = max(1, min(slots, int(resources.get("GPU", gpus) // gpus)))
     limit = len(calls) if workers is None else workers
     results: list[Any] = [None] * len(calls)
     waiting = list(range(len(calls)))

@@ -22,6 +22,11 @@ At the course's settings (hourly grid, 20 epochs; lesson 5's full mode, :data:`C
 
     OMP_NUM_THREADS=1 python -m nodecourse.lessons.lesson05.curve --full --settings course --cache curve-cache
 
+``--device cuda`` (or ``mps``; default ``cpu``) trains each fit there: its model and batches move
+to that device, and with ``--executor ray`` each task asks Ray for one GPU (``num_gpus=1``) beside
+its CPU. A device this machine (or, with ``--address``, the Ray cluster) lacks is refused before any
+fit starts. The AUCs of a cpu run are those of a run without the flag.
+
 ``--cache DIR`` keeps each finished fit (:class:`CurveCache`): a rerun after an interruption, or
 after a fit failed, fits only what is missing. A fit that fails is named by model, size and seed
 once the others have finished (:class:`CurveFitsFailed`).
@@ -56,12 +61,15 @@ __all__ = [
 ]
 
 CURVE_MODELS = ("odernn", "latent-ode", "gru-d", "summary-logreg")
+DEVICES = ("cpu", "cuda", "mps")
+"""Where a fit of the curve can train (``CurveConfig.device``, ``--device``)."""
 
 
 @dataclass(frozen=True)
 class CurveConfig:
     """One learning-curve study. ``n_patients``: patients of set A used (None: all 4,000);
-    ``epochs``: None for the settings' own (100 published)."""
+    ``epochs``: None for the settings' own (100 published); ``device``: where each fit trains, one
+    of :data:`DEVICES` (its AUC can differ from a cpu fit's in the last digits)."""
 
     sizes: tuple[int, ...] = (1000, 2000, 3200)
     seeds: tuple[int, ...] = (0, 1, 2)
@@ -69,6 +77,7 @@ class CurveConfig:
     settings: str = "published"
     epochs: int | None = None
     n_patients: int | None = None
+    device: str = "cpu"
 
     def __post_init__(self):
         from nodecourse.models.latent import MODELS
@@ -82,6 +91,8 @@ class CurveConfig:
             raise ValueError(f"models {unknown} are not models; choose from {MODELS}")
         if not self.seeds:
             raise ValueError("seeds=(): give at least one seed")
+        if self.device not in DEVICES:
+            raise ValueError(f"device={self.device!r}: choose one of {DEVICES} (--device)")
 
 
 FULL_CURVE = CurveConfig()
@@ -223,8 +234,26 @@ def load_curve_data(config: CurveConfig, progress: bool = False):
     return data if config.n_patients is None else data.sample(config.n_patients, seed=0)
 
 
+class DeviceUnavailable(ValueError):
+    """``--device`` names a device this machine (or the Ray cluster) does not have; raised before any fit."""
+
+
+def check_device(device: str) -> None:
+    """Raise :class:`DeviceUnavailable`, naming ``--device`` and the fix, when torch cannot use ``device``
+    (one of :data:`DEVICES`) on this machine (:func:`nodecourse.config.available_devices`)."""
+    from nodecourse.config import available_devices
+
+    if device not in available_devices():
+        probe = {"cuda": "torch.cuda.is_available()", "mps": "torch.backends.mps.is_available()"}[device]
+        raise DeviceUnavailable(
+            f"--device {device}: {probe} is False here; drop --device (cpu) or run on a machine with "
+            f"{'a GPU' if device == 'cuda' else 'Apple silicon'}"
+        )
+
+
 def fit_point(config: CurveConfig, task: CurveTask, data) -> CurvePoint:
-    """Train ``task.model`` on its training set of the raw ``data``; its AUC on the seed's held-out patients."""
+    """Train ``task.model`` on its training set of the raw ``data``, on ``config.device`` (the model
+    follows its data there); its AUC on the seed's held-out patients."""
     from nodecourse.data import physionet
     from nodecourse.models.latent import fit
 
@@ -233,8 +262,8 @@ def fit_point(config: CurveConfig, task: CurveTask, data) -> CurvePoint:
     norm = physionet.Normalizer.fit(raw_train)
     _, r = fit(
         task.model,
-        norm.transform(raw_train),
-        norm.transform(raw_eval),
+        norm.transform(raw_train).to(config.device),
+        norm.transform(raw_eval).to(config.device),
         seed=task.seed,
         settings=curve_settings(config),
         progress=False,
@@ -281,8 +310,9 @@ class CurveCache:
     """Finished fits of learning curves, one JSON file per (model, training size, seed) of a study.
 
     A fit's file name holds its model, size and seed and a digest of what else decides its AUC: the
-    settings, epochs, patients of set A used, the pool size (the largest size: it fixes the split)
-    and the data (:func:`data_fingerprint`; ``"per-task"`` when Ray tasks load set A themselves);
+    settings, epochs, patients of set A used, the pool size (the largest size: it fixes the split),
+    the data (:func:`data_fingerprint`; ``"per-task"`` when Ray tasks load set A themselves) and the
+    device;
     the folder and the code version are those of the ledger's :class:`~nodecourse.claims.executors.RowCache`
     (``nodecourse claims --cache``), so a change to any file of the package makes every fit stale.
     A fit that raised is never saved.
@@ -306,6 +336,7 @@ class CurveCache:
             "n_patients": config.n_patients,
             "pool": max(config.sizes),
             "data": data_key,
+            "device": config.device,
         }
         digest = hashlib.sha256(json.dumps(study, sort_keys=True).encode()).hexdigest()[:12]
         return self.rows.file(f"curve-{task.model}-n{task.n_train}-seed{task.seed}-{digest}")
@@ -352,10 +383,13 @@ def learning_curve(
 
     ``data``: a raw (not normalised) :class:`~nodecourse.data.physionet.PhysioNetSet`; default: set A
     loaded at the settings' quantisation (``n_patients`` of it, seeded).
-    ``executor="ray"`` runs each fit (:func:`curve_tasks`) as one Ray task of one CPU, on a local
-    runtime of ``workers`` CPUs or on the cluster at ``address`` (as ``nodecourse claims --executor
-    ray``). Without ``data`` each task loads set A itself on its node (at the published minute grid
-    the set is about 3.4 GB in memory: the driver never holds it); with ``data`` it is shipped once.
+    ``executor="ray"`` runs each fit (:func:`curve_tasks`) as one Ray task of one CPU (and one GPU
+    when ``config.device`` is ``"cuda"``), on a local runtime of ``workers`` CPUs or on the cluster at
+    ``address`` (as ``nodecourse claims --executor ray``). ``config.device`` is checked before any fit,
+    on this machine (:func:`check_device`) or, with an ``address``, in the cluster's resources:
+    :class:`DeviceUnavailable` when it lacks it. Without ``data`` each task loads set A itself on its
+    node (at the published minute grid the set is about 3.4 GB in memory: the driver never holds it);
+    with ``data`` it is shipped once.
     ``cache``: a folder (or :class:`CurveCache`) of finished fits: a fit found there is not run
     again, and each fit is saved as it finishes, so a rerun after an interruption resumes.
     The points are those of a serial run, in the same order. A fit that raises does not stop the
@@ -365,6 +399,8 @@ def learning_curve(
 
     if executor not in ("serial", "ray"):
         raise ValueError(f"executor={executor!r}: choose 'serial' or 'ray'")
+    if executor == "serial" or address is None:
+        check_device(config.device)
     if cache is not None and not isinstance(cache, CurveCache):
         cache = CurveCache(cache)
     tasks = curve_tasks(config)
@@ -409,7 +445,9 @@ def learning_curve(
         )
     machine = f"{platform.machine()}, {platform.system()}, torch threads {_threads()}"
     if executor == "ray":
-        machine = f"Ray ({address or 'a local runtime'}), one CPU a fit"
+        machine = f"Ray ({address or 'a local runtime'}), one CPU{' and one GPU' * _gpus(config)} a fit"
+    if config.device != "cpu":
+        machine += f", fits on {config.device}"
     seconds = time.perf_counter() - start
     return CurveResult(config, tuple(point for point, _, _ in done), sources[0], done[0][2], machine, seconds)
 
@@ -435,9 +473,19 @@ def _on_ray(config, tasks, data, bar, address, workers, finished) -> None:
         return exc
 
     with ray_runtime(address, workers) as ray:
+        if _gpus(config) and ray.cluster_resources().get("GPU", 0) < 1:
+            raise DeviceUnavailable(
+                f"--device {config.device}: the Ray cluster ({address or 'a local runtime'}) has no GPU in "
+                "ray.cluster_resources(); drop --device or start its nodes with GPUs (ray start --num-gpus)"
+            )
         shared = None if data is None else ray.put(data)
         calls = [(config, task, shared) for task in tasks]
-        run_tasks(ray, _point_task, calls, workers=workers, bar=bar, done=done, failed=failed)
+        run_tasks(ray, _point_task, calls, workers=workers, gpus=_gpus(config), bar=bar, done=done, failed=failed)
+
+
+def _gpus(config: CurveConfig) -> int:
+    """The GPUs one Ray task of ``config`` asks for: one on cuda, none on cpu (or mps, which Ray does not count)."""
+    return 1 if config.device == "cuda" else 0
 
 
 def _threads() -> int:
@@ -457,6 +505,13 @@ def main(argv=None) -> int:
     parser.add_argument("--executor", choices=("serial", "ray"), default="serial", help="run each fit as a Ray task")
     parser.add_argument("--address", default=None, help="the Ray cluster to join (default: a local runtime)")
     parser.add_argument("--workers", type=int, default=None, help="Ray: CPUs of the local runtime, fits at once")
+    parser.add_argument(
+        "--device",
+        choices=DEVICES,
+        default="cpu",
+        help="where each fit trains (default cpu); with --executor ray, cuda asks one GPU per task; "
+        "refused before any fit if this machine (or the --address cluster) lacks it",
+    )
     parser.add_argument("--out", default=None, help="write the result as JSON here")
     parser.add_argument(
         "--cache", default=None, metavar="DIR", help="keep each finished fit here; a rerun skips the fits found there"
@@ -469,12 +524,15 @@ def main(argv=None) -> int:
         "seeds": tuple(args.seeds or ()) or None,
         "sizes": tuple(args.sizes or ()) or None,
         "n_patients": args.patients,
+        "device": args.device,
     }
     config = replace(config, **{k: v for k, v in overrides.items() if v is not None})
     try:
         result = learning_curve(
             config, executor=args.executor, address=args.address, workers=args.workers, cache=args.cache
         )
+    except DeviceUnavailable as exc:  # before any fit: a usage error
+        parser.error(str(exc))
     except CurveFitsFailed as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
