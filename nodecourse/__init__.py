@@ -12,6 +12,7 @@ Public surface (see docs/library.md and the lessons):
 """
 
 import importlib
+import sys
 
 from nodecourse.config import pick, quick_mode
 
@@ -33,16 +34,28 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value  # once: later lookups are plain attribute reads
-        return value
-    raise AttributeError(f"module 'nodecourse' has no attribute {name!r}")
+def _lazy(package: str, table: dict[str, str], whole: tuple[str, ...] = ()):
+    """PEP 562's ``__getattr__`` and ``__dir__`` for ``package``: each name of ``table`` (``{name: module}``,
+    a module relative to ``package`` where it starts with a dot) is imported from its module on first use,
+    the module itself for a name in ``whole``, and kept in the package's namespace, so that later reads
+    are plain attribute reads. Shared by this package and the subpackages that load their names lazily."""
+    namespace = sys.modules[package].__dict__
+
+    def __getattr__(name: str):
+        if name in table:
+            module = importlib.import_module(table[name], package)
+            value = module if name in whole else getattr(module, name)
+            namespace[name] = value
+            return value
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+    def __dir__() -> list[str]:
+        return sorted(set(namespace) | set(table))
+
+    return __getattr__, __dir__
 
 
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = _lazy(__name__, _LAZY)
 
 
 __version__ = "0.1.0"

@@ -8,25 +8,13 @@ This file is the package's surface: import from ``nodecourse.data`` (and ``nodec
 The modules behind it are private (``_toy``: the toy sets; ``_digits``: the digits).
 """
 
-import importlib
-
+from nodecourse import _lazy
 from nodecourse.data._toy import ANNULUS_RADII, annulus, annulus_label, negation, one_d_crossing
 
 # The digits, imported on first use (PEP 562): ``{name: private module}``.
-_LAZY = {"N_CLASSES": "_digits", "N_FEATURES": "_digits", "DigitsSplit": "_digits", "load_digits": "_digits"}
+_LAZY = {"N_CLASSES": "._digits", "N_FEATURES": "._digits", "DigitsSplit": "._digits", "load_digits": "._digits"}
 
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-        globals()[name] = value  # once: later lookups are plain attribute reads
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
-
+__getattr__, __dir__ = _lazy(__name__, _LAZY)
 
 # ``physionet`` is a subpackage imported by name.
 __all__ = [

@@ -15,63 +15,53 @@ and ``_adjoint_sweep``, the benchmark's sweep). Each is imported on first use of
 nodecourse.measure._memory`` (the isolated memory sweep) runs its module once.
 """
 
-import importlib
+from nodecourse import _lazy
 
 # ``{name: private module}``, each module imported on first use of one of its names.
 _LAZY = {
-    "rows_to_columns": "_diagnostics",
-    "rows_to_markdown": "_diagnostics",
-    "SolveRecord": "_diagnostics",
-    "SolverWorkLog": "_diagnostics",
-    "SweepRow": "_diagnostics",
-    "tolerance_sweep": "_diagnostics",
-    "ALL_MODES": "_memory",
-    "cpu_peak_supported": "_memory",
-    "forward_backward": "_memory",
-    "GRADIENT_MODES": "_memory",
-    "measure_peak": "_memory",
-    "memory_sweep": "_memory",
-    "MemoryConfig": "_memory",
-    "MemorySweep": "_memory",
-    "run_sweep": "_memory",
-    "saved_activation_bytes": "_memory",
-    "saved_tensor_bytes": "_memory",
-    "analytic_gradient": "_gradient_check",
-    "DecayFeed": "_gradient_check",
-    "gradient_error_sweep": "_gradient_check",
-    "gradient_table": "_gradient_check",
-    "GradientRow": "_gradient_check",
-    "GradientTable": "_gradient_check",
-    "NAMES": "_gradient_check",
-    "ROUTES": "_gradient_check",
-    "theta_error": "_gradient_check",
-    "circle_points": "_probes",
-    "circle_probe": "_probes",
-    "CircleProbe": "_probes",
-    "decision_grid": "_probes",
-    "DecisionGrid": "_probes",
-    "DEFAULT_PROBE_RADII": "_probes",
-    "evaluate": "_probes",
-    "probe_circles": "_probes",
-    "Problem": "_problems",
-    "PROBLEMS": "_problems",
-    "reference_solution": "_problems",
-    "json_safe": "_tables",
-    "markdown_table": "_tables",
-    "text_table": "_tables",
+    "rows_to_columns": "._diagnostics",
+    "rows_to_markdown": "._diagnostics",
+    "SolveRecord": "._diagnostics",
+    "SolverWorkLog": "._diagnostics",
+    "SweepRow": "._diagnostics",
+    "tolerance_sweep": "._diagnostics",
+    "ALL_MODES": "._memory",
+    "cpu_peak_supported": "._memory",
+    "forward_backward": "._memory",
+    "GRADIENT_MODES": "._memory",
+    "measure_peak": "._memory",
+    "memory_sweep": "._memory",
+    "MemoryConfig": "._memory",
+    "MemorySweep": "._memory",
+    "run_sweep": "._memory",
+    "saved_activation_bytes": "._memory",
+    "saved_tensor_bytes": "._memory",
+    "analytic_gradient": "._gradient_check",
+    "DecayFeed": "._gradient_check",
+    "gradient_error_sweep": "._gradient_check",
+    "gradient_table": "._gradient_check",
+    "GradientRow": "._gradient_check",
+    "GradientTable": "._gradient_check",
+    "NAMES": "._gradient_check",
+    "ROUTES": "._gradient_check",
+    "theta_error": "._gradient_check",
+    "circle_points": "._probes",
+    "circle_probe": "._probes",
+    "CircleProbe": "._probes",
+    "decision_grid": "._probes",
+    "DecisionGrid": "._probes",
+    "DEFAULT_PROBE_RADII": "._probes",
+    "evaluate": "._probes",
+    "probe_circles": "._probes",
+    "Problem": "._problems",
+    "PROBLEMS": "._problems",
+    "reference_solution": "._problems",
+    "json_safe": "._tables",
+    "markdown_table": "._tables",
+    "text_table": "._tables",
 }
 
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-        globals()[name] = value  # once: later lookups are plain attribute reads
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = _lazy(__name__, _LAZY)
 
 
 __all__ = list(_LAZY)

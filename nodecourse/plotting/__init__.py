@@ -17,13 +17,13 @@ modules as a whole (``from nodecourse.plotting import annulus as P``).
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.subplots import make_subplots
 
+from nodecourse import _lazy
 from nodecourse.solvers.registry import SOLVERS
 
 #: The renderer :class:`CourseFigure` uses when none is given: plotly's JSON and a PNG of it.
@@ -239,46 +239,35 @@ def figure(
 # The lessons' figures, imported on first use: ``{name: private module}``. The module names
 # (``annulus``, ...) give the whole module; every other name is that module's attribute.
 _LAZY = {
-    "annulus": "_annulus",
-    "physionet": "_physionet",
-    "solvers": "_solvers",
+    "annulus": "._annulus",
+    "physionet": "._physionet",
+    "solvers": "._solvers",
     # lesson 3 (_annulus)
-    "CLASS_COLORS": "_annulus",
-    "MODEL_COLORS": "_annulus",
-    "circle_probe_figure": "_annulus",
-    "decision_boundary_figure": "_annulus",
-    "draw_decision_boundary": "_annulus",
-    "trajectory_figure": "_annulus",
-    "training_curves_figure": "_annulus",
+    "CLASS_COLORS": "._annulus",
+    "MODEL_COLORS": "._annulus",
+    "circle_probe_figure": "._annulus",
+    "decision_boundary_figure": "._annulus",
+    "draw_decision_boundary": "._annulus",
+    "trajectory_figure": "._annulus",
+    "training_curves_figure": "._annulus",
     # lesson 5 (_physionet)
-    "DEFAULT_VARIABLES": "_physionet",
-    "plot_auc_comparison": "_physionet",
-    "plot_learning_curve": "_physionet",
-    "plot_observation_rates": "_physionet",
-    "plot_patient": "_physionet",
-    "plot_scaled_time": "_physionet",
+    "DEFAULT_VARIABLES": "._physionet",
+    "plot_auc_comparison": "._physionet",
+    "plot_learning_curve": "._physionet",
+    "plot_observation_rates": "._physionet",
+    "plot_patient": "._physionet",
+    "plot_scaled_time": "._physionet",
     # lessons 1-2 (_solvers)
-    "ConvergenceRun": "_solvers",
-    "StepTrace": "_solvers",
-    "plot_convergence": "_solvers",
-    "plot_step_sizes": "_solvers",
-    "plot_tolerance_sweep": "_solvers",
-    "plot_work_per_input": "_solvers",
-    "trace_steps": "_solvers",
+    "ConvergenceRun": "._solvers",
+    "StepTrace": "._solvers",
+    "plot_convergence": "._solvers",
+    "plot_step_sizes": "._solvers",
+    "plot_tolerance_sweep": "._solvers",
+    "plot_work_per_input": "._solvers",
+    "trace_steps": "._solvers",
 }
 
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        module = importlib.import_module(f"{__name__}.{_LAZY[name]}")
-        value = module if name == _LAZY[name][1:] else getattr(module, name)
-        globals()[name] = value  # once: later lookups are plain attribute reads
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = _lazy(__name__, _LAZY, whole=("annulus", "physionet", "solvers"))
 
 
 __all__ = [
