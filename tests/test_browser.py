@@ -238,7 +238,7 @@ def _expected_adjoint(s: Settings) -> Expected:
 # -- lesson 6: DEQExplorer -------------------------------------------------
 
 _DEQ_RE = re.compile(
-    r"(?P<solver>\w+), tol (?P<tol>\S+), trained with Jacobian weight (?P<w>[\d.]+), (?P<device>\w+): "
+    r"(?P<method>\w+), tol (?P<tol>\S+), trained with Jacobian weight (?P<w>[\d.]+), (?P<device>\w+): "
     r"(?P<status>\w+), (?P<iters>\d+) iterations, final relative residual (?P<res>\S+),"
 )
 
@@ -248,7 +248,7 @@ def _parse_deq(text: str) -> dict:
     assert m, f"the DEQ explorer's result line has an unexpected form: {text!r}"
     d = m.groupdict()
     return {
-        "solver": d["solver"],
+        "method": d["method"],
         "tol": d["tol"],
         "jac_weight": d["w"],
         "status": d["status"],
@@ -261,7 +261,7 @@ def _parse_deq(text: str) -> dict:
 def _expected_deq(s: Settings) -> Expected:
     from nodecourse.widgets._deq_explorer import run_deq
 
-    r = run_deq(s["solver"], s["tol"], s["jac_weight"], "cpu")
+    r = run_deq(s["method"], s["tol"], s["jac_weight"], "cpu")
     return Expected(_parse_deq(r.summary()), r.summary())
 
 
@@ -272,10 +272,10 @@ def _check_deq_plot(traces: dict, s: Settings) -> None:
 
     from nodecourse.widgets._deq_explorer import run_deq
 
-    r = run_deq(s["solver"], s["tol"], s["jac_weight"], "cpu")
-    assert s["solver"] in traces, f"no trace {s['solver']!r} in the page's figure; traces: {list(traces)}"
+    r = run_deq(s["method"], s["tol"], s["jac_weight"], "cpu")
+    assert s["method"] in traces, f"no trace {s['method']!r} in the page's figure; traces: {list(traces)}"
     np.testing.assert_allclose(
-        np.array(traces[s["solver"]], dtype=float),
+        np.array(traces[s["method"]], dtype=float),
         np.array(r.residuals, dtype=float),
         rtol=1e-6,
         err_msg="page residual trace differs from the library's",
@@ -363,9 +363,9 @@ EXPLORERS: tuple[ExplorerCase, ...] = (
     ExplorerCase(
         "06_deq.ipynb",
         "DEQExplorer",
-        dict(solver="anderson", tol=1e-4, jac_weight=0.0, device="cpu"),
+        dict(method="anderson", tol=1e-4, jac_weight=0.0, device="cpu"),
         steps=(
-            (Change("solver", "select", "picard"), Change("tol", "keys", 1e-6, "ArrowRight")),
+            (Change("method", "select", "picard"), Change("tol", "keys", 1e-6, "ArrowRight")),
             (Change("jac_weight", "select", 1.0),),
         ),
         expected=_expected_deq,

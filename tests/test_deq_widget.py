@@ -13,14 +13,14 @@ def explorer():
 @pytest.mark.slow
 def test_initial_solve(explorer):
     res = explorer.result
-    assert res.solver == "anderson" and res.status == "SUCCESS"
+    assert res.method == "anderson" and res.status == "SUCCESS"
     assert res.n_iter == len(res.residuals) > 1 and res.final_residual <= res.tol
     assert "iterations" in explorer.status.value
 
 
 @pytest.mark.slow
 def test_tighter_tolerance_costs_iterations(explorer):
-    explorer.solver.value = "anderson"
+    explorer.method.value = "anderson"
     explorer.tol.value = 1e-2
     loose = explorer.result
     explorer.tol.value = 1e-4
@@ -30,13 +30,13 @@ def test_tighter_tolerance_costs_iterations(explorer):
 
 
 @pytest.mark.slow
-def test_solver_and_weight_controls_resolve(explorer):
+def test_method_and_weight_controls_resolve(explorer):
     explorer.tol.value = 1e-4
-    explorer.solver.value = "picard"
+    explorer.method.value = "picard"
     picard = explorer.result
-    explorer.solver.value = "anderson"
+    explorer.method.value = "anderson"
     anderson = explorer.result
-    assert picard.solver == "picard" and anderson.solver == "anderson"
+    assert picard.method == "picard" and anderson.method == "anderson"
     explorer.jac_weight.value = 3.0
     assert explorer.result.jac_weight == 3.0 and explorer.result.n_iter >= 1
     fig = result_figure(explorer.result)
@@ -44,7 +44,7 @@ def test_solver_and_weight_controls_resolve(explorer):
 
 
 def test_bad_arguments_name_the_fix():
-    with pytest.raises(ValueError, match="solver='newton'"):
-        DEQExplorer(solver="newton", render=False)
+    with pytest.raises(ValueError, match="method='newton'"):
+        DEQExplorer(method="newton", render=False)
     with pytest.raises(ValueError, match="device='tpu'"):
         DEQExplorer(device="tpu", render=False)

@@ -157,7 +157,7 @@ _GRID = {
 EXPLORERS = {
     "SolverExplorer": (lambda: solver_mod.SolverExplorer(render=False), solver_mod, "run_solver", ("rtol", 1e-3)),
     "AdjointExplorer": (lambda: adjoint_mod.AdjointExplorer(render=False), adjoint_mod, "run_gradient", ("T", 2.0)),
-    "DEQExplorer": (lambda: deq_mod.DEQExplorer(render=False), deq_mod, "run_deq", ("solver", "picard")),
+    "DEQExplorer": (lambda: deq_mod.DEQExplorer(render=False), deq_mod, "run_deq", ("method", "picard")),
     "CheaperExplorer": (
         lambda: cheaper_mod.CheaperExplorer(_GRID, render=False),
         cheaper_mod,

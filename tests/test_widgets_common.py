@@ -40,7 +40,7 @@ OUT_OF_RANGE = {
         ("mode", "symbolic", "valid: ['backprop'"),
     ],
     "DEQExplorer": [
-        ("solver", "newton", "valid: ["),
+        ("method", "newton", "valid: ["),
         ("tol", 1e-5, "valid: [0.01"),
         ("jac_weight", 0.5, "valid: [0.0, 0.3"),
     ],

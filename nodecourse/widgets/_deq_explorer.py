@@ -7,7 +7,7 @@ the first selection of a weight takes a few seconds. The explorer keeps its last
 :attr:`DEQExplorer.result`, so its callbacks can be tested without a browser::
 
     ex = DEQExplorer(render=False)
-    ex.solver.value = "picard"
+    ex.method.value = "picard"
     ex.result.n_iter, ex.result.status
 """
 
@@ -51,7 +51,7 @@ class DEQExplorerResult:
     ``residuals``: the worst sample's relative residual per iteration, ``(n_iter,)``.
     """
 
-    solver: str
+    method: str
     tol: float
     jac_weight: float
     device: str
@@ -63,16 +63,16 @@ class DEQExplorerResult:
 
     def summary(self) -> str:
         return (
-            f"{self.solver}, tol {self.tol:.0e}, trained with Jacobian weight {self.jac_weight:g}, "
+            f"{self.method}, tol {self.tol:.0e}, trained with Jacobian weight {self.jac_weight:g}, "
             f"{self.device}: {self.status}, {self.n_iter} iterations, final relative residual "
             f"{self.final_residual:.1e}, {self.seconds * 1e3:.0f} ms"
         )
 
 
 def run_deq(
-    solver: str, tol: float, jac_weight: float, device: str, *, max_iter: int = 200, n_inputs: int = 256
+    method: str, tol: float, jac_weight: float, device: str, *, max_iter: int = 200, n_inputs: int = 256
 ) -> DEQExplorerResult:
-    """Solve the trained block's fixed point for ``n_inputs`` inputs on [-2, 2] with ``solver`` to ``tol``."""
+    """Solve the trained block's fixed point for ``n_inputs`` inputs on [-2, 2] with ``method`` to ``tol``."""
     from nodecourse.config import resolve_device
 
     dev = resolve_device(device)
@@ -82,11 +82,11 @@ def run_deq(
     z0 = torch.zeros(n_inputs, model.deq.state, device=dev)
     start = time.perf_counter()
     with torch.no_grad():
-        r = fixed_point(lambda z: block(z, x), z0, method=solver, tol=tol, max_iter=max_iter, warn=False)
+        r = fixed_point(lambda z: block(z, x), z0, method=method, tol=tol, max_iter=max_iter, warn=False)
     seconds = time.perf_counter() - start
     model.block.to("cpu")
     return DEQExplorerResult(
-        solver,
+        method,
         tol,
         float(jac_weight),
         dev.type,
@@ -109,7 +109,7 @@ def result_figure(res: DEQExplorerResult):
         log_y=True,
         height=340,
     )
-    fig.add_scatter(x=list(range(1, len(res.residuals) + 1)), y=res.residuals, name=res.solver, mode="lines+markers")
+    fig.add_scatter(x=list(range(1, len(res.residuals) + 1)), y=res.residuals, name=res.method, mode="lines+markers")
     fig.add_hline(y=res.tol, line_dash="dash", annotation_text="tolerance")
     fig.update_layout(title_font_size=12)
     return fig
@@ -121,7 +121,7 @@ class DEQExplorer(FigureExplorer):
     def __init__(
         self,
         *,
-        solver: str = "anderson",
+        method: str = "anderson",
         tol: float = 1e-4,
         jac_weight: float = 0.0,
         device: str = "cpu",
@@ -131,10 +131,10 @@ class DEQExplorer(FigureExplorer):
 
         check_device(device)
         self.render = render
-        self.solver = self._control(
-            "solver",
+        self.method = self._control(
+            "method",
             w.Dropdown,
-            solver,
+            method,
             options=sorted(METHODS),
             description="solver",
             tooltip="the fixed-point solver",
@@ -157,9 +157,9 @@ class DEQExplorer(FigureExplorer):
         )
         self.device = device_control(device)
         self.result: DEQExplorerResult | None = None
-        assemble(self, [self.solver, self.tol, self.jac_weight, self.device], first_row=2)
+        assemble(self, [self.method, self.tol, self.jac_weight, self.device], first_row=2)
 
     def update(self) -> DEQExplorerResult:
         """Solve with the current control values; refresh :attr:`result`, the status line and the figure."""
-        settings = (self.solver.value, self.tol.value, self.jac_weight.value, self.device.value)
+        settings = (self.method.value, self.tol.value, self.jac_weight.value, self.device.value)
         return self._recompute(lambda: run_deq(*settings), lambda r: show_result(self, r, result_figure))
