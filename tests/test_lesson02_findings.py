@@ -7,6 +7,7 @@ import math
 from types import SimpleNamespace
 
 import torch
+from snapshot_support import assert_snapshot
 
 from nodecourse import odeint
 from nodecourse.lessons import lesson02 as L
@@ -27,19 +28,23 @@ def test_counts_come_from_the_solution_and_implicit_steps_read_cheaper_by_nfe():
     results = {"dopri5": (_solve(EXPLICIT_STATS), 1e-6), "trapezoid": (_solve(_implicit(300, 100, 1)), 2e-6)}
     f = L.StiffFindings.from_results(results, {"dopri5": "dopri5", "trapezoid": "trapezoid"})
     assert [r.kind for r in f.runs] == ["adaptive", "implicit"]
-    table = f.table()
-    assert "| dopri5 | SUCCESS | 100 (10) | 600 | 6.0 | - | - | 1.0e-06 |" in table
-    assert "| trapezoid | SUCCESS | 100 (0) | 300 | 3.0 | 200 | 1 | 2.0e-06 |" in table
-    text = f.markdown()
-    assert "Evaluations a step: dopri5 6.0, trapezoid 3.0" in text
-    assert "by NFE an implicit step is the cheaper one here" in text and "computed once by trapezoid" in text
+    dopri, trap = f.runs
+    assert (dopri.status, dopri.steps, dopri.rejected, dopri.nfe, dopri.error) == ("SUCCESS", 100, 10, 600, 1e-6)
+    assert dopri.nfe_per_step == 6.0 and dopri.newton_iters is None and dopri.jacobians is None
+    assert (trap.status, trap.steps, trap.rejected, trap.nfe, trap.error) == ("SUCCESS", 100, 0, 300, 2e-6)
+    assert trap.nfe_per_step == 3.0 and trap.newton_iters == 200 and trap.jacobians == 1
+    assert trap.nfe_per_step < dopri.nfe_per_step  # the sentence calls the implicit step the cheaper one
+    assert f.cost_per_step() and f.markdown() == f.table() + "\n\n" + f.cost_per_step()
+    assert_snapshot("lesson02.stiff-implicit-cheaper", f.markdown())
 
 
 def test_an_implicit_method_that_spends_more_a_step_is_named():
     results = {"dopri5": (_solve(EXPLICIT_STATS), 1e-6), "implicit_euler": (_solve(_implicit(900, 100, 40)), 1e-6)}
-    text = L.StiffFindings.from_results(results, {"dopri5": "dopri5", "implicit_euler": "implicit_euler"}).markdown()
-    assert "by NFE implicit_euler spends more a step here" in text and "cheaper" not in text
-    assert "computed 40 times by implicit_euler" in text
+    f = L.StiffFindings.from_results(results, {"dopri5": "dopri5", "implicit_euler": "implicit_euler"})
+    dopri, implicit = f.runs
+    assert implicit.nfe_per_step == 9.0 > dopri.nfe_per_step and implicit.jacobians == 40
+    assert "cheaper" not in f.markdown()
+    assert_snapshot("lesson02.stiff-implicit-dearer", f.markdown())
 
 
 def test_without_both_kinds_there_is_no_comparison():
