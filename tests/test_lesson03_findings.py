@@ -4,6 +4,7 @@ the numbers, including the edge cases (an undecided part, no seed that folds, th
 import dataclasses
 
 import pytest
+from snapshot_support import assert_snapshot
 
 from nodecourse.claims import ClaimVerdict
 from nodecourse.lessons import lesson03 as L
@@ -29,19 +30,23 @@ def _annulus(values):
 
 def test_annulus_markdown_quotes_parts_readings_and_the_disk_condition():
     f = _annulus(_annulus_values())
-    text = f.markdown()
-    assert "5 of 5 seeds" in text and "holds on 4 of 5 seeds" in text  # seed 0 classifies no disk point right
-    assert "the reading that decides" in text and "shown beside it" in text and "median 1.32" in text
-    assert "**holds** (5 seeds)" in text
-    measured = f.measured()
-    assert "disk point classified right on 4/5 seeds, not on seeds [0]" in measured and "(decides)" in measured
+    assert f.seeds == (0, 1, 2, 3, 4) and all(f.node_has_wrong_arc.values())
+    assert f.disk_condition == {0: False, 1: True, 2: True, 3: True, 4: True}  # seed 0: no disk point right
+    sub = f.judged.subparts
+    assert sub["NFE ratio (end)"] is f.judged.parts["NFE NODE > ANODE"] is ClaimVerdict.HOLDS  # end decides
+    assert sub["NFE ratio (whole)"] is ClaimVerdict.DOES_NOT_HOLD  # shown beside it, deciding nothing
+    assert f.judged.intervals["NFE ratio (end)"].median == pytest.approx(1.32)
+    assert f.verdict is ClaimVerdict.HOLDS and f.holds
+    assert_snapshot("lesson03.annulus-holds", f.markdown())
+    assert_snapshot("lesson03.annulus-holds-measured", f.measured())  # the ledger's text names seed 0
 
 
 def test_annulus_markdown_when_the_nfe_part_is_undecided():
     values = _annulus_values(end=0.98)  # median interval [0.98, 1.02] contains 1
     f = _annulus(values)
     assert f.judged.parts["NFE NODE > ANODE"] is ClaimVerdict.UNDECIDED
-    assert "undecided, the reading that decides" in f.markdown() and f.verdict is ClaimVerdict.HOLDS_IN_PART
+    assert f.judged.subparts["NFE ratio (end)"] is ClaimVerdict.UNDECIDED and f.verdict is ClaimVerdict.HOLDS_IN_PART
+    assert_snapshot("lesson03.annulus-nfe-undecided", f.markdown())
 
 
 def test_negation_markdown_and_table():
@@ -51,9 +56,11 @@ def test_negation_markdown_and_table():
         "1-D flow + linear": [1e-4, 1e-4, 2e-4],
     }
     f = L.NegationFindings((0, 1, 2), resolved, resolved, 0.3778, 1e-7, L.negation_parts(resolved, 0.3778))
-    text = f.markdown()
-    assert "0.3790-0.3810" in text and "0.3778" in text and "0.0001-0.0003" in text and "**holds**" in text
-    assert "order-preserving floor on this grid: 0.3778" in f.table() and "R^2 flow + projection" in f.table()
+    assert f.floor == 0.3778 and f.verdict is ClaimVerdict.HOLDS and len(f.seeds) == 3
+    assert (min(f.mse_resolved["1-D flow"]), max(f.mse_resolved["1-D flow"])) == (0.379, 0.381)
+    assert (min(f.mse_resolved["R^2 flow + projection"]), max(f.mse_resolved["R^2 flow + projection"])) == (1e-4, 3e-4)
+    assert_snapshot("lesson03.negation-holds", f.markdown())
+    assert_snapshot("lesson03.negation-table", f.table())  # the floor and one line per model
 
 
 def _abs(trained, resolved=(0.07, 0.19, 0.17), two=(1e-6, 3e-6, 5e-6)):
@@ -71,22 +78,27 @@ def _abs(trained, resolved=(0.07, 0.19, 0.17), two=(1e-6, 3e-6, 5e-6)):
 
 def test_abs_markdown_when_a_seed_folds():
     f = _abs([1e-5, 0.2, 0.3])
-    text = f.markdown()
-    assert "1 of 3 seeds" in text and "seed 0" in text and "3.1–3.1" in text
-    assert f"{L.rk4_invertible_hlip():.2f}" in text
-    assert "the flow itself is monotone" in text and "RK4 steps of 0.25" in text
-    assert f.folded == [0] and "+0.20" in f.table()
+    assert f.folded == [0] and f.judged.below_bound == 1 and f.step_size == 0.25
+    assert f.values["1-D h*Lip(f)"][0] == 3.1 > f.rk4_invertible_hlip == L.rk4_invertible_hlip()
+    assert f.values["1-D + linear re-solved"][0] >= f.bound - L.RESOLVE_SLACK  # the flow itself is monotone
+    assert f.verdict is ClaimVerdict.HOLDS
+    assert_snapshot("lesson03.abs-folds", f.markdown())
+    assert "+0.20" in f.table()
 
 
 def test_abs_markdown_when_no_seed_folds_is_undecided():
     f = _abs([0.2, 0.3, 0.4])
-    assert "0 of 3 seeds" in f.markdown() and "no fixed-step model was seen to fold" in f.markdown()
+    assert f.folded == [] and f.judged.below_bound == 0
     assert f.judged.parts["fixed-step 1-D model learns a non-invertible map"] is ClaimVerdict.UNDECIDED
+    assert_snapshot("lesson03.abs-no-fold", f.markdown())
 
 
 def test_abs_markdown_flags_a_resolve_below_the_bound():
     f = _abs([1e-5, 0.2, 0.3], resolved=(0.01, 0.19, 0.17))
+    assert f.values["1-D + linear re-solved"][0] < f.bound - L.RESOLVE_SLACK and f.folded == [0]
+    assert f.judged.parts["1-D flow + linear cannot"] is ClaimVerdict.DOES_NOT_HOLD
     assert "not accurate" in f.markdown() and f.verdict is ClaimVerdict.HOLDS_IN_PART
+    assert_snapshot("lesson03.abs-resolve-below-bound", f.markdown())
 
 
 @pytest.mark.parametrize("cls", [L.AnnulusFindings, L.NegationFindings, L.AbsFindings, L.JudgedParts])
