@@ -1,12 +1,15 @@
 """Lesson 10's findings render what the lesson's paragraphs say, from small hand-made study results:
-the verdict words and the numbers are in the Markdown, and the edge cases (too few seeds, an undecided
-reading, an overflowing solve, a seminorm that costs steps) say so in words."""
+the tests assert the verdicts and numbers the sentences quote, and keep each Markdown whole in one snapshot
+per variant (tests/snapshots/lesson10.*.md), edge cases included (too few seeds, an undecided reading, an
+overflowing solve, a seminorm that costs steps)."""
 
 from __future__ import annotations
 
 import math
 
+import pytest
 import torch
+from snapshot_support import assert_snapshot
 
 from nodecourse.claims import ClaimResult, ClaimVerdict
 from nodecourse.lessons import lesson10 as L
@@ -23,31 +26,39 @@ REGULARISED = _runs("kinetic+Jacobian", [[20] * 10 + [25 + k] * 90 for k in rang
 
 
 def test_growth_quotes_the_nfe_the_ratios_and_the_verdict():
-    text = L.NFEGrowthFindings.from_runs(CLIMBING).markdown()
-    assert "from 20–20" in text and "to 40–43" in text
-    assert "2.00, 2.05, 2.10, 2.15" in text and "**holds**" in text and "over 4 seeds" in text
+    f = L.NFEGrowthFindings.from_runs(CLIMBING)
+    assert set(f.first) == {20} and f.last == (40, 41, 42, 43)
+    assert f.ratios == pytest.approx((2.0, 2.05, 2.10, 2.15)) and f.verdict is ClaimVerdict.HOLDS
+    assert_snapshot("lesson10.nfe-growth-holds", f.markdown())
 
 
 def test_growth_with_two_seeds_has_no_interval_and_is_undecided():
     f = L.NFEGrowthFindings.from_runs(CLIMBING[:2])
     assert f.verdict is ClaimVerdict.UNDECIDED and f.interval is None
-    assert "no interval (too few seeds)" in f.markdown() and "**undecided (2 seeds)**" in f.markdown()
+    assert len(f.ratios) == 2
+    # the words are the contract: a missing interval is said to be missing, with why
+    assert "no interval (too few seeds)" in f.markdown()
+    assert_snapshot("lesson10.nfe-growth-two-seeds", f.markdown())
 
 
 def test_training_table_and_regularisation_parts():
     f = L.RegularisationFindings.from_runs(CLIMBING + REGULARISED)
-    table = f.table.markdown()
-    assert table.splitlines()[0].startswith("| regulariser | NFE first tenth")
-    assert "| none | 20.0 | 41.5 | 41.5 | 0.950 | 1.00 |" in table
-    text = f.markdown()
-    assert "**Solver work.**" in text and "1.60, 1.58, 1.56, 1.54" in text
+    assert [s.setting for s in f.table.settings] == ["none", "kinetic+Jacobian"]
+    none, reg = f.table["none"], f.table["kinetic+Jacobian"]
+    assert (none.nfe_first, none.nfe_last, none.test_nfe, none.accuracy, none.seconds) == (20, 41.5, 41.5, 0.95, 1.0)
+    assert (reg.accuracy, reg.seconds) == (0.94, 2.0)
+    assert_snapshot("lesson10.training-table", f.table.markdown())
+    assert f.nfe_ratio == pytest.approx((40 / 25, 41 / 26, 42 / 27, 43 / 28))
     # the drop in percentage points, the unit of its 2-point margin (never a fraction beside points)
-    assert "Test accuracy 95.0% without, 94.0% with" in text and "drop per seed +1.0, +1.0, +1.0, +1.0 points" in text
-    assert "interval [+1.0, +1.0] points against at most 2 points" in text and "+0.010" not in text
-    assert "Training took 1.00 s without and 2.00 s with" in text
+    assert f.accuracy_drop == pytest.approx((0.01,) * 4)
+    assert (f.intervals[1].lo, f.intervals[1].hi) == pytest.approx((0.01, 0.01)) and "+0.010" not in f.markdown()
     # four seeds are too few for a median's interval: the clause says so, never "slower" from the values alone
-    assert "training shows no clear difference in time" in text and "(undecided (4 seeds))" in text
-    assert "2.8x faster training (FFJORD on MNIST, days of GPU time): not measurable at this scale" in text
+    assert dict(f.parts)[L.FASTER_PART] is ClaimVerdict.UNDECIDED and f.part(3) == "undecided (4 seeds)"
+    assert f.time_clause.startswith("training shows no clear difference in time")
+    # the words are the contract: the published 2.8x is named and said to be not measurable here
+    assert f.parts[0][1] is ClaimVerdict.NOT_MEASURABLE
+    assert "2.8x faster training (FFJORD on MNIST, days of GPU time): not measurable at this scale" in f.markdown()
+    assert_snapshot("lesson10.regularisation-time-undecided", f.markdown())
 
 
 def _speed_findings(speedups):
@@ -94,8 +105,9 @@ def test_regulariser_check_from_tensors():
         26,
     )
     assert check.kinetic_error == 0.0 and check.trapezoid_error == 0.0 and check.batch_error == 0.0
-    text = check.markdown()
-    assert "from -25% to +25%" in text and "here they added no steps" in text and "on 5 times" in text
+    assert (check.per_sample_min, check.per_sample_max) == pytest.approx((-0.25, 0.25))
+    assert check.n_times == 5 and check.nfe_with == check.nfe_without == 26
+    assert_snapshot("lesson10.regulariser-check-same-work", check.markdown())
     more = L.RegulariserCheck.from_trajectory(
         torch.full((3,), 2.0, dtype=torch.float64),
         torch.tensor([3.0, 4.0, 5.0], dtype=torch.float64),
@@ -105,7 +117,8 @@ def test_regulariser_check_from_tensors():
         32,
         26,
     )
-    assert "changed the work by +6 evaluations" in more.markdown()
+    assert more.nfe_with - more.nfe_without == 6
+    assert_snapshot("lesson10.regulariser-check-more-work", more.markdown())
 
 
 def _route(name, closed=1e-8, fd=1e-9, fwd=68, bwd=68, kib=0.1):
@@ -122,11 +135,13 @@ ROUTES = (
 
 
 def test_controlled_seminorm_and_route_table():
-    text = L.ControlledSeminorm.from_routes(ROUTES).markdown()
-    assert "backward NFE 68 with the full norm, 51 with the seminorm (25% fewer)" in text
-    routes = L.ReversibleRouteFindings(ROUTES, heun_steps=100).markdown()
-    assert "| reversible (reversible Heun) | 7.8e-06 | 1.4e-10 | 101 | 101 | 0.1 | 10.0 |" in routes
-    assert "the error of 100 second-order steps" in routes and "against backprop's 1.6" in routes
+    controlled = L.ControlledSeminorm.from_routes(ROUTES)
+    assert (controlled.full.nfe_backward, controlled.seminorm.nfe_backward) == (68, 51)
+    assert (controlled.full.name, controlled.seminorm.name) == ("adjoint (dopri5)", "adjoint + seminorm")
+    assert_snapshot("lesson10.controlled-seminorm", controlled.markdown())
+    routes = L.ReversibleRouteFindings(ROUTES, heun_steps=100)
+    assert routes.heun_steps == 100 and [r.name for r in routes.routes] == [r.name for r in ROUTES]
+    assert_snapshot("lesson10.reversible-routes", routes.markdown())
 
 
 def _task(name, ours, torchdiffeq, kind="mlp", full=100):
@@ -140,18 +155,26 @@ def _task(name, ours, torchdiffeq, kind="mlp", full=100):
 def test_seminorm_table_and_an_undecided_median_over_tasks():
     results = tuple(_task(f"task {k}", [0.2 + 0.05 * k] * 2, [0.3 + 0.05 * k] * 2) for k in range(5))
     f = L.SeminormFindings.from_results(results)
-    text = f.markdown()
-    assert "| task 0 | 2 | 100 → 80 | +20% | 100 → 70 | +30% |" in text
-    assert "median +30%, interval [+20%, +40%]" in text  # five values: the interval is their range
-    assert "**undecided (5 tasks)**" in text and "**holds**" not in text
+    assert f.n_tasks == 5 and len(f.results[0].counts) == 2
+    assert (f.results[0].reduction("nodecourse"), f.results[0].reduction("torchdiffeq")) == pytest.approx((0.2, 0.3))
+    ours = f.medians[0]  # five values: the interval is their range
+    assert (ours.median, ours.lo, ours.hi) == pytest.approx((0.3, 0.2, 0.4))
+    assert [v for _, v in f.readings] == [ClaimVerdict.UNDECIDED] * 2 and f.reading(
+        "nodecourse"
+    ) == "undecided (5 tasks)"
     assert f.verdict is ClaimVerdict.UNDECIDED
+    assert_snapshot("lesson10.seminorm-undecided", f.markdown())
 
 
 def test_seminorm_that_saves_everywhere_holds_and_too_few_tasks_say_so():
     results = tuple(_task(f"task {k}", [0.5 + 0.01 * k], [0.6]) for k in range(5))
-    assert "**holds**" in L.SeminormFindings.from_results(results).markdown()
+    holds = L.SeminormFindings.from_results(results)
+    assert [v for _, v in holds.readings] == [ClaimVerdict.HOLDS] * 2 and holds.verdict is ClaimVerdict.HOLDS
+    assert_snapshot("lesson10.seminorm-holds", holds.markdown())
     few = L.SeminormFindings.from_results(results[:2])
-    assert "too few tasks" in few.markdown() and few.verdict is ClaimVerdict.UNDECIDED
+    assert few.medians == (None, None) and few.verdict is ClaimVerdict.UNDECIDED
+    assert "too few tasks" in few.markdown()  # the words are the contract: no median is said to be missing
+    assert_snapshot("lesson10.seminorm-too-few-tasks", few.markdown())
 
 
 def test_seminorm_moons_reading_names_the_seeds_that_cost_steps():
@@ -159,22 +182,27 @@ def test_seminorm_moons_reading_names_the_seeds_that_cost_steps():
         L.SeminormTask("two moons, mean loss", "moons"),
         (L.SeminormCount(0, 57, 61, 60, 60), L.SeminormCount(1, 57, 57, 60, 60)),
     )
-    text = L.SeminormMoonsReading(costly, n_state=288, n_params=227).markdown()
-    assert "seed 0 needed 61 backward evaluations with the seminorm against 57 without" in text
-    assert "identical counts on every seed" in text and "227 in $g$" in text
+    costs = L.SeminormMoonsReading(costly, n_state=288, n_params=227)
+    assert (costs.n_state, costs.n_params) == (288, 227)
+    # the snapshot names seed 0 (61 against 57) and says torchdiffeq's counts are identical on every seed
+    assert_snapshot("lesson10.seminorm-moons-costs-steps", costs.markdown())
     cheaper = L.SeminormTaskResult(costly.task, (L.SeminormCount(0, 60, 50, 60, 48),))
-    text = L.SeminormMoonsReading(cheaper, n_state=288, n_params=227).markdown()
-    assert "no seed needed more" in text and "where the counts differ" in text
+    # no seed needed more, and torchdiffeq's counts differ
+    assert_snapshot(
+        "lesson10.seminorm-moons-saves", L.SeminormMoonsReading(cheaper, n_state=288, n_params=227).markdown()
+    )
 
 
 def test_round_trip_and_exactness():
-    text = L.RoundTrip(((10, 2e-16, 3e-4), (50, 4e-16, 2e-6))).markdown()
-    assert "| 10 | 2.0e-16 | 3.0e-04 |" in text and "to rounding (4e-16)" in text
-    assert "3.0e-04 with 10 steps and 2.0e-06 with 50 steps" in text
+    trip = L.RoundTrip(((10, 2e-16, 3e-4), (50, 4e-16, 2e-6)))
+    assert [n for n, _, _ in trip.trips] == [10, 50] and max(a for _, a, _ in trip.trips) == 4e-16
+    assert_snapshot("lesson10.round-trip", trip.markdown())
     rows = tuple(L.ExactRow(s, 1e-16 * (1 + s), 1e-7, 101, 300) for s in range(4))
     f = L.ExactFindings.from_rows(rows, 1e-6, 50)
-    assert f.verdict is ClaimVerdict.HOLDS
-    assert "relative error 1.0e-16 to 4.0e-16" in f.markdown() and "101 evaluations" in f.markdown()
+    assert f.verdict is ClaimVerdict.HOLDS and (f.adjoint_tol, f.steps) == (1e-6, 50)
+    assert [r.reversible_error for r in f.rows] == pytest.approx([1e-16, 2e-16, 3e-16, 4e-16])
+    assert f.rows[0].reversible_nfe == 101
+    assert_snapshot("lesson10.exact-holds", f.markdown())
 
 
 def test_memory_findings():
@@ -186,9 +214,9 @@ def test_memory_findings():
         256,
         (2, 64, 2),
     )
-    text = f.markdown()
-    assert "From 8 to 64 steps (8x more)" in text and "grows 5.7x" in text and "1.00x" in text
-    assert "MLP 2-64-2" in text
+    assert f.steps[-1] / f.steps[0] == 8 and (f.growth_of("backprop"), f.growth_of("reversible")) == (5.7, 1.0)
+    assert (f.batch, f.dims) == (256, (2, 64, 2))
+    assert_snapshot("lesson10.reversible-memory", f.markdown())
 
 
 def _case(lam, h, growth, heun, rk4, size):
@@ -208,23 +236,26 @@ def test_stability_says_what_the_error_is_relative_to_and_names_an_overflow():
     )
     f = L.StabilityFindings(cases)
     table = f.table()
-    assert "| -5 | 0.1 | 1.1000 | 7.9e+20 | overflow |" in table
+    assert not math.isfinite(f.case(-5, 0.1).heun_error) and "overflow" in table  # an overflow is named
     assert "|c|" not in table and "|μ|" not in table  # no unescaped pipes in a header
-    text = f.markdown()
-    assert "relative to a solution of size $e^{-50} = 2e-22$" in text
-    assert "in absolute terms the error is 2e+15" in text
-    assert "$\\sqrt{1 + x^2} - x < 1$: over the horizon it shrinks to 4.6e-05" in text
-    assert "1.6e-02 and 1.7e-04" in text
+    s5 = f.case(-5, 0.01)
+    assert s5.solution_size == 1.9e-22 and s5.heun_absolute_error == pytest.approx(1e37 * 1.9e-22)
+    assert f.case(1, 0.1).parasitic_growth < 1  # at lambda = +1 the parasitic root shrinks
     # the growth against e^{|lam| T} follows the numbers: 5.2e21 / 7.9e20 = 6.6, 5.2e21 / 5e21 = 1.04
-    assert "6.6 times smaller with $h = 0.1$ and 1.04 times smaller with $h = 0.01$" in text
-    assert "smaller steps bring it closer to that bound and do not reduce it" in text
+    bound = math.exp(5 * 10.0)
+    assert bound / f.case(-5, 0.1).parasitic_growth == pytest.approx(6.6, abs=0.05)
+    assert bound / s5.parasitic_growth == pytest.approx(1.04, abs=0.005)
+    assert s5.parasitic_growth >= f.case(-5, 0.1).parasitic_growth  # smaller steps do not reduce it
+    assert_snapshot("lesson10.stability", f.markdown())
     swapped = tuple(
         _case(c.lam, c.h, 8e20 if c.h == 0.01 else 5e21, c.heun_error, c.rk4_error, c.solution_size)
         if c.lam == -5
         else c
         for c in cases
     )
-    assert "here the smaller step grows less" in L.StabilityFindings(swapped).markdown()
+    less = L.StabilityFindings(swapped)
+    assert less.case(-5, 0.01).parasitic_growth < less.case(-5, 0.1).parasitic_growth
+    assert_snapshot("lesson10.stability-smaller-step-grows-less", less.markdown())
 
 
 def test_trained_stability_table_has_a_clean_header():
@@ -236,9 +267,10 @@ def test_trained_stability_table_has_a_clean_header():
     f = L.TrainedStabilityFindings(rows)
     header = f.table().splitlines()[0]
     assert header.count("|") == 6  # five columns, no pipe inside a header
-    text = f.markdown()
-    assert "$c = -2.50$" in text and f"{math.exp(2.5):.1f}x" in text and "on 0 of 2 seeds" in text
-    assert "converges at its order" in text
+    assert min(r.most_contracting for r in f.rows) == -2.5
+    # second order predicts (160 / 10)^2 = 256; every model's error falls at least half that
+    assert min(r.errors[0] / r.errors[-1] for r in f.rows) > 256 / 2
+    assert_snapshot("lesson10.trained-stability", f.markdown())
 
 
 def test_explorer_and_closing_findings():
@@ -255,8 +287,11 @@ def test_explorer_and_closing_findings():
         for w in (0.0, 0.1)
         for r in L.EXPLORER_ROUTES
     }
-    text = L.ExplorerFindings.from_grid(grid).markdown()
-    assert "test NFE 20 → 30" in text and "(1e-15 at most)" in text and "backprop 100" in text
+    explorer = L.ExplorerFindings.from_grid(grid)
+    assert explorer.weights == (0.0, 0.1) and explorer.train_steps == 40
+    assert (explorer.at(0.0, "reversible")["test NFE"], explorer.at(0.1, "reversible")["test NFE"]) == (20, 30)
+    assert explorer.at(0.0, "backprop")["peak KiB"] == 100.0
+    assert_snapshot("lesson10.explorer", explorer.markdown())
     runs = CLIMBING + REGULARISED
     seminorm = L.SeminormFindings.from_results(tuple(_task(f"t{k}", [0.2], [0.3]) for k in range(5)))
     exact = L.ExactFindings.from_rows(tuple(L.ExactRow(s, 1e-16, 1e-7, 101, 300) for s in range(3)), 1e-6, 50)
@@ -275,8 +310,10 @@ def test_explorer_and_closing_findings():
     )
     closing = L.ClosingFindings(
         results, L.NFEGrowthFindings.from_runs(runs), L.RegularisationFindings.from_runs(runs), seminorm, exact, memory
-    ).markdown()
-    assert "over 5 tasks, ours +20% to +20%" in closing
-    assert "accuracy drop +1.0 points at most" in closing
-    assert "`seminorm-backward-nfe` (does not hold)" in closing and "undecided (5 seeds)" in closing
-    assert "here the regularised training shows no clear difference in time" in closing  # four seeds: no interval
+    )
+    assert closing.seminorm.n_tasks == 5 and max(closing.regularisation.accuracy_drop) == pytest.approx(0.01)
+    assert closing.verdict("seminorm-backward-nfe") == "does not hold"
+    assert closing.verdict("reversible-memory-flat") == "undecided (5 seeds)"
+    # four seeds: no interval, so the regularised training's time is "no clear difference"
+    assert dict(closing.regularisation.parts)[L.FASTER_PART] is ClaimVerdict.UNDECIDED
+    assert_snapshot("lesson10.closing", closing.markdown())
