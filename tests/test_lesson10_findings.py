@@ -54,7 +54,6 @@ def test_training_table_and_regularisation_parts():
     assert (f.intervals[1].lo, f.intervals[1].hi) == pytest.approx((0.01, 0.01)) and "+0.010" not in f.markdown()
     # four seeds are too few for a median's interval: the clause says so, never "slower" from the values alone
     assert dict(f.parts)[L.FASTER_PART] is ClaimVerdict.UNDECIDED and f.part(3) == "undecided (4 seeds)"
-    assert f.time_clause.startswith("training shows no clear difference in time")
     # the words are the contract: the published 2.8x is named and said to be not measurable here
     assert f.parts[0][1] is ClaimVerdict.NOT_MEASURABLE
     assert "2.8x faster training (FFJORD on MNIST, days of GPU time): not measurable at this scale" in f.markdown()
