@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from snapshot_support import assert_snapshot
+
 from nodecourse.lessons import lesson05 as L
 from nodecourse.lessons.lesson05 import curve
+from nodecourse.lessons.lesson05.config import PUBLISHED
+from nodecourse.models.physionet_settings import by_name
 
 
 def _result(aucs: dict[tuple[int, int], float], source: str = "shared", sizes=(1000, 3200)) -> curve.CurveResult:
@@ -18,32 +22,47 @@ FLAT = {(1000, 0): 0.78, (1000, 1): 0.80, (1000, 2): 0.79, (3200, 0): 0.79, (320
 REACHING = {(1000, 0): 0.80, (1000, 1): 0.81, (1000, 2): 0.79, (3200, 0): 0.83, (3200, 1): 0.82, (3200, 2): 0.83}
 
 
+def _means(f: L.CurveFindings) -> dict[int, float]:
+    return {s.n_train: round(s.mean, 3) for s in f.result.summary() if s.model == "odernn"}
+
+
 def test_a_rising_curve_below_the_published_range_says_so_with_its_paired_interval():
-    text = L.CurveFindings.from_curve(_result(RISING), "full", full_measured=True).markdown()
-    assert "ODE-RNN: 0.780 → 0.803, change +0.023 (95 % interval" in text
-    assert "published 0.833 (lower end 0.824), 0.030 short of it at 3,200" in text
-    assert "more patients raise it, and at 3,200 it is still below the published range" in text
+    f = L.CurveFindings.from_curve(_result(RISING), "full", full_measured=True)
+    assert not f.synthetic and f.full_measured and _means(f) == {1000: 0.78, 3200: 0.803}
+    mean, sd = PUBLISHED["odernn"]
+    assert (mean, round(mean - sd, 3)) == (0.833, 0.824) and mean - 0.803 > 0  # short of the published mean
+    text = f.markdown()
     assert "quick-mode" not in text and "full mode runs it" not in text
+    # the reading (it rises, and is still below the published range) and the paired interval: in the snapshot
+    assert_snapshot("lesson05.curve-rising-full", text)
 
 
 def test_a_flat_curve_and_one_that_reaches_the_published_range_read_differently():
-    flat = L.CurveFindings.from_curve(_result(FLAT), "full", full_measured=True).markdown()
-    assert "the interval holds no change: 3 seeds do not decide whether 3,200 patients do better than 1,000" in flat
-    reaching = L.CurveFindings.from_curve(_result(REACHING), "full", full_measured=True).markdown()
-    assert "the published range is within reach at 3,200 patients" in reaching
+    flat = L.CurveFindings.from_curve(_result(FLAT), "full", full_measured=True)
+    assert _means(flat) == {1000: 0.79, 3200: 0.79}
+    assert_snapshot("lesson05.curve-flat-full", flat.markdown())  # "the interval holds no change"
+    reaching = L.CurveFindings.from_curve(_result(REACHING), "full", full_measured=True)
+    assert _means(reaching) == {1000: 0.8, 3200: 0.827}
+    assert_snapshot("lesson05.curve-reaching-full", reaching.markdown())  # "within reach at 3,200"
 
 
 def test_every_mode_says_the_published_settings_curve_is_not_measurable_and_gives_its_command():
     for mode, full in (("quick", False), ("full", True)):
-        text = L.CurveFindings.from_curve(_result(RISING), mode, full_measured=full).markdown()
+        f = L.CurveFindings.from_curve(_result(RISING), mode, full_measured=full)
+        text = f.markdown()
+        # the "not measured" statement every mode must make, with the command that measures it
         assert "Not measurable at this scale: the curve at the published settings" in text
-        assert "1-minute grid, 100 epochs, batches of 50" in text and L.FULL_CURVE_COMMAND in text
-        assert "1-hour grid; 20 epochs here, 20 in full mode" in text  # the course's settings, measured
+        assert L.FULL_CURVE_COMMAND in text
+        assert f.result.config.settings == "course" and by_name("course").epochs == 20  # the course's settings
+        assert (by_name("published").epochs, by_name("published").batch_size) == (100, 50)
+        assert_snapshot(f"lesson05.curve-rising-{mode}", text)
 
 
 def test_quick_mode_says_its_sizes_are_not_the_benchmarks():
-    text = L.CurveFindings.from_curve(_quick(), "quick").markdown()
-    assert "not where the benchmark's curve lies" in text and "1,000 / 2,000 / 3,200 patients, 3 seeds" in text
+    f = L.CurveFindings.from_curve(_quick(), "quick")
+    assert not f.full_measured and f.result.config.sizes == (100, 400)
+    assert curve.COURSE_CURVE.sizes == (1000, 2000, 3200) and len(curve.COURSE_CURVE.seeds) == 3
+    assert_snapshot("lesson05.curve-quick-sizes", f.markdown())  # "not where the benchmark's curve lies"
 
 
 def _quick() -> curve.CurveResult:
@@ -52,7 +71,10 @@ def _quick() -> curve.CurveResult:
 
 
 def test_the_stand_in_is_compared_with_nothing_published():
-    text = L.CurveFindings.from_curve(_result(RISING, source="synthetic"), "quick").markdown()
-    assert "Synthetic stand-in" in text and "says nothing about PhysioNet" in text
+    f = L.CurveFindings.from_curve(_result(RISING, source="synthetic"), "quick")
+    assert f.synthetic
+    text = f.markdown()
+    # nothing compared with the published levels: the gap section and the published mean are absent
     assert "Do more patients close the gap" not in text and "short of it" not in text
     assert "published 0.833" not in text
+    assert_snapshot("lesson05.curve-synthetic", text)  # the stand-in names itself
