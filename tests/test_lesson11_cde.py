@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from snapshot_support import assert_snapshot
 
 from nodecourse.claims import REGISTRY, ClaimVerdict, check_unrun_scale
 from nodecourse.lessons import lesson11 as L
@@ -129,9 +130,12 @@ def _study(gaps, *, n_patients=None, source="shared") -> L.NCDEStudy:
 def test_findings_quote_parameters_cost_and_the_verdict():
     f = L.NCDEFindings.from_study(_study([0.01, 0.012, 0.008, 0.011]), "full")
     assert f.verdict is ClaimVerdict.HOLDS and f.matched and f.parameter_ratio == pytest.approx(1.04)
-    text = f.markdown()
-    assert "| neural CDE | 1,040 |" in text and "| 3.00 | 1.50 |" in text and "| 2.00 | 1.00 |" in text
-    assert "**holds**" in text and "| summary-statistics regression | — |" in text
+    assert [x.model for x in f.lines] == ["ncde", "summary-logreg", "odernn"]
+    assert [f.line(m).parameters for m in ("ncde", "odernn", "summary-logreg")] == [1040, 1000, None]
+    assert (f.line("ncde").seconds_per_epoch, f.line("ncde").cpu_per_epoch) == (3.0, 1.5)
+    assert (f.line("odernn").seconds_per_epoch, f.line("odernn").cpu_per_epoch) == (2.0, 1.0)
+    assert f.line("ncde").gap is None and f.line("odernn").gap is not None
+    assert_snapshot("lesson11.ncde-holds", f.markdown())
 
 
 @pytest.mark.parametrize(
@@ -149,4 +153,5 @@ def test_the_row_follows_the_rule_and_the_unrun_scale_rule(monkeypatch, gaps, kw
     m = cde_rows.measure_ncde_vs_odernn(quick=False)
     assert m.verdict is verdict
     check_unrun_scale(REGISTRY["ncde-vs-odernn"], m)
+    # the words are the contract: the row names the published scale it cannot measure, and the counts compared
     assert "not measurable at this scale" in m.measured and "1,040 vs 1,000" in m.measured

@@ -7,6 +7,7 @@ import math
 
 import pytest
 import torch
+from snapshot_support import assert_snapshot
 
 from nodecourse.lessons.lesson11 import latent_sde_findings as F
 from nodecourse.lessons.lesson11 import latent_sde_models as M
@@ -131,7 +132,9 @@ def test_findings_are_typed_fields():
     assert missed.sde_near_nominal is False and missed.ode_well_below is False and missed.gap_above_zero is False
     one = F.LatentSDEFindings.from_study(_study(**{"latent SDE": (0.9,), "latent ODE": (0.3,)}))
     assert one.sde is None and one.sde_near_nominal is None
-    assert "Declared before the committed run" in met.markdown()
+    assert_snapshot("lesson11.latent-sde-met", met.markdown())
+    assert_snapshot("lesson11.latent-sde-missed", missed.markdown())
+    assert_snapshot("lesson11.latent-sde-one-seed", one.markdown())
 
 
 def test_a_tiny_run_end_to_end():
