@@ -9,6 +9,7 @@ import math
 import pytest
 import torch
 import torchsde
+from snapshot_support import assert_snapshot
 
 from nodecourse.claims import REGISTRY, ClaimVerdict
 from nodecourse.lessons.lesson11 import sde_rows  # noqa: F401  (registers the rows)
@@ -107,6 +108,7 @@ def test_strong_orders_verdict(euler, milstein, verdict):
     f = StrongOrderFindings.from_runs((_order_run("euler", *euler), _order_run("milstein", *milstein)))
     assert f.verdict is verdict
     assert "Milstein" in f.markdown() and f"**{verdict.value}**" in f.markdown()
+    assert_snapshot(f"lesson11.strong-orders-{'-'.join(f'{v:g}' for v in euler + milstein)}", f.markdown())
 
 
 def test_order_band_edges_and_bad_input():
@@ -140,6 +142,7 @@ def test_adjoint_verdict(slopes, finest, verdict):
     f = AdjointFindings.from_runs(runs)
     assert f.verdict is verdict and f.worst_finest == pytest.approx(max(finest))
     assert f"**{verdict.value}**" in f.markdown()
+    assert_snapshot(f"lesson11.adjoint-{'-'.join(f'{v:g}' for v in slopes + finest)}", f.markdown())
 
 
 @pytest.mark.parametrize(
@@ -155,6 +158,7 @@ def test_memory_verdict(adjoint, backprop, verdict):
     )
     f = SDEMemoryFindings.from_result(result)
     assert f.verdict is verdict and f"{adjoint:.2f}x" in f.markdown()
+    assert_snapshot(f"lesson11.sde-memory-{adjoint:g}-{backprop:g}", f.markdown())
 
 
 def test_rows_are_registered_with_their_declared_thresholds():
