@@ -35,11 +35,18 @@ trust model in CONTRIBUTING.md lists which exercises still do).
 Everything the kernel said (error messages, its last words) is printed
 escaped (:mod:`nodecourse.course.textsafe`); the report, ``--json``
 included, is written by this process after the kernels are gone.
+
+A submission passes through the stages once each, in the order :func:`grade_notebook`
+lists them: read (the notebook and its reference) -> assemble -> plan (which cell is
+what, the task specs, the seed, the sandbox) -> start the references -> run the cells ->
+judge (the rows) -> keep (``--keep``). Each stage is given what the one before returned
+(:mod:`nodecourse.course._grading_stages` holds them; the judge is here, beside
+:class:`CheckRow`), so nothing outside this module calls back into it while a
+submission is graded (``benchmarks/grading_reentries.py`` counts it).
 """
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import secrets
@@ -49,15 +56,19 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Sequence
 
-import nbformat
-
+from nodecourse.course import _grading_stages as stages
 from nodecourse.course import answer_reading, grading_kernel, sandbox, tasks
-from nodecourse.course.exercise_builder import (
-    answer_id,
-    check_id,
+from nodecourse.course._grading_stages import (  # noqa: F401 (part of the grader's surface)
+    assemble,
+    course_thread_count,
+    is_added,
+    kernel_environment,
+    task_specs,
 )
-from nodecourse.course.grading_run import NBVAL_MARKER as _NBVAL_MARKER
-from nodecourse.course.grading_run import REASON_LIMIT, RunError, Runner, _why
+from nodecourse.course._grading_stages import check_keep_dir as _check_keep_dir
+from nodecourse.course._grading_stages import neutralise_nbval_markers as _neutralise_nbval_markers  # noqa: F401
+from nodecourse.course.exercise_builder import answer_id, check_id
+from nodecourse.course.grading_run import REASON_LIMIT
 from nodecourse.course.references import (  # noqa: F401 (part of the grader's surface)
     ADDED_PREFIX,
     COPY_SUFFIX,
@@ -67,13 +78,22 @@ from nodecourse.course.references import (  # noqa: F401 (part of the grader's s
     learner_cells,
     reference_for,
 )
-from nodecourse.course.tasks import reference as task_reference
 from nodecourse.course.textsafe import escape
 from nodecourse.measure import text_table
 
 DEFAULT_CELL_TIMEOUT_S = 120
 DEFAULT_NOTEBOOK_TIMEOUT_S = 1800  # the whole notebook, replays after a restart included
 KERNEL_START_TIMEOUT_S = grading_kernel.KERNEL_START_TIMEOUT_S
+
+# The review flag reads the answers as a person would (:mod:`nodecourse.course.answer_reading`): what
+# could answer a task (the library's own answer, a name built at run time, a code object, ``eval``), and
+# nothing of ordinary PyTorch (``model.eval()``, ``.modules()``, ``torch.compile``, strings, comments).
+MACHINERY_NAMES = answer_reading.INTERPRETER_NAMES
+
+
+def machinery_used(source: str) -> list[str]:
+    """What the review flag names in ``source`` read on its own (no task's reach), sorted."""
+    return answer_reading.interpreter_names(source)
 
 
 @dataclass
@@ -95,268 +115,8 @@ class CheckRow:
 
 
 # ---------------------------------------------------------------------------
-# Assembling the notebook that is actually run
+# The pipeline
 # ---------------------------------------------------------------------------
-
-
-def _neutralise_nbval_markers(source: str) -> str:
-    """Blank every marker line, split exactly as nbval splits (``str.splitlines``),
-    keeping the other lines and their line ends byte for byte."""
-    out = []
-    for line in source.splitlines(keepends=True):
-        body = line.rstrip("\r\n\v\f\x1c\x1d\x1e\x85\u2028\u2029")
-        if _NBVAL_MARKER.match(body):
-            out.append("# (nbval marker removed by the grader)" + line[len(body) :])
-        else:
-            out.append(line)
-    return "".join(out)
-
-
-# The review flag reads the answers as a person would (:mod:`nodecourse.course.answer_reading`): what
-# could answer a task (the library's own answer, a name built at run time, a code object, ``eval``), and
-# nothing of ordinary PyTorch (``model.eval()``, ``.modules()``, ``torch.compile``, strings, comments).
-MACHINERY_NAMES = answer_reading.INTERPRETER_NAMES
-
-
-def machinery_used(source: str) -> list[str]:
-    """What the review flag names in ``source`` read on its own (no task's reach), sorted."""
-    return answer_reading.interpreter_names(source)
-
-
-def _exercise_key(reference) -> str:
-    """The exercise key ("06") whose task specs the reference's check cells call ("" when none)."""
-    for cell in reference.cells:
-        call = tasks.spec_call(cell.source) if cell.cell_type == "code" and check_id(cell) else None
-        if call is not None:
-            return call[0]
-    return ""
-
-
-def _read_answers(answers: dict[str, str], reference, serves: dict[str, list[str]]) -> dict[str, list]:
-    """Each answer's findings, read with its exercise's declared reach and the reference's own imports;
-    an added cell (in ``serves``) with the reach of the answers it can serve."""
-    setup = [c.source for c in reference.cells if c.cell_type == "code" and answer_id(c) is None]
-    return answer_reading.read_answers(answers, _exercise_key(reference), setup, serves)
-
-
-def is_added(task: str | None) -> bool:
-    """Whether an answer id of the assembled notebook is a cell the learner added."""
-    return bool(task) and task.startswith(ADDED_PREFIX + " ")
-
-
-def _with_added_cells(nb, learner, reference) -> dict[str, list[str]]:
-    """Put the code cells the learner added into ``nb`` (a copy of ``reference``), each after the
-    handed-out cell it follows in the learner's notebook, carrying the answer id ``added cell N``
-    (N: its place in the learner's notebook, from 1), so that they run as answer cells do. Returns,
-    for each, the answers whose cells or checks come after it (the tasks it can serve)."""
-    after: dict[int, list] = {}
-    for index, anchor in learner_cells(learner, reference).added:
-        cell = nbformat.v4.new_code_cell(
-            _neutralise_nbval_markers(learner.cells[index].source),
-            metadata={"nodecourse": {"answer": f"{ADDED_PREFIX} {index + 1}"}},
-        )
-        after.setdefault(anchor, []).append(cell)
-    cells = list(after.get(-1, []))
-    for i, cell in enumerate(nb.cells):
-        cells += [cell, *after.get(i, [])]
-    nb.cells = cells
-    served, owner = [], None  # the answer of each answer cell, and of each check cell (the last answer above it)
-    for cell in cells:
-        task = answer_id(cell)
-        if task is not None and not is_added(task):
-            owner = task
-        served.append(owner if task is not None or check_id(cell) is not None else None)
-    serves: dict[str, list[str]] = {}
-    later: list[str] = []
-    for cell, task in zip(reversed(cells), reversed(served)):
-        if is_added(answer_id(cell)):
-            serves[answer_id(cell)] = list(dict.fromkeys(reversed(later)))
-        elif task is not None:
-            later.append(task)
-    return serves
-
-
-_REFUSED_STUB = """
-class _GraderRefused:  # the grader: this answer uses what its task asks the learner to write
-    def __call__(self, *args, **kwargs):
-        raise RuntimeError({message!r})
-
-    def __getattr__(self, name):  # ``LearnerAdjoint.apply``: the same refusal
-        if name.startswith("__"):
-            raise AttributeError(name)
-        raise RuntimeError({message!r})
-
-"""
-
-
-def _refusing(source: str, refused: list) -> str:
-    """``source`` followed by stubs that raise in place of what it defines at top level (called, or an
-    attribute read): an answer that uses what its task asks the learner to write fails its checks,
-    saying so, its own lines unchanged."""
-    try:
-        tree = ast.parse(answer_reading.python_text(source))
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return source  # the kernel stops at it too
-    defined = [n for n in answer_reading.definitions(tree) if n.isidentifier()]
-    message = "this task asks you to write it (" + answer_reading.summary(refused, 2) + ")"
-    stubs = _REFUSED_STUB.format(message=message) + "".join(f"{name} = _GraderRefused()\n" for name in defined)
-    return source + ("" if source.endswith("\n") else "\n") + stubs + "del _GraderRefused\n"
-
-
-def assemble(learner, reference) -> tuple[object, list[str]]:
-    """Put the learner's answer cells, and the code cells they added, into a copy of the reference notebook.
-
-    Returns ``(notebook, warnings)``. Only answer-cell *sources* are taken
-    from ``learner``, and the cells the learner added (:func:`learner_cells`), each where it sits,
-    read and run under the answer cells' rules; a handed-out setup or check cell runs as handed
-    out, edited or not (warned). Outputs everywhere except check cells are cleared.
-    """
-    warnings: list[str] = []
-    answers: dict[str, str] = {}
-    for cell in learner.cells:
-        task = answer_id(cell)
-        if task is None or cell.cell_type != "code":
-            continue
-        if task in answers:
-            warnings.append(f"answer {task!r} appears more than once; grading the last one")
-        answers[task] = cell.source
-    nb = nbformat.from_dict(json.loads(json.dumps(reference)))  # a deep, independent copy
-    serves = _with_added_cells(nb, learner, reference)
-    added = {answer_id(c): c.source for c in nb.cells if is_added(answer_id(c))}
-    reading = _read_answers({**answers, **added}, reference, serves)
-    reference_tasks = set()
-    for cell in nb.cells:
-        if cell.cell_type != "code":
-            continue
-        task = answer_id(cell)
-        if task is not None:
-            name = task if is_added(task) else f"answer {task!r}"
-            if not is_added(task):
-                reference_tasks.add(task)
-                if task not in answers:
-                    warnings.append(f"answer {task!r} not found in the notebook; its stub is graded")
-                    cell.outputs, cell.execution_count = [], None
-                    continue
-                cell.source = _neutralise_nbval_markers(answers[task])
-            found = reading.get(task, [])
-            refused = [f for f in found if f.kind == answer_reading.REFUSED]
-            reached = [f for f in found if f.kind == answer_reading.REVIEW]
-            if refused:
-                cell.source = _refusing(cell.source, refused)
-                warnings.append(
-                    f"review: {name} uses what {'a task after it' if is_added(task) else 'its task'} asks the "
-                    "learner to write "
-                    f"({answer_reading.summary(refused)}); "
-                    f"{'the checks that use what it defines' if is_added(task) else 'its checks'} fail with this reason"
-                )
-            if reached:
-                warnings.append(
-                    f"review: {name} reaches into the interpreter "
-                    f"({', '.join(sorted({f.what for f in reached}))}: {answer_reading.summary(reached)}); "
-                    "the reader cannot tell what this code runs: read this answer before giving marks"
-                )
-        if check_id(cell) is None:
-            cell.outputs, cell.execution_count = [], None
-    unknown = sorted(set(answers) - reference_tasks)
-    if unknown:
-        warnings.append(f"answer cells {unknown} are not in the reference exercise and were ignored")
-    edited = edited_handouts(learner, reference)
-    if edited:
-        warnings.append(f"{OUTSIDE_PREFIX} {edited}")
-    return nb, warnings
-
-
-# ---------------------------------------------------------------------------
-# Running it, and the rows
-# ---------------------------------------------------------------------------
-
-
-def course_thread_count() -> int:
-    """Torch threads for the grader's kernels (:func:`nodecourse.config.course_threads`)."""
-    try:
-        return grading_kernel.course_thread_count()
-    except ValueError as exc:  # a malformed NODECOURSE_THREADS: say so, do not guess
-        raise GradingError(str(exc)) from exc
-
-
-def kernel_environment(isolation: sandbox.Isolation | None = None) -> dict[str, str]:
-    """The grading kernel's environment (:func:`nodecourse.course.grading_kernel.kernel_environment`)."""
-    try:
-        return grading_kernel.kernel_environment(isolation)
-    except ValueError as exc:
-        raise GradingError(str(exc)) from exc
-
-
-def task_specs(nb) -> dict[int, tuple[str, str]]:
-    """Code-cell number -> (exercise key, check id) for the check cells converted to task specs."""
-    specs = {}
-    code_cells = [c for c in nb.cells if c.cell_type == "code"]
-    for num, cell in enumerate(code_cells):
-        cid = check_id(cell)
-        call = tasks.spec_call(cell.source) if cid else None
-        if call is None:
-            continue
-        if call[1] != cid:
-            raise GradingError(f"check cell {cid!r} calls self_check for {call[1]!r}; the reference is malformed")
-        try:
-            tasks.get_task(*call)
-        except tasks.UnknownTask as exc:
-            raise GradingError(f"check cell {cid!r}: {exc}") from exc
-        specs[num] = call
-    return specs
-
-
-_REFERENCES: dict[tuple, dict] = {}  # (exercise, seed, checks) -> decoded references, for a class graded at once
-
-
-def _references(specs: dict[int, tuple[str, str]], seed: int, isolation: sandbox.Isolation):
-    """Start the reference process (or find its result from an earlier notebook); returns a getter."""
-    if not specs:
-        return lambda: {}
-    exercises = {ex for ex, _ in specs.values()}
-    if len(exercises) != 1:
-        raise GradingError(f"the reference mixes the task specs of exercises {sorted(exercises)}")
-    (ex,) = exercises
-    checks = tuple(c for _, c in specs.values())
-    key = (ex, seed, checks)
-    if key in _REFERENCES:
-        return lambda: _REFERENCES[key]
-    handle = task_reference.start(ex, checks, seed, isolation, kernel_environment(isolation))
-
-    def get() -> dict:
-        try:
-            _REFERENCES[key] = task_reference.collect(handle)
-        except task_reference.ReferenceRunError as exc:
-            raise GradingError(str(exc)) from exc
-        return _REFERENCES[key]
-
-    return get
-
-
-def _check_keep_dir(keep_dir: Path) -> Path:
-    """``--keep DIR`` writes only into a new or an empty folder."""
-    if keep_dir.exists() and (not keep_dir.is_dir() or any(keep_dir.iterdir())):
-        raise GradingError(
-            f"--keep {keep_dir}: the folder is not empty (or not a folder); give a new or empty "
-            "folder, so that nothing there (a notebook, a pytest.ini) is overwritten"
-        )
-    return keep_dir
-
-
-def _read_notebook(path: Path, what: str):
-    from nodecourse.course import submission_limits
-
-    size, bound = path.stat().st_size if path.is_file() else 0, submission_limits.MAX_NOTEBOOK_BYTES
-    if size > bound:  # refused before parsing: a file's parsed form takes several times its size
-        raise GradingError(
-            f"{what} {path} is {submission_limits.size_text(size)}, over the grader's "
-            f"{submission_limits.size_text(bound)} bound for a "
-            "notebook; clear its outputs (Edit > Clear All Outputs, or jupyter nbconvert --clear-output) and save it"
-        )
-    try:
-        return nbformat.read(path, as_version=4)
-    except Exception as exc:  # nbformat raises several types for a broken file
-        raise GradingError(f"cannot read {what} {path} as a notebook: {exc}") from exc
 
 
 def grade_notebook(
@@ -380,82 +140,39 @@ def grade_notebook(
     ``notebook_timeout_s``: the whole notebook's limit (None: only the per-cell one).
     ``limits``: the kernel's memory and /tmp limits (:class:`nodecourse.course.sandbox.Limits`).
     """
-    notebook = Path(notebook)
-    if not notebook.is_file():
-        raise GradingError(f"notebook={str(notebook)!r} does not exist; give the path of your exercise notebook")
-    if not timeout_s > 0:
-        raise GradingError(f"timeout={timeout_s!r}: give a positive number of seconds per cell")
-    keep = _check_keep_dir(Path(keep_dir)) if keep_dir is not None else None
-    learner = _read_notebook(notebook, "the notebook")
-    if reference is not None:
-        ref_path = Path(reference)
-        if not ref_path.is_file():
-            raise GradingError(f"reference={str(reference)!r} does not exist; give a built exercise notebook")
-        ref_nb, ref_name, ref_warnings = _read_notebook(ref_path, "the reference"), ref_path.name, []
-    else:
-        ref_nb, ref_name, ref_warnings = reference_for(notebook)
-    assembled, warnings = assemble(learner, ref_nb)
-    warnings = ref_warnings + warnings
-    isolation = isolation or sandbox.probe()
-    seed = secrets.randbelow(2**31) if seed is None else int(seed)
-    code_cells = [c for c in assembled.cells if c.cell_type == "code"]
-    specs = task_specs(assembled)
-    needs = {num: tasks.get_task(*call).needs for num, call in specs.items()}
-    guard = any(check_id(c) and num not in specs for num, c in enumerate(code_cells))
-    get_references = _references(specs, seed, isolation)
-    observed = frozenset(num for num, call in specs.items() if tasks.get_task(*call).observed)
-    if notebook_timeout_s is not None and not notebook_timeout_s > 0:
-        raise GradingError(f"notebook_timeout={notebook_timeout_s!r}: give a positive number of seconds")
-    runner = Runner(
-        code_cells,
-        specs,
-        timeout_s=timeout_s,
-        isolation=isolation,
-        seed=seed,
-        guard=guard,
-        needs=needs,
-        observed=observed,
-        notebook_timeout_s=notebook_timeout_s,
-        limits=limits,
+    submission = stages.read_submission(notebook, reference, timeout_s, keep_dir)
+    assembly = stages.assemble_submission(submission)
+    plan = stages.plan(assembly, seed, isolation, notebook_timeout_s)
+    get_references = stages.start_references(plan)
+    outcomes = stages.run_cells(plan, get_references, timeout_s, notebook_timeout_s, limits)
+    rows = judge(submission, plan, outcomes)
+    stages.keep(submission, assembly, plan, outcomes, rows)
+    return rows, [*assembly.warnings, *(f"note: {n}" for n in outcomes.notes)]
+
+
+# ---------------------------------------------------------------------------
+# Judging: the rows
+# ---------------------------------------------------------------------------
+
+
+def judge(submission: stages.Submission, plan: stages.Plan, outcomes: stages.Outcomes) -> list[CheckRow]:
+    """The grade table's rows: each check's outcome, a task spec's answer compared with its reference here."""
+    return _judged(
+        submission.path,
+        submission.exercise,
+        list(plan.code_cells),
+        plan.roles,
+        outcomes.cells,
+        plan.specs,
+        plan.tasks,
+        outcomes.references,
+        plan.isolation,
+        plan.seed,
     )
-    try:
-        outcomes, notes = runner.run()
-    except RunError as exc:
-        get_references()  # reap the reference process
-        raise GradingError(str(exc)) from exc
-    references = get_references()
-    for num, cell in enumerate(code_cells):
-        outcome = outcomes.get(num, {})
-        if is_added(answer_id(cell)) and outcome.get("outcome") not in (None, "passed"):
-            notes.append(
-                f"{answer_id(cell)} (a cell you added, run where it sits) {escape(_why(outcome), 300)}; "
-                "the checks after it ran without what it would have defined"
-            )
-    rows = _rows(notebook, ref_name, code_cells, outcomes, specs, references, isolation, seed)
-    for words in runner.last_words:
-        notes.append(f"the kernel's last words on stderr: {escape(words, 400)}")
-    if keep is not None:
-        keep.mkdir(parents=True, exist_ok=True)
-        nbformat.write(assembled, keep / ref_name)
-        (keep / "outcomes.json").write_text(
-            json.dumps(
-                {
-                    "rows": [r.as_dict() for r in rows],
-                    "cells": outcomes,
-                    "notes": notes,
-                    "seed": seed,
-                    "isolation": isolation.as_dict(),
-                },
-                indent=1,
-            ),
-            encoding="utf-8",
-        )
-    return rows, warnings + [f"note: {n}" for n in notes]
 
 
-def _spec_row(outcome: dict, call: tuple[str, str], references: dict, passed_checks: dict[str, bool]):
+def _spec_row(outcome: dict, task, references: dict, passed_checks: dict[str, bool]):
     """(passed, reason) of a task-spec check from the kernel's reply and the reference."""
-    task = tasks.get_task(*call)
     if outcome.get("outcome") != "answered":
         return False, outcome.get("reason", "failed")
     if task.check not in references:
@@ -489,6 +206,14 @@ def _rows(
     isolation: sandbox.Isolation,
     seed: int,
 ) -> list[CheckRow]:
+    """:func:`judge`'s rows from the parts (each cell's role and task spec looked up here)."""
+    roles = [(answer_id(c), check_id(c)) for c in code_cells]
+    specs_tasks = {num: tasks.get_task(*call) for num, call in specs.items()}
+    return _judged(notebook, exercise, code_cells, roles, outcomes, specs, specs_tasks, references, isolation, seed)
+
+
+def _judged(notebook, exercise, code_cells, roles, outcomes, specs, specs_tasks, references, isolation, seed):
+    """The rows; ``roles``: each code cell's (answer id, check id); ``specs_tasks``: each spec's task."""
     rows: list[CheckRow] = []
     passed_checks: dict[str, bool] = {}
     last_answer: tuple[str, dict] | None = None  # (task, outcome) of the latest answer cell
@@ -509,18 +234,17 @@ def _rows(
         )
         passed_checks[check] = passed
 
-    for num, cell in enumerate(code_cells):
+    for num, (task, cid) in enumerate(roles):
         outcome = outcomes.get(num, {"outcome": "failed", "reason": "cell was not run"})
         ok = outcome["outcome"] in ("passed", "skipped")
-        task, cid = answer_id(cell), check_id(cell)
         if is_added(task):  # its effect shows in the checks after it (a failure: in the notes)
             continue
         if task is not None:
             last_answer = (task, outcome)
             continue
         if num in specs:
-            passed, reason = _spec_row(outcome, specs[num], references, passed_checks)
-            add(cid, passed, reason, passed, is_task=True, weight=float(tasks.get_task(*specs[num]).weight))
+            passed, reason = _spec_row(outcome, specs_tasks[num], references, passed_checks)
+            add(cid, passed, reason, passed, is_task=True, weight=float(specs_tasks[num].weight))
         elif cid is not None:
             passed, reason = ok, outcome.get("reason", "")
             if last_answer is not None and last_answer[1]["outcome"] != "passed":
@@ -531,10 +255,10 @@ def _rows(
             add(f"cell {num}", False, outcome.get("reason", ""), False)
     # An answer cell with no check after it still has to run.
     if last_answer is not None and last_answer[1]["outcome"] != "passed":
-        trailing = code_cells.index(next(c for c in code_cells if answer_id(c) == last_answer[0]))
-        if not any(check_id(c) for c in code_cells[trailing:]):
+        trailing = next(num for num, (task, _) in enumerate(roles) if task == last_answer[0])
+        if not any(cid for _, cid in roles[trailing:]):
             add(f"answer {last_answer[0]}", False, last_answer[1].get("reason", "failed"), False)
-    if not any(check_id(c) for c in code_cells):
+    if not any(cid for _, cid in roles):
         add("(no checks)", False, "the reference exercise has no check cells", False)
     return rows
 
