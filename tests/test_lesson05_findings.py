@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from physionet_fixtures import synthetic_set
+from snapshot_support import assert_snapshot
 
 from conftest import subprocess_timeout
 from nodecourse.claims import ClaimVerdict
@@ -22,23 +23,23 @@ def _study(aucs: dict[str, list[float]], source: str = "shared", config=L.QUICK_
 def test_data_findings_quote_counts_variables_and_the_published_scale():
     f = L.DataFindings("shared", 4000, 554, 1.0, 49, ("HR", "pH"), ("Age", "Gender"))
     assert isinstance(f, Findings)
+    assert (f.n_patients, f.n_deaths, f.variables, f.descriptors) == (4000, 554, ("HR", "pH"), ("Age", "Gender"))
+    assert not f.synthetic and L.PUBLISHED_PATIENTS == 3200
+    split = L.split_sizes(4000, L.FULL_STUDY.test_fraction, L.FULL_STUDY.val_fraction)
+    assert (split["train"], split["val"], split["train"] + split["val"]) == (2800, 400, 3200)  # 400 fewer
     text = f.markdown()
-    assert "**4,000 patients**" in text and "554" in text and "13.85 %" in text
-    assert "**4 variables**: 2 time series (HR, pH) and 2 descriptors (Age, Gender)" in text
-    assert "trained on 3,200 patients" in text and "3,200 on the training side" in text
-    assert "sets 400 of them aside" in text
-    assert "trains on **2,800 patients**, 400 fewer than the published 3,200" in text
-    assert "parse_datasets.py" in text and "selected on the test set" in text
     # the sentence that said the number of patients cannot explain a gap is gone: no full learning curve decides it
     assert "does not explain a gap" not in text and "published scale" not in text
-    assert "at the course's settings" in text and "a 1-minute grid" in text  # the published grid, from its settings
     assert "SYNTHETIC" not in text and f._repr_markdown_() == text
+    assert_snapshot("lesson05.data-shared", text)
 
 
 def test_data_findings_warn_loudly_on_the_synthetic_stand_in():
     f = L.DataFindings("synthetic", 300, 40, 1.0, 49, ("HR",), ("Age",))
-    assert f.markdown().startswith("## ⚠ SYNTHETIC DATA") and "240 on the training side" in f.markdown()
-    assert "trains on **210 patients**" in f.markdown()
+    assert f.synthetic and f.markdown().startswith("## ⚠ SYNTHETIC DATA")  # the warning comes first
+    split = L.split_sizes(300, L.FULL_STUDY.test_fraction, L.FULL_STUDY.val_fraction)
+    assert (split["train"], split["train"] + split["val"]) == (210, 240)
+    assert_snapshot("lesson05.data-synthetic", f.markdown())
 
 
 def test_data_findings_count_the_split_the_study_makes(tmp_path):
@@ -55,17 +56,16 @@ def test_scaling_findings_table_has_one_row_per_variable():
     f = L.ScalingFindings.from_rows(
         [L.ScalingRow("Na", 100.0, 200.0, 0.5, 0.1, 0.2), L.ScalingRow("pH", 1.0, 7.8, 0.872, 0.05, 0.058)]
     )
-    text = f.markdown()
-    assert "| Na | 100 to 200 | 0.500 | 0.100 | 0.200 |" in text and "| pH | 1 to 7.8 | 0.872 |" in text
+    assert [r.variable for r in f.rows] == ["Na", "pH"]
+    assert_snapshot("lesson05.scaling-table", f.markdown())  # one row per variable, in that order
 
 
 def test_auc_findings_show_table_gaps_and_verdicts_per_scale():
     aucs = {"odernn": [0.80, 0.82, 0.81], "gru-d": [0.81, 0.83, 0.825], "gru-dt": [0.70, 0.72, 0.71]}
     f = L.AUCFindings.from_study(_study(aucs), "quick")
-    text = f.markdown()
-    assert "quick mode" in text and "600 patients" in text
-    assert "| ODE-RNN | 0.810 ± 0.010 | 3 | 3 | 0.833 ± 0.009 |" in text
-    assert "| GRU-Δt |" in text and "0.787 ± 0.014 (RNN-Δt)" in text
+    assert (f.mode, f.n_patients, f.synthetic) == ("quick", 600, False)
+    rows = {m.model: (round(m.mean, 3), round(m.sd, 3), m.n_seeds, m.seconds_per_run) for m in f.models}
+    assert rows["odernn"] == (0.81, 0.01, 3, 3.0) and set(rows) == {"odernn", "gru-d", "gru-dt"}
     gaps = {g.baseline: g for g in f.gaps}
     # ODE-RNN − GRU-D = [-0.01, -0.01, -0.015]: wholly below the published range +0.003 to +0.027
     assert gaps["gru-d"].verdict is ClaimVerdict.DOES_NOT_HOLD and gaps["gru-d"].published_gap == pytest.approx(0.015)
@@ -73,41 +73,53 @@ def test_auc_findings_show_table_gaps_and_verdicts_per_scale():
     # the paper's RNN-Δt range (+0.029 to +0.063), which is shown, not judged
     assert gaps["gru-dt"].verdict is ClaimVerdict.HOLDS and gaps["gru-dt"].published is None
     assert gaps["gru-dt"].reference.gap == pytest.approx(0.046)
-    assert "| GRU-D | -0.012 |" in text and "published +0.015 ± 0.012 (+0.003 to +0.027) | does not hold |" in text
-    assert "| GRU-Δt | +0.100 |" in text and "0 (the paper's RNN-Δt, another model: +0.046 ± 0.017" in text
-    assert "the ledger reports the quick rows as undecided" in text
+    assert gaps["gru-d"].interval.mean == pytest.approx(-0.0117, abs=1e-4)
+    assert gaps["gru-dt"].interval.mean == pytest.approx(0.1)
+    # the table beside the published one, the gaps' rows and the quick-mode note (the ledger says undecided)
+    assert_snapshot("lesson05.auc-quick", f.markdown())
 
 
 def test_auc_findings_with_one_seed_say_too_few_seeds_and_undecided():
     f = L.AUCFindings.from_study(_study({"odernn": [0.8], "gru-d": [0.79]}, config=L.FULL_STUDY), "full")
-    text = f.markdown()
-    assert "too few seeds" in text and "undecided (1 seed)" in text and "4,000 patients" in text
-    assert "| ODE-RNN | 0.800 ± 0.000 | 1 |" in text and "quick rows" not in text
+    assert (f.mode, f.n_patients) == ("full", 4000)
+    (gap,) = f.gaps
+    assert gap.interval is None and gap.n_seeds == 1 and gap.verdict is ClaimVerdict.UNDECIDED
+    assert [(m.model, m.mean, m.sd, m.n_seeds) for m in f.models][0] == ("odernn", 0.8, 0.0, 1)
+    assert "quick rows" not in f.markdown()
+    assert_snapshot("lesson05.auc-one-seed-full", f.markdown())
 
 
 def test_auc_findings_without_odernn_show_no_gaps():
     f = L.AUCFindings.from_study(_study({"latent-ode": [0.7, 0.75]}, source="synthetic"), "quick")
-    assert f.gaps == () and "synthetic stand-in" in f.markdown() and "paired per seed" not in f.markdown()
+    assert f.gaps == () and f.synthetic and "paired per seed" not in f.markdown()
+    assert_snapshot("lesson05.auc-synthetic-no-odernn", f.markdown())
 
 
 def _curve_result(sizes=(20, 40)) -> curve.CurveResult:
     config = curve.CurveConfig(sizes=sizes, seeds=(0, 1), models=("gru-d",), settings="course", epochs=1)
-    points = tuple(curve.CurvePoint("gru-d", n, s, 0.6 + 0.001 * n + 0.01 * s, 50, 1.0) for n in sizes for s in (0, 1))
+    # AUCs in (0, 1) at any sizes: 0.6, rising 0.05 a size, 0.01 a seed
+    points = tuple(
+        curve.CurvePoint("gru-d", n, s, 0.6 + 0.05 * i + 0.01 * s, 50, 1.0) for i, n in enumerate(sizes) for s in (0, 1)
+    )
     return curve.CurveResult(config, points, "shared", 1.0, "x86_64, Linux, torch threads 1", 12.0)
 
 
 def test_curve_findings_say_quick_sizes_and_that_the_full_curve_is_not_measured():
     f = L.CurveFindings.from_curve(_curve_result(), "quick")
+    assert (f.mode, f.full_measured) == ("quick", False)
+    assert (f.result.config.sizes, f.result.config.settings) == ((20, 40), "course")
+    assert [(s.n_train, s.n_seeds, round(s.mean, 3)) for s in f.result.summary()] == [(20, 2, 0.605), (40, 2, 0.655)]
     text = f.markdown()
-    assert "quick-mode sizes" in text and "20, 40 training patients" in text and "course settings" in text
-    assert "| gru-d | 40 | 2 | 0.645 |" in text
+    # the "not measured" statement a quick run must make, with the command that measures it
     assert "Not measurable at this scale: the curve at the published settings" in text and L.FULL_CURVE_COMMAND in text
+    assert_snapshot("lesson05.curve-gru-d-quick", text)
     assert "python -m nodecourse.lessons.lesson05.curve --full" in L.FULL_CURVE_COMMAND
 
 
 def test_curve_findings_of_a_full_run_do_not_claim_it_is_missing():
-    text = L.CurveFindings.from_curve(_curve_result((1000, 2000)), "full", full_measured=True).markdown()
-    assert "1,000, 2,000 training patients" in text and "not measured" not in text
+    f = L.CurveFindings.from_curve(_curve_result((1000, 2000)), "full", full_measured=True)
+    assert f.full_measured and f.result.config.sizes == (1000, 2000) and "not measured" not in f.markdown()
+    assert_snapshot("lesson05.curve-gru-d-full", f.markdown())
 
 
 def test_published_settings_render_their_sources():
