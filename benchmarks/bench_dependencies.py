@@ -2,11 +2,11 @@
 
 ``gradient="checkpoint"`` (and adjoint, reversible) look for every tensor requiring grad the field
 holds (closure, defaults, globals, module state) before the solve, and probe it once
-(``nodecourse.solvers.dependencies.find_dependencies``). Before that search the routes only probed
+(``nodecourse.solvers._dependencies.find_dependencies``). Before that search the routes only probed
 (one evaluation and a walk of its graph). This script times, one after the other in one process:
 
 - ``probe only``: the earlier way (the probe call and the walk of its graph);
-- ``search + probe``: today's :func:`~nodecourse.solvers.gradient_run.inspect_field`;
+- ``search + probe``: today's :func:`~nodecourse.solvers._gradient_run.inspect_field`;
 - ``solve``: the whole ``odeint(..., gradient="checkpoint")`` forward plus ``backward()``,
 
 for the tanh MLP field of ``bench_dopri5.py`` (16 -> 64 -> 64 -> 16, float32, an ``nn.Module``)
@@ -25,8 +25,8 @@ import time
 import torch
 
 import nodecourse
-from nodecourse.solvers import field_checks
-from nodecourse.solvers.gradient_run import _probe_call, inspect_field
+from nodecourse.solvers import _field_checks as field_checks
+from nodecourse.solvers._gradient_run import _probe_call, inspect_field
 
 
 def probe_only(func, y0, t0):

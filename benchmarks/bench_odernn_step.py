@@ -13,7 +13,7 @@ import torch
 import torchdiffeq
 
 from nodecourse.models.latent import ODERNN, RecurrentEncoder
-from nodecourse.solvers.solve_config import SolveConfig
+from nodecourse.solvers import SolveConfig
 
 N_TIMES, N_VARIABLES, N_STATIC = 48, 37, 4
 CONFIG = SolveConfig(method="dopri5", rtol=1e-3, atol=1e-4)

@@ -20,7 +20,7 @@ from nodecourse.config import pick, quick_mode
 # does not import torch: the command parses its arguments first (a usage error in well under a
 # second). ``from nodecourse import odeint`` and ``nodecourse.odeint`` work as before.
 _LAZY = {
-    "SolveConfig": "nodecourse.solvers.solve_config",
+    "SolveConfig": "nodecourse.solvers",
     "SOLVERS": "nodecourse.solvers",
     "Solution": "nodecourse.solvers",
     "SolverError": "nodecourse.solvers",

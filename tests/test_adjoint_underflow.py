@@ -12,7 +12,7 @@ import torch
 from nodecourse import SolverError, Status, odeint
 from nodecourse.measure import DecayFeed, analytic_gradient
 from nodecourse.solvers import BackwardSolveWarning
-from nodecourse.solvers.control import FIRST_STEP_ULPS
+from nodecourse.solvers._control import FIRST_STEP_ULPS
 
 F64 = torch.float64
 

@@ -47,7 +47,7 @@ def test_first_step_floor_is_in_the_states_dtype_and_unchanged_in_float64():
 
     import torch
 
-    from nodecourse.solvers.control import FIRST_STEP_ULPS, resolvable_step
+    from nodecourse.solvers._control import FIRST_STEP_ULPS, resolvable_step
 
     assert resolvable_step(0.5, torch.float64) == FIRST_STEP_ULPS * math.ulp(0.5)  # float64 solves: as before
     assert resolvable_step(0.5, torch.float32) == FIRST_STEP_ULPS * 2.0**-24  # float32's spacing at 0.5

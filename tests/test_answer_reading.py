@@ -57,13 +57,13 @@ def kinds(findings) -> set[str]:
 # --- the bypasses: each refused or flagged -------------------------------------------------------
 
 HEUN_PARTIAL = """import functools
-import nodecourse.solvers.reversible as R
+import nodecourse.solvers._reversible as R
 R.heun_step = functools.partial(R.heun_step)
 def reversible_heun_step(func, t, h, y, zh, f):
     return R.heun_step(func, t, h, y, zh, f)
 """
 
-HEUN_CLOSURE = """from nodecourse.solvers import reversible
+HEUN_CLOSURE = """from nodecourse.solvers import _reversible as reversible
 def _wrap(fn):
     def inner(*args, **kwargs):
         return fn(*args, **kwargs)
@@ -73,7 +73,7 @@ def reversible_heun_step(func, t, h, y, zh, f):
     return reversible.heun_step(func, t, h, y, zh, f)
 """
 
-HEUN_SAVED_CODE = """import nodecourse.solvers.reversible as R
+HEUN_SAVED_CODE = """import nodecourse.solvers._reversible as R
 _saved = R.heun_step.__code__
 def reversible_heun_step(func, t, h, y, zh, f):
     fn = getattr(R, "heun" + "_step")
@@ -83,7 +83,7 @@ def reversible_heun_step(func, t, h, y, zh, f):
 
 # The module itself found by a name built from pieces: nothing names the library as written.
 HEUN_HIDDEN_MODULE = """import importlib
-_mod = importlib.import_module("nodecourse.solvers." + "rever" + "sible")
+_mod = importlib.import_module("nodecourse.solvers._" + "rever" + "sible")
 _saved = getattr(_mod, "heun_" + "step").__code__
 def reversible_heun_step(func, t, h, y, zh, f):
     fn = getattr(_mod, "heun_" + "step")
@@ -135,7 +135,7 @@ RK4_LIBRARY = """def rk4_step(f, t, y, h):
     return odeint(f, y, torch.tensor([t, t + h], dtype=y.dtype), method="rk4", step_size=h).ys[-1]
 """
 
-ERROR_NORM_LIBRARY = """from nodecourse.solvers.control import error_scale, rms
+ERROR_NORM_LIBRARY = """from nodecourse.solvers._control import error_scale, rms
 def error_norm(err, y0, y1, rtol, atol):
     return float(rms(err / error_scale(y0, y1, rtol, atol)))
 """
@@ -216,7 +216,7 @@ def test_the_findings_name_what_and_where():
     texts = [f.text() for f in findings]
     assert any(f.line == 2 and f.what == "__code__" for f in findings), texts
     assert any(f.line == 4 and f.what == "getattr" and "built at run time" in f.why for f in findings), texts
-    assert any(f.kind == REFUSED and "nodecourse.solvers.reversible.heun_step" in f.what for f in findings), texts
+    assert any(f.kind == REFUSED and "nodecourse.solvers._reversible.heun_step" in f.what for f in findings), texts
     assert any("reversible Heun step" in f.why for f in findings if f.kind == REFUSED), texts
 
 
@@ -224,7 +224,7 @@ def test_a_reexported_name_is_the_object_it_names():
     """``from nodecourse import fixed_point`` and ``nodecourse.deq.fixed_point.fixed_point`` are one function:
     an answer that may not reach the second may not reach the first."""
     assert answer_reading.canonical("nodecourse.fixed_point") == "nodecourse.deq.fixed_point.fixed_point"
-    assert answer_reading.canonical("nodecourse.solvers.odeint") == "nodecourse.solvers.odeint.odeint"
+    assert answer_reading.canonical("nodecourse.solvers.odeint") == "nodecourse.solvers._odeint.odeint"
     rule = reach.Reach(("nodecourse.deq.fixed_point",), "x")
     reader = answer_reading._Reader(answer_reading._Names({}), rule, {})
     assert reader.refusal("nodecourse.fixed_point")[0] == "nodecourse.deq.fixed_point"
@@ -509,8 +509,8 @@ def test_strings_comments_and_methods_named_like_builtins_are_not_code():
         ("names = vars()", "vars"),
         ("import torch\nf = torch.load(buffer, weights_only=False)", "torch.load"),
         (
-            "import nodecourse.solvers.reversible as R\nR.heun_step = lambda *a: None",
-            "nodecourse.solvers.reversible.heun_step",
+            "import nodecourse.solvers._reversible as R\nR.heun_step = lambda *a: None",
+            "nodecourse.solvers._reversible.heun_step",
         ),
     ],
 )
@@ -529,7 +529,7 @@ def test_every_answer_of_every_converted_exercise_has_a_declared_reach():
     for exercise, check, name in [
         ("02", "rk4-step-matches", "nodecourse.solvers:odeint"),
         ("02", "rk4-order", "torchdiffeq._impl.odeint:odeint"),
-        ("02", "error-norm", "nodecourse.solvers.control:rms"),
+        ("02", "error-norm", "nodecourse.solvers._control:rms"),
         ("08", "exact-divergence", "nodecourse.models.flows:divergence_exact"),
         ("08", "hutchinson", "nodecourse.models.flows:divergence_hutchinson"),
         ("06", "mixing-weights", "nodecourse.deq.anderson:anderson_weights"),

@@ -121,7 +121,7 @@ class CourseBall(torch.nn.Module):
         (
             "odeint_event+interface",
             "nodecourse.odeint_event",
-            "event_fn=... and odeint_interface=nodecourse.solvers.odeint.odeint",
+            "event_fn=... and odeint_interface=nodecourse.solvers._odeint.odeint",
         ),
         ("odeint", "nodecourse.odeint", "event_fn=..."),
         ("attribute", "nodecourse.odeint", "event_fn=... (found by its event search)"),

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from nodecourse import odeint
-from nodecourse.solvers.dependencies import HiddenGraphError, closed_over
+from nodecourse.solvers._dependencies import HiddenGraphError, closed_over
 from nodecourse.validation import SecondDerivativeError
 
 T = torch.linspace(0.0, 1.0, 5, dtype=torch.float64)
@@ -204,7 +204,7 @@ MODEL = _Model()
 @pytest.mark.parametrize("route, settings", ROUTES, ids=ROUTE_IDS)
 def test_a_global_models_unused_parameters_get_no_gradient_and_leave_the_norm_alone(route, settings):
     # `MODEL` is a global the field's code names: the probe reaches only `dynamics`; the rest come last
-    from nodecourse.solvers.gradient_run import inspect_field
+    from nodecourse.solvers._gradient_run import inspect_field
 
     def field(t, y):
         return torch.tanh(MODEL.dynamics(y))

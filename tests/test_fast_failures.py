@@ -10,8 +10,8 @@ import torch
 from torch import nn
 
 from nodecourse import odeint
-from nodecourse.solvers.result import BackwardSolveWarning, Status
-from nodecourse.solvers.reversible import WARN_GROWTH, ReversibleStabilityWarning
+from nodecourse.solvers._result import BackwardSolveWarning, Status
+from nodecourse.solvers._reversible import WARN_GROWTH, ReversibleStabilityWarning
 
 T = torch.tensor([0.0, 1.0], dtype=torch.float64)
 

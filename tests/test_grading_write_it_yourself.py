@@ -35,7 +35,7 @@ def anderson(f, z0, m=6, tol=1e-8, max_iter=3000):
 """
 
 LIBRARY_HEUN = """
-from nodecourse.solvers.reversible import heun_step, heun_inverse
+from nodecourse.solvers._reversible import heun_step, heun_inverse
 def reversible_heun_step(func, t, h, y, z, f):
     return heun_step(func, t, h, y, z, f)
 def reversible_heun_inverse(func, t1, h, y1, z1, f1):
@@ -46,8 +46,8 @@ CASES = [
     ("01", "euler-step", LIBRARY_EULER, "nodecourse.solvers:odeint"),
     ("01", "euler-integrate-matches", LIBRARY_EULER, "nodecourse.solvers:odeint"),
     ("06", "anderson", LIBRARY_ANDERSON, "fixed_point"),
-    ("10", "heun-step", LIBRARY_HEUN, "nodecourse.solvers.reversible:heun_step"),
-    ("10", "heun-inverse", LIBRARY_HEUN, "nodecourse.solvers.reversible:heun_inverse"),
+    ("10", "heun-step", LIBRARY_HEUN, "nodecourse.solvers._reversible:heun_step"),
+    ("10", "heun-inverse", LIBRARY_HEUN, "nodecourse.solvers._reversible:heun_inverse"),
 ]
 
 

@@ -221,10 +221,10 @@ def test_the_file_check_sees_deferred_and_package_imports(tmp_path):
     # file, "from package import name" at the package's __init__.py.
     fake = tmp_path / "bad.py"
     fake.write_text(
-        "def later():\n    from nodecourse.course.cli import main\nfrom nodecourse.solvers import odeint, SOLVERS\n"
+        "def later():\n    from nodecourse.course.cli import main\nfrom nodecourse.solvers import _odeint, SOLVERS\n"
     )
     found = {str(p.relative_to(PACKAGE)) for p in _imported_files(fake, package=["nodecourse", "course"])}
-    assert found == {"course/cli.py", "solvers/odeint.py", "solvers/__init__.py"}
+    assert found == {"course/cli.py", "solvers/_odeint.py", "solvers/__init__.py"}
 
 
 def test_the_package_root_is_grouped_into_parts_a_reader_can_name():
@@ -300,7 +300,7 @@ def test_the_readme_lists_each_library_surface_exactly(path):
 # Every module of these packages but ``__init__.py`` is private (``_name.py``), as in torchdiffeq and
 # diffrax; the package's ``__init__`` exports the public names. Add a package here once its modules
 # are private.
-PRIVATE_WINGS = ["cde", "data", "data/physionet", "measure", "models/latent", "plotting", "sde", "widgets"]
+PRIVATE_WINGS = ["cde", "data", "data/physionet", "measure", "models/latent", "plotting", "sde", "solvers", "widgets"]
 
 
 def _public_modules(package: Path) -> list[str]:

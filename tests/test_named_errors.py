@@ -11,7 +11,7 @@ from nodecourse.deq import DEQ, fixed_point
 from nodecourse.deq.layer import DEQInputError
 from nodecourse.models import MLPField, ODEBlock
 from nodecourse.solvers import odeint
-from nodecourse.solvers.field_checks import PerSampleTimeError
+from nodecourse.solvers._field_checks import PerSampleTimeError
 from nodecourse.validation import WrongTypeError
 
 

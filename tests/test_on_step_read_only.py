@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from nodecourse.solvers import odeint
-from nodecourse.solvers.record import StepEventModifiedError
+from nodecourse.solvers._record import StepEventModifiedError
 
 
 def decay(t, y):

@@ -102,7 +102,7 @@ def test_what_the_reader_cannot_decide_is_flagged_with_the_line():
     hidden = (
         "import importlib\n"
         "def reversible_heun_step(func, t, h, y, zh, f):\n"
-        "    m = importlib.import_module('nodecourse.solvers.' + 'reversible')\n"
+        "    m = importlib.import_module('nodecourse.solvers.' + '_reversible')\n"
         "    return getattr(m, 'heun' + '_step')(func, t, h, y, zh, f)\n"
     )
     _, warnings = grading.assemble(_with(nb, heun_step=hidden), nb)
@@ -127,7 +127,7 @@ def _refused(reply: dict) -> bool:
 @pytest.fixture
 def reversible_module():
     """The learner's code replaces attributes of the library module: put them back after the test."""
-    import nodecourse.solvers.reversible as module
+    import nodecourse.solvers._reversible as module
 
     saved = dict(vars(module))
     yield module

@@ -12,9 +12,9 @@ import inspect
 import torch
 
 from nodecourse import SolveConfig, odeint
-from nodecourse.solvers.odeint import solve_again
-from nodecourse.solvers.request import SolveRequest
-from nodecourse.solvers.validate import check_adjoint_options
+from nodecourse.solvers._odeint import solve_again
+from nodecourse.solvers._request import SolveRequest
+from nodecourse.solvers._validate import check_adjoint_options
 
 #: odeint's keywords that are not settings of one solve: the event search (its own route) and
 #: torchdiffeq's spellings, which odeint folds into adjoint_options before the request is built.

@@ -11,9 +11,9 @@ from scipy.integrate import solve_ivp
 
 import nodecourse
 from nodecourse import SOLVERS, Solution, SolverError, Status, odeint
-from nodecourse.solvers.registry import ADAPTIVE, FIXED, IMPLICIT
-from nodecourse.solvers.rk import RKPlan, time_tensor
-from nodecourse.solvers.tableaux import ButcherTableau
+from nodecourse.solvers._registry import ADAPTIVE, FIXED, IMPLICIT
+from nodecourse.solvers._rk import RKPlan, time_tensor
+from nodecourse.solvers._tableaux import ButcherTableau
 
 F64 = torch.float64
 
@@ -414,7 +414,7 @@ def test_implicit_nan_is_a_status():
 def test_solvers_is_a_read_only_mapping():
     from collections.abc import Mapping
 
-    from nodecourse.solvers.registry import SolverRegistry, SolverSpec, UnknownSolverError
+    from nodecourse.solvers._registry import SolverRegistry, SolverSpec, UnknownSolverError
 
     assert isinstance(SOLVERS, Mapping)
     assert SOLVERS.get("nope") is None and SOLVERS.get("nope", "x") == "x" and SOLVERS.get(["unhashable"]) is None

@@ -12,8 +12,8 @@ import torch
 
 from nodecourse import SOLVERS, SolverError, Status, odeint
 from nodecourse.solvers import ButcherTableau
-from nodecourse.solvers.registry import ADAPTIVE, FIXED, IMPLICIT, spec_for
-from nodecourse.solvers.tableaux import RK4, RK38
+from nodecourse.solvers._registry import ADAPTIVE, FIXED, IMPLICIT, spec_for
+from nodecourse.solvers._tableaux import RK4, RK38
 
 F64 = torch.float64
 T01 = torch.tensor([0.0, 1.0], dtype=F64)

@@ -18,10 +18,10 @@ import torch
 
 from nodecourse import SOLVERS, Status, odeint
 from nodecourse.solvers import ButcherTableau
-from nodecourse.solvers.control import CONTROL_OPTIONS, BatchStepControl, StepControl, error_scale
-from nodecourse.solvers.per_sample import _BatchDense
-from nodecourse.solvers.rk import DenseOutput, RKPlan, dense_weights, plan_for
-from nodecourse.solvers.tableaux import BOSH3, DOPRI5
+from nodecourse.solvers._control import CONTROL_OPTIONS, BatchStepControl, StepControl, error_scale
+from nodecourse.solvers._per_sample import _BatchDense
+from nodecourse.solvers._rk import DenseOutput, RKPlan, dense_weights, plan_for
+from nodecourse.solvers._tableaux import BOSH3, DOPRI5
 
 F64 = torch.float64
 #: Heun's method with Euler embedded: adaptive, no FSAL, no mid weights (cubic Hermite, end slope appended).
@@ -262,7 +262,7 @@ def test_fused_stages_and_error_are_the_tableau_sums(tab, shape):
 def test_fused_and_chained_stages_give_the_same_solve(monkeypatch):
     """The chain of adds (rows longer than ``FUSED_MAX_NUMEL``) and the fused products take the same
     steps and reach the same answer on one problem; gradients through either agree."""
-    from nodecourse.solvers import rk
+    from nodecourse.solvers import _rk as rk
 
     w = torch.randn(6, 6, dtype=F64, generator=torch.Generator().manual_seed(4)).requires_grad_()
     field = lambda t, y: torch.tanh(y @ w)  # noqa: E731

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from nodecourse import odeint
-from nodecourse.solvers.field_checks import (
+from nodecourse.solvers._field_checks import (
     BatchMixingError,
     FieldMismatchError,
     InPlaceFieldError,

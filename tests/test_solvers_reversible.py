@@ -13,7 +13,7 @@ from nodecourse import SolveConfig, odeint
 from nodecourse.measure import saved_tensor_bytes
 from nodecourse.models import MLPField, ODEBlock
 from nodecourse.solvers import SolverError
-from nodecourse.solvers.reversible import REVERSIBLE_SOLVERS, amplification, heun_inverse, heun_step
+from nodecourse.solvers._reversible import REVERSIBLE_SOLVERS, amplification, heun_inverse, heun_step
 
 F64 = torch.float64
 T01 = torch.tensor([0.0, 1.0], dtype=F64)

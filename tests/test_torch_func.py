@@ -7,7 +7,7 @@ import torch
 import torch.autograd.forward_ad as fwAD
 
 from nodecourse import odeint
-from nodecourse.solvers.transforms import TransformError
+from nodecourse.solvers._transforms import TransformError
 
 T = torch.linspace(0.0, 1.0, 3, dtype=torch.float64)
 Y0 = torch.tensor([1.0, 2.0], dtype=torch.float64)

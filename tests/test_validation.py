@@ -22,9 +22,9 @@ from nodecourse.deq.models import DEQModel, EquilibriumBlock
 from nodecourse.deq.picard import picard
 from nodecourse.deq.tracking import Tracker
 from nodecourse.models import flows
-from nodecourse.solvers import validate as v
-from nodecourse.solvers.control import CONTROL_OPTIONS
-from nodecourse.solvers.torchdiffeq_backend import TORCHDIFFEQ_ADAPTIVE_OPTIONS, TORCHDIFFEQ_OPTION_NAMES
+from nodecourse.solvers import _validate as v
+from nodecourse.solvers._control import CONTROL_OPTIONS
+from nodecourse.solvers._torchdiffeq_backend import TORCHDIFFEQ_ADAPTIVE_OPTIONS, TORCHDIFFEQ_OPTION_NAMES
 from nodecourse.validation import (
     AnyOf,
     Arg,

@@ -21,8 +21,7 @@ import torch
 from torch import nn
 
 from nodecourse.models import ODEBlock
-from nodecourse.solvers import odeint
-from nodecourse.solvers.solve_config import SolveConfig
+from nodecourse.solvers import SolveConfig, odeint
 
 ODEINT_LIBRARIES = ("torchdiffeq", "nodecourse")
 TORCHDIFFEQ_DEFAULTS = {"method": "dopri5", "rtol": 1e-7, "atol": 1e-9}

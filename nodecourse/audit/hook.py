@@ -253,8 +253,8 @@ class SolveHook:
             originals[id(tdq_event)] = (tdq_event, _event_wrapper(tdq_event, "torchdiffeq.odeint_event"))
         except ImportError:
             pass
-        from nodecourse.solvers.odeint import odeint as nc_odeint
-        from nodecourse.solvers.odeint import odeint_event as nc_event
+        from nodecourse.solvers import odeint as nc_odeint
+        from nodecourse.solvers import odeint_event as nc_event
 
         originals[id(nc_odeint)] = (nc_odeint, _ode_wrapper(nc_odeint, "nodecourse.odeint"))
         originals[id(nc_event)] = (nc_event, _event_wrapper(nc_event, "nodecourse.odeint_event"))
@@ -311,7 +311,7 @@ class SolveHook:
                 setattr(cls, "integrate_until_event", _event_search_wrapper(original))
         import importlib
 
-        nc_module = importlib.import_module("nodecourse.solvers.odeint")  # the module: its name is also the function's
+        nc_module = importlib.import_module("nodecourse.solvers._odeint")  # the module: its name is also the function's
         original = nc_module._solve_event
         self._patched.append((nc_module, "_solve_event", original))
         setattr(nc_module, "_solve_event", _event_search_wrapper(original))

@@ -11,10 +11,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from nodecourse.solvers import odeint
-from nodecourse.solvers.registry import FIXED, spec_for
-from nodecourse.solvers.result import Solution
-from nodecourse.solvers.reversible import REVERSIBLE_SOLVERS
+from nodecourse.solvers import FIXED, REVERSIBLE_SOLVERS, Solution, odeint, spec_for
 
 
 class CDEField(nn.Module):
@@ -23,7 +20,7 @@ class CDEField(nn.Module):
     An ``nn.Module`` holding ``X`` and ``func`` as attributes, so the no-graph gradient routes of
     ``odeint`` (``"checkpoint"``, ``"adjoint"``) find what they must differentiate: ``func``'s
     parameters (or the tensors its closure holds) and ``X``'s coefficient buffers when they
-    require grad (see :mod:`nodecourse.solvers.dependencies`).
+    require grad (see :mod:`nodecourse.solvers._dependencies`).
 
     Args:
         X: the path: any object with ``derivative(t) -> (..., channels)`` (this package's

@@ -2605,7 +2605,7 @@ EXERCISES = {
     "The grader runs your answer cells and any code cells you add (a helper in a cell of its own), in\n",
     "notebook order, under the same rules; a handed-out setup or check cell runs as handed out, so editing\n",
     "one does not change your grade. Write your own code: the checks compare it with the library's\n",
-    "implementation (`nodecourse.models.regularised`, `nodecourse.solvers.reversible`, `odeint`'s\n",
+    "implementation (`nodecourse.models.regularised`, `nodecourse.solvers._reversible`, `odeint`'s\n",
     "`adjoint_options`), which they use in a separate process of their own."
    ]
   },

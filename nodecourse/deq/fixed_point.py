@@ -34,7 +34,7 @@ from nodecourse.deq.picard import picard
 from nodecourse.deq.result import FixedPointResult, FixedPointStatus, FixedPointWarning, ResidualTrace
 from nodecourse.deq.settings import FIXED_POINT_ARGS, check_method_options, check_tol, method_defaults
 from nodecourse.deq.tracking import Tracker
-from nodecourse.solvers import field_checks
+from nodecourse.solvers import _field_checks as field_checks
 from nodecourse.validation import WrongTypeError, check_args
 
 METHODS: dict[str, Callable] = {"picard": picard, "anderson": anderson, "broyden": broyden}

@@ -24,7 +24,7 @@ from nodecourse.deq.fixed_point import METHODS, FixedPointResult, fixed_point
 from nodecourse.deq.regularizer import jacobian_regularizer
 from nodecourse.deq.result import FixedPointWarning
 from nodecourse.deq.settings import BACKWARDS, DEQ_ARGS, WARN_MODES, check_method_options, check_tol
-from nodecourse.solvers import field_checks
+from nodecourse.solvers import _field_checks as field_checks
 from nodecourse.validation import RandomFieldError, SecondDerivativeError, check_args
 
 

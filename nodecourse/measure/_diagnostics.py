@@ -22,8 +22,8 @@ from typing import Any, Optional, Sequence
 import torch
 
 from nodecourse.measure._tables import markdown_table
-from nodecourse.solvers import SOLVERS, Status, observers, odeint
-from nodecourse.solvers.registry import spec_for
+from nodecourse.solvers import SOLVERS, Status, odeint, spec_for
+from nodecourse.solvers import _observers as observers
 
 __all__ = [
     "SweepRow",

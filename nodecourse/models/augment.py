@@ -26,7 +26,7 @@ import torch
 from torch import nn
 
 from nodecourse.models import MLPField, ODEBlock, count_parameters
-from nodecourse.solvers.solve_config import SolveConfig
+from nodecourse.solvers import SolveConfig
 from nodecourse.training import seeded_batches, train_epochs
 
 READOUTS = ("projection", "linear")

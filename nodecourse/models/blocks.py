@@ -15,8 +15,7 @@ from typing import Sequence
 import torch
 from torch import nn
 
-from nodecourse.solvers import odeint
-from nodecourse.solvers.solve_config import SolveConfig
+from nodecourse.solvers import SolveConfig, odeint
 from nodecourse.validation import Arg, Flag, Interval, WrongTypeError, check, check_args
 
 _ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "softplus": nn.Softplus, "elu": nn.ELU}

@@ -8,7 +8,7 @@ from torch import nn
 
 from nodecourse.deq.layer import DEQ
 from nodecourse.models.blocks import MLPField, ODEBlock
-from nodecourse.solvers.solve_config import SolveConfig
+from nodecourse.solvers import SolveConfig
 
 __all__ = ["DEQCore", "DepthClassifier", "InjectedBlock", "ODECore", "UnrolledCore"]
 

@@ -31,8 +31,7 @@ import torch
 from torch import nn
 
 from nodecourse.models.blocks import MLPField
-from nodecourse.solvers import odeint
-from nodecourse.solvers.solve_config import SolveConfig
+from nodecourse.solvers import SolveConfig, odeint
 from nodecourse.validation import AnyOf, Arg, InstanceOf, Interval, NoneAllowed, Options, check, check_args
 
 TRACES = ("exact", "hutchinson")

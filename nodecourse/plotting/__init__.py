@@ -24,7 +24,7 @@ import plotly.io as pio
 from plotly.subplots import make_subplots
 
 from nodecourse import _lazy
-from nodecourse.solvers.registry import SOLVERS
+from nodecourse.solvers import SOLVERS
 
 #: The renderer :class:`CourseFigure` uses when none is given: plotly's JSON and a PNG of it.
 #: The PNG is drawn by kaleido, which needs Chrome or Chromium (``/usr/bin/chromium`` on Debian);

@@ -17,7 +17,7 @@ is reset to the forward solution there and ``dL/dys[i]`` is added to ``a``.
 The gradients approximate backprop's through the same solve, with an error that vanishes as ``dt`` does;
 memory does not grow with the number of steps. Parameters (:func:`sde_parameters`) are ``sde``'s own when it
 is a ``torch.nn.Module`` and every tensor requiring grad that ``sde.f`` and ``sde.g`` hold (closure, globals,
-attributes, modules: the search of the ODE routes, :func:`nodecourse.solvers.dependencies.closed_over`);
+attributes, modules: the search of the ODE routes, :func:`nodecourse.solvers._dependencies.closed_over`);
 one that carries a graph built before the solve is refused by name. A parameter no evaluation reached gets
 None, as with backprop.
 """
@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 
-from nodecourse.solvers.dependencies import closed_over
+from nodecourse.solvers._dependencies import closed_over
 
 
 def sde_parameters(sde, error=ValueError) -> list[torch.Tensor]:

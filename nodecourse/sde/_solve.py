@@ -23,7 +23,7 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from nodecourse.solvers.result import Status
+from nodecourse.solvers import Status
 
 from ._adjoint import adjoint_solve, sde_parameters
 from ._brownian import BrownianPath

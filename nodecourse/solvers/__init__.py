@@ -4,21 +4,39 @@ Public: :func:`odeint`, :data:`SOLVERS`, :class:`Solution`, :class:`SolverError`
 :class:`BackwardSolveWarning` (a failed backward pass under ``throw=False``),
 :class:`ReversibleStabilityWarning` (reversible Heun outside its stability region),
 :class:`ButcherTableau` (``odeint(method=tableau)`` runs your own), :data:`REVERSIBLE_SOLVERS`
-(``method="reversible_heun"``, ``gradient="reversible"``), :class:`StepRecord` and
-:class:`StepEvent` (``record_steps=True`` / ``on_step=``), :class:`SolveConfig` (the settings a model
-holds for its solves), :func:`odeint_event` (torchdiffeq's terminal events).
+(``method="reversible_heun"``, ``gradient="reversible"``), :func:`heun_step`, :func:`heun_inverse`
+and :func:`amplification` (reversible Heun's step, its inverse and its growth per step),
+:class:`StepRecord` and :class:`StepEvent` (``record_steps=True`` / ``on_step=``), :class:`SolveConfig`
+(the settings a model holds for its solves), :func:`odeint_event` (torchdiffeq's terminal events),
+:func:`spec_for` (a method's :class:`SolverSpec`, whose ``kind`` is :data:`FIXED`, :data:`ADAPTIVE` or
+:data:`IMPLICIT`), :func:`equal_steps` (how many equal steps the fixed-step paths take).
+
+This file is the package's surface: import from ``nodecourse.solvers``. The modules behind it are
+private (``_odeint``, the integrators ``_fixed``, ``_adaptive``, ``_implicit`` and ``_reversible``, the
+gradient routes ``_adjoint``, ``_checkpoint`` and ``_time_gradients`` sharing ``_gradient_run``, and
+their helpers), as in torchdiffeq's ``_impl``.
 """
 
-from nodecourse.solvers.odeint import odeint, odeint_event
-from nodecourse.solvers.record import StepEvent, StepRecord
-from nodecourse.solvers.registry import SOLVERS, SolverSpec
-from nodecourse.solvers.result import BackwardSolveWarning, Solution, SolverError, Status
-from nodecourse.solvers.reversible import REVERSIBLE_SOLVERS, ReversibleStabilityWarning, heun_inverse, heun_step
-from nodecourse.solvers.solve_config import SolveConfig
-from nodecourse.solvers.tableaux import ButcherTableau
+from nodecourse.solvers._fixed import equal_steps
+from nodecourse.solvers._odeint import odeint, odeint_event
+from nodecourse.solvers._record import StepEvent, StepRecord
+from nodecourse.solvers._registry import ADAPTIVE, FIXED, IMPLICIT, SOLVERS, SolverSpec, spec_for
+from nodecourse.solvers._result import BackwardSolveWarning, Solution, SolverError, Status
+from nodecourse.solvers._reversible import (
+    REVERSIBLE_SOLVERS,
+    ReversibleStabilityWarning,
+    amplification,
+    heun_inverse,
+    heun_step,
+)
+from nodecourse.solvers._solve_config import SolveConfig
+from nodecourse.solvers._tableaux import ButcherTableau
 
 __all__ = [
+    "ADAPTIVE",
     "BackwardSolveWarning",
+    "FIXED",
+    "IMPLICIT",
     "REVERSIBLE_SOLVERS",
     "ReversibleStabilityWarning",
     "SOLVERS",
@@ -30,8 +48,11 @@ __all__ = [
     "Status",
     "StepEvent",
     "StepRecord",
+    "amplification",
+    "equal_steps",
     "heun_inverse",
     "heun_step",
     "odeint",
     "odeint_event",
+    "spec_for",
 ]

@@ -32,7 +32,7 @@ from nodecourse.course.tasks.spec import (
 
 EXERCISE = "01_resnet_as_euler_exercises"
 # "Write it yourself": the library's functions that would answer these tasks raise while they run.
-_ODE_SOLVE = ("nodecourse.solvers:odeint", "nodecourse.solvers.fixed:integrate_fixed")
+_ODE_SOLVE = ("nodecourse.solvers:odeint", "nodecourse.solvers._fixed:integrate_fixed")
 LIBRARY_ANSWERS = {"euler-step": _ODE_SOLVE, "euler-integrate-matches": _ODE_SOLVE, "euler-order": _ODE_SOLVE}
 
 

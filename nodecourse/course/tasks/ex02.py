@@ -1,7 +1,7 @@
 """Exercise 2 (solvers) as task specs: every input drawn from the seed.
 
 References: the library's RK4 (``odeint(method="rk4")``), its error norm
-(``solvers.control.rms`` of the error over ``error_scale``), closed forms of
+(``solvers._control.rms`` of the error over ``error_scale``), closed forms of
 the test equations, and the step-size rule the task states.
 """
 
@@ -229,7 +229,7 @@ def norm_run(ns, inp) -> dict:
 def norm_reference(inp) -> dict:
     """The norms, the largest components (a likely wrong answer) and each case's inputs as plain
     numbers, so that a failure can show the call it failed on."""
-    from nodecourse.solvers.control import error_scale, rms
+    from nodecourse.solvers._control import error_scale, rms
 
     return {
         "norms": [float(rms(err / error_scale(y0, y1, rtol, atol))) for err, y0, y1, rtol, atol in inp["cases"]],

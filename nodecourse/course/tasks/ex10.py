@@ -36,9 +36,9 @@ from nodecourse.course.tasks.spec import (
 EXERCISE = "10_cheaper_and_exact_exercises"
 # "Write it yourself" (the notebook says so): the library's reversible Heun raises while these run.
 _HEUN = (
-    "nodecourse.solvers.reversible:heun_step",
-    "nodecourse.solvers.reversible:heun_inverse",
-    "nodecourse.solvers.reversible:integrate",
+    "nodecourse.solvers._reversible:heun_step",
+    "nodecourse.solvers._reversible:heun_inverse",
+    "nodecourse.solvers._reversible:integrate",
 )
 LIBRARY_ANSWERS = {"heun-step": _HEUN, "heun-solve": _HEUN, "heun-inverse": _HEUN, "heun-roundtrip": _HEUN}
 
@@ -253,7 +253,7 @@ def step_run(ns, inp) -> dict:
 
 
 def step_reference(inp) -> dict:
-    from nodecourse.solvers.reversible import heun_step
+    from nodecourse.solvers import heun_step
 
     field, t, h, y, zh, f = (inp[k] for k in ("field", "t", "h", "y", "zh", "f"))
     with torch.no_grad():
@@ -365,7 +365,7 @@ def inverse_run(ns, inp) -> dict:
 
 
 def inverse_reference(inp) -> dict:
-    from nodecourse.solvers.reversible import heun_inverse, heun_step
+    from nodecourse.solvers import heun_inverse, heun_step
 
     field, t1, h, y1, zh1, f1 = (inp[k] for k in ("field", "t1", "h", "y1", "zh1", "f1"))
     with torch.no_grad():

@@ -89,16 +89,16 @@ ANSWERS: dict[str, dict[str, Reach]] = {
         "adjoint-dynamics": _write("the adjoint dynamics"),
         "learner-adjoint": _using_library(
             "the adjoint method's backward pass",
-            "nodecourse.solvers.adjoint",
-            "nodecourse.solvers.checkpoint",
-            "nodecourse.solvers.gradient_run",
+            "nodecourse.solvers._adjoint",
+            "nodecourse.solvers._checkpoint",
+            "nodecourse.solvers._gradient_run",
             "nodecourse.measure._adjoint_sweep",
             *OTHER_LIBRARIES,
         ),
         "flat-memory": _using_library(
             "the memory measurement of your adjoint",
-            "nodecourse.solvers.adjoint",
-            "nodecourse.solvers.checkpoint",
+            "nodecourse.solvers._adjoint",
+            "nodecourse.solvers._checkpoint",
             "nodecourse.measure._adjoint_sweep",
             *OTHER_LIBRARIES,
         ),
@@ -171,7 +171,7 @@ _TORCHDEQ = (
     "torchdeq.solver.fp_iter:fixed_point_iter",
     "torchdeq.solver.fp_iter:simple_fixed_point_iter",
 )
-_ODE_SOLVE = ("nodecourse.solvers:odeint", "nodecourse.solvers.fixed:integrate_fixed", *_TORCHDIFFEQ)
+_ODE_SOLVE = ("nodecourse.solvers:odeint", "nodecourse.solvers._fixed:integrate_fixed", *_TORCHDIFFEQ)
 _SDE_SOLVE = (
     "nodecourse.sde._solve:sdeint",
     "nodecourse.sde._solve:integrate",
@@ -199,7 +199,7 @@ RUN_TIME: dict[str, dict[str, tuple[str, ...]]] = {
     "02": {
         "rk4-step-matches": _ODE_SOLVE,
         "rk4-order": _ODE_SOLVE,
-        "error-norm": ("nodecourse.solvers.control:error_scale", "nodecourse.solvers.control:rms"),
+        "error-norm": ("nodecourse.solvers._control:error_scale", "nodecourse.solvers._control:rms"),
     },
     "06": {
         "mixing-weights": _DEQ_SOLVE,
@@ -212,9 +212,9 @@ RUN_TIME: dict[str, dict[str, tuple[str, ...]]] = {
     },
     "10": {
         check: (
-            "nodecourse.solvers.reversible:heun_step",
-            "nodecourse.solvers.reversible:heun_inverse",
-            "nodecourse.solvers.reversible:integrate",
+            "nodecourse.solvers._reversible:heun_step",
+            "nodecourse.solvers._reversible:heun_inverse",
+            "nodecourse.solvers._reversible:integrate",
             *_TORCHDIFFEQ,
         )
         for check in ("heun-step", "heun-solve", "heun-inverse", "heun-roundtrip")

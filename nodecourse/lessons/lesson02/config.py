@@ -23,7 +23,7 @@ STEPS_OVERRIDE: dict[str, tuple[int, ...]] = {"rk38": (32, 64, 128, 256, 512)}
 def order_steps(method) -> tuple[int, ...]:
     """The step counts of :func:`convergence` for ``method`` (a registered name or a tableau):
     :data:`STEPS_OVERRIDE` where a method needs its own, else by its declared order."""
-    from nodecourse.solvers.registry import spec_for
+    from nodecourse.solvers import spec_for
 
     spec = spec_for(method)
     return STEPS_OVERRIDE.get(spec.name) or STEPS_BY_ORDER[min(max(spec.order, 1), max(STEPS_BY_ORDER))]

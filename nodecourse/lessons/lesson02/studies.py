@@ -86,7 +86,7 @@ def convergence(
     Returns a :class:`ConvergenceResult` (one entry per step count).
     """
     from nodecourse import odeint
-    from nodecourse.solvers.registry import spec_for
+    from nodecourse.solvers import spec_for
 
     spec = spec_for(method)
     n_steps = tuple(order_steps(spec) if n_steps is None else n_steps)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import torch
 
 from nodecourse.lessons.lesson09.models import CourseModel
-from nodecourse.solvers.fixed import equal_steps
+from nodecourse.solvers import equal_steps
 
 __all__ = ["StepBudget", "step_budget"]
 
@@ -20,7 +20,7 @@ class StepBudget:
     ``longer``: the gaps longer than one step when compared as they are; ``naive``: the steps a rule that
     splits each gap into ``ceil(gap / step)`` would take (a sliver-sized second step per longer gap);
     ``by_rule``: the steps the library's fixed-step rule takes
-    (:func:`nodecourse.solvers.fixed.equal_steps`, which counts a gap within float32 rounding of a
+    (:func:`nodecourse.solvers._fixed.equal_steps`, which counts a gap within float32 rounding of a
     whole number of steps as that number). ``step``: the solver's step (a fraction of the horizon);
     ``horizon_hours``: the horizon in hours."""
 

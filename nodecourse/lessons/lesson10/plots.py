@@ -5,7 +5,7 @@ from __future__ import annotations
 from nodecourse.lessons.lesson10.config import SEMINORM_THRESHOLD
 from nodecourse.lessons.lesson10.studies import MoonsRun, SeminormTaskResult, TrainedStability
 from nodecourse.measure import MemorySweep
-from nodecourse.solvers.reversible import amplification
+from nodecourse.solvers import amplification
 
 __all__ = [
     "plot_memory",

@@ -29,8 +29,7 @@ from nodecourse.lessons.lesson10.config import (
 from nodecourse.lessons.study import cached_study
 from nodecourse.measure import DecayFeed, MemorySweep, analytic_gradient, measure_peak, memory_sweep, saved_tensor_bytes
 from nodecourse.models import MLPField, MoonsODE
-from nodecourse.solvers import ReversibleStabilityWarning, odeint
-from nodecourse.solvers.reversible import REVERSIBLE_SOLVERS, amplification
+from nodecourse.solvers import REVERSIBLE_SOLVERS, ReversibleStabilityWarning, amplification, odeint
 from nodecourse.training import seeded_batches, train_epochs
 
 # REVERSIBLE_SOLVERS: the solvers the reversible routes run, re-exported for the lesson

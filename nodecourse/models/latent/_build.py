@@ -15,7 +15,7 @@ from nodecourse.models.latent._latent_ode import LatentODE
 from nodecourse.models.latent._recurrent import ODERNN, GRUDelta
 from nodecourse.models.latent._summary import SummaryLogReg
 from nodecourse.models.physionet_settings import PhysioNetSettings
-from nodecourse.solvers.solve_config import SolveConfig
+from nodecourse.solvers import SolveConfig
 
 MODELS = ("odernn", "latent-ode", "gru-dt", "gru-d", "summary-logreg")
 ODE_MODELS = ("odernn", "latent-ode")  # the models that call a solver (and report its work)

@@ -20,7 +20,7 @@ from nodecourse.data.physionet import HORIZON_HOURS
 from nodecourse.models.latent._build import ODE_MODELS, build_model
 from nodecourse.models.latent._latent_ode import LatentODE
 from nodecourse.models.physionet_settings import PhysioNetSettings
-from nodecourse.solvers.solve_config import SolveConfig
+from nodecourse.solvers import SolveConfig
 from nodecourse.training import seeded_batches, train_epochs
 
 

@@ -14,7 +14,7 @@ from torch import nn
 
 from nodecourse.models.latent._build import build_model
 from nodecourse.models.latent._fit import _batches
-from nodecourse.solvers.solve_config import SolveConfig
+from nodecourse.solvers import SolveConfig
 from nodecourse.training import seeded_batches, train_epochs
 
 

@@ -14,8 +14,7 @@ from torch import nn
 
 from nodecourse.models.latent._parts import DEFAULT_SOLVER, ODEFunc, _scaled_times, _stats_zero, classifier_head
 from nodecourse.models.latent._recurrent import RecurrentEncoder
-from nodecourse.solvers import odeint
-from nodecourse.solvers.solve_config import SolveConfig
+from nodecourse.solvers import SolveConfig, odeint
 
 
 class LatentODE(nn.Module):

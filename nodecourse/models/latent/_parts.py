@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from nodecourse.data.physionet import HORIZON_HOURS  # the one definition: hours kept per stay
-from nodecourse.solvers.solve_config import SolveConfig
+from nodecourse.solvers import SolveConfig
 
 
 def _stats_zero() -> dict:

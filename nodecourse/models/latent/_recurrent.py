@@ -23,8 +23,8 @@ from nodecourse.models.latent._parts import (
     _stats_zero,
     classifier_head,
 )
-from nodecourse.solvers import observers, odeint
-from nodecourse.solvers.solve_config import SolveConfig
+from nodecourse.solvers import SolveConfig, odeint
+from nodecourse.solvers import _observers as observers
 
 
 class RecurrentEncoder(nn.Module):

@@ -69,7 +69,7 @@ class Solution:
     Attributes:
         ys: states at the output times, shape ``(len(t), *y0.shape)``. After a failed
             solve (``throw=False``) the rows not reached are NaN. For a tuple ``y0``
-            (torchdiffeq's convention, :mod:`nodecourse.solvers.tuple_state`): a tuple of
+            (torchdiffeq's convention, :mod:`nodecourse.solvers._tuple_state`): a tuple of
             tensors, part ``i`` of shape ``(len(t), *y0[i].shape)``.
         ts: the output times, shape ``(len(t),)`` (the ``t`` given).
         stats: solver work: ``nfe`` (calls of func), ``n_steps`` (attempted steps),
@@ -82,7 +82,7 @@ class Solution:
             made by checks before the solve (the per-sample probe that rows stay apart, the
             dependency probe of ``"adjoint"`` and ``"checkpoint"``).
         status: how the solve ended (per-sample mode: the worst element's).
-        steps: the solver's :class:`~nodecourse.solvers.record.StepRecord` when
+        steps: the solver's :class:`~nodecourse.solvers._record.StepRecord` when
             ``record_steps`` was asked for, else None.
         status_per_sample: per-sample mode only: a long tensor of shape ``(B,)`` of
             :attr:`Status.code` values (see :meth:`sample_statuses`).

@@ -2,7 +2,7 @@
 
 The batch still moves together through ``func`` (one call per stage on the
 whole batch, as torchode does), but accept/reject and the next step size are
-decided per element by :class:`~nodecourse.solvers.control.BatchStepControl`
+decided per element by :class:`~nodecourse.solvers._control.BatchStepControl`
 (the same rules as the scalar control), and an element stops once it reaches
 the last output time or fails. So an easy input costs fewer of *its own* steps
 than a hard one, which a batch-wide step size hides. ``func`` receives ``t`` of
@@ -19,10 +19,10 @@ import math
 
 import torch
 
-from nodecourse.solvers.control import NONFIN, BatchStepControl
-from nodecourse.solvers.record import OFF, Recorder
-from nodecourse.solvers.rk import RKPlan, combine, plan_for
-from nodecourse.solvers.tableaux import ButcherTableau
+from nodecourse.solvers._control import NONFIN, BatchStepControl
+from nodecourse.solvers._record import OFF, Recorder
+from nodecourse.solvers._rk import RKPlan, combine, plan_for
+from nodecourse.solvers._tableaux import ButcherTableau
 
 
 def integrate_per_sample(
@@ -201,8 +201,8 @@ def _locate_nonfinite(ks, y1, t, h_use, nodes):
 
 
 class _BatchDense:
-    """The interpolant of :class:`nodecourse.solvers.rk.DenseOutput` (the same polynomials,
-    :func:`~nodecourse.solvers.rk.dense_coefficients`) with a step size and an ``x`` per element."""
+    """The interpolant of :class:`nodecourse.solvers._rk.DenseOutput` (the same polynomials,
+    :func:`~nodecourse.solvers._rk.dense_coefficients`) with a step size and an ``x`` per element."""
 
     def __init__(self, plan: RKPlan, dtype: torch.dtype, device: torch.device):
         self.slopes = [j for j, _ in plan.dense]

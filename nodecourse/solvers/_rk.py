@@ -1,6 +1,6 @@
 """The pieces shared by the Runge-Kutta integrators: the shape-checked ``func``,
 one explicit step and the dense-output polynomial. (Step control lives in
-:mod:`nodecourse.solvers.control`.)
+:mod:`nodecourse.solvers._control`.)
 
 Times and step sizes are Python floats (float64) on the host: the controller
 needs one scalar per step anyway, and keeping ``t`` and ``h`` off the device
@@ -15,8 +15,8 @@ from typing import Callable, cast
 
 import torch
 
-from nodecourse.solvers import field_checks
-from nodecourse.solvers.tableaux import ButcherTableau
+from nodecourse.solvers import _field_checks as field_checks
+from nodecourse.solvers._tableaux import ButcherTableau
 
 Func = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -58,9 +58,9 @@ class CheckedFunc:
     """``func`` whose every output is checked against the state's shape and dtype, and whose every
     call is checked not to change ``y`` in place (``y``'s version counter, compared around the call:
     two attribute reads). The first call also checks the device, names a dtype or device clash
-    between ``func``'s tensors and the state (:class:`~nodecourse.solvers.field_checks.FieldMismatchError`),
+    between ``func``'s tensors and the state (:class:`~nodecourse.solvers._field_checks.FieldMismatchError`),
     and in per-sample mode probes once that ``func`` keeps the batch rows apart
-    (:func:`~nodecourse.solvers.field_checks.check_rows_independent`, one more evaluation, counted in
+    (:func:`~nodecourse.solvers._field_checks.check_rows_independent`, one more evaluation, counted in
     :attr:`nfe_setup`). Counts the solver's calls in :attr:`nfe`."""
 
     __slots__ = ("func", "shape", "dtype", "device", "per_sample", "nfe", "nfe_setup", "versioned")

@@ -17,16 +17,16 @@ import math
 
 import torch
 
-from nodecourse.solvers.control import CONTROL_OPTIONS, all_finite
-from nodecourse.solvers.record import OFF, Recorder
-from nodecourse.solvers.registry import ADAPTIVE
-from nodecourse.solvers.result import Status
-from nodecourse.solvers.rk import checked_slope
+from nodecourse.solvers._control import CONTROL_OPTIONS, all_finite
+from nodecourse.solvers._record import OFF, Recorder
+from nodecourse.solvers._registry import ADAPTIVE
+from nodecourse.solvers._result import Status
+from nodecourse.solvers._rk import checked_slope
 
 #: Our option names that torchdiffeq understands with the same meaning (its other options,
 #: e.g. ``max_nonfinite_retries``, have no counterpart there).
 TORCHDIFFEQ_OPTION_NAMES = ("safety", "ifactor", "dfactor", "first_step", "max_step", "norm")
-#: Their defaults: ours, from the one definition in :data:`~nodecourse.solvers.control.CONTROL_OPTIONS`.
+#: Their defaults: ours, from the one definition in :data:`~nodecourse.solvers._control.CONTROL_OPTIONS`.
 TORCHDIFFEQ_ADAPTIVE_OPTIONS = {name: CONTROL_OPTIONS[name] for name in TORCHDIFFEQ_OPTION_NAMES}
 
 

@@ -13,8 +13,8 @@ from typing import Callable
 
 import torch
 
-from nodecourse.solvers import field_checks
-from nodecourse.solvers.gradient_run import (
+from nodecourse.solvers import _field_checks as field_checks
+from nodecourse.solvers._gradient_run import (
     GradientRun,
     backprop_replay,
     differentiable_solution,
@@ -22,11 +22,11 @@ from nodecourse.solvers.gradient_run import (
     forward_without_graph,
     inspect_field,
 )
-from nodecourse.solvers.registry import ADAPTIVE, spec_for
-from nodecourse.solvers.request import SolveRequest
-from nodecourse.solvers.result import Solution, SolverError, Status, warn_backward_failure
-from nodecourse.solvers.transforms import refuse_transforms
-from nodecourse.solvers.validate import internal_times
+from nodecourse.solvers._registry import ADAPTIVE, spec_for
+from nodecourse.solvers._request import SolveRequest
+from nodecourse.solvers._result import Solution, SolverError, Status, warn_backward_failure
+from nodecourse.solvers._transforms import refuse_transforms
+from nodecourse.solvers._validate import internal_times
 
 
 class CheckpointFunction(torch.autograd.Function):

@@ -4,7 +4,7 @@ solver (``backprop``, ``checkpoint``).
 The solver treats times as numbers; :func:`attach_time_gradients` adds the dependence of ``ys``
 on ``t`` by two identity nodes whose backward uses the flow: ``dL/dt_i = <dL/dy_i, f(t_i, y_i)>``
 for every output and ``dL/dt_0 -= <a(t_0), f(t_0, y_0)>`` with ``a(t_0)`` the adjoint reaching ``y0``.
-(The adjoint mode computes its own time gradients in :mod:`~nodecourse.solvers.adjoint`.)
+(The adjoint mode computes its own time gradients in :mod:`~nodecourse.solvers._adjoint`.)
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import dataclasses
 
 import torch
 
-from nodecourse.solvers import field_checks
-from nodecourse.solvers.result import Solution
-from nodecourse.solvers.transforms import refuse_transforms
+from nodecourse.solvers import _field_checks as field_checks
+from nodecourse.solvers._result import Solution
+from nodecourse.solvers._transforms import refuse_transforms
 from nodecourse.validation import RandomFieldError, SecondDerivativeError
 
 

@@ -1,10 +1,10 @@
 """``odeint``: check the arguments, run the chosen integrator, return a :class:`Solution`.
 
 Structure: :func:`odeint` validates every argument into one
-:class:`~nodecourse.solvers.request.SolveRequest` (the backward solve's ``adjoint_options`` checked
+:class:`~nodecourse.solvers._request.SolveRequest` (the backward solve's ``adjoint_options`` checked
 in it), then dispatches that request on ``gradient``: ``"adjoint"`` goes to
-:mod:`nodecourse.solvers.adjoint`, ``"checkpoint"`` to :mod:`nodecourse.solvers.checkpoint` and
-gradients with respect to ``t`` to :mod:`nodecourse.solvers.time_gradients`; each is handed
+:mod:`nodecourse.solvers._adjoint`, ``"checkpoint"`` to :mod:`nodecourse.solvers._checkpoint` and
+gradients with respect to ``t`` to :mod:`nodecourse.solvers._time_gradients`; each is handed
 :func:`solve_again` (``odeint`` on a request) to call back with requests it derives by
 ``dataclasses.replace`` (without a graph, backwards in time, or with ``t`` detached), so none
 imports this module; for ``"backprop"`` :func:`solve_request` runs one integrator on the request
@@ -20,21 +20,25 @@ from typing import Any, Callable, Optional, TypedDict, cast
 
 import torch
 
-from nodecourse.solvers import adjoint, checkpoint, events, observers, reversible
-from nodecourse.solvers import validate as v
-from nodecourse.solvers.adaptive import integrate_adaptive
-from nodecourse.solvers.fixed import integrate_fixed
-from nodecourse.solvers.implicit import integrate_implicit
-from nodecourse.solvers.per_sample import integrate_per_sample
-from nodecourse.solvers.record import Recorder, StepEvent
-from nodecourse.solvers.registry import ADAPTIVE, FIXED, spec_for
-from nodecourse.solvers.request import SolveRequest
-from nodecourse.solvers.result import Solution, SolverError, Status
-from nodecourse.solvers.rk import CheckedFunc
-from nodecourse.solvers.time_gradients import attach_time_gradients
-from nodecourse.solvers.torchdiffeq_backend import integrate_torchdiffeq
-from nodecourse.solvers.transforms import refuse_vmap
-from nodecourse.solvers.tuple_state import TupleFunc, _norm_on_parts, is_tuple_state, layout_of, solve_tuple
+from nodecourse.solvers import _adjoint as adjoint
+from nodecourse.solvers import _checkpoint as checkpoint
+from nodecourse.solvers import _events as events
+from nodecourse.solvers import _observers as observers
+from nodecourse.solvers import _reversible as reversible
+from nodecourse.solvers import _validate as v
+from nodecourse.solvers._adaptive import integrate_adaptive
+from nodecourse.solvers._fixed import integrate_fixed
+from nodecourse.solvers._implicit import integrate_implicit
+from nodecourse.solvers._per_sample import integrate_per_sample
+from nodecourse.solvers._record import Recorder, StepEvent
+from nodecourse.solvers._registry import ADAPTIVE, FIXED, spec_for
+from nodecourse.solvers._request import SolveRequest
+from nodecourse.solvers._result import Solution, SolverError, Status
+from nodecourse.solvers._rk import CheckedFunc
+from nodecourse.solvers._time_gradients import attach_time_gradients
+from nodecourse.solvers._torchdiffeq_backend import integrate_torchdiffeq
+from nodecourse.solvers._transforms import refuse_vmap
+from nodecourse.solvers._tuple_state import TupleFunc, _norm_on_parts, is_tuple_state, layout_of, solve_tuple
 
 
 def odeint(
@@ -69,13 +73,13 @@ def odeint(
         y0: initial state, any shape ``S``, floating dtype; sets dtype and device. Or a tuple of
             tensors (one dtype and device; torchdiffeq's convention): ``func`` then takes and
             returns tuples, the solve runs on the parts flattened into one vector
-            (:mod:`nodecourse.solvers.tuple_state`) and ``Solution.ys`` is a tuple.
+            (:mod:`nodecourse.solvers._tuple_state`) and ``Solution.ys`` is a tuple.
         t: output times, shape ``(T,)``, strictly increasing or strictly decreasing
             (decreasing integrates backwards), on ``y0``'s device. ``func`` receives times in ``y0``'s
             dtype: a finer ``t`` whose values that cast would move (beyond one unit of the state's
             precision on the interval) is refused by name.
         method: a name in :data:`nodecourse.SOLVERS` or ``"reversible_heun"``
-            (:data:`~nodecourse.solvers.reversible.REVERSIBLE_SOLVERS`, fixed steps), or a
+            (:data:`~nodecourse.solvers._reversible.REVERSIBLE_SOLVERS`, fixed steps), or a
             :class:`nodecourse.solvers.ButcherTableau`
             (explicit without ``b_low``: fixed steps; with ``b_low``: adaptive; diagonally
             implicit two-stage theta methods: implicit).
@@ -90,17 +94,17 @@ def odeint(
             not per_sample, backend "nodecourse"): the forward solve runs without a graph and
             keeps the state at the start of each accepted step (the step record); the backward
             pass replays each accepted step with autograd, last to first
-            (:func:`nodecourse.solvers.checkpoint.solve_checkpoint`; memory steps x state size,
+            (:func:`nodecourse.solvers._checkpoint.solve_checkpoint`; memory steps x state size,
             one more forward of work counted in ``stats["nfe_backward"]``; the exact gradient
             of the discrete solve).
-            ``"adjoint"``: the continuous adjoint (:mod:`nodecourse.solvers.adjoint`): no graph is
+            ``"adjoint"``: the continuous adjoint (:mod:`nodecourse.solvers._adjoint`): no graph is
             kept, the gradient comes from solving the augmented system backwards in time
             (constant memory in steps; ``stats`` gains ``nfe_backward`` and ``backward_status``).
             Second derivatives (``create_graph=True``): backprop, checkpoint and reversible give them
             (equal to backprop's); adjoint and gradients with respect to ``t`` refuse them by name
             (``SecondDerivativeError``). A field that draws random numbers is replayed from the
             forward's random state by checkpoint and reversible; adjoint refuses it (``RandomFieldError``).
-            ``"reversible"`` (only with ``method="reversible_heun"``, :mod:`nodecourse.solvers.reversible`):
+            ``"reversible"`` (only with ``method="reversible_heun"``, :mod:`nodecourse.solvers._reversible`):
             no graph is kept; the backward pass reconstructs each step by its algebraic inverse, so the
             gradient is backprop's through the same steps up to rounding, with memory flat in the steps.
             ``t`` may require grad in every mode (gradients with respect to the output times).
@@ -122,9 +126,9 @@ def odeint(
             norm leaves out the parameter-gradient channels, Kidger et al. 2021; or a callable, which
             gets torchdiffeq's tuple ``(t, y, adj_y, *adj_params)``); all checked before the forward solve.
         record_steps: ``True``: keep every attempted step's start time, size, error ratio and
-            accepted flag in ``Solution.steps`` (a :class:`~nodecourse.solvers.record.StepRecord`);
+            accepted flag in ``Solution.steps`` (a :class:`~nodecourse.solvers._record.StepRecord`);
             ``"states"``: also the state at every accepted step boundary (not in per-sample mode).
-        on_step: called with a :class:`~nodecourse.solvers.record.StepEvent` after every
+        on_step: called with a :class:`~nodecourse.solvers._record.StepEvent` after every
             attempted step (live plots, logging); it must not modify the tensors (a change in place
             raises ``StepEventModifiedError``; a write through ``.data`` is not seen).
         event_fn: ``event_fn(t, y) -> tensor`` (torchdiffeq's terminal event): the solve runs from
@@ -137,7 +141,7 @@ def odeint(
             searched without a graph (``stats["nfe_event_search"]``), then the solve to ``event_t``
             runs as any solve (its status, ``stats``, ``steps``). Not with ``per_sample``. ``t[0]`` may
             require grad (a chain of events, each starting at the last one's time). See
-            :mod:`nodecourse.solvers.events`.
+            :mod:`nodecourse.solvers._events`.
         adjoint_params: torchdiffeq's ``odeint_adjoint`` keyword: the same as
             ``adjoint_options={"params": ...}`` (needs ``gradient="adjoint"``).
         **torchdiffeq_keywords: ``adjoint_rtol``, ``adjoint_atol``, ``adjoint_method`` (torchdiffeq's
@@ -263,7 +267,7 @@ v.register_defaults(odeint)
 
 def _solve_event(func, y0, t, event_fn, settings: dict) -> Solution:
     """``odeint(..., event_fn=...)``: checks, a tuple state flattened, then
-    :func:`nodecourse.solvers.events.solve_until_event` (which calls ``odeint`` back)."""
+    :func:`nodecourse.solvers._events.solve_until_event` (which calls ``odeint`` back)."""
     v.check_arg("event_fn", event_fn)
     if settings["per_sample"] is not False:
         raise ValueError(

@@ -23,8 +23,8 @@ from typing import Any
 
 import torch
 
-from nodecourse.solvers.result import Status
-from nodecourse.solvers.rk import time_tensor
+from nodecourse.solvers._result import Status
+from nodecourse.solvers._rk import time_tensor
 
 #: Defaults of the options every adaptive and implicit method understands.
 CONTROL_OPTIONS = {

@@ -3,7 +3,7 @@
 A spec is a tableau plus what the tableau cannot say (a one-line summary, the
 torchdiffeq name of the same method, how it differs there). Kind, order and
 error order are read from the tableau, never declared twice. ``odeint`` also
-accepts a :class:`~nodecourse.solvers.tableaux.ButcherTableau` directly as
+accepts a :class:`~nodecourse.solvers._tableaux.ButcherTableau` directly as
 ``method=``; :func:`spec_for` turns either into a spec.
 
 Adding an explicit method is one tableau (in ``tableaux.py``) and one line here.
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Optional
 
-from nodecourse.solvers.tableaux import (
+from nodecourse.solvers._tableaux import (
     BOSH3,
     DOPRI5,
     EULER,
@@ -74,7 +74,7 @@ class SolverSpec:
 
     @property
     def error_order(self) -> Optional[int]:
-        """q of :mod:`nodecourse.solvers.control` (None: no error estimate, fixed steps only)."""
+        """q of :mod:`nodecourse.solvers._control` (None: no error estimate, fixed steps only)."""
         if self.error_estimate == "slope_history":
             return self.order + 1
         return self.tableau.error_order

@@ -5,7 +5,7 @@ Every model that wraps a solve (:class:`~nodecourse.models.ODEBlock`,
 :class:`SolveConfig` and passes :meth:`SolveConfig.odeint_kwargs` to
 :func:`nodecourse.odeint`, so a setting can never be dropped on one path and
 kept on another. The values are checked when the config is built, through the
-constraints ``odeint`` declares (:mod:`nodecourse.solvers.validate`: one set of rules,
+constraints ``odeint`` declares (:mod:`nodecourse.solvers._validate`: one set of rules,
 one set of messages), so a bad setting fails where it is written, not on the first
 solve. What needs the state itself (half precision, tolerances below the dtype's
 resolution) is checked by ``odeint`` on each solve.
@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from nodecourse.solvers import validate as v
+from nodecourse.solvers import _validate as v
 from nodecourse.validation import UnknownNameError
 
 

@@ -11,11 +11,11 @@ import math
 
 import torch
 
-from nodecourse.solvers.control import locate_nonfinite
-from nodecourse.solvers.record import OFF, Recorder
-from nodecourse.solvers.result import Status
-from nodecourse.solvers.rk import CheckedFunc, RKPlan, plan_for, time_tensor
-from nodecourse.solvers.tableaux import ButcherTableau
+from nodecourse.solvers._control import locate_nonfinite
+from nodecourse.solvers._record import OFF, Recorder
+from nodecourse.solvers._result import Status
+from nodecourse.solvers._rk import CheckedFunc, RKPlan, plan_for, time_tensor
+from nodecourse.solvers._tableaux import ButcherTableau
 
 FIXED_OPTIONS: dict = {}
 

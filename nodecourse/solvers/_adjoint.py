@@ -11,13 +11,13 @@
   to ``a``. Memory does not grow with the number of steps; the price is that ``z`` is
   *recomputed* by solving backwards, which is unstable when the forward flow contracts.
 
-The other gradient modes live beside it: :mod:`~nodecourse.solvers.checkpoint`
-(``gradient="checkpoint"``) and :mod:`~nodecourse.solvers.time_gradients` (gradients with
-respect to the output times); what they share is in :mod:`~nodecourse.solvers.gradient_run`.
+The other gradient modes live beside it: :mod:`~nodecourse.solvers._checkpoint`
+(``gradient="checkpoint"``) and :mod:`~nodecourse.solvers._time_gradients` (gradients with
+respect to the output times); what they share is in :mod:`~nodecourse.solvers._gradient_run`.
 
 A backward solve that fails never returns a silent wrong gradient: it raises
 :class:`SolverError` (``throw=True``) or fills the gradients with NaN, warns
-(:class:`~nodecourse.solvers.result.BackwardSolveWarning`, naming the status) and sets
+(:class:`~nodecourse.solvers._result.BackwardSolveWarning`, naming the status) and sets
 ``stats["backward_status"]``.
 """
 
@@ -30,8 +30,8 @@ from typing import Callable
 
 import torch
 
-from nodecourse.solvers.control import rms
-from nodecourse.solvers.gradient_run import (
+from nodecourse.solvers._control import rms
+from nodecourse.solvers._gradient_run import (
     GradientRun,
     differentiable_solution,
     forward_solution,
@@ -39,10 +39,10 @@ from nodecourse.solvers.gradient_run import (
     inspect_field,
     refuse_second_derivative,
 )
-from nodecourse.solvers.registry import IMPLICIT, spec_for
-from nodecourse.solvers.request import SolveRequest
-from nodecourse.solvers.result import Solution, SolverError, Status, warn_backward_failure
-from nodecourse.solvers.transforms import refuse_transforms
+from nodecourse.solvers._registry import IMPLICIT, spec_for
+from nodecourse.solvers._request import SolveRequest
+from nodecourse.solvers._result import Solution, SolverError, Status, warn_backward_failure
+from nodecourse.solvers._transforms import refuse_transforms
 from nodecourse.validation import RandomFieldError
 
 # ----------------------------------------------------------------------------------------------
@@ -118,7 +118,7 @@ def augmented_norm_options(
     size; the steps it used to reject are saved (``stats["nfe_backward"]``).
 
     ``late_size``: the last entries of ``g`` belong to the parameters of a module the field reaches
-    that its first evaluation did not (:attr:`~nodecourse.solvers.dependencies.Dependencies.late`:
+    that its first evaluation did not (:attr:`~nodecourse.solvers._dependencies.Dependencies.late`:
     usually an encoder beside the dynamics, all zeros); they are left out of the default norms, so
     they neither dilute nor steer the step size. A norm given for the backward solve itself sees them.
     """
@@ -151,7 +151,7 @@ def tuple_norm(norm: Callable, shape: torch.Size, params: list[torch.Tensor]) ->
     ``adj_y``: shape ``S``; ``adj_params[k]``: the shape of parameter k). ``t`` is a 0-d zero: this
     adjoint integrates no time channel (gradients with respect to ``t`` come from the slopes at the
     output times), so the entry torchdiffeq keeps for ``dL/dt`` is empty here. For a tuple state
-    :mod:`~nodecourse.solvers.tuple_state` wraps ``norm`` further, so that it receives torchdiffeq's split
+    :mod:`~nodecourse.solvers._tuple_state` wraps ``norm`` further, so that it receives torchdiffeq's split
     tuple ``(t, y_a, y_b, ..., adj_y_a, adj_y_b, ..., *adj_params)``."""
     n = math.prod(shape)
 

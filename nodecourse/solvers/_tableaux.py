@@ -161,7 +161,7 @@ class ButcherTableau:
     @property
     def error_order(self) -> Optional[int]:
         """q, the power of h in the embedded error estimate: ``min(order, embedded_order) + 1``
-        (see :mod:`nodecourse.solvers.control`); None without ``b_low``."""
+        (see :mod:`nodecourse.solvers._control`); None without ``b_low``."""
         return None if self.embedded_order is None else min(self.order, self.embedded_order) + 1
 
     @property

@@ -20,7 +20,7 @@ from __future__ import annotations
 import torch
 import torch.autograd.forward_ad as fwAD
 
-from nodecourse.solvers.dependencies import all_tensors
+from nodecourse.solvers._dependencies import all_tensors
 
 
 class TransformError(RuntimeError):

@@ -43,12 +43,13 @@ from typing import Any, cast
 
 import torch
 
-from nodecourse.solvers import field_checks, observers
-from nodecourse.solvers.fixed import steps_per_interval
-from nodecourse.solvers.gradient_run import backprop_replay, differentiable_solution, forward_solution, inspect_field
-from nodecourse.solvers.result import Solution, SolverError, Status, warn_backward_failure
-from nodecourse.solvers.rk import CheckedFunc, time_tensor
-from nodecourse.solvers.transforms import refuse_transforms
+from nodecourse.solvers import _field_checks as field_checks
+from nodecourse.solvers import _observers as observers
+from nodecourse.solvers._fixed import steps_per_interval
+from nodecourse.solvers._gradient_run import backprop_replay, differentiable_solution, forward_solution, inspect_field
+from nodecourse.solvers._result import Solution, SolverError, Status, warn_backward_failure
+from nodecourse.solvers._rk import CheckedFunc, time_tensor
+from nodecourse.solvers._transforms import refuse_transforms
 
 REVERSIBLE = "reversible"
 

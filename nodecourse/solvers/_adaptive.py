@@ -1,7 +1,7 @@
 """Adaptive explicit Runge-Kutta integration (embedded pairs: bosh3, dopri5, or a user tableau).
 
 One step: the stages, the embedded error estimate, then accept/reject and the
-next step size from :class:`~nodecourse.solvers.control.StepControl`. Outputs
+next step size from :class:`~nodecourse.solvers._control.StepControl`. Outputs
 between steps come from the dense-output polynomial, so output times never
 force extra steps (as in torchdiffeq, which keeps NFE comparable).
 """
@@ -12,11 +12,11 @@ import math
 
 import torch
 
-from nodecourse.solvers.control import CONTROL_OPTIONS, StepControl, all_finite, locate_nonfinite
-from nodecourse.solvers.record import OFF, Recorder
-from nodecourse.solvers.result import Status
-from nodecourse.solvers.rk import CheckedFunc, DenseOutput, plan_for, time_tensor
-from nodecourse.solvers.tableaux import ButcherTableau
+from nodecourse.solvers._control import CONTROL_OPTIONS, StepControl, all_finite, locate_nonfinite
+from nodecourse.solvers._record import OFF, Recorder
+from nodecourse.solvers._result import Status
+from nodecourse.solvers._rk import CheckedFunc, DenseOutput, plan_for, time_tensor
+from nodecourse.solvers._tableaux import ButcherTableau
 
 ADAPTIVE_OPTIONS = dict(CONTROL_OPTIONS)
 
@@ -36,7 +36,7 @@ def integrate_adaptive(
     """Integrate ``y' = func(t, y)`` through the times ``ts`` (strictly monotone).
 
     Args:
-        func: the shape-checked, counting ``func`` (:class:`~nodecourse.solvers.rk.CheckedFunc`).
+        func: the shape-checked, counting ``func`` (:class:`~nodecourse.solvers._rk.CheckedFunc`).
         y0: initial state, any shape ``S``.
         ts: output times as floats, ``ts[0]`` is the initial time.
         recorder: receives every attempted step (``record_steps`` / ``on_step``).

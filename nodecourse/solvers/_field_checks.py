@@ -4,7 +4,7 @@ another device than the state.
 
 They run where they are cheap: the in-place test is a comparison of ``y``'s version counter
 around every call (two attribute reads); the batch probe and the dtype/device diagnosis run
-on the first call only (:class:`~nodecourse.solvers.rk.CheckedFunc` calls them).
+on the first call only (:class:`~nodecourse.solvers._rk.CheckedFunc` calls them).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Both are theta methods: ``y1 = y0 + h * ((1 - theta) f(t0, y0) + theta f(t1, y1))``
 with ``theta = 1`` (implicit_euler, order 1, L-stable) or ``theta = 1/2``
 (trapezoid, order 2, A-stable), written as two-stage tableaux (explicit first
-stage, implicit second; see :mod:`nodecourse.solvers.tableaux`), and ``theta``
+stage, implicit second; see :mod:`nodecourse.solvers._tableaux`), and ``theta``
 is read from the tableau (:func:`theta_of`), so any theta can be plugged in. ``y1`` solves a nonlinear system,
 by Newton's method with the Jacobian ``df/dy`` from autograd, factorised once per step
 (simplified Newton), and reused across steps until Newton needs more than
@@ -12,7 +12,7 @@ three iterations or fails. Work is reported: ``n_newton_iters``, ``n_jacobians``
 
 Step size: fixed when ``step_size`` is given (a step whose Newton iteration
 fails is shrunk to a quarter and retried), otherwise adaptive, steered by the
-shared :class:`~nodecourse.solvers.control.StepControl`, from a local error
+shared :class:`~nodecourse.solvers._control.StepControl`, from a local error
 estimate that costs no extra evaluations:
 
 - implicit_euler: ``h/2 * (f1 - f0)``, the gap to the trapezoidal rule (its
@@ -32,12 +32,12 @@ import math
 
 import torch
 
-from nodecourse.solvers.control import CONTROL_OPTIONS, StepControl
-from nodecourse.solvers.fixed import equal_steps
-from nodecourse.solvers.record import OFF, Recorder
-from nodecourse.solvers.result import Status
-from nodecourse.solvers.rk import time_tensor
-from nodecourse.solvers.tableaux import ButcherTableau
+from nodecourse.solvers._control import CONTROL_OPTIONS, StepControl
+from nodecourse.solvers._fixed import equal_steps
+from nodecourse.solvers._record import OFF, Recorder
+from nodecourse.solvers._result import Status
+from nodecourse.solvers._rk import time_tensor
+from nodecourse.solvers._tableaux import ButcherTableau
 
 IMPLICIT_OPTIONS = {
     **CONTROL_OPTIONS,
@@ -139,7 +139,7 @@ def integrate_implicit(
 ):
     """Integrate through ``ts`` with a theta method (``spec.tableau``, see :func:`theta_of`).
 
-    ``func`` is the shape-checked, counting :class:`~nodecourse.solvers.rk.CheckedFunc`.
+    ``func`` is the shape-checked, counting :class:`~nodecourse.solvers._rk.CheckedFunc`.
     Returns ``(outputs, stats, status, message)`` as :func:`integrate_adaptive` does.
     Output times are hit exactly (steps are clipped to them).
     """

@@ -32,7 +32,7 @@ from typing import Any, cast
 import torch
 from torch.autograd.functional import vjp
 
-from nodecourse.solvers.result import Solution, SolverError, Status
+from nodecourse.solvers._result import Solution, SolverError, Status
 from nodecourse.validation import SecondDerivativeError, WrongTypeError, short_repr
 
 
@@ -443,7 +443,7 @@ def event_time_reroute(func, event_fn, y0, t0: torch.Tensor, event_t, solution, 
     flat_y0 = layout.flatten(y0) if layout is not None else y0
     event = CombinedEvent(event_fn, t0.detach().reshape(()), flat_y0.detach(), split)
     if layout is not None:
-        from nodecourse.solvers.tuple_state import TupleFunc
+        from nodecourse.solvers._tuple_state import TupleFunc
 
         state_t = layout.flatten(tuple(s[-1] for s in solution))
         flat_func = TupleFunc(func, layout)

@@ -24,14 +24,14 @@ from typing import Any, Protocol
 
 import torch
 
-from nodecourse.solvers.adaptive import ADAPTIVE_OPTIONS
-from nodecourse.solvers.control import all_finite
-from nodecourse.solvers.fixed import FIXED_OPTIONS
-from nodecourse.solvers.implicit import IMPLICIT_OPTIONS
-from nodecourse.solvers.registry import ADAPTIVE, FIXED, IMPLICIT, SOLVERS, SolverSpec, spec_for
-from nodecourse.solvers.reversible import REVERSIBLE, REVERSIBLE_SOLVERS
-from nodecourse.solvers.tableaux import ButcherTableau
-from nodecourse.solvers.torchdiffeq_backend import TORCHDIFFEQ_ADAPTIVE_OPTIONS
+from nodecourse.solvers._adaptive import ADAPTIVE_OPTIONS
+from nodecourse.solvers._control import all_finite
+from nodecourse.solvers._fixed import FIXED_OPTIONS
+from nodecourse.solvers._implicit import IMPLICIT_OPTIONS
+from nodecourse.solvers._registry import ADAPTIVE, FIXED, IMPLICIT, SOLVERS, SolverSpec, spec_for
+from nodecourse.solvers._reversible import REVERSIBLE, REVERSIBLE_SOLVERS
+from nodecourse.solvers._tableaux import ButcherTableau
+from nodecourse.solvers._torchdiffeq_backend import TORCHDIFFEQ_ADAPTIVE_OPTIONS
 from nodecourse.validation import (
     AnyOf,
     Arg,
@@ -88,7 +88,7 @@ ODEINT_ARGS: dict[str, Arg] = {
 }
 
 #: ``options`` of the adaptive and implicit methods: the valid values of each key (the
-#: defaults are :data:`~nodecourse.solvers.control.CONTROL_OPTIONS` and ``IMPLICIT_OPTIONS``).
+#: defaults are :data:`~nodecourse.solvers._control.CONTROL_OPTIONS` and ``IMPLICIT_OPTIONS``).
 OPTION_RANGES: dict[str, Interval | AnyOf] = {
     "safety": Interval(float, 0, 1, "right"),
     "ifactor": Interval(float, 1, None, "left"),
@@ -124,7 +124,7 @@ ADJOINT_OPTION_KEYS = tuple(ADJOINT_OPTION_ARGS)
 
 
 #: ``odeint``'s keyword defaults (what a message shows), read from its signature by
-#: :func:`register_defaults` when :mod:`nodecourse.solvers.odeint` is imported: this module never
+#: :func:`register_defaults` when :mod:`nodecourse.solvers._odeint` is imported: this module never
 #: imports ``odeint`` (that would close the cycle odeint -> adjoint -> validate -> odeint).
 _ODEINT_DEFAULTS: dict = {}
 
@@ -305,7 +305,7 @@ def check_method(method, step_size, per_sample: bool, *, prefix: str = ""):
     spec = spec_for(method)  # unknown names raise ValueError listing the valid ones
     method = spec.name
     if spec.kind == IMPLICIT:
-        from nodecourse.solvers.implicit import theta_of
+        from nodecourse.solvers._implicit import theta_of
 
         theta_of(spec.tableau)  # raises when the implicit integrator cannot run this tableau
         if step_size is None and spec.error_order is None:
@@ -454,7 +454,7 @@ def merge_options(options, defaults: dict, method: str, *, name: str = "options"
 
 class ForwardSettings(Protocol):
     """What :func:`check_adjoint_options` reads of the forward solve: a
-    :class:`~nodecourse.solvers.request.SolveRequest` or a :class:`~nodecourse.solvers.SolveConfig`."""
+    :class:`~nodecourse.solvers._request.SolveRequest` or a :class:`~nodecourse.solvers.SolveConfig`."""
 
     @property
     def gradient(self) -> str: ...

@@ -2,7 +2,7 @@
 
 - :func:`inspect_field` (and :func:`field_parameters`): the tensors to differentiate (a module's
   parameters, extra ones, every tensor requiring grad the field holds, and any other one probing
-  call reaches), with stand-ins for the non-leaf ones (:mod:`~nodecourse.solvers.dependencies`);
+  call reaches), with stand-ins for the non-leaf ones (:mod:`~nodecourse.solvers._dependencies`);
 - :class:`GradientRun`: the settings, the field and the solve function an autograd Function needs;
 - :func:`forward_without_graph` and :func:`differentiable_solution`: the forward pass of those
   Functions and the :class:`Solution` they return;
@@ -11,8 +11,8 @@
   once more with a graph, from the forward's inputs and random state, so the gradient (and its
   graph) is backprop's through the function that ran.
 
-Used by :mod:`~nodecourse.solvers.adjoint`, :mod:`~nodecourse.solvers.checkpoint` and
-:mod:`~nodecourse.solvers.reversible`.
+Used by :mod:`~nodecourse.solvers._adjoint`, :mod:`~nodecourse.solvers._checkpoint` and
+:mod:`~nodecourse.solvers._reversible`.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from typing import Any, Callable, Optional, Protocol, cast
 
 import torch
 
-from nodecourse.solvers import field_checks
-from nodecourse.solvers.dependencies import Dependencies, cut, find_dependencies
-from nodecourse.solvers.request import SolveRequest
-from nodecourse.solvers.result import Solution, SolverError, Status, warn_backward_failure
+from nodecourse.solvers import _field_checks as field_checks
+from nodecourse.solvers._dependencies import Dependencies, cut, find_dependencies
+from nodecourse.solvers._request import SolveRequest
+from nodecourse.solvers._result import Solution, SolverError, Status, warn_backward_failure
 from nodecourse.validation import SecondDerivativeError
 
 
@@ -39,7 +39,7 @@ def inspect_field(
     func, y0: torch.Tensor, t0: torch.Tensor, extra=(), *, route: str = "this gradient route"
 ) -> tuple[Dependencies, bool]:
     """``(dependencies, random)``: the tensors a gradient mode that does not keep the solver's graph
-    must differentiate (:func:`~nodecourse.solvers.dependencies.find_dependencies`: an ``nn.Module``'s
+    must differentiate (:func:`~nodecourse.solvers._dependencies.find_dependencies`: an ``nn.Module``'s
     parameters, ``extra``, every tensor requiring grad the field holds (closure, defaults, globals,
     module state), and any other the graph of one evaluation ``func(t0, y0)`` reaches), with the
     stand-ins for the non-leaf ones. ``random``: the evaluation drew random numbers (dropout in
@@ -83,8 +83,8 @@ def _probe_call(func, t0: torch.Tensor, y: torch.Tensor):
 class GradientRun:
     """Everything the autograd Functions of the gradient modes need besides tensors.
 
-    ``solve`` is :func:`nodecourse.odeint` on a :class:`~nodecourse.solvers.request.SolveRequest`
-    (:func:`nodecourse.solvers.odeint.solve_again`), handed in by ``odeint`` when it dispatches a
+    ``solve`` is :func:`nodecourse.odeint` on a :class:`~nodecourse.solvers._request.SolveRequest`
+    (:func:`nodecourse.solvers._odeint.solve_again`), handed in by ``odeint`` when it dispatches a
     gradient mode: the modes call the solver back (without a graph, backwards in time, one
     replayed step) without importing it, so there is no import cycle between ``odeint`` and them.
     ``request``: the forward solve's settings (``gradient="backprop"``; ``y0`` and ``t`` are set
@@ -97,7 +97,7 @@ class GradientRun:
     request: SolveRequest
     throw: bool
     params: list
-    #: the stand-ins of the non-leaf parameters (:class:`~nodecourse.solvers.dependencies.Dependencies`)
+    #: the stand-ins of the non-leaf parameters (:class:`~nodecourse.solvers._dependencies.Dependencies`)
     deps: Optional[Dependencies] = None
     solution: Optional[Solution] = None
     #: the field draws random numbers (:func:`inspect_field`); ``rng`` is then the random state the

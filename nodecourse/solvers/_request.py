@@ -2,8 +2,8 @@
 
 :func:`nodecourse.odeint` checks its arguments once and builds a :class:`SolveRequest`; every
 gradient route receives that request: ``"backprop"`` runs it
-(:func:`nodecourse.solvers.odeint.solve_request`), ``"adjoint"`` and ``"checkpoint"``
-(:func:`~nodecourse.solvers.adjoint.solve_adjoint`, :func:`~nodecourse.solvers.checkpoint.solve_checkpoint`)
+(:func:`nodecourse.solvers._odeint.solve_request`), ``"adjoint"`` and ``"checkpoint"``
+(:func:`~nodecourse.solvers._adjoint.solve_adjoint`, :func:`~nodecourse.solvers._checkpoint.solve_checkpoint`)
 and the gradients with respect to ``t`` derive the solves they run from it with
 ``dataclasses.replace(req, ...)`` (without a graph, backwards in time, one replayed step) and hand
 them to ``odeint`` again (:meth:`SolveRequest.keywords`), so a setting is written in one place.
@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from nodecourse.solvers.record import StepEvent
+from nodecourse.solvers._record import StepEvent
 
 
 @dataclass
@@ -25,7 +25,7 @@ class SolveRequest:
     """A checked ``odeint`` call: the field, the state and the times it solves on, and its settings
     as ``odeint``'s keywords hold them (``method``: a name or a ``ButcherTableau``; ``options``: as
     given, the method's defaults not yet merged in; ``adjoint_options``: the complete backward-solve
-    settings :func:`~nodecourse.solvers.validate.check_adjoint_options` returned, or None when
+    settings :func:`~nodecourse.solvers._validate.check_adjoint_options` returned, or None when
     ``gradient`` is not ``"adjoint"``).
 
     A request derived with ``dataclasses.replace`` is a new call: ``odeint`` checks it again
