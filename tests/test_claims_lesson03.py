@@ -147,6 +147,7 @@ def test_annulus_a_tie_is_not_higher_nfe():
     j = L.annulus_parts(values)
     assert j.intervals["NFE ratio (end)"].lo == 1.0
     assert j.parts["NFE NODE > ANODE"] is ClaimVerdict.UNDECIDED and j.verdict is ClaimVerdict.HOLDS_IN_PART
+    # the words are the contract here: the ledger's reason must say why a tie does not count for "higher"
     assert "a tie is not on the claimed side" in j.reasons["NFE ratio (end)"]
     tied = _annulus_values(n=8)
     tied["NFE ratio (end)"] = dict.fromkeys(range(8), 1.0)
@@ -163,7 +164,7 @@ def test_annulus_parts_compare_with_the_declared_constants(monkeypatch):
 
 
 def test_annulus_threshold_says_which_reading_decides_and_names_the_condition():
-    text = L.ANNULUS_THRESHOLD.text
+    text = L.ANNULUS_THRESHOLD.text  # a declared threshold's words are its contract: literal asserts stay
     assert "median" in text and "that reading decides" in text and "decides nothing" in text
     assert "some point of the disk is classified correctly" in text
 

@@ -5,6 +5,7 @@ and failed solves (seeds stuck at the iteration cap)."""
 import statistics
 
 import pytest
+from snapshot_support import assert_snapshot
 
 from nodecourse.claims import ClaimVerdict
 from nodecourse.deq.compare import SolverRun
@@ -51,17 +52,17 @@ def test_growth_findings_quote_the_deciding_reading_and_the_failed_solves():
     md = g.markdown()
     assert g.decisive is g.readings["first tenth"]
     assert g.seeds_at_cap_at_end == 1 and g.cap_hits["last tenth"] == 10
-    assert "the reading that decides" in md and f"**{g.decisive.verdict.value}**" in md
-    assert "1 seed(s) sit at the cap" in md and "10 in the last tenth" in md
-    assert f"{g.spectral[-1].rho_max:.2f}" in md and "1 of 5 seeds had some input with ρ ≥ 1" in md
-    assert "| vs epoch 0 (untrained) |" in md
+    assert (g.spectral[-1].seeds_above_1, g.spectral[-1].seeds, g.n_seeds, g.max_iter) == (1, 5, 5, 40)
+    # the deciding reading, the failed solves counted and rho at the end, as the learner reads them
+    assert_snapshot("lesson06.growth-failed-solves", md)
 
 
 def test_growth_findings_with_two_seeds_are_undecided_not_judged():
     config, runs = runs_for((0, 1))
     g = L.GrowthFindings.from_runs([r for r in runs if r.variant == "DEQ"], config.max_iter)
     assert g.decisive.verdict is ClaimVerdict.UNDECIDED and g.decisive.lo is None
-    assert "**undecided (2 seeds)**" in g.markdown()
+    assert g.n_seeds == 2 == g.decisive.seeds
+    assert_snapshot("lesson06.growth-two-seeds", g.markdown())
     assert "95 % interval" not in g.decisive.text()  # no interval to quote from two seeds
 
 
@@ -72,12 +73,11 @@ def test_regularization_findings_judge_the_analogue_beside_the_wikitext_figure()
     assert f.parts["analogue: fewer iterations"] is ClaimVerdict.HOLDS
     assert f.parts["analogue: slightly worse fit"] is ClaimVerdict.HOLDS
     assert f.verdict is ClaimVerdict.HOLDS_IN_PART  # the published part is never decided here
-    md = f.markdown()
-    assert f"weight {f.weight:g}" in md and f"{f.iters[0]:.1f} → {f.iters[1]:.1f}" in md
-    assert "fewer at all (the analogue's reading, which decides): holds" in md
-    assert "shown beside it and deciding nothing): holds" in md
-    assert f"{f.rho_end['without'].rho_mean:.2f} without and {f.rho_end['with'].rho_mean:.2f} with" in md
-    assert "not judged by an interval), it pushed f toward contraction" in md
+    assert f.weight == 1.0 and f.iters[1] < f.iters[0]
+    assert f.fewer["fewer at all"].verdict is ClaimVerdict.HOLDS  # the analogue's reading, which decides
+    assert f.fewer["by the published factor"].verdict is ClaimVerdict.HOLDS  # shown beside it, deciding nothing
+    assert f.rho_end["with"].rho_mean < f.rho_end["without"].rho_mean  # it pushed f toward contraction
+    assert_snapshot("lesson06.regularization-analogue-holds", f.markdown())
 
 
 def test_regularization_short_of_the_published_factor_does_not_hold_and_a_better_fit_is_named():
@@ -88,15 +88,17 @@ def test_regularization_short_of_the_published_factor_does_not_hold_and_a_better
     assert "by no more than the published +3.75 %" not in f.worse  # a better fit is not "slightly worse"
     assert f.parts["analogue: slightly worse fit"] is ClaimVerdict.DOES_NOT_HOLD
     assert f.verdict is ClaimVerdict.HOLDS_IN_PART  # fewer iterations holds; the published factor decides nothing
-    assert "better, not worse" in f.markdown()
+    assert f.worse["worse"].verdict is ClaimVerdict.DOES_NOT_HOLD  # the fit is better, not worse
+    assert_snapshot("lesson06.regularization-better-fit", f.markdown())
 
 
 def test_regularization_with_two_seeds_says_undecided_with_its_count():
     config, runs = runs_for((0, 1))
     f = L.RegularizationFindings.from_runs(runs, config, 1.0)
     assert f.verdict is ClaimVerdict.UNDECIDED
-    md = f.markdown()
-    assert "analogue: fewer iterations: undecided (2 seeds)" in md and "too few seeds for an interval" in md
+    assert f.seeds == 2 and f.parts["analogue: fewer iterations"] is ClaimVerdict.UNDECIDED
+    assert f.fewer["fewer at all"].lo is None  # too few seeds for an interval
+    assert_snapshot("lesson06.regularization-two-seeds", f.markdown())
 
 
 def test_truncation_findings_against_the_published_direction():
@@ -104,9 +106,8 @@ def test_truncation_findings_against_the_published_direction():
     t = L.TruncationFindings.from_runs(runs, config)
     assert t.ratio.verdict is ClaimVerdict.DOES_NOT_HOLD and t.truncated_better_on == 5
     assert t.parts["published figure (ImageNet)"] is ClaimVerdict.NOT_MEASURABLE
-    md = t.markdown()
-    assert "against the published result" in md and "better than the DEQ on 5 of 5 seeds" in md
-    assert "needs 33 iterations on average (at most 40)" in md
+    assert (t.ratio.seeds, t.truncated_test_iters, t.max_iter) == (5, 33, 40)
+    assert_snapshot("lesson06.truncation-against-published", t.markdown())
 
 
 def test_published_comparison_and_variant_table_quote_every_variant():
@@ -115,12 +116,16 @@ def test_published_comparison_and_variant_table_quote_every_variant():
     comparison = L.PublishedComparison(
         growth, L.RegularizationFindings.from_runs(runs, config, 1.0), L.TruncationFindings.from_runs(runs, config)
     )
-    md = comparison.markdown()
-    assert md.count("| undecided (2 seeds) |") == 3 and "**Truncation**" in md and "**The regulariser**" in md
-    table = L.VariantTable.from_runs(runs, config).markdown()
-    assert "| DEQ + Jacobian reg. 1 |" in table and "n/a (5 fixed steps)" in table
-    deq_line = next(line for line in table.splitlines() if line.startswith("| DEQ |"))
-    assert f"| {statistics.median(r.test_mse for r in runs if r.variant == 'DEQ'):.3f} |" in deq_line
+    verdicts = (growth.decisive.verdict, comparison.regularization.verdict, comparison.truncation.verdict)
+    assert verdicts == (ClaimVerdict.UNDECIDED,) * 3
+    md = comparison.markdown()  # the table, then the regulariser's and the truncation's sentences
+    assert md.endswith("- " + comparison.truncation.markdown()) and "- " + comparison.regularization.markdown() in md
+    assert_snapshot("lesson06.published-comparison-two-seeds", md)
+    variants = L.VariantTable.from_runs(runs, config)
+    assert [r.name for r in variants.rows] == ["DEQ", "DEQ + Jacobian reg. 1", L.truncated_variant(config)]
+    assert variants.truncated_steps == 5 and variants.rows[-1].cap_hits is None  # n/a: fixed steps
+    assert variants.rows[0].test_mse == statistics.median(r.test_mse for r in runs if r.variant == "DEQ")
+    assert_snapshot("lesson06.variant-table", variants.markdown())
 
 
 def test_solver_comparison_marks_unreached_solves_and_quotes_the_ratio():
@@ -132,10 +137,10 @@ def test_solver_comparison_marks_unreached_solves_and_quotes_the_ratio():
         ),
     )
     c = L.SolverComparison.from_study(study)
-    md = c.markdown()
-    assert "| tanh, ρ = 0.99 | >1500 | 40 |" in md
-    assert c.verdict is ClaimVerdict.DOES_NOT_HOLD and "**does not hold**" in md  # Picard never got there
-    assert "0.03-0.03 times" in md
+    (p,) = c.problems
+    assert p.cells == (">1500", "40") and not p.reached and not p.half_of_picard  # Picard never got there
+    assert p.ratio == pytest.approx(40 / 1500) and c.verdict is ClaimVerdict.DOES_NOT_HOLD
+    assert_snapshot("lesson06.solver-comparison-picard-unreached", c.markdown())
 
 
 @pytest.mark.parametrize("ratios", [[1.0, 0.0], [float("nan"), 1.0]])
@@ -152,7 +157,7 @@ def test_ratios_are_judged_by_the_median_not_a_mean():
     # ten values: the interval is [x_(2), x_(9)] = [3.4, 4.1] (coverage 0.98), wholly above 3x
     assert (j.lo, j.hi) == (3.4, 4.1) and j.confidence == pytest.approx(0.9785, abs=1e-4)
     assert j.verdict is ClaimVerdict.HOLDS
-    assert "median 3.75x (98% interval 3.40-4.10x" in j.text()
+    assert_snapshot("lesson06.ratio-median-interval", j.text())
 
 
 def test_a_tie_is_not_fewer_nor_worse():
