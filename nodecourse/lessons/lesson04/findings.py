@@ -43,10 +43,6 @@ def _yes(ok: bool) -> ClaimVerdict:
     return ClaimVerdict.HOLDS if ok else ClaimVerdict.DOES_NOT_HOLD
 
 
-def _steps(n: int | None) -> str:
-    return "none" if n is None else f"{n:,}"
-
-
 # ----------------------------------------------------------------------------------------------
 # Reversal
 
@@ -109,7 +105,12 @@ class ReversalFindings(Findings):
 
     def markdown(self) -> str:
         first = ", ".join(
-            f"{METHOD_NAMES.get(m, m)} needs {_steps(n)} steps"
+            (
+                f"{METHOD_NAMES.get(m, m)} needs {n:,} steps"
+                if n is not None
+                else f"{METHOD_NAMES.get(m, m)}'s count was not found (none up to the search's limit "
+                "recovers z(0) within 1 %)"
+            )
             + (
                 ""
                 if n is None

@@ -35,6 +35,11 @@ __all__ = ["DataFindings", "ScalingFindings", "AUCFindings", "ModelAUC", "CurveF
 FULL_CURVE_COMMAND = "OMP_NUM_THREADS=1 python -m nodecourse.lessons.lesson05.curve --full --out curve.json"
 
 
+def _counted(n: int, noun: str) -> str:
+    """``n`` and ``noun``, plural unless n is 1 ("1 epoch", "3 epochs", "1,000 variables")."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
+
+
 @dataclass(frozen=True)
 class DataFindings(Findings):
     """What was loaded: where from, patients, deaths, the time grid, and the variables by kind."""
@@ -93,8 +98,8 @@ class DataFindings(Findings):
             f"{warning}**{self.n_patients:,} patients** ({self._origin()}), {self.n_deaths:,} "
             f"in-hospital deaths ({rate:.2f} %), on a grid of {self.grid_hours:g} h × {self.n_times} times "
             f"(the published runs: a {grid_text(PUBLISHED_SETTINGS.quantization_hours)} grid).\n\n"
-            f"**{len(self.variables) + len(self.descriptors)} variables**: {len(self.variables)} time series "
-            f"({', '.join(self.variables)}) and {len(self.descriptors)} descriptors "
+            f"**{_counted(len(self.variables) + len(self.descriptors), 'variable')}**: {len(self.variables)} "
+            f"time series ({', '.join(self.variables)}) and {_counted(len(self.descriptors), 'descriptor')} "
             f"({', '.join(self.descriptors)}).\n\n"
             f"**Scale.** The published classifiers trained on {PUBLISHED_PATIENTS:,} patients: 80 % of set A "
             f"(the authors' `lib/parse_datasets.py` keeps set A only when it classifies); "
@@ -244,8 +249,8 @@ class CurveFindings(Findings):
         epochs = st.epochs if config.epochs is None else config.epochs
         head = (
             f"**Learning curve, {self.mode}-mode sizes** ({sizes} training patients; "
-            f"{len(config.seeds)} seeds; {config.settings} settings: {grid_text(st.quantization_hours)} grid, "
-            f"{epochs} epochs, the weights of the last epoch)\n\n"
+            f"{_counted(len(config.seeds), 'seed')}; {config.settings} settings: "
+            f"{grid_text(st.quantization_hours)} grid, {_counted(epochs, 'epoch')}, the weights of the last epoch)\n\n"
         )
         parts = [head + self.result.to_markdown()]
         if self.synthetic:
@@ -317,7 +322,7 @@ class CurveFindings(Findings):
         epochs = mine.epochs if config.epochs is None else config.epochs
         measured = (
             f"**What is measured.** Held-out AUC against the number of training patients at the "
-            f"{mine.name} settings ({grid_text(mine.quantization_hours)} grid; {epochs} epochs here, "
+            f"{mine.name} settings ({grid_text(mine.quantization_hours)} grid; {_counted(epochs, 'epoch')} here, "
             f"{mine.epochs} in full mode), every "
             f"size of a seed scored on the same held-out patients of set A: whether patients alone move the "
             f"AUC at the settings the course trains with."
