@@ -133,10 +133,22 @@ class SolverComparison(Findings):
         rows = ["| problem | " + " | ".join(self.labels) + " |", "|---|" + "---|" * len(self.labels)]
         rows += [f"| {p.name.replace(' rho=', ', ρ = ')} | " + " | ".join(p.cells) + " |" for p in self.problems]
         ratios = [p.ratio for p in self.problems]
+        spread = (
+            f"{min(ratios):.2f}"
+            if f"{min(ratios):.2f}" == f"{max(ratios):.2f}"
+            else f"{min(ratios):.2f}-{max(ratios):.2f}"
+        )
+        unreached = [p.name.replace(" rho=", ", ρ = ") for p in self.problems if not p.reached]
+        why = (
+            f" A solve that did not reach its tolerance (marked >) decides no ratio, and the row counts it as "
+            f"not holding: {'; '.join(unreached)}."
+            if unreached
+            else ""
+        )
         rows += [
             "",
-            f"Anderson needed {min(ratios):.2f}-{max(ratios):.2f} times Picard's evaluations "
-            f"(the row asks for at most {self.ratio:g}): **{self.verdict.value}**.",
+            f"Anderson needed {spread} times Picard's evaluations "
+            f"(the row asks for at most {self.ratio:g}): **{self.verdict.value}**.{why}",
         ]
         return "\n".join(rows)
 
