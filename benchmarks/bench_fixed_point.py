@@ -1,6 +1,6 @@
 """Fixed-point solvers: evaluations of f to a relative residual of 1e-8, nodecourse vs torchdeq.
 
-Problems (float64, batch 4, seeded, nodecourse.deq.problems.contraction): f(z) = A z + b and
+Problems (float64, batch 4, seeded, nodecourse.deq.contraction): f(z) = A z + b and
 f(z) = tanh(A z + b), A symmetric with eigenvalues spread over [-rho, rho] (spectral radius
 rho), for rho in 0.9, 0.95, 0.99. Every solver starts at z = 0 and stops when the worst
 sample's ||f(z) - z|| / ||f(z)|| <= tol; f calls are counted the same way for both libraries.
@@ -17,8 +17,8 @@ import time
 
 import torch
 
-from nodecourse.deq.compare import run_nodecourse, run_torchdeq, torchdeq_available
-from nodecourse.deq.problems import contraction
+from nodecourse.deq import contraction
+from nodecourse.deq._compare import run_nodecourse, run_torchdeq, torchdeq_available
 
 RHOS = (0.9, 0.95, 0.99)
 KINDS = ("linear", "tanh")

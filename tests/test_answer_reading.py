@@ -145,7 +145,7 @@ WEIGHTS_LIBRARY = """def mixing_weights(G, lam=1e-10):
     return library_weights(G[None], valid, lam)[0]
 """
 
-WEIGHTS_DEQ_MODULE = """from nodecourse.deq import anderson as _a
+WEIGHTS_DEQ_MODULE = """from nodecourse.deq import _anderson as _a
 def mixing_weights(G, lam=1e-10):
     return _a.anderson_weights(G[None], torch.ones(1, len(G), dtype=torch.bool), lam)[0]
 """
@@ -158,7 +158,7 @@ HUTCHINSON_LIBRARY = """def hutchinson_divergence(f_out, z, probes):
     return flows.divergence_hutchinson(f_out, z, probes)
 """
 
-DEQ_HUTCHINSON_LIBRARY = """from nodecourse.deq.regularizer import jacobian_regularizer
+DEQ_HUTCHINSON_LIBRARY = """from nodecourse.deq._regularizer import jacobian_regularizer
 def hutchinson(f_out, z, n_samples=1):
     return jacobian_regularizer(f_out, z, n_samples=n_samples)
 """
@@ -221,13 +221,13 @@ def test_the_findings_name_what_and_where():
 
 
 def test_a_reexported_name_is_the_object_it_names():
-    """``from nodecourse import fixed_point`` and ``nodecourse.deq.fixed_point.fixed_point`` are one function:
+    """``from nodecourse import fixed_point`` and ``nodecourse.deq._fixed_point.fixed_point`` are one function:
     an answer that may not reach the second may not reach the first."""
-    assert answer_reading.canonical("nodecourse.fixed_point") == "nodecourse.deq.fixed_point.fixed_point"
+    assert answer_reading.canonical("nodecourse.fixed_point") == "nodecourse.deq._fixed_point.fixed_point"
     assert answer_reading.canonical("nodecourse.solvers.odeint") == "nodecourse.solvers._odeint.odeint"
-    rule = reach.Reach(("nodecourse.deq.fixed_point",), "x")
+    rule = reach.Reach(("nodecourse.deq._fixed_point",), "x")
     reader = answer_reading._Reader(answer_reading._Names({}), rule, {})
-    assert reader.refusal("nodecourse.fixed_point")[0] == "nodecourse.deq.fixed_point"
+    assert reader.refusal("nodecourse.fixed_point")[0] == "nodecourse.deq._fixed_point"
 
 
 # --- what is not flagged: the solutions, and ordinary answers -------------------------------------
@@ -532,7 +532,7 @@ def test_every_answer_of_every_converted_exercise_has_a_declared_reach():
         ("02", "error-norm", "nodecourse.solvers._control:rms"),
         ("08", "exact-divergence", "nodecourse.models.flows:divergence_exact"),
         ("08", "hutchinson", "nodecourse.models.flows:divergence_hutchinson"),
-        ("06", "mixing-weights", "nodecourse.deq.anderson:anderson_weights"),
+        ("06", "mixing-weights", "nodecourse.deq._anderson:anderson_weights"),
         ("01", "euler-step", "torchdiffeq._impl.odeint:odeint"),
         ("06", "anderson", "torchdeq.solver.anderson:anderson_solver"),
     ]:

@@ -213,7 +213,7 @@ def test_a_torchdiffeq_model_is_audited_through_the_adapter_with_the_same_output
 
 
 def test_cores_are_found_inside_the_course_models():
-    from nodecourse.deq.models import DEQModel
+    from nodecourse.deq._models import DEQModel
     from nodecourse.models.latent import ODERNN, LatentODE
 
     assert [c.label for c in find_cores(DEQModel(1, 1))] == ["DEQ"]

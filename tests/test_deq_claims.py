@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from nodecourse.claims import ClaimVerdict, Threshold, load_rows, run_claims
-from nodecourse.deq.training import DEQLog, equilibrium_spectral_radius, fit_deq
+from nodecourse.deq._training import DEQLog, equilibrium_spectral_radius, fit_deq
 from nodecourse.lessons import lesson06 as L
 from nodecourse.lessons.lesson06 import config as lesson06_config
 from nodecourse.lessons.lesson06 import rows as lesson06_rows
@@ -65,7 +65,7 @@ def test_anderson_row_holds_and_reports_each_problem():
 
 
 def test_findings_logic_flags_a_slow_anderson():
-    from nodecourse.deq.compare import SolverRun
+    from nodecourse.deq._compare import SolverRun
 
     study = (
         L.SolverProblemRuns(
@@ -283,7 +283,7 @@ def test_equilibrium_spectral_radius_is_exact_for_a_complex_pair():
 
 @pytest.mark.slow
 def test_probes_log_rho_without_changing_training():
-    from nodecourse.deq.models import DEQModel
+    from nodecourse.deq._models import DEQModel
 
     x = torch.linspace(-2, 2, 32).unsqueeze(1)
     y = torch.sin(3 * x)

@@ -16,7 +16,7 @@ def cuda():
 @pytest.mark.parametrize("method", ["picard", "anderson", "broyden"])
 def test_fixed_point_on_the_device(cuda, method):
     from nodecourse import fixed_point
-    from nodecourse.deq.problems import contraction, reflection
+    from nodecourse.deq._problems import contraction, reflection
 
     p = contraction("tanh", 0.9, dim=8, batch=3, device=cuda)
     r = fixed_point(p.f, p.z0, method=method, tol=1e-8, max_iter=500)
@@ -28,9 +28,9 @@ def test_fixed_point_on_the_device(cuda, method):
 
 def test_deq_training_step_on_the_device(cuda):
     from nodecourse.deq import spectral_radius
-    from nodecourse.deq.models import DEQModel
-    from nodecourse.deq.problems import bai_synthetic
-    from nodecourse.deq.training import fit_deq
+    from nodecourse.deq._models import DEQModel
+    from nodecourse.deq._problems import bai_synthetic
+    from nodecourse.deq._training import fit_deq
 
     x, y = bai_synthetic(32, device=cuda)
     torch.manual_seed(0)

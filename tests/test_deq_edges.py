@@ -13,9 +13,9 @@ import torch
 
 from nodecourse import DEQ, fixed_point
 from nodecourse.deq import FixedPointStatus, FixedPointWarning, spectral_radius
-from nodecourse.deq.fixed_point import FixedPointBatchMixingError, FixedPointShapeError
-from nodecourse.deq.layer import DEQDtypeError, DEQGradientWarning, DEQInputError
-from nodecourse.deq.models import EquilibriumBlock
+from nodecourse.deq._fixed_point import FixedPointBatchMixingError, FixedPointShapeError
+from nodecourse.deq._layer import DEQDtypeError, DEQGradientWarning, DEQInputError
+from nodecourse.deq._models import EquilibriumBlock
 
 METHODS = ("picard", "anderson", "broyden")
 F64 = torch.float64

@@ -8,8 +8,8 @@ from torch import nn
 
 from nodecourse import DEQ, jacobian_regularizer
 from nodecourse.deq import exact_jacobian_frobenius, spectral_radius
-from nodecourse.deq.models import DEQModel, EquilibriumBlock
-from nodecourse.deq.training import fit_deq
+from nodecourse.deq._models import DEQModel, EquilibriumBlock
+from nodecourse.deq._training import fit_deq
 from nodecourse.measure import saved_tensor_bytes
 
 

@@ -10,8 +10,8 @@ import torch
 
 from nodecourse import fixed_point
 from nodecourse.deq import FixedPointError, FixedPointStatus, FixedPointWarning
-from nodecourse.deq.compare import compare_solvers, run_nodecourse, run_torchdeq, torchdeq_available
-from nodecourse.deq.problems import contraction, expansion, reflection, two_equilibria
+from nodecourse.deq._compare import compare_solvers, run_nodecourse, run_torchdeq, torchdeq_available
+from nodecourse.deq._problems import contraction, expansion, reflection, two_equilibria
 
 METHODS = ("picard", "anderson", "broyden")
 

@@ -25,7 +25,7 @@ def _wing(path: Path) -> str:
 
 
 def _package_of(path: Path) -> list[str]:
-    """The dotted package ``path`` belongs to (``nodecourse.deq`` for nodecourse/deq/layer.py)."""
+    """The dotted package ``path`` belongs to (``nodecourse.deq`` for nodecourse/deq/_layer.py)."""
     try:
         rel = path.relative_to(PACKAGE.parent).with_suffix("").parts
     except ValueError:  # a file outside the package (the test's fakes): treat it as top level
@@ -54,7 +54,7 @@ def _import_statements(path: Path, package: list[str] | None = None):
 
 def _imported_modules(path: Path, package: list[str] | None = None) -> list[str]:
     """Every module ``path`` imports, relative imports resolved (``from ..course import x`` in
-    nodecourse/deq/layer.py is ``nodecourse.course`` and ``nodecourse.course.x``)."""
+    nodecourse/deq/_layer.py is ``nodecourse.course`` and ``nodecourse.course.x``)."""
     names = []
     for module, imported in _import_statements(path, package):
         names.append(module)
@@ -300,7 +300,18 @@ def test_the_readme_lists_each_library_surface_exactly(path):
 # Every module of these packages but ``__init__.py`` is private (``_name.py``), as in torchdiffeq and
 # diffrax; the package's ``__init__`` exports the public names. Add a package here once its modules
 # are private.
-PRIVATE_WINGS = ["cde", "data", "data/physionet", "measure", "models/latent", "plotting", "sde", "solvers", "widgets"]
+PRIVATE_WINGS = [
+    "cde",
+    "data",
+    "data/physionet",
+    "deq",
+    "measure",
+    "models/latent",
+    "plotting",
+    "sde",
+    "solvers",
+    "widgets",
+]
 
 
 def _public_modules(package: Path) -> list[str]:

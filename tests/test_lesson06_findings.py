@@ -8,8 +8,8 @@ import pytest
 from snapshot_support import assert_snapshot
 
 from nodecourse.claims import ClaimVerdict
-from nodecourse.deq.compare import SolverRun
-from nodecourse.deq.training import DEQLog
+from nodecourse.deq._compare import SolverRun
+from nodecourse.deq._training import DEQLog
 from nodecourse.lessons import lesson06 as L
 
 EPOCHS = 100

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from nodecourse.deq import DEQ, fixed_point
-from nodecourse.deq.layer import DEQInputError
+from nodecourse.deq._layer import DEQInputError
 from nodecourse.models import MLPField, ODEBlock
 from nodecourse.solvers import odeint
 from nodecourse.solvers._field_checks import PerSampleTimeError

@@ -12,7 +12,7 @@ from torch import nn
 
 from fake_cuda import fake_cuda_device
 from nodecourse.deq import DEQ, fixed_point
-from nodecourse.deq.fixed_point import FixedPointBatchMixingError
+from nodecourse.deq._fixed_point import FixedPointBatchMixingError
 from nodecourse.solvers import odeint
 from nodecourse.validation import RandomFieldError
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from nodecourse import odeint
-from nodecourse.deq.regularizer import exact_jacobian_frobenius
+from nodecourse.deq._regularizer import exact_jacobian_frobenius
 from nodecourse.models import MLPField, ODEBlock
 from nodecourse.models.regularised import RegularisedBlock, regularised_block
 

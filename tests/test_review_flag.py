@@ -151,7 +151,7 @@ def test_a_saved_code_object_put_back_inside_the_answer_is_refused(reversible_mo
 def test_anderson_through_the_librarys_fixed_point_with_a_built_name_is_refused():
     source = (
         "import importlib\n"
-        "_fp = importlib.import_module('nodecourse.deq.fixed_point')\n"
+        "_fp = importlib.import_module('nodecourse.deq._fixed_point')\n"
         "_code = getattr(_fp, 'fixed' + '_point').__code__\n"
         "def anderson(f, z0, m=6, tol=1e-8, max_iter=3000):\n"
         "    g = getattr(_fp, 'fixed' + '_point')\n"
@@ -161,7 +161,7 @@ def test_anderson_through_the_librarys_fixed_point_with_a_built_name_is_refused(
     )
     import importlib
 
-    fp = importlib.import_module("nodecourse.deq.fixed_point")  # (the package's attribute is the function)
+    fp = importlib.import_module("nodecourse.deq._fixed_point")  # (the package's attribute is the function)
     genuine = fp.fixed_point.__code__
     try:
         assert _refused(_reply("06", "anderson", source))
@@ -180,7 +180,7 @@ def test_anderson_through_the_librarys_fixed_point_with_a_built_name_is_refused(
         (
             "06",
             "mixing-weights",
-            "import torch\nfrom nodecourse.deq.anderson import anderson_weights as library_weights\n" + WEIGHTS_LIBRARY,
+            "import torch\nfrom nodecourse.deq._anderson import anderson_weights as library_weights\n" + WEIGHTS_LIBRARY,
         ),
         ("08", "exact-divergence", "from nodecourse.models import flows\n" + DIVERGENCE_LIBRARY),
         ("08", "hutchinson", "from nodecourse.models import flows\n" + HUTCHINSON_LIBRARY),

@@ -14,13 +14,13 @@ from torch import nn
 
 from nodecourse import DEQ, SolveConfig, fixed_point, odeint
 from nodecourse.course import cli, physionet_cmd
-from nodecourse.deq import settings as deq_settings
-from nodecourse.deq.anderson import anderson
-from nodecourse.deq.broyden import broyden
-from nodecourse.deq.fixed_point import METHODS, OPTIONS
-from nodecourse.deq.models import DEQModel, EquilibriumBlock
-from nodecourse.deq.picard import picard
-from nodecourse.deq.tracking import Tracker
+from nodecourse.deq import _settings as deq_settings
+from nodecourse.deq._anderson import anderson
+from nodecourse.deq._broyden import broyden
+from nodecourse.deq._fixed_point import METHODS, OPTIONS
+from nodecourse.deq._models import DEQModel, EquilibriumBlock
+from nodecourse.deq._picard import picard
+from nodecourse.deq._tracking import Tracker
 from nodecourse.models import flows
 from nodecourse.solvers import _validate as v
 from nodecourse.solvers._control import CONTROL_OPTIONS

@@ -9,7 +9,7 @@ The grader reads every answer cell of a submission here, in its own process
   ``getattr(R, "heun_step")``, ``vars(R)["heun_step"]``), directly or through
   a helper defined in another answer cell (answers share one namespace), in
   the course's library, torchdiffeq or torchdeq alike. A re-export is the
-  same object (``nodecourse.fixed_point`` is ``nodecourse.deq.fixed_point.fixed_point``).
+  same object (``nodecourse.fixed_point`` is ``nodecourse.deq._fixed_point.fixed_point``).
 - ``review``: something the reader cannot decide, that could answer a task
   another way: ``eval``/``exec``/``compile`` (the built-ins), ``getattr`` or
   ``setattr`` with a name built at run time, code and function objects
@@ -22,6 +22,10 @@ Ordinary PyTorch is not flagged: ``model.eval()``, ``model.modules()``,
 ``torch.compile``, ``torch.no_grad()``, ``functools.partial`` of one's own
 function, plotting; strings and comments are never read as code (only a
 string given as a name to ``getattr``, ``import_module`` and the like is).
+
+Why this module is long: it is a security boundary of the grader: the tables of names it watches, the walk
+over an answer's syntax (:class:`_Reader`) and the following of helpers across cells decide together what an
+answer may reach, so they stay in one file, to be reviewed as one.
 """
 
 from __future__ import annotations
@@ -196,7 +200,7 @@ def _module(name: str):
 
 def canonical(path: str) -> str:
     """The defining module and qualified name of the library object ``path`` names
-    ("nodecourse.fixed_point" -> "nodecourse.deq.fixed_point.fixed_point"), followed by any attributes
+    ("nodecourse.fixed_point" -> "nodecourse.deq._fixed_point.fixed_point"), followed by any attributes
     past it; ``path`` itself when it names nothing found. Names are followed as Python follows them:
     an attribute first, then a submodule."""
     if path in _CANONICAL:

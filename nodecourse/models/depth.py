@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from nodecourse.deq.layer import DEQ
+from nodecourse.deq import DEQ
 from nodecourse.models.blocks import MLPField, ODEBlock
 from nodecourse.solvers import SolveConfig
 

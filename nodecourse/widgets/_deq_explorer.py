@@ -18,9 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
-from nodecourse.deq import METHODS, fixed_point
-from nodecourse.deq.models import DEQModel
-from nodecourse.deq.training import fit_deq
+from nodecourse.deq import METHODS, DEQModel, fit_deq, fixed_point
 from nodecourse.widgets._base import FigureExplorer
 from nodecourse.widgets._common import assemble, check_device, device_control, show_result
 
@@ -33,7 +31,7 @@ def trained_model(jac_weight: float, *, epochs: int = 60, seed: int = 0) -> DEQM
     """A DEQ regressor trained (float32, CPU) on the Bai et al. synthetic task with ``jac_weight``; cached."""
     key = (float(jac_weight), epochs)
     if key not in _BLOCKS:
-        from nodecourse.deq.problems import bai_synthetic
+        from nodecourse.deq import bai_synthetic
 
         x, y = bai_synthetic(128, seed=seed)
         torch.manual_seed(seed)

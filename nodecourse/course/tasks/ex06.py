@@ -39,7 +39,7 @@ from nodecourse.course.tasks.spec import (
 
 EXERCISE = "06_deq_exercises"
 # "Write it yourself": the library's functions that would answer these tasks raise while they run.
-LIBRARY_ANSWERS = {"anderson": ("nodecourse.deq.anderson:anderson", "nodecourse.deq.fixed_point:fixed_point")}
+LIBRARY_ANSWERS = {"anderson": ("nodecourse.deq._anderson:anderson", "nodecourse.deq._fixed_point:fixed_point")}
 
 
 def _seeded(g: torch.Generator, build):
@@ -63,7 +63,7 @@ def weights_run(ns, inp) -> dict:
 
 
 def weights_reference(inp) -> dict:
-    from nodecourse.deq.anderson import anderson_weights
+    from nodecourse.deq import anderson_weights
 
     G = inp["G"]
     return {"alpha": anderson_weights(G[None], torch.ones(1, G.shape[0], dtype=torch.bool), 1e-10)[0], "G": G}
@@ -116,7 +116,7 @@ STEP_RTOL, STEP_ATOL = 1e-6, 1e-12  # of a step's length, of the iterate's scale
 
 
 def anderson_inputs(seed: int) -> dict:
-    from nodecourse.deq.problems import contraction
+    from nodecourse.deq import contraction
 
     g = _gen(seed, 62)
     return {
@@ -230,7 +230,7 @@ def anderson_judge(answer, ref) -> None:
 
 
 def hook_inputs(seed: int) -> dict:
-    from nodecourse.deq.models import EquilibriumBlock
+    from nodecourse.deq import EquilibriumBlock
 
     g = _gen(seed, 63)
     state, dim = _integer(g, 4, 8), _integer(g, 2, 3)
@@ -301,7 +301,7 @@ def hook_judge(answer, ref) -> None:
 
 
 def hutchinson_inputs(seed: int) -> dict:
-    from nodecourse.deq.models import EquilibriumBlock
+    from nodecourse.deq import EquilibriumBlock
 
     g = _gen(seed, 64)
     state = _integer(g, 6, 10)

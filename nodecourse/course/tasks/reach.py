@@ -31,7 +31,7 @@ from dataclasses import dataclass
 class Reach:
     """What one answer cell may not reach.
 
-    ``forbidden``: dotted prefixes ("torchdiffeq", "nodecourse.deq.anderson.anderson_weights");
+    ``forbidden``: dotted prefixes ("torchdiffeq", "nodecourse.deq._anderson.anderson_weights");
     ``allowed``: longer prefixes that are exceptions to ``forbidden``; ``asks``: what the
     answer is to write, in words (the refusal names it)."""
 
@@ -113,9 +113,9 @@ ANSWERS: dict[str, dict[str, Reach]] = {
         "anderson": _write("Anderson acceleration"),
         "implicit-hook": _using_library(
             "the implicit gradient hook",
-            "nodecourse.deq.layer",
-            "nodecourse.deq.models",
-            "nodecourse.deq.training",
+            "nodecourse.deq._layer",
+            "nodecourse.deq._models",
+            "nodecourse.deq._training",
             "torchdeq",
         ),
         "hutchinson": _write("a Hutchinson estimate of the Jacobian's norm"),
@@ -185,9 +185,9 @@ _CDE_FIELD = (
     "torchcde.solver:cdeint",
 )
 _DEQ_SOLVE = (
-    "nodecourse.deq.anderson:anderson",
-    "nodecourse.deq.anderson:anderson_weights",
-    "nodecourse.deq.fixed_point:fixed_point",
+    "nodecourse.deq._anderson:anderson",
+    "nodecourse.deq._anderson:anderson_weights",
+    "nodecourse.deq._fixed_point:fixed_point",
     *_TORCHDEQ,
 )
 
@@ -204,7 +204,7 @@ RUN_TIME: dict[str, dict[str, tuple[str, ...]]] = {
     "06": {
         "mixing-weights": _DEQ_SOLVE,
         "anderson": _DEQ_SOLVE,
-        "hutchinson": ("nodecourse.deq.regularizer:jacobian_regularizer",),
+        "hutchinson": ("nodecourse.deq._regularizer:jacobian_regularizer",),
     },
     "08": {
         "exact-divergence": ("nodecourse.models.flows:divergence_exact",),

@@ -24,7 +24,7 @@ __all__ = [
 SOLVER_RHOS = (0.9, 0.95, 0.99)
 """Spectral radii of the contractions on which Anderson and Picard are compared."""
 SOLVER_KINDS = ("linear", "tanh")
-"""Kinds of contraction (:func:`nodecourse.deq.problems.contraction`)."""
+"""Kinds of contraction (:func:`nodecourse.deq.contraction`)."""
 
 HUTCHINSON_DIMS = (4, 8, 16)
 """State dimensions of the three blocks on which the Hutchinson estimate is checked."""

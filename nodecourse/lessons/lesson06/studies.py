@@ -7,11 +7,19 @@ from dataclasses import dataclass
 
 import torch
 
-from nodecourse.deq import DEQ, exact_jacobian_frobenius, jacobian_regularizer
-from nodecourse.deq.compare import SolverRun, compare_solvers
-from nodecourse.deq.models import DEQModel, EquilibriumBlock
-from nodecourse.deq.problems import bai_synthetic, contraction
-from nodecourse.deq.training import DEQLog, fit_deq
+from nodecourse.deq import (
+    DEQ,
+    DEQLog,
+    DEQModel,
+    EquilibriumBlock,
+    SolverRun,
+    bai_synthetic,
+    compare_solvers,
+    contraction,
+    exact_jacobian_frobenius,
+    fit_deq,
+    jacobian_regularizer,
+)
 from nodecourse.lessons.study import cached_study
 from nodecourse.measure import saved_tensor_bytes
 

@@ -6,8 +6,8 @@ from typing import Callable
 
 import torch
 
-from nodecourse.deq.settings import check_method_call
-from nodecourse.deq.tracking import Tracker
+from nodecourse.deq._settings import check_method_call
+from nodecourse.deq._tracking import Tracker
 
 
 def picard(

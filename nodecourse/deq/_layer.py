@@ -20,10 +20,10 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-from nodecourse.deq.fixed_point import METHODS, FixedPointResult, fixed_point
-from nodecourse.deq.regularizer import jacobian_regularizer
-from nodecourse.deq.result import FixedPointWarning
-from nodecourse.deq.settings import BACKWARDS, DEQ_ARGS, WARN_MODES, check_method_options, check_tol
+from nodecourse.deq._fixed_point import METHODS, FixedPointResult, fixed_point
+from nodecourse.deq._regularizer import jacobian_regularizer
+from nodecourse.deq._result import FixedPointWarning
+from nodecourse.deq._settings import BACKWARDS, DEQ_ARGS, WARN_MODES, check_method_options, check_tol
 from nodecourse.solvers import _field_checks as field_checks
 from nodecourse.validation import RandomFieldError, SecondDerivativeError, check_args
 
@@ -180,7 +180,7 @@ class DEQ(nn.Module):
         warn: bool | str = "backward",
     ):
         super().__init__()
-        # every setting checked here, once, against nodecourse.deq.settings.DEQ_ARGS
+        # every setting checked here, once, against nodecourse.deq._settings.DEQ_ARGS
         c = check_args(
             {
                 "f": f,
@@ -215,7 +215,7 @@ class DEQ(nn.Module):
         self._pair: tuple[torch.Tensor, torch.Tensor] | None = None
 
     def _options_for(self, method: str) -> dict[str, Any]:
-        from nodecourse.deq.fixed_point import OPTIONS
+        from nodecourse.deq._fixed_point import OPTIONS
 
         return {k: v for k, v in self.method_options.items() if k in OPTIONS[method]}
 

@@ -11,9 +11,9 @@ from typing import Iterable
 import torch
 from torch import nn
 
-from nodecourse.deq.fixed_point import fixed_point
-from nodecourse.deq.layer import DEQ
-from nodecourse.deq.regularizer import spectral_radius
+from nodecourse.deq._fixed_point import fixed_point
+from nodecourse.deq._layer import DEQ
+from nodecourse.deq._regularizer import spectral_radius
 
 # Where the "start of training" is read for growth(): the fraction of epochs averaged (0: the first epoch only).
 GROWTH_BASELINES = {"first tenth": 0.1, "first 2 %": 0.02, "epoch 0": 0.0}

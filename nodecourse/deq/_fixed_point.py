@@ -28,12 +28,12 @@ from typing import Any, Callable
 
 import torch
 
-from nodecourse.deq.anderson import anderson
-from nodecourse.deq.broyden import broyden
-from nodecourse.deq.picard import picard
-from nodecourse.deq.result import FixedPointResult, FixedPointStatus, FixedPointWarning, ResidualTrace
-from nodecourse.deq.settings import FIXED_POINT_ARGS, check_method_options, check_tol, method_defaults
-from nodecourse.deq.tracking import Tracker
+from nodecourse.deq._anderson import anderson
+from nodecourse.deq._broyden import broyden
+from nodecourse.deq._picard import picard
+from nodecourse.deq._result import FixedPointResult, FixedPointStatus, FixedPointWarning, ResidualTrace
+from nodecourse.deq._settings import FIXED_POINT_ARGS, check_method_options, check_tol, method_defaults
+from nodecourse.deq._tracking import Tracker
 from nodecourse.solvers import _field_checks as field_checks
 from nodecourse.validation import WrongTypeError, check_args
 
@@ -42,7 +42,7 @@ METHODS: dict[str, Callable] = {"picard": picard, "anderson": anderson, "broyden
 
 OPTIONS: dict[str, tuple[str, ...]] = {name: tuple(method_defaults(method)) for name, method in METHODS.items()}
 """The extra keyword options each method accepts (read from its signature; ranges in
-:data:`nodecourse.deq.settings.METHOD_OPTION_ARGS`)."""
+:data:`nodecourse.deq._settings.METHOD_OPTION_ARGS`)."""
 
 
 class FixedPointError(RuntimeError):
@@ -133,7 +133,7 @@ def check_settings(
     options_name: str = "options",
     as_keywords: bool = True,
 ) -> dict[str, Any]:
-    """Check solver settings at the boundary against :mod:`nodecourse.deq.settings` (errors name the
+    """Check solver settings at the boundary against :mod:`nodecourse.deq._settings` (errors name the
     argument, the value, the valid range and the fix; unknown options raise ``TypeError``); returns
     ``options`` with canonical values (a numpy float as a float)."""
     defaults = _fixed_point_defaults()

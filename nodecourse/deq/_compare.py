@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import torch
 
-from nodecourse.deq.fixed_point import fixed_point
-from nodecourse.deq.problems import FixedPointProblem
+from nodecourse.deq._fixed_point import fixed_point
+from nodecourse.deq._problems import FixedPointProblem
 
 TORCHDEQ_NAMES = {"picard": "fixed_point_iter", "anderson": "anderson", "broyden": "broyden"}
 

@@ -22,8 +22,8 @@ from typing import Callable
 
 import torch
 
-from nodecourse.deq.settings import check_method_call
-from nodecourse.deq.tracking import Tracker
+from nodecourse.deq._settings import check_method_call
+from nodecourse.deq._tracking import Tracker
 
 
 def anderson_weights(G: torch.Tensor, valid: torch.Tensor, lam: float) -> torch.Tensor:

@@ -8,8 +8,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from nodecourse.deq.layer import DEQ, DEQInputError
-from nodecourse.deq.settings import DEQ_MODEL_ARGS
+from nodecourse.deq._layer import DEQ, DEQInputError
+from nodecourse.deq._settings import DEQ_MODEL_ARGS
 from nodecourse.validation import check_args
 
 

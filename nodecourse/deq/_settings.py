@@ -1,9 +1,9 @@
 """The settings of the fixed-point solvers and the DEQ layer, declared as constraints.
 
-One declaration for :func:`~nodecourse.deq.fixed_point.fixed_point`, its methods
-(:func:`~nodecourse.deq.picard.picard`, :func:`~nodecourse.deq.anderson.anderson`,
-:func:`~nodecourse.deq.broyden.broyden`, which check their own options too, so a direct
-call is checked the same way) and :class:`~nodecourse.deq.layer.DEQ`; the messages come
+One declaration for :func:`~nodecourse.deq._fixed_point.fixed_point`, its methods
+(:func:`~nodecourse.deq._picard.picard`, :func:`~nodecourse.deq._anderson.anderson`,
+:func:`~nodecourse.deq._broyden.broyden`, which check their own options too, so a direct
+call is checked the same way) and :class:`~nodecourse.deq._layer.DEQ`; the messages come
 from :mod:`nodecourse.validation`. Each range follows from what the setting does:
 
 * ``tol``: the stopping threshold, > 0 and finite (``inf`` would stop at once with
@@ -143,13 +143,13 @@ def check_method_options(
 
 def check_method_call(method: Callable, max_iter, **options) -> dict[str, Any]:
     """The settings of a direct call of a method (``max_iter`` and every option), checked as
-    :func:`~nodecourse.deq.fixed_point.fixed_point` checks them; returns the options, converted."""
+    :func:`~nodecourse.deq._fixed_point.fixed_point` checks them; returns the options, converted."""
     check("max_iter", max_iter, MAX_ITER)
     return check_method_options(method, options)
 
 
 _SIZE = Interval(int, 1, None)
-#: The sizes of :class:`~nodecourse.deq.models.EquilibriumBlock` and :class:`~nodecourse.deq.models.DEQModel`.
+#: The sizes of :class:`~nodecourse.deq._models.EquilibriumBlock` and :class:`~nodecourse.deq._models.DEQModel`.
 DEQ_MODEL_ARGS: dict[str, Arg] = {
     "input_dim": Arg(_SIZE, fix="the number of input features"),
     "output_dim": Arg(_SIZE, fix="the number of outputs"),
