@@ -25,11 +25,11 @@ from nodecourse.audit import (
     audit,
     discrete_counterpart,
     find_cores,
-    step3_tolerance,
-    step4_regimes,
 )
-from nodecourse.audit import quality as Q
-from nodecourse.audit.context import QUICK, AuditContext
+from nodecourse.audit import _quality as Q
+from nodecourse.audit import _step3_tolerance as step3_tolerance
+from nodecourse.audit import _step4_regimes as step4_regimes
+from nodecourse.audit._context import QUICK, AuditContext
 from nodecourse.lessons import lesson09 as L
 from nodecourse.models import MLPField, ODEBlock, count_parameters
 from notebook_fixtures import run_cli
@@ -356,7 +356,7 @@ def test_the_report_serialises_to_json_markdown_and_one_self_contained_html(heal
 
 
 def test_non_finite_numbers_become_null_in_json():
-    from nodecourse.audit.report import AuditReport, StepResult
+    from nodecourse.audit._report import AuditReport, StepResult
 
     step = StepResult(1, "x", "ok", "1.", {"value": float("nan"), "t": torch.tensor([1.0, float("inf")])})
     report = AuditReport({"name": "m", "parameters": 1, "cores": []}, {}, [step], 1.0)

@@ -1,6 +1,6 @@
 """The audit on solves with events: torchdiffeq's and the library's ``odeint(..., event_fn=...)`` and
 ``odeint_event`` (its default ``odeint_interface`` bound at definition, or one held by the model) are
-found when called and refused by name (:class:`~nodecourse.audit.hook.EventSolveError`): "events",
+found when called and refused by name (:class:`~nodecourse.audit._hook.EventSolveError`): "events",
 the solve's entry and call site, and what the audit would need; never an error that blames the data,
 never "no solve found". The models run as written outside the audit (their landing times checked
 against free fall by hand), and the audit leaves them and the solvers as it found them.
@@ -16,7 +16,7 @@ import torch
 
 import nodecourse
 from nodecourse.audit import audit
-from nodecourse.audit.hook import EVENTS_NEED, EventSolveError, HookError
+from nodecourse.audit._hook import EVENTS_NEED, EventSolveError, HookError
 
 torch.set_num_threads(1)
 SOURCE = Path(O.__file__).name

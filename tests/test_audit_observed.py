@@ -18,9 +18,9 @@ import torch
 import torchdiffeq
 
 from nodecourse import odeint as nc_odeint  # bound at import, as a user's module binds it
+from nodecourse.audit import _quality as Q
 from nodecourse.audit import audit
-from nodecourse.audit import quality as Q
-from nodecourse.audit.hook import SolveHook
+from nodecourse.audit._hook import SolveHook
 
 torch.set_num_threads(1)
 SOURCE = Path(O.__file__).name
@@ -257,7 +257,7 @@ def test_float32_at_torchdiffeq_defaults_with_a_captured_float32_tensor_gives_a_
 
 
 def test_a_failing_step_is_named_and_the_report_is_still_written(tmp_path, monkeypatch):
-    from nodecourse.audit import step2_work
+    from nodecourse.audit import _step2_work as step2_work
 
     def broken(ctx):
         raise RuntimeError("planted failure")
@@ -379,7 +379,7 @@ def _bad_cases():
 
 @pytest.mark.parametrize("case", range(8))
 def test_every_bad_argument_is_named_before_any_training(case, monkeypatch):
-    from nodecourse.audit import baseline
+    from nodecourse.audit import _baseline as baseline
 
     trained = []
     monkeypatch.setattr(baseline, "train_epochs", lambda *a, **k: trained.append(1))

@@ -1,7 +1,7 @@
 """The audit on SDE and CDE models as their libraries' READMEs write them.
 
 An SDE solve (``torchsde.sdeint``, ``torchsde.sdeint_adjoint``, the library's ``nodecourse.sde.sdeint``)
-is refused by name (:class:`~nodecourse.audit.observed.UnsupportedSolveError`): the call and its site,
+is refused by name (:class:`~nodecourse.audit._observed.UnsupportedSolveError`): the call and its site,
 what the audit would need (a dt sweep on paths fixed by a Brownian seed, strong-order checks, gradients
 on the same path), and that it measures nothing rather than treat the SDE as an ODE. A CDE
 (``torchcde.cdeint`` with torchcde's README model, the same model with :func:`nodecourse.cde.cdeint`)
@@ -21,10 +21,10 @@ from torch import nn
 
 import nodecourse.cde as ncde
 from nodecourse.audit import audit
-from nodecourse.audit.control import control_interval, past_the_data
-from nodecourse.audit.discovery import CoreNotFoundError
-from nodecourse.audit.hook import SolveHook
-from nodecourse.audit.observed import SDE_NEED, UnsupportedSolveError, observe
+from nodecourse.audit._control import control_interval, past_the_data
+from nodecourse.audit._discovery import CoreNotFoundError
+from nodecourse.audit._hook import SolveHook
+from nodecourse.audit._observed import SDE_NEED, UnsupportedSolveError, observe
 from nodecourse.sde import sdeint as course_sdeint
 
 torch.set_num_threads(1)

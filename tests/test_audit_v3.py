@@ -16,9 +16,9 @@ import pytest
 import torch
 
 from nodecourse.audit import audit
-from nodecourse.audit.discovery import scaled_settings
-from nodecourse.audit.hook import HookError, SolveHook
-from nodecourse.audit.observed import UnsupportedSolveError, observe
+from nodecourse.audit._discovery import scaled_settings
+from nodecourse.audit._hook import HookError, SolveHook
+from nodecourse.audit._observed import UnsupportedSolveError, observe
 
 torch.set_num_threads(1)
 SOURCE = Path(O.__file__).name

@@ -8,7 +8,7 @@ import pytest
 import torch
 from snapshot_support import assert_snapshot
 
-from nodecourse.audit.report import AuditReport, StepResult
+from nodecourse.audit._report import AuditReport, StepResult
 from nodecourse.lessons import lesson09 as L
 from nodecourse.lessons.lesson09.findings import interval_side, quality_text
 

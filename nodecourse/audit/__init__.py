@@ -8,16 +8,16 @@
 
 The steps, each with a verdict, a sentence with its numbers, the measurements and figures:
 
-1. an explicit baseline at matched parameters and compute (:mod:`~nodecourse.audit.step1_baseline`);
-2. solver work per input (:mod:`~nodecourse.audit.step2_work`);
-3. a test-time tolerance sweep (:mod:`~nodecourse.audit.step3_tolerance`);
+1. an explicit baseline at matched parameters and compute (:mod:`~nodecourse.audit._step1_baseline`);
+2. solver work per input (:mod:`~nodecourse.audit._step2_work`);
+3. a test-time tolerance sweep (:mod:`~nodecourse.audit._step3_tolerance`);
 4. difficult regimes: a longer horizon, stiffness, input noise, distribution shift
-   (:mod:`~nodecourse.audit.step4_regimes`);
-5. gradients against finite differences (:mod:`~nodecourse.audit.step5_gradients`).
+   (:mod:`~nodecourse.audit._step4_regimes`);
+5. gradients against finite differences (:mod:`~nodecourse.audit._step5_gradients`).
 
-The solves are found by walking the model for the library's blocks (:mod:`~nodecourse.audit.discovery`)
+The solves are found by walking the model for the library's blocks (:mod:`~nodecourse.audit._discovery`)
 and by watching one forward pass for calls to ``torchdiffeq.odeint``, ``torchdiffeq.odeint_adjoint``,
-``nodecourse.odeint`` and torchdeq's DEQ (:mod:`~nodecourse.audit.hook`, :mod:`~nodecourse.audit.observed`):
+``nodecourse.odeint`` and torchdeq's DEQ (:mod:`~nodecourse.audit._hook`, :mod:`~nodecourse.audit._observed`):
 a model is audited as written, its solves changed on their calls and restored afterwards. Each solve
 is a call's identity (its site, the function solved, the settings it was called with), so two solves
 through one helper are two solves, each swept from its own setting. The forward pass is watched in
@@ -25,17 +25,21 @@ eval mode and in the mode the model trains in; where they differ, the report say
 judges the training route. torchsde and torchdyn are refused by name (the audit measures deterministic
 solves it can watch), and a failure of the audit's own watching names the solve, never the data.
 :class:`TorchdiffeqBlock` stays as an explicit option (torchdiffeq's defaults); a sequence model on a
-shared time grid goes through :class:`SharedInputs` (:mod:`~nodecourse.audit.adapters`). Each
+shared time grid goes through :class:`SharedInputs` (:mod:`~nodecourse.audit._adapters`). Each
 verdict's rule and threshold is written in its step's module docstring.
+
+This file is the package's surface: import from ``nodecourse.audit``. The modules behind it are
+private (``_run``, the steps ``_step1_baseline`` ... ``_step5_gradients``, the watching in ``_hook``
+and ``_observed``, and their helpers); their docstrings remain the place each rule is written.
 """
 
-from nodecourse.audit.adapters import SharedInputs, TorchdiffeqBlock
-from nodecourse.audit.baseline import discrete_counterpart, train
-from nodecourse.audit.discovery import LOOKED_FOR, Core, CoreNotFoundError, find_cores
-from nodecourse.audit.hook import SolveCall, SolveHook
-from nodecourse.audit.observed import ObservedCore
-from nodecourse.audit.report import AUDIT_VERDICTS, AuditReport, StepResult
-from nodecourse.audit.run import audit
+from nodecourse.audit._adapters import SharedInputs, TorchdiffeqBlock
+from nodecourse.audit._baseline import discrete_counterpart, train
+from nodecourse.audit._discovery import LOOKED_FOR, Core, CoreNotFoundError, find_cores
+from nodecourse.audit._hook import SolveCall, SolveHook
+from nodecourse.audit._observed import ObservedCore
+from nodecourse.audit._report import AUDIT_VERDICTS, AuditReport, StepResult
+from nodecourse.audit._run import audit
 
 __all__ = [
     "AuditReport",

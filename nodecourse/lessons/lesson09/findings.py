@@ -1,7 +1,7 @@
 """Lesson 9's findings: the sentences the lesson shows, chosen from what the audit and the studies measured.
 
 Each class takes the measurement (a :class:`~nodecourse.lessons.lesson09.models.CourseModel`, a step
-of an :class:`~nodecourse.audit.report.AuditReport`, a :class:`StepBudget`) and words it: a sentence
+of an :class:`~nodecourse.audit.AuditReport`, a :class:`StepBudget`) and words it: a sentence
 says "a drop" only when the number dropped, "no extra steps" only when the log shows none.
 """
 

@@ -8,7 +8,7 @@ calls are replaced by wrappers:
   (``from torchdiffeq import odeint_adjoint as odeint``, torchdiffeq's own examples) is caught too;
   torchdiffeq's internal modules keep the originals (its adjoint calls ``odeint`` backwards);
 - ``nodecourse.odeint``, called directly by the user's code (the library's blocks are found by
-  walking the model: :mod:`nodecourse.audit.discovery`);
+  walking the model: :mod:`nodecourse.audit._discovery`);
 - ``forward`` of torchdeq's DEQ classes (``get_deq``'s modules), patched on the class.
 
 Everything is put back on exit, also after an error. A name held somewhere else (an attribute

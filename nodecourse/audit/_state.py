@@ -45,7 +45,7 @@ def independent_copy(original: nn.Module, copy: nn.Module, x) -> bool:
     """Whether ``copy`` (a deep copy of ``original``) computes with its own weights only: one forward
     and backward of ``copy`` on ``x`` leaves no gradient on ``original``'s parameters. A closure made
     at construction (``self.f = lambda z: self.W(z)``) keeps pointing at the original's weights."""
-    from nodecourse.audit import inputs as I
+    from nodecourse.audit import _inputs as I
 
     saved = {id(p): p.grad for p in original.parameters()}
     for p in original.parameters():

@@ -177,7 +177,7 @@ def no_core_found(model: nn.Module, watched: bool) -> CoreNotFoundError:
 
 def find_cores(model: nn.Module) -> list[Core]:
     """Every library block of ``model`` (:func:`module_cores`); the solves a forward pass makes
-    outside them are found by :func:`nodecourse.audit.observed.find_solves`.
+    outside them are found by :func:`nodecourse.audit._observed.find_solves`.
 
     Raises :class:`CoreNotFoundError` naming what was looked for when there is none.
     """
@@ -244,7 +244,7 @@ def _hook_overriding(changes: dict):
     if not changes:
         yield
         return
-    from nodecourse.audit.hook import active
+    from nodecourse.audit._hook import active
 
     hook = active()
     if hook is None:

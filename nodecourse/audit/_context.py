@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from nodecourse.audit import inputs as I
-from nodecourse.audit.discovery import Core
-from nodecourse.audit.evaluate import Run, run
-from nodecourse.audit.quality import Metric
+from nodecourse.audit import _inputs as I
+from nodecourse.audit._discovery import Core
+from nodecourse.audit._evaluate import Run, run
+from nodecourse.audit._quality import Metric
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ class AuditContext:
     seed: int
     progress: bool
     train_cores: list[Core] | None = None  # the training pass's solves, where they differ from the eval pass's
-    training_route: dict = field(default_factory=dict)  # the comparison (nodecourse.audit.observed.training_route)
+    training_route: dict = field(default_factory=dict)  # the comparison (nodecourse.audit._observed.training_route)
     _runs: dict = field(default_factory=dict)
 
     @property

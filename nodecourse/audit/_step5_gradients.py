@@ -56,12 +56,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from nodecourse.audit import inputs as I
-from nodecourse.audit.context import AuditContext
-from nodecourse.audit.discovery import core_parameters, solver_settings
-from nodecourse.audit.observed import is_observed
-from nodecourse.audit.report import StepResult, new_figure, render
-from nodecourse.audit.state import kept_as_found
+from nodecourse.audit import _inputs as I
+from nodecourse.audit._context import AuditContext
+from nodecourse.audit._discovery import core_parameters, solver_settings
+from nodecourse.audit._observed import is_observed
+from nodecourse.audit._report import StepResult, new_figure, render
+from nodecourse.audit._state import kept_as_found
 
 NAME = "Gradients against finite differences"
 ODE_ROUTES = ("backprop", "checkpoint", "adjoint")

@@ -11,14 +11,18 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from nodecourse.audit import inputs as I
-from nodecourse.audit import quality as Q
-from nodecourse.audit import step1_baseline, step2_work, step3_tolerance, step4_regimes, step5_gradients
-from nodecourse.audit.context import FULL, QUICK, AuditContext
-from nodecourse.audit.hook import HookError, SolveHook
-from nodecourse.audit.observed import find_solves, training_route
-from nodecourse.audit.report import AuditReport, StepResult
-from nodecourse.audit.state import kept_as_found
+from nodecourse.audit import _inputs as I
+from nodecourse.audit import _quality as Q
+from nodecourse.audit import _step1_baseline as step1_baseline
+from nodecourse.audit import _step2_work as step2_work
+from nodecourse.audit import _step3_tolerance as step3_tolerance
+from nodecourse.audit import _step4_regimes as step4_regimes
+from nodecourse.audit import _step5_gradients as step5_gradients
+from nodecourse.audit._context import FULL, QUICK, AuditContext
+from nodecourse.audit._hook import HookError, SolveHook
+from nodecourse.audit._observed import find_solves, training_route
+from nodecourse.audit._report import AuditReport, StepResult
+from nodecourse.audit._state import kept_as_found
 from nodecourse.models import count_parameters
 from nodecourse.validation import AnyOf, Arg, Flag, Interval, NoneAllowed, Options, check_args
 
@@ -63,7 +67,7 @@ def audit(
         model: an ``nn.Module`` as written: its forward may call ``torchdiffeq.odeint``,
             ``torchdiffeq.odeint_adjoint`` (also bound at import: ``from torchdiffeq import
             odeint_adjoint as odeint``), ``nodecourse.odeint`` or a torchdeq DEQ, or hold the library's
-            blocks. The solves are found by watching one forward pass (:mod:`nodecourse.audit.hook`)
+            blocks. The solves are found by watching one forward pass (:mod:`nodecourse.audit._hook`)
             and changed on their calls, never in the model's code. It is evaluated, never trained:
             its weights, train/eval modes, ``requires_grad`` flags and torch's global random state
             are as they were afterwards, also after an error.
@@ -74,9 +78,9 @@ def audit(
             (targets shaped like the output, mean squared error) or ``"density"`` (the model returns
             ``log p(x)`` per row).
         baseline: ``"auto"`` (the solve's explicit counterpart, trained here over seeds: see
-            :mod:`~nodecourse.audit.step1_baseline`) or your own trained ``nn.Module`` (used as given).
+            :mod:`~nodecourse.audit._step1_baseline`) or your own trained ``nn.Module`` (used as given).
         shift: ``(x, y)`` from a shifted distribution (step 4 reports the drop), or ``None``.
-        quick: fewer inputs, directions and resamples (:data:`nodecourse.audit.context.QUICK`).
+        quick: fewer inputs, directions and resamples (:data:`nodecourse.audit._context.QUICK`).
         epochs, lr, batch_size, seed: the baseline's training budget: pass the ones your model was
             trained with (default epochs: 5 quick, 30 full, the capstone's).
         progress: progress bars (tqdm) per step, and a line per finished step with its time (stderr).

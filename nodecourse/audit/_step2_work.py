@@ -19,10 +19,10 @@ import time
 
 import torch
 
-from nodecourse.audit.context import AuditContext
-from nodecourse.audit.evaluate import per_input, work_unit
-from nodecourse.audit.quality import per_row_loss
-from nodecourse.audit.report import StepResult, new_figure, render, verdict_of
+from nodecourse.audit._context import AuditContext
+from nodecourse.audit._evaluate import per_input, work_unit
+from nodecourse.audit._quality import per_row_loss
+from nodecourse.audit._report import StepResult, new_figure, render, verdict_of
 
 NAME = "Solver work per input"
 PROBLEM_FRACTION = 0.01  # more than 1 % of inputs failing is not an edge case

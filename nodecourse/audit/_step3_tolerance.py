@@ -1,7 +1,7 @@
 """Step 3: the tolerance sweep (test time), quality and time against the solver's precision.
 
 The trained model is solved on the whole test set at settings from 100x looser to 10x (quick) or
-100x (full) tighter than deployed (:data:`nodecourse.audit.context.Sizes.sweep`): ``rtol`` and ``atol`` of an adaptive
+100x (full) tighter than deployed (:data:`nodecourse.audit._context.Sizes.sweep`): ``rtol`` and ``atol`` of an adaptive
 solver, the step size of a fixed-step one (larger steps are looser), ``tol`` of a DEQ. Nothing is
 retrained. Quality at each setting is compared with the deployed setting's on the same rows
 (paired bootstrap).
@@ -26,11 +26,11 @@ import contextlib
 import math
 import time
 
-from nodecourse.audit import quality as Q
-from nodecourse.audit.context import AuditContext
-from nodecourse.audit.discovery import scaled_settings, solver_settings
-from nodecourse.audit.evaluate import run, work_unit
-from nodecourse.audit.report import StepResult, new_figure, render, verdict_of
+from nodecourse.audit import _quality as Q
+from nodecourse.audit._context import AuditContext
+from nodecourse.audit._discovery import scaled_settings, solver_settings
+from nodecourse.audit._evaluate import run, work_unit
+from nodecourse.audit._report import StepResult, new_figure, render, verdict_of
 
 NAME = "Tolerance sweep"
 PROBLEM_GAPS = 5.0

@@ -1,7 +1,7 @@
 """Solves found by watching a forward pass: torchdiffeq's, the library's ``odeint`` called directly,
-torchdeq's DEQ (:mod:`nodecourse.audit.hook`). Each solve (a call's identity: its site, the
+torchdeq's DEQ (:mod:`nodecourse.audit._hook`). Each solve (a call's identity: its site, the
 function solved and the settings it was called with, not its source line alone) is one
-:class:`ObservedCore`, with the interface of a :class:`~nodecourse.audit.discovery.Core`, so the
+:class:`ObservedCore`, with the interface of a :class:`~nodecourse.audit._discovery.Core`, so the
 five steps audit it like one of the library's blocks; its settings are changed on its calls
 through the hook, never on the model.
 
@@ -20,11 +20,11 @@ from dataclasses import field as dc_field
 import torch
 from torch import nn
 
-from nodecourse.audit import inputs as I
-from nodecourse.audit.control import cde_library
-from nodecourse.audit.discovery import Core, CoreNotFoundError, module_cores, no_core_found
-from nodecourse.audit.hook import FIXED_GRID, TORCHCDE_SDE_BACKEND, EventSolveError, SolveCall, SolveHook
-from nodecourse.audit.state import kept_as_found
+from nodecourse.audit import _inputs as I
+from nodecourse.audit._control import cde_library
+from nodecourse.audit._discovery import Core, CoreNotFoundError, module_cores, no_core_found
+from nodecourse.audit._hook import FIXED_GRID, TORCHCDE_SDE_BACKEND, EventSolveError, SolveCall, SolveHook
+from nodecourse.audit._state import kept_as_found
 
 LABELS = {
     "torchdiffeq.odeint": "torchdiffeq.odeint solve",
@@ -192,10 +192,10 @@ def training_route(model: nn.Module, x, hook: SolveHook, deployed: list[Core]) -
 
 
 def find_solves(model: nn.Module, x, hook: SolveHook) -> list[Core]:
-    """Every core of ``model``: its library blocks (:func:`~nodecourse.audit.discovery.module_cores`),
+    """Every core of ``model``: its library blocks (:func:`~nodecourse.audit._discovery.module_cores`),
     then the solves one forward pass on two rows of ``x`` makes outside them (:func:`observe`).
 
-    Raises :class:`~nodecourse.audit.discovery.CoreNotFoundError` naming what was looked for when
+    Raises :class:`~nodecourse.audit._discovery.CoreNotFoundError` naming what was looked for when
     there is none, and :class:`UnsupportedSolveError` naming the library when the model solves with
     one the audit cannot measure (:data:`UNSUPPORTED`), found or not beside it.
     """

@@ -40,7 +40,7 @@ def control_interval(func) -> tuple[float, float] | None:
 
 
 def past_the_data(call, factor: float) -> dict:
-    """Where the grid of ``call`` (a CDE solve's :class:`~nodecourse.audit.hook.SolveCall`), stretched
+    """Where the grid of ``call`` (a CDE solve's :class:`~nodecourse.audit._hook.SolveCall`), stretched
     ``factor`` times about its first time, ends against its control path's knots.
 
     Returns ``{"solve", "library", "interval" ([first, last] or None), "end", "extrapolated"

@@ -14,7 +14,7 @@ Counterparts, built from a copy of the model with every weight drawn afresh:
 - a :class:`~nodecourse.DEQ` becomes the same block unrolled :data:`UNROLLED_STEPS` times from
   the DEQ's starting state (the truncation of Bai et al.'s MDEQ run: five unrolled layers).
 
-Solves observed through the hook (:mod:`nodecourse.audit.observed`: the user's torchdiffeq, torchdeq
+Solves observed through the hook (:mod:`nodecourse.audit._observed`: the user's torchdiffeq, torchdeq
 or direct ``nodecourse.odeint`` calls) get their counterpart on the same calls, in a copy with fresh
 weights (:class:`Overridden`):
 
@@ -38,9 +38,9 @@ from typing import Callable
 import torch
 from torch import nn
 
-from nodecourse.audit import inputs as I
-from nodecourse.audit.discovery import Core, find_cores, replace_module
-from nodecourse.audit.quality import per_row_loss
+from nodecourse.audit import _inputs as I
+from nodecourse.audit._discovery import Core, find_cores, replace_module
+from nodecourse.audit._quality import per_row_loss
 from nodecourse.deq import DEQ
 from nodecourse.models import ODEBlock, ResidualStack, count_parameters
 from nodecourse.models.flows import CNF
@@ -67,7 +67,7 @@ def train(
     cross-entropy on one logit, squared error, or -log p): :func:`nodecourse.training.train_epochs`
     with seeded shuffling and gradient clipping. Returns the history (one dict per epoch).
     """
-    from nodecourse.audit.quality import check_task
+    from nodecourse.audit._quality import check_task
 
     check_task(task)
     x, y = I.check_pair("data", data, task=task)
@@ -221,7 +221,7 @@ class Overridden(nn.Module):
         self.description = description
 
     def forward(self, *x):
-        from nodecourse.audit.hook import active
+        from nodecourse.audit._hook import active
 
         hook = active()
         if hook is None:

@@ -2,15 +2,15 @@
 
 A referee's first question: would a discrete network of the same size, trained the same way, do as
 well for less? By default the core is swapped for its discrete counterpart
-(:func:`nodecourse.audit.baseline.discrete_counterpart`) and trained by the audit with the same data,
+(:func:`nodecourse.audit._baseline.discrete_counterpart`) and trained by the audit with the same data,
 loop and budget (``epochs``) as lesson 9 and ``nodecourse audit`` train the model, over
 ``Sizes.seeds`` seeds (2 quick, 3 full); ``baseline=`` takes the practitioner's own (used as given,
-one "seed"). The counterpart matches the model's kind (:mod:`nodecourse.audit.baseline`): a
+one "seed"). The counterpart matches the model's kind (:mod:`nodecourse.audit._baseline`): a
 trajectory gets an explicit stack with the same work per output interval, a DEQ its block
 unrolled; a density gets none, and the step says so (*not measured*) instead of comparing with a
 model that is not a density. Quality, parameters, forward time and forward work side by side; the
 interval of the difference includes the baseline's training variance (each bootstrap resample
-draws a seed as well as the rows: :func:`nodecourse.audit.quality.difference_over_seeds`).
+draws a seed as well as the rows: :func:`nodecourse.audit._quality.difference_over_seeds`).
 
 Verdict: *problem* when the baseline is better by more than :data:`PROBLEM_GAPS` practical gaps (the
 whole 95 % interval of the paired difference); *warning* when it is better (the whole interval below
@@ -24,15 +24,15 @@ import time
 
 from torch import nn
 
-from nodecourse.audit import inputs as I
-from nodecourse.audit import quality as Q
-from nodecourse.audit.baseline import UnrolledBlock, discrete_counterpart, forward_seconds, observed_counterpart, train
-from nodecourse.audit.context import AuditContext
-from nodecourse.audit.discovery import CoreNotFoundError, find_cores
-from nodecourse.audit.evaluate import run, work_unit
-from nodecourse.audit.observed import is_observed
-from nodecourse.audit.report import StepResult, new_figure, render, verdict_of
-from nodecourse.audit.state import independent_copy
+from nodecourse.audit import _inputs as I
+from nodecourse.audit import _quality as Q
+from nodecourse.audit._baseline import UnrolledBlock, discrete_counterpart, forward_seconds, observed_counterpart, train
+from nodecourse.audit._context import AuditContext
+from nodecourse.audit._discovery import CoreNotFoundError, find_cores
+from nodecourse.audit._evaluate import run, work_unit
+from nodecourse.audit._observed import is_observed
+from nodecourse.audit._report import StepResult, new_figure, render, verdict_of
+from nodecourse.audit._state import independent_copy
 from nodecourse.models import ResidualStack, count_parameters
 from nodecourse.models.flows import CNF
 

@@ -9,7 +9,7 @@
   A CDE solve's (``torchcde.cdeint``, :func:`nodecourse.cde.cdeint`) horizon is its control path's:
   the sentence says whether the stretched grid runs past the interpolation's last knot (past it the
   path is extrapolated, not observed), or that this is not known where the path's interval cannot
-  be read (:mod:`nodecourse.audit.control`).
+  be read (:mod:`nodecourse.audit._control`).
 - **stiffness along trajectories**, per solve: the eigenvalues ``λ`` of ``∂f/∂z`` at states the
   solver visited on test inputs. Stiffness is about *contracting* modes: ``-min Re λ × horizon``
   (what the verdict reads) bounds the steps an explicit solver needs for stability alone.
@@ -41,15 +41,15 @@ import time
 
 import torch
 
-from nodecourse.audit import inputs as I
-from nodecourse.audit import quality as Q
-from nodecourse.audit.context import AuditContext
-from nodecourse.audit.control import cde_library, past_the_data
-from nodecourse.audit.discovery import horizon_scaled
-from nodecourse.audit.evaluate import per_input, run, work_unit
-from nodecourse.audit.hook import active
-from nodecourse.audit.observed import is_observed
-from nodecourse.audit.report import StepResult, new_figure, render, verdict_of
+from nodecourse.audit import _inputs as I
+from nodecourse.audit import _quality as Q
+from nodecourse.audit._context import AuditContext
+from nodecourse.audit._control import cde_library, past_the_data
+from nodecourse.audit._discovery import horizon_scaled
+from nodecourse.audit._evaluate import per_input, run, work_unit
+from nodecourse.audit._hook import active
+from nodecourse.audit._observed import is_observed
+from nodecourse.audit._report import StepResult, new_figure, render, verdict_of
 
 NAME = "Difficult regimes"
 PROBLEM_FRACTION = 0.01

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from nodecourse.audit import inputs as I
-from nodecourse.audit.discovery import Core
+from nodecourse.audit import _inputs as I
+from nodecourse.audit._discovery import Core
 from nodecourse.measure import SolverWorkLog
 from nodecourse.solvers import SolverError
 
@@ -37,7 +37,7 @@ class WorkMeter:
         self.cores = cores
         self.log = SolverWorkLog()
         self.deq_calls: list[dict] = []
-        self.observed: list = []  # SolveCalls of observed solves (nodecourse.audit.hook)
+        self.observed: list = []  # SolveCalls of observed solves (nodecourse.audit._hook)
         self._hooks = []
         self._listening = None
 
@@ -48,7 +48,7 @@ class WorkMeter:
         self.deq_calls.append(stats)
 
     def __enter__(self) -> "WorkMeter":
-        from nodecourse.audit.hook import active
+        from nodecourse.audit._hook import active
 
         self.log.__enter__()
         for core in self.cores:
