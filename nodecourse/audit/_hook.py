@@ -46,6 +46,10 @@ A DEQ given ``max_iter`` in training mode is also given it as torchdeq's per-cal
 its training-mode output is the iterate at the new budget (torchdeq otherwise samples the index fixed
 at its construction). Its convergence is read the way torchdeq stops: the lowest residual under its
 ``f_stop_mode`` (``"abs"`` or ``"rel"``) below ``f_tol``.
+
+Why this module is long: every patch it makes and its undo are in :class:`SolveHook` (about 330 lines) and the
+wrappers it installs, kept together so that a reader can check that each entry point replaced is put back on
+exit, also after an error.
 """
 
 from __future__ import annotations

@@ -31,6 +31,10 @@ the shift *beyond those that fail on the clean test set* (inputs the model will 
 both are shown); *warning* for a shift or smallest-noise drop beyond the
 practical gap, work growing by more than :data:`WORK_GROWTH` there, ``-min Re λ × horizon`` above
 :data:`STIFF_INDEX`, a DEQ whose spectral radius reaches 1, or failures past the horizon; *ok* otherwise.
+
+Why this module is long: each step of the audit is one module (``_step1_baseline`` to ``_step5_gradients``),
+and this step measures four regimes in one pass over the model (:func:`_measure`) for one verdict, with its
+two figures.
 """
 
 from __future__ import annotations

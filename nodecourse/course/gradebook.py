@@ -59,6 +59,11 @@ feedback file say the grades were made without it. SIGTERM, SIGHUP and SIGINT
 stop a run cleanly (:class:`GradebookStopped`): the grading workers and what
 they started are ended, and the CSV holds every row finished before the signal
 (each write is whole: a temporary file renamed over it).
+
+Why this module is long: it holds the class run (the grading workers and their signals, :func:`grade_class`)
+and the rules of the CSV it writes (rows merged under a lock, the history file, overrides, the byte-order
+mark, cells safe in a spreadsheet); moving the CSV's reading and writing into a private module of its own is a
+split that is pending.
 """
 
 from __future__ import annotations

@@ -11,6 +11,10 @@ IPython folder; reports then say the grade is for self-study only.
 The grader decides every outcome in its own process from the replies to its
 own requests (:meth:`Kernel.execute`); a value the kernel returns is read as
 text and decoded by the caller as plain data, never unpickled.
+
+Why this module is long: it is a security boundary of the grader: its whole channel to the learner's process
+(the start in the sandbox, the sockets, the memory and process watch, the bounded stderr, replies read as
+plain data; :class:`Kernel` alone is about 250 lines) stays in one file, to be reviewed as one.
 """
 
 from __future__ import annotations

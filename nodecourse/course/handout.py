@@ -5,6 +5,9 @@ solutions/ folder) is graded against (:func:`nodecourse.course.references.refere
 Each value is the clean exercise notebook as JSON, exactly a fresh build of its solution (setup cells,
 stub answer cells, check cells; no solution code, no outputs). Written by
 :func:`nodecourse.course.references.write_handout`; a test keeps it equal to the build.
+
+Why this module is long: it is generated data, every handed-out exercise notebook as JSON text in one table,
+rewritten whole by :func:`~nodecourse.course.references.write_handout` and never edited by hand.
 """
 
 EXERCISES = {

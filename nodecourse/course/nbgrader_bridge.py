@@ -25,6 +25,11 @@ drawn for the run) and every check becomes one grade in nbgrader's gradebook:
 :class:`CanvasExportPlugin` is an nbgrader export plugin (``nbgrader export --exporter
 nodecourse.course.nbgrader_bridge.CanvasExportPlugin --to canvas.csv``): one row per student with
 the columns Canvas's gradebook import reads.
+
+Why this module is long: it is the one module that imports nbgrader, and it holds the whole of what replaces
+``nbgrader autograde`` (points, grade cells, the gradebook's writes, the autograded notebook, late penalties)
+and the export plugin, which an nbgrader command names by this module's dotted path
+(``nodecourse.course.nbgrader_bridge.CanvasExportPlugin``).
 """
 
 from __future__ import annotations

@@ -33,6 +33,11 @@ without JavaScript sees it.
 The repository's address is written once, as ``Repository`` in pyproject.toml's
 ``[project.urls]``: the README's Binder badge (``nodecourse site --update-readme`` rewrites it) and
 every Binder link of the site are made from it.
+
+Why this module is long: it holds the build's own steps in order (the pages, links, navigation, the index, the
+broken-link check) and two templates kept as strings beside the code that fills them (:data:`FIGURE_SCRIPT`,
+:data:`PAGE_TEMPLATE`, about 85 lines); the parts that stand alone are already modules (listed above), and
+moving the broken-link check out is a split that is pending.
 """
 
 from __future__ import annotations

@@ -13,6 +13,10 @@ p(p̂) it is ``min(p, p̂) + 1`` (dopri5 5(4): q = 5; bosh3 3(2): q = 3); for
 implicit_euler checked against the trapezoidal rule q = 2; for the trapezoidal
 rule's divided-difference estimate q = 3. The controller's exponent is
 ``-1/q`` and Hairer's initial step uses the same q; nothing else takes an order.
+
+Why this module is long: :class:`StepControl` and :class:`BatchStepControl` stay side by side, with the norms
+and settings they share, so that a change to one formula is made beside its twin and the two cannot drift
+apart.
 """
 
 from __future__ import annotations

@@ -11,6 +11,10 @@ Why ``rtol < 1``: the error test accepts a step when its estimated error is at m
 itself in every step, so the solve reports SUCCESS with no accuracy at all (``rtol=1e6``
 on ``dy/dt = -y`` returns 176 where the answer is 4.5e-5). ``atol`` has no upper bound:
 it is measured in the units of ``y``, which only the caller knows.
+
+Why this module is long: every check :func:`nodecourse.odeint` and its adjoint make of their arguments is
+here, the declared tables and the semantic checks, with torchdiffeq's keywords mapped onto the same checks
+(:func:`torchdiffeq_keywords`), so each message is worded in one place.
 """
 
 from __future__ import annotations

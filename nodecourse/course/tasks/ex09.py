@@ -7,6 +7,12 @@ library's routes (``solver.replace(gradient=route)``) against central finite
 differences of tight solves, computed in the reference process, and the route
 whose error exceeds ``1e-2`` (the adjoint on the long-horizon model: its
 backward solve meets the fast mode grown by ``e^(10 T)``).
+
+Why this module is long: one exercise's task specs stay in one module:
+:func:`~nodecourse.course.tasks.tasks_for` imports ``exNN`` by the exercise's key, and a task's run-time reach
+rules are found from the module its ``run`` lives in (:func:`~nodecourse.course.tasks.reach.exercise_of`), so
+a ``run`` moved elsewhere would lose them; exercise 9 has five checks, each with its inputs, run, reference
+and judge.
 """
 
 from __future__ import annotations

@@ -7,6 +7,12 @@ kinetic energy; the library's ``heun_step``, ``heun_inverse`` and
 ``2 n`` entries (closed form) and the library's adjoint with
 ``adjoint_options={"norm": "seminorm"}`` for the seminorm. The Heun tasks
 count the learner's evaluations of ``func`` and the times they are made at.
+
+Why this module is long: one exercise's task specs stay in one module:
+:func:`~nodecourse.course.tasks.tasks_for` imports ``exNN`` by the exercise's key, and a task's run-time reach
+rules are found from the module its ``run`` lives in (:func:`~nodecourse.course.tasks.reach.exercise_of`), so
+a ``run`` moved elsewhere would lose them; exercise 10 has eight checks, each with its inputs, run, reference
+and judge.
 """
 
 from __future__ import annotations

@@ -6,6 +6,12 @@ solution ``y0 exp((mu - sigma^2 / 2) T + sigma W(T))`` on the same Brownian incr
 order); a batched matrix-vector product and the library's ``cdeint`` (the CDE contraction); the
 library's interpolations (``nodecourse.cde.interpolate``) for the change of a path when one
 observation changes.
+
+Why this module is long: one exercise's task specs stay in one module:
+:func:`~nodecourse.course.tasks.tasks_for` imports ``exNN`` by the exercise's key, and a task's run-time reach
+rules are found from the module its ``run`` lives in (:func:`~nodecourse.course.tasks.reach.exercise_of`), so
+a ``run`` moved elsewhere would lose them; exercise 11 has six checks, each with its inputs, run, reference
+and judge.
 """
 
 from __future__ import annotations

@@ -46,6 +46,10 @@ outcomes file, the archive and the ``set-a/`` folder must pass the same checks
 or the load stops with :class:`PhysioNetError`. The members of an archive are
 read in memory, never unpacked: links, devices and names that leave the folder
 (absolute, or with ``..``) are skipped and counted the same way.
+
+Why this module is long: it holds two halves that meet at the data folder, finding or downloading a set (the
+order and the pinned sums above) and reading it safely (the checks above, an archive's members read in memory,
+the fingerprint); moving the safe reading into a private module of its own is a split that is pending.
 """
 
 from __future__ import annotations

@@ -33,6 +33,10 @@ once the others have finished (:class:`CurveFitsFailed`).
 
 Quick mode (:data:`QUICK_CURVE`) keeps the published sizes, optimiser and grid and shrinks the
 patients, sizes, seeds and epochs so that it runs in CI.
+
+Why this module is long: it is one study that runs on its own (``python -m
+nodecourse.lessons.lesson05.curve``), and what only it needs lives with it: the nested draws, the per-fit
+cache, the device check, the Ray executor and the command line.
 """
 
 from __future__ import annotations

@@ -3,6 +3,11 @@
 Each class is a frozen dataclass built by ``from_...`` from a study's result; it renders itself as Markdown
 (:class:`~nodecourse.lessons.study.Findings`), so a lesson cell shows it in one line, and the ledger rows
 (:mod:`.rows`) judge from the very same objects.
+
+Why this module is long: every lesson package keeps its findings in one module (``lessonNN/findings.py``
+beside ``studies.py`` and ``rows.py``), which the notebook, the ledger rows and
+``tests/test_lesson06_findings.py`` read; it holds one class per finding the lesson quotes, from five studies
+(solvers, growth, regularisation, truncation, the published comparison).
 """
 
 from __future__ import annotations

@@ -1,7 +1,13 @@
 """Lesson 7's findings: verdicts and the numbers its sentences and tables quote, computed from the studies'
 results. Each class is built by a ``from_<input>`` classmethod: the ``*Findings`` classes and
 :class:`MemoryGrowth` judge the rows' thresholds; the :class:`~nodecourse.lessons.study.Findings` classes render
-the lesson's tables and sentences (a cell shows them in one line)."""
+the lesson's tables and sentences (a cell shows them in one line).
+
+Why this module is long: every lesson package keeps its findings in one module (``lessonNN/findings.py``
+beside ``studies.py`` and ``rows.py``), which the notebook, the ledger rows and
+``tests/test_lesson07_findings.py`` read; lesson 7 quotes more tables than any other (the capstone's four
+models, memory, tolerance, timing), about twenty classes, one per table or verdict.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,10 @@
 """Lesson 7's studies: train the four models on every seed and measure them; each study is cached per
-arguments (:func:`~nodecourse.lessons.study.cached_study`), so the notebook and the ledger rows read one run."""
+arguments (:func:`~nodecourse.lessons.study.cached_study`), so the notebook and the ledger rows read one run.
+
+Why this module is long: every lesson package keeps its measurements in one module (``lessonNN/studies.py``),
+which the notebook, the findings and the ledger rows call; lesson 7 has six studies (the capstone's training,
+the step mismatch, memory against depth, the reduction peers, the tolerance sweep, the timings).
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,11 @@
 """Lesson 10's findings: the verdicts and numbers each paragraph of the lesson quotes, computed from the
-studies' results and rendered by ``markdown()`` (a notebook cell displays them by ending with them)."""
+studies' results and rendered by ``markdown()`` (a notebook cell displays them by ending with them).
+
+Why this module is long: every lesson package keeps its findings in one module (``lessonNN/findings.py``
+beside ``studies.py`` and ``rows.py``), which the notebook, the ledger rows and
+``tests/test_lesson10_findings.py`` read; it holds one class per paragraph the lesson quotes numbers in (NFE
+growth, regularisation, seminorms, exact gradients, reversible Heun, stability, the explorer, the closing).
+"""
 
 from __future__ import annotations
 

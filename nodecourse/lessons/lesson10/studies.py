@@ -1,5 +1,10 @@
 """Lesson 10's studies: the functions that measure, each cached by :func:`~nodecourse.lessons.study.cached_study`
-so the notebook's figures, its findings and the ledger rows read the same runs."""
+so the notebook's figures, its findings and the ledger rows read the same runs.
+
+Why this module is long: every lesson package keeps its measurements in one module (``lessonNN/studies.py``),
+which the notebook, the findings and the ledger rows call; lesson 10's studies are training with regularisers,
+seminorms, exact gradients, the gradient routes, reversible memory, stability and the explorer's grid.
+"""
 
 from __future__ import annotations
 
