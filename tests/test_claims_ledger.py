@@ -426,7 +426,7 @@ def test_median_interval_and_sign_test_are_distribution_free():
 
 def test_undecided_is_written_with_its_seed_count():
     from nodecourse.claims import ClaimResult, Measurement, verdicts_in_markdown
-    from nodecourse.claims.markdown_report import format_markdown
+    from nodecourse.claims._markdown_report import format_markdown
 
     with pytest.raises(ValueError, match="must say on how many seeds"):
         Measurement("0.81 vs 0.82", ClaimVerdict.UNDECIDED)

@@ -18,7 +18,7 @@ except ImportError:  # the `cluster` extra (and the `test` extra) install it
     pytest.skip("Ray is not installed: pip install 'nodecourse[cluster]' to run these tests", allow_module_level=True)
 
 from nodecourse.claims import REGISTRY, ClaimVerdict, RowCache, load_rows, run_claims
-from nodecourse.claims.executors import ray_runtime
+from nodecourse.claims._executors import ray_runtime
 from nodecourse.measure import json_safe
 
 pytestmark = pytest.mark.slow

@@ -9,7 +9,7 @@ import importlib
 import pytest
 
 from nodecourse.claims import Threshold, claim
-from nodecourse.claims.registry import REGISTRY
+from nodecourse.claims._registry import REGISTRY
 
 ROW_ID = "resnet-euler"  # lesson 1's row, nodecourse/lessons/lesson01/rows.py
 

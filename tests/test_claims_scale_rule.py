@@ -21,7 +21,7 @@ from nodecourse.claims import (
     unrun_scale_parts,
     unrun_scale_words,
 )
-from nodecourse.claims.registry import REGISTRY, ClaimSpec
+from nodecourse.claims._registry import REGISTRY, ClaimSpec
 
 # The rows whose published figures are at a scale the course does not run, as of this rule: a new row that
 # quotes such a figure joins the list below by declaring published_scale (and this test says so if it does not).

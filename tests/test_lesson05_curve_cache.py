@@ -48,7 +48,7 @@ def _cache(folder):
 
 
 def test_the_cache_is_the_ledgers_folder_at_the_code_version(tmp_path):
-    from nodecourse.claims.executors import RowCache, code_version
+    from nodecourse.claims._executors import RowCache, code_version
 
     cache = lc.CurveCache(tmp_path)
     assert isinstance(cache.rows, RowCache) and cache.rows.version == code_version()

@@ -216,7 +216,7 @@ def test_lessons_and_library_import_only_course_dependencies():
     # An optional extra's package, imported in the one module that uses it (inside a function, or in a
     # module only its command imports, with an ImportError that names the extra): {module: (extra, file)}.
     optional = {
-        "ray": ("cluster", "nodecourse/claims/executors.py"),
+        "ray": ("cluster", "nodecourse/claims/_executors.py"),
         "nbgrader": ("class", "nodecourse/course/nbgrader_bridge.py"),
     }
     outside = {}

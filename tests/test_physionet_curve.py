@@ -97,7 +97,7 @@ def test_the_curve_on_ray_gives_the_serial_points_and_names_a_failed_fit(raw):
     pytest.importorskip("ray", reason="Ray is the cluster extra: pip install 'nodecourse[cluster]'")
     import torch
 
-    from nodecourse.claims.executors import ray_runtime
+    from nodecourse.claims import ray_runtime
 
     config = lc.CurveConfig(sizes=(20, 40), seeds=(0, 1), models=("gru-d", "summary-logreg"), epochs=1)
     threads = torch.get_num_threads()
@@ -157,7 +157,7 @@ def test_a_cluster_without_a_gpu_refuses_a_cuda_curve_before_any_task(raw, monke
     that lists CPUs and no GPU stands in for Ray here)."""
     from contextlib import contextmanager
 
-    from nodecourse.claims import executors
+    import nodecourse.claims as claims
 
     class Cluster:
         @staticmethod
@@ -172,8 +172,8 @@ def test_a_cluster_without_a_gpu_refuses_a_cuda_curve_before_any_task(raw, monke
         raise AssertionError("a task was submitted before the device was refused")
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # the driver has one; the cluster decides
-    monkeypatch.setattr(executors, "ray_runtime", joined)
-    monkeypatch.setattr(executors, "run_tasks", started)
+    monkeypatch.setattr(claims, "ray_runtime", joined)
+    monkeypatch.setattr(claims, "run_tasks", started)
     with pytest.raises(lc.DeviceUnavailable, match=r"--device cuda: the Ray cluster \(auto\) has no GPU"):
         lc.learning_curve(replace(TINY, device="cuda"), data=raw, progress=False, executor="ray", address="auto")
 

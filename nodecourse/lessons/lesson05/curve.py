@@ -317,13 +317,13 @@ class CurveCache:
     settings, epochs, patients of set A used, the pool size (the largest size: it fixes the split),
     the data (:func:`data_fingerprint`; ``"per-task"`` when Ray tasks load set A themselves) and the
     device;
-    the folder and the code version are those of the ledger's :class:`~nodecourse.claims.executors.RowCache`
+    the folder and the code version are those of the ledger's :class:`~nodecourse.claims.RowCache`
     (``nodecourse claims --cache``), so a change to any file of the package makes every fit stale.
     A fit that raised is never saved.
     """
 
     def __init__(self, folder, version: str | None = None):
-        from nodecourse.claims.executors import RowCache
+        from nodecourse.claims import RowCache
 
         self.rows = RowCache(folder, version)
 
@@ -365,7 +365,7 @@ class CurveCache:
 
 def _point_task(config: CurveConfig, task: CurveTask, data) -> tuple[CurvePoint, str, float]:
     """One fit in a Ray worker: the point, and the data's source and grid (the driver never loads set A)."""
-    from nodecourse.claims.executors import limit_task_threads
+    from nodecourse.claims import limit_task_threads
 
     limit_task_threads()
     if data is None:
@@ -461,7 +461,7 @@ def _on_ray(config, tasks, data, bar, address, workers, finished) -> None:
     ends (so that the cache holds every fit finished before an interruption)."""
     if not tasks:
         return
-    from nodecourse.claims.executors import ray_runtime, run_tasks
+    from nodecourse.claims import ray_runtime, run_tasks
 
     index = {(t.model, t.n_train, t.seed): j for j, t in enumerate(tasks)}
 

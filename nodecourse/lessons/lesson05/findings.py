@@ -265,7 +265,7 @@ class CurveFindings(Findings):
         return "\n\n".join(parts)
 
     def _gap_text(self) -> str:
-        from nodecourse.claims.spread import seed_interval
+        from nodecourse.claims import seed_interval
 
         config = self.result.config
         small, large = config.sizes[0], config.sizes[-1]

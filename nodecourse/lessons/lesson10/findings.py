@@ -12,9 +12,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from nodecourse.claims import ClaimVerdict, Threshold, combine, judge, judge_median, unrun_scale_parts
-from nodecourse.claims.spread import ConfidenceInterval, MedianInterval
-from nodecourse.claims.verdict import verdict_text
+from nodecourse.claims import (
+    ClaimVerdict,
+    ConfidenceInterval,
+    MedianInterval,
+    Threshold,
+    combine,
+    judge,
+    judge_median,
+    unrun_scale_parts,
+    verdict_text,
+)
 from nodecourse.lessons.lesson10.config import (
     ACCURACY_DROP,
     FLAT_FACTOR,

@@ -14,8 +14,8 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from nodecourse.claims.spread import combine
-from nodecourse.claims.verdict import ClaimVerdict, Measurement, Threshold, verdict_text
+from nodecourse.claims._spread import combine
+from nodecourse.claims._verdict import ClaimVerdict, Measurement, Threshold, verdict_text
 
 UNRUN_SCALE_WORDS = (
     "ImageNet",

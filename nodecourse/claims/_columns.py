@@ -3,8 +3,8 @@ the header a published ledger carries (date, mode, machine, software, time)."""
 
 from __future__ import annotations
 
-from nodecourse.claims.registry import ClaimResult
-from nodecourse.claims.verdict import ClaimVerdict
+from nodecourse.claims._registry import ClaimResult
+from nodecourse.claims._verdict import ClaimVerdict
 
 COLUMNS = ("id", "claim", "source", "published", "threshold", "measured", "verdict")
 

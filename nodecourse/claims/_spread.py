@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 from typing import Iterable
 
-from nodecourse.claims.verdict import ClaimVerdict
+from nodecourse.claims._verdict import ClaimVerdict
 
 
 @dataclass(frozen=True)

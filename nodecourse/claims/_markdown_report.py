@@ -5,8 +5,8 @@ from __future__ import annotations
 import html
 import re
 
-from nodecourse.claims.columns import COLUMNS, cells, verdict_counts
-from nodecourse.claims.registry import ClaimResult
+from nodecourse.claims._columns import COLUMNS, cells, verdict_counts
+from nodecourse.claims._registry import ClaimResult
 from nodecourse.measure import markdown_table
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|])")

@@ -3,8 +3,8 @@ is cut."""
 
 from __future__ import annotations
 
-from nodecourse.claims.columns import COLUMNS, cells
-from nodecourse.claims.registry import ClaimResult
+from nodecourse.claims._columns import COLUMNS, cells
+from nodecourse.claims._registry import ClaimResult
 from nodecourse.measure import text_table
 
 # Columns sized to their longest entry (short ones), capped ones, and the rest that share what is left.

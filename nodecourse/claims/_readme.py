@@ -24,7 +24,7 @@ _VERDICT_CELL = re.compile(r"^\|\s*([a-z0-9-]+)\s*\|.*\|\s*\*\*([a-z0-9 ()]+)\*\
 
 def verdicts_in_markdown(text: str) -> dict[str, str]:
     """``{id: verdict}`` read back from a table written by
-    :func:`~nodecourse.claims.markdown_report.format_markdown` (between the README's markers when
+    :func:`~nodecourse.claims._markdown_report.format_markdown` (between the README's markers when
     they are there)."""
     begin, end = text.find(LEDGER_BEGIN), text.find(LEDGER_END)
     if begin >= 0 and end > begin:

@@ -23,8 +23,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from nodecourse.claims.registry import ClaimResult, ClaimSpec, check_unrun_scale
-from nodecourse.claims.verdict import ClaimVerdict, Measurement
+from nodecourse.claims._registry import ClaimResult, ClaimSpec, check_unrun_scale
+from nodecourse.claims._verdict import ClaimVerdict, Measurement
 
 EXECUTORS = ("serial", "ray")
 """The values ``run_claims(executor=...)`` and ``nodecourse claims --executor`` accept."""

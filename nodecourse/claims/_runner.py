@@ -6,10 +6,10 @@ from __future__ import annotations
 import sys
 from typing import Iterable
 
-from nodecourse.claims.executors import EXECUTORS, RowCache, run_ray, run_serial
-from nodecourse.claims.html_report import html_table
-from nodecourse.claims.registry import ClaimResult, load_rows
-from nodecourse.claims.text_report import format_table
+from nodecourse.claims._executors import EXECUTORS, RowCache, run_ray, run_serial
+from nodecourse.claims._html_report import html_table
+from nodecourse.claims._registry import ClaimResult, load_rows
+from nodecourse.claims._text_report import format_table
 
 
 def run_claims(
@@ -31,12 +31,12 @@ def run_claims(
     still run; without it the exception propagates (under Ray, after the other tasks are cancelled).
 
     ``executor``: ``"serial"`` runs the rows one after another here; ``"ray"`` runs each row as one
-    Ray task (:func:`~nodecourse.claims.executors.run_ray`): on a local runtime with ``workers``
+    Ray task (:func:`~nodecourse.claims._executors.run_ray`): on a local runtime with ``workers``
     CPUs when ``address`` is None, else on the cluster at ``address``. The split is per row, not
     per (row, seed): a row's ``measure`` judges its seeds together, so every verdict is still the
     row's own and the list returned is the one a serial run returns (the ``seconds`` aside).
 
-    ``cache_dir``: a folder of finished rows (:class:`~nodecourse.claims.executors.RowCache`,
+    ``cache_dir``: a folder of finished rows (:class:`~nodecourse.claims._executors.RowCache`,
     keyed by row id, quick or full, and the package's code version); rows found there are not
     run again, and each row that finishes is saved there as it finishes.
     """

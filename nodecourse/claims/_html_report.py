@@ -6,8 +6,8 @@ from __future__ import annotations
 import html
 from typing import Iterable
 
-from nodecourse.claims.columns import COLUMNS, cells
-from nodecourse.claims.registry import ClaimResult
+from nodecourse.claims._columns import COLUMNS, cells
+from nodecourse.claims._registry import ClaimResult
 
 
 def html_table(results: list[ClaimResult], columns: Iterable[str] = COLUMNS) -> str:
