@@ -30,8 +30,7 @@ import time
 import torch
 
 from nodecourse.data import physionet
-from nodecourse.models import latent
-from nodecourse.models.physionet_settings import PUBLISHED
+from nodecourse.models import PUBLISHED, latent
 
 WAYS = ("loop", "torchdiffeq", "fast")
 

@@ -4,7 +4,7 @@ Public surface (see docs/library.md and the lessons):
 
 - :func:`odeint`, :func:`odeint_event` (torchdiffeq's terminal events), :data:`SOLVERS`, :class:`Solution`,
   :class:`SolverError`, :class:`Status`
-- :mod:`nodecourse.models`: fields, ODE blocks, augmentation (:mod:`~nodecourse.models.augment`),
+- :mod:`nodecourse.models`: fields, ODE blocks, augmentation (:class:`~nodecourse.models.AugmentedODE`),
   latent ODEs (:mod:`~nodecourse.models.latent`)
 - :mod:`nodecourse.measure`: solver-work logs, tolerance sweeps, memory, gradient checks, probes
 - :mod:`nodecourse.data`: toy sets, digits, PhysioNet 2012
@@ -27,7 +27,7 @@ _LAZY = {
     "Status": "nodecourse.solvers",
     "odeint": "nodecourse.solvers",
     "odeint_event": "nodecourse.solvers",
-    "AugmentedODE": "nodecourse.models.augment",
+    "AugmentedODE": "nodecourse.models",
     "DEQ": "nodecourse.deq",
     "fixed_point": "nodecourse.deq",
     "jacobian_regularizer": "nodecourse.deq",

@@ -150,12 +150,14 @@ def mixing_weights(G, lam=1e-10):
     return _a.anderson_weights(G[None], torch.ones(1, len(G), dtype=torch.bool), lam)[0]
 """
 
-DIVERGENCE_LIBRARY = """def exact_divergence(f_out, z):
-    return flows.divergence_exact(f_out, z)
+DIVERGENCE_LIBRARY = """from nodecourse.models import divergence_exact
+def exact_divergence(f_out, z):
+    return divergence_exact(f_out, z)
 """
 
-HUTCHINSON_LIBRARY = """def hutchinson_divergence(f_out, z, probes):
-    return flows.divergence_hutchinson(f_out, z, probes)
+HUTCHINSON_LIBRARY = """from nodecourse.models import divergence_hutchinson
+def hutchinson_divergence(f_out, z, probes):
+    return divergence_hutchinson(f_out, z, probes)
 """
 
 DEQ_HUTCHINSON_LIBRARY = """from nodecourse.deq._regularizer import jacobian_regularizer
@@ -402,7 +404,7 @@ IDIOMATIC = [
         "def log_prob(dynamics, x, probes, t1=1.0):\n    dynamics.probes = probes\n"
         "    state0 = torch.cat([x, x.new_zeros(x.shape[0], 1)], dim=1)\n"
         "    sol = odeint(dynamics, state0, torch.tensor([0.0, t1]), method='dopri5', rtol=1e-8, atol=1e-8)\n"
-        "    end = sol.ys[-1]\n    return flows.standard_normal_log_prob(end[:, :-1]) - end[:, -1], sol.stats['nfe']\n",
+        "    end = sol.ys[-1]\n    return standard_normal_log_prob(end[:, :-1]) - end[:, -1], sol.stats['nfe']\n",
     ),
     (
         "09",
@@ -530,8 +532,8 @@ def test_every_answer_of_every_converted_exercise_has_a_declared_reach():
         ("02", "rk4-step-matches", "nodecourse.solvers:odeint"),
         ("02", "rk4-order", "torchdiffeq._impl.odeint:odeint"),
         ("02", "error-norm", "nodecourse.solvers._control:rms"),
-        ("08", "exact-divergence", "nodecourse.models.flows:divergence_exact"),
-        ("08", "hutchinson", "nodecourse.models.flows:divergence_hutchinson"),
+        ("08", "exact-divergence", "nodecourse.models._flows:divergence_exact"),
+        ("08", "hutchinson", "nodecourse.models._flows:divergence_hutchinson"),
         ("06", "mixing-weights", "nodecourse.deq._anderson:anderson_weights"),
         ("01", "euler-step", "torchdiffeq._impl.odeint:odeint"),
         ("06", "anderson", "torchdeq.solver.anderson:anderson_solver"),

@@ -281,7 +281,7 @@ class _LogProb(nn.Module):
 
 
 def test_a_density_model_is_audited_and_its_missing_baseline_is_said():
-    from nodecourse.models.flows import CNF, two_moons
+    from nodecourse.models._flows import CNF, two_moons
 
     torch.manual_seed(0)
     model = _LogProb(CNF(2, hidden=(8, 8), rtol=1e-3, atol=1e-3))

@@ -7,7 +7,7 @@ import torch
 from nodecourse.config import available_devices
 from nodecourse.data import annulus, one_d_crossing
 from nodecourse.models import MLPField, count_parameters
-from nodecourse.models.augment import (
+from nodecourse.models._augment import (
     AugmentedODE,
     ProjectionReadout,
     augmented_node,

@@ -13,7 +13,7 @@ import torch
 
 from nodecourse.claims import REGISTRY, ClaimVerdict, Threshold, load_rows, run_claims
 from nodecourse.lessons import lesson03 as L
-from nodecourse.models.augment import plain_node
+from nodecourse.models._augment import plain_node
 
 ROWS = ("annulus", "augmentation-2p", "flow-readout-noninvertible")
 

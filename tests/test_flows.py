@@ -1,4 +1,4 @@
-"""Continuous normalising flows (nodecourse.models.flows) and lesson 8's studies."""
+"""Continuous normalising flows (nodecourse.models._flows) and lesson 8's studies."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from nodecourse.lessons import lesson08
-from nodecourse.models import MLPField, flows
+from nodecourse.models import MLPField
+from nodecourse.models import _flows as flows
 
 
 def _field_and_point(dim=3, batch=4, dtype=torch.float64, seed=0):

@@ -9,8 +9,9 @@ import pytest
 import torch
 from torch import nn
 
-from nodecourse.models import MLPField, flows
-from nodecourse.models.flows import (
+from nodecourse.models import MLPField
+from nodecourse.models import _flows as flows
+from nodecourse.models._flows import (
     CNF,
     FlowBatchMixingError,
     FlowDtypeError,

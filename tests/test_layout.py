@@ -309,6 +309,7 @@ PRIVATE_WINGS = [
     "data/physionet",
     "deq",
     "measure",
+    "models",
     "models/latent",
     "plotting",
     "sde",

@@ -7,7 +7,7 @@ from snapshot_support import assert_snapshot
 from nodecourse.lessons import lesson05 as L
 from nodecourse.lessons.lesson05 import curve
 from nodecourse.lessons.lesson05.config import PUBLISHED
-from nodecourse.models.physionet_settings import by_name
+from nodecourse.models._physionet_settings import by_name
 
 
 def _result(aucs: dict[tuple[int, int], float], source: str = "shared", sizes=(1000, 3200)) -> curve.CurveResult:

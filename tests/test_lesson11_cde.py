@@ -13,8 +13,8 @@ from nodecourse.claims import REGISTRY, ClaimVerdict, check_unrun_scale
 from nodecourse.lessons import lesson11 as L
 from nodecourse.lessons.lesson05 import AUCStudy, AUCStudyConfig, ModelRun
 from nodecourse.lessons.lesson11 import cde_rows
+from nodecourse.models._physionet_settings import COURSE
 from nodecourse.models.latent import build_model
-from nodecourse.models.physionet_settings import COURSE
 
 # ---------------------------------------------------------------- causality
 

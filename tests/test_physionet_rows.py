@@ -10,7 +10,7 @@ from physionet_fixtures import synthetic_set
 
 from nodecourse.claims import ClaimVerdict
 from nodecourse.lessons import lesson05 as L
-from nodecourse.models import physionet_settings as ps
+from nodecourse.models import _physionet_settings as ps
 
 
 def _study(aucs, config, *, n_train=2800, n_test=800, n_set=4000, source="shared"):

@@ -1,4 +1,4 @@
-"""The published and course settings for lesson 5 (nodecourse.models.physionet_settings), the models
+"""The published and course settings for lesson 5 (nodecourse.models._physionet_settings), the models
 they build, the fast ODE-RNN pass, and `nodecourse physionet --settings published`."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from physionet_fixtures import needs_set_a, synthetic_set
 
 from nodecourse.course import physionet_cmd
 from nodecourse.data import physionet
+from nodecourse.models import _physionet_settings as ps
 from nodecourse.models import latent
-from nodecourse.models import physionet_settings as ps
 
 
 def run(argv):

@@ -8,7 +8,7 @@ import torch
 from nodecourse import odeint
 from nodecourse.deq._regularizer import exact_jacobian_frobenius
 from nodecourse.models import MLPField, ODEBlock
-from nodecourse.models.regularised import RegularisedBlock, regularised_block
+from nodecourse.models._regularised import RegularisedBlock, regularised_block
 
 F64 = torch.float64
 

@@ -180,10 +180,11 @@ def test_anderson_through_the_librarys_fixed_point_with_a_built_name_is_refused(
         (
             "06",
             "mixing-weights",
-            "import torch\nfrom nodecourse.deq._anderson import anderson_weights as library_weights\n" + WEIGHTS_LIBRARY,
+            "import torch\n"
+            "from nodecourse.deq._anderson import anderson_weights as library_weights\n" + WEIGHTS_LIBRARY,
         ),
-        ("08", "exact-divergence", "from nodecourse.models import flows\n" + DIVERGENCE_LIBRARY),
-        ("08", "hutchinson", "from nodecourse.models import flows\n" + HUTCHINSON_LIBRARY),
+        ("08", "exact-divergence", DIVERGENCE_LIBRARY),
+        ("08", "hutchinson", HUTCHINSON_LIBRARY),
     ],
     ids=lambda v: v if isinstance(v, str) and len(v) < 30 else "",
 )

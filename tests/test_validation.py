@@ -21,7 +21,7 @@ from nodecourse.deq._fixed_point import METHODS, OPTIONS
 from nodecourse.deq._models import DEQModel, EquilibriumBlock
 from nodecourse.deq._picard import picard
 from nodecourse.deq._tracking import Tracker
-from nodecourse.models import flows
+from nodecourse.models import _flows as flows
 from nodecourse.solvers import _validate as v
 from nodecourse.solvers._control import CONTROL_OPTIONS
 from nodecourse.solvers._torchdiffeq_backend import TORCHDIFFEQ_ADAPTIVE_OPTIONS, TORCHDIFFEQ_OPTION_NAMES

@@ -59,7 +59,7 @@ def _result_with_grid(outputs: torch.Tensor, ex_result: AnnulusResult) -> Annulu
 
 def test_single_class_reads_the_sign_of_the_whole_grid():
     from nodecourse.measure import CircleProbe, DecisionGrid
-    from nodecourse.models.augment import FitLog
+    from nodecourse.models._augment import FitLog
 
     axis = torch.linspace(-1.75, 1.75, 5)
     probe = CircleProbe(1.25, 1.0, 4, 0.0, 0.05, 0.0, torch.zeros(4), torch.full((4,), 0.05))

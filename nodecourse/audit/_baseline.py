@@ -42,8 +42,7 @@ from nodecourse.audit import _inputs as I
 from nodecourse.audit._discovery import Core, find_cores, replace_module
 from nodecourse.audit._quality import per_row_loss
 from nodecourse.deq import DEQ
-from nodecourse.models import ODEBlock, ResidualStack, count_parameters
-from nodecourse.models.flows import CNF
+from nodecourse.models import CNF, ODEBlock, ResidualStack, count_parameters
 from nodecourse.training import seeded_batches, train_epochs
 
 EULER_BLOCKS = 4  # the course's residual stacks (lessons 1 and 7) have four blocks

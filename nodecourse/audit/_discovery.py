@@ -6,7 +6,7 @@ A *core* is a module of the library that hands a state to a solver:
   classifiers, and :class:`nodecourse.audit.TorchdiffeqBlock`, the adapter for torchdiffeq models);
 - :class:`nodecourse.models.latent.RecurrentEncoder` with an ODE between observations (ODE-RNN, the
   latent ODE's encoder) and :class:`~nodecourse.models.latent.LatentODE` (its ODE decoder);
-- :class:`nodecourse.models.flows.CNF`;
+- :class:`nodecourse.models.CNF`;
 - :class:`nodecourse.DEQ` (a fixed-point solve).
 
 Each ODE core holds one :class:`~nodecourse.SolveConfig` (``core.solver``) and passes all of it to
@@ -25,9 +25,7 @@ import torch
 from torch import nn
 
 from nodecourse.deq import DEQ
-from nodecourse.models import ODEBlock
-from nodecourse.models.augment import AugmentedODE
-from nodecourse.models.flows import CNF
+from nodecourse.models import CNF, AugmentedODE, ODEBlock
 from nodecourse.models.latent import LatentODE, RecurrentEncoder
 
 LOOKED_FOR = (
@@ -37,7 +35,7 @@ LOOKED_FOR = (
     "nodecourse.models.ODEBlock (also inside AugmentedODE and nodecourse.audit.TorchdiffeqBlock)",
     "nodecourse.models.latent.RecurrentEncoder with kind='ode' (ODE-RNN)",
     "nodecourse.models.latent.LatentODE",
-    "nodecourse.models.flows.CNF",
+    "nodecourse.models.CNF",
     "nodecourse.DEQ",
 )
 

@@ -33,8 +33,7 @@ from nodecourse.audit._evaluate import run, work_unit
 from nodecourse.audit._observed import is_observed
 from nodecourse.audit._report import StepResult, new_figure, render, verdict_of
 from nodecourse.audit._state import independent_copy
-from nodecourse.models import ResidualStack, count_parameters
-from nodecourse.models.flows import CNF
+from nodecourse.models import CNF, ResidualStack, count_parameters
 
 NAME = "Explicit baseline at matched parameters"
 PROBLEM_GAPS = 5.0  # the baseline better by five practical gaps: the continuous core costs quality

@@ -1915,7 +1915,7 @@ EXERCISES = {
     "from nodecourse import odeint\n",
     "from nodecourse.config import use_course_threads\n",
     "from nodecourse.course.checks import check\n",
-    "from nodecourse.models import MLPField, flows\n",
+    "from nodecourse.models import MLPField, standard_normal_log_prob\n",
     "\n",
     "use_course_threads()  # torch's CPU threads for this machine: see `nodecourse check`\n",
     "\n",
@@ -2084,7 +2084,7 @@ EXERCISES = {
    "id": "1819f1c2",
    "metadata": {},
    "source": [
-    "The check evaluates your dynamics and the library's `flows.CNFDynamics` (with the same probes) on\n",
+    "The check evaluates your dynamics and the library's `nodecourse.models.CNFDynamics` (with the same probes) on\n",
     "the same random state, once with gradients off as a solver may call it, and compares the outputs and\n",
     "the gradients they give the field's parameters."
    ]
@@ -2117,7 +2117,7 @@ EXERCISES = {
     "solve from $t = 0$ to $t_1$ with `odeint(dynamics, state0, t, method=\"dopri5\", rtol=1e-8, atol=1e-8)`\n",
     "(time grid on `x`'s device and dtype), and return\n",
     "$\\log p(x) = \\log\\mathcal{N}(z(t_1); 0, I) - \\Delta\\log p(t_1)$ per sample, `(batch,)`, together with the\n",
-    "solve's NFE: `return log_p, solution.stats[\"nfe\"]`. (`flows.standard_normal_log_prob` gives\n",
+    "solve's NFE: `return log_p, solution.stats[\"nfe\"]`. (`standard_normal_log_prob` gives\n",
     "$\\log\\mathcal{N}$.)\n",
     "\n",
     "The check uses a random **diagonal** linear field $f(z) = Dz$: then $\\varepsilon^\\top D \\varepsilon = \\operatorname{tr} D$\n",
@@ -2172,10 +2172,10 @@ EXERCISES = {
    "built": {
     "06ece476": "386b74787270d5cf",
     "0ead01dd": "89f09360119a7ed5",
-    "1819f1c2": "1b2bb3999c95901a",
+    "1819f1c2": "e1d9065346fa3961",
     "34d8988f": "63c94f6c76aa148b",
     "366ca6cc": "2f6a164c1efcc2bb",
-    "449817ae": "3a51c8b71c3730c3",
+    "449817ae": "3a00ea90ff211b6a",
     "619dda6b": "e0da39c3c523b3e8",
     "6f7b6e28": "9e35ec2b6cbe0ef8",
     "78c570a5": "79085c277389ce2b",
@@ -2183,7 +2183,7 @@ EXERCISES = {
     "9704c3f9": "a24417e6506c9d34",
     "ada4bc64": "a83b5d8dd02bbb26",
     "b091559c": "39989054dc540d4a",
-    "bc916c83": "c9e51f2df3a2f820",
+    "bc916c83": "d041feeeb12e4175",
     "e2cd7042": "78d9c3ee11c2b033",
     "fc4c1204": "f53ea0879a53d605",
     "ff54124c": "6db499446bd166ae"
@@ -2608,7 +2608,7 @@ EXERCISES = {
     "The grader runs your answer cells and any code cells you add (a helper in a cell of its own), in\n",
     "notebook order, under the same rules; a handed-out setup or check cell runs as handed out, so editing\n",
     "one does not change your grade. Write your own code: the checks compare it with the library's\n",
-    "implementation (`nodecourse.models.regularised`, `nodecourse.solvers._reversible`, `odeint`'s\n",
+    "implementation (`nodecourse.models.regularised_block`, `nodecourse.solvers._reversible`, `odeint`'s\n",
     "`adjoint_options`), which they use in a separate process of their own."
    ]
   },
@@ -3011,7 +3011,7 @@ EXERCISES = {
     "5bd00b0b": "7b41e5e774531e7b",
     "607c443b": "3f36fe5cbe156c1b",
     "61a6a67e": "be8ab6a2d7aefc73",
-    "750e5059": "7527f44c8c99c8a0",
+    "750e5059": "f1e16e56a31591a8",
     "7ecd9c6e": "4b735422cf5462e9",
     "824ce56a": "609d3c1a5e4c7dfe",
     "85738b6f": "8cc66c4ee57d3137",

@@ -8,7 +8,7 @@ Examples::
     nodecourse physionet --model gru-d --eval split --seed 1            # GRU-D (Che et al. 2018)
     nodecourse physionet --model odernn --settings published --quick --json   # Rubanova et al.'s settings
 
-``--settings published`` trains with :data:`nodecourse.models.physionet_settings.PUBLISHED`
+``--settings published`` trains with :data:`nodecourse.models.PUBLISHED`
 (minute grid, the published sizes, Adamax 1e-2 decayed per batch, batches of 50, 100 epochs);
 ``--quick`` keeps those shapes, optimiser and schedule and cuts patients and epochs only.
 
@@ -145,7 +145,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="course",
         choices=SETTINGS_NAMES,
         help="course (default: the course's sizes and schedule) or published (Rubanova et al. "
-        "2019's, each value with its source in nodecourse.models.physionet_settings)",
+        "2019's, each value with its source in nodecourse.models._physionet_settings)",
     )
     parser.add_argument(
         "--patients",
@@ -173,7 +173,7 @@ def _fail(msg: str) -> int:
 
 def _settings_report(name: str, epochs: int, batch_size: int, quantization: float) -> dict:
     """The settings' values as trained with (epochs, batch size and grid as actually used)."""
-    from nodecourse.models.physionet_settings import by_name
+    from nodecourse.models import by_name
 
     values = by_name(name).as_dict()
     values.update(epochs=epochs, batch_size=batch_size, quantization_hours=quantization)
@@ -185,8 +185,8 @@ def main(args: argparse.Namespace) -> int:
 
     from nodecourse.config import resolve_device
     from nodecourse.data import physionet
+    from nodecourse.models import by_name
     from nodecourse.models.latent import fit
-    from nodecourse.models.physionet_settings import by_name
 
     quick = args.quick or quick_mode()
     refused = usage_error(args)  # the CLI checked it before importing torch; callers of main() get it too

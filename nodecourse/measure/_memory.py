@@ -28,7 +28,7 @@ from typing import Callable
 import torch
 from torch import nn
 
-from nodecourse.models.blocks import MLPField
+from nodecourse.models import MLPField
 
 __all__ = [
     "GRADIENT_MODES",

@@ -1,7 +1,7 @@
 """One object for how a model solves its ODE: method, tolerances, steps, gradient mode.
 
 Every model that wraps a solve (:class:`~nodecourse.models.ODEBlock`,
-:class:`~nodecourse.models.augment.AugmentedODE`, the latent models) holds one
+:class:`~nodecourse.models.AugmentedODE`, the latent models) holds one
 :class:`SolveConfig` and passes :meth:`SolveConfig.odeint_kwargs` to
 :func:`nodecourse.odeint`, so a setting can never be dropped on one path and
 kept on another. The values are checked when the config is built, through the

@@ -20,8 +20,7 @@ import torch
 
 from nodecourse.data import annulus
 from nodecourse.measure import CircleProbe, DecisionGrid, circle_probe, decision_grid
-from nodecourse.models import count_parameters
-from nodecourse.models.augment import FitLog, augmented_node, fit, plain_node, sign_accuracy
+from nodecourse.models import FitLog, augmented_node, count_parameters, fit, plain_node, sign_accuracy
 from nodecourse.widgets._base import FigureExplorer
 
 

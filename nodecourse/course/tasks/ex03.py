@@ -89,7 +89,7 @@ def block_run(ns, inp) -> dict:
 
 
 def block_reference(inp) -> dict:
-    from nodecourse.models.augment import AugmentedODE
+    from nodecourse.models import AugmentedODE
 
     library = AugmentedODE(inp["field"], inp["p"], rtol=1e-3, atol=1e-3)
     out = library(inp["x"])
@@ -122,7 +122,7 @@ def classifier_run(ns, inp) -> dict:
 
 
 def classifier_reference(inp) -> dict:
-    from nodecourse.models.augment import augmented_node
+    from nodecourse.models import augmented_node
 
     torch.manual_seed(inp["init"])
     library = augmented_node(2, inp["p"], rtol=1e-3, atol=1e-3)
@@ -186,7 +186,7 @@ def plain_run(ns, inp) -> dict:
 
 
 def _library_model(p: int):
-    from nodecourse.models.augment import _flow_model
+    from nodecourse.models._augment import _flow_model
 
     return _flow_model(2, p, "linear", 1, (32, 32), "relu", {"rtol": 1e-3, "atol": 1e-3})
 

@@ -36,9 +36,9 @@ def _field(g: torch.Generator, dim: int, **kw):
 
 
 def _probes(g: torch.Generator, shape) -> torch.Tensor:
-    from nodecourse.models import flows
+    from nodecourse.models import sample_probes
 
-    return flows.sample_probes(shape, generator=torch.Generator().manual_seed(_integer(g, 0, 2**31)), dtype=F64)
+    return sample_probes(shape, generator=torch.Generator().manual_seed(_integer(g, 0, 2**31)), dtype=F64)
 
 
 # --- exact-divergence -----------------------------------------------------------------------------
@@ -107,15 +107,15 @@ def hutchinson_run(ns, inp) -> dict:
 
 
 def hutchinson_reference(inp) -> dict:
-    from nodecourse.models import flows
+    from nodecourse.models import divergence_exact, divergence_hutchinson
 
     field = inp["field"]
     z = inp["z"].clone().requires_grad_(True)
     zz = inp["z"][:1].expand(N_ESTIMATES, -1).clone().requires_grad_(True)
     return {
-        "mine": flows.divergence_hutchinson(field(None, z), z, inp["probes"]),
-        "estimates": flows.divergence_hutchinson(field(None, zz), zz, inp["many"]).detach(),
-        "exact": float(flows.divergence_exact(field(None, z), z)[0]),
+        "mine": divergence_hutchinson(field(None, z), z, inp["probes"]),
+        "estimates": divergence_hutchinson(field(None, zz), zz, inp["many"]).detach(),
+        "exact": float(divergence_exact(field(None, z), z)[0]),
     }
 
 
@@ -173,9 +173,9 @@ def dynamics_run(ns, inp) -> dict:
 
 
 def dynamics_reference(inp) -> dict:
-    from nodecourse.models import flows
+    from nodecourse.models import CNFDynamics
 
-    library = flows.CNFDynamics(inp["field"], trace="hutchinson", n_probes=inp["probes"].shape[0])
+    library = CNFDynamics(inp["field"], trace="hutchinson", n_probes=inp["probes"].shape[0])
     library.probes = inp["probes"]
     return _out_and_param_grads(library, inp)
 
@@ -233,12 +233,12 @@ def logp_run(ns, inp) -> dict:
 
 
 def logp_reference(inp) -> dict:
-    from nodecourse.models import flows
+    from nodecourse.models import standard_normal_log_prob
 
     diag, x = inp["diag"], inp["x"]
     return {
-        "log_p": flows.standard_normal_log_prob(x * diag.exp()) + diag.sum(),
-        "wrong_sign": flows.standard_normal_log_prob(x * diag.exp()) - diag.sum(),
+        "log_p": standard_normal_log_prob(x * diag.exp()) + diag.sum(),
+        "wrong_sign": standard_normal_log_prob(x * diag.exp()) - diag.sum(),
     }
 
 

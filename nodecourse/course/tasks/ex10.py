@@ -194,8 +194,7 @@ def energy_run(ns, inp) -> dict:
 
 
 def energy_reference(inp) -> dict:
-    from nodecourse.models import ODEBlock
-    from nodecourse.models.regularised import regularised_block
+    from nodecourse.models import ODEBlock, regularised_block
 
     field = inp["field"]
     library = regularised_block(ODEBlock(field, method="rk4", step_size=inp["h"]), kinetic=True, jacobian=False)

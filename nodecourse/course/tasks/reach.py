@@ -80,10 +80,10 @@ ANSWERS: dict[str, dict[str, Reach]] = {
     "03": {
         "pad-zeros": _write("the zero padding of an augmented ODE"),
         "augmented-block": _using_library(
-            "the augmented ODE block", "nodecourse.models.augment", "nodecourse.models.blocks.ODEBlock"
+            "the augmented ODE block", "nodecourse.models._augment", "nodecourse.models._blocks.ODEBlock"
         ),
-        "classifier": _using_library("the annulus classifier", "nodecourse.models.augment"),
-        "train": _using_library("the training loop", "nodecourse.models.augment", "nodecourse.training"),
+        "classifier": _using_library("the annulus classifier", "nodecourse.models._augment"),
+        "train": _using_library("the training loop", "nodecourse.models._augment", "nodecourse.training"),
     },
     "04": {
         "adjoint-dynamics": _write("the adjoint dynamics"),
@@ -125,13 +125,13 @@ ANSWERS: dict[str, dict[str, Reach]] = {
         "hutchinson": _write("the Hutchinson divergence estimate"),
         "dynamics": _using_library(
             "the CNF dynamics",
-            "nodecourse.models.flows.CNFDynamics",
-            "nodecourse.models.flows.CNF",
-            "nodecourse.models.flows.divergence_exact",
-            "nodecourse.models.flows.divergence_hutchinson",
+            "nodecourse.models._flows.CNFDynamics",
+            "nodecourse.models._flows.CNF",
+            "nodecourse.models._flows.divergence_exact",
+            "nodecourse.models._flows.divergence_hutchinson",
         ),
         "log-prob": _using_library(
-            "the CNF's log-density", "nodecourse.models.flows.CNF", "nodecourse.models.flows.CNFDynamics"
+            "the CNF's log-density", "nodecourse.models._flows.CNF", "nodecourse.models._flows.CNFDynamics"
         ),
     },
     "09": {
@@ -207,8 +207,8 @@ RUN_TIME: dict[str, dict[str, tuple[str, ...]]] = {
         "hutchinson": ("nodecourse.deq._regularizer:jacobian_regularizer",),
     },
     "08": {
-        "exact-divergence": ("nodecourse.models.flows:divergence_exact",),
-        "hutchinson": ("nodecourse.models.flows:divergence_hutchinson",),
+        "exact-divergence": ("nodecourse.models._flows:divergence_exact",),
+        "hutchinson": ("nodecourse.models._flows:divergence_hutchinson",),
     },
     "10": {
         check: (

@@ -25,8 +25,7 @@ from nodecourse.lessons.lesson03.config import (
 )
 from nodecourse.lessons.study import cached_study
 from nodecourse.measure import CircleProbe, probe_circles
-from nodecourse.models import count_parameters
-from nodecourse.models.augment import FitLog, augmented_node, fit, matched_resnet, plain_node, sign_accuracy
+from nodecourse.models import FitLog, augmented_node, count_parameters, fit, matched_resnet, plain_node, sign_accuracy
 
 __all__ = [
     "AnnulusRun",

@@ -6,7 +6,7 @@ The authors' ``lib/parse_datasets.py`` keeps set A only when it classifies (set 
 then) and splits it 80/20: the published models trained on 3,200 patients of set A. The course's
 full study splits set A 80/20 the same way: 3,200 patients on the training side, of which 400 pick
 the epoch, so it trains on 2,800 (:func:`split_sizes` computes these). Its grid, model sizes,
-optimiser and epochs are the course's (:data:`~nodecourse.models.physionet_settings.COURSE`), not
+optimiser and epochs are the course's (:data:`~nodecourse.models.COURSE`), not
 the published ones.
 
 The published gap between two models is read with its own uncertainty: the paper gives each AUC as
@@ -22,8 +22,8 @@ import math
 from dataclasses import dataclass, replace
 
 from nodecourse.claims import Threshold
-from nodecourse.models.physionet_settings import PUBLISHED as PUBLISHED_SETTINGS
-from nodecourse.models.physionet_settings import PhysioNetSettings, by_name
+from nodecourse.models import PUBLISHED as PUBLISHED_SETTINGS
+from nodecourse.models import PhysioNetSettings, by_name
 
 __all__ = [
     "PUBLISHED",
@@ -118,7 +118,7 @@ PUBLISHED_SELECTION = (
     "and has no validation split)"
 )
 """How the published levels were chosen (``NOT_FOLLOWED["model selection"]`` of
-:mod:`nodecourse.models.physionet_settings`); the course's epoch is chosen on a validation split."""
+:mod:`nodecourse.models._physionet_settings`); the course's epoch is chosen on a validation split."""
 
 # "Reaches 0.833 ± 0.009" read as: within the published spread of the published mean, i.e. at
 # least its lower end. The stricter reading (at least 0.833 itself) is shown beside the verdict.
@@ -168,7 +168,7 @@ NAMES = {
 class AUCStudyConfig:
     """One AUC comparison (hashable, so runs are cached).
 
-    ``settings``: the name of the :class:`~nodecourse.models.physionet_settings.PhysioNetSettings`
+    ``settings``: the name of the :class:`~nodecourse.models.PhysioNetSettings`
     every model trains with (sizes, optimiser, schedule), its epochs replaced by ``epochs``
     (:attr:`training`); ``quantization``: the grid set A is loaded on, in hours, which must be the
     settings' own grid, so that the settings describe the whole run."""

@@ -1,7 +1,7 @@
 """Lesson 5's learning curve: mortality AUC against the number of training patients of set A.
 
 ODE-RNN, Latent ODE (ODE-RNN encoder, classification), GRU-D and the summary-statistics
-regression, trained at the settings of :mod:`nodecourse.models.physionet_settings` on N patients
+regression, trained at the settings of :mod:`nodecourse.models._physionet_settings` on N patients
 of set A, scored on held-out patients of set A.
 
 How the patients are drawn, per seed: set A is split (stratified by outcome, seeded) into a
@@ -222,8 +222,8 @@ def curve_tasks(config: CurveConfig) -> tuple[CurveTask, ...]:
 
 
 def curve_settings(config: CurveConfig):
-    """The :class:`~nodecourse.models.physionet_settings.PhysioNetSettings` ``config`` trains with."""
-    from nodecourse.models.physionet_settings import by_name
+    """The :class:`~nodecourse.models.PhysioNetSettings` ``config`` trains with."""
+    from nodecourse.models import by_name
 
     settings = by_name(config.settings)
     return settings if config.epochs is None else settings.quick(epochs=config.epochs)

@@ -25,7 +25,7 @@ from nodecourse.lessons.lesson05.config import (
 from nodecourse.lessons.lesson05.judging import GapVerdict, judge_gap
 from nodecourse.lessons.lesson05.studies import AUCStudy, ScalingRow
 from nodecourse.lessons.study import Findings
-from nodecourse.models.physionet_settings import by_name
+from nodecourse.models import by_name
 
 if TYPE_CHECKING:  # not imported at run time, so that ``python -m nodecourse.lessons.lesson05.curve`` runs cleanly
     from nodecourse.lessons.lesson05.curve import CurveResult

@@ -1,7 +1,7 @@
 """Lesson 7 (capstone): four ways to spend depth on one task, measured side by side.
 
 One task (scikit-learn's digits), one frame: embed the 64 pixels into a ``width``-dimensional state, transform
-the state, read out 10 logits. Only the middle differs (:mod:`nodecourse.models.depth`):
+the state, read out 10 logits. Only the middle differs (:class:`nodecourse.models.DepthClassifier`):
 
 - ``ResNet``: ``blocks`` explicit residual blocks ``z <- z + g_k(z)``, each its own MLP;
 - ``Neural ODE``: one field ``dz/dt = g(z)`` on ``[0, 1]``, dopri5, trained with the adjoint;
@@ -21,8 +21,7 @@ from nodecourse.lessons.lesson07.findings import *  # noqa: F403
 from nodecourse.lessons.lesson07.rows import *  # noqa: F403
 from nodecourse.lessons.lesson07.studies import *  # noqa: F403
 from nodecourse.lessons.lesson07.thresholds import *  # noqa: F403
-from nodecourse.models import depth
-from nodecourse.models.depth import *  # noqa: F403
+from nodecourse.models import DepthClassifier, DEQCore, InjectedBlock, ODECore, UnrolledCore
 
 __all__ = [
     *config.__all__,
@@ -30,6 +29,10 @@ __all__ = [
     *rows.__all__,
     *studies.__all__,
     *thresholds.__all__,
-    *depth.__all__,
+    "DEQCore",
+    "DepthClassifier",
+    "InjectedBlock",
+    "ODECore",
+    "UnrolledCore",
     "rows",
 ]

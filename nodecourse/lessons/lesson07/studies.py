@@ -19,8 +19,15 @@ from torch import nn
 from nodecourse.data import load_digits
 from nodecourse.lessons.study import cached_study
 from nodecourse.measure import saved_tensor_bytes
-from nodecourse.models import ResidualStack, count_parameters, matched_field_width
-from nodecourse.models.depth import DepthClassifier, DEQCore, ODECore, UnrolledCore
+from nodecourse.models import (
+    DepthClassifier,
+    DEQCore,
+    ODECore,
+    ResidualStack,
+    UnrolledCore,
+    count_parameters,
+    matched_field_width,
+)
 from nodecourse.training import seeded_batches, train_epochs
 
 from .config import DIAL_TOLERANCES, MODELS, QUICK_CAPSTONE, REDUCTION_DEPTHS, SAME_POINT, CapstoneConfig

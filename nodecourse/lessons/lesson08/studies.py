@@ -21,9 +21,10 @@ import torch
 
 from nodecourse.lessons.lesson08.config import QUICK_FLOW, QUICK_TRACE, FlowConfig, TraceStudyConfig
 from nodecourse.lessons.study import cached_study
-from nodecourse.models import AutonomousField, MLPField
-from nodecourse.models.flows import (
+from nodecourse.models import (
     CNF,
+    AutonomousField,
+    MLPField,
     divergence_exact,
     divergence_hutchinson,
     hutchinson_variance,

@@ -6,7 +6,7 @@ The audit itself is library code (:mod:`nodecourse.audit`); this package holds w
 - :mod:`.config`: the course models' names and the PhysioNet shift split (ICU units, quick sizes);
 - :mod:`.models`: the course's three models trained as the lesson audits them (:func:`course_model`);
 - :mod:`.faults`: two planted faults with known answers (:func:`rotating_classifier`,
-  :func:`long_horizon_regressor`), built from :mod:`nodecourse.models.linear`;
+  :func:`long_horizon_regressor`), built from :mod:`nodecourse.models._linear`;
 - :mod:`.studies`: the work a fixed-step ODE-RNN solve should do (:func:`step_budget`);
 - :mod:`.findings`: the lesson's sentences, chosen from the measurements.
 

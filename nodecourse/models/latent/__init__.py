@@ -24,7 +24,7 @@ Time is divided by the fixed 48-hour horizon (never by a batch's own maximum).
 Solver work (NFE, steps) is accumulated in ``model.solver_stats``.
 
 Sizes, solvers and the training schedule come from the arguments (the course's defaults) or from
-a :class:`~nodecourse.models.physionet_settings.PhysioNetSettings` (``build_model(..., settings=)``,
+a :class:`~nodecourse.models._physionet_settings.PhysioNetSettings` (``build_model(..., settings=)``,
 ``fit(..., settings=)``), e.g. the published ones. The ODE-RNN pass is written for many short
 gaps (a minute grid gives ~2,000 per batch): see :class:`RecurrentEncoder` (``fast``).
 

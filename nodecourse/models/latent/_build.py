@@ -1,7 +1,7 @@
 """The model names and how each is built: :data:`MODELS`, :func:`build_model`.
 
 :func:`build_model` sizes one of :data:`MODELS` for a (normalised) set, from the course's defaults
-or from a :class:`~nodecourse.models.physionet_settings.PhysioNetSettings`;
+or from a :class:`~nodecourse.models._physionet_settings.PhysioNetSettings`;
 :func:`settings_solvers` gives the settings' encoder and decoder solves.
 """
 
@@ -10,11 +10,11 @@ from __future__ import annotations
 import torch
 
 from nodecourse.data.physionet import HORIZON_HOURS
+from nodecourse.models._physionet_settings import PhysioNetSettings
 from nodecourse.models.latent._grud import GRUD, empirical_means
 from nodecourse.models.latent._latent_ode import LatentODE
 from nodecourse.models.latent._recurrent import ODERNN, GRUDelta
 from nodecourse.models.latent._summary import SummaryLogReg
-from nodecourse.models.physionet_settings import PhysioNetSettings
 from nodecourse.solvers import SolveConfig
 
 MODELS = ("odernn", "latent-ode", "gru-dt", "gru-d", "summary-logreg")
@@ -33,7 +33,7 @@ def build_model(
     """One of :data:`MODELS`, sized for ``data``, on its device and dtype.
 
     Give it the (normalised) training split: GRU-D takes its empirical means from ``data``.
-    With ``settings`` (:mod:`nodecourse.models.physionet_settings`), the sizes, the solvers and
+    With ``settings`` (:mod:`nodecourse.models._physionet_settings`), the sizes, the solvers and
     the head are the settings' and ``hidden_dim`` is ignored; ``solver``, if given, still sets
     the encoder's solve.
     """

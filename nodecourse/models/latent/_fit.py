@@ -17,9 +17,9 @@ import torch
 from torch import nn
 
 from nodecourse.data.physionet import HORIZON_HOURS
+from nodecourse.models._physionet_settings import PhysioNetSettings
 from nodecourse.models.latent._build import ODE_MODELS, build_model
 from nodecourse.models.latent._latent_ode import LatentODE
-from nodecourse.models.physionet_settings import PhysioNetSettings
 from nodecourse.solvers import SolveConfig
 from nodecourse.training import seeded_batches, train_epochs
 
@@ -138,7 +138,7 @@ def fit(
     epoch. The test set never chooses anything. ``eval_every > 0`` also records the test AUC
     every that many epochs in the history, for plots only.
 
-    ``settings`` (e.g. :data:`~nodecourse.models.physionet_settings.PUBLISHED`) sets the sizes,
+    ``settings`` (e.g. :data:`~nodecourse.models._physionet_settings.PUBLISHED`) sets the sizes,
     solvers, optimiser, learning-rate schedule, clipping, the Latent ODE's loss weights and KL
     schedule; ``lr``, ``weight_decay`` and ``hidden_dim`` are then ignored, and ``epochs`` and
     ``batch_size`` default to the settings'. Without settings: Adam with cosine decay, 10

@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from nodecourse.models.blocks import MLPField, ODEBlock
-from nodecourse.models.regularised import regularised_block
+from nodecourse.models._blocks import MLPField, ODEBlock
+from nodecourse.models._regularised import regularised_block
 
 __all__ = ["MoonsODE"]
 

@@ -30,7 +30,7 @@ from typing import Sequence
 import torch
 from torch import nn
 
-from nodecourse.models.blocks import MLPField
+from nodecourse.models._blocks import MLPField
 from nodecourse.solvers import SolveConfig, odeint
 from nodecourse.validation import AnyOf, Arg, InstanceOf, Interval, NoneAllowed, Options, check, check_args
 

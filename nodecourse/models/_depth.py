@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from nodecourse.deq import DEQ
-from nodecourse.models.blocks import MLPField, ODEBlock
+from nodecourse.models._blocks import MLPField, ODEBlock
 from nodecourse.solvers import SolveConfig
 
 __all__ = ["DEQCore", "DepthClassifier", "InjectedBlock", "ODECore", "UnrolledCore"]

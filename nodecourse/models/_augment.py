@@ -25,7 +25,7 @@ from typing import Sequence
 import torch
 from torch import nn
 
-from nodecourse.models import MLPField, ODEBlock, count_parameters
+from nodecourse.models._blocks import MLPField, ODEBlock, count_parameters
 from nodecourse.solvers import SolveConfig
 from nodecourse.training import seeded_batches, train_epochs
 

@@ -9,7 +9,7 @@ per sample,
 
 so that ``E(T) = int_0^T ||f||^2 dt`` and ``J(T)`` estimates ``int_0^T ||df/dz||_F^2 dt`` with the
 solver's own steps (no second pass). ``eps`` is drawn once per solve (mean 0, identity covariance:
-:func:`nodecourse.models.flows.sample_probes`), as in FFJORD and RNODE: a field that changed its
+:func:`nodecourse.models._flows.sample_probes`), as in FFJORD and RNODE: a field that changed its
 probe between evaluations would not be an ODE for the adaptive solver.
 
 - :class:`RegularisedField`: the augmented field on ``[z, E, J]`` (shape ``(B, d + 2)``);
@@ -26,8 +26,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from nodecourse.models.blocks import ODEBlock
-from nodecourse.models.flows import NOISES, sample_probes
+from nodecourse.models._blocks import ODEBlock
+from nodecourse.models._flows import NOISES, sample_probes
 from nodecourse.solvers import odeint
 from nodecourse.validation import Arg, Flag, Interval, Options, check_args
 
