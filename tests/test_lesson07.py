@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from nodecourse.claims import REGISTRY, ClaimVerdict, load_rows
+from nodecourse.data import load_digits
 from nodecourse.lessons import lesson07 as L
 from nodecourse.models import count_parameters
 
@@ -299,3 +300,13 @@ def test_step_mismatch_has_one_entry_per_seed_and_the_ledger_layout():
     assert as_json["unrolled"] == {str(k): list(v) for k, v in mm.unrolled.items()}
     assert as_json["deq"]["random start inputs"] == [s.inputs for s in mm.random_start]
     assert as_json["deq"]["as trained iterations"] == list(mm.deq_iterations["as trained"])
+
+
+def test_the_tolerance_sweep_trains_what_it_needs_when_run_first():
+    """``ode_tolerance_sweep`` on a configuration no study has trained yet (a ledger row run alone, or
+    a fresh Ray worker) trains the capstone models itself: the training must not run under the
+    sweep's no_grad (it once raised "element 0 of tensors does not require grad")."""
+    fresh = dataclasses.replace(SMALL, seeds=(11,), n_samples=120)  # a seed no other test trains
+    sweep = L.ode_tolerance_sweep(fresh, tolerances=(1e-2,), repeats=1)
+    assert [(s.seed, s.tol) for s in sweep] == [(11, 1e-2)]
+    assert sweep[0].nfe > 0 and len(sweep[0].nfe_per_input) == len(load_digits(seed=11, n_samples=120).y_test)

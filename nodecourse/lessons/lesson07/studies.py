@@ -466,7 +466,6 @@ def reduction_peers(
 
 
 @cached_study
-@torch.no_grad()
 def ode_tolerance_sweep(
     config: CapstoneConfig, tolerances: tuple[float, ...] = DIAL_TOLERANCES, repeats: int = 5
 ) -> list[DialSolve]:
@@ -477,8 +476,15 @@ def ode_tolerance_sweep(
 
     Returns one :class:`DialSolve` per seed and tolerance (seeds in order, tolerances as given within each).
     """
+    # capstone_study trains when its result is not cached yet (this row run alone): not under no_grad
+    return _dial_solves(capstone_study(config), config, tolerances, repeats)
+
+
+@torch.no_grad()
+def _dial_solves(runs, config: CapstoneConfig, tolerances: tuple[float, ...], repeats: int) -> list[DialSolve]:
+    """:func:`ode_tolerance_sweep` on trained ``runs`` (no training, no graph)."""
     rows = []
-    for r in capstone_study(config):
+    for r in runs:
         if r.name != "Neural ODE":
             continue
         model, core = r.model, r.model.core
