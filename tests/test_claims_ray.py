@@ -8,6 +8,7 @@ into starting the local Ray runtime, which this file does once.
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 
 import pytest
@@ -131,3 +132,39 @@ def test_the_cache_keeps_quick_full_and_code_versions_apart(tmp_path):
 def test_a_wrong_executor_argument_is_named(kwargs, message):
     with pytest.raises(ValueError, match=message):
         run_claims(CHEAP_ROWS, **kwargs)
+
+
+def killed(spec_id: str, calls: Path):
+    """A row whose worker process dies mid-task (``os._exit``, as the kernel's OOM killer or a lost
+    node ends it): no exception reaches Ray from the task, only the worker's death."""
+
+    def measure(quick):
+        with open(calls, "a", encoding="utf-8") as f:
+            f.write(spec_id + "\n")
+        os._exit(137)
+
+    template = load_rows()[CHEAP_ROWS[0]]
+    return dataclasses.replace(template, id=spec_id, measure=measure)
+
+
+def test_a_killed_task_is_its_rows_error_and_a_rerun_runs_only_that_row(local_ray, tmp_path, monkeypatch):
+    calls, cache = tmp_path / "calls.txt", tmp_path / "cache"
+    real = load_rows()[CHEAP_ROWS[0]]  # before the counting wrappers go in
+    for cid in CHEAP_ROWS:
+        monkeypatch.setitem(REGISTRY, cid, counted(REGISTRY[cid], calls))
+    monkeypatch.setitem(REGISTRY, "worker-killed", killed("worker-killed", calls))
+    ids = [*CHEAP_ROWS[:2], "worker-killed", *CHEAP_ROWS[2:]]
+
+    first = run_claims(ids, quick=True, executor="ray", keep_going=True, cache_dir=str(cache))
+    assert [r.id for r in first] == ids
+    dead = first[2]
+    assert dead.verdict is ClaimVerdict.ERROR
+    assert dead.measured.startswith("the row's Ray task (worker-killed) raised ")
+    assert all(r.verdict is not ClaimVerdict.ERROR for r in first if r.id != "worker-killed")
+
+    # The row mended (here: the real measurement put back), the same command resumes: only it runs.
+    monkeypatch.setitem(REGISTRY, "worker-killed", counted(dataclasses.replace(real, id="worker-killed"), calls))
+    again = run_claims(ids, quick=True, executor="ray", keep_going=True, cache_dir=str(cache))
+    assert calls.read_text().split().count("worker-killed") == 2
+    assert all(calls.read_text().split().count(cid) == 1 for cid in CHEAP_ROWS)
+    assert again[2].verdict is not ClaimVerdict.ERROR
