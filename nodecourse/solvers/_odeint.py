@@ -170,7 +170,10 @@ def odeint(
         )
     v.check_adjoint_option_keys(adjoint_options)
     options, step_size, max_steps = v.torchdiffeq_options(options, step_size, max_steps)
-    keywords = dict(  # the call as given, for the routes that re-enter odeint
+    request = SolveRequest(  # the call as given; the checks below replace what they normalise
+        func=func,
+        y0=y0,
+        t=t,
         method=method,
         rtol=rtol,
         atol=atol,
@@ -188,10 +191,10 @@ def odeint(
     # before anything reads a number of a batched tensor on the host (torch's own error names no fix)
     refuse_vmap(f"gradient={gradient!r}", func, *(y0 if isinstance(y0, (tuple, list)) else (y0,)), t)
     if event_fn is not None:
-        return _solve_event(func, y0, t, event_fn, keywords)
+        return _solve_event(func, y0, t, event_fn, request.keywords())
     if is_tuple_state(y0):  # a state in parts (torchdiffeq's convention): flattened, solved, split back
         # y0 is a tuple here (odeint's annotation names the common case, a tensor)
-        return solve_tuple(odeint, func, cast(tuple, y0), t, **keywords)
+        return solve_tuple(odeint, func, cast(tuple, y0), t, **request.keywords())
     per_sample = v.check_flag("per_sample", per_sample)
     throw = v.check_flag("throw", throw)
     v.check_y0(y0, per_sample)
@@ -205,23 +208,15 @@ def odeint(
     v.check_backend(backend, per_sample, spec)
     v.check_gradient(gradient, spec, per_sample, backend)
     v.merge_options(options, v.option_defaults(spec, backend), spec.name)  # checked; solve_request merges
-    request = SolveRequest(
-        func=func,
-        y0=y0,
-        t=t,
-        method=method,
+    request = dataclasses.replace(
+        request,
         rtol=rtol,
         atol=atol,
         step_size=step_size,
         max_steps=max_steps,
-        gradient=gradient,
         throw=throw,
-        backend=backend,
         per_sample=per_sample,
-        options=options,
-        adjoint_options=adjoint_options,
         record_steps=record_steps,
-        on_step=on_step,
     )
     # every setting of the backward solve too, before the forward solve runs
     request.adjoint_options = v.check_adjoint_options(request, backend=backend, y0=y0)
