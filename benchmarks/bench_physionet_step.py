@@ -8,7 +8,7 @@ For each quantisation (1 h and 1 min) and each way of running the ODE-RNN pass:
 - ``fast``: the default pass (``fast=True``): the GRU's input half for all times in one product,
   a gap of at most one Euler step taken as that step without a solver call, times as floats.
 
-it trains one model at the published sizes (``PUBLISHED``: state 20, field 50 x 3 layers,
+it trains one model at the published sizes (``PHYSIONET_PUBLISHED``: state 20, field 50 x 3 layers,
 gated-MLP update of 50 units, Adamax) on the same seeded patients in batches of 50 and prints
 the median training step (forward, backward, optimiser step) and the epoch over all patients,
 in wall-clock and CPU seconds, with the NFE per batch and the share of the *forward* pass
@@ -30,7 +30,7 @@ import time
 import torch
 
 from nodecourse.data import physionet
-from nodecourse.models import PUBLISHED, latent
+from nodecourse.models import PHYSIONET_PUBLISHED, latent
 
 WAYS = ("loop", "torchdiffeq", "fast")
 
@@ -57,13 +57,13 @@ def load(quantization: float, patients: int, seed: int):
 
 def measure(data, way: str, batch_size: int, seed: int) -> dict:
     """Train one epoch over ``data`` the ``way`` given; per-step and epoch times, NFE, share outside the field."""
-    model = latent.build_model("odernn", data, settings=PUBLISHED, seed=seed)
+    model = latent.build_model("odernn", data, settings=PHYSIONET_PUBLISHED, seed=seed)
     enc = model.encoder
     enc.fast = way == "fast"
     enc.backend = "torchdiffeq" if way == "torchdiffeq" else "nodecourse"
     timed = TimedField(enc.func)
     enc.func = timed
-    opt, _, per_step = latent.make_optimizer(model, PUBLISHED, epochs=1)
+    opt, _, per_step = latent.make_optimizer(model, PHYSIONET_PUBLISHED, epochs=1)
     order = torch.randperm(len(data), generator=torch.Generator().manual_seed(seed))
     steps, cpu_steps, forward_s, field_s = [], [], 0.0, 0.0
     epoch_wall, epoch_cpu = time.perf_counter(), time.process_time()
@@ -97,14 +97,14 @@ def measure(data, way: str, batch_size: int, seed: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--patients", type=int, default=200, help="seeded patients of set A (default 200)")
-    parser.add_argument("--batch-size", type=int, default=PUBLISHED.batch_size)
+    parser.add_argument("--batch-size", type=int, default=PHYSIONET_PUBLISHED.batch_size)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--ways", nargs="+", default=list(WAYS), choices=WAYS)
     parser.add_argument("--grids", nargs="+", default=["hour", "minute"], choices=["hour", "minute"])
     args = parser.parse_args()
     torch.set_num_threads(1)
     print(
-        f"ODE-RNN at PUBLISHED sizes, {args.patients} patients of set A, batches of {args.batch_size}, "
+        f"ODE-RNN at PHYSIONET_PUBLISHED sizes, {args.patients} patients of set A, batches of {args.batch_size}, "
         f"{torch.get_num_threads()} torch thread(s)"
     )
     print(

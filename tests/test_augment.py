@@ -11,7 +11,7 @@ from nodecourse.models._augment import (
     AugmentedODE,
     ProjectionReadout,
     augmented_node,
-    fit,
+    fit_augmented,
     make_readout,
     matched_resnet,
     pad_zeros,
@@ -47,7 +47,7 @@ def test_augmented_ode_shapes_stats_and_trajectory(dtype, device):
 def test_models_record_forward_nfe_and_work_in_float64():
     x, y = annulus(10, 20, seed=0, dtype=torch.float64)
     for model in (plain_node(2, rtol=1e-3, atol=1e-3), augmented_node(2, 2, rtol=1e-3, atol=1e-3)):
-        log = fit(model, x, y, epochs=2, lr=1e-2)
+        log = fit_augmented(model, x, y, epochs=2, lr=1e-2)
         assert next(model.parameters()).dtype == torch.float64
         assert model.last_nfe == model.flow.last_stats["nfe"] > 0
         assert len(log.nfe) == 2 and all(n > 0 for n in log.nfe)
@@ -77,11 +77,11 @@ def test_bad_arguments_name_themselves():
         flow(torch.randn(4, 3))
     x, y = one_d_crossing()
     with pytest.raises(ValueError, match="loss='l1'"):
-        fit(plain_node(1), x, y, epochs=1, loss="l1")
+        fit_augmented(plain_node(1), x, y, epochs=1, loss="l1")
     with pytest.raises(ValueError, match="epochs=0"):
-        fit(plain_node(1), x, y, epochs=0)
+        fit_augmented(plain_node(1), x, y, epochs=0)
     with pytest.raises(ValueError, match="batch_size=0"):
-        fit(plain_node(1), x, y, epochs=1, batch_size=0)
+        fit_augmented(plain_node(1), x, y, epochs=1, batch_size=0)
 
 
 def test_matched_resnet_parameter_count():
@@ -103,7 +103,7 @@ def test_one_d_flow_cannot_swap_two_points_but_both_repairs_can():
     }.items():
         torch.manual_seed(0)
         model = make()
-        fit(model, x, y, epochs=60, lr=1e-2, loss="mse")
+        fit_augmented(model, x, y, epochs=60, lr=1e-2, loss="mse")
         with torch.no_grad():
             outputs[name] = model(x)[:, 0]
             mse[name] = torch.nn.functional.mse_loss(model(x), y).item()

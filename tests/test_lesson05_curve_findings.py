@@ -7,7 +7,7 @@ from snapshot_support import assert_snapshot
 from nodecourse.lessons import lesson05 as L
 from nodecourse.lessons.lesson05 import curve
 from nodecourse.lessons.lesson05.config import PUBLISHED
-from nodecourse.models._physionet_settings import by_name
+from nodecourse.models import physionet_settings
 
 
 def _result(aucs: dict[tuple[int, int], float], source: str = "shared", sizes=(1000, 3200)) -> curve.CurveResult:
@@ -53,8 +53,9 @@ def test_every_mode_says_the_published_settings_curve_is_not_measurable_and_give
         # the "not measured" statement every mode must make, with the command that measures it
         assert "Not measurable at this scale: the curve at the published settings" in text
         assert L.FULL_CURVE_COMMAND in text
-        assert f.result.config.settings == "course" and by_name("course").epochs == 20  # the course's settings
-        assert (by_name("published").epochs, by_name("published").batch_size) == (100, 50)
+        # the course's settings
+        assert f.result.config.settings == "course" and physionet_settings("course").epochs == 20
+        assert (physionet_settings("published").epochs, physionet_settings("published").batch_size) == (100, 50)
         assert_snapshot(f"lesson05.curve-rising-{mode}", text)
 
 

@@ -123,9 +123,9 @@ def test_curve_findings_of_a_full_run_do_not_claim_it_is_missing():
 
 
 def test_published_settings_render_their_sources():
-    from nodecourse.models._physionet_settings import PUBLISHED
+    from nodecourse.models import PHYSIONET_PUBLISHED
 
-    text = PUBLISHED._repr_markdown_()
+    text = PHYSIONET_PUBLISHED._repr_markdown_()
     assert "train_patients" in text and "3200" in text and "parse_datasets.py" in text
 
 

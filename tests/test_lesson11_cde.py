@@ -13,7 +13,7 @@ from nodecourse.claims import REGISTRY, ClaimVerdict, check_unrun_scale
 from nodecourse.lessons import lesson11 as L
 from nodecourse.lessons.lesson05 import AUCStudy, AUCStudyConfig, ModelRun
 from nodecourse.lessons.lesson11 import cde_rows
-from nodecourse.models._physionet_settings import COURSE
+from nodecourse.models import PHYSIONET_COURSE
 from nodecourse.models.latent import build_model
 
 # ---------------------------------------------------------------- causality
@@ -91,8 +91,8 @@ def test_neural_cde_gives_one_logit_per_patient_and_trains(dtype):
 def test_matched_width_brings_the_parameters_within_ten_percent_of_odernn():
     d, s = 37, 5
     stand_in = SimpleNamespace(values=torch.zeros(2, 3, d), static=torch.zeros(2, s))
-    target = L.n_parameters(build_model("odernn", stand_in, settings=COURSE))
-    head = {"head": COURSE.classifier_hidden, "dropout": COURSE.classifier_dropout}
+    target = L.n_parameters(build_model("odernn", stand_in, settings=PHYSIONET_COURSE))
+    head = {"head": PHYSIONET_COURSE.classifier_hidden, "dropout": PHYSIONET_COURSE.classifier_dropout}
     width = L.matched_width(target, d, s, hidden=16, **head)
     count = L.n_parameters(L.NeuralCDE(d, s, 16, width, **head))
     assert abs(count / target - 1) <= L.PARAMETER_TOLERANCE

@@ -136,8 +136,8 @@ def test_full_row_text_says_the_settings_the_study_used(monkeypatch):
     aucs = _aucs({"gru-d": [0.02, 0.025, 0.018, 0.022, 0.02]})
     monkeypatch.setattr(L.studies, "auc_study", lambda config, progress=False: _study(aucs, config))
     m = L.measure_physionet_gru_d(False)
-    st, cfg = ps.COURSE, L.FULL_STUDY
-    assert cfg.training == ps.COURSE.quick(epochs=cfg.epochs)
+    st, cfg = ps.PHYSIONET_COURSE, L.FULL_STUDY
+    assert cfg.training == ps.PHYSIONET_COURSE.quick(epochs=cfg.epochs)
     for piece in (
         "course settings",
         f"{cfg.quantization:g}-hour grid",

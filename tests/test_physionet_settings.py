@@ -33,7 +33,7 @@ def hourly(tmp_path_factory):
 # ------------------------------------------------------------------ the config
 
 
-@pytest.mark.parametrize("settings", [ps.PUBLISHED, ps.COURSE], ids=["published", "course"])
+@pytest.mark.parametrize("settings", [ps.PHYSIONET_PUBLISHED, ps.PHYSIONET_COURSE], ids=["published", "course"])
 def test_every_value_carries_a_source(settings):
     for name in ps.PhysioNetSettings.field_names():
         assert settings.source(name).strip(), name
@@ -41,10 +41,10 @@ def test_every_value_carries_a_source(settings):
 
 
 def test_published_sources_name_the_authors_code_and_the_values_match_it():
-    p = ps.PUBLISHED
+    p = ps.PHYSIONET_PUBLISHED
     for name in ps.PhysioNetSettings.field_names():
         if name != "name":
-            assert ps.REPO in p.source(name), name
+            assert ps.LATENT_ODE_REPO in p.source(name), name
     assert (p.latent_dim, p.rec_dim, p.ode_units, p.ode_layers, p.gru_units) == (20, 20 * 2, 50, 3, 50)
     assert (p.optimizer, p.lr, p.lr_decay_per_iteration, p.batch_size, p.epochs) == ("adamax", 1e-2, 0.999, 50, 100)
     assert p.quantization_hours == pytest.approx(1 / 60) and p.classifier_hidden == (300, 300)
@@ -52,37 +52,37 @@ def test_published_sources_name_the_authors_code_and_the_values_match_it():
 
 
 def test_what_the_course_does_not_follow_is_written_down():
-    missing = ps.PUBLISHED.not_followed
+    missing = ps.PHYSIONET_PUBLISHED.not_followed
     assert {"set B", "normalisation", "time scale", "compute"} <= set(missing)
-    assert "set A only" in missing["set B"] and ps.COURSE.not_followed == {}
+    assert "set A only" in missing["set B"] and ps.PHYSIONET_COURSE.not_followed == {}
 
 
 def test_bad_names_and_fields_are_refused_with_the_choices():
     with pytest.raises(ValueError, match=r"settings='paper': use one of \('course', 'published'\)"):
-        ps.by_name("paper")
+        ps.physionet_settings("paper")
     with pytest.raises(KeyError, match="'lr_max' is not a field"):
-        ps.PUBLISHED.source("lr_max")
+        ps.PHYSIONET_PUBLISHED.source("lr_max")
     with pytest.raises(ValueError, match="optimizer='sgd'"):
-        dataclasses.replace(ps.PUBLISHED, optimizer="sgd")
+        dataclasses.replace(ps.PHYSIONET_PUBLISHED, optimizer="sgd")
 
 
 def test_markdown_lists_every_value_and_what_is_not_followed():
-    text = ps.PUBLISHED.to_markdown()
+    text = ps.PHYSIONET_PUBLISHED.to_markdown()
     assert text.count("\n| `") == len(ps.PhysioNetSettings.field_names())
     assert "| `quantization_hours` | 0.01667 |" in text and "*set B*" in text
-    assert "Not followed" not in ps.COURSE.to_markdown()
+    assert "Not followed" not in ps.PHYSIONET_COURSE.to_markdown()
 
 
 def test_quick_keeps_everything_but_the_epochs():
-    q = ps.PUBLISHED.quick(epochs=2)
-    assert q.epochs == 2 and dataclasses.replace(q, epochs=100) == ps.PUBLISHED
+    q = ps.PHYSIONET_PUBLISHED.quick(epochs=2)
+    assert q.epochs == 2 and dataclasses.replace(q, epochs=100) == ps.PHYSIONET_PUBLISHED
 
 
 # ------------------------------------------------------------------ models and schedule built from it
 
 
 def test_published_models_have_the_published_shapes(hourly):
-    ode = latent.build_model("odernn", hourly, settings=ps.PUBLISHED)
+    ode = latent.build_model("odernn", hourly, settings=ps.PHYSIONET_PUBLISHED)
     enc = ode.encoder
     assert enc.hidden_dim == 20 and isinstance(enc.update, latent.GatedMLPUpdate) and enc.update.units == 50
     linears = [m for m in enc.func.net if isinstance(m, torch.nn.Linear)]
@@ -90,17 +90,17 @@ def test_published_models_have_the_published_shapes(hourly):
     assert [m.out_features for m in ode.classifier if isinstance(m, torch.nn.Linear)] == [300, 300, 1]
     assert not any(isinstance(m, torch.nn.Dropout) for m in ode.classifier)
     assert enc.solver.method == "euler" and enc.solver.step_size == pytest.approx(1 / 50)
-    lat = latent.build_model("latent-ode", hourly, settings=ps.PUBLISHED)
+    lat = latent.build_model("latent-ode", hourly, settings=ps.PHYSIONET_PUBLISHED)
     assert lat.encoder.hidden_dim == 40 and lat.to_q.out_features == 2 * 20
     assert (lat.solver.method, lat.solver.rtol, lat.solver.atol) == ("dopri5", 1e-3, 1e-4)
     assert lat.encoder.solver.method == "euler"
     assert (lat.obs_std, lat.ce_weight) == (0.01, 100.0)
-    assert latent.build_model("gru-d", hourly, settings=ps.PUBLISHED).encoder.hidden_dim == 20
+    assert latent.build_model("gru-d", hourly, settings=ps.PHYSIONET_PUBLISHED).encoder.hidden_dim == 20
 
 
 def test_adamax_decays_per_batch_to_a_tenth(hourly):
-    model = latent.build_model("gru-dt", hourly, settings=ps.PUBLISHED)
-    opt, per_epoch, per_step = latent.make_optimizer(model, ps.PUBLISHED, epochs=3)
+    model = latent.build_model("gru-dt", hourly, settings=ps.PHYSIONET_PUBLISHED)
+    opt, per_epoch, per_step = latent.make_optimizer(model, ps.PHYSIONET_PUBLISHED, epochs=3)
     assert isinstance(opt, torch.optim.Adamax) and per_epoch is None
     for _ in range(10):
         opt.step()
@@ -112,15 +112,15 @@ def test_adamax_decays_per_batch_to_a_tenth(hourly):
 
 
 def test_kl_weight_follows_the_published_warm_up():
-    assert latent.kl_weight(None, 0) == 1.0 and latent.kl_weight(ps.COURSE, 0) == 1.0
-    assert latent.kl_weight(ps.PUBLISHED, 49) == 0.0
-    assert latent.kl_weight(ps.PUBLISHED, 60) == pytest.approx(1 - 0.993**10)
+    assert latent.kl_weight(None, 0) == 1.0 and latent.kl_weight(ps.PHYSIONET_COURSE, 0) == 1.0
+    assert latent.kl_weight(ps.PHYSIONET_PUBLISHED, 49) == 0.0
+    assert latent.kl_weight(ps.PHYSIONET_PUBLISHED, 60) == pytest.approx(1 - 0.993**10)
 
 
 # ------------------------------------------------------------------ the fast pass is the same computation
 
 
-@pytest.mark.parametrize("settings", [ps.PUBLISHED, ps.COURSE], ids=["published", "course"])
+@pytest.mark.parametrize("settings", [ps.PHYSIONET_PUBLISHED, ps.PHYSIONET_COURSE], ids=["published", "course"])
 @pytest.mark.parametrize("reverse", [False, True])
 def test_fast_pass_equals_the_solver_loop_with_its_gradients(hourly, settings, reverse):
     model = latent.build_model("odernn", hourly, settings=settings).double()
@@ -146,7 +146,7 @@ def test_fast_pass_equals_the_solver_loop_with_its_gradients(hourly, settings, r
 
 
 def test_latent_decoder_outputs_at_the_union_only(hourly):
-    model = latent.build_model("latent-ode", hourly, settings=ps.COURSE).double()
+    model = latent.build_model("latent-ode", hourly, settings=ps.PHYSIONET_COURSE).double()
     torch.nn.init.normal_(model.decoder_func.net[-1].weight, std=0.3)
     z0 = torch.randn(5, 20, dtype=torch.float64)
     m = hourly.mask[:5].double().clone()
@@ -182,7 +182,7 @@ def test_cli_published_quick_reports_the_config(tmp_path, monkeypatch, capsys):
     out = json.loads(capsys.readouterr().out)
     assert rc == 0 and out["mode"] == "quick" and out["epochs"] == physionet_cmd.QUICK_PUBLISHED_EPOCHS
     reported = out["settings"]
-    expected = ps.PUBLISHED.as_dict()
+    expected = ps.PHYSIONET_PUBLISHED.as_dict()
     for key in ("epochs", "quantization_hours"):  # quick mode's epochs; the grid asked for
         expected.pop(key)
     assert {k: reported[k] for k in expected} == expected
@@ -219,7 +219,7 @@ def test_cli_published_quick_on_real_set_a(capsys):
 def test_a_solver_work_log_sees_every_gap_as_a_solve(hourly):
     from nodecourse.measure import SolverWorkLog
 
-    enc = latent.build_model("odernn", hourly, settings=ps.COURSE).encoder
+    enc = latent.build_model("odernn", hourly, settings=ps.PHYSIONET_COURSE).encoder
     v, m = hourly.values[:6], hourly.mask[:6]
     enc.solver_stats = latent._stats_zero()
     unlogged = enc(hourly.times, v, m).h_final

@@ -8,7 +8,7 @@ Examples::
     nodecourse physionet --model gru-d --eval split --seed 1            # GRU-D (Che et al. 2018)
     nodecourse physionet --model odernn --settings published --quick --json   # Rubanova et al.'s settings
 
-``--settings published`` trains with :data:`nodecourse.models.PUBLISHED`
+``--settings published`` trains with :data:`nodecourse.models.PHYSIONET_PUBLISHED`
 (minute grid, the published sizes, Adamax 1e-2 decayed per batch, batches of 50, 100 epochs);
 ``--quick`` keeps those shapes, optimiser and schedule and cuts patients and epochs only.
 
@@ -173,9 +173,9 @@ def _fail(msg: str) -> int:
 
 def _settings_report(name: str, epochs: int, batch_size: int, quantization: float) -> dict:
     """The settings' values as trained with (epochs, batch size and grid as actually used)."""
-    from nodecourse.models import by_name
+    from nodecourse.models import physionet_settings
 
-    values = by_name(name).as_dict()
+    values = physionet_settings(name).as_dict()
     values.update(epochs=epochs, batch_size=batch_size, quantization_hours=quantization)
     return values
 
@@ -185,7 +185,7 @@ def main(args: argparse.Namespace) -> int:
 
     from nodecourse.config import resolve_device
     from nodecourse.data import physionet
-    from nodecourse.models import by_name
+    from nodecourse.models import physionet_settings
     from nodecourse.models.latent import fit
 
     quick = args.quick or quick_mode()
@@ -199,7 +199,7 @@ def main(args: argparse.Namespace) -> int:
     except ValueError as exc:
         return _fail(str(exc))
     published = args.settings == "published"
-    settings = by_name(args.settings) if published else None  # course: fit's own path, unchanged
+    settings = physionet_settings(args.settings) if published else None  # course: fit's own path, unchanged
     if published:
         default_epochs = QUICK_PUBLISHED_EPOCHS if quick else settings.epochs
         default_patients = QUICK_PUBLISHED_PATIENTS if quick else None

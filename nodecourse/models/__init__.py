@@ -4,9 +4,9 @@
   and their helpers;
 - lesson 7's four ways to spend depth: the middles (:class:`ODECore`, :class:`DEQCore`,
   :class:`UnrolledCore`, their shared :class:`InjectedBlock`) in one :class:`DepthClassifier`;
-- augmented neural ODEs: :class:`AugmentedODE`, :func:`augmented_node`, :func:`plain_node`, :func:`fit`;
+- augmented neural ODEs: :class:`AugmentedODE`, :func:`augmented_node`, :func:`plain_node`, :func:`fit_augmented`;
 - :mod:`nodecourse.models.latent`: latent ODEs, ODE-RNN, GRU-D and the PhysioNet baselines, trained at
-  the settings of :class:`PhysioNetSettings` (:data:`PUBLISHED`, :data:`COURSE`);
+  the settings of :class:`PhysioNetSettings` (:data:`PHYSIONET_PUBLISHED`, :data:`PHYSIONET_COURSE`);
 - continuous normalising flows: :class:`CNF`, :func:`divergence_exact`, :func:`divergence_hutchinson`;
 - kinetic and Jacobian regularisers integrated along the solve: :func:`regularised_block`;
 - lesson 10's two-moons classifier: :class:`MoonsODE`;
@@ -19,15 +19,15 @@ The modules behind it are private (``_blocks``, ``_depth``, ``_augment``, ``_flo
 """
 
 from nodecourse.models._augment import (
-    LOSSES,
-    READOUTS,
+    AUGMENTED_LOSSES,
+    FLOW_READOUTS,
     AugmentedODE,
     FitLog,
     FlowModel,
     ProjectionReadout,
     ResNetModel,
     augmented_node,
-    fit,
+    fit_augmented,
     make_readout,
     matched_resnet,
     pad_zeros,
@@ -50,8 +50,8 @@ from nodecourse.models._blocks import (
 from nodecourse.models._depth import DepthClassifier, DEQCore, InjectedBlock, ODECore, UnrolledCore
 from nodecourse.models._flows import (
     CNF,
-    NOISES,
-    TRACES,
+    PROBE_NOISES,
+    TRACE_ESTIMATORS,
     CNFDynamics,
     FlowBatchMixingError,
     FlowDtypeError,
@@ -67,14 +67,14 @@ from nodecourse.models._flows import (
 from nodecourse.models._linear import AutonomousField, LinearField, Readout, Rotation
 from nodecourse.models._moons import MoonsODE
 from nodecourse.models._physionet_settings import (
-    COURSE,
-    COURSE_SOURCES,
-    NOT_FOLLOWED,
-    PUBLISHED,
-    PUBLISHED_SOURCES,
-    REPO,
+    LATENT_ODE_REPO,
+    PHYSIONET_COURSE,
+    PHYSIONET_COURSE_SOURCES,
+    PHYSIONET_NOT_FOLLOWED,
+    PHYSIONET_PUBLISHED,
+    PHYSIONET_PUBLISHED_SOURCES,
     PhysioNetSettings,
-    by_name,
+    physionet_settings,
 )
 from nodecourse.models._regularised import REGULARISED_ARGS, RegularisedBlock, RegularisedField, regularised_block
 
@@ -103,12 +103,12 @@ __all__ = [
     "AugmentedODE",
     "FitLog",
     "FlowModel",
-    "LOSSES",
+    "AUGMENTED_LOSSES",
     "ProjectionReadout",
-    "READOUTS",
+    "FLOW_READOUTS",
     "ResNetModel",
     "augmented_node",
-    "fit",
+    "fit_augmented",
     "make_readout",
     "matched_resnet",
     "pad_zeros",
@@ -119,8 +119,8 @@ __all__ = [
     "FlowBatchMixingError",
     "FlowDtypeError",
     "FlowInputError",
-    "NOISES",
-    "TRACES",
+    "PROBE_NOISES",
+    "TRACE_ESTIMATORS",
     "check_rows_independent",
     "divergence_exact",
     "divergence_hutchinson",
@@ -128,14 +128,14 @@ __all__ = [
     "sample_probes",
     "standard_normal_log_prob",
     "two_moons",
-    "REPO",
+    "LATENT_ODE_REPO",
     "PhysioNetSettings",
-    "COURSE",
-    "PUBLISHED",
-    "PUBLISHED_SOURCES",
-    "COURSE_SOURCES",
-    "NOT_FOLLOWED",
-    "by_name",
+    "PHYSIONET_COURSE",
+    "PHYSIONET_PUBLISHED",
+    "PHYSIONET_PUBLISHED_SOURCES",
+    "PHYSIONET_COURSE_SOURCES",
+    "PHYSIONET_NOT_FOLLOWED",
+    "physionet_settings",
     "REGULARISED_ARGS",
     "RegularisedBlock",
     "RegularisedField",

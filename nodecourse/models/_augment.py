@@ -12,7 +12,7 @@ R^d. Two repairs are built here:
 The models the lesson trains (:func:`plain_node`, :func:`augmented_node`,
 :func:`matched_resnet`) all map ``(batch, d) -> (batch, out_dim)``, run on any
 device and dtype (move them with ``.to``), and keep the solver's work visible:
-``model.last_nfe`` is the forward NFE of the latest call, and :func:`fit`
+``model.last_nfe`` is the forward NFE of the latest call, and :func:`fit_augmented`
 records NFE per epoch.
 """
 
@@ -29,8 +29,8 @@ from nodecourse.models._blocks import MLPField, ODEBlock, count_parameters
 from nodecourse.solvers import SolveConfig
 from nodecourse.training import seeded_batches, train_epochs
 
-READOUTS = ("projection", "linear")
-LOSSES = ("mse", "smooth_l1")
+FLOW_READOUTS = ("projection", "linear")
+AUGMENTED_LOSSES = ("mse", "smooth_l1")
 
 
 def pad_zeros(x: torch.Tensor, augment_dim: int) -> torch.Tensor:
@@ -131,7 +131,7 @@ def make_readout(kind: str, in_dim: int, out_dim: int = 1) -> nn.Module:
         return ProjectionReadout(out_dim)
     if kind == "linear":
         return nn.Linear(in_dim, out_dim)
-    raise ValueError(f"readout={kind!r} is unknown; use one of {READOUTS}")
+    raise ValueError(f"readout={kind!r} is unknown; use one of {FLOW_READOUTS}")
 
 
 class FlowModel(nn.Module):
@@ -253,7 +253,7 @@ def matched_resnet(
 
 @dataclass
 class FitLog:
-    """What :func:`fit` saw, one entry per epoch.
+    """What :func:`fit_augmented` saw, one entry per epoch.
 
     ``loss``: mean training loss; ``accuracy``: sign accuracy on the training set
     (classification only, else NaN), measured in the same forward passes;
@@ -273,7 +273,7 @@ class FitLog:
         return None
 
 
-def fit(
+def fit_augmented(
     model: nn.Module,
     x: torch.Tensor,
     y: torch.Tensor,
@@ -296,8 +296,8 @@ def fit(
     """
     if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
         raise ValueError(f"epochs={epochs!r}: give a positive integer")
-    if loss not in LOSSES:
-        raise ValueError(f"loss={loss!r} is unknown; use one of {LOSSES}")
+    if loss not in AUGMENTED_LOSSES:
+        raise ValueError(f"loss={loss!r} is unknown; use one of {AUGMENTED_LOSSES}")
     if x.shape[0] != y.shape[0]:
         raise ValueError(f"x has {x.shape[0]} rows but y has {y.shape[0]}; give one target per input")
     n = x.shape[0]
@@ -339,12 +339,12 @@ __all__ = [
     "AugmentedODE",
     "FitLog",
     "FlowModel",
-    "LOSSES",
+    "AUGMENTED_LOSSES",
     "ProjectionReadout",
-    "READOUTS",
+    "FLOW_READOUTS",
     "ResNetModel",
     "augmented_node",
-    "fit",
+    "fit_augmented",
     "make_readout",
     "matched_resnet",
     "pad_zeros",

@@ -34,8 +34,8 @@ from nodecourse.models._blocks import MLPField
 from nodecourse.solvers import SolveConfig, odeint
 from nodecourse.validation import AnyOf, Arg, InstanceOf, Interval, NoneAllowed, Options, check, check_args
 
-TRACES = ("exact", "hutchinson")
-NOISES = ("rademacher", "gaussian")
+TRACE_ESTIMATORS = ("exact", "hutchinson")
+PROBE_NOISES = ("rademacher", "gaussian")
 
 _SIZE = Interval(int, 1, None)
 #: The constructor arguments of :class:`CNF` (and :class:`CNFDynamics`), checked through
@@ -44,9 +44,9 @@ CNF_ARGS: dict[str, Arg] = {
     "dim": Arg(_SIZE, fix="the data dimension d, e.g. dim=2"),
     "hidden": Arg(InstanceOf((tuple, list), "a tuple of hidden sizes"), fix="e.g. hidden=(64, 64)"),
     "t1": Arg(Interval(float, 0, None, "neither"), fix="the integration time, e.g. t1=1.0"),
-    "trace": Arg(Options(TRACES), fix="'exact': d vector-Jacobian products; 'hutchinson': n_probes of them"),
+    "trace": Arg(Options(TRACE_ESTIMATORS), fix="'exact': d vector-Jacobian products; 'hutchinson': n_probes of them"),
     "n_probes": Arg(_SIZE, fix="probes per evaluation with trace='hutchinson', e.g. n_probes=1"),
-    "noise": Arg(Options(NOISES)),
+    "noise": Arg(Options(PROBE_NOISES)),
     "field": Arg(
         AnyOf((InstanceOf(nn.Module, "an nn.Module f(t, z)"), NoneAllowed())),
         fix="None builds a tanh MLP on dim with the hidden sizes",
@@ -159,8 +159,8 @@ def sample_probes(
 
     Drawn on the CPU generator (same numbers on every device), then moved to ``device``.
     """
-    if noise not in NOISES:
-        raise ValueError(f"noise={noise!r} is not one of {NOISES}")
+    if noise not in PROBE_NOISES:
+        raise ValueError(f"noise={noise!r} is not one of {PROBE_NOISES}")
     if noise == "gaussian":
         eps = torch.randn(*shape, generator=generator, dtype=dtype)
     else:
@@ -206,8 +206,8 @@ def hutchinson_variance(jacobian: torch.Tensor, noise: str = "rademacher") -> to
     ``2 (||S||_F² − Σ_i A_ii²)`` (the diagonal is estimated without error).
     With ``M`` independent probes the variance is this divided by ``M``.
     """
-    if noise not in NOISES:
-        raise ValueError(f"noise={noise!r} is not one of {NOISES}")
+    if noise not in PROBE_NOISES:
+        raise ValueError(f"noise={noise!r} is not one of {PROBE_NOISES}")
     s = 0.5 * (jacobian + jacobian.transpose(-1, -2))
     fro = (s * s).sum(dim=(-1, -2))
     if noise == "gaussian":
@@ -425,8 +425,8 @@ __all__ = [
     "FlowBatchMixingError",
     "FlowDtypeError",
     "FlowInputError",
-    "NOISES",
-    "TRACES",
+    "PROBE_NOISES",
+    "TRACE_ESTIMATORS",
     "check_rows_independent",
     "divergence_exact",
     "divergence_hutchinson",

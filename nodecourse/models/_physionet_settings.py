@@ -2,18 +2,18 @@
 
 Two instances of one frozen dataclass, :class:`PhysioNetSettings`:
 
-- :data:`COURSE`: what the course has trained with since lesson 5 was written (hourly grid,
+- :data:`PHYSIONET_COURSE`: what the course has trained with since lesson 5 was written (hourly grid,
   64-unit GRU cells, Adam with cosine decay, 20 epochs);
-- :data:`PUBLISHED`: the settings of Rubanova et al. 2019 ("Latent ODEs for Irregularly-Sampled
+- :data:`PHYSIONET_PUBLISHED`: the settings of Rubanova et al. 2019 ("Latent ODEs for Irregularly-Sampled
   Time Series", NeurIPS) for PhysioNet 2012 mortality, read from the authors' code
-  (github.com/YuliaRubanova/latent_ode, files named per value in :data:`PUBLISHED_SOURCES`).
+  (github.com/YuliaRubanova/latent_ode, files named per value in :data:`PHYSIONET_PUBLISHED_SOURCES`).
 
 ``settings.source(name)`` says where a value comes from; ``settings.not_followed`` says which
 published values the course does not follow, and why. ``nodecourse physionet --settings
-published`` trains with :data:`PUBLISHED` (see :func:`nodecourse.models.latent.fit`).
+published`` trains with :data:`PHYSIONET_PUBLISHED` (see :func:`nodecourse.models.latent.fit`).
 
 What the published code does that this module records as *not followed* (details in
-:data:`NOT_FOLLOWED`): min-max normalisation over train and test together and time scaled by
+:data:`PHYSIONET_NOT_FOLLOWED`): min-max normalisation over train and test together and time scaled by
 each batch's maximum (known pitfalls, COURSE.md section 5); the descriptors as time-0 series
 (the course keeps them apart, as static inputs to the head); the GRU update's mean/std pair;
 3-sample IWAE bound; ODE-RNN's reconstruction term; the AUC read from the test set during
@@ -29,17 +29,17 @@ import dataclasses
 from dataclasses import dataclass
 
 __all__ = [
-    "REPO",
+    "LATENT_ODE_REPO",
     "PhysioNetSettings",
-    "COURSE",
-    "PUBLISHED",
-    "PUBLISHED_SOURCES",
-    "COURSE_SOURCES",
-    "NOT_FOLLOWED",
-    "by_name",
+    "PHYSIONET_COURSE",
+    "PHYSIONET_PUBLISHED",
+    "PHYSIONET_PUBLISHED_SOURCES",
+    "PHYSIONET_COURSE_SOURCES",
+    "PHYSIONET_NOT_FOLLOWED",
+    "physionet_settings",
 ]
 
-REPO = "YuliaRubanova/latent_ode"
+LATENT_ODE_REPO = "YuliaRubanova/latent_ode"
 
 
 @dataclass(frozen=True)
@@ -117,7 +117,7 @@ class PhysioNetSettings:
     @property
     def not_followed(self) -> dict[str, str]:
         """Published values or behaviours the course does not follow, each with the reason."""
-        return dict(NOT_FOLLOWED) if self.name == "published" else {}
+        return dict(PHYSIONET_NOT_FOLLOWED) if self.name == "published" else {}
 
     def as_dict(self) -> dict:
         """The values (JSON-ready)."""
@@ -156,7 +156,7 @@ class PhysioNetSettings:
         return dataclasses.replace(self, epochs=epochs)
 
 
-COURSE = PhysioNetSettings(
+PHYSIONET_COURSE = PhysioNetSettings(
     name="course",
     quantization_hours=1.0,
     ode_rnn_hidden=64,
@@ -187,7 +187,7 @@ COURSE = PhysioNetSettings(
     train_patients=None,
 )
 
-PUBLISHED = PhysioNetSettings(
+PHYSIONET_PUBLISHED = PhysioNetSettings(
     name="published",
     quantization_hours=1 / 60,
     ode_rnn_hidden=20,
@@ -218,46 +218,47 @@ PUBLISHED = PhysioNetSettings(
     train_patients=3200,
 )
 
-_README = f"{REPO} README.md, 'Physionet (discretization by 1 min)' command"
-PUBLISHED_SOURCES: dict[str, str] = {
+_README = f"{LATENT_ODE_REPO} README.md, 'Physionet (discretization by 1 min)' command"
+PHYSIONET_PUBLISHED_SOURCES: dict[str, str] = {
     "name": "this module",
     "quantization_hours": f"{_README}: --quantization 0.016 (hours; the course's grid takes 1/60 h, one "
     "minute; an earlier README gave 0.1)",
-    "ode_rnn_hidden": f"{REPO} run_models.py, --ode-rnn branch: n_ode_gru_dims = args.latents; {_README}: -l 20",
+    "ode_rnn_hidden": f"{LATENT_ODE_REPO} run_models.py, --ode-rnn branch: n_ode_gru_dims = args.latents; "
+    f"{_README}: -l 20",
     "latent_dim": f"{_README}: -l 20 (--latents)",
     "rec_dim": f"{_README}: --rec-dims 40 (an earlier README gave 30)",
     "ode_units": f"{_README}: --units 50",
     "ode_layers": f"{_README}: --rec-layers 3 --gen-layers 3; lib/utils.py create_net",
     "gru_units": f"{_README}: --gru-units 50; lib/encoder_decoder.py GRU_unit (gates are one-hidden-layer MLPs)",
-    "classifier_hidden": f"{REPO} lib/base_models.py create_classifier: Linear(z0, 300), ReLU, Linear(300, 300), "
-    "ReLU, Linear(300, 1)",
-    "classifier_dropout": f"{REPO} lib/base_models.py create_classifier: no dropout",
-    "optimizer": f"{REPO} run_models.py: optim.Adamax",
-    "lr": f"{REPO} run_models.py: --lr default 1e-2 (the README's command does not set it)",
-    "lr_schedule": f"{REPO} run_models.py: utils.update_learning_rate every iteration",
-    "lr_decay_per_iteration": f"{REPO} run_models.py: update_learning_rate(decay_rate=0.999, ...)",
-    "lr_floor_fraction": f"{REPO} run_models.py: update_learning_rate(..., lowest=args.lr / 10)",
-    "weight_decay": f"{REPO} run_models.py: Adamax without weight_decay",
-    "clip_grad_norm": f"{REPO} run_models.py: loss.backward(); optimizer.step(), no clipping",
-    "batch_size": f"{REPO} run_models.py: -b default 50; lib/parse_datasets.py min(len, batch_size, n)",
+    "classifier_hidden": f"{LATENT_ODE_REPO} lib/base_models.py create_classifier: Linear(z0, 300), ReLU, "
+    "Linear(300, 300), ReLU, Linear(300, 1)",
+    "classifier_dropout": f"{LATENT_ODE_REPO} lib/base_models.py create_classifier: no dropout",
+    "optimizer": f"{LATENT_ODE_REPO} run_models.py: optim.Adamax",
+    "lr": f"{LATENT_ODE_REPO} run_models.py: --lr default 1e-2 (the README's command does not set it)",
+    "lr_schedule": f"{LATENT_ODE_REPO} run_models.py: utils.update_learning_rate every iteration",
+    "lr_decay_per_iteration": f"{LATENT_ODE_REPO} run_models.py: update_learning_rate(decay_rate=0.999, ...)",
+    "lr_floor_fraction": f"{LATENT_ODE_REPO} run_models.py: update_learning_rate(..., lowest=args.lr / 10)",
+    "weight_decay": f"{LATENT_ODE_REPO} run_models.py: Adamax without weight_decay",
+    "clip_grad_norm": f"{LATENT_ODE_REPO} run_models.py: loss.backward(); optimizer.step(), no clipping",
+    "batch_size": f"{LATENT_ODE_REPO} run_models.py: -b default 50; lib/parse_datasets.py min(len, batch_size, n)",
     "epochs": f"{_README}: --niters 100 (run_models.py loops num_batches * (niters + 1) iterations)",
-    "ce_weight": f"{REPO} lib/base_models.py compute_all_losses: loss + ce_loss * 100 (train_classif_w_reconstr "
-    "is set for physionet in run_models.py)",
-    "obs_std": f"{REPO} run_models.py: obsrv_std = 0.01 (not hopper)",
-    "kl_warmup_epochs": f"{REPO} run_models.py: wait_until_kl_inc = 50",
-    "kl_rate": f"{REPO} run_models.py: kl_coef = 1 - 0.993 ** (epoch - wait_until_kl_inc)",
-    "encoder_step_hours": f"{REPO} lib/encoder_decoder.py run_odernn: minimum_step = interval / 50 (one Euler "
-    "step below it, Euler on a grid of that step above); 48 h / 50",
-    "decoder_method": f"{REPO} lib/create_latent_ode_model.py: DiffeqSolver(..., 'dopri5', ...)",
-    "decoder_rtol": f"{REPO} lib/create_latent_ode_model.py: odeint_rtol = 1e-3",
-    "decoder_atol": f"{REPO} lib/create_latent_ode_model.py: odeint_atol = 1e-4",
-    "train_patients": f"{REPO} lib/parse_datasets.py, physionet: with --classif only set A (train=True) is kept, "
-    "then train_test_split(train_size=0.8, random_state=42): 3,200 of 4,000",
+    "ce_weight": f"{LATENT_ODE_REPO} lib/base_models.py compute_all_losses: loss + ce_loss * 100 "
+    "(train_classif_w_reconstr is set for physionet in run_models.py)",
+    "obs_std": f"{LATENT_ODE_REPO} run_models.py: obsrv_std = 0.01 (not hopper)",
+    "kl_warmup_epochs": f"{LATENT_ODE_REPO} run_models.py: wait_until_kl_inc = 50",
+    "kl_rate": f"{LATENT_ODE_REPO} run_models.py: kl_coef = 1 - 0.993 ** (epoch - wait_until_kl_inc)",
+    "encoder_step_hours": f"{LATENT_ODE_REPO} lib/encoder_decoder.py run_odernn: minimum_step = interval / 50 "
+    "(one Euler step below it, Euler on a grid of that step above); 48 h / 50",
+    "decoder_method": f"{LATENT_ODE_REPO} lib/create_latent_ode_model.py: DiffeqSolver(..., 'dopri5', ...)",
+    "decoder_rtol": f"{LATENT_ODE_REPO} lib/create_latent_ode_model.py: odeint_rtol = 1e-3",
+    "decoder_atol": f"{LATENT_ODE_REPO} lib/create_latent_ode_model.py: odeint_atol = 1e-4",
+    "train_patients": f"{LATENT_ODE_REPO} lib/parse_datasets.py, physionet: with --classif only set A (train=True) is "
+    "kept, then train_test_split(train_size=0.8, random_state=42): 3,200 of 4,000",
 }
 
 _COURSE_WHY = "the course's own choice (lesson 5's first settings)"
-COURSE_SOURCES: dict[str, str] = {name: _COURSE_WHY for name in PhysioNetSettings.field_names()}
-COURSE_SOURCES.update(
+PHYSIONET_COURSE_SOURCES: dict[str, str] = {name: _COURSE_WHY for name in PhysioNetSettings.field_names()}
+PHYSIONET_COURSE_SOURCES.update(
     {
         "name": "this module",
         "quantization_hours": "the course's own choice: an hourly grid keeps the solves per batch near 48 on 2 "
@@ -268,10 +269,10 @@ COURSE_SOURCES.update(
     }
 )
 
-_SOURCES = {"course": COURSE_SOURCES, "published": PUBLISHED_SOURCES}
+_SOURCES = {"course": PHYSIONET_COURSE_SOURCES, "published": PHYSIONET_PUBLISHED_SOURCES}
 
 #: Published behaviours the course does not follow, and why.
-NOT_FOLLOWED: dict[str, str] = {
+PHYSIONET_NOT_FOLLOWED: dict[str, str] = {
     "set B": "the paper's table is easily read as 8,000 patients of sets A and B; the published classification "
     "code keeps set A only (see train_patients). The course trains on set A only (its shared copy); "
     "set B is not used for training in this course.",
@@ -298,9 +299,9 @@ NOT_FOLLOWED: dict[str, str] = {
 }
 
 
-def by_name(name: str) -> PhysioNetSettings:
-    """:data:`COURSE` or :data:`PUBLISHED` by name; a ValueError names the choices."""
-    table = {"course": COURSE, "published": PUBLISHED}
+def physionet_settings(name: str) -> PhysioNetSettings:
+    """:data:`PHYSIONET_COURSE` or :data:`PHYSIONET_PUBLISHED` by name; a ValueError names the choices."""
+    table = {"course": PHYSIONET_COURSE, "published": PHYSIONET_PUBLISHED}
     if name not in table:
         raise ValueError(f"settings={name!r}: use one of {tuple(table)}")
     return table[name]

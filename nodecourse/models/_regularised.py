@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from nodecourse.models._blocks import ODEBlock
-from nodecourse.models._flows import NOISES, sample_probes
+from nodecourse.models._flows import PROBE_NOISES, sample_probes
 from nodecourse.solvers import odeint
 from nodecourse.validation import Arg, Flag, Interval, Options, check_args
 
@@ -35,7 +35,7 @@ REGULARISED_ARGS = {
     "kinetic": Arg(Flag(), fix="kinetic=True integrates ||f||^2 along the solve"),
     "jacobian": Arg(Flag(), fix="jacobian=True integrates a Hutchinson estimate of ||df/dz||_F^2"),
     "n_probes": Arg(Interval(int, 1, None), fix="e.g. n_probes=1 (probes per sample for the Jacobian term)"),
-    "noise": Arg(Options(NOISES), fix="noise='rademacher' (lower variance) or 'gaussian'"),
+    "noise": Arg(Options(PROBE_NOISES), fix="noise='rademacher' (lower variance) or 'gaussian'"),
 }
 
 

@@ -20,7 +20,7 @@ import torch
 
 from nodecourse.data import annulus
 from nodecourse.measure import CircleProbe, DecisionGrid, circle_probe, decision_grid
-from nodecourse.models import FitLog, augmented_node, count_parameters, fit, plain_node, sign_accuracy
+from nodecourse.models import FitLog, augmented_node, count_parameters, fit_augmented, plain_node, sign_accuracy
 from nodecourse.widgets._base import FigureExplorer
 
 
@@ -89,7 +89,7 @@ def train_and_probe(
     torch.manual_seed(seed)
     solver = dict(method="dopri5", rtol=tol, atol=tol)
     model = plain_node(2, **solver) if augment_dim == 0 else augmented_node(2, augment_dim, **solver)
-    log = fit(model, x, y, epochs=epochs, lr=lr, seed=seed)
+    log = fit_augmented(model, x, y, epochs=epochs, lr=lr, seed=seed)
     return AnnulusResult(
         augment_dim,
         epochs,

@@ -25,7 +25,15 @@ from nodecourse.lessons.lesson03.config import (
 )
 from nodecourse.lessons.study import cached_study
 from nodecourse.measure import CircleProbe, probe_circles
-from nodecourse.models import FitLog, augmented_node, count_parameters, fit, matched_resnet, plain_node, sign_accuracy
+from nodecourse.models import (
+    FitLog,
+    augmented_node,
+    count_parameters,
+    fit_augmented,
+    matched_resnet,
+    plain_node,
+    sign_accuracy,
+)
 
 __all__ = [
     "AnnulusRun",
@@ -108,7 +116,7 @@ def train_annulus_model(
     x, y = annulus(config.n_inner, config.n_outer, seed=seed, dtype=dtype, device=device)
     torch.manual_seed(seed)
     model = build_annulus_model(name, config)
-    log = fit(
+    log = fit_augmented(
         model,
         x,
         y,
@@ -197,7 +205,7 @@ def fit_flow(
     step_size: float | None,
 ) -> FlowFit:
     """Train ``model`` on ``(x, y)`` (MSE, Adam, full batch), then judge it as a flow (see :class:`FlowFit`)."""
-    log = fit(model, x, y, epochs=epochs, lr=lr, loss="mse", classification=False, seed=seed)
+    log = fit_augmented(model, x, y, epochs=epochs, lr=lr, loss="mse", classification=False, seed=seed)
     with torch.no_grad():
         mse = _mse(model(x), y)
     out, stats = resolve_accurately(model, x, RESOLVE_TOL)

@@ -6,7 +6,7 @@ The authors' ``lib/parse_datasets.py`` keeps set A only when it classifies (set 
 then) and splits it 80/20: the published models trained on 3,200 patients of set A. The course's
 full study splits set A 80/20 the same way: 3,200 patients on the training side, of which 400 pick
 the epoch, so it trains on 2,800 (:func:`split_sizes` computes these). Its grid, model sizes,
-optimiser and epochs are the course's (:data:`~nodecourse.models.COURSE`), not
+optimiser and epochs are the course's (:data:`~nodecourse.models.PHYSIONET_COURSE`), not
 the published ones.
 
 The published gap between two models is read with its own uncertainty: the paper gives each AUC as
@@ -22,8 +22,7 @@ import math
 from dataclasses import dataclass, replace
 
 from nodecourse.claims import Threshold
-from nodecourse.models import PUBLISHED as PUBLISHED_SETTINGS
-from nodecourse.models import PhysioNetSettings, by_name
+from nodecourse.models import PHYSIONET_PUBLISHED, PhysioNetSettings, physionet_settings
 
 __all__ = [
     "PUBLISHED",
@@ -55,9 +54,9 @@ __all__ = [
 PUBLISHED = {"odernn": (0.833, 0.009), "latent-ode": (0.829, 0.004), "gru-d": (0.818, 0.008), "rnn-dt": (0.787, 0.014)}
 """Rubanova et al. 2019, the PhysioNet 2012 mortality-AUC table (mean ± std over runs)."""
 
-PUBLISHED_PATIENTS: int = PUBLISHED_SETTINGS.train_patients
+PUBLISHED_PATIENTS: int = PHYSIONET_PUBLISHED.train_patients
 """Patients the published classifiers trained on: 3,200, 80 % of set A (not 8,000 of sets A and B)."""
-PUBLISHED_PATIENTS_SOURCE: str = PUBLISHED_SETTINGS.source("train_patients")
+PUBLISHED_PATIENTS_SOURCE: str = PHYSIONET_PUBLISHED.source("train_patients")
 
 
 @dataclass(frozen=True)
@@ -117,7 +116,7 @@ PUBLISHED_SELECTION = (
     "the published AUCs are selected on the test set (the authors' code reads the test AUC while training "
     "and has no validation split)"
 )
-"""How the published levels were chosen (``NOT_FOLLOWED["model selection"]`` of
+"""How the published levels were chosen (``PHYSIONET_NOT_FOLLOWED["model selection"]`` of
 :mod:`nodecourse.models._physionet_settings`); the course's epoch is chosen on a validation split."""
 
 # "Reaches 0.833 ± 0.009" read as: within the published spread of the published mean, i.e. at
@@ -183,7 +182,7 @@ class AUCStudyConfig:
     settings: str = "course"
 
     def __post_init__(self):
-        grid = by_name(self.settings).quantization_hours  # a ValueError names the choices
+        grid = physionet_settings(self.settings).quantization_hours  # a ValueError names the choices
         if not math.isclose(self.quantization, grid):
             raise ValueError(
                 f"quantization={self.quantization!r} h differs from the {self.settings!r} settings' grid of "
@@ -193,7 +192,7 @@ class AUCStudyConfig:
     @property
     def training(self) -> PhysioNetSettings:
         """The settings every model of the study is trained with (``fit(..., settings=)``)."""
-        return replace(by_name(self.settings), epochs=self.epochs)
+        return replace(physionet_settings(self.settings), epochs=self.epochs)
 
 
 def split_sizes(n: int, test: float, val: float = 0.0) -> dict[str, int]:

@@ -11,7 +11,7 @@ scored on the *same* held-out patients (the curve's steps are differences in dat
 sets). Normalisation statistics come from each training set alone.
 
 Why 3,200: the published classification code trains on 80 % of set A, 3,200 patients (see
-``PUBLISHED.source("train_patients")``), so the curve's last point is the published training size.
+``PHYSIONET_PUBLISHED.source("train_patients")``), so the curve's last point is the published training size.
 
 Full run (not run on the course's shared 2-core machine; about 4 models x 3 sizes x 3 seeds x 100
 epochs at minute quantisation)::
@@ -223,9 +223,9 @@ def curve_tasks(config: CurveConfig) -> tuple[CurveTask, ...]:
 
 def curve_settings(config: CurveConfig):
     """The :class:`~nodecourse.models.PhysioNetSettings` ``config`` trains with."""
-    from nodecourse.models import by_name
+    from nodecourse.models import physionet_settings
 
-    settings = by_name(config.settings)
+    settings = physionet_settings(config.settings)
     return settings if config.epochs is None else settings.quick(epochs=config.epochs)
 
 

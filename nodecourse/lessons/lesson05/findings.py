@@ -18,14 +18,13 @@ from nodecourse.lessons.lesson05.config import (
     PUBLISHED,
     PUBLISHED_PATIENTS,
     PUBLISHED_SELECTION,
-    PUBLISHED_SETTINGS,
     grid_text,
     split_sizes,
 )
 from nodecourse.lessons.lesson05.judging import GapVerdict, judge_gap
 from nodecourse.lessons.lesson05.studies import AUCStudy, ScalingRow
 from nodecourse.lessons.study import Findings
-from nodecourse.models import by_name
+from nodecourse.models import PHYSIONET_PUBLISHED, physionet_settings
 
 if TYPE_CHECKING:  # not imported at run time, so that ``python -m nodecourse.lessons.lesson05.curve`` runs cleanly
     from nodecourse.lessons.lesson05.curve import CurveResult
@@ -97,7 +96,7 @@ class DataFindings(Findings):
         return (
             f"{warning}**{self.n_patients:,} patients** ({self._origin()}), {self.n_deaths:,} "
             f"in-hospital deaths ({rate:.2f} %), on a grid of {self.grid_hours:g} h × {self.n_times} times "
-            f"(the published runs: a {grid_text(PUBLISHED_SETTINGS.quantization_hours)} grid).\n\n"
+            f"(the published runs: a {grid_text(PHYSIONET_PUBLISHED.quantization_hours)} grid).\n\n"
             f"**{_counted(len(self.variables) + len(self.descriptors), 'variable')}**: {len(self.variables)} "
             f"time series ({', '.join(self.variables)}) and {_counted(len(self.descriptors), 'descriptor')} "
             f"({', '.join(self.descriptors)}).\n\n"
@@ -245,7 +244,7 @@ class CurveFindings(Findings):
     def markdown(self) -> str:
         config = self.result.config
         sizes = ", ".join(f"{n:,}" for n in config.sizes)
-        st = by_name(config.settings)
+        st = physionet_settings(config.settings)
         epochs = st.epochs if config.epochs is None else config.epochs
         head = (
             f"**Learning curve, {self.mode}-mode sizes** ({sizes} training patients; "
@@ -316,8 +315,8 @@ class CurveFindings(Findings):
         from nodecourse.lessons.lesson05.curve import COURSE_CURVE, FULL_CURVE  # ``-m ...curve`` imports cleanly
 
         course, full = COURSE_CURVE, FULL_CURVE
-        pub = by_name(full.settings)
-        mine = by_name(course.settings)
+        pub = physionet_settings(full.settings)
+        mine = physionet_settings(course.settings)
         config = self.result.config
         epochs = mine.epochs if config.epochs is None else config.epochs
         measured = (

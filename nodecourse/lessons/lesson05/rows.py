@@ -28,7 +28,6 @@ from nodecourse.lessons.lesson05.config import (
     PUBLISHED_GAPS,
     PUBLISHED_PATIENTS,
     PUBLISHED_SELECTION,
-    PUBLISHED_SETTINGS,
     QUICK_STUDY,
     REFERENCE_GAPS,
     RELATIVES,
@@ -36,6 +35,7 @@ from nodecourse.lessons.lesson05.config import (
     grid_text,
 )
 from nodecourse.lessons.lesson05.judging import GapVerdict, judge_auc_claim, judge_grud_claim
+from nodecourse.models import PHYSIONET_PUBLISHED
 
 __all__ = ["measure_physionet_auc", "measure_physionet_gru_d"]
 
@@ -104,7 +104,7 @@ def settings_text(config: AUCStudyConfig, study: studies.AUCStudy) -> str:
 
 def published_settings_text() -> str:
     """The published settings the course's differ from, in one clause."""
-    st = PUBLISHED_SETTINGS
+    st = PHYSIONET_PUBLISHED
     return (
         f"published settings: {grid_text(st.quantization_hours)} grid, {st.ode_rnn_hidden}-unit states, "
         f"{st.optimizer.capitalize()} lr {st.lr:g}, {st.epochs} epochs, {st.train_patients:,} training patients; "
@@ -124,7 +124,7 @@ def _measurement(
     """The row's Measurement: judged at full scale; undecided in quick mode; not measured on the stand-in."""
     n = len(config.seeds)
     ran = settings_text(config, study)
-    details = details | {"settings": config.training.as_dict(), "published_settings": PUBLISHED_SETTINGS.as_dict()}
+    details = details | {"settings": config.training.as_dict(), "published_settings": PHYSIONET_PUBLISHED.as_dict()}
     if study.synthetic:
         return Measurement(
             f"synthetic stand-in data, not PhysioNet ({ran}): {core}", ClaimVerdict.NOT_MEASURABLE, details

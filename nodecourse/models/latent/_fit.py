@@ -138,7 +138,7 @@ def fit(
     epoch. The test set never chooses anything. ``eval_every > 0`` also records the test AUC
     every that many epochs in the history, for plots only.
 
-    ``settings`` (e.g. :data:`~nodecourse.models._physionet_settings.PUBLISHED`) sets the sizes,
+    ``settings`` (e.g. :data:`~nodecourse.models._physionet_settings.PHYSIONET_PUBLISHED`) sets the sizes,
     solvers, optimiser, learning-rate schedule, clipping, the Latent ODE's loss weights and KL
     schedule; ``lr``, ``weight_decay`` and ``hidden_dim`` are then ignored, and ``epochs`` and
     ``batch_size`` default to the settings'. Without settings: Adam with cosine decay, 10

@@ -71,7 +71,7 @@ class GatedMLPUpdate(MaskedGRUUpdate):
     Update and reset gates and the candidate state are each a one-hidden-layer tanh MLP of
     ``units`` on ``[h, x * m, m]``; h_new = (1 - u) * candidate(r * h, x) + u * h. ``h`` (B, H),
     ``x`` and ``m`` (B, D). The published unit also carries a standard-deviation state; this
-    one does not (see :data:`nodecourse.models._physionet_settings.NOT_FOLLOWED`).
+    one does not (see :data:`nodecourse.models._physionet_settings.PHYSIONET_NOT_FOLLOWED`).
     """
 
     def __init__(self, input_dim: int, hidden_dim: int, units: int, extra_dim: int = 0):
