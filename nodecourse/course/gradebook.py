@@ -60,30 +60,39 @@ stop a run cleanly (:class:`GradebookStopped`): the grading workers and what
 they started are ended, and the CSV holds every row finished before the signal
 (each write is whole: a temporary file renamed over it).
 
-Why this module is long: it holds the class run (the grading workers and their signals, :func:`grade_class`)
-and the rules of the CSV it writes (rows merged under a lock, the history file, overrides, the byte-order
-mark, cells safe in a spreadsheet); moving the CSV's reading and writing into a private module of its own is a
-split that is pending.
+The CSV's columns, reading, writing and locking are in :mod:`nodecourse.course._gradebook_csv`, the
+grading workers and their signals in :mod:`nodecourse.course._grading_pool`; this module grades the
+class and assembles each submission's row.
 """
 
 from __future__ import annotations
 
-import concurrent.futures as futures
-import contextlib
-import csv
 import datetime
 import hashlib
-import multiprocessing
 import os
-import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+from nodecourse.course._gradebook_csv import (
+    FIXED_AFTER,
+    FIXED_BEFORE,
+    GRADED,
+    NOT_GRADED,
+    GradebookError,
+    _has_bom,
+    _header,
+    _merge_row,
+    _read_tidied,
+    _safe,
+    cell_text,
+    export_per_student,
+    read_roster,
+)
+from nodecourse.course._grading_pool import GradebookStopped, check_jobs, run_graders, worker_failed
 from nodecourse.course.feedback import ERROR_LIMIT, LIMITS_NOTE, cell_titles, feedback_markdown, shorten, write_feedback
 from nodecourse.course.students import (
-    RosterError,
     close_matches,
     exercise_names,
     exercise_of,
@@ -91,210 +100,10 @@ from nodecourse.course.students import (
     student_id,
     submitted_at,
 )
-from nodecourse.course.students import read_roster as _read_roster
-
-KEY = ["student", "exercise"]
-FIXED_BEFORE = KEY + ["submission", "sha256"]
-FIXED_AFTER = [
-    "points",
-    "max",
-    "total",
-    "override",
-    "status",
-    "passed",
-    "checks",
-    "review",
-    "outside_answers",
-    "limits",
-    "error",
-    "time_s",
-    "isolation",
-    "seed",
-    "graded_at",
-]
-HISTORY = [
-    "run",
-    "why",
-    "graded_at",
-    "student",
-    "exercise",
-    "points",
-    "max",
-    "total",
-    "override",
-    "status",
-    "error",
-    "seed",
-    "sha256",
-    "checks",
-]
-# What makes a history row new: a row equal to the last one recorded on these is not appended again.
-_SAME = ("points", "max", "total", "override", "status", "error", "sha256", "checks")
-GRADED, NOT_GRADED = "graded", "not graded"
-_BOM = b"\xef\xbb\xbf"
-# OWASP's CSV-injection rule: a cell a spreadsheet would read as a formula gets a leading quote.
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-class GradebookError(RuntimeError):
-    """The gradebook cannot be written or resumed (the message names the file and the fix)."""
-
-
-class GradebookStopped(GradebookError):
-    """A signal (SIGTERM, SIGHUP, SIGINT) stopped the run; its workers are ended, finished rows kept."""
-
-    def __init__(self, signum: int, written: int):
-        self.signum, self.written = signum, written
-        name = signal.Signals(signum).name
-        super().__init__(
-            f"stopped by {name}: the grading workers were ended; {written} submission(s) were written to the "
-            "gradebook before it; the same command again grades the rest"
-        )
-
-
-# Signals that stop a class run: the workers must not outlive it (they hold a kernel each).
-_STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP", "SIGINT") if hasattr(signal, n))
-_WORKER_GRACE_S = 10.0  # a worker's time to shut its kernel down after SIGTERM before SIGKILL
-
-
-class _Stop(BaseException):
-    """Raised by a stop signal's handler (a BaseException: no ``except Exception`` turns it into a row)."""
-
-    def __init__(self, signum: int):
-        super().__init__(signum)
-        self.signum = signum
-
-
-_IN_TASK = False  # in a worker: whether it is grading a submission now
-
-
-def _worker_start() -> None:
-    """Each grading worker leads its own process group (so what it starts can be ended with it); SIGTERM
-    in the middle of a grading unwinds its ``finally`` blocks (the kernel shut down), then exits."""
-    os.setpgrp()  # also out of the terminal's foreground group: Ctrl-C reaches the parent, which decides
-    signal.signal(signal.SIGTERM, _worker_signal)
-
-
-def _worker_signal(signum, frame):
-    if _IN_TASK:
-        raise _Stop(signum)
-    os._exit(128 + signum)
-
-
-def _in_worker(grader, job: tuple) -> dict:
-    """Run ``grader(job)`` in a worker; a stop signal ends the worker once the grading has unwound."""
-    global _IN_TASK
-    _IN_TASK = True
-    try:
-        return grader(job)
-    except _Stop as stop:
-        os._exit(128 + stop.signum)
-    finally:
-        _IN_TASK = False
-
-
-def _end_workers(pool: futures.ProcessPoolExecutor) -> None:
-    """SIGTERM to every worker's process group, then SIGKILL to what is left after the grace time."""
-    procs = list((getattr(pool, "_processes", None) or {}).values())
-    pool.shutdown(wait=False, cancel_futures=True)
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for proc in procs:
-            for kill in (os.killpg, os.kill):  # the group (what the worker started), then the worker
-                try:
-                    kill(proc.pid, sig)
-                except (ProcessLookupError, PermissionError):
-                    pass
-        deadline = time.monotonic() + (_WORKER_GRACE_S if sig == signal.SIGTERM else 5.0)
-        for proc in procs:
-            proc.join(max(0.0, deadline - time.monotonic()))
-        if not any(proc.is_alive() for proc in procs):
-            break
-
-
-def check_jobs(jobs: int | None) -> None:
-    """Refuse a ``--jobs`` that is not a positive whole number (None: the default, the usable CPUs)."""
-    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
-        raise GradebookError(f"--jobs {jobs}: give a positive number of submissions to grade at once, e.g. --jobs 2")
-
-
-def worker_failed(exc: BaseException) -> str:
-    """What a row says when its grading worker itself died (out of memory, killed)."""
-    return f"the grading worker failed ({type(exc).__name__}: {exc})"
-
-
-def run_graders(grader, jobs: Sequence[tuple], workers: int, on_result) -> int:
-    """The class runner: ``grader(job)`` for each of ``jobs`` in worker processes, at most ``workers`` at
-    once (each worker leads its own process group); ``on_result(index, result)`` is called in this
-    process, one call at a time, as each grading ends (``result``: the grader's return value, or the
-    exception when the worker itself died). Used by :func:`grade_class` and by
-    :mod:`nodecourse.course.nbgrader_bridge`, so whatever they write has one writer: this process.
-
-    A stop signal (SIGTERM, SIGHUP, SIGINT) during ``on_result`` waits for it to end; anywhere else it
-    stops the run at once: the workers are ended and :class:`GradebookStopped` is raised with the
-    number of ``on_result`` calls done. Returns that number."""
-    stop = {"busy": False, "signum": None}
-
-    def on_stop(signum, frame):
-        stop["signum"] = signum
-        if not stop["busy"]:
-            raise _Stop(signum)
-
-    written = 0
-    if not jobs:
-        return written
-    context = multiprocessing.get_context("spawn")
-    pool = futures.ProcessPoolExecutor(
-        max_workers=min(workers, len(jobs)), mp_context=context, initializer=_worker_start
-    )
-    previous = {}
-    try:
-        try:
-            for signum in _STOP_SIGNALS:
-                previous[signum] = signal.signal(signum, on_stop)
-        except ValueError:  # not the main thread: signals stay as they are
-            pass
-        pending = {pool.submit(_in_worker, grader, job): index for index, job in enumerate(jobs)}
-        try:
-            for future in futures.as_completed(pending):
-                try:
-                    result = future.result()
-                except Exception as exc:  # noqa: BLE001 - the worker itself died (out of memory, killed)
-                    result = exc
-                stop["busy"] = True
-                on_result(pending[future], result)
-                written += 1
-                stop["busy"] = False
-                if stop["signum"] is not None:
-                    raise _Stop(stop["signum"])
-        except _Stop as exc:
-            _end_workers(pool)
-            raise GradebookStopped(exc.signum, written) from None
-        except BaseException:
-            _end_workers(pool)
-            raise
-        pool.shutdown(wait=True)
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-    return written
 
 
 def file_hash(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-def cell_text(value) -> str:
-    """A CSV cell that is safe in a spreadsheet: control characters escaped (newlines included,
-    :func:`nodecourse.course.textsafe.escape`), and a cell that starts like a formula (``=``, ``+``,
-    ``-``, ``@``, tab, carriage return) prefixed with ``'``. Numbers are left as they are."""
-    from nodecourse.course.textsafe import escape
-
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return f"{value:g}" if isinstance(value, float) else str(value)
-    text = str(value)
-    if text.startswith(_FORMULA_START):
-        text = "'" + text
-    return escape(text, 2000)
 
 
 def _grade_one(job: tuple) -> dict:
@@ -435,121 +244,6 @@ def _row(result: dict, student: str, digest: str) -> dict[str, str]:
     return row
 
 
-def _header(rows: Sequence[dict]) -> list[str]:
-    """Fixed columns, then every check column any row has (by exercise, in first-seen order)."""
-    checks: list[str] = []
-    for r in rows:
-        checks.extend(c for c in r if c not in FIXED_BEFORE and c not in FIXED_AFTER and c not in checks)
-    checks.sort(key=lambda c: c[:2])  # stable: an exercise's checks keep their notebook order
-    return FIXED_BEFORE + checks + FIXED_AFTER
-
-
-def _stale(row: dict) -> bool:
-    """A row an older version wrote that names no submission of a student: no exercise, or a second
-    file of one student (``(duplicate)``)."""
-    return not row.get("exercise") or row["exercise"].endswith(" (duplicate)")
-
-
-def _read_csv(path: Path, what: str) -> tuple[list[str], list[dict[str, str]]]:
-    """The header and rows of a CSV written as UTF-8, with or without a byte-order mark."""
-    try:
-        with open(path, newline="", encoding="utf-8-sig") as fh:
-            reader = csv.DictReader(fh)
-            rows = [{k: v for k, v in r.items() if k is not None and v is not None} for r in reader]
-            return list(reader.fieldnames or []), rows
-    except UnicodeDecodeError as exc:
-        raise GradebookError(
-            f"{what} {path}: not UTF-8 ({exc.reason} at byte {exc.start}); a spreadsheet saved it in another "
-            "encoding: save it again as 'CSV UTF-8', or give a new file name"
-        ) from None
-
-
-def _read(csv_path: Path) -> list[dict[str, str]]:
-    """The rows of an existing gradebook (of this version: it has the key columns), stale rows left out."""
-    if not csv_path.exists():
-        return []
-    header, rows = _read_csv(csv_path, "--gradebook")
-    if not set(KEY) <= set(header):
-        raise GradebookError(
-            f"--gradebook {csv_path}: it has no {KEY} columns (written by another program or an older "
-            "version); give a new file name, the file is left as it is"
-        )
-    return [r for r in rows if not _stale(r)]
-
-
-def _has_bom(path: Path) -> bool:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(3) == _BOM
-    except FileNotFoundError:
-        return False
-
-
-def _write(path: Path, rows: Sequence[dict], header: list[str] | None = None, *, bom: bool = False) -> None:
-    """Write ``rows`` whole: a temporary file renamed over ``path`` (UTF-8, with a BOM when ``bom``)."""
-    header = header or _header(rows)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", newline="", encoding="utf-8-sig" if bom else "utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=header, restval="", extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(rows)
-    os.replace(tmp, path)
-
-
-@contextlib.contextmanager
-def _locked(csv_path: Path):
-    """Hold the gradebook's lock (``<name>.lock`` beside it, :func:`fcntl.flock`): one writer at a time,
-    across processes. Where there is no ``fcntl`` (Windows) runs must not overlap."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX
-        yield
-        return
-    with open(csv_path.with_name(csv_path.name + ".lock"), "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-def _history_row(row: dict[str, str], run: str, why: str) -> dict[str, str]:
-    checks = ";".join(f"{k}={v}" for k, v in row.items() if ":" in k and v)
-    return {**{k: row.get(k, "") for k in HISTORY}, "run": run, "why": why, "checks": cell_text(checks)}
-
-
-def _last_recorded(path: Path) -> dict[tuple[str, str], dict[str, str]]:
-    """The last history row of each (student, exercise); an older history's header is brought up to date."""
-    if not path.exists():
-        return {}
-    header, rows = _read_csv(path, "the history")
-    if header != HISTORY:  # written by an older version: the same rows under today's columns
-        _write(path, rows, HISTORY, bom=_has_bom(path))
-    return {(r.get("student", ""), r.get("exercise", "")): r for r in rows}
-
-
-def _append_history(path: Path, entry: dict[str, str], *, bom: bool = False) -> None:
-    """Add one row to the history (it only grows; columns :data:`HISTORY`; a new one starts with a
-    byte-order mark when ``bom``)."""
-    new = not path.exists()
-    with open(path, "a", newline="", encoding="utf-8-sig" if new and bom else "utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=HISTORY, restval="", extrasaction="ignore")
-        if new:
-            writer.writeheader()
-        writer.writerow(entry)
-
-
-def _with_override(row: dict[str, str], old: dict[str, str] | None, last: dict[str, str] | None) -> dict[str, str]:
-    """``row`` with the instructor's override of the row it replaces: its ``override`` column, or its
-    ``points`` when they differ from what the grader last wrote there (a hand edit)."""
-    if not old:
-        return row
-    override = old.get("override", "")
-    if not override and last is not None and old.get("points", "") != last.get("points", ""):
-        override = old.get("points", "")  # edited by hand after the grader wrote it
-    return {**row, "override": override} if override else row
-
-
 def _why(old: dict | None, digest: str) -> str:
     """Why a submission is graded now, for the history."""
     if not old:
@@ -565,15 +259,6 @@ def _when(path: str) -> float:
         return submitted_at(path)
     except OSError:
         return float("-inf")
-
-
-def _row_count(path: Path) -> int:
-    """Rows in the file, stale ones included (0 when there is none)."""
-    return len(_read_csv(path, "--gradebook")[1]) if path.exists() else 0
-
-
-def _safe(row: dict) -> dict[str, str]:
-    return {k: cell_text(v) for k, v in row.items()}
 
 
 def _refused(nb: str) -> str:
@@ -642,25 +327,12 @@ def grade_class(
     feedback = csv_path.with_name(csv_path.stem + "-feedback")
     bom = excel or _has_bom(csv_path)
     run = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ") + f"-{secrets.token_hex(3)}"
-    with _locked(csv_path):
-        existing = _read(csv_path)
-        if csv_path.exists() and bom != _has_bom(csv_path) or len(existing) < _row_count(csv_path):
-            _write(csv_path, existing, bom=bom)  # stale rows of an older version dropped, the BOM as asked
+    existing = _read_tidied(csv_path, bom=bom)
     book: dict[tuple[str, str], dict[str, str]] = {(r["student"], r["exercise"]): r for r in existing}
 
     def put(row: dict, why: str) -> dict:
-        """Merge ``row`` into the file as it is on disk now (another run may have written since), under
-        the lock; the history gets it unless it is the same as the last one recorded."""
-        key = (row["student"], row["exercise"])
-        with _locked(csv_path):
-            disk = {(r["student"], r["exercise"]): r for r in _read(csv_path)}
-            last = _last_recorded(history).get(key)
-            row = _with_override(row, disk.get(key), last)
-            entry = _history_row(row, run, why)
-            if last is None or any(last.get(k, "") != entry[k] for k in _SAME):
-                _append_history(history, entry, bom=bom)
-            disk[key] = row
-            _write(csv_path, list(disk.values()), bom=bom)  # on disk now: an interruption keeps it
+        """``row`` merged into the file as it is on disk now (:func:`_merge_row`); ``book`` follows the file."""
+        row, disk = _merge_row(csv_path, history, row, run=run, why=why, bom=bom)
         book.clear()
         book.update(disk)
         return row
@@ -738,58 +410,6 @@ def grade_class(
         unisolated,
         notes,
     )
-
-
-def export_per_student(csv_path: str | Path, out: str | Path, *, excel: bool = False) -> int:
-    """Write ``out``: one row per student of the gradebook ``csv_path``, for an LMS's grade import.
-
-    Columns: ``student``; one per exercise (the file name without ``.ipynb``), the student's points
-    (the ``override`` when the instructor gave one), empty when that exercise has no grade (not
-    submitted, or not graded: never a 0 the LMS would take for a grade); ``total`` (the sum of the
-    points there are); ``max`` (the sum of the exercises' maxima); ``not_graded`` (the exercises
-    whose submission could not be graded). UTF-8, with a byte-order mark when ``excel``.
-    Returns the number of students written."""
-    csv_path, out = Path(csv_path), Path(out)
-    if out.suffix.lower() != ".csv":
-        raise GradebookError(f"--per-student {out}: give a file name ending in .csv")
-    if out.resolve() == csv_path.resolve():
-        raise GradebookError(f"--per-student {out}: that is the gradebook itself; give another file name")
-    with _locked(csv_path):
-        rows = _read(csv_path)
-    exercises = sorted({r["exercise"] for r in rows})
-    maxima = {r["exercise"]: r.get("max", "") for r in rows if r.get("max")}
-    students: dict[str, dict[str, str]] = {}
-    for r in rows:
-        entry = students.setdefault(r["student"], {"student": r["student"], "not_graded": ""})
-        points = r.get("override") or (r.get("points", "") if r.get("status", GRADED) == GRADED else "")
-        entry[r["exercise"].removesuffix(".ipynb")] = points
-        if not points:
-            entry["not_graded"] = "; ".join(filter(None, [entry["not_graded"], r["exercise"].removesuffix(".ipynb")]))
-    columns = [e.removesuffix(".ipynb") for e in exercises]
-    for entry in students.values():
-        given = [_number(entry[c], f"{entry['student']}'s {c}") for c in columns if entry.get(c)]
-        entry["total"] = f"{sum(given):g}" if given else ""
-        entry["max"] = f"{sum(float(maxima[e]) for e in exercises if e in maxima):g}"
-    header = ["student", *columns, "total", "max", "not_graded"]
-    _write(out, [_safe(e) for e in students.values()], header, bom=excel)
-    return len(students)
-
-
-def _number(text: str, what: str) -> float:
-    try:
-        return float(text.lstrip("'"))
-    except ValueError:
-        raise GradebookError(
-            f"the gradebook's {what} is {text!r}, not a number; correct its override (or points) column"
-        ) from None
-
-
-def read_roster(path: str | Path) -> dict[str, str]:
-    """:func:`nodecourse.course.students.read_roster`, its error as a :class:`GradebookError`."""
-    try:
-        return _read_roster(path)
-    except RosterError as exc:
-        raise GradebookError(str(exc)) from exc
 
 
 __all__ = [

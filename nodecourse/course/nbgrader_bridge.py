@@ -330,15 +330,16 @@ def autograde(
     ``students``: only these ids (default: every submission). ``timeout_s``: per cell (default: the
     grader's). ``seed``: the task inputs' seed (default: drawn once for the run). Without a sandbox
     the run is refused unless ``allow_unisolated``. ``jobs``: submissions graded at once, by the class
-    runner of ``nodecourse grade --gradebook`` (:func:`nodecourse.course.gradebook.run_graders`;
+    runner of ``nodecourse grade --gradebook`` (:func:`nodecourse.course._grading_pool.run_graders`;
     default: the usable CPUs); only this process writes the gradebook, one notebook after another in
     the order of the students' ids, whatever order the gradings end in. ``log``: called with a line
     per notebook."""
     from nodecourse.config import usable_cpus
     from nodecourse.course import gradebook, grading, sandbox
+    from nodecourse.course._grading_pool import check_jobs
 
     try:
-        gradebook.check_jobs(jobs)
+        check_jobs(jobs)
     except gradebook.GradebookError as exc:
         raise BridgeError(str(exc)) from None
     course = Path(course_dir)
@@ -429,7 +430,8 @@ def _run(todo: list[_Submission], results: list, config, coursedir, seed, timeou
     order: a grading that ends early waits for the ones before it (an interruption keeps what was
     written, and two runs write the same rows in the same order)."""
     from nodecourse.course import grading
-    from nodecourse.course.gradebook import _grade_one, run_graders, worker_failed
+    from nodecourse.course._grading_pool import run_graders, worker_failed
+    from nodecourse.course.gradebook import _grade_one
 
     ended: dict[int, dict | BaseException] = {}
     written = [0]  # todo's entries written so far
