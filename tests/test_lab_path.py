@@ -17,7 +17,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from nodecourse.course import cli
+from nodecourse.course import _cli_lab, cli
 from notebook_fixtures import REPO
 
 BIN = os.path.dirname(sys.executable)
@@ -25,17 +25,17 @@ GRADE = re.compile(r"([\w./~-]*nodecourse) grade ")
 
 
 def test_lab_environment_puts_the_course_bin_first_once():
-    env = cli.lab_environment({"PATH": f"/usr/bin{os.pathsep}{BIN}{os.pathsep}/bin", "HOME": "/h"})
+    env = _cli_lab.lab_environment({"PATH": f"/usr/bin{os.pathsep}{BIN}{os.pathsep}/bin", "HOME": "/h"})
     assert env["PATH"].split(os.pathsep) == [BIN, "/usr/bin", "/bin"]
     assert env["HOME"] == "/h"
-    assert cli.lab_environment({})["PATH"] == BIN
-    assert cli.course_bin_dir() == BIN  # the venv's own bin: a symlinked python is not resolved
+    assert _cli_lab.lab_environment({})["PATH"] == BIN
+    assert _cli_lab.course_bin_dir() == BIN  # the venv's own bin: a symlinked python is not resolved
 
 
 def test_lab_terminals_are_not_login_shells(capsys):
     """A login shell reads /etc/profile, which resets PATH; the terminals run the shell plainly,
     unless the user gives their own terminado settings."""
-    cmd = cli.lab_command(cli.build_parser().parse_args(["lab"]), [])
+    cmd = _cli_lab.lab_command(cli.build_parser().parse_args(["lab"]), [])
     setting = next(c for c in cmd if c.startswith("--ServerApp.terminado_settings="))
     shell = json.loads(setting.split("=", 1)[1])["shell_command"]
     assert (
@@ -44,7 +44,7 @@ def test_lab_terminals_are_not_login_shells(capsys):
         and os.path.basename(shell[0]) in ("bash", "sh", "zsh", "fish", "dash", "ksh")
     )
     mine = "--ServerApp.terminado_settings={'shell_command': ['zsh', '-l']}"
-    cmd = cli.lab_command(cli.build_parser().parse_args(["lab"]), [mine])
+    cmd = _cli_lab.lab_command(cli.build_parser().parse_args(["lab"]), [mine])
     assert [c for c in cmd if "terminado_settings" in c] == [mine]
 
 
@@ -243,7 +243,7 @@ def test_the_printed_url_opens_lesson_0_without_a_local_browser(tmp_path):
             time.sleep(0.5)
         printed = found.group(1)
         token = printed.split("?token=", 1)[1]
-        assert printed.startswith(f"http://127.0.0.1:{port}{cli.START_URL}?"), printed
+        assert printed.startswith(f"http://127.0.0.1:{port}{_cli_lab.START_URL}?"), printed
         with B.chromium(tmp_path / "chromium-profile") as context:
             for name, url in (("printed", printed), ("root", f"http://127.0.0.1:{port}/?token={token}")):
                 page = context.new_page()
@@ -261,4 +261,4 @@ def test_the_printed_url_opens_lesson_0_without_a_local_browser(tmp_path):
         B.stop_process_group(server)
 
 
-START = REPO / cli.START_NOTEBOOK
+START = REPO / _cli_lab.START_NOTEBOOK
