@@ -28,7 +28,7 @@ import torch
 
 from nodecourse.data import physionet
 from nodecourse.data.physionet import _records as records
-from nodecourse.data.physionet import _sources as sources
+from nodecourse.data.physionet import _safe_read as safe_read
 
 RECORD = """Time,Parameter,Value
 00:00,RecordID,{rid}
@@ -350,7 +350,7 @@ def test_case6_a_link_to_a_device_is_refused_without_reading_it(tmp_path):
 
 
 def test_case6_an_oversized_record_is_a_counted_skip(tmp_path, monkeypatch):
-    monkeypatch.setattr(sources, "RECORD_SIZE_LIMIT", 1000)
+    monkeypatch.setattr(safe_read, "RECORD_SIZE_LIMIT", 1000)
     good_set(tmp_path, n=2)
     big = record(140002, extra="47:00,HR,70\n" * 200)
     (tmp_path / "set-a" / "140002.txt").write_text(big)
@@ -408,7 +408,7 @@ def test_case6_archive_links_devices_and_escaping_members_are_counted_skips(tmp_
 
 
 def test_case6_an_oversized_archive_member_is_skipped_unread(tmp_path, monkeypatch):
-    monkeypatch.setattr(sources, "RECORD_SIZE_LIMIT", 1000)
+    monkeypatch.setattr(safe_read, "RECORD_SIZE_LIMIT", 1000)
     members = [(f"set-a/{140000 + i}.txt", record(140000 + i)) for i in range(2)]
     members.append(("set-a/140002.txt", record(140002, extra="47:00,HR,70\n" * 200)))
     tar_set(tmp_path, members, {140000: 0, 140001: 1, 140002: 0})

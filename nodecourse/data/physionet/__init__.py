@@ -56,17 +56,14 @@ from nodecourse.data.physionet._records import (
     parse_outcomes,
     parse_record,
 )
+from nodecourse.data.physionet._safe_read import ContentKey, fingerprint, iter_record_texts, read_outcomes
 from nodecourse.data.physionet._sources import (
     DATA_ENV,
     SHARED_DIR,
-    ContentKey,
     Source,
     UnverifiedDownloadWarning,
     cache_dir,
     check_set_name,
-    fingerprint,
-    iter_record_texts,
-    read_outcomes,
 )
 from nodecourse.data.physionet._sources import locate as _locate
 from nodecourse.data.physionet._synthetic import write_synthetic
