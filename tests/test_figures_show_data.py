@@ -21,10 +21,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nodecourse.course import site
+from nodecourse.course import site, site_notebook
 from notebook_fixtures import REPO
 
-PLOTLY = site.PLOTLY_MIME
+PLOTLY = site_notebook.PLOTLY_MIME
 #: plotly.js's axis types that place numbers; a text category on one of them is not drawn.
 NUMERIC_AXES = ("linear", "log")
 #: Where the saved PNG of a plotly figure is drawn when the layout names no size (kaleido's default).

@@ -19,11 +19,20 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from nodecourse.course import site, site_api, site_assets, site_markdown, site_notebook
+from nodecourse.course import (
+    site,
+    site_api,
+    site_assets,
+    site_links,
+    site_markdown,
+    site_nbconvert,
+    site_notebook,
+    site_urls,
+)
 from nodecourse.course.notebook_hygiene import LIVE_WIDGET_TEXT
 from notebook_fixtures import REPO
 
-PLOTLY = site.PLOTLY_MIME
+PLOTLY = site_notebook.PLOTLY_MIME
 
 
 @pytest.fixture(scope="module")
@@ -55,23 +64,23 @@ class _Collect(logging.Handler):
 
 
 def test_the_readme_badge_is_made_from_pyprojects_repository_url():
-    repo = site.repository_url(REPO)
+    repo = site_urls.repository_url(REPO)
     assert re.fullmatch(r"https://\S+", repo), repo
-    assert site.readme_badge(REPO) == site.binder_badge(REPO), (
+    assert site_urls.readme_badge(REPO) == site_urls.binder_badge(REPO), (
         "README.md's Binder badge differs from pyproject.toml's [project.urls] Repository: "
         "run `nodecourse site --update-readme`"
     )
-    assert "labpath=notebooks%2F00_start_here.ipynb" in site.binder_badge(REPO)
+    assert "labpath=notebooks%2F00_start_here.ipynb" in site_urls.binder_badge(REPO)
 
 
 def test_binder_urls_for_github_gitlab_and_any_git_host():
-    assert site.binder_url("https://github.com/me/fork", "notebooks/03_annulus.ipynb") == (
+    assert site_urls.binder_url("https://github.com/me/fork", "notebooks/03_annulus.ipynb") == (
         "https://mybinder.org/v2/gh/me/fork/HEAD?labpath=notebooks%2F03_annulus.ipynb"
     )
-    assert site.binder_url("https://gitlab.com/group/sub/course") == (
+    assert site_urls.binder_url("https://gitlab.com/group/sub/course") == (
         "https://mybinder.org/v2/gl/group%2Fsub%2Fcourse/HEAD"
     )
-    assert site.binder_url("https://git.example.org/course") == (
+    assert site_urls.binder_url("https://git.example.org/course") == (
         "https://mybinder.org/v2/git/https%3A%2F%2Fgit.example.org%2Fcourse/HEAD"
     )
 
@@ -81,18 +90,18 @@ def test_a_fork_changes_one_line_and_the_badge_follows(tmp_path):
         shutil.copy2(REPO / name, tmp_path / name)
     pyproject = tmp_path / "pyproject.toml"
     text = pyproject.read_text()
-    assert text.count(site.repository_url(REPO)) == 1, "the repository's address is written once in pyproject.toml"
-    pyproject.write_text(text.replace(site.repository_url(REPO), "https://github.com/learner/nodecourse-fork"))
-    assert site.update_readme_badge(tmp_path) is True
-    badge = site.readme_badge(tmp_path)
+    assert text.count(site_urls.repository_url(REPO)) == 1, "the repository's address is written once in pyproject.toml"
+    pyproject.write_text(text.replace(site_urls.repository_url(REPO), "https://github.com/learner/nodecourse-fork"))
+    assert site_urls.update_readme_badge(tmp_path) is True
+    badge = site_urls.readme_badge(tmp_path)
     assert badge == (
         "[![Binder](https://mybinder.org/badge_logo.svg)](https://mybinder.org/v2/gh/learner/"
         "nodecourse-fork/HEAD?labpath=notebooks%2F00_start_here.ipynb)"
     )
     readme_before = (REPO / "README.md").read_text().splitlines()
     readme_after = (tmp_path / "README.md").read_text().splitlines()
-    assert [a for a, b in zip(readme_before, readme_after) if a != b] == [site.readme_badge(REPO)]
-    assert site.update_readme_badge(tmp_path) is False
+    assert [a for a, b in zip(readme_before, readme_after) if a != b] == [site_urls.readme_badge(REPO)]
+    assert site_urls.update_readme_badge(tmp_path) is False
 
 
 def test_the_readme_says_how_to_point_binder_at_a_fork():
@@ -110,7 +119,7 @@ def test_the_site_builds_without_warnings_and_its_internal_links_resolve(built):
     out, warned, logged = built
     assert not warned, warned
     assert not logged, logged
-    assert site.broken_links(out) == []
+    assert site_links.broken_links(out) == []
     pages = {p.name for p in out.glob("*.html")}
     expected = (
         {f"{p.stem}.html" for p in site.lesson_notebooks(REPO)}
@@ -129,7 +138,7 @@ def test_broken_links_finds_a_missing_page_and_a_missing_anchor(tmp_path):
         '<a href="b.html">b</a><a href="a.html#here">x</a><h1 id="there">t</h1>'
         '<img src="_static/none.png"><a href="https://example.org/x">out</a>'
     )
-    assert site.broken_links(tmp_path) == [
+    assert site_links.broken_links(tmp_path) == [
         "a.html: b.html",
         "a.html: a.html#here (no such anchor)",
         "a.html: _static/none.png",
@@ -139,7 +148,7 @@ def test_broken_links_finds_a_missing_page_and_a_missing_anchor(tmp_path):
 @pytest.mark.slow  # uses the site built once for this module (about 20 s)
 def test_every_lesson_page_links_binder_and_its_download_in_order(built):
     out, _, _ = built
-    repo = site.repository_url(REPO)
+    repo = site_urls.repository_url(REPO)
     lessons = site.lesson_notebooks(REPO)
     assert [int(p.name.split("_")[0]) for p in lessons] == sorted(int(p.name.split("_")[0]) for p in lessons)
     index = (out / "index.html").read_text()
@@ -148,7 +157,7 @@ def test_every_lesson_page_links_binder_and_its_download_in_order(built):
     for path in lessons:
         rel = path.relative_to(REPO).as_posix()
         page = (out / f"{path.stem}.html").read_text()
-        binder = site.binder_url(repo, rel).replace("&", "&amp;")
+        binder = site_urls.binder_url(repo, rel).replace("&", "&amp;")
         assert f'href="{binder}"' in page, f"{path.name}: no Binder link {binder}"
         assert f'href="download/{rel}"' in page
         assert 'href="_static/site.css"' in page
@@ -169,7 +178,7 @@ def test_the_site_picks_up_whatever_lessons_exist(tmp_path):
     index = (out / "index.html").read_text()
     order = [m.group(1) for m in re.finditer(r'class="nc-lesson" href="([^"]+)"', index)]
     assert order == ["02_two.html", "09_nine.html", "10_ten.html"]
-    assert site.broken_links(out) == []
+    assert site_links.broken_links(out) == []
 
 
 @pytest.mark.slow  # uses the site built once for this module (about 20 s)
@@ -284,7 +293,7 @@ def test_the_built_ledger_opens_with_its_table_and_every_row_has_an_anchor(built
     # a lesson's or the README's link to a row becomes the row's anchor on the site
     pages = site.site_pages(REPO)
     link = '<a href="../docs/ledger-full.md#deq-memory-reduction">the row</a>'
-    fixed = site.rewrite_links(link, "notebooks/00_start_here.ipynb", pages, site.repository_url(REPO))
+    fixed = site.rewrite_links(link, "notebooks/00_start_here.ipynb", pages, site_urls.repository_url(REPO))
     assert 'href="ledger.html#deq-memory-reduction"' in fixed
     assert soup.find("tr", id="deq-memory-reduction")
 
@@ -551,7 +560,7 @@ def test_progress_bars_are_told_from_output_that_only_mentions_percent():
 @pytest.mark.slow  # uses the site built once for this module (about 20 s)
 def test_explorers_are_described_with_a_launch_link_and_no_made_up_picture(built):
     out, _, _ = built
-    repo = site.repository_url(REPO)
+    repo = site_urls.repository_url(REPO)
     for path in site.lesson_notebooks(REPO):
         nb = nbformat.read(path, as_version=4)
         live = sum(site_notebook.is_live_widget(o) for c in nb.cells for o in c.get("outputs", []))
@@ -559,7 +568,7 @@ def test_explorers_are_described_with_a_launch_link_and_no_made_up_picture(built
         boxes = soup.select(".nc-explorer-static")
         assert len(boxes) == live, path.name
         assert LIVE_WIDGET_TEXT not in soup.get_text()
-        binder = site.binder_url(repo, path.relative_to(REPO).as_posix())
+        binder = site_urls.binder_url(repo, path.relative_to(REPO).as_posix())
         for box in boxes:
             assert box.find("a", class_="nc-launch")["href"] == binder
             assert not box.find("img")
@@ -873,7 +882,7 @@ def test_the_dark_scheme_reaches_4_5_to_1_and_each_notebook_page_links_its_theme
     for name, colour in {**site_assets.DARK_PROMPT_COLOURS, "link": site_assets.DARK_LINK_COLOUR}.items():
         assert contrast(colour, site_assets.DARK_BACKGROUND) >= 4.5, name
     assert contrast(site_assets.DARK_TEXT, site_assets.DARK_BACKGROUND) >= 4.5
-    assert (out / site.DARK_THEME).stat().st_size > 1000
+    assert (out / site_nbconvert.DARK_THEME).stat().st_size > 1000
     for path in site.lesson_notebooks(REPO) + site.exercise_notebooks(REPO):
-        link = _soup(out / f"{path.stem}.html").find("link", href=site.DARK_THEME)
+        link = _soup(out / f"{path.stem}.html").find("link", href=site_nbconvert.DARK_THEME)
         assert link is not None and link["media"] == "(prefers-color-scheme: dark)", path.name

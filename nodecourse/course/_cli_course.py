@@ -67,12 +67,12 @@ def run_build(args: argparse.Namespace) -> int:
 
 
 def run_site(args: argparse.Namespace) -> int:
-    from nodecourse.course import site
+    from nodecourse.course import site, site_urls
 
     root = course_root_or_exit(args.root)
     if args.update_readme:
-        changed = site.update_readme_badge(root)
-        print(f"README.md: Binder badge {'rewritten' if changed else 'already'} for {site.repository_url(root)}")
+        changed = site_urls.update_readme_badge(root)
+        print(f"README.md: Binder badge {'rewritten' if changed else 'already'} for {site_urls.repository_url(root)}")
         return 0
     return site.main(root, Path(args.out) if args.out else root / "site")
 

@@ -24,20 +24,19 @@ would be Sphinx extensions instead of the few functions here. The parts:
 - :mod:`~nodecourse.course.site_api`: the API reference, one page per public package from its
   ``__all__`` and docstrings;
 - :mod:`~nodecourse.course.site_assets`: the stylesheet (75-character lines, figures and tables
-  that fit a phone, code colours at 4.5:1 or better) and the script (copy buttons, search).
+  that fit a phone, code colours at 4.5:1 or better) and the script (copy buttons, search);
+- :mod:`~nodecourse.course.site_nbconvert`: the page template, the exporter that fills it, and
+  nbconvert's theme stylesheets written once for the whole site;
+- :mod:`~nodecourse.course.site_figures`: plotly figures, drawn interactively by plotly.js where
+  scripts run, with the static PNG (``nodecourse.plotting.RENDERER`` stores one beside the JSON)
+  in the page first, so a reader without JavaScript sees it;
+- :mod:`~nodecourse.course.site_urls`: the repository's address, written once, as ``Repository``
+  in pyproject.toml's ``[project.urls]``, and what is made from it: the README's Binder badge
+  (``nodecourse site --update-readme`` rewrites it) and every Binder link of the site;
+- :mod:`~nodecourse.course.site_links`: the built site's link check.
 
-Figures: a plotly output is drawn interactively by plotly.js where scripts run; its static PNG
-(``nodecourse.plotting.RENDERER`` stores one beside the JSON) is in the page first, so a reader
-without JavaScript sees it.
-
-The repository's address is written once, as ``Repository`` in pyproject.toml's
-``[project.urls]``: the README's Binder badge (``nodecourse site --update-readme`` rewrites it) and
-every Binder link of the site are made from it.
-
-Why this module is long: it holds the build's own steps in order (the pages, links, navigation, the index, the
-broken-link check) and two templates kept as strings beside the code that fills them (:data:`FIGURE_SCRIPT`,
-:data:`PAGE_TEMPLATE`, about 85 lines); the parts that stand alone are already modules (listed above), and
-moving the broken-link check out is a split that is pending.
+This module holds the build's own steps in order: the pages, their links and navigation, the
+index, then the link check.
 """
 
 from __future__ import annotations
@@ -45,18 +44,16 @@ from __future__ import annotations
 import html
 import re
 import shutil
-import tomllib
 import urllib.parse
 from dataclasses import dataclass
-from html.parser import HTMLParser
 from pathlib import Path
 
-from nodecourse.course import site_api, site_assets, site_markdown, site_notebook, site_page
-from nodecourse.course.site_notebook import PLOTLY_MIME, json_for_script
+from nodecourse.course import site_api, site_assets, site_markdown, site_nbconvert, site_notebook, site_page
+from nodecourse.course.site_figures import FIGURE_SCRIPT, plotly_output_html
+from nodecourse.course.site_links import broken_links
+from nodecourse.course.site_notebook import json_for_script
+from nodecourse.course.site_urls import binder_url, repository_url, source_url
 
-START_NOTEBOOK = "notebooks/00_start_here.ipynb"
-BINDER = "https://mybinder.org"
-BADGE_PREFIX = f"[![Binder]({BINDER}/badge_logo.svg)]("
 LESSON_FILE = re.compile(r"^(\d+)_[^/]+\.ipynb$")
 #: The README's sections that make the site's set-up page (by their "## " heading).
 SETUP_SECTIONS = ("The two commands", "Starting the course")
@@ -72,72 +69,6 @@ GUIDES = (
     ("docs/cluster.md", "cluster.html", "Running the ledger on a Ray cluster", ""),
     ("docs/learning-curve.md", "learning-curve.html", "Lesson 5's learning curve at the course settings", ""),
 )
-
-
-# ---------------------------------------------------------------------------
-# the one setting: the repository's address, and the Binder links made from it
-# ---------------------------------------------------------------------------
-
-
-def repository_url(root: Path) -> str:
-    """``Repository`` of ``[project.urls]`` in ``root``/pyproject.toml, without a trailing slash or ``.git``."""
-    urls = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"].get("urls", {})
-    url = urls.get("Repository")
-    if not url:
-        raise ValueError(
-            f"{root / 'pyproject.toml'} has no Repository in [project.urls]: add "
-            'Repository = "https://github.com/OWNER/NAME"'
-        )
-    return url.rstrip("/").removesuffix(".git")
-
-
-def binder_url(repo_url: str, path: str | None = None, ref: str = "HEAD") -> str:
-    """The mybinder.org address that builds ``repo_url`` at ``ref`` and opens ``path`` in JupyterLab.
-
-    GitHub (``v2/gh/OWNER/NAME``) and GitLab (``v2/gl/...``) addresses get Binder's short forms;
-    any other git address its generic one (``v2/git/<quoted URL>``)."""
-    parts = urllib.parse.urlsplit(repo_url)
-    slug = parts.path.strip("/")
-    if parts.netloc == "github.com" and slug.count("/") == 1:
-        base = f"{BINDER}/v2/gh/{slug}/{ref}"
-    elif parts.netloc == "gitlab.com" and slug:
-        base = f"{BINDER}/v2/gl/{urllib.parse.quote(slug, safe='')}/{ref}"
-    else:
-        base = f"{BINDER}/v2/git/{urllib.parse.quote(repo_url, safe='')}/{ref}"
-    return base if path is None else f"{base}?labpath={urllib.parse.quote(path, safe='')}"
-
-
-def source_url(repo_url: str, path: str) -> str:
-    """The address of ``path`` in the repository's web view (GitHub's and GitLab's spelling)."""
-    middle = "/-/blob/HEAD/" if urllib.parse.urlsplit(repo_url).netloc == "gitlab.com" else "/blob/HEAD/"
-    return repo_url + middle + path
-
-
-def binder_badge(root: Path) -> str:
-    """The README's Binder badge line: lesson 0 of the repository named in pyproject.toml."""
-    return f"{BADGE_PREFIX}{binder_url(repository_url(root), START_NOTEBOOK)})"
-
-
-def readme_badge(root: Path) -> str | None:
-    """The Binder badge line the README has now (None when it has none)."""
-    for line in (root / "README.md").read_text(encoding="utf-8").splitlines():
-        if line.startswith(BADGE_PREFIX):
-            return line
-    return None
-
-
-def update_readme_badge(root: Path) -> bool:
-    """Write :func:`binder_badge` over the README's badge line; True when the README changed."""
-    readme = root / "README.md"
-    text = readme.read_text(encoding="utf-8")
-    old = readme_badge(root)
-    if old is None:
-        raise ValueError(f"{readme} has no line starting with {BADGE_PREFIX!r} to update")
-    new = binder_badge(root)
-    if old == new:
-        return False
-    readme.write_text(text.replace(old, new, 1), encoding="utf-8")
-    return True
 
 
 # ---------------------------------------------------------------------------
@@ -259,151 +190,17 @@ def _normalise(path: str) -> str:
 PLOTLY_JS = "_static/plotly.min.js"
 SITE_JS = "_static/site.js"
 SEARCH_JS = "_static/search-index.js"
-#: Below this width (px) of its box a figure is laid out for a phone (FIGURE_SCRIPT's ``forNarrow``):
-#: the legend under the plot and side-by-side panels stacked, so the plot keeps the width.
-NARROW_FIGURE_PX = 600
-FIGURE_SCRIPT = """<script src="%s"></script>
-<script>
-function forNarrow(layout, width) {
-  if (width >= NARROW) return layout;
-  var margin = Object.assign({b: 40}, layout.margin || {}, {l: 50, r: 10});
-  layout.margin = margin;
-  // a long title wraps (plotly does not), under the mode bar rather than behind it
-  var title = typeof layout.title === 'string' ? {text: layout.title} : Object.assign({}, layout.title || {});
-  var lines = 0;
-  if (title.text) {
-    var room = Math.max(20, Math.floor((width - 20) / 9)), words = String(title.text).split(' '), out = [], line = '';
-    words.forEach(function (w) {
-      if (line && (line + ' ' + w).replace(/<[^>]*>/g, '').length > room) { out.push(line); line = w; }
-      else line = line ? line + ' ' + w : w;
-    });
-    out.push(line);
-    lines = out.length;
-    layout.title = Object.assign(title, {text: out.join('<br>'), x: 0, xanchor: 'left', y: 1, yref: 'container',
-                                         yanchor: 'top', pad: {t: 44, l: 8}});
-  }
-  margin.t = 40 + lines * 22 + (lines ? 20 : 0);
-  // side-by-side panels (make_subplots' columns) stack, one above the other, each as wide as the box
-  var xs = Object.keys(layout).filter(function (k) { return /^xaxis[0-9]*$/.test(k) && layout[k].domain; });
-  var columns = {};
-  xs.forEach(function (k) { columns[layout[k].domain[0].toFixed(3)] = true; });
-  var n = Object.keys(columns).length > 1 ? xs.length : 1;
-  var panel = 260, gapPx = 110;
-  layout.height = n > 1 ? n * panel + (n - 1) * gapPx + margin.t + margin.b + 100
-                        : (layout.height || 360) + 100 + lines * 22;
-  var plotHeight = layout.height - margin.t - margin.b;
-  if (n > 1) {
-    xs.sort(function (a, b) { return layout[a].domain[0] - layout[b].domain[0]; });
-    var gap = gapPx / plotHeight, each = (1 - gap * (n - 1)) / n;
-    var titles = (layout.annotations || []).filter(function (a) { return a.xref === 'paper' && a.yref === 'paper'; });
-    var moves = xs.map(function (k, i) {
-      var old = layout[k].domain, top = 1 - i * (each + gap), ykey = 'yaxis' + (layout[k].anchor || 'y').slice(1);
-      layout[k] = Object.assign({}, layout[k], {domain: [0, 1]});
-      if (layout[ykey]) layout[ykey] = Object.assign({}, layout[ykey], {domain: [top - each, top]});
-      return [(old[0] + old[1]) / 2, top];
-    });
-    titles.forEach(function (a) {  // a panel's title (over its old column) moves with the panel
-      var move = moves.filter(function (m) { return Math.abs(a.x - m[0]) < 0.01; })[0];
-      if (move) { a.x = 0.5; a.y = move[1]; }
-    });
-  }
-  // the legend under the plot, across the width (not two thirds of it at the side)
-  layout.legend = Object.assign({}, layout.legend || {},
-    {orientation: 'h', x: 0, xanchor: 'left', y: -80 / plotHeight, yanchor: 'top'});
-  return layout;
-}
-var NARROW = NARROW_PX;
-document.querySelectorAll('.nc-plotly').forEach(function (box) {
-  var spec = JSON.parse(box.querySelector('script.nc-plotly-json').textContent);
-  var plot = box.querySelector('.nc-plotly-live');
-  if (!window.Plotly) return;  // the static image stays
-  var layout = forNarrow(Object.assign({}, spec.layout || {}), box.clientWidth);
-  delete layout.width;  // the box's width, so a phone shows the whole figure
-  Plotly.newPlot(plot, spec.data || [], layout, {responsive: true}).then(function () {
-    box.classList.add('nc-plotly-drawn');
-    if (window.ncMarkScrollers) window.ncMarkScrollers();  // a drawn figure may now scroll
-  });
-});
-</script>""".replace("NARROW_PX", str(NARROW_FIGURE_PX))
-
-
-def _plotly_output_html(data: dict, alt: str = "") -> str:
-    """An output's plotly figure as HTML: the static PNG (shown without scripts), a box that
-    plotly.js draws the interactive figure into, and the figure's JSON."""
-    spec = json_for_script(data[PLOTLY_MIME])
-    png = data.get("image/png")
-    static = (
-        f'<img class="nc-plotly-static" alt="{html.escape(alt or "Figure", quote=True)}" '
-        f'src="data:image/png;base64,{png.strip()}">'
-        if png
-        else '<p class="nc-plotly-missing">This figure has no static image: run the notebook to see it.</p>'
-    )
-    return (
-        f'<div class="nc-plotly" role="figure" aria-label="{html.escape(alt or "Figure", quote=True)}">{static}'
-        f'<div class="nc-plotly-live"></div>'
-        f'<script type="application/json" class="nc-plotly-json">{spec}</script></div>'
-    )
 
 
 def prepare_notebook(nb, *, launch: str = "", page_label: str = "this lesson") -> int:
     """What the page shows of ``nb`` (in place; see :mod:`nodecourse.course.site_notebook`); the
     count of plotly figures."""
-    return site_notebook.prepare_notebook(nb, launch=launch, page_label=page_label, plotly_html=_plotly_output_html)
+    return site_notebook.prepare_notebook(nb, launch=launch, page_label=page_label, plotly_html=plotly_output_html)
 
 
 # ---------------------------------------------------------------------------
 # rendering
 # ---------------------------------------------------------------------------
-
-PAGE_TEMPLATE = """{%- extends 'index.html.j2' -%}
-{# nothing on these pages needs require.js, mermaid or MathJax (nbconvert would load each from a CDN;
-   formulas are MathML, converted when the site is built) #}
-{%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}
-{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
-{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
-{# nbconvert's image block, with a description (alt) that prepare_notebook gives each image #}
-{% block data_png scoped %}
-<div class="jp-RenderedImage jp-OutputArea-output {{ extra_class }}">
-<img src="data:image/png;base64,{{ output.data['image/png'] | escape_html }}" alt="{{ output.metadata.get('nc_alt', 'Figure') | escape_html }}">
-</div>
-{% endblock data_png %}
-{# a folded cell (site_notebook.folds): its code behind a "show the code" fold, its output shown #}
-{% block input_group -%}
-{%- if cell.metadata.get('nc_fold') -%}
-<details class="nc-fold"><summary>{{ cell.metadata.get('nc_fold') | escape_html }}</summary>{{ super() }}</details>
-{%- else -%}{{ super() }}{%- endif -%}
-{%- endblock input_group %}
-{% block extra_css %}<meta name="description" content="{{ resources.metadata.name | escape_html }}"><link rel="stylesheet" href="_static/site.css">{% endblock extra_css %}
-{# the figures' script goes inside <body>, with the site's (site._finish), not after it #}
-{% block footer_js %}{% endblock footer_js %}
-"""  # noqa: E501 (HTML template lines)
-
-
-def _exporter():
-    from jinja2 import DictLoader, pass_context
-    from nbconvert import HTMLExporter
-    from nbconvert.filters.markdown_mistune import MarkdownWithMath
-
-    class CourseExporter(HTMLExporter):
-        """nbconvert's lab HTML with formulas as MathML and markdown tables repaired."""
-
-        @pass_context
-        def markdown2html(self, context, source):  # the same arguments as nbconvert's filter
-            cell = context.get("cell", {})
-            renderer = site_markdown.CourseRenderer(
-                escape=False,
-                attachments=cell.get("attachments", {}),
-                embed_images=self.embed_images,
-                path=context.get("resources", {}).get("metadata", {}).get("path", ""),
-                anchor_link_text=self.anchor_link_text,
-                exclude_anchor_links=self.exclude_anchor_links,
-                **self.lexer_options,
-            )
-            return MarkdownWithMath(renderer=renderer).render(site_markdown.repair_table_pipes(source))
-
-    exporter = CourseExporter(template_name="lab", extra_loaders=[DictLoader({"nc_page.html.j2": PAGE_TEMPLATE})])
-    exporter.template_file = "nc_page.html.j2"
-    return exporter
 
 
 def lesson_number(page: Page) -> int:
@@ -520,48 +317,6 @@ def readme_setup(root: Path) -> str:
     return "# Setting up the course\n\n" + "\n".join(chosen)
 
 
-_HEAD_STYLE = re.compile(r"<style[^>]*>(.*?)</style>", re.DOTALL)
-
-
-def styles_to_files(page_html: str, out: Path) -> str:
-    """``page_html`` with each ``<style>`` of its ``<head>`` (nbconvert's theme: about 262 KB, the
-    same on every page) written once to ``_static/nb-<hash>.css`` and linked in its place, so a
-    browser loads it once for the whole site. Styles in the body (an output's own) stay."""
-    import hashlib
-
-    head_end = page_html.find("</head>")
-    if head_end < 0:
-        return page_html
-
-    def to_file(match: re.Match) -> str:
-        css = match.group(1)
-        name = f"_static/nb-{hashlib.sha256(css.encode('utf-8')).hexdigest()[:12]}.css"
-        target = out / name
-        if not target.is_file():
-            target.write_text(css, encoding="utf-8")
-        return f'<link rel="stylesheet" href="{name}">'
-
-    return _HEAD_STYLE.sub(to_file, page_html[:head_end]) + DARK_THEME_LINK + page_html[head_end:]
-
-
-#: nbconvert's dark JupyterLab theme (its lab template's ``static/theme-dark.css``), for a reader
-#: whose system asks for dark colours; the site's stylesheet sets its own colours over it.
-DARK_THEME = "_static/theme-dark.css"
-DARK_THEME_LINK = f'<link rel="stylesheet" href="{DARK_THEME}" media="(prefers-color-scheme: dark)">'
-
-
-def _copy_dark_theme(exporter, out: Path) -> None:
-    for folder in exporter.template_paths:
-        source = Path(folder) / "static" / "theme-dark.css"
-        if source.is_file():
-            shutil.copy2(source, out / DARK_THEME)
-            return
-    raise FileNotFoundError(
-        f"nbconvert's lab template has no static/theme-dark.css in {exporter.template_paths}: "
-        "reinstall nbconvert (make setup)"
-    )
-
-
 def _finish(
     body: str,
     *,
@@ -605,8 +360,8 @@ def build(root: Path, out: Path, *, date: str | None = None) -> list[Path]:
         __version__, date or datetime.datetime.now(datetime.timezone.utc).date().isoformat(), repo_url
     )
 
-    exporter = _exporter()
-    _copy_dark_theme(exporter, out)
+    exporter = site_nbconvert.exporter()
+    site_nbconvert.copy_dark_theme(exporter, out)
     written = []
     index_entries: list[dict] = []
     has_ledger = any(p.kind == "ledger" for p in pages)
@@ -630,7 +385,7 @@ def build(root: Path, out: Path, *, date: str | None = None) -> list[Path]:
                 nb,
                 resources={"metadata": {"name": page.title}},
             )
-            raw = styles_to_files(raw, out)
+            raw = site_nbconvert.styles_to_files(raw, out)
             download = out / "download" / page.rel
             download.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(page.source, download)
@@ -712,54 +467,6 @@ def _index(pages: list[Page], repo_url: str, has_ledger: bool) -> str:
         f'<title>nodecourse</title><link rel="stylesheet" href="_static/site.css"></head>'
         f'<body class="nc-plain"><main>{body}</main></body></html>\n'
     )
-
-
-# ---------------------------------------------------------------------------
-# checking the built site
-# ---------------------------------------------------------------------------
-
-
-class _Refs(HTMLParser):
-    def __init__(self):
-        super().__init__(convert_charrefs=True)
-        self.refs: list[str] = []
-        self.ids: set[str] = set()
-
-    def handle_starttag(self, tag, attrs):
-        attrs = dict(attrs)
-        for name in ("id", "name"):
-            if attrs.get(name):
-                self.ids.add(attrs[name])
-        for name in ("href", "src"):
-            if attrs.get(name) and not (tag == "a" and name == "src"):
-                self.refs.append(attrs[name])
-
-
-def broken_links(site: Path) -> list[str]:
-    """``page: link`` for every internal link (href/src without a scheme) of the site's HTML pages
-    whose file does not exist, or whose #anchor names no element of its page."""
-    parsed: dict[Path, _Refs] = {}
-    for page in sorted(site.resolve().rglob("*.html")):
-        refs = _Refs()
-        refs.feed(page.read_text(encoding="utf-8"))
-        parsed[page] = refs
-    root = site.resolve()
-    broken = []
-    for page, refs in parsed.items():
-        for ref in refs.refs:
-            parts = urllib.parse.urlsplit(ref)
-            if parts.scheme or parts.netloc:
-                continue
-            target = (page.parent / urllib.parse.unquote(parts.path)).resolve() if parts.path else page
-            if not target.is_file() or root not in target.parents:
-                broken.append(f"{page.relative_to(root)}: {ref}")
-            elif (
-                parts.fragment
-                and target in parsed  # a browser tries the fragment as written, then decoded
-                and not {parts.fragment, urllib.parse.unquote(parts.fragment)} & parsed[target].ids
-            ):
-                broken.append(f"{page.relative_to(root)}: {ref} (no such anchor)")
-    return broken
 
 
 def main(root: Path, out: Path) -> int:

@@ -283,7 +283,7 @@ def _heading_text(markdown: str) -> str | None:
 
 def prepare_notebook(nb, *, launch: str = "", page_label: str = "this lesson", plotly_html=None) -> int:
     """Make ``nb`` (in place) what the page shows (see the module docstring); the count of plotly
-    figures. ``plotly_html(data)`` renders a plotly output (``site._plotly_output_html``)."""
+    figures. ``plotly_html(data)`` renders a plotly output (``site_figures.plotly_output_html``)."""
     count = 0
     section = ""
     for cell in nb.cells:
