@@ -60,19 +60,4 @@ __getattr__, __dir__ = _lazy(__name__, _LAZY)
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "AugmentedODE",
-    "DEQ",
-    "SOLVERS",
-    "SolveConfig",
-    "Solution",
-    "SolverError",
-    "Status",
-    "odeint",
-    "odeint_event",
-    "pick",
-    "quick_mode",
-    "fixed_point",
-    "jacobian_regularizer",
-    "__version__",
-]
+__all__ = [*_LAZY, "pick", "quick_mode", "__version__"]

@@ -344,6 +344,50 @@ def test_the_private_wing_check_finds_a_public_module(tmp_path, added, found):
     assert _public_modules(tmp_path) == found
 
 
+# A lazy wing (PEP 562) names each export in its ``_LAZY`` table; the private module the name loads from
+# declares it in its ``__all__``. The two lists must agree, or a name is declared and never exported.
+LAZY_WINGS = ["nodecourse.data", "nodecourse.measure", "nodecourse.plotting"]
+
+
+def _lazy_drift(package) -> dict[str, tuple[list[str], list[str]]]:
+    """``{module: (in its __all__ only, in the table only)}`` for each module of ``package._LAZY`` whose
+    ``__all__`` differs from the names the table loads from it; a name that loads a whole module
+    (``plotting.annulus`` -> ``._annulus``) is not one of its module's names."""
+    import importlib
+
+    by_module: dict[str, set[str]] = {}
+    for name, module in package._LAZY.items():
+        if module.lstrip(".") != f"_{name}":
+            by_module.setdefault(module, set()).add(name)
+    drift = {}
+    for module, names in by_module.items():
+        declared = set(importlib.import_module(module, package.__name__).__all__)
+        if declared != names:
+            drift[module] = (sorted(declared - names), sorted(names - declared))
+    return drift
+
+
+@pytest.mark.parametrize("wing", LAZY_WINGS)
+def test_a_lazy_wing_exports_what_its_modules_declare(wing):
+    import importlib
+
+    drift = _lazy_drift(importlib.import_module(wing))
+    assert not drift, f"{wing}: _LAZY and the modules' __all__ differ, {{module: (__all__ only, _LAZY only)}}: {drift}"
+
+
+def test_the_lazy_check_finds_a_table_that_drifted():
+    # The rule above must be able to fail: a table that misses a declared name and names an undeclared one.
+    import types
+
+    from nodecourse.data import _toy
+
+    fake = types.ModuleType("fake")
+    fake._LAZY = {name: "nodecourse.data._toy" for name in _toy.__all__}
+    assert _lazy_drift(fake) == {}
+    fake._LAZY = {"annulus": "nodecourse.data._toy", "spiral": "nodecourse.data._toy"}
+    assert _lazy_drift(fake) == {"nodecourse.data._toy": (sorted(set(_toy.__all__) - {"annulus"}), ["spiral"])}
+
+
 def test_no_module_shadows_a_builtin():
     """A module-level class, function or constant named like a builtin (``ReferenceError``, ``input``)
     hides it from every reader of that module, and from anyone who star-imports it."""

@@ -33,28 +33,21 @@ private (``_run``, the steps ``_step1_baseline`` ... ``_step5_gradients``, the w
 and ``_observed``, and their helpers); their docstrings remain the place each rule is written.
 """
 
-from nodecourse.audit._adapters import SharedInputs, TorchdiffeqBlock
-from nodecourse.audit._baseline import discrete_counterpart, train
-from nodecourse.audit._discovery import LOOKED_FOR, Core, CoreNotFoundError, find_cores
-from nodecourse.audit._hook import SolveCall, SolveHook
-from nodecourse.audit._observed import ObservedCore
-from nodecourse.audit._report import AUDIT_VERDICTS, AuditReport, StepResult
-from nodecourse.audit._run import audit
+from nodecourse.audit import _adapters, _baseline, _discovery, _hook, _observed, _report, _run
+from nodecourse.audit._adapters import *  # noqa: F403
+from nodecourse.audit._baseline import *  # noqa: F403
+from nodecourse.audit._discovery import *  # noqa: F403
+from nodecourse.audit._hook import *  # noqa: F403
+from nodecourse.audit._observed import *  # noqa: F403
+from nodecourse.audit._report import *  # noqa: F403
+from nodecourse.audit._run import *  # noqa: F403
 
 __all__ = [
-    "AuditReport",
-    "Core",
-    "CoreNotFoundError",
-    "LOOKED_FOR",
-    "ObservedCore",
-    "SharedInputs",
-    "SolveCall",
-    "SolveHook",
-    "StepResult",
-    "TorchdiffeqBlock",
-    "AUDIT_VERDICTS",
-    "audit",
-    "discrete_counterpart",
-    "find_cores",
-    "train",
+    *_adapters.__all__,
+    *_baseline.__all__,
+    *_discovery.__all__,
+    *_hook.__all__,
+    *_observed.__all__,
+    *_report.__all__,
+    *_run.__all__,
 ]

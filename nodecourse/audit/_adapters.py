@@ -23,6 +23,8 @@ from torch import nn
 from nodecourse.models import ODEBlock
 from nodecourse.solvers import SolveConfig, odeint
 
+__all__ = ["SharedInputs", "TorchdiffeqBlock"]
+
 ODEINT_LIBRARIES = ("torchdiffeq", "nodecourse")
 TORCHDIFFEQ_DEFAULTS = {"method": "dopri5", "rtol": 1e-7, "atol": 1e-9}
 

@@ -286,15 +286,4 @@ def forward_seconds(model: nn.Module, x, *, repeats: int = 3) -> float:
     return sorted(times)[len(times) // 2]
 
 
-__all__ = [
-    "EULER_BLOCKS",
-    "Overridden",
-    "UNROLLED_STEPS",
-    "UnrolledBlock",
-    "discrete_counterpart",
-    "forward_seconds",
-    "matched_stack",
-    "observed_counterpart",
-    "reinitialise",
-    "train",
-]
+__all__ = ["discrete_counterpart", "train"]

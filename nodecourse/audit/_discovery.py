@@ -328,16 +328,4 @@ def replace_module(model: nn.Module, path: str, new: nn.Module) -> None:
     setattr(parent, attr, new)
 
 
-__all__ = [
-    "Core",
-    "CoreNotFoundError",
-    "LOOKED_FOR",
-    "core_parameters",
-    "find_cores",
-    "horizon_scaled",
-    "module_cores",
-    "no_core_found",
-    "replace_module",
-    "scaled_settings",
-    "solver_settings",
-]
+__all__ = ["Core", "CoreNotFoundError", "LOOKED_FOR", "find_cores"]

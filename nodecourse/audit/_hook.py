@@ -767,16 +767,4 @@ def active() -> "SolveHook | None":
     return _ACTIVE
 
 
-__all__ = [
-    "EVENTS_NEED",
-    "EventSolveError",
-    "FIXED_GRID",
-    "HookError",
-    "SolveCall",
-    "SolveHook",
-    "TORCHCDE_SDE_BACKEND",
-    "TORCHDIFFEQ_DEFAULTS",
-    "UNSUPPORTED_ENTRIES",
-    "active",
-    "deq_unconverged",
-]
+__all__ = ["SolveCall", "SolveHook"]

@@ -261,14 +261,4 @@ def is_observed(core) -> bool:
     return getattr(core, "observed", False)
 
 
-__all__ = [
-    "ObservedCore",
-    "SDE_NEED",
-    "UNSUPPORTED",
-    "UnsupportedSolveError",
-    "find_solves",
-    "refuse_unsupported",
-    "is_observed",
-    "observe",
-    "training_route",
-]
+__all__ = ["ObservedCore"]

@@ -20,6 +20,8 @@ from pathlib import Path
 
 from nodecourse.measure import json_safe
 
+__all__ = ["AUDIT_VERDICTS", "AuditReport", "StepResult"]
+
 #: ``undecided``: the interval straddles a threshold (step 5); ``not measured``: the step has nothing
 #: to measure for this model's shape, and says why; ``failed``: the step raised, its cause is named.
 AUDIT_VERDICTS = ("ok", "warning", "problem", "undecided", "not measured", "failed")

@@ -26,6 +26,8 @@ from nodecourse.audit._state import kept_as_found
 from nodecourse.models import count_parameters
 from nodecourse.validation import AnyOf, Arg, Flag, Interval, NoneAllowed, Options, check_args
 
+__all__ = ["audit"]
+
 STEPS = (step1_baseline, step2_work, step3_tolerance, step4_regimes, step5_gradients)
 AUDIT_EPOCHS = {"quick": 5, "full": 30}  # the capstone's budgets (lesson 7)
 

@@ -12,30 +12,8 @@ This file is the package's surface: import from ``nodecourse.cde``. The modules 
 private (``_interpolation``: the paths and channels; ``_solve``: :func:`cdeint` and its field).
 """
 
-from nodecourse.cde._interpolation import (
-    KINDS,
-    CubicSpline,
-    LinearInterpolation,
-    hermite_cubic_coeffs,
-    intensity_channels,
-    interpolate,
-    linear_coeffs,
-    natural_cubic_coeffs,
-    time_channel,
-)
-from nodecourse.cde._solve import CDEField, cdeint, smallest_spacing
+from nodecourse.cde import _interpolation, _solve
+from nodecourse.cde._interpolation import *  # noqa: F403
+from nodecourse.cde._solve import *  # noqa: F403
 
-__all__ = [
-    "CDEField",
-    "CubicSpline",
-    "KINDS",
-    "LinearInterpolation",
-    "cdeint",
-    "hermite_cubic_coeffs",
-    "intensity_channels",
-    "interpolate",
-    "linear_coeffs",
-    "natural_cubic_coeffs",
-    "smallest_spacing",
-    "time_channel",
-]
+__all__ = [*_interpolation.__all__, *_solve.__all__]

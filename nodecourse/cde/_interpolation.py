@@ -31,6 +31,18 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+__all__ = [
+    "KINDS",
+    "CubicSpline",
+    "LinearInterpolation",
+    "hermite_cubic_coeffs",
+    "intensity_channels",
+    "interpolate",
+    "linear_coeffs",
+    "natural_cubic_coeffs",
+    "time_channel",
+]
+
 
 def _check_path(x, t, name: str) -> torch.Tensor:
     """``x``: ``(..., length, channels)`` floating; ``t``: ``(length,)`` strictly increasing (default

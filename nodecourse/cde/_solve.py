@@ -13,6 +13,8 @@ from torch import nn
 
 from nodecourse.solvers import FIXED, REVERSIBLE_SOLVERS, Solution, odeint, spec_for
 
+__all__ = ["CDEField", "cdeint", "smallest_spacing"]
+
 
 class CDEField(nn.Module):
     """The ODE field ``g(t, z) = f(t, z) @ dX/dt(t)`` of the CDE driven by ``X``.

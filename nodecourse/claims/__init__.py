@@ -42,90 +42,38 @@ private, one job each:
 - :mod:`~nodecourse.claims._readme`: the table between the README's ledger markers.
 """
 
-from nodecourse.claims._columns import COLUMNS, report_header, verdict_counts
-from nodecourse.claims._executors import (
-    EXECUTORS,
-    RowCache,
-    code_version,
-    limit_task_threads,
-    ray_runtime,
-    run_tasks,
+from nodecourse.claims import (
+    _columns,
+    _executors,
+    _html_report,
+    _markdown_report,
+    _readme,
+    _registry,
+    _runner,
+    _spread,
+    _text_report,
+    _verdict,
 )
-from nodecourse.claims._html_report import format_html, html_table
-from nodecourse.claims._markdown_report import escape_markdown_cell, format_markdown
-from nodecourse.claims._readme import LEDGER_BEGIN, LEDGER_END, replace_between_markers, verdicts_in_markdown
-from nodecourse.claims._registry import (
-    PUBLISHED_PART,
-    REGISTRY,
-    UNRUN_SCALE_WORDS,
-    ClaimResult,
-    ClaimSpec,
-    check_unrun_scale,
-    claim,
-    load_rows,
-    unrun_scale_parts,
-    unrun_scale_words,
-)
-from nodecourse.claims._runner import run_claims, show
-from nodecourse.claims._spread import (
-    ConfidenceInterval,
-    MedianInterval,
-    combine,
-    judge,
-    judge_effect,
-    judge_median,
-    median_interval,
-    parts_text,
-    seed_interval,
-    sign_test,
-)
-from nodecourse.claims._text_report import format_table
-from nodecourse.claims._verdict import THRESHOLD_KINDS, ClaimVerdict, Measurement, Threshold, verdict_text
+from nodecourse.claims._columns import *  # noqa: F403
+from nodecourse.claims._executors import *  # noqa: F403
+from nodecourse.claims._html_report import *  # noqa: F403
+from nodecourse.claims._markdown_report import *  # noqa: F403
+from nodecourse.claims._readme import *  # noqa: F403
+from nodecourse.claims._registry import *  # noqa: F403
+from nodecourse.claims._runner import *  # noqa: F403
+from nodecourse.claims._spread import *  # noqa: F403
+from nodecourse.claims._text_report import *  # noqa: F403
+from nodecourse.claims._verdict import *  # noqa: F403
 
 __all__ = [
-    "COLUMNS",
-    "EXECUTORS",
-    "LEDGER_BEGIN",
-    "LEDGER_END",
-    "PUBLISHED_PART",
-    "REGISTRY",
-    "THRESHOLD_KINDS",
-    "UNRUN_SCALE_WORDS",
-    "ClaimResult",
-    "ClaimSpec",
-    "ClaimVerdict",
-    "ConfidenceInterval",
-    "Measurement",
-    "MedianInterval",
-    "RowCache",
-    "Threshold",
-    "check_unrun_scale",
-    "claim",
-    "code_version",
-    "combine",
-    "escape_markdown_cell",
-    "format_html",
-    "format_markdown",
-    "format_table",
-    "html_table",
-    "judge",
-    "judge_effect",
-    "judge_median",
-    "limit_task_threads",
-    "load_rows",
-    "median_interval",
-    "parts_text",
-    "ray_runtime",
-    "replace_between_markers",
-    "report_header",
-    "run_claims",
-    "run_tasks",
-    "seed_interval",
-    "show",
-    "sign_test",
-    "unrun_scale_parts",
-    "unrun_scale_words",
-    "verdict_counts",
-    "verdict_text",
-    "verdicts_in_markdown",
+    *_columns.__all__,
+    *_executors.__all__,
+    *_html_report.__all__,
+    *_markdown_report.__all__,
+    *_readme.__all__,
+    *_registry.__all__,
+    *_runner.__all__,
+    *_spread.__all__,
+    *_text_report.__all__,
+    *_verdict.__all__,
 ]

@@ -6,6 +6,8 @@ from __future__ import annotations
 from nodecourse.claims._registry import ClaimResult
 from nodecourse.claims._verdict import ClaimVerdict
 
+__all__ = ["COLUMNS", "report_header", "verdict_counts"]
+
 COLUMNS = ("id", "claim", "source", "published", "threshold", "measured", "verdict")
 
 

@@ -347,17 +347,4 @@ def run_tasks(
     return results
 
 
-__all__ = [
-    "EXECUTORS",
-    "ROW_CPUS",
-    "RowCache",
-    "code_version",
-    "error_measurement",
-    "import_ray",
-    "limit_task_threads",
-    "ray_runtime",
-    "run_ray",
-    "run_row",
-    "run_serial",
-    "run_tasks",
-]
+__all__ = ["EXECUTORS", "RowCache", "code_version", "limit_task_threads", "ray_runtime", "run_tasks"]

@@ -9,6 +9,8 @@ from typing import Iterable
 from nodecourse.claims._columns import COLUMNS, cells
 from nodecourse.claims._registry import ClaimResult
 
+__all__ = ["format_html", "html_table"]
+
 
 def html_table(results: list[ClaimResult], columns: Iterable[str] = COLUMNS) -> str:
     """A ``<table>`` of the rows, every cell escaped with :func:`html.escape`."""

@@ -9,6 +9,8 @@ from nodecourse.claims._columns import COLUMNS, cells, verdict_counts
 from nodecourse.claims._registry import ClaimResult
 from nodecourse.measure import markdown_table
 
+__all__ = ["escape_markdown_cell", "format_markdown"]
+
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|])")
 
 

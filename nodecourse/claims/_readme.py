@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+__all__ = ["LEDGER_BEGIN", "LEDGER_END", "replace_between_markers", "verdicts_in_markdown"]
+
 LEDGER_BEGIN = "<!-- ledger:begin (written by `nodecourse claims --quick --format markdown --update README.md`) -->"
 LEDGER_END = "<!-- ledger:end -->"
 

@@ -17,6 +17,19 @@ from typing import Any, Callable
 from nodecourse.claims._spread import combine
 from nodecourse.claims._verdict import ClaimVerdict, Measurement, Threshold, verdict_text
 
+__all__ = [
+    "PUBLISHED_PART",
+    "REGISTRY",
+    "UNRUN_SCALE_WORDS",
+    "ClaimResult",
+    "ClaimSpec",
+    "check_unrun_scale",
+    "claim",
+    "load_rows",
+    "unrun_scale_parts",
+    "unrun_scale_words",
+]
+
 UNRUN_SCALE_WORDS = (
     "ImageNet",
     "WikiText",

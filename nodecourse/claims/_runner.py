@@ -11,6 +11,8 @@ from nodecourse.claims._html_report import html_table
 from nodecourse.claims._registry import ClaimResult, load_rows
 from nodecourse.claims._text_report import format_table
 
+__all__ = ["run_claims", "show"]
+
 
 def run_claims(
     only: Iterable[str] | None = None,

@@ -18,6 +18,19 @@ from typing import Iterable
 
 from nodecourse.claims._verdict import ClaimVerdict
 
+__all__ = [
+    "ConfidenceInterval",
+    "MedianInterval",
+    "combine",
+    "judge",
+    "judge_effect",
+    "judge_median",
+    "median_interval",
+    "parts_text",
+    "seed_interval",
+    "sign_test",
+]
+
 
 @dataclass(frozen=True)
 class ConfidenceInterval:

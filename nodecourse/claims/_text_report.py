@@ -7,6 +7,8 @@ from nodecourse.claims._columns import COLUMNS, cells
 from nodecourse.claims._registry import ClaimResult
 from nodecourse.measure import text_table
 
+__all__ = ["format_table"]
+
 # Columns sized to their longest entry (short ones), capped ones, and the rest that share what is left.
 _FIXED = ("id", "verdict")
 _CAPPED = {"source": 22}

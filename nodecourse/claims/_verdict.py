@@ -7,6 +7,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
+__all__ = ["THRESHOLD_KINDS", "ClaimVerdict", "Measurement", "Threshold", "verdict_text"]
+
 
 class ClaimVerdict(str, enum.Enum):
     """The verdict of one ledger row on its published claim."""

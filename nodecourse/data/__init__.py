@@ -9,7 +9,8 @@ The modules behind it are private (``_toy``: the toy sets; ``_digits``: the digi
 """
 
 from nodecourse import _lazy
-from nodecourse.data._toy import ANNULUS_RADII, annulus, annulus_label, negation, one_d_crossing
+from nodecourse.data import _toy
+from nodecourse.data._toy import *  # noqa: F403
 
 # The digits, imported on first use (PEP 562): ``{name: private module}``.
 _LAZY = {"N_CLASSES": "._digits", "N_FEATURES": "._digits", "DigitsSplit": "._digits", "load_digits": "._digits"}
@@ -17,15 +18,4 @@ _LAZY = {"N_CLASSES": "._digits", "N_FEATURES": "._digits", "DigitsSplit": "._di
 __getattr__, __dir__ = _lazy(__name__, _LAZY)
 
 # ``physionet`` is a subpackage imported by name.
-__all__ = [
-    "ANNULUS_RADII",
-    "DigitsSplit",
-    "N_CLASSES",
-    "N_FEATURES",
-    "annulus",
-    "annulus_label",
-    "load_digits",
-    "negation",
-    "one_d_crossing",
-    "physionet",
-]
+__all__ = [*_toy.__all__, *_LAZY, "physionet"]  # noqa: F405

@@ -15,6 +15,8 @@ import math
 
 import torch
 
+__all__ = ["ANNULUS_RADII", "annulus", "annulus_label", "negation", "one_d_crossing"]
+
 ANNULUS_RADII = (0.5, 1.0, 1.5)
 """(r1, r2, r3) of the annulus task: disk radius, ring inner radius, ring outer radius."""
 

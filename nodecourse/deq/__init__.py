@@ -15,51 +15,35 @@ This file is the package's surface: import from ``nodecourse.deq``. The modules 
 and ``_compare``).
 """
 
-from nodecourse.deq._anderson import anderson_weights
-from nodecourse.deq._compare import SolverRun, compare_solvers
-from nodecourse.deq._fixed_point import METHODS, OPTIONS, FixedPointError, fixed_point
-from nodecourse.deq._layer import BACKWARDS, DEQ, implicit_backward_hook
-from nodecourse.deq._models import DEQModel, EquilibriumBlock
-from nodecourse.deq._problems import (
-    CONTRACTION_KINDS,
-    FixedPointProblem,
-    bai_synthetic,
-    contraction,
-    expansion,
-    reflection,
-    two_equilibria,
+from nodecourse.deq import (
+    _anderson,
+    _compare,
+    _fixed_point,
+    _layer,
+    _models,
+    _problems,
+    _regularizer,
+    _result,
+    _training,
 )
-from nodecourse.deq._regularizer import exact_jacobian_frobenius, jacobian_regularizer, spectral_radius
-from nodecourse.deq._result import FixedPointResult, FixedPointStatus, FixedPointWarning, ResidualTrace
-from nodecourse.deq._training import DEQLog, fit_deq
+from nodecourse.deq._anderson import *  # noqa: F403
+from nodecourse.deq._compare import *  # noqa: F403
+from nodecourse.deq._fixed_point import *  # noqa: F403
+from nodecourse.deq._layer import *  # noqa: F403
+from nodecourse.deq._models import *  # noqa: F403
+from nodecourse.deq._problems import *  # noqa: F403
+from nodecourse.deq._regularizer import *  # noqa: F403
+from nodecourse.deq._result import *  # noqa: F403
+from nodecourse.deq._training import *  # noqa: F403
 
 __all__ = [
-    "BACKWARDS",
-    "CONTRACTION_KINDS",
-    "DEQ",
-    "DEQLog",
-    "DEQModel",
-    "EquilibriumBlock",
-    "FixedPointError",
-    "FixedPointProblem",
-    "FixedPointResult",
-    "FixedPointStatus",
-    "FixedPointWarning",
-    "METHODS",
-    "OPTIONS",
-    "ResidualTrace",
-    "SolverRun",
-    "anderson_weights",
-    "bai_synthetic",
-    "compare_solvers",
-    "contraction",
-    "exact_jacobian_frobenius",
-    "expansion",
-    "fit_deq",
-    "fixed_point",
-    "implicit_backward_hook",
-    "jacobian_regularizer",
-    "reflection",
-    "spectral_radius",
-    "two_equilibria",
+    *_anderson.__all__,
+    *_compare.__all__,
+    *_fixed_point.__all__,
+    *_layer.__all__,
+    *_models.__all__,
+    *_problems.__all__,
+    *_regularizer.__all__,
+    *_result.__all__,
+    *_training.__all__,
 ]

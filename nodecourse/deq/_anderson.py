@@ -25,6 +25,8 @@ import torch
 from nodecourse.deq._settings import check_method_call
 from nodecourse.deq._tracking import Tracker
 
+__all__ = ["anderson_weights"]
+
 
 def anderson_weights(G: torch.Tensor, valid: torch.Tensor, lam: float) -> torch.Tensor:
     """Mixing weights for residual history ``G`` ``(B, n, D)`` with mask ``valid`` ``(B, n)`` (bool).

@@ -11,6 +11,8 @@ import torch
 from nodecourse.deq._fixed_point import fixed_point
 from nodecourse.deq._problems import FixedPointProblem
 
+__all__ = ["SolverRun", "compare_solvers"]
+
 TORCHDEQ_NAMES = {"picard": "fixed_point_iter", "anderson": "anderson", "broyden": "broyden"}
 
 

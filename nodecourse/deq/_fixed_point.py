@@ -37,6 +37,8 @@ from nodecourse.deq._tracking import Tracker
 from nodecourse.solvers import _field_checks as field_checks
 from nodecourse.validation import WrongTypeError, check_args
 
+__all__ = ["METHODS", "OPTIONS", "FixedPointError", "fixed_point"]
+
 METHODS: dict[str, Callable] = {"picard": picard, "anderson": anderson, "broyden": broyden}
 """Fixed-point methods by name."""
 

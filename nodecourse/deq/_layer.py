@@ -23,7 +23,7 @@ from torch import nn
 from nodecourse.deq._fixed_point import METHODS, FixedPointResult, fixed_point
 from nodecourse.deq._regularizer import jacobian_regularizer
 from nodecourse.deq._result import FixedPointWarning
-from nodecourse.deq._settings import BACKWARDS, DEQ_ARGS, WARN_MODES, check_method_options, check_tol
+from nodecourse.deq._settings import BACKWARDS, DEQ_ARGS, check_method_options, check_tol
 from nodecourse.solvers import _field_checks as field_checks
 from nodecourse.validation import RandomFieldError, SecondDerivativeError, check_args
 
@@ -414,13 +414,4 @@ _DEQ_DEFAULTS = {
     if p.default is not inspect.Parameter.empty
 }
 
-__all__ = [
-    "DEQ",
-    "BACKWARDS",
-    "DEQDtypeError",
-    "DEQGradientWarning",
-    "DEQInputError",
-    "WARN_MODES",
-    "implicit_backward_hook",
-    "METHODS",
-]
+__all__ = ["DEQ", "BACKWARDS", "implicit_backward_hook"]

@@ -12,6 +12,8 @@ from nodecourse.deq._layer import DEQ, DEQInputError
 from nodecourse.deq._settings import DEQ_MODEL_ARGS
 from nodecourse.validation import check_args
 
+__all__ = ["DEQModel", "EquilibriumBlock"]
+
 
 class EquilibriumBlock(nn.Module):
     """f(z, x) = W2^T ReLU(W1 z + U x + b) for z ``(B, state_dim)``, x ``(B, input_dim)``; hidden ``width``.

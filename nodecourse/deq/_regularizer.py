@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import torch
 
+__all__ = ["exact_jacobian_frobenius", "jacobian_regularizer", "spectral_radius"]
+
 NOISES = ("gaussian", "rademacher")
 REDUCTIONS = ("mean", "sum", "none")
 

@@ -9,6 +9,8 @@ from typing import Any
 
 import torch
 
+__all__ = ["FixedPointResult", "FixedPointStatus", "FixedPointWarning", "ResidualTrace"]
+
 
 class FixedPointStatus(enum.StrEnum):
     """How a fixed-point solve ended (the worst sample of the batch decides).

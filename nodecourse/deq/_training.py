@@ -15,6 +15,8 @@ from nodecourse.deq._fixed_point import fixed_point
 from nodecourse.deq._layer import DEQ
 from nodecourse.deq._regularizer import spectral_radius
 
+__all__ = ["DEQLog", "fit_deq"]
+
 # Where the "start of training" is read for growth(): the fraction of epochs averaged (0: the first epoch only).
 GROWTH_BASELINES = {"first tenth": 0.1, "first 2 %": 0.02, "epoch 0": 0.0}
 

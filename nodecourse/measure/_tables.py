@@ -11,6 +11,8 @@ import math
 import textwrap
 from typing import Any, Sequence
 
+__all__ = ["json_safe", "markdown_table", "text_table"]
+
 
 def json_safe(value: Any) -> Any:
     """``value`` with tensors, numpy values, enums and non-finite floats made JSON-safe (NaN and

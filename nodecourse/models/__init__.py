@@ -18,127 +18,24 @@ The modules behind it are private (``_blocks``, ``_depth``, ``_augment``, ``_flo
 ``_moons``, ``_linear``, ``_physionet_settings``).
 """
 
-from nodecourse.models._augment import (
-    AUGMENTED_LOSSES,
-    FLOW_READOUTS,
-    AugmentedODE,
-    FitLog,
-    FlowModel,
-    ProjectionReadout,
-    ResNetModel,
-    augmented_node,
-    fit_augmented,
-    make_readout,
-    matched_resnet,
-    pad_zeros,
-    plain_node,
-    sign_accuracy,
-)
-from nodecourse.models._blocks import (
-    MLPField,
-    ODEBlock,
-    ODENetClassifier,
-    ResidualStack,
-    ResNetClassifier,
-    accuracy,
-    accuracy_vs_steps,
-    count_parameters,
-    matched_field_width,
-    mlp,
-    train_classifier,
-)
-from nodecourse.models._depth import DepthClassifier, DEQCore, InjectedBlock, ODECore, UnrolledCore
-from nodecourse.models._flows import (
-    CNF,
-    PROBE_NOISES,
-    TRACE_ESTIMATORS,
-    CNFDynamics,
-    FlowBatchMixingError,
-    FlowDtypeError,
-    FlowInputError,
-    check_rows_independent,
-    divergence_exact,
-    divergence_hutchinson,
-    hutchinson_variance,
-    sample_probes,
-    standard_normal_log_prob,
-    two_moons,
-)
-from nodecourse.models._linear import AutonomousField, LinearField, Readout, Rotation
-from nodecourse.models._moons import MoonsODE
-from nodecourse.models._physionet_settings import (
-    LATENT_ODE_REPO,
-    PHYSIONET_COURSE,
-    PHYSIONET_COURSE_SOURCES,
-    PHYSIONET_NOT_FOLLOWED,
-    PHYSIONET_PUBLISHED,
-    PHYSIONET_PUBLISHED_SOURCES,
-    PhysioNetSettings,
-    physionet_settings,
-)
-from nodecourse.models._regularised import REGULARISED_ARGS, RegularisedBlock, RegularisedField, regularised_block
+from nodecourse.models import _augment, _blocks, _depth, _flows, _linear, _moons, _physionet_settings, _regularised
+from nodecourse.models._augment import *  # noqa: F403
+from nodecourse.models._blocks import *  # noqa: F403
+from nodecourse.models._depth import *  # noqa: F403
+from nodecourse.models._flows import *  # noqa: F403
+from nodecourse.models._linear import *  # noqa: F403
+from nodecourse.models._moons import *  # noqa: F403
+from nodecourse.models._physionet_settings import *  # noqa: F403
+from nodecourse.models._regularised import *  # noqa: F403
 
 __all__ = [
-    "AutonomousField",
-    "DEQCore",
-    "DepthClassifier",
-    "InjectedBlock",
-    "LinearField",
-    "MLPField",
-    "MoonsODE",
-    "ODEBlock",
-    "ODECore",
-    "ODENetClassifier",
-    "Readout",
-    "ResidualStack",
-    "ResNetClassifier",
-    "Rotation",
-    "UnrolledCore",
-    "accuracy",
-    "accuracy_vs_steps",
-    "count_parameters",
-    "matched_field_width",
-    "mlp",
-    "train_classifier",
-    "AugmentedODE",
-    "FitLog",
-    "FlowModel",
-    "AUGMENTED_LOSSES",
-    "ProjectionReadout",
-    "FLOW_READOUTS",
-    "ResNetModel",
-    "augmented_node",
-    "fit_augmented",
-    "make_readout",
-    "matched_resnet",
-    "pad_zeros",
-    "plain_node",
-    "sign_accuracy",
-    "CNF",
-    "CNFDynamics",
-    "FlowBatchMixingError",
-    "FlowDtypeError",
-    "FlowInputError",
-    "PROBE_NOISES",
-    "TRACE_ESTIMATORS",
-    "check_rows_independent",
-    "divergence_exact",
-    "divergence_hutchinson",
-    "hutchinson_variance",
-    "sample_probes",
-    "standard_normal_log_prob",
-    "two_moons",
-    "LATENT_ODE_REPO",
-    "PhysioNetSettings",
-    "PHYSIONET_COURSE",
-    "PHYSIONET_PUBLISHED",
-    "PHYSIONET_PUBLISHED_SOURCES",
-    "PHYSIONET_COURSE_SOURCES",
-    "PHYSIONET_NOT_FOLLOWED",
-    "physionet_settings",
-    "REGULARISED_ARGS",
-    "RegularisedBlock",
-    "RegularisedField",
-    "regularised_block",
-    "latent",
+    *_augment.__all__,
+    *_blocks.__all__,
+    *_depth.__all__,
+    *_flows.__all__,
+    *_linear.__all__,
+    *_moons.__all__,
+    *_physionet_settings.__all__,
+    *_regularised.__all__,
+    "latent",  # noqa: F405 (the subpackage, imported by name)
 ]

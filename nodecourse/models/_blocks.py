@@ -18,6 +18,20 @@ from torch import nn
 from nodecourse.solvers import SolveConfig, odeint
 from nodecourse.validation import Arg, Flag, Interval, WrongTypeError, check, check_args
 
+__all__ = [
+    "MLPField",
+    "ODEBlock",
+    "ODENetClassifier",
+    "ResidualStack",
+    "ResNetClassifier",
+    "accuracy",
+    "accuracy_vs_steps",
+    "count_parameters",
+    "matched_field_width",
+    "mlp",
+    "train_classifier",
+]
+
 _ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "softplus": nn.Softplus, "elu": nn.ELU}
 
 

@@ -206,13 +206,3 @@ def plot_work_per_input(
     )
     fig.update_layout(barmode="group")
     return fig
-
-
-__all__ = [
-    "StepTrace",
-    "plot_convergence",
-    "plot_step_sizes",
-    "plot_tolerance_sweep",
-    "plot_work_per_input",
-    "trace_steps",
-]

@@ -10,7 +10,8 @@ This file is the package's surface: import from ``nodecourse.sde``. The modules 
 (``_brownian``: the path; ``_solve``: :func:`sdeint` and its steps; ``_adjoint``: the stochastic adjoint).
 """
 
-from ._brownian import BrownianPath
-from ._solve import METHODS, SDEArgumentError, SDESolution, sdeint, step_times
+from nodecourse.sde import _brownian, _solve
+from nodecourse.sde._brownian import *  # noqa: F403
+from nodecourse.sde._solve import *  # noqa: F403
 
-__all__ = ["BrownianPath", "sdeint", "SDESolution", "SDEArgumentError", "METHODS", "step_times"]
+__all__ = [*_brownian.__all__, *_solve.__all__]

@@ -26,6 +26,8 @@ from typing import Optional, Sequence, Union
 
 import torch
 
+__all__ = ["BrownianPath"]
+
 _MASK = (1 << 64) - 1
 
 

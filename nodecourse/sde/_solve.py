@@ -28,6 +28,8 @@ from nodecourse.solvers import Status
 from ._adjoint import adjoint_solve, sde_parameters
 from ._brownian import BrownianPath
 
+__all__ = ["METHODS", "SDEArgumentError", "SDESolution", "sdeint", "step_times"]
+
 # method -> (the SDE type it solves, the noise types it accepts, strong order for diagonal/general noise)
 METHODS: dict[str, tuple[str, tuple[str, ...], str]] = {
     "euler": ("ito", ("diagonal", "general", "additive", "scalar"), "0.5 (1.0 for additive noise)"),

@@ -17,42 +17,23 @@ gradient routes ``_adjoint``, ``_checkpoint`` and ``_time_gradients`` sharing ``
 their helpers), as in torchdiffeq's ``_impl``.
 """
 
-from nodecourse.solvers._fixed import equal_steps
-from nodecourse.solvers._odeint import odeint, odeint_event
-from nodecourse.solvers._record import StepEvent, StepRecord
-from nodecourse.solvers._registry import ADAPTIVE, FIXED, IMPLICIT, SOLVERS, SolverSpec, spec_for
-from nodecourse.solvers._result import BackwardSolveWarning, Solution, SolverError, Status
-from nodecourse.solvers._reversible import (
-    REVERSIBLE_SOLVERS,
-    ReversibleStabilityWarning,
-    amplification,
-    heun_inverse,
-    heun_step,
-)
-from nodecourse.solvers._solve_config import SolveConfig
-from nodecourse.solvers._tableaux import ButcherTableau
+from nodecourse.solvers import _fixed, _odeint, _record, _registry, _result, _reversible, _solve_config, _tableaux
+from nodecourse.solvers._fixed import *  # noqa: F403
+from nodecourse.solvers._odeint import *  # noqa: F403
+from nodecourse.solvers._record import *  # noqa: F403
+from nodecourse.solvers._registry import *  # noqa: F403
+from nodecourse.solvers._result import *  # noqa: F403
+from nodecourse.solvers._reversible import *  # noqa: F403
+from nodecourse.solvers._solve_config import *  # noqa: F403
+from nodecourse.solvers._tableaux import *  # noqa: F403
 
 __all__ = [
-    "ADAPTIVE",
-    "BackwardSolveWarning",
-    "FIXED",
-    "IMPLICIT",
-    "REVERSIBLE_SOLVERS",
-    "ReversibleStabilityWarning",
-    "SOLVERS",
-    "ButcherTableau",
-    "SolveConfig",
-    "Solution",
-    "SolverError",
-    "SolverSpec",
-    "Status",
-    "StepEvent",
-    "StepRecord",
-    "amplification",
-    "equal_steps",
-    "heun_inverse",
-    "heun_step",
-    "odeint",
-    "odeint_event",
-    "spec_for",
+    *_fixed.__all__,
+    *_odeint.__all__,
+    *_record.__all__,
+    *_registry.__all__,
+    *_result.__all__,
+    *_reversible.__all__,
+    *_solve_config.__all__,
+    *_tableaux.__all__,
 ]

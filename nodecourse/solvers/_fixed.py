@@ -17,6 +17,8 @@ from nodecourse.solvers._result import Status
 from nodecourse.solvers._rk import CheckedFunc, RKPlan, plan_for, time_tensor
 from nodecourse.solvers._tableaux import ButcherTableau
 
+__all__ = ["equal_steps"]
+
 FIXED_OPTIONS: dict = {}
 
 

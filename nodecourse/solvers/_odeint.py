@@ -40,6 +40,8 @@ from nodecourse.solvers._torchdiffeq_backend import integrate_torchdiffeq
 from nodecourse.solvers._transforms import refuse_vmap
 from nodecourse.solvers._tuple_state import TupleFunc, _norm_on_parts, is_tuple_state, layout_of, solve_tuple
 
+__all__ = ["odeint", "odeint_event"]
+
 
 def odeint(
     func,

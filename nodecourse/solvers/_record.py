@@ -25,6 +25,8 @@ from typing import Any, Callable, Optional
 
 import torch
 
+__all__ = ["StepEvent", "StepRecord"]
+
 
 class StepEventModifiedError(RuntimeError):
     """``on_step`` changed the event's ``y0`` or ``y1`` in place (they are the solver's own state)."""

@@ -28,6 +28,8 @@ from nodecourse.solvers._tableaux import (
     ButcherTableau,
 )
 
+__all__ = ["ADAPTIVE", "FIXED", "IMPLICIT", "SOLVERS", "SolverSpec", "spec_for"]
+
 FIXED, ADAPTIVE, IMPLICIT = "fixed", "adaptive", "implicit"
 
 

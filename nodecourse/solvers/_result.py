@@ -8,6 +8,8 @@ from typing import Any, Optional
 
 import torch
 
+__all__ = ["BackwardSolveWarning", "Solution", "SolverError", "Status"]
+
 
 class Status(enum.StrEnum):
     """How a solve ended.

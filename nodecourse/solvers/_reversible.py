@@ -463,14 +463,4 @@ def solve_reversible(
     return differentiable_solution(run, ys, t)
 
 
-__all__ = [
-    "REVERSIBLE",
-    "REVERSIBLE_SOLVERS",
-    "ReversibleSpec",
-    "ReversibleStabilityWarning",
-    "amplification",
-    "heun_inverse",
-    "heun_step",
-    "integrate",
-    "solve_reversible",
-]
+__all__ = ["REVERSIBLE_SOLVERS", "ReversibleStabilityWarning", "amplification", "heun_inverse", "heun_step"]

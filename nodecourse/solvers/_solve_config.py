@@ -21,6 +21,8 @@ from typing import Any, Iterator
 from nodecourse.solvers import _validate as v
 from nodecourse.validation import UnknownNameError
 
+__all__ = ["SolveConfig"]
+
 
 class ReadOnlyOptions(Mapping):
     """A read-only, hashable copy of an options dict (nested dicts too; lists become tuples),

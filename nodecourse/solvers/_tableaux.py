@@ -24,6 +24,8 @@ from typing import Optional
 
 import torch
 
+__all__ = ["ButcherTableau"]
+
 _TOL = 1e-12
 _ORDER_TOL = 1e-10
 

@@ -12,19 +12,17 @@ This file is the package's surface. The modules behind it are private: one per e
 ``_base`` (the figure explorer they share) and ``_common`` (their controls and layout).
 """
 
-from nodecourse.widgets._adjoint_explorer import AdjointExplorer
-from nodecourse.widgets._annulus import AnnulusExplorer
-from nodecourse.widgets._cheaper_explorer import CheaperExplorer
-from nodecourse.widgets._deq_explorer import DEQExplorer
-from nodecourse.widgets._solver_explorer import PROBLEMS, ExplorerResult, SolverExplorer, run_solver
+from nodecourse.widgets import _adjoint_explorer, _annulus, _cheaper_explorer, _deq_explorer, _solver_explorer
+from nodecourse.widgets._adjoint_explorer import *  # noqa: F403
+from nodecourse.widgets._annulus import *  # noqa: F403
+from nodecourse.widgets._cheaper_explorer import *  # noqa: F403
+from nodecourse.widgets._deq_explorer import *  # noqa: F403
+from nodecourse.widgets._solver_explorer import *  # noqa: F403
 
 __all__ = [
-    "AdjointExplorer",
-    "AnnulusExplorer",
-    "CheaperExplorer",
-    "DEQExplorer",
-    "PROBLEMS",
-    "ExplorerResult",
-    "SolverExplorer",
-    "run_solver",
+    *_adjoint_explorer.__all__,
+    *_annulus.__all__,
+    *_cheaper_explorer.__all__,
+    *_deq_explorer.__all__,
+    *_solver_explorer.__all__,
 ]

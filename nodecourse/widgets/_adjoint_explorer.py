@@ -20,6 +20,8 @@ import torch
 from nodecourse.widgets._base import FigureExplorer
 from nodecourse.widgets._common import assemble, check_device, device_control, show_result
 
+__all__ = ["AdjointExplorer"]
+
 MODES = ("backprop", "checkpoint", "adjoint")
 
 

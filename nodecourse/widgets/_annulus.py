@@ -215,4 +215,4 @@ class AnnulusExplorer(FigureExplorer):
         return fig
 
 
-__all__ = ["AnnulusExplorer", "AnnulusResult", "train_and_probe"]
+__all__ = ["AnnulusExplorer"]

@@ -177,4 +177,4 @@ class CheaperExplorer(FigureExplorer):
         )
 
 
-__all__ = ["CheaperExplorer", "CheaperResult", "check_grid", "result_figure", "result_for"]
+__all__ = ["CheaperExplorer"]

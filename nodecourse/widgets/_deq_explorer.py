@@ -22,6 +22,8 @@ from nodecourse.deq import METHODS, DEQModel, fit_deq, fixed_point
 from nodecourse.widgets._base import FigureExplorer
 from nodecourse.widgets._common import assemble, check_device, device_control, show_result
 
+__all__ = ["DEQExplorer"]
+
 JAC_WEIGHTS = (0.0, 0.3, 1.0, 3.0)
 TOLERANCES = (1e-2, 1e-3, 1e-4, 1e-6, 1e-8)
 _BLOCKS: dict[tuple[float, int], DEQModel] = {}

@@ -22,6 +22,8 @@ from nodecourse.measure import PROBLEMS, Problem, reference_solution
 from nodecourse.widgets._base import FigureExplorer
 from nodecourse.widgets._common import assemble, check_device, device_control, show_result
 
+__all__ = ["PROBLEMS", "ExplorerResult", "SolverExplorer", "run_solver"]
+
 
 @dataclass
 class ExplorerResult:

@@ -38,62 +38,35 @@ from pathlib import Path
 
 import torch
 
-from nodecourse.data.physionet._dataset import Normalizer, PhysioNetSet, check_quantization, densify
+from nodecourse.data.physionet import _dataset, _records, _sources
+from nodecourse.data.physionet._dataset import *  # noqa: F403
+from nodecourse.data.physionet._dataset import PhysioNetSet, check_quantization, densify
+from nodecourse.data.physionet._records import *  # noqa: F403
 from nodecourse.data.physionet._records import (
-    BAD_REASONS,
-    DESCRIPTORS,
-    HORIZON_HOURS,
-    VARIABLES,
     BadRecord,
-    ConflictingOutcomes,
-    DamagedArchive,
-    DownloadError,
     EmptySet,
     LoadReport,
-    PhysioNetError,
     Record,
     check_label,
     parse_outcomes,
     parse_record,
 )
 from nodecourse.data.physionet._safe_read import ContentKey, fingerprint, iter_record_texts, read_outcomes
-from nodecourse.data.physionet._sources import (
-    DATA_ENV,
-    SHARED_DIR,
-    Source,
-    UnverifiedDownloadWarning,
-    cache_dir,
-    check_set_name,
-)
+from nodecourse.data.physionet._sources import *  # noqa: F403
+from nodecourse.data.physionet._sources import DATA_ENV, SHARED_DIR, Source, cache_dir, check_set_name
 from nodecourse.data.physionet._sources import locate as _locate
 from nodecourse.data.physionet._synthetic import write_synthetic
 
 __all__ = [
-    "BAD_REASONS",
-    "DESCRIPTORS",
-    "VARIABLES",
-    "HORIZON_HOURS",
-    "BadRecord",
-    "LoadReport",
-    "Normalizer",
-    "PhysioNetSet",
-    "Record",
-    "Source",
+    *_dataset.__all__,
+    *_records.__all__,
+    *_sources.__all__,
     "SyntheticDataWarning",
     "load",
     "locate",
-    "parse_record",
     "synthetic",
-    "SHARED_DIR",
-    "DATA_ENV",
-    "PhysioNetError",
-    "DamagedArchive",
-    "EmptySet",
-    "DownloadError",
     "MissingRecordWarning",
     "BadRecordWarning",
-    "ConflictingOutcomes",
-    "UnverifiedDownloadWarning",
 ]
 
 PARSER_VERSION = 3  # bump when parsing or the cached layout changes (3: strict values, refusals)

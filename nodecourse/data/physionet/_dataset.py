@@ -9,6 +9,8 @@ import torch
 
 from nodecourse.data.physionet._records import DESCRIPTORS, HORIZON_HOURS, VARIABLES, LoadReport, Record
 
+__all__ = ["Normalizer", "PhysioNetSet"]
+
 
 def check_quantization(quantization: float) -> float:
     q = float(quantization) if isinstance(quantization, (int, float)) and not isinstance(quantization, bool) else None

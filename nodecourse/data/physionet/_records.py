@@ -19,6 +19,22 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+__all__ = [
+    "BAD_REASONS",
+    "DESCRIPTORS",
+    "HORIZON_HOURS",
+    "VARIABLES",
+    "BadRecord",
+    "ConflictingOutcomes",
+    "DamagedArchive",
+    "DownloadError",
+    "EmptySet",
+    "LoadReport",
+    "PhysioNetError",
+    "Record",
+    "parse_record",
+]
+
 VARIABLES: tuple[str, ...] = (
     "Albumin",
     "ALP",

@@ -55,6 +55,8 @@ from pathlib import Path
 
 from nodecourse.data.physionet._records import DownloadError
 
+__all__ = ["DATA_ENV", "SHARED_DIR", "Source", "UnverifiedDownloadWarning"]
+
 DATA_ENV = "NODECOURSE_DATA"
 CACHE_ENV = "NODECOURSE_CACHE"
 SETS = ("set-a", "set-b")

@@ -44,70 +44,27 @@ Where each piece lives (private modules; import from this package):
 from __future__ import annotations
 
 from nodecourse.data.physionet import HORIZON_HOURS
-from nodecourse.models.latent._build import MODELS, ODE_MODELS, build_model, settings_solvers
-from nodecourse.models.latent._fit import (
-    FitResult,
-    auc,
-    fit,
-    kl_weight,
-    make_optimizer,
-    patient_batch,
-    predict_proba,
-)
-from nodecourse.models.latent._grud import GRUD, GRUDEncoder, empirical_means, last_observed_values, time_since_observed
-from nodecourse.models.latent._interpolate import fit_interpolation, holdout_mask, interpolation_mse
-from nodecourse.models.latent._latent_ode import LatentODE
-from nodecourse.models.latent._parts import (
-    DEFAULT_SOLVER,
-    GatedMLPUpdate,
-    MaskedGRUUpdate,
-    ODEFunc,
-    RunOutput,
-    classifier_head,
-)
+from nodecourse.models.latent import _build, _fit, _grud, _interpolate, _latent_ode, _parts, _recurrent, _summary
+from nodecourse.models.latent._build import *  # noqa: F403
+from nodecourse.models.latent._fit import *  # noqa: F403
+from nodecourse.models.latent._grud import *  # noqa: F403
+from nodecourse.models.latent._interpolate import *  # noqa: F403
+from nodecourse.models.latent._latent_ode import *  # noqa: F403
+from nodecourse.models.latent._parts import *  # noqa: F403
 from nodecourse.models.latent._parts import (
     _stats_zero as _stats_zero,  # private, but the tests reset an encoder's count with it
 )
-from nodecourse.models.latent._recurrent import ODERNN, GRUDelta, RecurrentEncoder, RecurrentModel
-from nodecourse.models.latent._summary import SummaryLogReg, summary_features
+from nodecourse.models.latent._recurrent import *  # noqa: F403
+from nodecourse.models.latent._summary import *  # noqa: F403
 
 __all__ = [
-    # the models
-    "ODERNN",
-    "GRUDelta",
-    "GRUD",
-    "LatentODE",
-    "SummaryLogReg",
-    "RecurrentModel",
-    # their parts
-    "RecurrentEncoder",
-    "GRUDEncoder",
-    "MaskedGRUUpdate",
-    "GatedMLPUpdate",
-    "ODEFunc",
-    "RunOutput",
-    "classifier_head",
-    "DEFAULT_SOLVER",
+    *_build.__all__,
+    *_fit.__all__,
+    *_grud.__all__,
+    *_interpolate.__all__,
+    *_latent_ode.__all__,
+    *_parts.__all__,
+    *_recurrent.__all__,
+    *_summary.__all__,
     "HORIZON_HOURS",
-    # GRU-D's inputs and the summary baseline's features
-    "time_since_observed",
-    "last_observed_values",
-    "empirical_means",
-    "summary_features",
-    # building, training, scoring
-    "MODELS",
-    "ODE_MODELS",
-    "build_model",
-    "settings_solvers",
-    "make_optimizer",
-    "kl_weight",
-    "fit",
-    "FitResult",
-    "patient_batch",
-    "predict_proba",
-    "auc",
-    # interpolation
-    "holdout_mask",
-    "interpolation_mse",
-    "fit_interpolation",
 ]

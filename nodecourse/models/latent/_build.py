@@ -17,6 +17,8 @@ from nodecourse.models.latent._recurrent import ODERNN, GRUDelta
 from nodecourse.models.latent._summary import SummaryLogReg
 from nodecourse.solvers import SolveConfig
 
+__all__ = ["MODELS", "ODE_MODELS", "build_model", "settings_solvers"]
+
 MODELS = ("odernn", "latent-ode", "gru-dt", "gru-d", "summary-logreg")
 ODE_MODELS = ("odernn", "latent-ode")  # the models that call a solver (and report its work)
 

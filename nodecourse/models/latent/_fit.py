@@ -23,6 +23,8 @@ from nodecourse.models.latent._latent_ode import LatentODE
 from nodecourse.solvers import SolveConfig
 from nodecourse.training import seeded_batches, train_epochs
 
+__all__ = ["FitResult", "auc", "fit", "kl_weight", "make_optimizer", "patient_batch", "predict_proba"]
+
 
 @dataclass
 class FitResult:

@@ -16,6 +16,8 @@ from torch import nn
 from nodecourse.models.latent._parts import RunOutput, _scaled_times, _stats_zero, classifier_head
 from nodecourse.models.latent._recurrent import _MortalityFromFinalState
 
+__all__ = ["GRUD", "GRUDEncoder", "empirical_means", "last_observed_values", "time_since_observed"]
+
 
 def _last_index_before(mask: torch.Tensor) -> torch.Tensor:
     """(B, K, D) grid index of each variable's last observation strictly before each grid time; -1: none yet."""

@@ -17,6 +17,8 @@ from nodecourse.models.latent._fit import _batches
 from nodecourse.solvers import SolveConfig
 from nodecourse.training import seeded_batches, train_epochs
 
+__all__ = ["fit_interpolation", "holdout_mask", "interpolation_mse"]
+
 
 def holdout_mask(mask: torch.Tensor, fraction: float = 0.5, seed: int = 0) -> torch.Tensor:
     """Hide a seeded ``fraction`` of each patient's observation *times*: returns the seen mask (B, K, D)."""

@@ -16,6 +16,8 @@ from nodecourse.models.latent._parts import DEFAULT_SOLVER, ODEFunc, _scaled_tim
 from nodecourse.models.latent._recurrent import RecurrentEncoder
 from nodecourse.solvers import SolveConfig, odeint
 
+__all__ = ["LatentODE"]
+
 
 class LatentODE(nn.Module):
     """Latent ODE: ODE-RNN encoder (backwards in time) -> q(z0) -> ODE decoder -> values.

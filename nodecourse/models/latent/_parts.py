@@ -21,6 +21,8 @@ from torch import nn
 from nodecourse.data.physionet import HORIZON_HOURS  # the one definition: hours kept per stay
 from nodecourse.solvers import SolveConfig
 
+__all__ = ["DEFAULT_SOLVER", "GatedMLPUpdate", "MaskedGRUUpdate", "ODEFunc", "RunOutput", "classifier_head"]
+
 
 def _stats_zero() -> dict:
     return {"nfe": 0, "n_steps": 0, "n_solves": 0}

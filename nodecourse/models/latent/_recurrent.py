@@ -26,6 +26,8 @@ from nodecourse.models.latent._parts import (
 from nodecourse.solvers import SolveConfig, odeint
 from nodecourse.solvers import _observers as observers
 
+__all__ = ["ODERNN", "GRUDelta", "RecurrentEncoder", "RecurrentModel"]
+
 
 class RecurrentEncoder(nn.Module):
     """ODE-RNN (``kind="ode"``) or GRU-Δt (``kind="dt"``) over a batch's union of times.

@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+__all__ = ["SummaryLogReg", "summary_features"]
+
 
 def summary_features(data) -> np.ndarray:
     """Per-variable mean, min, max, last value and count, then the descriptors: (N, 5D + S).
