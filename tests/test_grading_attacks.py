@@ -70,15 +70,29 @@ def _cli(args, env=None):
     )
 
 
+@pytest.fixture(scope="module")
+def graded_attack(solution, tmp_path_factory):
+    """The rows of attack ``name`` graded once in this module: a test that asks more of the same grade
+    than its verdict reads these rows, rather than grading the same notebook the same way again."""
+    graded = {}
+
+    def grade(name):
+        if name not in graded:
+            graded[name] = _grade(attacked_notebook(solution, name), tmp_path_factory.mktemp(name))[0]
+        return graded[name]
+
+    return grade
+
+
 @pytest.mark.parametrize("name", list(ATTACKS))
-def test_attack_gets_no_check_its_answers_did_not_earn(name, solution, tmp_path):
-    rows, _ = _grade(attacked_notebook(solution, name), tmp_path)
+def test_attack_gets_no_check_its_answers_did_not_earn(name, graded_attack):
+    rows = graded_attack(name)
     passed = tuple(c for c in CHECKS if rows[c].passed)
     assert passed == ATTACKS[name].passes, {c: (rows[c].passed, rows[c].reason) for c in CHECKS}
 
 
-def test_reading_solutions_fails_because_solutions_are_not_there(solution, tmp_path):
-    rows, _ = _grade(attacked_notebook(solution, "reads-solutions"), tmp_path)
+def test_reading_solutions_fails_because_solutions_are_not_there(graded_attack):
+    rows = graded_attack("reads-solutions")
     assert "FileNotFoundError" in rows["euler-step"].reason and "solutions" in rows["euler-step"].reason
 
 
@@ -137,9 +151,11 @@ def test_a_package_planted_before_a_timeout_is_gone_after_the_restart(solution, 
             )
         elif answer_id(cell) == "euler-integrate":
             cell.source = "import os\nassert not os.path.exists('nodecourse'), 'the shadow survived'\n" + cell.source
-    rows, warnings = _grade(nb, tmp_path, timeout_s=30)
+    # Every cell runs under this limit, the setup cell's torch import (a few seconds on a loaded
+    # machine, again when it is replayed) included: 15 s leaves it room, and the loop costs 15 s.
+    rows, warnings = _grade(nb, tmp_path, timeout_s=15)
     assert rows["residual-block"].reason == (
-        "not run: needs answer 'residual-block', whose cell timed out after 30 s (its code did not finish)"
+        "not run: needs answer 'residual-block', whose cell timed out after 15 s (its code did not finish)"
     ), rows["residual-block"]
     assert rows["euler-step"].passed and rows["euler-integrate-matches"].passed and rows["euler-order"].passed, rows
     assert any("restarted the kernel" in w for w in warnings), warnings
