@@ -29,12 +29,14 @@ course: setup
 # One worker per usable CPU (affinity and cgroup quota, tests/conftest.py), each on one torch thread so
 # the workers do not oversubscribe the cores; TEST_WORKERS=0 runs in this process (e.g. for pdb).
 # --durations lists the 30 slowest tests at the end, so CI's log says where its time goes.
+# --dist loadgroup keeps tests marked with one xdist_group in one worker (a calibrated check and its
+# wrong answers share their references there); every other test is balanced as with --dist load.
 TEST_WORKERS ?= auto
 test: setup
-	NODECOURSE_QUICK=1 OMP_NUM_THREADS=1 $(VENV)/bin/python -m pytest -n $(TEST_WORKERS) --durations=30 $(PYTEST_ARGS)
+	NODECOURSE_QUICK=1 OMP_NUM_THREADS=1 $(VENV)/bin/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --durations=30 $(PYTEST_ARGS)
 
 test-fast: setup
-	NODECOURSE_QUICK=1 OMP_NUM_THREADS=1 $(VENV)/bin/python -m pytest -n $(TEST_WORKERS) -m "$(FAST)" $(PYTEST_ARGS)
+	NODECOURSE_QUICK=1 OMP_NUM_THREADS=1 $(VENV)/bin/python -m pytest -n $(TEST_WORKERS) --dist loadgroup -m "$(FAST)" $(PYTEST_ARGS)
 
 lint: setup
 	$(VENV)/bin/ruff check nodecourse tests scripts benchmarks notebooks solutions exercises

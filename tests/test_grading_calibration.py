@@ -308,8 +308,24 @@ def test_directional_derivative_restoration_is_judged_within_the_stated_toleranc
 # ---------------------------------------------------------------------------
 
 
+def _same_worker(exercise: str, check: str):
+    """A check's solution and its wrong answers run in one xdist worker (``make test`` distributes by
+    ``loadgroup``), where :func:`calibration.verdict` keeps the references they share."""
+    return pytest.mark.xdist_group(f"calibration-{exercise}-{check}")
+
+
+_WITH_WRONG_ANSWERS = {(w.exercise, w.check) for w in calibration.CATALOGUE}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("exercise,check", _all_checks(), ids=lambda v: str(v))
+@pytest.mark.parametrize(
+    "exercise,check",
+    [
+        pytest.param(ex, check, marks=_same_worker(ex, check)) if (ex, check) in _WITH_WRONG_ANSWERS else (ex, check)
+        for ex, check in _all_checks()
+    ],
+    ids=lambda v: str(v),
+)
 def test_the_solution_passes_on_every_calibration_seed(exercise, check, torch_defaults):
     seeds = _seeds(exercise, check)
     failed = calibration.failures(exercise, check, seeds, _solution(exercise))
@@ -317,7 +333,10 @@ def test_the_solution_passes_on_every_calibration_seed(exercise, check, torch_de
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("wrong", calibration.CATALOGUE, ids=lambda w: w.id)
+@pytest.mark.parametrize(
+    "wrong",
+    [pytest.param(w, marks=_same_worker(w.exercise, w.check), id=w.id) for w in calibration.CATALOGUE],
+)
 def test_every_named_mistake_fails_on_every_seed_with_its_cause(wrong, torch_defaults):
     seeds = range(
         min(WRONG_SEEDS_CI if not FULL else calibration.WRONG_SEEDS, len(_seeds(wrong.exercise, wrong.check)))

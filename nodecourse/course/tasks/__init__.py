@@ -29,7 +29,7 @@ import re
 from typing import Mapping
 
 from nodecourse.course.tasks import plain
-from nodecourse.course.tasks.spec import Task, Verdict, make_inputs, neutral_state, unjudgeable
+from nodecourse.course.tasks.spec import Task, Verdict, make_inputs, neutral_state, paired_inputs, unjudgeable
 
 SELF_CHECK_SEED = 0
 # The modules that hold converted exercises; an exercise not listed uses check cells run in the kernel.
@@ -72,15 +72,26 @@ def spec_call(source: str) -> tuple[str, str] | None:
     return (match["ex"], match["check"]) if match else None
 
 
-def answer_text(exercise: str, check: str, seed: int, namespace: Mapping, *, scan: bool = True) -> str:
+def answer_text(
+    exercise: str, check: str, seed: int, namespace: Mapping, *, scan: bool = True, inputs: dict | None = None
+) -> str:
     """The learner's reply to one task on the inputs of ``seed``, in this process, through the same
     function the grader's kernel runs (:func:`nodecourse.course.tasks.kernel_side.answer`): JSON text
     ``{"ok": true, "value": ...}`` or ``{"ok": false, "type": ..., "message": ...}``. ``scan``: as in
-    :func:`nodecourse.course.tasks.kernel_side.disabled`."""
+    :func:`nodecourse.course.tasks.kernel_side.disabled`. ``inputs``: the draw of ``seed`` when the
+    caller already made it (:func:`make_inputs`); drawn here otherwise."""
     from nodecourse.course.tasks import kernel_side
 
     task = get_task(exercise, check)
-    return kernel_side.answer(task.run, make_inputs(task, seed), task.library_answers, namespace, scan=scan)
+    drawn = make_inputs(task, seed) if inputs is None else inputs
+    return kernel_side.answer(task.run, drawn, task.library_answers, namespace, scan=scan)
+
+
+def reference_value(task: Task, inputs: dict):
+    """``task``'s reference on ``inputs`` (one draw of :func:`make_inputs`), computed in
+    :func:`~nodecourse.course.tasks.spec.neutral_state` as the reference process computes it."""
+    with neutral_state():
+        return task.reference(inputs)
 
 
 def reference_text(exercise: str, checks, seed: int) -> str:
@@ -88,9 +99,7 @@ def reference_text(exercise: str, checks, seed: int) -> str:
     out = {}
     for check in checks:
         task = get_task(exercise, check)
-        inputs = make_inputs(task, seed)
-        with neutral_state():
-            out[check] = task.reference(inputs)
+        out[check] = reference_value(task, make_inputs(task, seed))
     return plain.dumps(out)
 
 
@@ -130,7 +139,10 @@ def self_check(exercise: str, check: str, namespace: Mapping, seed: int = SELF_C
         import warnings
 
         warnings.warn(f"the grader will not run your edits: {edited}", stacklevel=2)
-    inputs = make_inputs(task, seed)  # drawn first: a draw may use the library's own solver
+    # Drawn, and the reference computed on its own copy, before the library's answers are disabled:
+    # a draw and the reference may use the library's own solver.
+    inputs, theirs = paired_inputs(task, seed)
+    reference = plain.decode(plain.dumps(reference_value(task, theirs)))
     undo = disabled(task.library_answers)  # the grader disables them too: the self-check says the same
     failure: Exception | None = None
     try:
@@ -140,7 +152,6 @@ def self_check(exercise: str, check: str, namespace: Mapping, seed: int = SELF_C
     finally:
         for fn, code in undo:
             fn.__code__ = code
-    reference = plain.decode(reference_text(exercise, [check], seed))[check]
     verdict = judge_texts(task, answer, reference)
     try:
         report(check, verdict.passed, verdict.detail)
@@ -186,6 +197,7 @@ __all__ = [
     "get_task",
     "judge_texts",
     "reference_text",
+    "reference_value",
     "self_check",
     "spec_call",
     "tasks_for",

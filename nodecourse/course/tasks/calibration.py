@@ -22,7 +22,7 @@ from typing import Iterable
 
 from nodecourse.course import tasks
 from nodecourse.course.tasks import plain
-from nodecourse.course.tasks.spec import Verdict
+from nodecourse.course.tasks.spec import Verdict, make_inputs, paired_inputs
 
 # Wrong answers run on this many seeds of the check's list (fewer where a seed costs seconds).
 WRONG_SEEDS = 200
@@ -397,13 +397,31 @@ def namespace(
     return ns
 
 
+# The references of the seeds wrong answers also run on, kept as the grader receives them (JSON text):
+# a check's solution and each of its wrong answers are judged against the same reference per seed.
+_REFERENCES: dict[tuple[str, str, int], str] = {}
+
+
 def verdict(exercise: str, check: str, seed: int, ns: dict, *, scan: bool = True) -> Verdict:
     """One check on one seed, split as the grader splits it: the learner's part, the reference, the judge.
     ``scan=False``: the library's answers are disabled through their attributes only
-    (:func:`nodecourse.course.tasks.kernel_side.disabled`), for the seeds after the first."""
+    (:func:`nodecourse.course.tasks.kernel_side.disabled`), for the seeds after the first.
+
+    The reference is computed first, on its own copy of the seed's inputs, so nothing the learner's
+    code does to its inputs reaches it; the references of the first :data:`WRONG_SEEDS` seeds are kept
+    for the rest of the process."""
     task = tasks.get_task(exercise, check)
-    reference = plain.decode(tasks.reference_text(exercise, [check], seed))[check]
-    return tasks.judge_texts(task, tasks.answer_text(exercise, check, seed, ns, scan=scan), reference)
+    key = (exercise, check, seed)
+    if key in _REFERENCES:
+        inputs = make_inputs(task, seed)
+        text = _REFERENCES[key]
+    else:
+        inputs, theirs = paired_inputs(task, seed)
+        text = plain.dumps(tasks.reference_value(task, theirs))
+        if seed < WRONG_SEEDS:
+            _REFERENCES[key] = text
+    answer = tasks.answer_text(exercise, check, seed, ns, scan=scan, inputs=inputs)
+    return tasks.judge_texts(task, answer, plain.decode(text))
 
 
 def failures(exercise: str, check: str, seeds: Iterable[int], ns: dict) -> list[tuple[int, str]]:

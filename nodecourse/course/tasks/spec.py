@@ -42,7 +42,10 @@ turns any exception inside a judge into that check's failure, with its cause.
 from __future__ import annotations
 
 import contextlib
+import copy
+import functools
 import math
+import types
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping
 
@@ -120,6 +123,41 @@ def make_inputs(task: Task, seed: int) -> dict:
     """``task.inputs(seed)`` in :func:`neutral_state`."""
     with neutral_state():
         return task.inputs(seed)
+
+
+def paired_inputs(task: Task, seed: int) -> tuple[dict, dict]:
+    """Two independent copies of ``seed``'s inputs, for the learner's side and the reference's side,
+    as the grader's two processes each draw them: one draw and a deep copy, since a draw may run
+    dozens of solves to be decidable (``draw.redraw``). Drawn twice instead where a copy would not
+    be independent: a function in the inputs keeps its closure in both copies, and a tensor that is
+    not a leaf cannot be copied."""
+    first = make_inputs(task, seed)
+    if not _holds_function(first):
+        try:
+            return first, copy.deepcopy(first)
+        except RuntimeError:  # "Only Tensors created explicitly by the user support the deepcopy protocol"
+            pass
+    return first, make_inputs(task, seed)
+
+
+def _holds_function(value, _depth: int = 0) -> bool:
+    """Whether ``value`` holds state a deep copy would share: a closure, a bound method or a partial
+    (a plain function without a closure is shared harmlessly). Walks containers and objects' fields."""
+    if isinstance(value, types.FunctionType):
+        return bool(value.__closure__)
+    if isinstance(value, (types.MethodType, types.BuiltinMethodType, functools.partial)):
+        return not isinstance(getattr(value, "__self__", None), types.ModuleType)
+    if _depth > 12:
+        return True  # too deep to vouch for: draw again
+    if isinstance(value, dict):
+        items = list(value.values())
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        items = list(value)
+    elif hasattr(value, "__dict__") and not isinstance(value, (type, types.ModuleType)):
+        items = list(vars(value).values())
+    else:
+        return False
+    return any(_holds_function(v, _depth + 1) for v in items)
 
 
 class Wrong(Exception):
