@@ -13,10 +13,10 @@ VENV ?= .venv
 PYTEST_ARGS ?=
 FAST = not slow and not browser and not binder
 
-.PHONY: course test test-fast lint notebooks setup lock site
+.PHONY: course test test-fast calibrate lint notebooks setup lock site
 # The course installs what the lessons need; the test targets add the test extra.
 EXTRAS ?=
-test test-fast lint: EXTRAS = test
+test test-fast calibrate lint: EXTRAS = test
 setup:
 	bash scripts/setup_env.sh $(EXTRAS)
 
@@ -37,6 +37,12 @@ test: setup
 
 test-fast: setup
 	NODECOURSE_QUICK=1 OMP_NUM_THREADS=1 $(VENV)/bin/python -m pytest -n $(TEST_WORKERS) --dist loadgroup -m "$(FAST)" $(PYTEST_ARGS)
+
+# Every check on its spec's full count of seeds (2,000; 200 where a seed trains a model): the CI tier
+# runs the first 500 (tests/test_grading_calibration.py). Hours of CPU: run it before a change to a
+# spec, a judge or a solution lands.
+calibrate: setup
+	NODECOURSE_CALIBRATION=full NODECOURSE_QUICK=1 OMP_NUM_THREADS=1 $(VENV)/bin/python -m pytest -n $(TEST_WORKERS) --dist loadgroup tests/test_grading_calibration.py
 
 lint: setup
 	$(VENV)/bin/ruff check nodecourse tests scripts benchmarks notebooks solutions exercises
