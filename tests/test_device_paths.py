@@ -146,13 +146,13 @@ def test_physionet_cli_trains_on_the_device(cuda, model, capsys, monkeypatch):
     from nodecourse.models import latent
 
     seen = []  # the device of the data the CLI hands to the training loop
-    real_fit = latent.fit
+    real_fit = latent.fit_mortality
 
     def recording_fit(name, train, *args, **kwargs):
         seen.extend(v.device.type for v in vars(train).values() if isinstance(v, torch.Tensor))
         return real_fit(name, train, *args, **kwargs)
 
-    monkeypatch.setattr(latent, "fit", recording_fit)
+    monkeypatch.setattr(latent, "fit_mortality", recording_fit)
     rc = main(
         ["physionet", "--model", model, "--device", "cuda", "--quick", "--epochs", "1", "--patients", "120", "--json"]
     )

@@ -99,7 +99,7 @@ def test_summary_features_by_hand():
 @pytest.mark.parametrize("name", latent.MODELS)
 def test_fit_every_model_reports_auc_seconds_and_solver_work(small, name):
     train, test = small
-    _, result = latent.fit(name, train, test, epochs=2, batch_size=32, progress=False)
+    _, result = latent.fit_mortality(name, train, test, epochs=2, batch_size=32, progress=False)
     assert 0.0 <= result.auc <= 1.0 and result.n_train == len(train) and result.n_eval == len(test)
     assert result.seconds > 0
     if name in ("odernn", "latent-ode"):
@@ -112,7 +112,7 @@ def test_models_learn_the_synthetic_signal(small):
     """Deaths depend on a hidden severity; every model must do much better than chance."""
     train, test = small
     for name in ("summary-logreg", "odernn", "gru-d"):
-        _, result = latent.fit(name, train, test, epochs=6, batch_size=32, progress=False)
+        _, result = latent.fit_mortality(name, train, test, epochs=6, batch_size=32, progress=False)
         assert result.auc > 0.7, (name, result.auc)
 
 
@@ -142,14 +142,14 @@ def test_interpolation_mse_and_holdout(small):
 def test_bad_arguments_are_named(small):
     train, test = small
     with pytest.raises(ValueError, match="model='lstm'"):
-        latent.fit("lstm", train, test)
+        latent.fit_mortality("lstm", train, test)
     with pytest.raises(ValueError, match="epochs=-1"):
-        latent.fit("odernn", train, test, epochs=-1)
+        latent.fit_mortality("odernn", train, test, epochs=-1)
     with pytest.raises(ValueError, match="kind='cnn'"):
         latent.RecurrentEncoder(3, 4, kind="cnn")
     raw = dataclasses.replace(train, normalized=False)
     with pytest.raises(ValueError, match="train is not normalised"):
-        latent.fit("odernn", raw, test)
+        latent.fit_mortality("odernn", raw, test)
 
 
 # ---------------------------------------------------------------- GRU-D

@@ -184,13 +184,13 @@ def test_every_model_of_the_curve_trains_on_the_device_under_a_strict_fake_cuda(
     from fake_cuda import fake_cuda_device
     from nodecourse.models import latent
 
-    seen, real_fit = [], latent.fit
+    seen, real_fit = [], latent.fit_mortality
 
     def recording_fit(name, train, test, **kwargs):
         seen.append((name, train.values.device.type, test.values.device.type))
         return real_fit(name, train, test, **kwargs)
 
-    monkeypatch.setattr(latent, "fit", recording_fit)
+    monkeypatch.setattr(latent, "fit_mortality", recording_fit)
     config = replace(TINY, sizes=(20,), models=lc.CURVE_MODELS, device="cuda")
     with fake_cuda_device():
         result = lc.learning_curve(config, data=raw, progress=False)

@@ -186,7 +186,7 @@ def main(args: argparse.Namespace) -> int:
     from nodecourse.config import resolve_device
     from nodecourse.data import physionet
     from nodecourse.models import physionet_settings
-    from nodecourse.models.latent import fit
+    from nodecourse.models.latent import fit_mortality
 
     quick = args.quick or quick_mode()
     refused = usage_error(args)  # the CLI checked it before importing torch; callers of main() get it too
@@ -258,7 +258,7 @@ def main(args: argparse.Namespace) -> int:
     evaluation = norm.transform(eval_raw).to(device)
     val = norm.transform(val_raw).to(device) if val_raw is not None else None
     start = time.perf_counter()
-    _, result = fit(
+    _, result = fit_mortality(
         args.model,
         train,
         evaluation,

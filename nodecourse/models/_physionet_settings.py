@@ -10,7 +10,7 @@ Two instances of one frozen dataclass, :class:`PhysioNetSettings`:
 
 ``settings.source(name)`` says where a value comes from; ``settings.not_followed`` says which
 published values the course does not follow, and why. ``nodecourse physionet --settings
-published`` trains with :data:`PHYSIONET_PUBLISHED` (see :func:`nodecourse.models.latent.fit`).
+published`` trains with :data:`PHYSIONET_PUBLISHED` (see :func:`nodecourse.models.latent.fit_mortality`).
 
 What the published code does that this module records as *not followed* (details in
 :data:`PHYSIONET_NOT_FOLLOWED`): min-max normalisation over train and test together and time scaled by

@@ -259,12 +259,12 @@ def fit_point(config: CurveConfig, task: CurveTask, data) -> CurvePoint:
     """Train ``task.model`` on its training set of the raw ``data``, on ``config.device`` (the model
     follows its data there); its AUC on the seed's held-out patients."""
     from nodecourse.data import physionet
-    from nodecourse.models.latent import fit
+    from nodecourse.models.latent import fit_mortality
 
     pool, held = draw_split(len(data), data.labels.numpy(), max(config.sizes), task.seed)
     raw_train, raw_eval = data.subset(np.sort(pool[: task.n_train])), data.subset(held)
     norm = physionet.Normalizer.fit(raw_train)
-    _, r = fit(
+    _, r = fit_mortality(
         task.model,
         norm.transform(raw_train).to(config.device),
         norm.transform(raw_eval).to(config.device),

@@ -114,7 +114,7 @@ def auc_study(config: AUCStudyConfig, progress: bool = False) -> AUCStudy:
 
 def _run_study(config: AUCStudyConfig, progress: bool) -> AUCStudy:
     from nodecourse.data import physionet
-    from nodecourse.models.latent import fit
+    from nodecourse.models.latent import fit_mortality
 
     data = physionet.load("set-a", quantization=config.quantization, progress=progress, verbose=False)
     runs = []
@@ -125,7 +125,7 @@ def _run_study(config: AUCStudyConfig, progress: bool) -> AUCStudy:
         train, test = norm.transform(parts["train"]), norm.transform(parts["test"])
         val = norm.transform(parts["val"]) if "val" in parts else None
         for name in config.models:
-            _, r = fit(name, train, test, val=val, seed=seed, progress=progress, settings=config.training)
+            _, r = fit_mortality(name, train, test, val=val, seed=seed, progress=progress, settings=config.training)
             runs.append(
                 ModelRun(
                     name,

@@ -25,7 +25,7 @@ Solver work (NFE, steps) is accumulated in ``model.solver_stats``.
 
 Sizes, solvers and the training schedule come from the arguments (the course's defaults) or from
 a :class:`~nodecourse.models._physionet_settings.PhysioNetSettings` (``build_model(..., settings=)``,
-``fit(..., settings=)``), e.g. the published ones. The ODE-RNN pass is written for many short
+``fit_mortality(..., settings=)``), e.g. the published ones. The ODE-RNN pass is written for many short
 gaps (a minute grid gives ~2,000 per batch): see :class:`RecurrentEncoder` (``fast``).
 
 Where each piece lives (private modules; import from this package):
@@ -36,7 +36,7 @@ Where each piece lives (private modules; import from this package):
 - ``_latent_ode``: :class:`LatentODE`;
 - ``_summary``: :class:`SummaryLogReg` and :func:`summary_features`;
 - ``_build``: :data:`MODELS` and :func:`build_model`;
-- ``_fit``: the training loop :func:`fit`, :class:`FitResult`, :func:`patient_batch`, :func:`predict_proba`,
+- ``_fit``: the training loop :func:`fit_mortality`, :class:`FitResult`, :func:`patient_batch`, :func:`predict_proba`,
   :func:`auc`;
 - ``_interpolate``: :func:`holdout_mask`, :func:`interpolation_mse`, :func:`fit_interpolation`.
 """

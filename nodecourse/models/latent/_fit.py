@@ -1,6 +1,6 @@
-"""Training and scoring for mortality: :func:`fit`, :class:`FitResult`, :func:`predict_proba`, :func:`auc`.
+"""Training and scoring for mortality: :func:`fit_mortality`, :class:`FitResult`, :func:`predict_proba`, :func:`auc`.
 
-:func:`fit` trains one of :data:`MODELS` on a normalised training set (batches of ``times`` (K,),
+:func:`fit_mortality` trains one of :data:`MODELS` on a normalised training set (batches of ``times`` (K,),
 ``values`` and ``mask`` (B, K, D), ``static`` and ``static_mask`` (B, S), labels (B,)) and scores
 the test AUC; :func:`make_optimizer` and :func:`kl_weight` are the settings' optimiser and KL
 schedule; :func:`predict_proba` gives probabilities (N,) and :func:`auc` the ROC AUC.
@@ -23,7 +23,7 @@ from nodecourse.models.latent._latent_ode import LatentODE
 from nodecourse.solvers import SolveConfig
 from nodecourse.training import seeded_batches, train_epochs
 
-__all__ = ["FitResult", "auc", "fit", "kl_weight", "make_optimizer", "patient_batch", "predict_proba"]
+__all__ = ["FitResult", "auc", "fit_mortality", "kl_weight", "make_optimizer", "patient_batch", "predict_proba"]
 
 
 @dataclass
@@ -116,7 +116,7 @@ def make_optimizer(model: nn.Module, settings: PhysioNetSettings, epochs: int):
     return opt, None, per_step
 
 
-def fit(
+def fit_mortality(
     name: str,
     train,
     test,
