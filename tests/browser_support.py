@@ -323,11 +323,35 @@ def open_notebook(page, server: LabServer, rel_path: str) -> None:
     # ?reset: a fresh workspace, so the tabs (and kernels) of earlier visits are not restored
     page.goto(f"{server.url}/lab/tree/{rel_path}?reset&token={server.token}")
     wait_for_notebook(page)
-    try:  # a kernel choice dialog, if any: accept the proposed kernel as a learner would
-        page.locator(".jp-Dialog .jp-mod-accept").click(timeout=3_000)
-    except PWTimeout:
-        pass
+    # a kernel choice dialog, if any, or the kernel connected and idle, whichever comes first
+    page.wait_for_function(
+        f"""() => document.querySelector('.jp-Dialog .jp-mod-accept') || ({_KERNEL_IDLE_JS})()""",
+        timeout=120_000,
+        polling=100,
+    )
+    dialog = page.locator(".jp-Dialog .jp-mod-accept")
+    if dialog.count():  # accept the proposed kernel as a learner would
+        try:
+            dialog.first.click(timeout=5_000)
+        except PWTimeout:
+            pass
+    wait_kernel_connected_idle(page)
     wait_kernel_idle(page)
+
+
+# The status bar's kernel item reads "<kernel name> | Idle" once the page's kernel connection is up
+# and idle ("Starting", "Connecting", "Unknown" before). The notebook toolbar's execution indicator
+# says "idle" from the start, before any kernel is there, so alone it proves nothing at open.
+_KERNEL_IDLE_JS = """() => {
+    const bar = document.querySelector('#jp-main-statusbar');
+    const text = bar ? bar.innerText : '';
+    return /\\| Idle\\b/.test(text) && !/No Kernel/.test(text);
+}"""
+
+
+def wait_kernel_connected_idle(page, timeout_ms: int = 120_000) -> None:
+    """Wait until the status bar says the current notebook's kernel is connected and idle."""
+    page.wait_for_function(_KERNEL_IDLE_JS, timeout=timeout_ms, polling=100)
 
 
 def wait_for_notebook(page) -> None:
@@ -372,14 +396,20 @@ def activate_tab(page, name: str) -> None:
 
 
 def close_current_tab(page) -> None:
-    page.locator("#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabCloseIcon").first.click()
-    # a dialog only if the document changed; the learner discards (the copy is never saved)
-    from playwright.sync_api import TimeoutError as PWTimeout
-
-    try:
-        page.locator(".jp-Dialog button", has_text=re.compile("Don.t Save|Discard")).first.click(timeout=2_000)
-    except PWTimeout:
-        pass
+    tabs = "#jp-main-dock-panel .lm-TabBar-tab"
+    before = page.locator(tabs).count()
+    page.locator(f"{tabs}.lm-mod-current .lm-TabBar-tabCloseIcon").first.click()
+    # a dialog only if the document changed (the learner discards: the copy is never saved);
+    # otherwise the tab goes at once: wait for whichever happens, not a fixed time for the dialog
+    page.wait_for_function(
+        "([sel, n]) => document.querySelector('.jp-Dialog') || document.querySelectorAll(sel).length < n",
+        arg=[tabs, before],
+        polling=100,
+    )
+    discard = page.locator(".jp-Dialog button", has_text=re.compile("Don.t Save|Discard"))
+    if discard.count():
+        discard.first.click()
+        page.wait_for_function("([sel, n]) => document.querySelectorAll(sel).length < n", arg=[tabs, before])
 
 
 def menu(page, top: str, item: str) -> None:
@@ -416,8 +446,36 @@ def run_all_cells(page, timeout_ms: int) -> None:
             return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
         }""",
         timeout=timeout_ms,
-        polling=500,
+        polling=200,
     )
+    wait_kernel_idle(page, timeout_ms)
+
+
+def run_code_cells(page, indexes: list[int], timeout_ms: int) -> None:
+    """Run the active notebook's code cells ``indexes`` (0 = its first code cell), in order, as a
+    learner does: click the cell, Shift+Enter, and wait for its execution number."""
+    from playwright.sync_api import TimeoutError as PWTimeout
+
+    done = r"""el => /\[\d+\]/.test(el.textContent)"""
+    for i in indexes:
+        cell = active_panel(page).locator(".jp-CodeCell").nth(i)
+        cell.scroll_into_view_if_needed()
+        prompt = cell.locator(".jp-InputPrompt").first
+        for attempt in range(3):  # a key press while the kernel is still connecting can be lost
+            prompt.click()
+            page.keyboard.press("Shift+Enter")
+            try:
+                page.wait_for_function(
+                    r"""el => /\[(\*|\d+)\]/.test(el.textContent)""",
+                    arg=prompt.element_handle(),
+                    timeout=30_000,
+                    polling=100,
+                )
+                break
+            except PWTimeout:
+                if attempt == 2:
+                    raise
+        page.wait_for_function(done, arg=prompt.element_handle(), timeout=timeout_ms, polling=200)
     wait_kernel_idle(page, timeout_ms)
 
 
