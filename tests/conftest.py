@@ -1,5 +1,6 @@
 """Per-test time limits (a short default, longer ones for the slow tiers), the check that every
-subprocess a test starts has a timeout inside that limit, and the worker count of ``pytest -n auto``.
+subprocess a test starts has a timeout inside that limit, the worker count of ``pytest -n auto``, and one
+folder of study results for the whole run (``NODECOURSE_STUDY_CACHE``).
 
 pytest-timeout only stops a hang; no test asserts on wall-clock time.
 """
@@ -7,8 +8,10 @@ pytest-timeout only stops a hang; no test asserts on wall-clock time.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -22,6 +25,26 @@ def pytest_collection_modifyitems(config, items):
             continue
         limits = [s for name, s in TIER_TIMEOUT_S.items() if item.get_closest_marker(name)]
         item.add_marker(pytest.mark.timeout(max(limits, default=DEFAULT_TIMEOUT_S)))
+
+
+def pytest_configure(config):
+    """One folder of study results for the run (``NODECOURSE_STUDY_CACHE``, nodecourse/lessons/study.py),
+    made by the controller before pytest-xdist starts its workers: the workers, and the kernels and
+    subprocesses they start (``notebook_fixtures.SUBPROCESS_ENV`` copies the environment), inherit it,
+    so a study trains once per run, not once per process. A variable already set is kept: a folder to
+    reuse, or empty to turn the layer off (``NODECOURSE_STUDY_CACHE= pytest ...``)."""
+    from nodecourse.lessons.study import CACHE_ENV
+
+    if hasattr(config, "workerinput") or CACHE_ENV in os.environ:
+        return
+    config.study_cache_folder = tempfile.mkdtemp(prefix="nodecourse-studies-")
+    os.environ[CACHE_ENV] = config.study_cache_folder
+
+
+def pytest_unconfigure(config):
+    folder = getattr(config, "study_cache_folder", None)
+    if folder:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture
