@@ -33,6 +33,7 @@ import os
 import re
 import subprocess
 import threading
+import urllib.parse
 from collections import deque
 from pathlib import Path
 
@@ -117,6 +118,8 @@ def test_every_internal_link_resolves_and_every_lesson_shows_its_figures(served)
     queue = deque([base + "index.html"])
     lesson_pages = []
     problems = []
+    ids_on: dict[str, set[str]] = {}  # page -> the ids of its elements once loaded
+    anchored: list[tuple[str, str, str]] = []  # (link, page, #anchor), checked against ids_on at the end
     while queue:
         url = queue.popleft()
         path, _, anchor = url.partition("#")
@@ -127,33 +130,33 @@ def test_every_internal_link_resolves_and_every_lesson_shows_its_figures(served)
                 if response.status != 200:
                     problems.append(f"{path}: HTTP {response.status}")
             continue
-        if path in seen_pages and not anchor:
-            continue
-        if page.url.partition("#")[0] != path:
-            response = page.goto(path, wait_until="load")
-            if response is None or response.status != 200:
-                problems.append(f"{path}: HTTP {response.status if response else 'no response'}")
-                continue
         if anchor:
-            found = page.evaluate(
-                "a => !!(document.getElementById(a) || document.getElementById(decodeURIComponent(a)))", anchor
-            )
-            if not found:
-                problems.append(f"{url}: no element #{anchor}")
+            anchored.append((url, path, anchor))
         if path in seen_pages:
             continue
         seen_pages.add(path)
+        # each page is loaded once; an #anchor link to it is checked against the ids it had then
+        # (no second load of a lesson page per link to one of its headings or ledger rows)
+        response = page.goto(path, wait_until="load")
+        if response is None or response.status != 200:
+            problems.append(f"{path}: HTTP {response.status if response else 'no response'}")
+            continue
+        ids_on[path] = set(page.eval_on_selector_all("[id]", "els => els.map(e => e.id)"))
         if page.locator("nav.nc-site-nav").evaluate("el => getComputedStyle(el).display") != "flex":
             problems.append(f"{path}: the site's stylesheet is not applied")
         name = path[len(base) :]
         if LESSON_PAGE.match(name) and "_exercises" not in name:
             lesson_pages.append(name)
             problems += _figures_shown(page, name)
-        page.screenshot(path=str(ARTIFACTS / f"{Path(name).stem}.png"), full_page=True)
+        # the whole page, as JPEG: PNG's encoding of a page 15,000-29,000 px tall took half again as long
+        page.screenshot(path=str(ARTIFACTS / f"{Path(name).stem}.jpg"), full_page=True, quality=80)
         for link in _links(page):
             if link.startswith(base):
                 queue.append(link)
     context.close()
+    for url, path, anchor in anchored:
+        if path in ids_on and not ({anchor, urllib.parse.unquote(anchor)} & ids_on[path]):
+            problems.append(f"{url}: no element #{anchor}")
     assert not problems, "\n".join(problems)
     expected_lessons = {f"{p.stem}.html" for p in site.lesson_notebooks(REPO)}
     assert set(lesson_pages) == expected_lessons, "a lesson page is not reachable from the index"
@@ -162,14 +165,19 @@ def test_every_internal_link_resolves_and_every_lesson_shows_its_figures(served)
     assert any(f.endswith(".ipynb") for f in checked_files), "no download link was followed"
 
 
+def _wait_plotly_drawn(page) -> None:
+    """Wait until plotly.js has drawn every plotly box of the page open in ``page`` (none: at once)."""
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.nc-plotly')].every(b => b.classList.contains('nc-plotly-drawn'))",
+        timeout=60_000,
+        polling=100,
+    )
+
+
 def _figures_shown(page, name: str) -> list[str]:
     """What is wrong with the figures of the lesson page open in ``page``."""
     boxes = page.locator(".nc-plotly")
-    if boxes.count():
-        page.wait_for_function(
-            "() => [...document.querySelectorAll('.nc-plotly')].every(b => b.classList.contains('nc-plotly-drawn'))",
-            timeout=60_000,
-        )
+    _wait_plotly_drawn(page)
     problems = []
     for i in range(boxes.count()):
         box = boxes.nth(i)
@@ -335,9 +343,7 @@ def test_at_a_phones_width_no_page_scrolls_sideways(served):
     for path in sorted(out.glob("*.html")):
         page.goto(base + path.name, wait_until="load")
         if page.locator(".nc-plotly").count():
-            page.wait_for_function(
-                "() => [...document.querySelectorAll('.nc-plotly')].every(b => b.classList.contains('nc-plotly-drawn'))"
-            )
+            _wait_plotly_drawn(page)
             # each figure's plot keeps at least half the box's width (legend below, panels stacked)
             narrow = page.evaluate("""() => [...document.querySelectorAll('.nc-plotly')].map((box, i) => {
                 const full = box.querySelector('.nc-plotly-live')._fullLayout;
@@ -561,7 +567,7 @@ def test_axe_core_finds_no_violation_on_a_lesson_an_exercise_the_ledger_and_setu
         page.set_viewport_size({"width": width, "height": 900})
         for name in AXE_PAGES:
             page.goto(base + name, wait_until="load")
-            page.wait_for_load_state("networkidle")  # plotly draws after load
+            _wait_plotly_drawn(page)  # plotly draws after load
             for v in B.axe_violations(page, axe_js):
                 found.append(f"{name} at {width} px: {v['id']} ({v['impact']}, {len(v['nodes'])} nodes): {v['help']}")
                 found += [f"    {target}: {why.splitlines()[-1].strip()}" for target, why in v["nodes"][:3]]
