@@ -186,7 +186,7 @@ def test_the_stand_in_is_named_in_the_row_text(monkeypatch):
 
 
 def test_the_study_trains_every_model_with_its_configs_settings(tmp_path, monkeypatch):
-    """What the row text reads (``config.training``) is what ``fit`` receives, and the grid is the load's."""
+    """What the row text reads (``config.training``) is what ``fit_mortality`` receives, and the grid is the load's."""
     from nodecourse.data import physionet
     from nodecourse.models import latent
 
@@ -198,7 +198,7 @@ def test_the_study_trains_every_model_with_its_configs_settings(tmp_path, monkey
         fits.append((name, kw))
         return None, latent.FitResult(name, 0.5, len(train), len(test), 0.0, 1, kw["seed"])
 
-    monkeypatch.setattr(latent, "fit", fake_fit)
+    monkeypatch.setattr(latent, "fit_mortality", fake_fit)
     cfg = L.AUCStudyConfig(models=("gru-dt", "odernn"), seeds=(0, 1), epochs=4, val_fraction=0.1)
     study = L.studies._run_study(cfg, False)
     assert [kw["quantization"] for kw in loads] == [cfg.quantization]
