@@ -4,10 +4,13 @@ What a learner does, checked in the page:
 
 * the first page `nodecourse lab` opens is lesson 0's course map, and every lesson link in it
   opens that lesson (and the learner can come back);
-* every lesson with an explorer runs top to bottom (Run > Run All Cells, quick mode); each
-  explorer renders (controls, result line, figure); changing its main controls through the page
-  (solver, tolerance, ...) changes the numbers it shows (NFE, error, iterations, ...) and its
-  figure, to exactly what the library computes in this test process for the same settings.
+* every lesson with an explorer runs its set-up cell and its explorer's cell in the page, as a
+  learner who jumps to the explorer does (one lesson, ``RUN_ALL_LESSON``, runs top to bottom
+  with Run > Run All Cells, quick mode; every lesson runs top to bottom in a kernel in
+  tests/test_notebooks.py); each explorer renders (controls, result line, figure); changing its
+  main controls through the page (solver, tolerance, ...) changes the numbers it shows (NFE,
+  error, iterations, ...) and its figure, to exactly what the library computes in this test
+  process for the same settings.
 
 Screenshots of each explorer before and after the changes go to test-artifacts/browser/
 (git-ignored). The lessons run in a copy of notebooks/, so the repository is never touched.
@@ -385,6 +388,22 @@ EXPLORERS: tuple[ExplorerCase, ...] = (
 )
 
 EXPLORER_IDS = [case.id for case in EXPLORERS]
+# The one lesson the page runs top to bottom (Run > Run All Cells): the others run their set-up
+# cell and their explorer's cell, since a lesson's own cells are tests/test_notebooks.py's.
+RUN_ALL_LESSON = "10_cheaper_and_exact.ipynb"
+
+
+def _explorer_cell(path: Path, cls: str) -> int:
+    """Index (among code cells) of the one cell of notebook ``path`` that builds explorer ``cls``.
+
+    Each explorer needs only the lesson's set-up cell (the first code cell: imports, threads,
+    dtype) before it: a learner who jumps to the explorer runs those two."""
+    import nbformat
+
+    code = [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
+    shown = [i for i, source in enumerate(code) if re.search(rf"\b{cls}\(", source)]
+    assert len(shown) == 1, f"{path.name} should display one {cls}; code cells doing so: {shown}"
+    return shown[0]
 
 
 _EXPECTED_CACHE: dict = {}
@@ -535,14 +554,19 @@ def test_every_explorer_in_the_lessons_is_driven():
     covered = {(case.notebook, case.cls) for case in EXPLORERS}
     assert shown, "no lesson displays an explorer; the pattern used to find them is out of date"
     assert shown <= covered, f"explorers displayed by lessons but not driven in the browser: {sorted(shown - covered)}"
+    assert RUN_ALL_LESSON in {case.notebook for case in EXPLORERS}, f"RUN_ALL_LESSON={RUN_ALL_LESSON!r} has no explorer"
 
 
 @pytest.mark.parametrize("case", EXPLORERS, ids=EXPLORER_IDS)
 def test_explorer_in_the_page_shows_what_the_library_computes(lab, page, case):
     server, _ = lab
-    B.open_notebook(page, server, f"notebooks/{case.notebook}")
+    notebook = f"notebooks/{case.notebook}"
+    B.open_notebook(page, server, notebook)
     try:
-        B.run_all_cells(page, RUN_ALL_TIMEOUT_MS)
+        if case.notebook == RUN_ALL_LESSON:
+            B.run_all_cells(page, RUN_ALL_TIMEOUT_MS)
+        else:
+            B.run_code_cells(page, [0, _explorer_cell(server.root / notebook, case.cls)], RUN_ALL_TIMEOUT_MS)
     finally:
         B.ARTIFACTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(B.ARTIFACTS / f"{case.id}-page.png"))
@@ -620,18 +644,12 @@ SLOW_CASE = dict(SOLVER_INITIAL, method="implicit_euler")
 def test_solver_explorer_says_it_is_busy_and_clears(lab, page):
     """Choosing the slow solver shows the busy line, locks the controls and dims the figure; when
     the solve ends they clear and the page shows the library's result. Slider handles are named."""
-    import nbformat
-
     server, _ = lab
     notebook = "notebooks/02_solvers_and_tolerance.ipynb"
     B.open_notebook(page, server, notebook)
-    # the lesson's set-up cell (imports, dtype, threads) and the explorer's cell, as a learner who
-    # jumps to the explorer runs them: the lesson's Run All is test_explorer_in_the_page_..., and
-    # the cells between (the lesson's own solves) have nothing to do with the busy state
-    code = [c.source for c in nbformat.read(server.root / notebook, as_version=4).cells if c.cell_type == "code"]
-    shown = [i for i, source in enumerate(code) if re.search(r"\bSolverExplorer\(", source)]
-    assert len(shown) == 1, f"lesson 2 should display one SolverExplorer; code cells doing so: {shown}"
-    B.run_code_cells(page, [0, shown[0]], RUN_ALL_TIMEOUT_MS)
+    # the cells between the set-up and the explorer (the lesson's own solves) have nothing to do
+    # with the busy state
+    B.run_code_cells(page, [0, _explorer_cell(server.root / notebook, "SolverExplorer")], RUN_ALL_TIMEOUT_MS)
     errors = B.error_outputs(page)
     assert not errors, f"lesson 2 raised in the page:\n{errors[0][:2000]}"
     box = B.explorer(page, "SolverExplorer")
