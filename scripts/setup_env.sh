@@ -34,7 +34,9 @@ if ! "$VENV/bin/python" -c "import sys; sys.exit(sys.version_info[:3] < tuple(ma
        "PYTHON=python3.11 (or newer) make ..." >&2
   exit 1
 fi
-pip=("$VENV/bin/python" -m pip install --disable-pip-version-check -q)
+# --no-compile: pip would byte-compile every installed module (some 17,000: about 30 s of CPU,
+# measured with compileall), most of which nothing imports; Python compiles each module it loads.
+pip=("$VENV/bin/python" -m pip install --disable-pip-version-check -q --no-compile)
 
 if ! "$VENV/bin/python" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION')" 2>/dev/null; then
   if [ "$(uname -s)" = Darwin ]; then
