@@ -206,6 +206,17 @@ def _lesson_and_library_imports() -> dict[str, str]:
     return found
 
 
+def test_importing_nbformat_builds_no_parser_for_iris():
+    """jsonschema (nbformat's validator) builds rfc3987-syntax's Lark parser whenever it is imported,
+    if that package is installed: about 1 s of CPU in each process that reads a notebook. The lock
+    keeps jsonschema below the releases that bring it (pyproject.toml says why)."""
+    code = "import sys, nbformat; print(sorted(m for m in ('rfc3987_syntax', 'lark') if m in sys.modules))"
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=subprocess_timeout()
+    ).stdout
+    assert loaded.strip() == "[]", f"importing nbformat loaded {loaded.strip()}: see jsonschema in pyproject.toml"
+
+
 def test_lessons_and_library_import_only_course_dependencies():
     """What the library or a lesson imports is installed by `make course`, not only by the test extra."""
     write_lock = _write_lock_module()
