@@ -14,6 +14,7 @@ cell, and the catalogue stays in step with the solutions.
 
 from __future__ import annotations
 
+import copy
 import sys
 import time
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from typing import Iterable
 
 from nodecourse.course import tasks
 from nodecourse.course.tasks import plain
-from nodecourse.course.tasks.spec import Verdict, make_inputs, paired_inputs
+from nodecourse.course.tasks.spec import Verdict, independent_copy, make_inputs, paired_inputs
 
 # Wrong answers run on this many seeds of the check's list (fewer where a seed costs seconds).
 WRONG_SEEDS = 200
@@ -399,7 +400,9 @@ def namespace(
 
 # The references of the seeds wrong answers also run on, kept as the grader receives them (JSON text):
 # a check's solution and each of its wrong answers are judged against the same reference per seed.
-_REFERENCES: dict[tuple[str, str, int], str] = {}
+# Beside each, an untouched copy of the seed's inputs, where one can be copied (spec.independent_copy):
+# a draw may run dozens of solves to be decidable (ex 09's, 0.4-0.7 s a seed).
+_REFERENCES: dict[tuple[str, str, int], tuple[str, dict | None]] = {}
 
 
 def verdict(exercise: str, check: str, seed: int, ns: dict, *, scan: bool = True) -> Verdict:
@@ -413,13 +416,14 @@ def verdict(exercise: str, check: str, seed: int, ns: dict, *, scan: bool = True
     task = tasks.get_task(exercise, check)
     key = (exercise, check, seed)
     if key in _REFERENCES:
-        inputs = make_inputs(task, seed)
-        text = _REFERENCES[key]
+        text, kept = _REFERENCES[key]
+        inputs = copy.deepcopy(kept) if kept is not None else make_inputs(task, seed)
     else:
         inputs, theirs = paired_inputs(task, seed)
+        kept = independent_copy(inputs) if seed < WRONG_SEEDS else None  # before the answer sees them
         text = plain.dumps(tasks.reference_value(task, theirs))
         if seed < WRONG_SEEDS:
-            _REFERENCES[key] = text
+            _REFERENCES[key] = (text, kept)
     answer = tasks.answer_text(exercise, check, seed, ns, scan=scan, inputs=inputs)
     return tasks.judge_texts(task, answer, plain.decode(text))
 

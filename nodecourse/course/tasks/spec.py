@@ -132,12 +132,19 @@ def paired_inputs(task: Task, seed: int) -> tuple[dict, dict]:
     be independent: a function in the inputs keeps its closure in both copies, and a tensor that is
     not a leaf cannot be copied."""
     first = make_inputs(task, seed)
-    if not _holds_function(first):
-        try:
-            return first, copy.deepcopy(first)
-        except RuntimeError:  # "Only Tensors created explicitly by the user support the deepcopy protocol"
-            pass
-    return first, make_inputs(task, seed)
+    second = independent_copy(first)
+    return first, second if second is not None else make_inputs(task, seed)
+
+
+def independent_copy(inputs: dict) -> dict | None:
+    """A deep copy of ``inputs`` that shares no state with them, or None where a copy cannot be
+    (a function keeping its closure, a tensor that is not a leaf): draw again instead."""
+    if _holds_function(inputs):
+        return None
+    try:
+        return copy.deepcopy(inputs)
+    except RuntimeError:  # "Only Tensors created explicitly by the user support the deepcopy protocol"
+        return None
 
 
 def _holds_function(value, _depth: int = 0) -> bool:
