@@ -49,8 +49,9 @@ def test_fresh_binder_environment_grades_a_solution(tmp_path):
             "install",
             "--disable-pip-version-check",
             "-q",
-            # no .pyc for every module installed (tens of seconds of CPU): what is installed is
-            # the same, and the few modules the check and the grade import compile as they load
+            # no .pyc for every module installed (tens of seconds of CPU): what is installed is the
+            # same; the modules the check and the grade import compile as they load (in the grader's
+            # read-only sandbox on every load, which one graded solution pays less for)
             "--no-compile",
             "-r",
             str(REPO / "binder" / "requirements.txt"),

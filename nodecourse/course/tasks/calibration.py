@@ -412,7 +412,7 @@ def verdict(exercise: str, check: str, seed: int, ns: dict, *, scan: bool = True
 
     The reference is computed first, on its own copy of the seed's inputs, so nothing the learner's
     code does to its inputs reaches it; the references of the first :data:`WRONG_SEEDS` seeds are kept
-    for the rest of the process."""
+    for the rest of the process, each with an untouched copy of its inputs."""
     task = tasks.get_task(exercise, check)
     key = (exercise, check, seed)
     if key in _REFERENCES:
